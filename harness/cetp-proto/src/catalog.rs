@@ -1,0 +1,1 @@
+//! Requirement catalog (being written).

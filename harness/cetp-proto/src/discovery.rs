@@ -1,0 +1,274 @@
+//! Discovery and v1 coexistence (§2.1, §8): what a manifest declares, and
+//! which protocol a Consumer may use with it.
+
+use crate::provider::ServiceManifest;
+use std::collections::BTreeSet;
+use std::fmt;
+
+pub const ACTION_TOOL_PROVIDER: &str = "com.clawseed.action.TOOL_PROVIDER";
+pub const META_AUTHORITY: &str = "com.clawseed.tools.authority";
+pub const META_VERSION: &str = "com.clawseed.tools.version";
+pub const META_VERSIONS: &str = "com.clawseed.tools.versions";
+
+/// Where the version set came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VersionSource {
+    /// `versions` present: it is authoritative (§2.1).
+    Versions,
+    /// Only `version`: read as the single supported version (§2.1).
+    Version,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Declared {
+    pub authority: String,
+    pub versions: BTreeSet<i32>,
+    pub source: VersionSource,
+    /// The legacy `version` field, when present.
+    pub legacy_version: Option<i32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DiscoveryError {
+    MissingAuthority,
+    NoVersion,
+    BadVersion {
+        field: &'static str,
+        text: String,
+    },
+    /// §2.1: the service and the ContentProvider of its authority belong to
+    /// different packages (or no package owns the authority).
+    PackageMismatch {
+        service_package: String,
+        authority_package: Option<String>,
+    },
+}
+
+impl fmt::Display for DiscoveryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DiscoveryError::MissingAuthority => write!(f, "meta-data {META_AUTHORITY} is missing"),
+            DiscoveryError::NoVersion => {
+                write!(f, "neither {META_VERSION} nor {META_VERSIONS} is declared")
+            }
+            DiscoveryError::BadVersion { field, text } => {
+                write!(f, "meta-data {field} is not a version list: {text:?}")
+            }
+            DiscoveryError::PackageMismatch {
+                service_package,
+                authority_package,
+            } => write!(
+                f,
+                "service package {service_package:?} does not own the authority (owner: {})",
+                authority_package.as_deref().unwrap_or("none")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DiscoveryError {}
+
+fn parse_version(field: &'static str, text: &str) -> Result<i32, DiscoveryError> {
+    let t = text.trim();
+    match t.parse::<i32>() {
+        Ok(v) if v >= 1 && !t.starts_with('+') => Ok(v),
+        _ => Err(DiscoveryError::BadVersion {
+            field,
+            text: text.to_string(),
+        }),
+    }
+}
+
+/// Parses the version meta-data of one service. `versions` wins over
+/// `version` when both are present.
+pub fn parse_declared(
+    meta: &std::collections::BTreeMap<String, String>,
+) -> Result<Declared, DiscoveryError> {
+    let authority = meta
+        .get(META_AUTHORITY)
+        .filter(|a| !a.trim().is_empty())
+        .ok_or(DiscoveryError::MissingAuthority)?
+        .clone();
+    let legacy_version = meta
+        .get(META_VERSION)
+        .map(|v| parse_version(META_VERSION, v))
+        .transpose()?;
+    if let Some(list) = meta.get(META_VERSIONS) {
+        let mut versions = BTreeSet::new();
+        for part in list.split(',') {
+            versions.insert(parse_version(META_VERSIONS, part)?);
+        }
+        return Ok(Declared {
+            authority,
+            versions,
+            source: VersionSource::Versions,
+            legacy_version,
+        });
+    }
+    match legacy_version {
+        Some(v) => Ok(Declared {
+            authority,
+            versions: [v].into(),
+            source: VersionSource::Version,
+            legacy_version,
+        }),
+        None => Err(DiscoveryError::NoVersion),
+    }
+}
+
+/// §2.1: the discovering service and the ContentProvider must share a package.
+pub fn check_same_package(m: &ServiceManifest) -> Result<(), DiscoveryError> {
+    match &m.authority_package {
+        Some(p) if *p == m.package => Ok(()),
+        other => Err(DiscoveryError::PackageMismatch {
+            service_package: m.package.clone(),
+            authority_package: other.clone(),
+        }),
+    }
+}
+
+/// What a Consumer may do with a discovered Provider (§8 fallback rules).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// v2 is declared on both sides: negotiate, and never fall back to v1.
+    NegotiateV2,
+    /// Only v1 is declared: v1 is the only way (read-only tools).
+    UseV1,
+    /// Nothing usable in common.
+    Unusable(String),
+}
+
+pub fn plan(declared: &Declared, consumer_versions: &[i32]) -> Plan {
+    if declared.versions.contains(&2) && consumer_versions.contains(&2) {
+        Plan::NegotiateV2
+    } else if declared.versions.contains(&1)
+        && !declared.versions.contains(&2)
+        && consumer_versions.contains(&1)
+    {
+        Plan::UseV1
+    } else if declared.versions.contains(&2) {
+        // Declared v2 but the Consumer lacks it: a v2-only Consumer cannot use
+        // v1 on a Provider that declared v2 either (§8: no downgrade).
+        Plan::Unusable("the Provider declares v2, which this Consumer does not support".into())
+    } else {
+        Plan::Unusable(format!(
+            "no common version (provider {:?}, consumer {consumer_versions:?})",
+            declared.versions
+        ))
+    }
+}
+
+/// After a v2 negotiation, authorization or security check failed: §8 forbids
+/// falling back to v1, so the only outcome is to disable the Provider.
+pub fn after_v2_failure(_declared: &Declared) -> Plan {
+    Plan::Unusable("v2 was declared and failed; falling back to v1 is forbidden".into())
+}
+
+/// A dual-stack Provider keeps `version=1` so v1 Consumers still see it (§2.1);
+/// a v2-only Provider declares `version=2` and `versions="2"`.
+pub fn manifest_shape_problems(d: &Declared) -> Vec<String> {
+    let mut out = Vec::new();
+    if d.source == VersionSource::Versions {
+        let dual = d.versions.contains(&1) && d.versions.contains(&2);
+        if dual && d.legacy_version != Some(1) {
+            out.push(format!(
+                "dual-stack Provider must keep {META_VERSION}=1 for v1 Consumers (found {:?})",
+                d.legacy_version
+            ));
+        }
+        if d.versions == BTreeSet::from([2])
+            && d.legacy_version.is_some()
+            && d.legacy_version != Some(2)
+        {
+            out.push(format!(
+                "v2-only Provider declares {META_VERSION}={:?} instead of 2",
+                d.legacy_version
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn meta(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn versions_is_authoritative() {
+        let d = parse_declared(&meta(&[
+            (META_AUTHORITY, "a"),
+            (META_VERSION, "1"),
+            (META_VERSIONS, "1,2"),
+        ]))
+        .unwrap();
+        assert_eq!(d.versions, BTreeSet::from([1, 2]));
+        assert_eq!(d.source, VersionSource::Versions);
+        assert_eq!(plan(&d, &[2, 1]), Plan::NegotiateV2);
+        assert!(manifest_shape_problems(&d).is_empty());
+    }
+
+    #[test]
+    fn only_version_is_the_single_version() {
+        let d = parse_declared(&meta(&[(META_AUTHORITY, "a"), (META_VERSION, "1")])).unwrap();
+        assert_eq!(d.versions, BTreeSet::from([1]));
+        assert_eq!(plan(&d, &[2, 1]), Plan::UseV1);
+        let d2 = parse_declared(&meta(&[(META_AUTHORITY, "a"), (META_VERSION, "2")])).unwrap();
+        assert_eq!(plan(&d2, &[2, 1]), Plan::NegotiateV2);
+    }
+
+    #[test]
+    fn no_downgrade() {
+        let d = parse_declared(&meta(&[
+            (META_AUTHORITY, "a"),
+            (META_VERSIONS, "1,2"),
+            (META_VERSION, "1"),
+        ]))
+        .unwrap();
+        assert!(matches!(after_v2_failure(&d), Plan::Unusable(_)));
+        assert!(matches!(plan(&d, &[3]), Plan::Unusable(_)));
+    }
+
+    #[test]
+    fn bad_meta() {
+        assert_eq!(
+            parse_declared(&meta(&[(META_VERSION, "1")])),
+            Err(DiscoveryError::MissingAuthority)
+        );
+        assert!(matches!(
+            parse_declared(&meta(&[(META_AUTHORITY, "a"), (META_VERSIONS, "1,x")])),
+            Err(DiscoveryError::BadVersion { .. })
+        ));
+        assert_eq!(
+            parse_declared(&meta(&[(META_AUTHORITY, "a")])),
+            Err(DiscoveryError::NoVersion)
+        );
+    }
+
+    #[test]
+    fn dual_stack_must_keep_version_1() {
+        let d = parse_declared(&meta(&[(META_AUTHORITY, "a"), (META_VERSIONS, "1,2")])).unwrap();
+        assert_eq!(manifest_shape_problems(&d).len(), 1);
+    }
+
+    #[test]
+    fn same_package() {
+        let mut m = ServiceManifest {
+            package: "com.a".into(),
+            authority_package: Some("com.a".into()),
+            ..Default::default()
+        };
+        assert!(check_same_package(&m).is_ok());
+        m.authority_package = Some("com.evil".into());
+        assert!(check_same_package(&m).is_err());
+        m.authority_package = None;
+        assert!(check_same_package(&m).is_err());
+    }
+}

@@ -1,0 +1,135 @@
+//! The `ContentResolver.call()` boundary as plain data.
+//!
+//! A Provider (reference, mutant, or hostile) sees one [`ProviderCall`] from
+//! one [`CallerIdentity`] at a time and answers a [`Reply`]. Descriptors and
+//! PendingIntents that a real Binder would carry as kernel objects travel here
+//! as attachments keyed by the handle found in the Bundle, so a device
+//! (simulated or in-process) can hand them out per connection.
+
+use crate::bundle::Bundle;
+use std::sync::Arc;
+
+/// The app calling a Provider, as Android tells the Provider (UID) and as the
+/// package manager describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallerIdentity {
+    pub uid: u32,
+    pub packages: Vec<String>,
+    pub cert_sha256: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProviderCall {
+    pub method: String,
+    pub arg: Option<String>,
+    pub extras: Option<Bundle>,
+}
+
+/// Where the bytes of a result descriptor come from.
+#[derive(Clone, Debug)]
+pub enum FdSource {
+    Bytes(Arc<[u8]>),
+    /// A generated stream: `len` bytes of a repeating pattern, or endless when
+    /// `None` (a descriptor that never reaches EOF). Lets hostile Providers be
+    /// simulated without allocating what they claim.
+    Pattern {
+        len: Option<u64>,
+        byte: u8,
+    },
+}
+
+impl FdSource {
+    pub fn bytes(data: impl Into<Vec<u8>>) -> Self {
+        FdSource::Bytes(Arc::from(data.into().into_boxed_slice()))
+    }
+}
+
+/// What a PendingIntent would launch, as known to the device that holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IntentTarget {
+    pub creator_package: String,
+    pub creator_uid: u32,
+    pub immutable: bool,
+    pub activity: bool,
+    /// Explicit component (`package/.Activity`), `None` for an implicit intent.
+    pub component: Option<String>,
+    /// Opaque key the Provider uses to find the pending confirmation.
+    pub confirmation: String,
+}
+
+#[derive(Clone, Debug)]
+pub enum Attachment {
+    File(FdSource),
+    Intent(IntentTarget),
+}
+
+/// The answer of `call()`: a Bundle (or null), or a thrown exception.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Result {
+        bundle: Option<Bundle>,
+        /// Handle (as written in the Bundle) to the object it stands for.
+        attachments: Vec<(String, Attachment)>,
+    },
+    Threw {
+        class: String,
+        message: String,
+    },
+}
+
+impl Reply {
+    pub fn bundle(bundle: Bundle) -> Self {
+        Reply::Result {
+            bundle: Some(bundle),
+            attachments: Vec::new(),
+        }
+    }
+}
+
+/// A user's decision in the Provider's confirmation UI (probe-wire `resolve`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    Deny,
+    Dismiss,
+}
+
+impl Decision {
+    pub fn parse(s: &str) -> Option<Decision> {
+        match s {
+            "approve" => Some(Decision::Approve),
+            "deny" => Some(Decision::Deny),
+            "dismiss" => Some(Decision::Dismiss),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Deny => "deny",
+            Decision::Dismiss => "dismiss",
+        }
+    }
+}
+
+/// What launching a PendingIntent led to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolveOutcome {
+    pub launched: bool,
+    pub decision_applied: bool,
+    /// Android's activity result code: -1 RESULT_OK, 0 RESULT_CANCELED.
+    pub result_code: i32,
+}
+
+/// Manifest meta-data of one discovered service, as raw strings (probe-wire
+/// `discover`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ServiceManifest {
+    pub package: String,
+    pub service: String,
+    pub exported: bool,
+    pub permission: Option<String>,
+    pub meta: std::collections::BTreeMap<String, String>,
+    /// Package owning the ContentProvider of the declared authority.
+    pub authority_package: Option<String>,
+}

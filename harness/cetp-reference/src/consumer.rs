@@ -1,0 +1,1 @@
+//! Reference Consumer (being written).
