@@ -119,6 +119,9 @@ async fn read_loop(
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut link: Option<Link> = None;
     let mut next_id: u32 = 1;
+    // One deadline for the whole handshake, so stray pre-CNXN packets
+    // (which we ignore) cannot keep a connection alive forever.
+    let handshake_deadline = tokio::time::Instant::now() + config.handshake_timeout;
 
     let send = |p: Packet| {
         let out = out.clone();
@@ -135,12 +138,11 @@ async fn read_loop(
         };
         let pkt = match link {
             Some(_) => read_packet(&mut rd, max_in, verify).await?,
-            None => tokio::time::timeout(
-                config.handshake_timeout,
-                read_packet(&mut rd, max_in, verify),
-            )
-            .await
-            .map_err(|_| ConnError::HandshakeTimeout)??,
+            None => {
+                tokio::time::timeout_at(handshake_deadline, read_packet(&mut rd, max_in, verify))
+                    .await
+                    .map_err(|_| ConnError::HandshakeTimeout)??
+            }
         };
 
         match pkt.command {

@@ -154,6 +154,10 @@ pub trait DeviceServices: Send + Sync + 'static {
     /// and does not reach this method. A trailing `; echo __rc=$?` is stripped
     /// by the endpoint, which appends `__rc=<exit_code>` to the output itself,
     /// because shell v1 carries no exit status.
+    ///
+    /// After `pm install`, Debian's adb 29 deletes the pushed APK with
+    /// `rm '/data/local/tmp/x.apk' </dev/null`; whatever this returns is
+    /// printed by `adb install`, so answer it (empty output) to keep that quiet.
     fn shell(&self, command: &str) -> BoxFuture<'static, ShellOutput>;
 
     /// A file pushed with the sync protocol (`adb push`, and the push step of
@@ -192,14 +196,25 @@ pub trait DeviceServices: Send + Sync + 'static {
 
 /// Features advertised in our `CNXN` banner by default: none.
 ///
-/// Tested against Debian's adb 29.0.6 (see the crate's `tests/real_adb.rs`):
-/// with no features the host uses shell protocol v1 (`shell:CMD`), sync v1
-/// (`STAT`/`SEND`), and the legacy install path (push to `/data/local/tmp`
-/// then `pm install`), which is exactly what this endpoint implements.
-/// `shell_v2` and `cmd` must never be listed (we implement neither);
-/// `stat_v2`, `ls_v2`, `sendrecv_v2`, `abb`, `abb_exec`, `apex` would make the
-/// host use requests we do not implement; `fixed_push_mkdir` and
-/// `fixed_push_symlink_timestamp` change nothing for single-file pushes.
+/// Why none, as tested against Debian's adb 29.0.6 (`tests/real_adb.rs`):
+/// with an empty list the host uses exactly what this endpoint implements —
+/// shell protocol v1 (`shell:CMD`), sync v1 (`STAT`, `SEND`/`DATA`/`DONE`,
+/// `QUIT`), and the legacy install (push to `/data/local/tmp/NAME.apk`, then
+/// `shell:pm 'install' '/data/local/tmp/NAME.apk'`, then
+/// `shell:rm '/data/local/tmp/NAME.apk' </dev/null`).
+///
+/// Each feature was tried alone against that server:
+///
+/// * `shell_v2` makes the host open `shell,v2,...:CMD` (we implement only v1,
+///   so every `adb shell` fails);
+/// * `cmd` makes `adb install` stream through
+///   `exec:cmd package 'install' -S SIZE` instead of push + `pm install`;
+/// * `stat_v2` makes `adb push` send `STA2`, which sync v1 lacks;
+/// * `ls_v2`, `fixed_push_mkdir`, `fixed_push_symlink_timestamp`, `apex`,
+///   `abb`, `abb_exec` and `remount_shell` changed nothing the host sent for
+///   shell, forward, single-file push or install; `sendrecv_v2` is unknown
+///   to adb 29 and is dropped by it. Listing any of them would only promise
+///   requests we do not serve (`LST2`, `abb:`, ...), so none is listed.
 pub const DEFAULT_FEATURES: &[&str] = &[];
 
 /// Limits and identity of the endpoint.

@@ -39,8 +39,8 @@ pub fn split_rc_probe(cmd: &str) -> Option<&str> {
     let trimmed = cmd.trim_end().trim_end_matches(';').trim_end();
     for probe in RC_PROBES {
         if let Some(before) = trimmed.strip_suffix(probe) {
-            let before = before.trim_end();
-            if before.is_empty() {
+            let before = before.trim_end_matches([' ', '\t']);
+            if before.trim().is_empty() {
                 return Some("");
             }
             if let Some(b) = before

@@ -17,7 +17,6 @@ const ID_STAT: &[u8; 4] = b"STAT";
 const ID_LIST: &[u8; 4] = b"LIST";
 const ID_SEND: &[u8; 4] = b"SEND";
 const ID_RECV: &[u8; 4] = b"RECV";
-const ID_DENT: &[u8; 4] = b"DENT";
 const ID_DONE: &[u8; 4] = b"DONE";
 const ID_DATA: &[u8; 4] = b"DATA";
 const ID_OKAY: &[u8; 4] = b"OKAY";

@@ -1,1 +1,18 @@
-//! placeholder
+//! The conformance runner: vectors, checks, profiles, the §9 claim, the
+//! baseline and self-test with mutants. It emits one typed event stream
+//! ([`event::Event`]) that reporters consume; it knows nothing of transports
+//! (a [`device::Target`] is handed in).
+
+pub mod answer;
+pub mod args;
+pub mod checks;
+pub mod device;
+pub mod event;
+pub mod exit;
+pub mod interp;
+pub mod local;
+pub mod profile;
+pub mod runner;
+pub mod suite;
+pub mod template;
+pub mod vector;

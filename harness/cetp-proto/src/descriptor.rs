@@ -56,6 +56,32 @@ impl Violation {
     }
 }
 
+/// Every rule key a [`Violation`] can carry (here and in `schema`). The
+/// conformance data maps each to requirement ids; a test keeps both in step.
+pub const RULES: &[&str] = &[
+    "shape.object",
+    "shape.type",
+    "shape.required",
+    "enum.unknown",
+    "negotiate.version.common",
+    "negotiate.version.highest",
+    "negotiate.capability.subset",
+    "session_token.opaque",
+    "session_token.length",
+    "limits.minimum",
+    "provider_id.namespace",
+    "tool.name.pattern",
+    "tool.name.unique",
+    "scope.name.pattern",
+    "scope.name.unique",
+    "schema.dialect",
+    "schema.compiles",
+    "schema.ref.same_document",
+    "tool.scope.declared",
+    "annotation.confirmation.always",
+    "annotation.execution.async_negotiated",
+];
+
 /// `[a-z][a-z0-9_]{0,63}` (§3.1).
 pub fn is_valid_tool_name(s: &str) -> bool {
     let b = s.as_bytes();

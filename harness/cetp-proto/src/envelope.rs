@@ -305,8 +305,19 @@ pub fn decode_v2_request(
             message: "request_id is not a UUID".into(),
         });
     }
+    // §5: a missing session is NEGOTIATION_REQUIRED (retryable), not a
+    // malformed envelope; a session_token of the wrong type stays INVALID_REQUEST.
+    let session_token = match b.opt_string(keys::SESSION_TOKEN)? {
+        Some(t) => t,
+        None => {
+            return Err(RequestError {
+                code: ErrorCode::NegotiationRequired,
+                message: "session_token is missing".into(),
+            })
+        }
+    };
     let common = Common {
-        session_token: b.get_string(keys::SESSION_TOKEN)?,
+        session_token,
         request_id,
         deadline_at_ms: b.get_long(keys::DEADLINE_AT_MS)?,
     };
@@ -758,6 +769,17 @@ mod tests {
         let err = decode_v2_request(Method::ExecuteTool, Some(&b)).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
         assert!(err.message.contains("deadline_at_ms"));
+    }
+
+    #[test]
+    fn missing_session_is_negotiation_required() {
+        let mut b = exec().to_bundle();
+        b.remove(keys::SESSION_TOKEN);
+        let err = decode_v2_request(Method::ExecuteTool, Some(&b)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::NegotiationRequired);
+        b.insert(keys::SESSION_TOKEN, Value::Int(1));
+        let err = decode_v2_request(Method::ExecuteTool, Some(&b)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidRequest);
     }
 
     #[test]

@@ -1,0 +1,121 @@
+//! The runner's view of a target: the probe-wire ops as blocking calls.
+//!
+//! Implemented by the in-process device (`cetp_reference::device`) and by the
+//! probe-wire client over any transport. Methods take `&self` so the runner
+//! can issue calls from several threads at once (single-executor tests).
+
+use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
+use cetp_proto::Bundle;
+use cetp_reference::port::{CallAnswer, FdRead};
+use std::fmt;
+
+/// What `hello` told about the device and the caller identity it speaks for.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct HelloInfo {
+    pub probe: String,
+    pub identity_name: String,
+    pub uid: u32,
+    pub packages: Vec<String>,
+    pub cert_sha256: Vec<String>,
+    pub sdk_int: i64,
+    pub model: String,
+    pub fingerprint: String,
+    pub now_ms: i64,
+    pub ops: Vec<String>,
+}
+
+/// Who is at fault when a device op fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The harness, the transport, adb or the device broke: INFRA_ERROR,
+    /// never charged to the Provider.
+    Infra,
+    /// The Provider misbehaved at the Binder level (it died, or its answer
+    /// overflowed the Binder buffer): charged to the Provider.
+    Provider,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceError {
+    /// Probe-wire error kind (`timeout`, `provider_died`, ...) or a transport
+    /// condition (`connection_closed`, `io`, `bad_frame`, `frame_too_large`).
+    pub kind: String,
+    pub message: String,
+}
+
+impl DeviceError {
+    pub fn new(kind: &str, message: impl Into<String>) -> Self {
+        DeviceError {
+            kind: kind.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub fn fault(&self) -> Fault {
+        match self.kind.as_str() {
+            "provider_died" | "transaction_too_large" => Fault::Provider,
+            _ => Fault::Infra,
+        }
+    }
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+impl From<cetp_reference::port::PortError> for DeviceError {
+    fn from(e: cetp_reference::port::PortError) -> Self {
+        DeviceError {
+            kind: e.kind,
+            message: e.message,
+        }
+    }
+}
+
+pub trait Device: Send + Sync {
+    fn hello(&self) -> Result<HelloInfo, DeviceError>;
+    /// Device clock, Unix epoch ms.
+    fn now_ms(&self) -> i64;
+    fn sleep_ms(&self, ms: u64);
+    fn discover(&self) -> Result<Vec<ServiceManifest>, DeviceError>;
+    fn call(
+        &self,
+        authority: &str,
+        method: &str,
+        arg: Option<&str>,
+        extras: Option<&Bundle>,
+        timeout_ms: u64,
+    ) -> Result<CallAnswer, DeviceError>;
+    fn read_fd(&self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError>;
+    fn close_fd(&self, handle: &str) -> Result<(), DeviceError>;
+    fn resolve(
+        &self,
+        handle: &str,
+        decision: Decision,
+        ui: Option<&serde_json::Value>,
+        timeout_ms: u64,
+    ) -> Result<ResolveOutcome, DeviceError>;
+    fn restart_provider(&self, package: &str) -> Result<(), DeviceError>;
+}
+
+/// The target as the runner sees it: one device connection per identity.
+pub struct Target {
+    /// A label for reports (`sim`, `tcp:127.0.0.1:7000`, `adb:SERIAL`).
+    pub label: String,
+    pub a: Box<dyn Device>,
+    pub b: Option<Box<dyn Device>>,
+}
+
+impl Target {
+    pub fn identity(&self, name: &str) -> Option<&dyn Device> {
+        match name {
+            "a" => Some(self.a.as_ref()),
+            "b" => self.b.as_deref(),
+            _ => None,
+        }
+    }
+}

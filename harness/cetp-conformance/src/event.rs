@@ -1,0 +1,186 @@
+//! The one typed event stream a run emits. Reporters (JSON, terminal, JUnit,
+//! SARIF, HTML) are independent consumers of it; none of them is consulted
+//! by the runner.
+//!
+//! Strings inside events may come from the Provider: reporters must escape
+//! them for their medium.
+
+use crate::device::HelloInfo;
+use serde::Serialize;
+use serde_json::Value as Json;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Warn,
+    NotApplicable,
+    InfraError,
+    Flaky,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Warn => "WARN",
+            Verdict::NotApplicable => "NOT_APPLICABLE",
+            Verdict::InfraError => "INFRA_ERROR",
+            Verdict::Flaky => "FLAKY",
+        }
+    }
+}
+
+/// The §9 claim a run allows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Claim {
+    /// Whether v2 is declared by the manifest at all.
+    pub v2_declared: bool,
+    /// Every core case and check passed: the Provider may call itself CETP v2.
+    pub cetp_v2: bool,
+    pub capabilities: Vec<CapabilityClaim>,
+    /// v1 and discovery results for a Provider without v2.
+    pub v1_passed: Option<bool>,
+    pub statement: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CapabilityClaim {
+    pub capability: String,
+    pub declared: bool,
+    pub passed: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub pass: usize,
+    pub fail: usize,
+    pub warn: usize,
+    pub not_applicable: usize,
+    pub infra_error: usize,
+    pub flaky: usize,
+}
+
+impl Summary {
+    pub fn add(&mut self, v: Verdict) {
+        match v {
+            Verdict::Pass => self.pass += 1,
+            Verdict::Fail => self.fail += 1,
+            Verdict::Warn => self.warn += 1,
+            Verdict::NotApplicable => self.not_applicable += 1,
+            Verdict::InfraError => self.infra_error += 1,
+            Verdict::Flaky => self.flaky += 1,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    RunStarted {
+        run_id: String,
+        harness: String,
+        target: String,
+        seed: u64,
+        config_hash: String,
+        started_at_ms: i64,
+        cases: usize,
+    },
+    TargetIdentified {
+        hello: Option<HelloInfo>,
+        package: Option<String>,
+        authority: Option<String>,
+        manifest: String,
+        declared_versions: Vec<i32>,
+    },
+    CaseStarted {
+        case_id: String,
+        title: String,
+    },
+    StepSent {
+        case_id: String,
+        step: usize,
+        identity: String,
+        op: String,
+        request: Json,
+    },
+    StepAnswered {
+        case_id: String,
+        step: usize,
+        answer: Json,
+        elapsed_us: u64,
+    },
+    CheckFinding {
+        case_id: String,
+        step: usize,
+        check: String,
+        requirements: Vec<String>,
+        level: String,
+        message: String,
+    },
+    CaseFinished {
+        case_id: String,
+        title: String,
+        requirements: Vec<String>,
+        verdict: Verdict,
+        reason: String,
+        /// Failure accepted by the baseline (known failure, with its reason).
+        baseline: Option<String>,
+        duration_ms: u64,
+    },
+    CheckVerdict {
+        check: String,
+        title: String,
+        requirements: Vec<String>,
+        verdict: Verdict,
+        reason: String,
+        answers_checked: usize,
+    },
+    BaselineStale {
+        id: String,
+        reason: String,
+    },
+    RunFinished {
+        summary: Summary,
+        claim: Claim,
+        exit_code: i32,
+        duration_ms: u64,
+    },
+}
+
+/// A consumer of the event stream.
+pub trait Reporter: Send {
+    fn on_event(&mut self, event: &Event);
+    /// Called once after `RunFinished`; writes files, flushes terminals.
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Collects events in memory (tests, selftest, replay).
+#[derive(Default)]
+pub struct Collect {
+    pub events: Vec<Event>,
+}
+
+impl Reporter for Collect {
+    fn on_event(&mut self, event: &Event) {
+        self.events.push(event.clone());
+    }
+}
+
+/// Fans one event out to every reporter.
+#[derive(Default)]
+pub struct Fanout {
+    pub reporters: Vec<Box<dyn Reporter>>,
+}
+
+impl Fanout {
+    pub fn emit(&mut self, e: Event) {
+        for r in &mut self.reporters {
+            r.on_event(&e);
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The vendor profile (TOML): what the harness may do to a Provider.
+//!
+//! The safety rule lives here: a tool is executed for real only when it is
+//! read-only (`effect=read`) or the profile lists it under `execute.allow`.
+//! Format documented in `profiles/README.md`.
+
+use serde::Deserialize;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    #[serde(default)]
+    pub target: TargetSection,
+    #[serde(default)]
+    pub execute: ExecuteSection,
+    /// Per-tool sample arguments.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolSection>,
+    #[serde(default)]
+    pub observer: Option<Observer>,
+    /// Tools for roles that annotations cannot express.
+    #[serde(default)]
+    pub roles: BTreeMap<String, RoleTool>,
+    /// Selectors for the Provider's confirmation UI, passed to `resolve`.
+    #[serde(default)]
+    pub ui: Option<toml::Table>,
+    #[serde(default)]
+    pub identities: IdentitiesSection,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSection {
+    /// Package of the Provider under test. Without it the harness takes the
+    /// only discovered Provider, and refuses to guess among several.
+    pub package: Option<String>,
+    /// Authority; by default the one the manifest declares.
+    pub authority: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteSection {
+    /// Side-effecting tools the harness may execute for real.
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSection {
+    /// Valid arguments for an ordinary call.
+    pub sample_args: Option<toml::Table>,
+    /// Arguments the Provider's policy must confirm (runtime escalation).
+    pub escalating_args: Option<toml::Table>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Observer {
+    /// A read tool whose result counts effects.
+    pub tool: String,
+    #[serde(default)]
+    pub args: toml::Table,
+    /// JSON pointer into the inline result: a number, or an array whose
+    /// length is the count.
+    pub pointer: String,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RoleTool {
+    pub tool: String,
+    #[serde(default)]
+    pub args: toml::Table,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IdentitiesSection {
+    /// Whether cross-caller cases may run (needs a second endpoint).
+    #[serde(default = "yes")]
+    pub second: bool,
+}
+
+impl Default for IdentitiesSection {
+    fn default() -> Self {
+        IdentitiesSection { second: true }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A bad profile: a usage error (exit 2) naming the field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileError {
+    pub message: String,
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "profile: {}", self.message)
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+pub fn table_to_json(t: &toml::Table) -> Json {
+    serde_json::to_value(t).unwrap_or(Json::Null)
+}
+
+impl Profile {
+    pub fn from_toml(text: &str) -> Result<Profile, ProfileError> {
+        let p: Profile = toml::from_str(text).map_err(|e| ProfileError {
+            message: e.to_string().trim().to_string(),
+        })?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    fn validate(&self) -> Result<(), ProfileError> {
+        if let Some(o) = &self.observer {
+            if !o.pointer.is_empty() && !o.pointer.starts_with('/') {
+                return Err(ProfileError {
+                    message: format!(
+                        "observer.pointer: {:?} is not a JSON pointer (it must start with '/')",
+                        o.pointer
+                    ),
+                });
+            }
+            if o.tool.is_empty() {
+                return Err(ProfileError {
+                    message: "observer.tool: must name a read tool".into(),
+                });
+            }
+        }
+        for name in &self.execute.allow {
+            if !cetp_proto::descriptor::is_valid_tool_name(name) {
+                return Err(ProfileError {
+                    message: format!("execute.allow: {name:?} is not a valid tool name"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// May the harness execute this tool for real?
+    pub fn may_execute(&self, tool: &str, effect: &str) -> bool {
+        effect == "read" || self.execute.allow.iter().any(|t| t == tool)
+    }
+
+    pub fn sample_args(&self, tool: &str) -> Option<Json> {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.sample_args.as_ref())
+            .map(table_to_json)
+    }
+
+    pub fn escalating_args(&self, tool: &str) -> Option<Json> {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.escalating_args.as_ref())
+            .map(table_to_json)
+    }
+
+    pub fn ui_json(&self) -> Option<Json> {
+        self.ui.as_ref().map(table_to_json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_only_by_default() {
+        let p = Profile::default();
+        assert!(p.may_execute("get_quote", "read"));
+        assert!(!p.may_execute("delete_alert", "delete"));
+    }
+
+    #[test]
+    fn bad_profiles_name_the_field() {
+        let e = Profile::from_toml("[observer]\ntool = \"x\"\npointer = \"count\"\n").unwrap_err();
+        assert!(e.message.contains("observer.pointer"), "{e}");
+        let e = Profile::from_toml("[execute]\nalow = []\n").unwrap_err();
+        assert!(e.message.contains("alow"), "{e}");
+        let e = Profile::from_toml("[execute]\nallow = \"create_alert\"\n").unwrap_err();
+        assert!(e.message.contains("allow"), "{e}");
+        let e = Profile::from_toml("[execute]\nallow = [\"Bad Name\"]\n").unwrap_err();
+        assert!(e.message.contains("execute.allow"), "{e}");
+    }
+
+    #[test]
+    fn full_profile() {
+        let p = Profile::from_toml(
+            r#"
+[target]
+package = "com.example.app"
+[execute]
+allow = ["create_alert"]
+[tools.create_alert]
+sample_args = { symbol = "ACME", price = 12.5 }
+[observer]
+tool = "list_alerts"
+pointer = "/effects"
+[roles.large_result]
+tool = "export_history"
+args = { rows = 20000 }
+[ui.approve]
+text = "Allow"
+"#,
+        )
+        .unwrap();
+        assert!(p.may_execute("create_alert", "create"));
+        assert_eq!(
+            p.sample_args("create_alert").unwrap(),
+            serde_json::json!({"symbol": "ACME", "price": 12.5})
+        );
+        assert_eq!(p.roles["large_result"].tool, "export_history");
+    }
+}

@@ -1,0 +1,581 @@
+//! A run: identify the target, run the selected cases, judge the checks,
+//! apply the baseline, and state the §9 claim. Emits the event stream.
+
+use crate::device::{HelloInfo, Target};
+use crate::event::{CapabilityClaim, Claim, Event, Fanout, Summary, Verdict};
+use crate::exit::ExitCode;
+use crate::interp::{CaseRunner, CheckTally, Env, Stop};
+use crate::profile::Profile;
+use crate::suite::{Baseline, Suite};
+use crate::vector::{Case, Level, Role};
+use cetp_proto::discovery::{parse_declared, Declared};
+use cetp_proto::envelope::Capability;
+use rand::SeedableRng;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+#[derive(Clone, Debug, Default)]
+pub struct RunConfig {
+    pub seed: u64,
+    /// Case id patterns (`*` wildcards); empty = all.
+    pub only: Vec<String>,
+    pub skip: Vec<String>,
+    pub baseline: Option<Baseline>,
+    /// Included in the config hash: the harness version and anything else
+    /// that changes behaviour.
+    pub harness_version: String,
+    /// Wall clock at start (Unix ms), passed in so runs are reproducible in
+    /// tests.
+    pub started_at_ms: i64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseOutcome {
+    pub id: String,
+    pub title: String,
+    pub requirements: Vec<String>,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub needs: Vec<String>,
+    pub baselined: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckOutcome {
+    pub id: String,
+    pub requirements: Vec<String>,
+    pub verdict: Verdict,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    pub run_id: String,
+    pub config_hash: String,
+    pub cases: Vec<CaseOutcome>,
+    pub checks: Vec<CheckOutcome>,
+    pub stale_baseline: Vec<String>,
+    pub summary: Summary,
+    pub claim: Claim,
+    pub exit: ExitCode,
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+pub fn wildcard(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let mut rest = text;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            match rest.strip_prefix(part) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+pub fn selected<'s>(suite: &'s Suite, cfg: &RunConfig) -> Vec<&'s Case> {
+    suite
+        .cases
+        .iter()
+        .filter(|c| c.role == Role::Provider)
+        .filter(|c| cfg.only.is_empty() || cfg.only.iter().any(|p| wildcard(p, &c.id)))
+        .filter(|c| !cfg.skip.iter().any(|p| wildcard(p, &c.id)))
+        .collect()
+}
+
+fn manifest_kind(d: &Declared) -> &'static str {
+    match (d.versions.contains(&1), d.versions.contains(&2)) {
+        (true, true) => "dual_stack",
+        (false, true) => "v2_only",
+        (true, false) => "v1_only",
+        _ => "other",
+    }
+}
+
+/// Identifies the Provider under test: the profile's package, or the only
+/// discovered Provider.
+pub fn identify(target: &Target, profile: &Profile) -> Result<(Option<HelloInfo>, Env), String> {
+    let hello = target.a.hello().map_err(|e| format!("hello failed: {e}"))?;
+    if let Some(b) = &target.b {
+        b.hello()
+            .map_err(|e| format!("hello on the second identity failed: {e}"))?;
+    }
+    let found = target
+        .a
+        .discover()
+        .map_err(|e| format!("discover failed: {e}"))?;
+    let manifest = match &profile.target.package {
+        Some(p) => found.iter().find(|m| &m.package == p).cloned(),
+        None if found.len() == 1 => found.first().cloned(),
+        None if found.is_empty() => None,
+        None => {
+            let names: Vec<&str> = found.iter().map(|m| m.package.as_str()).collect();
+            return Err(format!(
+                "several Providers were discovered ({}); name one with [target] package in the profile",
+                names.join(", ")
+            ));
+        }
+    };
+    let package = profile
+        .target
+        .package
+        .clone()
+        .or_else(|| manifest.as_ref().map(|m| m.package.clone()))
+        .ok_or("no Provider was discovered and the profile names none")?;
+    let declared = manifest.as_ref().and_then(|m| parse_declared(&m.meta).ok());
+    let authority = profile
+        .target
+        .authority
+        .clone()
+        .or_else(|| declared.as_ref().map(|d| d.authority.clone()))
+        .ok_or("the Provider declares no authority and the profile names none")?;
+    let kind = declared.as_ref().map(manifest_kind).unwrap_or("other");
+    Ok((
+        Some(hello),
+        Env {
+            package,
+            authority,
+            manifest_kind: kind.to_string(),
+            declared,
+            manifest,
+        },
+    ))
+}
+
+pub fn config_hash(suite: &Suite, target: &Target, profile: &Profile, cfg: &RunConfig) -> String {
+    let doc = serde_json::json!({
+        "harness": cfg.harness_version,
+        "vectors": suite.fingerprint,
+        "target": target.label,
+        "profile": format!("{profile:?}"),
+        "seed": cfg.seed,
+        "only": cfg.only,
+        "skip": cfg.skip,
+    });
+    cetp_proto::canonical::canonical_hash(&doc).unwrap_or_default()
+}
+
+/// Runs the suite against a target and emits every event to `out`.
+pub fn run(
+    suite: &Suite,
+    target: &Target,
+    profile: &Profile,
+    cfg: &RunConfig,
+    out: &mut Fanout,
+) -> RunOutcome {
+    let started = Instant::now();
+    let cases = selected(suite, cfg);
+    let config_hash = config_hash(suite, target, profile, cfg);
+    let run_id = format!(
+        "run-{}-{}",
+        cfg.started_at_ms,
+        &config_hash[..12.min(config_hash.len())]
+    );
+    out.emit(Event::RunStarted {
+        run_id: run_id.clone(),
+        harness: cfg.harness_version.clone(),
+        target: target.label.clone(),
+        seed: cfg.seed,
+        config_hash: config_hash.clone(),
+        started_at_ms: cfg.started_at_ms,
+        cases: cases.len(),
+    });
+
+    let mut outcomes = Vec::new();
+    let mut tally = CheckTally::default();
+    let identified = identify(target, profile);
+    let env = match identified {
+        Ok((hello, env)) => {
+            out.emit(Event::TargetIdentified {
+                hello,
+                package: Some(env.package.clone()),
+                authority: Some(env.authority.clone()),
+                manifest: env.manifest_kind.clone(),
+                declared_versions: env
+                    .declared
+                    .as_ref()
+                    .map(|d| d.versions.iter().copied().collect())
+                    .unwrap_or_default(),
+            });
+            Some(env)
+        }
+        Err(reason) => {
+            out.emit(Event::TargetIdentified {
+                hello: None,
+                package: None,
+                authority: None,
+                manifest: "unknown".into(),
+                declared_versions: vec![],
+            });
+            for c in &cases {
+                outcomes.push(CaseOutcome {
+                    id: c.id.clone(),
+                    title: c.title.clone(),
+                    requirements: c.requirements.clone(),
+                    verdict: Verdict::InfraError,
+                    reason: reason.clone(),
+                    needs: c.needs.clone(),
+                    baselined: false,
+                });
+            }
+            None
+        }
+    };
+
+    let mut negotiated_caps: Option<BTreeSet<String>> = None;
+    if let Some(env) = &env {
+        for (i, case) in cases.iter().enumerate() {
+            let case_started = Instant::now();
+            out.emit(Event::CaseStarted {
+                case_id: case.id.clone(),
+                title: case.title.clone(),
+            });
+            let rng = rand::rngs::StdRng::seed_from_u64(
+                cfg.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            );
+            let mut events = Vec::new();
+            let result = {
+                let mut emit = |e: Event| events.push(e);
+                let mut runner = CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng);
+                runner.run(case)
+            };
+            for e in events {
+                out.emit(e);
+            }
+            let (verdict, reason) = match result {
+                Ok(()) => (Verdict::Pass, String::new()),
+                Err(Stop::Fail(r)) => (
+                    if case.level == Level::Should {
+                        Verdict::Warn
+                    } else {
+                        Verdict::Fail
+                    },
+                    r,
+                ),
+                Err(Stop::NotApplicable(r)) => (Verdict::NotApplicable, r),
+                Err(Stop::Infra(r)) => (Verdict::InfraError, r),
+            };
+            let baseline_reason = cfg
+                .baseline
+                .as_ref()
+                .and_then(|b| b.reason_for(&case.id))
+                .filter(|_| verdict == Verdict::Fail)
+                .map(str::to_string);
+            out.emit(Event::CaseFinished {
+                case_id: case.id.clone(),
+                title: case.title.clone(),
+                requirements: case.requirements.clone(),
+                verdict,
+                reason: reason.clone(),
+                baseline: baseline_reason.clone(),
+                duration_ms: case_started.elapsed().as_millis() as u64,
+            });
+            outcomes.push(CaseOutcome {
+                id: case.id.clone(),
+                title: case.title.clone(),
+                requirements: case.requirements.clone(),
+                verdict,
+                reason,
+                needs: case.needs.clone(),
+                baselined: baseline_reason.is_some(),
+            });
+        }
+        negotiated_caps = probe_capabilities(target, env);
+    }
+
+    // Checks: judged over every answer of the run.
+    let mut checks = Vec::new();
+    for def in &suite.checks {
+        let (verdict, reason) = match tally.first.get(def.id.as_str()) {
+            Some((case, step, f)) => {
+                let v = if f.level == Level::Should {
+                    Verdict::Warn
+                } else {
+                    Verdict::Fail
+                };
+                let more = tally.counts.get(def.id.as_str()).copied().unwrap_or(1);
+                (
+                    v,
+                    format!(
+                        "{case} step {step}: {}{}",
+                        f.message,
+                        if more > 1 {
+                            format!(" (and {} more)", more - 1)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                )
+            }
+            None if tally.answers == 0 => {
+                (Verdict::NotApplicable, "no answers were checked".into())
+            }
+            None => (Verdict::Pass, String::new()),
+        };
+        let mut requirements = def.requirements.clone();
+        if let Some((_, _, f)) = tally.first.get(def.id.as_str()) {
+            if let Some(rule) = f.rule {
+                for r in suite.rules.get(rule).into_iter().flatten() {
+                    if !requirements.contains(r) {
+                        requirements.push(r.clone());
+                    }
+                }
+            }
+        }
+        out.emit(Event::CheckVerdict {
+            check: def.id.clone(),
+            title: def.title.clone(),
+            requirements: requirements.clone(),
+            verdict,
+            reason: reason.clone(),
+            answers_checked: tally.answers,
+        });
+        checks.push(CheckOutcome {
+            id: def.id.clone(),
+            requirements,
+            verdict,
+            reason,
+        });
+    }
+
+    // Baseline entries that no longer match a failure are stale: the run
+    // fails so the baseline gets cleaned up.
+    let mut stale = Vec::new();
+    if let Some(b) = &cfg.baseline {
+        for entry in &b.entries {
+            let failing = outcomes
+                .iter()
+                .any(|o| o.id == entry.id && o.verdict == Verdict::Fail)
+                || checks
+                    .iter()
+                    .any(|c| c.id == entry.id && c.verdict == Verdict::Fail);
+            let exists = suite.cases.iter().any(|c| c.id == entry.id)
+                || suite.checks.iter().any(|c| c.id == entry.id);
+            if !failing {
+                let why = if exists {
+                    "it no longer fails"
+                } else {
+                    "no such case or check exists"
+                };
+                out.emit(Event::BaselineStale {
+                    id: entry.id.clone(),
+                    reason: why.into(),
+                });
+                stale.push(entry.id.clone());
+            }
+        }
+    }
+    let checks_baselined: BTreeSet<String> = checks
+        .iter()
+        .filter(|c| {
+            c.verdict == Verdict::Fail
+                && cfg
+                    .baseline
+                    .as_ref()
+                    .and_then(|b| b.reason_for(&c.id))
+                    .is_some()
+        })
+        .map(|c| c.id.clone())
+        .collect();
+
+    let mut summary = Summary::default();
+    for o in &outcomes {
+        summary.add(o.verdict);
+    }
+    for c in &checks {
+        summary.add(c.verdict);
+    }
+    let claim = claim(env.as_ref(), &outcomes, &checks, negotiated_caps.as_ref());
+    let unbaselined_fail = outcomes
+        .iter()
+        .any(|o| o.verdict == Verdict::Fail && !o.baselined)
+        || checks
+            .iter()
+            .any(|c| c.verdict == Verdict::Fail && !checks_baselined.contains(&c.id));
+    let infra = outcomes.iter().any(|o| o.verdict == Verdict::InfraError) || env.is_none();
+    let exit = if unbaselined_fail || !stale.is_empty() {
+        ExitCode::Fail
+    } else if infra {
+        ExitCode::Infra
+    } else {
+        ExitCode::Ok
+    };
+    out.emit(Event::RunFinished {
+        summary: summary.clone(),
+        claim: claim.clone(),
+        exit_code: exit.code(),
+        duration_ms: started.elapsed().as_millis() as u64,
+    });
+    RunOutcome {
+        run_id,
+        config_hash,
+        cases: outcomes,
+        checks,
+        stale_baseline: stale,
+        summary,
+        claim,
+        exit,
+    }
+}
+
+/// Which optional capabilities the target grants when offered all of them.
+fn probe_capabilities(target: &Target, env: &Env) -> Option<BTreeSet<String>> {
+    if !env.declares_v2() {
+        return None;
+    }
+    let offer: Vec<String> = Capability::ALL
+        .iter()
+        .map(|c| c.as_str().to_string())
+        .collect();
+    let extras = cetp_proto::envelope::NegotiateRequest {
+        consumer_versions: vec![2, 1],
+        consumer_capabilities: offer,
+    }
+    .to_bundle();
+    let answer = target
+        .a
+        .call(&env.authority, "negotiate", None, Some(&extras), 10_000)
+        .ok()?;
+    let cetp_reference::port::CallAnswer::Result(Some(b)) = answer else {
+        return None;
+    };
+    let data = b.get_json("data").ok()?;
+    Some(
+        data.get("capabilities")?
+            .as_array()?
+            .iter()
+            .filter_map(|c| c.as_str().map(str::to_string))
+            .collect(),
+    )
+}
+
+fn passed(v: Verdict) -> bool {
+    matches!(v, Verdict::Pass | Verdict::Warn | Verdict::NotApplicable)
+}
+
+/// The claim §9 allows: v2 only when every core case and check passed; each
+/// optional capability only when declared and its own cases passed.
+pub fn claim(
+    env: Option<&Env>,
+    cases: &[CaseOutcome],
+    checks: &[CheckOutcome],
+    caps: Option<&BTreeSet<String>>,
+) -> Claim {
+    let v2_declared = env.is_some_and(Env::declares_v2);
+    let core_ok = cases
+        .iter()
+        .filter(|c| c.needs.is_empty())
+        .all(|c| passed(c.verdict))
+        && checks.iter().all(|c| passed(c.verdict));
+    let core_ran = cases
+        .iter()
+        .filter(|c| c.needs.is_empty() && c.verdict == Verdict::Pass)
+        .count();
+    let cetp_v2 = v2_declared && core_ok && core_ran > 0;
+    let mut capabilities = Vec::new();
+    for cap in Capability::ALL {
+        let name = cap.as_str().to_string();
+        let declared = caps.is_some_and(|c| c.contains(&name));
+        let own: Vec<&CaseOutcome> = cases.iter().filter(|c| c.needs.contains(&name)).collect();
+        let ok = declared
+            && cetp_v2
+            && !own.is_empty()
+            && own.iter().all(|c| passed(c.verdict))
+            && own.iter().any(|c| c.verdict == Verdict::Pass);
+        capabilities.push(CapabilityClaim {
+            capability: name,
+            declared,
+            passed: ok,
+        });
+    }
+    let v1_passed =
+        (!v2_declared && env.is_some()).then(|| cases.iter().all(|c| passed(c.verdict)));
+    let not_applicable = cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::NotApplicable)
+        .count();
+    let statement = if env.is_none() {
+        "No claim: the target could not be identified.".to_string()
+    } else if !v2_declared {
+        format!(
+            "v2 not declared. v1 and discovery cases: {}.",
+            if v1_passed == Some(true) {
+                "passed"
+            } else {
+                "FAILED"
+            }
+        )
+    } else if cetp_v2 {
+        let caps: Vec<String> = capabilities
+            .iter()
+            .filter(|c| c.passed)
+            .map(|c| c.capability.clone())
+            .collect();
+        format!(
+            "May claim CETP v2{}. ({} case(s) not applicable.)",
+            if caps.is_empty() {
+                String::new()
+            } else {
+                format!(" with {}", caps.join(", "))
+            },
+            not_applicable
+        )
+    } else {
+        let failed = cases
+            .iter()
+            .filter(|c| c.needs.is_empty() && !passed(c.verdict))
+            .count()
+            + checks.iter().filter(|c| !passed(c.verdict)).count();
+        format!("May NOT claim CETP v2: {failed} core case(s) or check(s) did not pass.")
+    };
+    Claim {
+        v2_declared,
+        cetp_v2,
+        capabilities,
+        v1_passed,
+        statement,
+    }
+}
+
+/// Requirement ids enforced by the selected cases and checks.
+pub fn requirement_index(suite: &Suite) -> BTreeMap<String, Vec<String>> {
+    let mut idx: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for c in &suite.cases {
+        for r in &c.requirements {
+            idx.entry(r.clone()).or_default().push(c.id.clone());
+        }
+    }
+    for c in &suite.checks {
+        for r in &c.requirements {
+            idx.entry(r.clone()).or_default().push(c.id.clone());
+        }
+    }
+    idx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard("NEG-*", "NEG-001"));
+        assert!(wildcard("*-001", "NEG-001"));
+        assert!(wildcard("N*G*1", "NEG-001"));
+        assert!(!wildcard("NEG-*", "EXE-001"));
+        assert!(wildcard("EXE-002", "EXE-002"));
+        assert!(!wildcard("EXE-00", "EXE-002"));
+    }
+}

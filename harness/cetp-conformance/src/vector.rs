@@ -1,0 +1,360 @@
+//! The vector format (`vectors/cases/*.json`, schema in
+//! `vectors/schema/cases.schema.json`): cases as data, so that SDKs can load
+//! them without this harness.
+//!
+//! A case is a list of steps; each step sends something to the target and
+//! states what the answer must be. Values from earlier answers are referred to
+//! with templates `${NAME/json/pointer}` (see [`crate::template`]).
+
+use serde::Deserialize;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorFile {
+    pub format_version: u32,
+    pub group: String,
+    pub description: String,
+    pub cases: Vec<Case>,
+}
+
+#[derive(
+    Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The harness is the Consumer, the target is the Provider under test.
+    Provider,
+    /// The harness plays a (hostile) Provider, the target is a Consumer.
+    Consumer,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Level {
+    Must,
+    Should,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Stable, never renumbered (e.g. `NEG-003`).
+    pub id: String,
+    pub title: String,
+    pub role: Role,
+    /// Requirement ids (catalog) this case enforces.
+    pub requirements: Vec<String>,
+    /// MUST cases FAIL, SHOULD cases WARN when broken.
+    pub level: Level,
+    /// Optional capabilities the case needs negotiated; when the target did
+    /// not negotiate one, the case is NOT_APPLICABLE.
+    #[serde(default)]
+    pub needs: Vec<String>,
+    /// Manifest shapes the case applies to (`dual_stack`, `v2_only`,
+    /// `v1_only`); empty = any shape that declares v2.
+    #[serde(default)]
+    pub manifests: Vec<String>,
+    /// Caller identities used (`a`, `b`).
+    #[serde(default = "default_identities")]
+    pub identities: Vec<String>,
+    /// Whether this case is part of the core (§9: every core case must pass to
+    /// claim v2) or belongs to the capability in `needs`.
+    #[serde(default)]
+    pub notes: Option<String>,
+    pub steps: Vec<Step>,
+}
+
+fn default_identities() -> Vec<String> {
+    vec!["a".into()]
+}
+
+fn ident_a() -> String {
+    "a".into()
+}
+
+/// Which tool a step uses.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRef {
+    /// A literal tool name (may be a template).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Pick the first listed tool matching these annotation values, e.g.
+    /// `{"effect": ["delete"], "confirmation": ["always"]}`.
+    #[serde(default)]
+    pub pick: BTreeMap<String, Vec<Json>>,
+    /// Pick the tool the profile names for a role (`observer`,
+    /// `large_result`).
+    #[serde(default)]
+    pub profile_role: Option<String>,
+    /// Does the step execute the tool (so the profile must allow it)?
+    #[serde(default = "yes")]
+    pub executes: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Arguments for `execute_tool`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Args {
+    /// Valid args: the profile's sample, or generated from input_schema.
+    Valid,
+    /// Args that break the input schema (generated).
+    Invalid,
+    /// The profile's "escalating" sample (a call the Provider's policy must
+    /// confirm), falling back to `valid`.
+    Escalating,
+    /// Literal JSON value.
+    Json(Json),
+    /// Literal text (may be broken JSON).
+    Text(String),
+    /// The exact args text of an earlier bound call.
+    SameAs(String),
+    /// The args of an earlier bound call with object keys in another order
+    /// (same canonical JSON, different bytes).
+    ReorderedFrom(String),
+    /// Valid args altered in one value (same keys, different content).
+    AlteredFrom(String),
+    /// Valid args padded past the negotiated max_request_bytes.
+    Oversize,
+}
+
+/// A typed Bundle value in a vector: `{"t": "int", "v": 2}` (probe-wire
+/// tags). String values may be templates.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TypedValue {
+    pub t: String,
+    pub v: Json,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "do", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// `discover` on the device.
+    Discover {
+        #[serde(default)]
+        bind: Option<String>,
+        #[serde(default)]
+        expect: Option<DiscoverExpect>,
+    },
+    /// `negotiate`. Without `expect`, success with valid data is expected
+    /// and the answer becomes a session usable by later calls.
+    Negotiate {
+        #[serde(default = "ident_a", rename = "as")]
+        as_: String,
+        #[serde(default)]
+        versions: Option<Vec<i32>>,
+        /// Default: every capability the harness knows.
+        #[serde(default)]
+        capabilities: Option<Vec<String>>,
+        /// Replace the extras entirely (for malformed-request cases).
+        #[serde(default)]
+        extras: Option<BTreeMap<String, TypedValue>>,
+        #[serde(default)]
+        bind: Option<String>,
+        #[serde(default)]
+        expect: Option<Expect>,
+    },
+    /// Any method call. With `session`, the common v2 fields are filled in
+    /// (protocol_version, session_token, request_id, deadline_at_ms) and can
+    /// then be overridden (`extras`) or removed (`omit`).
+    Call {
+        #[serde(default = "ident_a", rename = "as")]
+        as_: String,
+        method: String,
+        #[serde(default)]
+        session: Option<String>,
+        /// v1 call: no common v2 fields at all.
+        #[serde(default)]
+        v1: bool,
+        #[serde(default)]
+        tool: Option<ToolRef>,
+        #[serde(default)]
+        args: Option<Args>,
+        /// `new` (default: a fresh UUID), or a template / literal.
+        #[serde(default)]
+        request_id: Option<String>,
+        /// Deadline relative to the device clock (ms); default +30000.
+        #[serde(default)]
+        deadline_in_ms: Option<i64>,
+        #[serde(default)]
+        resume_token: Option<String>,
+        #[serde(default)]
+        operation_id: Option<String>,
+        #[serde(default)]
+        extras: BTreeMap<String, TypedValue>,
+        #[serde(default)]
+        omit: Vec<String>,
+        #[serde(default)]
+        arg: Option<String>,
+        #[serde(default)]
+        bind: Option<String>,
+        #[serde(default)]
+        expect: Option<Expect>,
+    },
+    /// Poll `get_operation` until a terminal state, honouring poll_after_ms.
+    Poll {
+        #[serde(default = "ident_a", rename = "as")]
+        as_: String,
+        session: String,
+        /// The bound `accepted` answer of the execution.
+        operation_of: String,
+        #[serde(default = "default_poll_ms")]
+        max_ms: u64,
+        #[serde(default)]
+        bind: Option<String>,
+        #[serde(default)]
+        expect: Option<Expect>,
+    },
+    /// Launch a PendingIntent and play one user decision.
+    Resolve {
+        #[serde(default = "ident_a", rename = "as")]
+        as_: String,
+        handle: String,
+        decision: String,
+    },
+    ReadFd {
+        #[serde(default = "ident_a", rename = "as")]
+        as_: String,
+        handle: String,
+        #[serde(default)]
+        max_bytes: Option<u64>,
+        /// Verify against the `data` of this bound file result.
+        #[serde(default)]
+        verify_against: Option<String>,
+        #[serde(default)]
+        expect_ok: Option<bool>,
+    },
+    /// After a cancellation: `final` (a bound get_operation answer) reports
+    /// `cancelled` only if the observer saw no effect since `since`, and
+    /// `succeeded` only with exactly one.
+    CancelConsistent {
+        #[serde(rename = "final")]
+        final_: String,
+        since: String,
+    },
+    /// Bind a fresh request id (for calls that must share one).
+    Uuid { bind: String },
+    /// Kill the Provider's process (memory lost, durable state kept).
+    Restart,
+    /// Let device time pass.
+    Sleep { ms: u64 },
+    /// Count effects through the profile's observer and bind the count.
+    Observe { bind: String },
+    /// The observer's count now minus the one bound at `since`.
+    ExpectEffects { since: String, delta: i64 },
+    /// Run calls at the same time (for single-executor tests).
+    Concurrent { steps: Vec<Step> },
+    /// Two bound answers carry the same terminal result (or, with
+    /// `different`, differ in at least one of the pointers).
+    Same {
+        a: String,
+        b: String,
+        /// JSON pointers into the answer documents; default: status,
+        /// error_code and data.
+        #[serde(default)]
+        pointers: Vec<String>,
+        #[serde(default)]
+        different: bool,
+    },
+    /// Session tokens (templates) look unpredictable: long enough, varied,
+    /// and unrelated to each other.
+    TokensUnpredictable { tokens: Vec<String> },
+    /// Two bound list_tools answers: different tool lists must carry
+    /// different revisions.
+    RevisionConsistent { a: String, b: String },
+    /// The v1 tool list (bound answer `v1`) holds only tools that the v2
+    /// list (bound answer `v2`) declares with effect=read.
+    V1ReadOnly { v1: String, v2: String },
+    /// Two bound values differ.
+    Differ { a: String, b: String },
+    /// Check that a bound value satisfies an assertion.
+    Assert {
+        value: String,
+        #[serde(flatten)]
+        assertion: Assertion,
+    },
+}
+
+fn default_poll_ms() -> u64 {
+    5_000
+}
+
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// `success`, `accepted`, `error` (one or several).
+    #[serde(default)]
+    pub status: Vec<String>,
+    #[serde(default)]
+    pub error_code: Vec<String>,
+    #[serde(default)]
+    pub retryable: Option<bool>,
+    /// Bundle keys that must be present / absent.
+    #[serde(default)]
+    pub has: Vec<String>,
+    #[serde(default)]
+    pub lacks: Vec<String>,
+    /// Assertions on the answer document (see [`crate::answer`]).
+    #[serde(default)]
+    pub data: Vec<Assertion>,
+    /// The answer is a v1 answer (no v2 fields required).
+    #[serde(default)]
+    pub v1: bool,
+    /// The call must return null / throw.
+    #[serde(default)]
+    pub null_result: bool,
+    #[serde(default)]
+    pub threw: bool,
+    /// An inline result must match the tool's output_schema.
+    #[serde(default)]
+    pub output_schema: bool,
+    /// Any answer that is not `success` (an error or a throw) is accepted.
+    #[serde(default)]
+    pub refused: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Assertion {
+    /// JSON pointer into the answer document.
+    pub pointer: String,
+    #[serde(default)]
+    pub equals: Option<Json>,
+    #[serde(default)]
+    pub one_of: Option<Vec<Json>>,
+    #[serde(default)]
+    pub exists: Option<bool>,
+    /// The value (an array) does not contain an element equal to any of these.
+    #[serde(default)]
+    pub excludes: Option<Vec<Json>>,
+    /// Every element (an array of objects) has a member matching at pointer.
+    #[serde(default)]
+    pub all: Option<Box<Assertion>>,
+    #[serde(default)]
+    pub min: Option<f64>,
+    #[serde(default)]
+    pub max: Option<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoverExpect {
+    /// The Provider under test is found and its manifest is well formed.
+    #[serde(default)]
+    pub found: bool,
+    /// The discovered service and its authority share a package.
+    #[serde(default)]
+    pub same_package: bool,
+    /// A dual-stack declaration keeps version=1 for v1 Consumers.
+    #[serde(default)]
+    pub legacy_version_kept: bool,
+}
