@@ -1,1 +1,353 @@
-fn main() {}
+//! `cetp`: the CETP v2 conformance harness. Parsing and wiring only; the
+//! logic lives in the library crates. Exit codes: `cetp_conformance::exit`.
+
+use cetp_conformance::coverage;
+use cetp_conformance::event::Fanout;
+use cetp_conformance::exit::ExitCode;
+use cetp_conformance::profile::Profile;
+use cetp_conformance::runner::{run, RunConfig};
+use cetp_conformance::selftest::{load_mutants, selftest};
+use cetp_conformance::suite::{default_vectors_dir, Baseline, Suite};
+use cetp_report::json::JsonReport;
+use cetp_report::terminal::Terminal;
+use cetp_targets::{open_with, OpenOptions, TargetSpec, WireTrace};
+use clap::{Args, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The profile of the reference Provider, used for `--target sim` when no
+/// `--profile` is given.
+const REFERENCE_PROFILE: &str = include_str!("../../../profiles/reference.toml");
+
+#[derive(Parser)]
+#[command(name = "cetp", version, about = "Conformance harness and fuzzer for CETP v2 Providers")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Certify a Provider: run the suite against a target and write the report.
+    Run(RunArgs),
+    /// Run one case and print its whole wire trace.
+    Replay {
+        /// The case id (e.g. IDEM-003).
+        case: String,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Prove the suite can fail: run it against the reference and every mutant.
+    Selftest(SelftestArgs),
+    /// Serve the simulated device (probe wire over TCP, optional adb endpoint).
+    Sim(cetp_sim::SimOptions),
+    /// Generate or check the requirement coverage report.
+    Coverage(CoverageArgs),
+    /// Show catalog requirements with the spec clause they cite.
+    Catalog {
+        /// Requirement ids; all when none are given.
+        ids: Vec<String>,
+        /// The spec file [default: ../shared/spec/cetp-v2.zh.md beside the repository].
+        #[arg(long)]
+        spec: Option<PathBuf>,
+        #[arg(long)]
+        vectors: Option<PathBuf>,
+    },
+}
+
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// sim[:mutant=NAME,manifest=VARIANT,...] | tcp:HOST:PORT | adb[:SERIAL]
+    #[arg(long, default_value = "sim")]
+    target: String,
+    /// Endpoint of the second caller identity (tcp targets).
+    #[arg(long, value_name = "HOST:PORT")]
+    target_b: Option<String>,
+    /// Address of the adb server (adb targets).
+    #[arg(long, value_name = "HOST:PORT")]
+    adb_server: Option<String>,
+    /// Vendor profile (TOML); see profiles/README.md. Without it only
+    /// effect=read tools are executed (sim targets use profiles/reference.toml).
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Where report.json goes.
+    #[arg(long)]
+    report_dir: Option<PathBuf>,
+    /// Only cases whose id matches (`*` wildcards); repeatable.
+    #[arg(long)]
+    only: Vec<String>,
+    /// Skip cases whose id matches; repeatable.
+    #[arg(long)]
+    skip: Vec<String>,
+    /// Known failures (TOML, `[[known_failure]] id, reason`).
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// Seed of every generated request id and value.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The vectors directory [default: the repository's vectors/].
+    #[arg(long)]
+    vectors: Option<PathBuf>,
+    /// Print passing cases too.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Args)]
+struct SelftestArgs {
+    #[arg(long)]
+    vectors: Option<PathBuf>,
+    /// Only these mutants; repeatable.
+    #[arg(long)]
+    mutant: Vec<String>,
+    /// Mutants run at once (each has its own simulated device).
+    #[arg(long, default_value_t = 8)]
+    jobs: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Args)]
+struct CoverageArgs {
+    #[arg(long)]
+    vectors: Option<PathBuf>,
+    /// Write reports/coverage.{md,json}.
+    #[arg(long, conflicts_with = "check")]
+    write: bool,
+    /// Fail (exit 1) when the checked-in report is stale or has gaps.
+    #[arg(long)]
+    check: bool,
+    /// Directory of coverage.md / coverage.json [default: reports/].
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// A failure before or outside a run, with its exit code.
+struct Failure {
+    code: ExitCode,
+    message: String,
+}
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure {
+        code: ExitCode::Usage,
+        message: message.into(),
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn repo_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn load_suite(vectors: &Option<PathBuf>) -> Result<(PathBuf, Suite), Failure> {
+    let dir = vectors.clone().unwrap_or_else(default_vectors_dir);
+    let suite = Suite::load(&dir).map_err(|e| usage(format!("vectors: {e}")))?;
+    Ok((dir, suite))
+}
+
+fn target_spec(args: &RunArgs) -> Result<TargetSpec, Failure> {
+    let mut spec = TargetSpec::parse(&args.target).map_err(|e| usage(e.to_string()))?;
+    match (&mut spec, &args.target_b, &args.adb_server) {
+        (TargetSpec::Tcp(t), Some(b), _) => t.b = Some(b.clone()),
+        (_, Some(_), _) => return Err(usage("--target-b applies to tcp targets (sim and adb targets bring both identities)")),
+        _ => {}
+    }
+    match (&mut spec, &args.adb_server) {
+        (TargetSpec::Adb(a), Some(server)) => {
+            a.server = server
+                .parse()
+                .map_err(|_| usage(format!("--adb-server {server:?} is not IPV4:PORT")))?
+        }
+        (_, Some(_)) => return Err(usage("--adb-server applies to adb targets")),
+        _ => {}
+    }
+    Ok(spec)
+}
+
+fn load_profile(args: &RunArgs, spec: &TargetSpec) -> Result<Profile, Failure> {
+    match &args.profile {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| usage(format!("profile {}: {e}", path.display())))?;
+            Profile::from_toml(&text).map_err(|e| usage(format!("{}: {e}", path.display())))
+        }
+        None if matches!(spec, TargetSpec::Sim(_)) => {
+            Profile::from_toml(REFERENCE_PROFILE).map_err(|e| usage(format!("built-in reference profile: {e}")))
+        }
+        None => Ok(Profile::default()),
+    }
+}
+
+fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure> {
+    let (_, suite) = load_suite(&args.vectors)?;
+    let spec = target_spec(args)?;
+    let profile = load_profile(args, &spec)?;
+    let baseline = match &args.baseline {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| usage(format!("baseline {}: {e}", p.display())))?;
+            Some(Baseline::from_toml(&text).map_err(|e| usage(format!("baseline {}: {e}", p.display())))?)
+        }
+        None => None,
+    };
+    let mut only = args.only.clone();
+    if let Some(case) = replay {
+        if !suite.cases.iter().any(|c| c.id == case) {
+            return Err(usage(format!("no case {case:?} in the vectors")));
+        }
+        only = vec![case.to_string()];
+    }
+    let trace = WireTrace::new();
+    let opts = if replay.is_some() {
+        OpenOptions::traced(trace.clone())
+    } else {
+        OpenOptions::default()
+    };
+    let target = open_with(&spec, &opts).map_err(|e| Failure {
+        code: ExitCode::Infra,
+        message: format!("cannot open target {}: {e}", args.target),
+    })?;
+    let cfg = RunConfig {
+        seed: args.seed,
+        only,
+        skip: args.skip.clone(),
+        baseline,
+        harness_version: format!("cetp {}", env!("CARGO_PKG_VERSION")),
+        started_at_ms: now_ms(),
+    };
+    let mut fanout = Fanout::default();
+    fanout
+        .reporters
+        .push(Box::new(Terminal::new(std::io::stdout(), args.verbose, replay.is_some())));
+    if let Some(dir) = &args.report_dir {
+        fanout.reporters.push(Box::new(JsonReport::new(Some(dir.join("report.json")))));
+    }
+    let outcome = run(&suite, &target, &profile, &cfg, &mut fanout);
+    for r in &mut fanout.reporters {
+        r.finish().map_err(|e| usage(format!("cannot write the report: {e}")))?;
+    }
+    if replay.is_some() {
+        println!("\nwire trace ({} frames):", trace.frames().len());
+        print!("{}", trace.render());
+    }
+    if let Some(dir) = &args.report_dir {
+        println!("report: {}", dir.join("report.json").display());
+    }
+    Ok(outcome.exit)
+}
+
+fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
+    let (dir, suite) = load_suite(&args.vectors)?;
+    let profile = Profile::from_toml(REFERENCE_PROFILE).map_err(|e| usage(e.to_string()))?;
+    let mut mutants = load_mutants(&dir.join("mutants/mutants.json")).map_err(usage)?;
+    if !args.mutant.is_empty() {
+        mutants.retain(|m| args.mutant.contains(&m.name));
+    }
+    let cfg = RunConfig {
+        seed: args.seed,
+        harness_version: format!("cetp {}", env!("CARGO_PKG_VERSION")),
+        started_at_ms: now_ms(),
+        ..RunConfig::default()
+    };
+    let factory = cetp_targets::sim_factory(cetp_targets::SimSpec::default());
+    let total = mutants.len();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let progress = |name: &str| {
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        eprintln!("selftest: [{n}/{total}] {name}");
+    };
+    let report = selftest(&suite, &profile, &mutants, &cfg, &factory, args.jobs, &progress);
+    print!("{}", report.render());
+    Ok(if report.ok() { ExitCode::Ok } else { ExitCode::Fail })
+}
+
+fn coverage_command(args: &CoverageArgs) -> Result<ExitCode, Failure> {
+    let (dir, suite) = load_suite(&args.vectors)?;
+    let catalog_path = dir.join("requirements/catalog.json");
+    let text = std::fs::read_to_string(&catalog_path).map_err(|e| usage(format!("{}: {e}", catalog_path.display())))?;
+    let catalog = cetp_proto::catalog::Catalog::from_json(&text).map_err(|e| usage(format!("{}: {e}", catalog_path.display())))?;
+    let mutants = load_mutants(&dir.join("mutants/mutants.json")).map_err(usage)?;
+    let exemptions = coverage::load_exemptions(&dir.join("coverage/exemptions.json")).map_err(usage)?;
+    let rows = coverage::rows(&catalog, &suite, &mutants, &exemptions);
+    let md = coverage::render_markdown(&rows);
+    let json = serde_json::to_string_pretty(&coverage::render_json(&rows)).unwrap_or_default() + "\n";
+    let out = args.out.clone().unwrap_or_else(|| repo_dir().join("reports"));
+    let (md_path, json_path) = (out.join("coverage.md"), out.join("coverage.json"));
+    let gaps: Vec<&str> = rows.iter().filter(|r| r.status == coverage::Status::Gap).map(|r| r.id.as_str()).collect();
+    if args.write {
+        std::fs::create_dir_all(&out).map_err(|e| usage(e.to_string()))?;
+        std::fs::write(&md_path, &md).map_err(|e| usage(e.to_string()))?;
+        std::fs::write(&json_path, &json).map_err(|e| usage(e.to_string()))?;
+        println!("wrote {} and {}", md_path.display(), json_path.display());
+    } else if args.check {
+        let stale = std::fs::read_to_string(&md_path).ok().as_deref() != Some(md.as_str())
+            || std::fs::read_to_string(&json_path).ok().as_deref() != Some(json.as_str());
+        if stale {
+            eprintln!("coverage report is stale: run `cetp coverage --write` and commit reports/coverage.*");
+            return Ok(ExitCode::Fail);
+        }
+        println!("coverage report is up to date");
+    } else {
+        print!("{md}");
+    }
+    if !gaps.is_empty() {
+        eprintln!("requirements observable from outside but enforced by no case: {}", gaps.join(", "));
+        return Ok(ExitCode::Fail);
+    }
+    Ok(ExitCode::Ok)
+}
+
+fn catalog_command(ids: &[String], spec: &Option<PathBuf>, vectors: &Option<PathBuf>) -> Result<ExitCode, Failure> {
+    let dir = vectors.clone().unwrap_or_else(default_vectors_dir);
+    let text = std::fs::read_to_string(dir.join("requirements/catalog.json")).map_err(|e| usage(e.to_string()))?;
+    let catalog = cetp_proto::catalog::Catalog::from_json(&text).map_err(|e| usage(e.to_string()))?;
+    let spec_path = spec.clone().unwrap_or_else(|| repo_dir().join("../shared/spec/cetp-v2.zh.md"));
+    let spec_text = std::fs::read_to_string(&spec_path).ok();
+    for r in catalog.active() {
+        if !ids.is_empty() && !ids.contains(&r.id) {
+            continue;
+        }
+        println!("{} [{} {}] §{}: {}", r.id, r.level, format!("{:?}", r.side).to_lowercase(), r.section, r.summary);
+        match spec_text.as_deref().and_then(|t| cetp_proto::catalog::clause_text(t, &r.source)) {
+            Some(clause) => println!("    spec line {}: {}", r.source.line, clause),
+            None => println!("    spec line {} (spec not found at {})", r.source.line, spec_path.display()),
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Run(args) => run_command(args, None),
+        Command::Replay { case, run } => run_command(run, Some(case)),
+        Command::Selftest(args) => selftest_command(args),
+        Command::Coverage(args) => coverage_command(args),
+        Command::Catalog { ids, spec, vectors } => catalog_command(ids, spec, vectors),
+        Command::Sim(opts) => {
+            let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("cetp sim: cannot start a runtime: {e}");
+                    std::process::exit(ExitCode::Infra.code());
+                }
+            };
+            match rt.block_on(cetp_sim::run_sim(opts.clone())) {
+                Ok(()) => Ok(ExitCode::Ok),
+                Err(e) => Err(usage(format!("sim: {e}"))),
+            }
+        }
+    };
+    match result {
+        Ok(code) => std::process::exit(code.code()),
+        Err(f) => {
+            eprintln!("cetp: {}", f.message);
+            std::process::exit(f.code.code());
+        }
+    }
+}

@@ -180,7 +180,20 @@ pub fn invalid_args(schema: &Json, dialect: &str, valid: &Json) -> Option<Json> 
     let root = resolve(schema, schema);
     let mut candidates = Vec::new();
     if let Some(obj) = valid.as_object() {
-        // A required member of the wrong type.
+        // An unknown member where none is allowed: business validation alone
+        // rarely notices it, so it shows whether the schema is enforced.
+        let mut o = obj.clone();
+        o.insert("cetp_unexpected_member".into(), json!(true));
+        candidates.push(Json::Object(o));
+        // A required member missing.
+        if let Some(req) = root.get("required").and_then(Json::as_array) {
+            if let Some(first) = req.iter().filter_map(Json::as_str).next() {
+                let mut o = obj.clone();
+                o.remove(first);
+                candidates.push(Json::Object(o));
+            }
+        }
+        // A member of the wrong type.
         for (k, v) in obj {
             let mut o = obj.clone();
             o.insert(
@@ -192,18 +205,6 @@ pub fn invalid_args(schema: &Json, dialect: &str, valid: &Json) -> Option<Json> 
             );
             candidates.push(Json::Object(o));
         }
-        // A required member missing.
-        if let Some(req) = root.get("required").and_then(Json::as_array) {
-            if let Some(first) = req.iter().filter_map(Json::as_str).next() {
-                let mut o = obj.clone();
-                o.remove(first);
-                candidates.push(Json::Object(o));
-            }
-        }
-        // An unknown member where none is allowed.
-        let mut o = obj.clone();
-        o.insert("cetp_unexpected_member".into(), json!(true));
-        candidates.push(Json::Object(o));
     }
     candidates.push(json!(["not", "an", "object"]));
     candidates.into_iter().find(|c| !compiled.is_valid(c))

@@ -6,6 +6,7 @@
 pub mod answer;
 pub mod args;
 pub mod checks;
+pub mod coverage;
 pub mod device;
 pub mod event;
 pub mod exit;
@@ -13,6 +14,7 @@ pub mod interp;
 pub mod local;
 pub mod profile;
 pub mod runner;
+pub mod selftest;
 pub mod suite;
 pub mod template;
 pub mod vector;

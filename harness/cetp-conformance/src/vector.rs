@@ -357,4 +357,7 @@ pub struct DiscoverExpect {
     /// A dual-stack declaration keeps version=1 for v1 Consumers.
     #[serde(default)]
     pub legacy_version_kept: bool,
+    /// The manifest declares v1 (a read-only v1 path is kept).
+    #[serde(default)]
+    pub v1_declared: bool,
 }

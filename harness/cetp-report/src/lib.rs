@@ -1,1 +1,13 @@
-//! placeholder
+//! Reporters: independent consumers of the runner's event stream.
+//!
+//! - [`json::JsonReport`] writes `report.json` (schema `cetp-report/1`,
+//!   documented in `reports/README.md`, JSON Schema in
+//!   `reports/schema/report.schema.json`);
+//! - [`terminal::Terminal`] prints progress and the summary.
+//!
+//! Every string that came from a Provider is escaped for its medium here
+//! ([`escape`]); the runner never escapes.
+
+pub mod escape;
+pub mod json;
+pub mod terminal;

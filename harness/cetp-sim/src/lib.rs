@@ -1,1 +1,495 @@
-//! placeholder
+//! The simulated device: one Android device in a process, reached over the
+//! probe wire (`probe-wire.md`) on any byte stream, with a device-side adb
+//! endpoint for the harness code paths that drive real devices through `adb`.
+//!
+//! A [`Sim`] hosts the reference Provider (or one of its mutants) on a
+//! [`LocalDevice`] and offers the device's two caller identities: `a`
+//! (uid 10123, every scope) and `b` (uid 10200, every scope except
+//! `portfolio.sync`, so the conformance suite has a tool `b` lacks a scope
+//! for). Each connection speaks for one identity and owns its `pi-N` / `fd-N`
+//! handles.
+//!
+//! What makes it a device rather than a function call:
+//!
+//! - Provider calls run on blocking threads, so outstanding `call` requests
+//!   really run at once (the harness sends two calls with one `request_id`
+//!   concurrently to test that the Provider has a single executor), and
+//!   effects really take time ([`SimConfig::effect_delay_ms`]).
+//! - `timeout_ms` is a real wait: the device answers `timeout` when it stops
+//!   waiting, while the Provider may still finish the call.
+//! - The clock is the host's wall clock shifted by
+//!   [`SimConfig::clock_skew_ms`], so deadlines computed in host time fail.
+//! - Descriptors are streamed in chunks of at most 1 MiB without ever holding
+//!   more than one chunk, endless ones included.
+//!
+//! Everything a peer sends is bounded: frame size (16 MiB, then the
+//! connection is closed), outstanding requests per connection (count and
+//! bytes), handles per connection, log lines, hosted Providers and their
+//! pending calls.
+
+#![forbid(unsafe_code)]
+
+mod adb;
+mod conn;
+mod handles;
+mod hosted;
+mod log;
+mod run;
+
+pub use run::{run_sim, SimOptions};
+
+use cetp_proto::provider::ServiceManifest;
+use cetp_reference::app::ProviderApp;
+use cetp_reference::device::{
+    DeviceClock, DeviceConfig, DeviceIdentity, LocalDevice, IDENTITY_A, IDENTITY_B,
+};
+use cetp_reference::provider::{
+    thread_sleeper, Fault, ManifestVariant, ProviderConfig, ReferenceProvider,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// The probe name `hello` reports.
+pub const PROBE_NAME: &str = "cetp-sim";
+/// `ro.product.model` and `hello.device.model`.
+pub const MODEL: &str = "cetp-sim";
+pub const SDK_INT: u32 = 34;
+pub const SERIAL: &str = "CETPSIM0001";
+pub const FINGERPRINT: &str = concat!(
+    "clawseed/cetp_sim/cetp_sim:14/CETP.SIM/",
+    env!("CARGO_PKG_VERSION"),
+    ":userdebug/test-keys"
+);
+/// The scope identity `b` is not granted.
+pub const SCOPE_WITHHELD_FROM_B: &str = "portfolio.sync";
+
+/// Requests one connection may have outstanding; more are answered
+/// `bad_request` at once.
+pub const MAX_OUTSTANDING_REQUESTS: usize = 64;
+/// Bytes of request frames one connection may have outstanding.
+pub const MAX_OUTSTANDING_BYTES: usize = 64 * 1024 * 1024;
+/// `pi-N` and `fd-N` handles one connection may hold at once.
+pub const MAX_HANDLES_PER_CONNECTION: usize = 4096;
+/// The most one `read_fd` reads, whatever `max_bytes` asks for: descriptors
+/// may be endless.
+pub const MAX_READ_BYTES: u64 = 256 * 1024 * 1024;
+/// The longest a device waits for a Provider, whatever `timeout_ms` says
+/// (`0` means "no limit of the host's own", which still ends here).
+pub const MAX_WAIT_MS: u64 = 600_000;
+
+/// How the simulated device is set up.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// A [`Fault`] name of the reference Provider: host that mutant instead.
+    pub mutant: Option<String>,
+    pub manifest: ManifestVariant,
+    /// Device clock = host clock + skew (deadlines are judged in device time).
+    pub clock_skew_ms: i64,
+    /// Time a mutation takes between reservation and commit, for real, so
+    /// concurrent calls with one request id overlap.
+    pub effect_delay_ms: u64,
+    /// Seeds every token the Provider issues.
+    pub seed: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            mutant: None,
+            manifest: ManifestVariant::DualStack,
+            clock_skew_ms: 0,
+            effect_delay_ms: 30,
+            seed: 0,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("unknown mutant {name:?}; valid names: {}", valid.join(", "))]
+    UnknownMutant { name: String, valid: Vec<String> },
+    #[error("unknown manifest variant {0:?}; valid: dual-stack, v2-only, v1-only, versions-only, mismatched-package")]
+    UnknownManifest(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The names `--manifest` accepts, with their variants.
+pub const MANIFEST_VARIANTS: [(&str, ManifestVariant); 5] = [
+    ("dual-stack", ManifestVariant::DualStack),
+    ("v2-only", ManifestVariant::V2Only),
+    ("v1-only", ManifestVariant::V1Only),
+    ("versions-only", ManifestVariant::VersionsOnly),
+    ("mismatched-package", ManifestVariant::MismatchedPackage),
+];
+
+/// Parses a manifest variant name (`dual-stack`, `v2-only`, ...).
+pub fn parse_manifest_variant(name: &str) -> Result<ManifestVariant, SimError> {
+    MANIFEST_VARIANTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| SimError::UnknownManifest(name.to_string()))
+}
+
+pub fn manifest_variant_name(variant: ManifestVariant) -> &'static str {
+    MANIFEST_VARIANTS
+        .iter()
+        .find(|(_, v)| *v == variant)
+        .map_or("dual-stack", |(n, _)| n)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned table is still consistent: no critical section here can
+    // panic halfway through an update.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Packages installed with `pm install` that `pm list packages` shows; a
+/// bound on what a host can make the simulator remember.
+const MAX_INSTALLED: usize = 256;
+const MAX_PUSHED: usize = 1024;
+
+/// One simulated device.
+pub struct Sim {
+    cfg: SimConfig,
+    device: LocalDevice,
+    provider: Arc<ReferenceProvider>,
+    log: log::SimLog,
+    hosted: hosted::Registry,
+    /// APK paths given to `pm install`, in order.
+    installed: Mutex<Vec<String>>,
+    /// Files pushed over adb sync: path → size.
+    pushed: Mutex<BTreeMap<String, u64>>,
+    next_connection: AtomicU64,
+}
+
+impl fmt::Debug for Sim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sim")
+            .field("cfg", &self.cfg)
+            .field("device", &self.device)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sim {
+    /// A device hosting the reference Provider, or the mutant
+    /// `cfg.mutant` names.
+    pub fn new(cfg: SimConfig) -> Result<Arc<Sim>, SimError> {
+        let mut faults = BTreeSet::new();
+        if let Some(name) = &cfg.mutant {
+            let fault = Fault::parse(name).ok_or_else(|| SimError::UnknownMutant {
+                name: name.clone(),
+                valid: Fault::ALL.iter().map(|f| f.name().to_string()).collect(),
+            })?;
+            faults.insert(fault);
+        }
+        let all = ProviderConfig::all_scopes();
+        let mut b_scopes = all.clone();
+        b_scopes.remove(SCOPE_WITHHELD_FROM_B);
+        let provider = Arc::new(ReferenceProvider::new(ProviderConfig {
+            manifest: cfg.manifest,
+            seed: cfg.seed,
+            grants: BTreeMap::from([(IDENTITY_A.uid, all), (IDENTITY_B.uid, b_scopes)]),
+            effect_delay_ms: cfg.effect_delay_ms,
+            sleeper: thread_sleeper(),
+            faults,
+            ..ProviderConfig::default()
+        }));
+        let app: Arc<dyn ProviderApp> = provider.clone();
+        let device = LocalDevice::with_config(
+            vec![app],
+            DeviceClock::system(cfg.clock_skew_ms),
+            DeviceConfig {
+                max_read_bytes: MAX_READ_BYTES,
+                identities: vec![IDENTITY_A.identity(), IDENTITY_B.identity()],
+            },
+        );
+        let sim = Arc::new(Sim {
+            device,
+            provider,
+            log: log::SimLog::new(log::MAX_LINES),
+            hosted: hosted::Registry::default(),
+            installed: Mutex::new(Vec::new()),
+            pushed: Mutex::new(BTreeMap::new()),
+            next_connection: AtomicU64::new(0),
+            cfg,
+        });
+        sim.log(
+            'I',
+            &format!(
+                "boot: provider={} mutant={} manifest={} clock_skew_ms={}",
+                cetp_reference::provider::PACKAGE,
+                sim.cfg.mutant.as_deref().unwrap_or("none"),
+                manifest_variant_name(sim.cfg.manifest),
+                sim.cfg.clock_skew_ms
+            ),
+        );
+        Ok(sim)
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// The device: its clock, identities and installed apps.
+    pub fn device(&self) -> &LocalDevice {
+        &self.device
+    }
+
+    /// The hosted reference Provider (or mutant).
+    pub fn provider(&self) -> &Arc<ReferenceProvider> {
+        &self.provider
+    }
+
+    /// Device clock, Unix epoch milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.device.now_ms()
+    }
+
+    /// The device log (`logcat -d`), oldest first.
+    pub fn log_lines(&self) -> Vec<String> {
+        self.log.lines()
+    }
+
+    /// The caller identity named `name` (`a` or `b`).
+    pub fn identity(&self, name: &str) -> Option<DeviceIdentity> {
+        self.device
+            .identities()
+            .iter()
+            .find(|i| i.name == name)
+            .cloned()
+    }
+
+    /// Serves the probe wire on `stream` for caller identity `identity`
+    /// until the peer closes it or breaks the protocol beyond recovery.
+    /// An identity the device does not offer gets the stream closed at once.
+    pub async fn serve_connection<S>(self: Arc<Self>, identity: &str, stream: S)
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let Some(ident) = self.identity(identity) else {
+            self.log(
+                'W',
+                &format!("refused a connection for unknown identity {identity:?}"),
+            );
+            return;
+        };
+        let number = self.next_connection.fetch_add(1, Ordering::Relaxed) + 1;
+        conn::serve(self, ident, number, stream).await;
+    }
+
+    /// Accepts connections for identity `identity` on `listener`, each served
+    /// by [`serve_connection`](Sim::serve_connection) on its own task.
+    /// Returns only when accepting keeps failing (the listener is unusable).
+    pub async fn serve_tcp(
+        self: Arc<Self>,
+        identity: &str,
+        listener: tokio::net::TcpListener,
+    ) -> std::io::Result<()> {
+        let identity = identity.to_string();
+        let mut failures = 0u32;
+        loop {
+            match listener.accept().await {
+                Ok((sock, _peer)) => {
+                    failures = 0;
+                    let _ = sock.set_nodelay(true);
+                    let sim = Arc::clone(&self);
+                    let identity = identity.clone();
+                    tokio::spawn(async move { sim.serve_connection(&identity, sock).await });
+                }
+                Err(e) => {
+                    // Transient failures (out of descriptors) pass; a dead
+                    // listener fails every time.
+                    failures += 1;
+                    if failures >= 100 {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    /// The device-side adb services, for [`cetp_adbd::serve`]:
+    /// `localabstract:cetp-probe` is identity `a`, `localabstract:cetp-probe-b`
+    /// identity `b`, plus the shell commands a harness uses.
+    pub fn adb_services(self: Arc<Self>) -> Arc<dyn cetp_adbd::DeviceServices> {
+        Arc::new(adb::SimServices::new(self))
+    }
+
+    /// Every service answering the TOOL_PROVIDER action: the installed apps
+    /// and the Providers hosts currently script.
+    pub(crate) fn discover(&self) -> Vec<ServiceManifest> {
+        let mut all = self.device.discover();
+        all.extend(self.hosted.manifests());
+        all
+    }
+
+    /// The app answering on `authority`: an installed one, else a scripted
+    /// one. Android lets one package own an authority; the first installed
+    /// wins, and hosting refuses authorities already taken.
+    pub(crate) fn app_for(&self, authority: &str) -> Option<handles::AppRef> {
+        self.device
+            .apps()
+            .into_iter()
+            .find(|a| a.authority() == authority)
+            .map(handles::AppRef::Installed)
+            .or_else(|| self.hosted.get(authority).map(handles::AppRef::Hosted))
+    }
+
+    /// Kills the process of `package` (`am force-stop`, `restart_provider`).
+    pub(crate) fn restart_package(
+        &self,
+        package: &str,
+    ) -> Result<(), cetp_reference::port::PortError> {
+        if self.hosted.has_package(package) {
+            // A scripted Provider keeps nothing in memory worth losing.
+            self.log('I', &format!("force-stop {package} (scripted provider)"));
+            return Ok(());
+        }
+        let r = self.device.restart_provider(package);
+        match &r {
+            Ok(()) => self.log('I', &format!("force-stop {package}: process restarted")),
+            Err(e) => self.log('W', &format!("force-stop {package}: {e}")),
+        }
+        r
+    }
+
+    /// Packages `pm list packages` shows.
+    pub(crate) fn packages(&self) -> Vec<String> {
+        let mut out: BTreeSet<String> = BTreeSet::new();
+        for id in self.device.identities() {
+            out.extend(id.caller.packages.iter().cloned());
+        }
+        for m in self.discover() {
+            out.insert(m.package.clone());
+            if let Some(p) = m.authority_package {
+                out.insert(p);
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    pub(crate) fn record_install(&self, path: &str) {
+        let mut installed = lock(&self.installed);
+        if installed.len() >= MAX_INSTALLED {
+            installed.remove(0);
+        }
+        installed.push(path.to_string());
+    }
+
+    /// APK paths `pm install` was given, oldest first.
+    pub fn installed_apks(&self) -> Vec<String> {
+        lock(&self.installed).clone()
+    }
+
+    pub(crate) fn record_push(&self, path: &str, size: u64) {
+        let mut pushed = lock(&self.pushed);
+        if pushed.len() >= MAX_PUSHED && !pushed.contains_key(path) {
+            if let Some(first) = pushed.keys().next().cloned() {
+                pushed.remove(&first);
+            }
+        }
+        pushed.insert(path.to_string(), size);
+    }
+
+    pub(crate) fn pushed_size(&self, path: &str) -> Option<u64> {
+        lock(&self.pushed).get(path).copied()
+    }
+
+    pub(crate) fn forget_pushed(&self, path: &str) {
+        lock(&self.pushed).remove(path);
+    }
+
+    /// Device properties (`getprop`, the adb banner).
+    pub fn properties(&self) -> Vec<(String, String)> {
+        [
+            ("ro.product.model", MODEL),
+            ("ro.product.name", "cetp_sim"),
+            ("ro.product.device", "cetp_sim"),
+            ("ro.product.brand", "clawseed"),
+            ("ro.product.manufacturer", "ClawSeed"),
+            ("ro.build.version.sdk", "34"),
+            ("ro.build.version.release", "14"),
+            ("ro.build.type", "userdebug"),
+            ("ro.build.fingerprint", FINGERPRINT),
+            ("ro.serialno", SERIAL),
+            ("ro.debuggable", "1"),
+            ("ro.kernel.qemu", "0"),
+            ("sys.boot_completed", "1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+
+    pub(crate) fn log(&self, level: char, message: &str) {
+        self.log.push(self.now_ms(), level, message);
+    }
+
+    pub(crate) fn clear_log(&self) {
+        self.log.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_names_round_trip() {
+        for (name, v) in MANIFEST_VARIANTS {
+            assert_eq!(parse_manifest_variant(name).unwrap(), v);
+            assert_eq!(manifest_variant_name(v), name);
+        }
+        let e = parse_manifest_variant("v3-only").unwrap_err();
+        assert!(e.to_string().contains("mismatched-package"), "{e}");
+    }
+
+    #[test]
+    fn identity_b_lacks_exactly_one_scope() {
+        let sim = Sim::new(SimConfig::default()).unwrap();
+        let grants = &sim.provider().config().grants;
+        let a = &grants[&IDENTITY_A.uid];
+        let b = &grants[&IDENTITY_B.uid];
+        assert_eq!(a, &ProviderConfig::all_scopes());
+        assert_eq!(a.difference(b).collect::<Vec<_>>(), [SCOPE_WITHHELD_FROM_B]);
+        assert!(sim.provider().config().faults.is_empty());
+        assert_eq!(sim.provider().config().effect_delay_ms, 30);
+    }
+
+    #[test]
+    fn unknown_mutant_lists_the_valid_names() {
+        let e = Sim::new(SimConfig {
+            mutant: Some("no_such_mutant".into()),
+            ..SimConfig::default()
+        })
+        .unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("no_such_mutant"), "{text}");
+        for f in Fault::ALL {
+            assert!(text.contains(f.name()), "{text} lacks {}", f.name());
+        }
+    }
+
+    #[test]
+    fn clock_skew_moves_device_time() {
+        let sim = Sim::new(SimConfig {
+            clock_skew_ms: -3_600_000,
+            ..SimConfig::default()
+        })
+        .unwrap();
+        let host = DeviceClock::system(0).now_ms();
+        let skewed = sim.now_ms();
+        assert!((host - 3_600_000 - skewed).abs() < 5_000, "{host} {skewed}");
+    }
+}

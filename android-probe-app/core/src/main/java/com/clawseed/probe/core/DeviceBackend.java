@@ -1,0 +1,72 @@
+package com.clawseed.probe.core;
+
+import com.clawseed.probe.wire.Ops;
+import com.clawseed.probe.wire.WireBundle;
+import java.util.List;
+
+/**
+ * What a device does for one connection (one caller identity). The Android
+ * app implements it with ContentResolver and PackageManager; tests use a
+ * fake. Methods may block; they are called from worker threads, several at
+ * once (calls run concurrently).
+ */
+public interface DeviceBackend {
+    final class Hello {
+        public final String probe;
+        public final Ops.Identity identity;
+        public final Ops.DeviceInfo device;
+        public final long nowMs;
+
+        public Hello(String probe, Ops.Identity identity, Ops.DeviceInfo device, long nowMs) {
+            this.probe = probe;
+            this.identity = identity;
+            this.device = device;
+            this.nowMs = nowMs;
+        }
+    }
+
+    final class CallResult {
+        /** Null when {@code call()} returned null. */
+        public final WireBundle result;
+        public final long elapsedUs;
+
+        public CallResult(WireBundle result, long elapsedUs) {
+            this.result = result;
+            this.elapsedUs = elapsedUs;
+        }
+    }
+
+    final class ResolveResult {
+        public final boolean launched;
+        public final boolean decisionApplied;
+        public final int resultCode;
+
+        public ResolveResult(boolean launched, boolean decisionApplied, int resultCode) {
+            this.launched = launched;
+            this.decisionApplied = decisionApplied;
+            this.resultCode = resultCode;
+        }
+    }
+
+    Hello hello() throws DeviceError;
+
+    List<Ops.ServiceInfo> discover() throws DeviceError;
+
+    /** {@code ContentResolver.call}; PendingIntents and descriptors in the result become handles. */
+    CallResult call(Ops.CallParams params) throws DeviceError, InterruptedException;
+
+    /** Takes a descriptor for reading; the handle is used up. */
+    FdSource takeFd(String handle) throws DeviceError;
+
+    /** Closes a descriptor unread; the handle is used up. */
+    void closeFd(String handle) throws DeviceError;
+
+    /** Launches a PendingIntent for a result and plays the decision; the handle is used up. */
+    ResolveResult resolve(Ops.ResolveParams params) throws DeviceError, InterruptedException;
+
+    /** Kills the Provider's process as {@code am force-stop} does. */
+    void restartProvider(String pkg) throws DeviceError, InterruptedException;
+
+    /** The connection closed: release every handle. */
+    void close();
+}

@@ -1,0 +1,203 @@
+package com.clawseed.probe.core;
+
+import com.clawseed.probe.wire.Frame;
+import com.clawseed.probe.wire.FrameCodec;
+import com.clawseed.probe.wire.JsonObject;
+import com.clawseed.probe.wire.Ops;
+import com.clawseed.probe.wire.WireError;
+import java.io.IOException;
+import java.io.InputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Maps one decoded request to the backend and sends its answer: chunks, then
+ * exactly one final frame. Backend failures become error answers; nothing a
+ * Provider does escapes as an exception.
+ */
+public final class Dispatcher {
+    /** Where answers go; must be safe to call from several threads. */
+    public interface Sink {
+        void send(Frame frame) throws IOException;
+    }
+
+    /** The ops this device performs (hello answers with this list). */
+    public static final List<String> OPS = Collections.unmodifiableList(Arrays.asList(
+            "hello", "discover", "call", "read_fd", "close_fd", "resolve", "restart_provider"));
+
+    private final DeviceBackend backend;
+    private final ExecutorService workers;
+
+    /** {@code workers} runs the backend call while the request thread waits with its timeout. */
+    public Dispatcher(DeviceBackend backend, ExecutorService workers) {
+        this.backend = backend;
+        this.workers = workers;
+    }
+
+    /**
+     * Answers {@code request}, whose parameters were decoded by
+     * {@link Ops#decodeParams}. Only an I/O failure of the sink escapes.
+     */
+    public void handle(Frame.Request request, Object params, Sink sink) throws IOException {
+        long id = request.id;
+        try {
+            JsonObject ok = perform(request.op, id, params, sink);
+            sink.send(new Frame.Ok(id, ok));
+        } catch (DeviceError e) {
+            sink.send(new Frame.Err(id, e.toWire()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            sink.send(new Frame.Err(id, new WireError(DeviceError.DEVICE_ERROR, "the probe is shutting down")));
+        } catch (IOException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            sink.send(new Frame.Err(id, new WireError(DeviceError.DEVICE_ERROR,
+                    "probe failure: " + e, e.getClass().getName(), null)));
+        }
+    }
+
+    private JsonObject perform(String op, long id, Object params, Sink sink)
+            throws DeviceError, InterruptedException, IOException {
+        switch (op) {
+            case "hello": {
+                DeviceBackend.Hello h = backend.hello();
+                return Ops.helloOk(h.probe, h.identity, h.device, h.nowMs, OPS);
+            }
+            case "discover":
+                return Ops.discoverOk(backend.discover());
+            case "call":
+                return call((Ops.CallParams) params);
+            case "read_fd":
+                return readFd(id, (Ops.ReadFdParams) params, sink);
+            case "close_fd":
+                backend.closeFd(((Ops.CloseFdParams) params).handle);
+                return new JsonObject();
+            case "resolve": {
+                DeviceBackend.ResolveResult r = backend.resolve((Ops.ResolveParams) params);
+                return Ops.resolveOk(r.launched, r.decisionApplied, r.resultCode);
+            }
+            case "restart_provider":
+                backend.restartProvider(((Ops.RestartProviderParams) params).pkg);
+                return new JsonObject();
+            default:
+                if (Ops.isKnown(op)) {
+                    throw DeviceError.unsupported("this device does not perform `" + op + "`");
+                }
+                throw new DeviceError(WireError.UNKNOWN_OP, "unknown op `" + op + "`");
+        }
+    }
+
+    private JsonObject call(Ops.CallParams p) throws DeviceError, InterruptedException {
+        if (p.timeoutMs == 0) {
+            DeviceBackend.CallResult r = backend.call(p);
+            return Ops.callOk(r.result, r.elapsedUs);
+        }
+        Future<DeviceBackend.CallResult> f = workers.submit(() -> backend.call(p));
+        try {
+            DeviceBackend.CallResult r = f.get(clampMs(p.timeoutMs), TimeUnit.MILLISECONDS);
+            return Ops.callOk(r.result, r.elapsedUs);
+        } catch (TimeoutException e) {
+            // The Binder call cannot be cancelled; it may still complete on the Provider side.
+            throw new DeviceError(WireError.TIMEOUT, "no answer within " + Long.toUnsignedString(p.timeoutMs) + " ms");
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof DeviceError) {
+                throw (DeviceError) cause;
+            }
+            if (cause instanceof InterruptedException) {
+                throw (InterruptedException) cause;
+            }
+            if (cause instanceof RuntimeException) {
+                throw (RuntimeException) cause;
+            }
+            throw new DeviceError(DeviceError.DEVICE_ERROR, "probe failure: " + cause);
+        }
+    }
+
+    /** Unsigned milliseconds, capped where a {@code long} of nanoseconds would overflow. */
+    private static long clampMs(long unsignedMs) {
+        long cap = Long.MAX_VALUE / 1_000_000L;
+        return (unsignedMs < 0 || unsignedMs > cap) ? cap : unsignedMs;
+    }
+
+    private JsonObject readFd(long id, Ops.ReadFdParams p, Sink sink) throws DeviceError, IOException {
+        FdSource src = backend.takeFd(p.handle);
+        MessageDigest sha;
+        try {
+            sha = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new DeviceError(DeviceError.DEVICE_ERROR, "no SHA-256 on this device");
+        }
+        byte[] chunk = new byte[FrameCodec.MAX_CHUNK_BYTES];
+        long total = 0;
+        boolean eof = false;
+        String error = null;
+        try {
+            InputStream in = src.stream();
+            while (!eof && Long.compareUnsigned(total, p.maxBytes) < 0) {
+                long remaining = p.maxBytes - total;
+                int want = Long.compareUnsigned(remaining, chunk.length) < 0 ? (int) remaining : chunk.length;
+                int filled = 0;
+                while (filled < want) {
+                    int n = in.read(chunk, filled, want - filled);
+                    if (n < 0) {
+                        eof = true;
+                        break;
+                    }
+                    filled += n;
+                }
+                if (filled > 0) {
+                    sha.update(chunk, 0, filled);
+                    total += filled;
+                    sink.send(new Frame.Chunk(id, Arrays.copyOf(chunk, filled)));
+                }
+            }
+            if (eof) {
+                error = src.checkError();
+            }
+        } catch (IOException e) {
+            if (sinkFailure(e)) {
+                throw e;
+            }
+            error = e.toString();
+        } finally {
+            try {
+                src.close();
+            } catch (IOException ignored) {
+                // Nothing left to report: the bytes and any writer error are in the answer.
+            }
+        }
+        return Ops.readFdOk(total, hex(sha.digest()), eof, error);
+    }
+
+    /** Sink failures are wrapped so that they are told apart from descriptor read errors. */
+    private static boolean sinkFailure(IOException e) {
+        return e instanceof SinkException;
+    }
+
+    /** An I/O failure writing to the host, as opposed to reading a descriptor. */
+    public static final class SinkException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        public SinkException(IOException cause) {
+            super(cause);
+        }
+    }
+
+    static String hex(byte[] bytes) {
+        char[] digits = "0123456789abcdef".toCharArray();
+        StringBuilder sb = new StringBuilder(bytes.length * 2);
+        for (byte b : bytes) {
+            sb.append(digits[(b >> 4) & 0xF]).append(digits[b & 0xF]);
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,322 @@
+package com.clawseed.probe.wire;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Typed parameters of the requests a device receives, and the answers it
+ * sends. Field order and errors follow the Rust codec (see the table in
+ * {@code vectors/wire/README.md}).
+ */
+public final class Ops {
+    private Ops() {}
+
+    public static final List<String> KNOWN = Collections.unmodifiableList(Arrays.asList(
+            "hello", "discover", "call", "read_fd", "close_fd", "resolve", "restart_provider",
+            "host_provider", "reply"));
+
+    public static boolean isKnown(String op) {
+        return KNOWN.contains(op);
+    }
+
+    /** Decodes the parameters of a known op; null for an unknown op or one without parameters. */
+    public static Object decodeParams(Frame.Request r) throws WireDecodeException {
+        Fields f = new Fields(r.params, "");
+        switch (r.op) {
+            case "call":
+                return CallParams.decode(f);
+            case "read_fd":
+                return ReadFdParams.decode(f);
+            case "close_fd":
+                return new CloseFdParams(f.string("handle"));
+            case "resolve":
+                return ResolveParams.decode(f);
+            case "restart_provider":
+                return new RestartProviderParams(f.string("package"));
+            case "host_provider":
+                return new HostProviderParams(f.string("authority"), f.stringMap("meta"));
+            case "reply":
+                return ReplyParams.decode(f);
+            default:
+                return null;
+        }
+    }
+
+    public static final class CallParams {
+        public final String authority;
+        public final String method;
+        public final String arg;
+        public final WireBundle extras;
+        /** Unsigned; 0 means the device does not time the call out. */
+        public final long timeoutMs;
+
+        public CallParams(String authority, String method, String arg, WireBundle extras, long timeoutMs) {
+            this.authority = authority;
+            this.method = method;
+            this.arg = arg;
+            this.extras = extras;
+            this.timeoutMs = timeoutMs;
+        }
+
+        static CallParams decode(Fields f) throws WireDecodeException {
+            String authority = f.string("authority");
+            String method = f.string("method");
+            String arg = f.optString("arg");
+            WireBundle extras = BundleCodec.optBundle(f, "extras");
+            long timeout = f.uint64("timeout_ms");
+            return new CallParams(authority, method, arg, extras, timeout);
+        }
+    }
+
+    public static final class ReadFdParams {
+        public final String handle;
+        /** Unsigned. */
+        public final long maxBytes;
+
+        public ReadFdParams(String handle, long maxBytes) {
+            this.handle = handle;
+            this.maxBytes = maxBytes;
+        }
+
+        static ReadFdParams decode(Fields f) throws WireDecodeException {
+            String handle = f.string("handle");
+            return new ReadFdParams(handle, f.uint64("max_bytes"));
+        }
+    }
+
+    public static final class CloseFdParams {
+        public final String handle;
+
+        public CloseFdParams(String handle) {
+            this.handle = handle;
+        }
+    }
+
+    public enum Decision {
+        APPROVE("approve"), DENY("deny"), DISMISS("dismiss");
+
+        public final String wire;
+
+        Decision(String wire) {
+            this.wire = wire;
+        }
+    }
+
+    public static final class ResolveParams {
+        public final String handle;
+        public final Decision decision;
+        public final long timeoutMs;
+        /** UI automation selectors from the vendor's profile; may be null. */
+        public final JsonObject ui;
+
+        public ResolveParams(String handle, Decision decision, long timeoutMs, JsonObject ui) {
+            this.handle = handle;
+            this.decision = decision;
+            this.timeoutMs = timeoutMs;
+            this.ui = ui;
+        }
+
+        static ResolveParams decode(Fields f) throws WireDecodeException {
+            String handle = f.string("handle");
+            String d = f.string("decision");
+            Decision decision = null;
+            for (Decision x : Decision.values()) {
+                if (x.wire.equals(d)) {
+                    decision = x;
+                }
+            }
+            if (decision == null) {
+                throw new WireDecodeException(WireDecodeException.BAD_VALUE,
+                        "at `/decision`: expected `approve`, `deny` or `dismiss`, found \"" + d + "\"");
+            }
+            long timeout = f.uint64("timeout_ms");
+            Object ui = f.opt("ui");
+            return new ResolveParams(handle, decision, timeout, ui == null ? null : Fields.object(ui, "/ui"));
+        }
+    }
+
+    public static final class RestartProviderParams {
+        public final String pkg;
+
+        public RestartProviderParams(String pkg) {
+            this.pkg = pkg;
+        }
+    }
+
+    public static final class HostProviderParams {
+        public final String authority;
+        public final Map<String, String> meta;
+
+        public HostProviderParams(String authority, Map<String, String> meta) {
+            this.authority = authority;
+            this.meta = meta;
+        }
+    }
+
+    public static final class ReplyParams {
+        public final String call;
+        /** True for a result (possibly null), false for a throw. */
+        public final boolean returns;
+        public final WireBundle result;
+        public final byte[] fdData;
+        public final String throwClass;
+        public final String throwMessage;
+        public final long delayMs;
+
+        ReplyParams(String call, boolean returns, WireBundle result, byte[] fdData, String throwClass,
+                String throwMessage, long delayMs) {
+            this.call = call;
+            this.returns = returns;
+            this.result = result;
+            this.fdData = fdData;
+            this.throwClass = throwClass;
+            this.throwMessage = throwMessage;
+            this.delayMs = delayMs;
+        }
+
+        static ReplyParams decode(Fields f) throws WireDecodeException {
+            String call = f.string("call");
+            boolean hasResult = f.map.containsKey("result");
+            boolean hasThrow = f.map.containsKey("throw");
+            if (hasResult && hasThrow) {
+                throw new WireDecodeException(WireDecodeException.BAD_VALUE,
+                        "at `/throw`: expected either `result` or `throw`, found both");
+            }
+            if (!hasResult && !hasThrow) {
+                throw new WireDecodeException(WireDecodeException.MISSING_FIELD,
+                        "missing field `/result`: expected a Bundle, null, or a `throw` object instead");
+            }
+            WireBundle result = null;
+            byte[] fdData = null;
+            String throwClass = null;
+            String throwMessage = null;
+            if (hasResult) {
+                result = BundleCodec.optBundle(f, "result");
+                Object fd = f.opt("fd_data");
+                fdData = fd == null ? null : Fields.base64(fd, "/fd_data");
+            } else {
+                Fields t = new Fields(f.object("throw"), "/throw");
+                throwClass = t.string("class");
+                throwMessage = t.optString("message");
+            }
+            Object delay = f.opt("delay_ms");
+            long delayMs = delay == null ? 0 : Fields.uint64(delay, "/delay_ms");
+            return new ReplyParams(call, hasResult, result, fdData, throwClass, throwMessage, delayMs);
+        }
+    }
+
+    // Answers
+
+    public static final class Identity {
+        public final String name;
+        public final long uid;
+        public final List<String> packages;
+        public final List<String> certSha256;
+
+        public Identity(String name, long uid, List<String> packages, List<String> certSha256) {
+            this.name = name;
+            this.uid = uid;
+            this.packages = packages;
+            this.certSha256 = certSha256;
+        }
+
+        JsonObject toJson() {
+            return new JsonObject()
+                    .with("name", name)
+                    .with("uid", JsonNumber.of(uid))
+                    .with("packages", new ArrayList<Object>(packages))
+                    .with("cert_sha256", new ArrayList<Object>(certSha256));
+        }
+    }
+
+    public static final class DeviceInfo {
+        public final int sdkInt;
+        public final String model;
+        public final String fingerprint;
+
+        public DeviceInfo(int sdkInt, String model, String fingerprint) {
+            this.sdkInt = sdkInt;
+            this.model = model;
+            this.fingerprint = fingerprint;
+        }
+    }
+
+    public static JsonObject helloOk(String probe, Identity identity, DeviceInfo device, long nowMs, List<String> ops) {
+        return new JsonObject()
+                .with("wire", JsonNumber.of(FrameCodec.WIRE_VERSION))
+                .with("probe", probe)
+                .with("identity", identity.toJson())
+                .with("device", new JsonObject()
+                        .with("sdk_int", JsonNumber.of(device.sdkInt))
+                        .with("model", Json.sanitize(device.model))
+                        .with("fingerprint", Json.sanitize(device.fingerprint)))
+                .with("now_ms", JsonNumber.of(nowMs))
+                .with("ops", new ArrayList<Object>(ops));
+    }
+
+    /** One service answering the TOOL_PROVIDER action. */
+    public static final class ServiceInfo {
+        public final String pkg;
+        public final String service;
+        public final boolean exported;
+        public final String permission;
+        public final Map<String, String> meta;
+        public final String authorityPackage;
+
+        public ServiceInfo(String pkg, String service, boolean exported, String permission,
+                Map<String, String> meta, String authorityPackage) {
+            this.pkg = pkg;
+            this.service = service;
+            this.exported = exported;
+            this.permission = permission;
+            this.meta = meta;
+            this.authorityPackage = authorityPackage;
+        }
+
+        JsonObject toJson() {
+            JsonObject m = new JsonObject();
+            for (Map.Entry<String, String> e : meta.entrySet()) {
+                m.put(Json.sanitize(e.getKey()), Json.sanitize(e.getValue()));
+            }
+            return new JsonObject()
+                    .with("package", pkg)
+                    .with("service", service)
+                    .with("exported", exported)
+                    .with("permission", permission)
+                    .with("meta", m)
+                    .with("authority_package", authorityPackage);
+        }
+    }
+
+    public static JsonObject discoverOk(List<ServiceInfo> providers) {
+        List<Object> items = new ArrayList<>();
+        for (ServiceInfo s : providers) {
+            items.add(s.toJson());
+        }
+        return new JsonObject().with("providers", items);
+    }
+
+    public static JsonObject callOk(WireBundle result, long elapsedUs) {
+        return new JsonObject()
+                .with("result", BundleCodec.toJsonOrNull(result))
+                .with("elapsed_us", JsonNumber.ofUnsigned(elapsedUs));
+    }
+
+    public static JsonObject readFdOk(long bytes, String sha256, boolean eof, String error) {
+        return new JsonObject()
+                .with("bytes", JsonNumber.ofUnsigned(bytes))
+                .with("sha256", sha256)
+                .with("eof", eof)
+                .with("error", Json.sanitize(error));
+    }
+
+    public static JsonObject resolveOk(boolean launched, boolean decisionApplied, int resultCode) {
+        return new JsonObject()
+                .with("launched", launched)
+                .with("decision_applied", decisionApplied)
+                .with("result_code", JsonNumber.of(resultCode));
+    }
+}

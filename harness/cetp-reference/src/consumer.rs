@@ -1,1 +1,0 @@
-//! Reference Consumer (being written).

@@ -1,0 +1,280 @@
+//! The reference Consumer: what a correct CETP v2 Consumer does, written
+//! against [`ConsumerPort`](crate::port::ConsumerPort) so that it runs
+//! in-process or over any transport.
+//!
+//! It is sans-IO in spirit: every effect goes through the port, including
+//! time (`now_ms` for deadlines, `sleep_ms` for waits), and request ids come
+//! from an injectable [`UuidSource`]. With a [`crate::device::LocalDevice`]
+//! on a manual clock a whole session is deterministic.
+//!
+//! The flow of a session, with the spec section each step answers to:
+//! [`Consumer::discover`] (§2.1) → [`Consumer::connect`] (§2.2, §8) →
+//! [`Consumer::provider_info`] (§3.2) → [`Consumer::list_tools`] (§3.3) →
+//! [`Consumer::execute`] (§4.1–§4.5, §5, §6), or [`Consumer::run`] plus
+//! [`Consumer::wait`] / [`Consumer::cancel`] for background operations.
+//!
+//! Everything a Provider says is untrusted (§7.3): lengths and JSON depth are
+//! bounded before parsing, descriptors and results are validated, text is
+//! kept as [`ProviderText`], and a Provider that breaks a MUST is reported,
+//! never followed.
+
+mod call;
+mod config;
+mod error;
+mod execute;
+mod session;
+
+pub use config::{uuid_v4_from_bytes, ConsumerConfig, LocalLimits, SeededUuids, UuidSource};
+pub use error::{
+    CetpError, ConsumerError, DeviceFault, Fault, ProtocolFault, ProviderText, Refusal,
+};
+pub use execute::{
+    ConfirmationRequest, Delivery, Execution, Operation, Outcome, Progress, Started, ToolOutput,
+    Unattended, UserAgent,
+};
+
+use cetp_proto::descriptor::{ToolSummary, Violation};
+use cetp_proto::discovery::Plan;
+use cetp_proto::envelope::Capability;
+use cetp_proto::schema::CompiledSchema;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// A Provider service found by discovery that this Consumer may use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscoveredProvider {
+    pub package: String,
+    pub service: String,
+    pub authority: String,
+    /// The authoritative version set (§2.1: `versions` over `version`).
+    pub versions: BTreeSet<i32>,
+    /// What §8 allows: negotiate v2, or use v1 (only when v2 is undeclared).
+    pub plan: Plan,
+}
+
+/// A service discovery turned down, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectedService {
+    pub package: String,
+    pub service: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DiscoveryReport {
+    pub providers: Vec<DiscoveredProvider>,
+    pub rejected: Vec<RejectedService>,
+}
+
+/// A negotiated v2 session (§2.2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Session {
+    pub provider_id: String,
+    pub provider_name: Option<ProviderText>,
+    pub selected_version: i64,
+    pub capabilities: BTreeSet<Capability>,
+    pub limits: BTreeMap<String, i64>,
+    pub negotiated_at_ms: i64,
+    /// Counts negotiations with this Provider; a tool list is trusted only
+    /// for the generation it was checked in (§3.3).
+    pub generation: u64,
+    /// SHOULD-level findings in the negotiation answer.
+    pub warnings: Vec<Violation>,
+    token: String,
+}
+
+impl Session {
+    pub fn has(&self, cap: Capability) -> bool {
+        self.capabilities.contains(&cap)
+    }
+
+    pub fn limit(&self, key: &str) -> Option<i64> {
+        self.limits.get(key).copied()
+    }
+
+    /// The opaque session token, for diagnostics only.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+}
+
+/// What [`Consumer::connect`] established.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Connected {
+    /// The negotiated provider_id (v2), or the package (v1).
+    pub provider_id: String,
+    pub version: i32,
+    pub capabilities: BTreeSet<Capability>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeInfo {
+    pub name: String,
+    pub title: Option<ProviderText>,
+    pub description: Option<ProviderText>,
+    pub access: String,
+    pub sensitivity: String,
+}
+
+/// `get_provider_info` (§3.2), validated and bounded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderInfo {
+    pub provider_id: String,
+    pub provider_name: ProviderText,
+    pub description: ProviderText,
+    pub schema_dialect: String,
+    pub scopes: Vec<ScopeInfo>,
+}
+
+/// One tool of a validated list. Its annotations are what the Provider
+/// declares for the Consumer's UI and policy, not a security boundary (§3.4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolInfo {
+    pub name: String,
+    pub title: Option<ProviderText>,
+    pub description: ProviderText,
+    pub descriptor: ToolSummary,
+}
+
+/// A validated `list_tools` answer (§3.3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCatalog {
+    pub provider_id: String,
+    pub revision: String,
+    pub tools: Vec<ToolInfo>,
+}
+
+impl ToolCatalog {
+    pub fn get(&self, name: &str) -> Option<&ToolInfo> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+struct ToolCache {
+    checked_generation: u64,
+    catalog: ToolCatalog,
+    output_schemas: BTreeMap<String, Arc<CompiledSchema>>,
+}
+
+struct V2State {
+    session: Session,
+    info: Option<ProviderInfo>,
+    tools: Option<ToolCache>,
+}
+
+enum Mode {
+    Undecided,
+    V2(Box<V2State>),
+    V1 { tools: Option<Vec<String>> },
+    Disabled(String),
+}
+
+struct ProviderEntry {
+    found: DiscoveredProvider,
+    mode: Mode,
+}
+
+impl ProviderEntry {
+    /// How errors name this Provider: its provider_id once negotiated.
+    fn label(&self) -> String {
+        match &self.mode {
+            Mode::V2(st) => st.session.provider_id.clone(),
+            _ => self.found.package.clone(),
+        }
+    }
+}
+
+/// The reference Consumer. One instance holds the sessions of every Provider
+/// it discovered; each call takes the port to act through.
+pub struct Consumer {
+    config: ConsumerConfig,
+    uuids: Box<dyn UuidSource>,
+    providers: Vec<ProviderEntry>,
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("config", &self.config)
+            .field(
+                "providers",
+                &self.providers.iter().map(|p| p.label()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl Consumer {
+    /// A Consumer whose request ids come from `config.uuid_seed`.
+    pub fn new(config: ConsumerConfig) -> Self {
+        let uuids = Box::new(SeededUuids::new(config.uuid_seed));
+        Consumer::with_uuid_source(config, uuids)
+    }
+
+    pub fn with_uuid_source(config: ConsumerConfig, uuids: Box<dyn UuidSource>) -> Self {
+        Consumer {
+            config,
+            uuids,
+            providers: Vec::new(),
+        }
+    }
+
+    pub fn config(&self) -> &ConsumerConfig {
+        &self.config
+    }
+
+    /// Every usable Provider discovery found so far.
+    pub fn discovered(&self) -> Vec<&DiscoveredProvider> {
+        self.providers.iter().map(|p| &p.found).collect()
+    }
+
+    /// The current v2 session with a Provider, if any.
+    pub fn session(&self, provider: &str) -> Option<&Session> {
+        let idx = self.index_of(provider).ok()?;
+        match &self.providers[idx].mode {
+            Mode::V2(st) => Some(&st.session),
+            _ => None,
+        }
+    }
+
+    /// The cached tool list of a Provider, if one was fetched.
+    pub fn cached_tools(&self, provider: &str) -> Option<&ToolCatalog> {
+        let idx = self.index_of(provider).ok()?;
+        match &self.providers[idx].mode {
+            Mode::V2(st) => st.tools.as_ref().map(|t| &t.catalog),
+            _ => None,
+        }
+    }
+
+    /// Why a Provider is disabled, if it is (§8).
+    pub fn disabled_reason(&self, provider: &str) -> Option<&str> {
+        let idx = self.index_of(provider).ok()?;
+        match &self.providers[idx].mode {
+            Mode::Disabled(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Finds a Provider by negotiated provider_id, package or authority.
+    fn index_of(&self, provider: &str) -> Result<usize, ConsumerError> {
+        let by_id = self
+            .providers
+            .iter()
+            .position(|p| matches!(&p.mode, Mode::V2(st) if st.session.provider_id == provider));
+        by_id
+            .or_else(|| {
+                self.providers
+                    .iter()
+                    .position(|p| p.found.package == provider || p.found.authority == provider)
+            })
+            .ok_or_else(|| {
+                ConsumerError::refused(Refusal::UnknownProvider {
+                    provider: provider.to_string(),
+                })
+            })
+    }
+
+    fn fresh_request_id(&mut self) -> String {
+        self.uuids.next_uuid()
+    }
+}

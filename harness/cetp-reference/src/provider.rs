@@ -1,1 +1,0 @@
-//! Reference Provider (being written).

@@ -1,0 +1,646 @@
+//! `execute_tool` (§4.1-§4.5, §6): dedupe, deadline, validation, scopes,
+//! confirmation, and the single-executor commit.
+
+use super::fixtures::{self, ToolDef, ToolKind, ESCALATION_PRICE, MAX_HISTORY_ROWS};
+use super::state::{
+    Alert, Answer, DedupeKey, DurableState, Failure, Operation, Purpose, Record, RecordState,
+};
+use super::util::lock;
+use super::{Cx, Fault, ReferenceProvider, POLL_AFTER_MS};
+use cetp_proto::bundle::parse_json_text;
+use cetp_proto::canonical::{canonical_hash, sha256_hex};
+use cetp_proto::envelope::{Capability, OpState};
+use cetp_proto::{ErrorCode, Value};
+use serde_json::{json, Value as Json};
+use std::collections::BTreeSet;
+use std::sync::{Arc, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Longest real-time wait for another executor of the same request id, even
+/// when the deadline is further away.
+const MAX_WAIT_MS: i64 = 30_000;
+
+/// Args after schema and business validation (§7.3: the schema alone is not
+/// enough, the Provider checks what it relies on).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ToolArgs {
+    GetQuote { symbol: String },
+    ListAlerts,
+    CreateAlert { symbol: String, price: f64 },
+    DeleteAlert { alert_id: String },
+    SyncPortfolio { fail: bool },
+    ExportHistory { rows: u64 },
+}
+
+impl ToolArgs {
+    pub(crate) fn parse(kind: ToolKind, v: &Json) -> Result<ToolArgs, String> {
+        let obj = v.as_object().ok_or("args must be a JSON object")?;
+        let string = |k: &str| {
+            obj.get(k)
+                .and_then(Json::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .ok_or_else(|| format!("`{k}` must be a non-empty string"))
+        };
+        Ok(match kind {
+            ToolKind::GetQuote => ToolArgs::GetQuote {
+                symbol: string("symbol")?,
+            },
+            ToolKind::ListAlerts => ToolArgs::ListAlerts,
+            ToolKind::CreateAlert => {
+                let price = obj
+                    .get("price")
+                    .and_then(Json::as_f64)
+                    .filter(|p| p.is_finite() && *p > 0.0)
+                    .ok_or("`price` must be a positive number")?;
+                ToolArgs::CreateAlert {
+                    symbol: string("symbol")?,
+                    price,
+                }
+            }
+            ToolKind::DeleteAlert => ToolArgs::DeleteAlert {
+                alert_id: string("alert_id")?,
+            },
+            ToolKind::SyncPortfolio => ToolArgs::SyncPortfolio {
+                fail: match obj.get("fail") {
+                    None => false,
+                    Some(Json::Bool(b)) => *b,
+                    Some(_) => return Err("`fail` must be a boolean".into()),
+                },
+            },
+            ToolKind::ExportHistory => ToolArgs::ExportHistory {
+                rows: obj
+                    .get("rows")
+                    .and_then(Json::as_u64)
+                    .filter(|r| (1..=MAX_HISTORY_ROWS).contains(r))
+                    .ok_or("`rows` must be an integer from 1 to 200000")?,
+            },
+        })
+    }
+}
+
+/// What a dedupe record says about a request id.
+enum Seen {
+    Fresh,
+    Pending,
+    InFlight,
+    Done(Answer),
+    Conflict,
+}
+
+/// What a committed mutation produced.
+enum Effected {
+    Value(Json),
+    Operation(String),
+}
+
+pub(crate) fn invalid_args(p: &ReferenceProvider, message: impl Into<String>) -> Failure {
+    let code = if p.has(Fault::InvalidArgsWrongCode) {
+        ErrorCode::InvalidRequest
+    } else {
+        ErrorCode::InvalidArgs
+    };
+    Failure::new(code, message)
+}
+
+impl ReferenceProvider {
+    pub(crate) fn execute(
+        &self,
+        cx: &Cx<'_>,
+        tool_name: &str,
+        args: &str,
+        resume_token: Option<&str>,
+    ) -> Answer {
+        let digest = self.args_digest(args);
+        let key = self.dedupe_key(cx.uid, cx.request_id);
+        // §6 first: a retry after its deadline, or one that would now fail
+        // validation, still gets the recorded terminal result.
+        if !self.has(Fault::NoDedupe) {
+            let d = lock(&self.durable.state);
+            if let (_, Some(answer)) = self.settle(d, cx, &key, tool_name, &digest) {
+                return answer;
+            }
+        }
+        // §4.1: the deadline is checked before any business effect.
+        if !self.has(Fault::DeadlineCheckedAfterEffect) {
+            if let Some(f) = self.deadline_passed(cx) {
+                return f.into();
+            }
+        }
+        let Some(tool) = self.catalog.find(tool_name) else {
+            return Failure::new(ErrorCode::ToolNotFound, "No such tool.").into();
+        };
+        let max = self.limits().max_request_bytes;
+        if args.len() as u64 > max && !self.has(Fault::ArgsLimitNotEnforced) {
+            return Failure::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "args is {} bytes, more than the negotiated {max}.",
+                    args.len()
+                ),
+            )
+            .into();
+        }
+        let value = match parse_json_text("args", args) {
+            Ok(v) => v,
+            Err(e) => {
+                return invalid_args(self, format!("args is not valid JSON ({})", e.found)).into()
+            }
+        };
+        if !self.has(Fault::SchemaNotValidated) && !tool.input.is_valid(&value) {
+            return invalid_args(self, "The arguments do not match the tool's input schema.")
+                .details(json!({ "errors": tool.input.errors(&value) }))
+                .into();
+        }
+        let targs = match ToolArgs::parse(tool.kind, &value) {
+            Ok(t) => t,
+            Err(why) => return invalid_args(self, why).into(),
+        };
+
+        let mut confirmed = false;
+        if let Some(token) = resume_token {
+            match self.redeem(cx, tool, args, token) {
+                super::decisions::Redeem::Approved(Purpose::Confirm) => confirmed = true,
+                super::decisions::Redeem::Approved(Purpose::Grant(_)) => {}
+                super::decisions::Redeem::Denied => {
+                    let f = if self.has(Fault::DenialWrongCode) {
+                        Failure::new(ErrorCode::PermissionDenied, "Not allowed.")
+                    } else {
+                        Failure::new(ErrorCode::UserCancelled, "The user declined this action.")
+                    };
+                    // A denial is terminal: retries of this id get it again.
+                    if !tool.is_read() {
+                        self.record_terminal(&key, tool, &digest, cx.now_ms, f.clone().into());
+                    }
+                    return f.into();
+                }
+                super::decisions::Redeem::Again(f) => return f.into(),
+                super::decisions::Redeem::Invalid(why) => {
+                    return Failure::new(ErrorCode::InvalidRequest, why).into()
+                }
+            }
+        }
+
+        // §3.4, §7.2: every call checks every scope, whatever list_tools said.
+        let missing = self.missing_scopes(cx.uid, tool);
+        if !missing.is_empty() {
+            if self.has(Fault::ScopeDegradedData) {
+                return degraded(tool.kind);
+            }
+            if !self.has(Fault::ScopeNotEnforced) {
+                return self.ask(cx, tool, args, &digest, &key, Purpose::Grant(missing));
+            }
+        }
+
+        let consumer_says_confirmed = self.has(Fault::ConsumerConfirmedFlagTrusted)
+            && matches!(cx.extras.get("confirmed"), Some(Value::Bool(true)));
+        if needs_confirmation(tool, &targs) && !confirmed && !consumer_says_confirmed {
+            if self.has(Fault::EffectBeforeConfirmation) {
+                let mut d = lock(&self.durable.state);
+                // The mutant's whole point is the effect; its value is unused.
+                let _ = self.effect(&mut d, cx.now_ms, cx.uid, cx.request_id, false, &targs);
+            }
+            return self.ask(cx, tool, args, &digest, &key, Purpose::Confirm);
+        }
+
+        if tool.is_read() {
+            return match self.read_value(&targs) {
+                Ok(v) => self.package(cx.caps, tool, v),
+                Err(f) => f.into(),
+            };
+        }
+        self.run_mutation(cx, tool, &targs, key, digest)
+    }
+
+    pub(crate) fn deadline_passed(&self, cx: &Cx<'_>) -> Option<Failure> {
+        (cx.now_ms > cx.deadline_at_ms && !self.has(Fault::DeadlineIgnored)).then(|| {
+            Failure::new(
+                ErrorCode::DeadlineExceeded,
+                "The request deadline has passed; nothing was done.",
+            )
+        })
+    }
+
+    /// §6: records bind the canonical args (key order and number spelling do
+    /// not make a different request). Args that cannot be canonicalized get a
+    /// digest of their bytes; they never reach a record anyway.
+    fn args_digest(&self, args: &str) -> String {
+        let raw = || format!("raw:{}", sha256_hex(args.as_bytes()));
+        if self.has(Fault::DedupeRawArgs) {
+            return raw();
+        }
+        parse_json_text("args", args)
+            .ok()
+            .and_then(|v| canonical_hash(&v).ok())
+            .unwrap_or_else(raw)
+    }
+
+    pub(crate) fn dedupe_key(&self, uid: u32, request_id: &str) -> DedupeKey {
+        DedupeKey {
+            uid: (!self.has(Fault::DedupeNotCallerBound)).then_some(uid),
+            provider_id: self.cfg.provider_id.clone(),
+            request_id: request_id.to_string(),
+        }
+    }
+
+    fn classify(
+        &self,
+        d: &mut DurableState,
+        key: &DedupeKey,
+        tool: &str,
+        digest: &str,
+        now_ms: i64,
+    ) -> Seen {
+        let Some(r) = d.records.get(key) else {
+            return Seen::Fresh;
+        };
+        if matches!(r.state, RecordState::InFlight { boot } if boot != d.boot) {
+            // Reserved by a process that was killed: nothing was committed.
+            d.records.remove(key);
+            return Seen::Fresh;
+        }
+        let settled = !matches!(r.state, RecordState::InFlight { .. });
+        if settled && now_ms > r.created_ms.saturating_add(self.window_ms()) {
+            // Past the idempotency window the id is forgotten.
+            d.records.remove(key);
+            return Seen::Fresh;
+        }
+        if !self.has(Fault::DedupeIgnoresArgs) && (r.tool != tool || r.digest != digest) {
+            return Seen::Conflict;
+        }
+        match &r.state {
+            RecordState::Pending => Seen::Pending,
+            RecordState::InFlight { .. } => Seen::InFlight,
+            RecordState::Done(a) => Seen::Done(a.clone()),
+        }
+    }
+
+    /// Looks the request id up, waiting (bounded by the deadline) while
+    /// another thread executes it: §6 allows one executor only.
+    fn settle<'a>(
+        &'a self,
+        mut d: MutexGuard<'a, DurableState>,
+        cx: &Cx<'_>,
+        key: &DedupeKey,
+        tool: &str,
+        digest: &str,
+    ) -> (MutexGuard<'a, DurableState>, Option<Answer>) {
+        let bound_ms = cx
+            .deadline_at_ms
+            .saturating_sub(cx.now_ms)
+            .clamp(0, MAX_WAIT_MS);
+        let bound = Duration::from_millis(bound_ms as u64);
+        let start = Instant::now();
+        loop {
+            match self.classify(&mut d, key, tool, digest, cx.now_ms) {
+                Seen::Fresh | Seen::Pending => return (d, None),
+                Seen::Done(a) => return (d, Some(a)),
+                Seen::Conflict => {
+                    return (
+                        d,
+                        Some(
+                            Failure::new(
+                                ErrorCode::InvalidRequest,
+                                "This request_id was already used with another tool or other args.",
+                            )
+                            .into(),
+                        ),
+                    )
+                }
+                Seen::InFlight if self.has(Fault::ConcurrentDoubleExecution) => return (d, None),
+                Seen::InFlight => {
+                    let elapsed = start.elapsed();
+                    if elapsed >= bound {
+                        return (
+                            d,
+                            Some(
+                                Failure::new(
+                                    ErrorCode::DeadlineExceeded,
+                                    "The request is still being executed; ask again with the same request_id.",
+                                )
+                                .into(),
+                            ),
+                        );
+                    }
+                    d = match self.durable.changed.wait_timeout(d, bound - elapsed) {
+                        Ok((g, _)) => g,
+                        Err(e) => e.into_inner().0,
+                    };
+                }
+            }
+        }
+    }
+
+    pub(crate) fn record_terminal(
+        &self,
+        key: &DedupeKey,
+        tool: &ToolDef,
+        digest: &str,
+        now_ms: i64,
+        answer: Answer,
+    ) {
+        if self.has(Fault::NoDedupe) {
+            return;
+        }
+        let mut d = lock(&self.durable.state);
+        insert_record(&mut d, key, tool, digest, now_ms, RecordState::Done(answer));
+        drop(d);
+        self.durable.changed.notify_all();
+    }
+
+    fn missing_scopes(&self, uid: u32, tool: &ToolDef) -> BTreeSet<String> {
+        let d = lock(&self.durable.state);
+        let held = d.grants.get(&uid).unwrap_or(&self.cfg.default_grants);
+        tool.scopes
+            .iter()
+            .filter(|s| !held.contains(**s))
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    /// Reserve, perform the effect outside the lock, then commit effect and
+    /// result in one critical section. Concurrent callers of the same id
+    /// wait in [`Self::settle`] and get the committed result.
+    fn run_mutation(
+        &self,
+        cx: &Cx<'_>,
+        tool: &ToolDef,
+        targs: &ToolArgs,
+        key: DedupeKey,
+        digest: String,
+    ) -> Answer {
+        let dedupe = !self.has(Fault::NoDedupe);
+        let boot = {
+            let mut d = lock(&self.durable.state);
+            if dedupe {
+                let (mut g, settled) = self.settle(d, cx, &key, &tool.name, &digest);
+                if let Some(a) = settled {
+                    return a;
+                }
+                let boot = g.boot;
+                insert_record(
+                    &mut g,
+                    &key,
+                    tool,
+                    &digest,
+                    cx.now_ms,
+                    RecordState::InFlight { boot },
+                );
+                d = g;
+            }
+            d.boot
+        };
+        if self.cfg.effect_delay_ms > 0 {
+            (self.cfg.sleeper)(self.cfg.effect_delay_ms);
+        }
+        let mut guard = lock(&self.durable.state);
+        if guard.boot != boot {
+            // The process that reserved this id was killed before it could
+            // commit; nothing happened and the reservation is gone.
+            return Failure::new(
+                ErrorCode::Unavailable,
+                "The provider restarted; ask again with the same request_id.",
+            )
+            .into();
+        }
+        let async_ok = cx.caps.contains(&Capability::AsyncOperations)
+            || self.has(Fault::AsyncWithoutNegotiation);
+        let answer = match self.effect(
+            &mut guard,
+            cx.now_ms,
+            cx.uid,
+            cx.request_id,
+            async_ok,
+            targs,
+        ) {
+            Ok(Effected::Value(v)) => self.package(cx.caps, tool, v),
+            Ok(Effected::Operation(id)) => Answer::Accepted {
+                data: json!({"operation_id": id, "poll_after_ms": POLL_AFTER_MS}),
+            },
+            Err(f) => f.into(),
+        };
+        if dedupe {
+            insert_record(
+                &mut guard,
+                &key,
+                tool,
+                &digest,
+                cx.now_ms,
+                RecordState::Done(answer.clone()),
+            );
+        }
+        drop(guard);
+        self.durable.changed.notify_all();
+        if self.has(Fault::DeadlineCheckedAfterEffect) {
+            if let Some(f) = self.deadline_passed(cx) {
+                return f.into();
+            }
+        }
+        answer
+    }
+
+    /// The business effect of a mutating tool, under the durable lock.
+    fn effect(
+        &self,
+        d: &mut DurableState,
+        now_ms: i64,
+        uid: u32,
+        request_id: &str,
+        async_ok: bool,
+        targs: &ToolArgs,
+    ) -> Result<Effected, Failure> {
+        match targs {
+            ToolArgs::CreateAlert { symbol, price } => {
+                d.next_alert += 1;
+                let id = format!("alert-{}", d.next_alert);
+                d.alerts.insert(
+                    id.clone(),
+                    Alert {
+                        symbol: symbol.clone(),
+                        price: *price,
+                    },
+                );
+                d.effects += 1;
+                Ok(Effected::Value(json!({ "alert_id": id })))
+            }
+            ToolArgs::DeleteAlert { alert_id } => {
+                let deleted = d.alerts.remove(alert_id).is_some();
+                d.effects += 1;
+                Ok(Effected::Value(json!({ "deleted": deleted })))
+            }
+            ToolArgs::SyncPortfolio { fail } if async_ok => {
+                let id = format!("op_{}", &d.rng.hex("operation")[..24]);
+                d.operations.insert(
+                    id.clone(),
+                    Operation {
+                        uid,
+                        request_id: request_id.to_string(),
+                        created_ms: now_ms,
+                        fail: *fail,
+                        state: OpState::Queued,
+                        cancel_requested: false,
+                        progress: 0,
+                        outcome: None,
+                    },
+                );
+                d.active_ops.insert(id.clone());
+                Ok(Effected::Operation(id))
+            }
+            ToolArgs::SyncPortfolio { fail: true } => Err(sync_failure()),
+            ToolArgs::SyncPortfolio { fail: false } => {
+                d.synced += 1;
+                d.effects += 1;
+                Ok(Effected::Value(json!({ "synced": d.synced })))
+            }
+            ToolArgs::GetQuote { .. } | ToolArgs::ListAlerts | ToolArgs::ExportHistory { .. } => {
+                Err(Failure::new(ErrorCode::InternalError, "Internal error."))
+            }
+        }
+    }
+
+    /// Runs a mutating tool for the v1 mutant: straight to the effect.
+    pub(crate) fn effect_now(
+        &self,
+        now_ms: i64,
+        uid: u32,
+        targs: &ToolArgs,
+    ) -> Result<Json, Failure> {
+        let mut d = lock(&self.durable.state);
+        match self.effect(&mut d, now_ms, uid, "", false, targs)? {
+            Effected::Value(v) => Ok(v),
+            Effected::Operation(_) => {
+                Err(Failure::new(ErrorCode::InternalError, "Internal error."))
+            }
+        }
+    }
+
+    /// The value of a tool without side effects (§3.4: effect=read changes
+    /// no business state).
+    pub(crate) fn read_value(&self, targs: &ToolArgs) -> Result<Json, Failure> {
+        match targs {
+            ToolArgs::GetQuote { symbol } => {
+                if self.has(Fault::ReadToolHasEffect) {
+                    lock(&self.durable.state).effects += 1;
+                }
+                let price = fixtures::quote_price(symbol);
+                Ok(if self.has(Fault::OutputViolatesSchema) {
+                    json!({ "symbol": symbol, "price": format!("{price:.2}") })
+                } else {
+                    json!({ "symbol": symbol, "price": price })
+                })
+            }
+            ToolArgs::ListAlerts => {
+                let d = lock(&self.durable.state);
+                let alerts: Vec<Json> = d
+                    .alerts
+                    .iter()
+                    .map(|(id, a)| json!({"alert_id": id, "symbol": a.symbol, "price": a.price}))
+                    .collect();
+                Ok(json!({ "count": alerts.len(), "effects": d.effects, "alerts": alerts }))
+            }
+            ToolArgs::ExportHistory { rows } => Ok(fixtures::history(*rows)),
+            _ => Err(Failure::new(ErrorCode::InternalError, "Internal error.")),
+        }
+    }
+
+    /// §4.2: validate our own output; §4.5: inline, file, or RESULT_TOO_LARGE.
+    pub(crate) fn package(
+        &self,
+        caps: &BTreeSet<Capability>,
+        tool: &ToolDef,
+        value: Json,
+    ) -> Answer {
+        let unchecked = tool.kind == ToolKind::GetQuote && self.has(Fault::OutputViolatesSchema);
+        if !unchecked && !tool.output.is_valid(&value) {
+            return Failure::new(
+                ErrorCode::InternalError,
+                "The provider could not produce a valid result.",
+            )
+            .into();
+        }
+        let data = json!({"kind": "inline", "value": value});
+        let max = self.limits().max_inline_result_bytes;
+        // The inline limit applies to the `data` text that would travel in
+        // the Bundle.
+        if data.to_string().len() as u64 <= max || self.has(Fault::InlineOverLimit) {
+            return Answer::ok(data);
+        }
+        if !caps.contains(&Capability::LargeResults) && !self.has(Fault::FileWithoutNegotiation) {
+            return Failure::new(
+                ErrorCode::ResultTooLarge,
+                "The result is too large to return inline, and large_results was not negotiated.",
+            )
+            .into();
+        }
+        let bytes = data["value"].to_string().into_bytes();
+        let size = bytes.len() as u64 + u64::from(self.has(Fault::FileWrongSize));
+        let sha256 = if self.has(Fault::FileWrongSha256) {
+            sha256_hex(&bytes[..bytes.len().saturating_sub(1)])
+        } else {
+            sha256_hex(&bytes)
+        };
+        Answer::Success {
+            data: json!({
+                "kind": "file",
+                "media_type": "application/json",
+                "size_bytes": size,
+                "sha256": sha256,
+            }),
+            file: Some(Arc::from(bytes.into_boxed_slice())),
+        }
+    }
+}
+
+fn insert_record(
+    d: &mut DurableState,
+    key: &DedupeKey,
+    tool: &ToolDef,
+    digest: &str,
+    now_ms: i64,
+    state: RecordState,
+) {
+    // A record keeps the time its id was first bound: the window runs from
+    // there.
+    let created_ms = d.records.get(key).map_or(now_ms, |r| r.created_ms);
+    d.records.insert(
+        key.clone(),
+        Record {
+            tool: tool.name.clone(),
+            digest: digest.to_string(),
+            created_ms,
+            state,
+        },
+    );
+}
+
+/// §3.4: `always`, or `provider_policy` when the runtime risk is higher than
+/// declared (an alert at an extreme price).
+fn needs_confirmation(tool: &ToolDef, targs: &ToolArgs) -> bool {
+    match tool.confirmation {
+        "always" => true,
+        "provider_policy" => {
+            matches!(targs, ToolArgs::CreateAlert { price, .. } if *price >= ESCALATION_PRICE)
+        }
+        _ => false,
+    }
+}
+
+pub(crate) fn sync_failure() -> Failure {
+    Failure::new(
+        ErrorCode::Conflict,
+        "The portfolio could not be synchronised in its current state.",
+    )
+}
+
+/// What the scope_degraded_data mutant passes off as a complete result.
+fn degraded(kind: ToolKind) -> Answer {
+    let value = match kind {
+        ToolKind::GetQuote => json!({"symbol": "", "price": 0}),
+        ToolKind::ListAlerts => json!({"count": 0, "effects": 0, "alerts": []}),
+        ToolKind::CreateAlert => json!({"alert_id": ""}),
+        ToolKind::DeleteAlert => json!({"deleted": false}),
+        ToolKind::SyncPortfolio => json!({"synced": 0}),
+        ToolKind::ExportHistory => json!({"rows": []}),
+    };
+    Answer::ok(json!({"kind": "inline", "value": value}))
+}

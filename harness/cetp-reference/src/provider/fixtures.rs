@@ -1,0 +1,509 @@
+//! The reference Provider's tools and scopes, and what they compute.
+//!
+//! Descriptors follow §3.1-§3.4; the listing faults change only what is
+//! published, the routing faults (`tool_name_invalid`,
+//! `high_risk_without_always`) change the definition the Provider acts on.
+
+use super::fault::Fault;
+use cetp_proto::canonical::{canonical_hash, sha256_hex};
+use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
+use serde_json::{json, Value as Json};
+use std::collections::BTreeSet;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ToolKind {
+    GetQuote,
+    ListAlerts,
+    CreateAlert,
+    DeleteAlert,
+    SyncPortfolio,
+    ExportHistory,
+}
+
+pub(crate) struct ToolDef {
+    pub kind: ToolKind,
+    pub name: String,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub input_schema: Json,
+    pub output_schema: Json,
+    pub input: CompiledSchema,
+    pub output: CompiledSchema,
+    pub scopes: Vec<&'static str>,
+    pub effect: &'static str,
+    pub risk: &'static str,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+    pub confirmation: &'static str,
+    /// May answer with an operation when async_operations is negotiated.
+    pub may_run_async: bool,
+}
+
+impl ToolDef {
+    pub fn is_read(&self) -> bool {
+        self.effect == "read"
+    }
+}
+
+pub(crate) struct ScopeDef {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub access: &'static str,
+    pub sensitivity: &'static str,
+}
+
+pub(crate) const SCOPES: &[ScopeDef] = &[
+    ScopeDef {
+        name: "quotes.read",
+        title: "Read quotes",
+        description: "Look up current prices of securities",
+        access: "read",
+        sensitivity: "public",
+    },
+    ScopeDef {
+        name: "alerts.read",
+        title: "Read price alerts",
+        description: "See your price alerts",
+        access: "read",
+        sensitivity: "personal",
+    },
+    ScopeDef {
+        name: "alerts.write",
+        title: "Manage price alerts",
+        description: "Create and delete your price alerts",
+        access: "write",
+        sensitivity: "financial",
+    },
+    ScopeDef {
+        name: "portfolio.sync",
+        title: "Synchronise portfolio",
+        description: "Synchronise your portfolio with your broker",
+        access: "write",
+        sensitivity: "financial",
+    },
+    ScopeDef {
+        name: "history.read",
+        title: "Read trading history",
+        description: "Export your trading history",
+        access: "read",
+        sensitivity: "personal",
+    },
+];
+
+/// Scopes every caller holds unless configured otherwise: the read scopes.
+pub(crate) fn read_scopes() -> BTreeSet<String> {
+    SCOPES
+        .iter()
+        .filter(|s| s.access == "read")
+        .map(|s| s.name.to_string())
+        .collect()
+}
+
+pub(crate) fn all_scopes() -> BTreeSet<String> {
+    SCOPES.iter().map(|s| s.name.to_string()).collect()
+}
+
+/// Price at or above which creating an alert is escalated to a per-call
+/// confirmation (§3.4: runtime risk above the static declaration).
+pub(crate) const ESCALATION_PRICE: f64 = 10_000.0;
+pub(crate) const MAX_HISTORY_ROWS: u64 = 200_000;
+
+pub(crate) struct Catalog {
+    pub tools: Vec<ToolDef>,
+}
+
+struct Spec {
+    kind: ToolKind,
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    input: Json,
+    output: Json,
+    scopes: Vec<&'static str>,
+    effect: &'static str,
+    risk: &'static str,
+    destructive: bool,
+    idempotent: bool,
+    open_world: bool,
+    confirmation: &'static str,
+    may_run_async: bool,
+}
+
+fn specs(faults: &BTreeSet<Fault>) -> Vec<Spec> {
+    let alert = json!({
+        "type": "object",
+        "properties": {
+            "alert_id": {"type": "string"},
+            "symbol": {"type": "string"},
+            "price": {"type": "number"}
+        },
+        "required": ["alert_id", "symbol", "price"]
+    });
+    vec![
+        Spec {
+            kind: ToolKind::GetQuote,
+            name: if faults.contains(&Fault::ToolNameInvalid) {
+                "getQuote"
+            } else {
+                "get_quote"
+            },
+            title: "Get quote",
+            description: "Current price of a security",
+            input: json!({
+                "type": "object",
+                "properties": {"symbol": {"type": "string", "minLength": 1, "maxLength": 32}},
+                "required": ["symbol"],
+                "additionalProperties": false
+            }),
+            output: json!({
+                "type": "object",
+                "properties": {"symbol": {"type": "string"}, "price": {"type": "number"}},
+                "required": ["symbol", "price"]
+            }),
+            scopes: vec!["quotes.read"],
+            effect: "read",
+            risk: "low",
+            destructive: false,
+            idempotent: true,
+            open_world: true,
+            confirmation: "never",
+            may_run_async: false,
+        },
+        Spec {
+            kind: ToolKind::ListAlerts,
+            name: "list_alerts",
+            title: "List price alerts",
+            description: "Your price alerts, and how many changes this app has committed",
+            input: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            output: json!({
+                "type": "object",
+                "properties": {
+                    "count": {"type": "integer", "minimum": 0},
+                    "effects": {"type": "integer", "minimum": 0},
+                    "alerts": {"type": "array", "items": alert}
+                },
+                "required": ["count", "effects", "alerts"]
+            }),
+            scopes: vec!["alerts.read"],
+            effect: "read",
+            risk: "low",
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+            confirmation: "never",
+            may_run_async: false,
+        },
+        Spec {
+            kind: ToolKind::CreateAlert,
+            name: "create_alert",
+            title: "Create price alert",
+            description: "Create a price alert for a security",
+            input: json!({
+                "type": "object",
+                "properties": {
+                    "symbol": {"type": "string"},
+                    "price": {"type": "number", "exclusiveMinimum": 0}
+                },
+                "required": ["symbol", "price"],
+                "additionalProperties": false
+            }),
+            output: json!({
+                "type": "object",
+                "properties": {"alert_id": {"type": "string"}},
+                "required": ["alert_id"]
+            }),
+            scopes: vec!["alerts.write"],
+            effect: "create",
+            risk: "moderate",
+            destructive: false,
+            idempotent: false,
+            open_world: false,
+            confirmation: "provider_policy",
+            may_run_async: false,
+        },
+        Spec {
+            kind: ToolKind::DeleteAlert,
+            name: "delete_alert",
+            title: "Delete price alert",
+            description: "Delete one of your price alerts; it cannot be restored",
+            input: json!({
+                "type": "object",
+                "properties": {"alert_id": {"type": "string", "minLength": 1}},
+                "required": ["alert_id"],
+                "additionalProperties": false
+            }),
+            output: json!({
+                "type": "object",
+                "properties": {"deleted": {"type": "boolean"}},
+                "required": ["deleted"]
+            }),
+            scopes: vec!["alerts.write"],
+            effect: "delete",
+            risk: "high",
+            destructive: true,
+            // Deleting twice leaves the same state; §6 still requires dedupe.
+            idempotent: true,
+            open_world: false,
+            confirmation: if faults.contains(&Fault::HighRiskWithoutAlways) {
+                "provider_policy"
+            } else {
+                "always"
+            },
+            may_run_async: false,
+        },
+        Spec {
+            kind: ToolKind::SyncPortfolio,
+            name: "sync_portfolio",
+            title: "Synchronise portfolio",
+            description: "Synchronise your portfolio with your broker",
+            input: json!({
+                "type": "object",
+                "properties": {"fail": {"type": "boolean"}},
+                "additionalProperties": false
+            }),
+            output: json!({
+                "type": "object",
+                "properties": {"synced": {"type": "integer", "minimum": 0}},
+                "required": ["synced"]
+            }),
+            scopes: vec!["portfolio.sync"],
+            // update + moderate + not destructive: §3.4 leaves the policy open;
+            // the reference needs no per-call confirmation for it.
+            effect: "update",
+            risk: "moderate",
+            destructive: false,
+            idempotent: true,
+            open_world: true,
+            confirmation: "never",
+            may_run_async: true,
+        },
+        Spec {
+            kind: ToolKind::ExportHistory,
+            name: "export_history",
+            title: "Export trading history",
+            description: "Your trading history, one row per trade",
+            input: json!({
+                "type": "object",
+                "properties": {"rows": {"type": "integer", "minimum": 1, "maximum": MAX_HISTORY_ROWS}},
+                "required": ["rows"],
+                "additionalProperties": false
+            }),
+            output: json!({
+                "type": "object",
+                "properties": {
+                    "rows": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "seq": {"type": "integer"},
+                                "symbol": {"type": "string"},
+                                "price": {"type": "number"},
+                                "side": {"enum": ["buy", "sell"]}
+                            },
+                            "required": ["seq", "symbol", "price", "side"]
+                        }
+                    }
+                },
+                "required": ["rows"]
+            }),
+            scopes: vec!["history.read"],
+            effect: "read",
+            risk: "low",
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+            confirmation: "never",
+            may_run_async: false,
+        },
+    ]
+}
+
+impl Catalog {
+    pub fn new(faults: &BTreeSet<Fault>) -> Catalog {
+        let tools = specs(faults)
+            .into_iter()
+            .map(|s| {
+                // The fixtures are constants of this file; a schema that does
+                // not compile is a bug here, caught by every test.
+                let input = CompiledSchema::compile(&s.input, DEFAULT_DIALECT)
+                    .unwrap_or_else(|e| panic!("fixture input schema of {}: {e}", s.name));
+                let output = CompiledSchema::compile(&s.output, DEFAULT_DIALECT)
+                    .unwrap_or_else(|e| panic!("fixture output schema of {}: {e}", s.name));
+                ToolDef {
+                    kind: s.kind,
+                    name: s.name.to_string(),
+                    title: s.title,
+                    description: s.description,
+                    input_schema: s.input,
+                    output_schema: s.output,
+                    input,
+                    output,
+                    scopes: s.scopes,
+                    effect: s.effect,
+                    risk: s.risk,
+                    destructive: s.destructive,
+                    idempotent: s.idempotent,
+                    open_world: s.open_world,
+                    confirmation: s.confirmation,
+                    may_run_async: s.may_run_async,
+                }
+            })
+            .collect();
+        Catalog { tools }
+    }
+
+    /// Routing is by exact name (§3.1), never by position or title.
+    pub fn find(&self, name: &str) -> Option<&ToolDef> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// `list_tools` data for a session (§3.3). `async_negotiated` decides
+    /// `execution` (§3.4), so the revision differs between sessions that
+    /// negotiated differently.
+    pub fn list_tools(&self, async_negotiated: bool, faults: &BTreeSet<Fault>) -> Json {
+        let mut tools: Vec<Json> = self
+            .tools
+            .iter()
+            .map(|t| {
+                let execution = if t.may_run_async
+                    && (async_negotiated || faults.contains(&Fault::SyncOrAsyncWithoutNegotiation))
+                {
+                    "sync_or_async"
+                } else {
+                    "sync"
+                };
+                let mut input_schema = t.input_schema.clone();
+                if t.kind == ToolKind::CreateAlert && faults.contains(&Fault::RemoteRefInSchema) {
+                    input_schema["properties"]["price"] =
+                        json!({"$ref": "https://schemas.clawseed.example/price.json"});
+                }
+                let risk = if t.kind == ToolKind::ListAlerts
+                    && faults.contains(&Fault::UnknownAnnotationEnum)
+                {
+                    "negligible"
+                } else {
+                    t.risk
+                };
+                let scopes: Vec<String> = t
+                    .scopes
+                    .iter()
+                    .map(|s| published_scope_name(s, faults))
+                    .collect();
+                let mut tool = json!({
+                    "name": t.name,
+                    "title": t.title,
+                    "description": t.description,
+                    "input_schema": input_schema,
+                    "output_schema": t.output_schema,
+                    "scopes": scopes,
+                    "annotations": {
+                        "effect": t.effect,
+                        "risk": risk,
+                        "destructive": t.destructive,
+                        "idempotent": t.idempotent,
+                        "open_world": t.open_world,
+                        "confirmation": t.confirmation,
+                        "execution": execution
+                    }
+                });
+                if t.kind == ToolKind::GetQuote && faults.contains(&Fault::MissingOutputSchema) {
+                    if let Some(m) = tool.as_object_mut() {
+                        m.remove("output_schema");
+                    }
+                }
+                tool
+            })
+            .collect();
+        if faults.contains(&Fault::DuplicateToolNames) {
+            if let Some(first) = tools.first().cloned() {
+                let mut dup = first;
+                dup["description"] = json!("Current price of a security (delayed)");
+                tools.push(dup);
+            }
+        }
+        let tools = Json::Array(tools);
+        // §3.3: the revision must change with the list; a hash of its
+        // canonical form changes exactly then.
+        let revision = if faults.contains(&Fault::StaticRevision) {
+            "tools-1".to_string()
+        } else {
+            let h =
+                canonical_hash(&tools).unwrap_or_else(|_| sha256_hex(tools.to_string().as_bytes()));
+            format!("tools-{}", &h[..16])
+        };
+        json!({"revision": revision, "tools": tools})
+    }
+
+    /// The v1 view (§2.1, §8): only tools without side effects.
+    pub fn list_tools_v1(&self, faults: &BTreeSet<Fault>) -> Json {
+        let tools: Vec<Json> = self
+            .tools
+            .iter()
+            .filter(|t| t.is_read() || faults.contains(&Fault::V1ListsWriteTools))
+            .map(|t| {
+                json!({"name": t.name, "description": t.description, "parameters": t.input_schema})
+            })
+            .collect();
+        json!({ "tools": tools })
+    }
+}
+
+fn published_scope_name(name: &str, faults: &BTreeSet<Fault>) -> String {
+    if faults.contains(&Fault::ScopeNameInvalid) && name == "history.read" {
+        "History Read".to_string()
+    } else {
+        name.to_string()
+    }
+}
+
+/// `get_provider_info` scope catalog (§3.2).
+pub(crate) fn scopes_json(faults: &BTreeSet<Fault>) -> Json {
+    Json::Array(
+        SCOPES
+            .iter()
+            .map(|s| {
+                let sensitivity = if faults.contains(&Fault::UnknownScopeSensitivity)
+                    && s.name == "alerts.write"
+                {
+                    "secret"
+                } else {
+                    s.sensitivity
+                };
+                json!({
+                    "name": published_scope_name(s.name, faults),
+                    "title": s.title,
+                    "description": s.description,
+                    "access": s.access,
+                    "sensitivity": sensitivity
+                })
+            })
+            .collect(),
+    )
+}
+
+/// A deterministic price for a symbol, in cents from 1.00 to 1000.99.
+pub(crate) fn quote_price(symbol: &str) -> f64 {
+    let h = sha256_hex(symbol.as_bytes());
+    let n = u64::from_str_radix(&h[..8], 16).unwrap_or(0);
+    (100 + n % 100_000) as f64 / 100.0
+}
+
+/// `rows` rows of trading history. Each row serializes to roughly 60 bytes,
+/// so about 4,400 rows cross the 262,144-byte inline limit.
+pub(crate) fn history(rows: u64) -> Json {
+    let rows: Vec<Json> = (0..rows.min(MAX_HISTORY_ROWS))
+        .map(|i| {
+            let symbol = ["CLAW", "SEED", "TOOL"][(i % 3) as usize];
+            json!({
+                "seq": i,
+                "symbol": symbol,
+                "price": (10_000 + (i * 37) % 9_000) as f64 / 100.0,
+                "side": if i % 2 == 0 { "buy" } else { "sell" }
+            })
+        })
+        .collect();
+    json!({ "rows": rows })
+}

@@ -1,0 +1,586 @@
+//! The reference CETP v2 Provider, and its mutants.
+//!
+//! [`ReferenceProvider`] implements all of v2 (§2-§6), the three optional
+//! capabilities, and the read-only v1 view of a dual-stack Provider (§2.1,
+//! §8). It is deterministic: every token comes from a generator seeded by
+//! [`ProviderConfig::seed`] and every time from the `now_ms` a device passes
+//! in; the only real time is the bounded wait of a caller whose request id is
+//! already being executed by another thread.
+//!
+//! A mutant is the same Provider with one [`Fault`] switched on
+//! ([`ReferenceProvider::mutant`]); `vectors/mutants/mutants.json` documents
+//! what each one breaks.
+//!
+//! State follows a real app's split: sessions and in-flight counters live in
+//! memory and are lost by [`ProviderApp::restart`]; dedupe records,
+//! operations, pending decisions, grants and business data are "durable"
+//! and survive it. A mutation reserves its request id, then commits the
+//! effect and its terminal result in one critical section (§10: reservation,
+//! effect and result inside one reliable boundary).
+
+mod decisions;
+mod execute;
+pub mod fault;
+mod fixtures;
+mod operations;
+mod respond;
+mod session;
+mod state;
+mod util;
+mod v1;
+
+pub use fault::{Fault, UnknownFault};
+
+use crate::app::ProviderApp;
+use cetp_proto::discovery::{META_AUTHORITY, META_VERSION, META_VERSIONS};
+use cetp_proto::envelope::{dialect_of, keys, Capability, Dialect, Method, V2Request};
+use cetp_proto::provider::{
+    CallerIdentity, Decision, IntentTarget, ProviderCall, Reply, ResolveOutcome, ServiceManifest,
+};
+use cetp_proto::{Bundle, ErrorCode, Value};
+use fixtures::Catalog;
+use state::{Answer, DurableState, Failure, Memory};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use util::lock;
+
+/// Package of the reference Provider app.
+pub const PACKAGE: &str = "com.clawseed.reference";
+pub const AUTHORITY: &str = "com.clawseed.reference.clawseed.tools";
+pub const SERVICE: &str = "com.clawseed.reference/.cetp.ToolProviderService";
+pub const ACCESS_PERMISSION: &str = "com.clawseed.permission.ACCESS_TOOLS";
+/// Package that owns the authority in the mismatched-package manifest, and
+/// that creates the PendingIntents of the foreign-PendingIntent mutant.
+pub const IMPOSTOR_PACKAGE: &str = "com.clawseed.impostor";
+/// UID of the reference Provider app (creator of its PendingIntents).
+pub const PROVIDER_UID: u32 = 10050;
+/// UID of caller identity "a" of the probe wire, which holds every scope by
+/// default.
+pub const FULL_ACCESS_UID: u32 = 10123;
+pub const CONFIRM_ACTIVITY: &str = "com.clawseed.reference/.ConfirmActivity";
+pub const GRANT_ACTIVITY: &str = "com.clawseed.reference/.GrantActivity";
+/// Sessions expire an hour after negotiation.
+pub const SESSION_TTL_MS: i64 = 3_600_000;
+/// A pending confirmation (and its resume token) lives ten minutes.
+pub const RESUME_TOKEN_TTL_MS: i64 = 600_000;
+pub const POLL_AFTER_MS: i64 = 100;
+/// `sync_portfolio` operations: queued until this age, then running.
+pub const OPERATION_RUNNING_AFTER_MS: i64 = 50;
+/// `sync_portfolio` operations finish at this age.
+pub const OPERATION_DONE_AFTER_MS: i64 = 300;
+/// Retry hint of RATE_LIMITED.
+pub const RETRY_AFTER_MS: i64 = 100;
+
+/// The limits the Provider negotiates (§2.2) and enforces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_request_bytes: u64,
+    pub max_inline_result_bytes: u64,
+    pub max_concurrent_requests: u64,
+    pub idempotency_window_seconds: u64,
+}
+
+impl Limits {
+    /// Exactly the §2.2 minimums, except four concurrent requests.
+    pub const REFERENCE: Limits = Limits {
+        max_request_bytes: 65_536,
+        max_inline_result_bytes: 262_144,
+        max_concurrent_requests: 4,
+        idempotency_window_seconds: 86_400,
+    };
+
+    fn window_ms(&self) -> i64 {
+        i64::try_from(self.idempotency_window_seconds.saturating_mul(1000)).unwrap_or(i64::MAX)
+    }
+}
+
+/// What the app's manifest declares (§2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ManifestVariant {
+    /// `version=1`, `versions="1,2"`: v2 plus the read-only v1 view.
+    #[default]
+    DualStack,
+    /// `version=2`, `versions="2"`.
+    V2Only,
+    /// `version=1` only: a v1 Provider.
+    V1Only,
+    /// `versions="1,2"` without the legacy `version=1` (a manifest defect:
+    /// v1 Consumers cannot discover it).
+    VersionsOnly,
+    /// Dual-stack, but the authority's ContentProvider belongs to
+    /// [`IMPOSTOR_PACKAGE`].
+    MismatchedPackage,
+}
+
+impl ManifestVariant {
+    pub fn speaks_v1(self) -> bool {
+        !matches!(self, ManifestVariant::V2Only)
+    }
+    pub fn speaks_v2(self) -> bool {
+        !matches!(self, ManifestVariant::V1Only)
+    }
+}
+
+/// Performs the effect delay. The default does nothing (time is simulated);
+/// a device that wants concurrent same-id calls to overlap for real passes
+/// [`thread_sleeper`].
+pub type Sleeper = Arc<dyn Fn(u64) + Send + Sync>;
+
+pub fn thread_sleeper() -> Sleeper {
+    Arc::new(|ms| std::thread::sleep(std::time::Duration::from_millis(ms)))
+}
+
+#[derive(Clone)]
+pub struct ProviderConfig {
+    pub package: String,
+    pub authority: String,
+    /// §3.1: defaults to the package name.
+    pub provider_id: String,
+    pub provider_name: String,
+    pub description: String,
+    /// The app's own UID, written as creator of its PendingIntents.
+    pub uid: u32,
+    pub manifest: ManifestVariant,
+    /// Seeds every token and id the Provider issues.
+    pub seed: u64,
+    /// Scopes granted per caller UID; see `default_grants` for the others.
+    pub grants: BTreeMap<u32, BTreeSet<String>>,
+    /// Scopes of callers not in `grants`.
+    pub default_grants: BTreeSet<String>,
+    pub limits: Limits,
+    /// Time a mutation takes between reservation and commit.
+    pub effect_delay_ms: u64,
+    pub sleeper: Sleeper,
+    pub faults: BTreeSet<Fault>,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> Self {
+        ProviderConfig {
+            package: PACKAGE.to_string(),
+            authority: AUTHORITY.to_string(),
+            provider_id: PACKAGE.to_string(),
+            provider_name: "ClawSeed Reference".to_string(),
+            description: "Quotes, price alerts, portfolio sync and trading history".to_string(),
+            uid: PROVIDER_UID,
+            manifest: ManifestVariant::DualStack,
+            seed: 0,
+            grants: BTreeMap::from([(FULL_ACCESS_UID, fixtures::all_scopes())]),
+            default_grants: fixtures::read_scopes(),
+            limits: Limits::REFERENCE,
+            effect_delay_ms: 0,
+            sleeper: Arc::new(|_| {}),
+            faults: BTreeSet::new(),
+        }
+    }
+}
+
+impl fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("package", &self.package)
+            .field("authority", &self.authority)
+            .field("provider_id", &self.provider_id)
+            .field("uid", &self.uid)
+            .field("manifest", &self.manifest)
+            .field("seed", &self.seed)
+            .field("grants", &self.grants)
+            .field("default_grants", &self.default_grants)
+            .field("limits", &self.limits)
+            .field("effect_delay_ms", &self.effect_delay_ms)
+            .field("faults", &self.faults)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProviderConfig {
+    /// The scopes of every tool (for granting a caller everything).
+    pub fn all_scopes() -> BTreeSet<String> {
+        fixtures::all_scopes()
+    }
+    /// The read scopes (what callers get by default).
+    pub fn read_scopes() -> BTreeSet<String> {
+        fixtures::read_scopes()
+    }
+}
+
+/// The app's database: survives restarts. The condition variable wakes callers
+/// waiting for a request id another thread is executing.
+pub(crate) struct Durable {
+    pub state: Mutex<DurableState>,
+    pub changed: Condvar,
+}
+
+pub struct ReferenceProvider {
+    cfg: ProviderConfig,
+    catalog: Catalog,
+    durable: Arc<Durable>,
+    memory: Mutex<Memory>,
+    /// Numbers the attachment handles of replies.
+    handles: AtomicU64,
+}
+
+impl fmt::Debug for ReferenceProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReferenceProvider")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ReferenceProvider {
+    fn default() -> Self {
+        ReferenceProvider::new(ProviderConfig::default())
+    }
+}
+
+/// What a v2 method handler knows about its call.
+pub(crate) struct Cx<'a> {
+    pub uid: u32,
+    pub now_ms: i64,
+    pub extras: &'a Bundle,
+    pub request_id: &'a str,
+    pub deadline_at_ms: i64,
+    pub caps: &'a BTreeSet<Capability>,
+}
+
+impl ReferenceProvider {
+    pub fn new(cfg: ProviderConfig) -> Self {
+        let catalog = Catalog::new(&cfg.faults);
+        let durable = DurableState::new(cfg.seed, cfg.grants.clone());
+        ReferenceProvider {
+            catalog,
+            durable: Arc::new(Durable {
+                state: Mutex::new(durable),
+                changed: Condvar::new(),
+            }),
+            memory: Mutex::new(Memory::default()),
+            handles: AtomicU64::new(0),
+            cfg,
+        }
+    }
+
+    /// The standard reference: [`ProviderConfig::default`].
+    pub fn reference() -> Self {
+        Self::default()
+    }
+
+    /// The reference with exactly one fault.
+    pub fn with_fault(fault: Fault) -> Self {
+        Self::new(ProviderConfig {
+            faults: BTreeSet::from([fault]),
+            ..ProviderConfig::default()
+        })
+    }
+
+    /// The mutant named `name` (a [`Fault::name`]).
+    pub fn mutant(name: &str) -> Result<Self, UnknownFault> {
+        Fault::parse(name)
+            .map(Self::with_fault)
+            .ok_or_else(|| UnknownFault(name.to_string()))
+    }
+
+    pub fn config(&self) -> &ProviderConfig {
+        &self.cfg
+    }
+
+    /// Committed executions of tools with side effects so far (also
+    /// reported by the `list_alerts` tool as `effects`).
+    pub fn effects(&self) -> u64 {
+        lock(&self.durable.state).effects
+    }
+
+    pub(crate) fn has(&self, fault: Fault) -> bool {
+        self.cfg.faults.contains(&fault)
+    }
+
+    /// The limits as advertised and enforced.
+    pub(crate) fn limits(&self) -> Limits {
+        let mut l = self.cfg.limits;
+        if self.has(Fault::NegotiateLimitsBelowMinimum) {
+            l.max_request_bytes = 16_384;
+        }
+        l
+    }
+
+    pub(crate) fn window_ms(&self) -> i64 {
+        self.limits().window_ms()
+    }
+
+    pub(crate) fn provider_id(&self) -> &str {
+        if self.has(Fault::ProviderIdOutsideNamespace) {
+            "com.clawseed.elsewhere"
+        } else {
+            &self.cfg.provider_id
+        }
+    }
+
+    /// Protocol versions this app can select in `negotiate`.
+    pub(crate) fn versions(&self) -> BTreeSet<i32> {
+        let mut v = BTreeSet::new();
+        if self.cfg.manifest.speaks_v1() {
+            v.insert(1);
+        }
+        if self.cfg.manifest.speaks_v2() {
+            v.insert(2);
+        }
+        v
+    }
+
+    pub(crate) fn next_handle(&self, kind: &str) -> String {
+        format!(
+            "{kind}-{}",
+            self.handles.fetch_add(1, Ordering::Relaxed) + 1
+        )
+    }
+
+    fn unknown_method(&self) -> Failure {
+        if self.has(Fault::UnknownMethodWrongCode) {
+            Failure::new(ErrorCode::ToolNotFound, "No such tool.")
+        } else {
+            Failure::new(ErrorCode::MethodNotFound, "No such method.")
+        }
+    }
+
+    /// §4: `protocol_version` decides the dialect of same-named methods.
+    fn dialect(&self, method: &str, extras: Option<&Bundle>) -> Dialect {
+        let long_version = matches!(
+            extras.and_then(|b| b.get(keys::PROTOCOL_VERSION)),
+            Some(Value::Long(_))
+        );
+        if long_version && self.has(Fault::LongProtocolVersionAsV1) {
+            return Dialect::V1;
+        }
+        dialect_of(method, extras)
+    }
+
+    fn v2_call(
+        &self,
+        caller: &CallerIdentity,
+        now_ms: i64,
+        method: Method,
+        extras: Option<&Bundle>,
+    ) -> Reply {
+        // §5: echo the request id whenever the request carried one we can
+        // read, even if the rest of the envelope is broken.
+        let raw_id = extras.and_then(|b| b.opt_string(keys::REQUEST_ID).ok().flatten());
+        let req = match self.decode(method, extras) {
+            Ok(r) => r,
+            Err(f) => return self.finish_v2(f.into(), raw_id.as_deref()),
+        };
+        let request_id = req.common().map(|c| c.request_id.clone());
+        let _slot = match self.admit(caller.uid) {
+            Ok(slot) => slot,
+            Err(f) => return self.finish_v2(f.into(), request_id.as_deref()),
+        };
+        let empty = Bundle::new();
+        let answer = self.serve(caller, now_ms, extras.unwrap_or(&empty), &req);
+        self.finish_v2(answer, request_id.as_deref())
+    }
+
+    fn serve(
+        &self,
+        caller: &CallerIdentity,
+        now_ms: i64,
+        extras: &Bundle,
+        req: &V2Request,
+    ) -> Answer {
+        let common = match req {
+            V2Request::Negotiate(n) => return self.negotiate(caller, now_ms, n),
+            other => match other.common() {
+                Some(c) => c,
+                None => {
+                    return Failure::new(ErrorCode::InternalError, "Request not understood.").into()
+                }
+            },
+        };
+        let caps = match self.session(caller.uid, now_ms, &common.session_token) {
+            Ok(caps) => caps,
+            Err(f) => return f.into(),
+        };
+        // §2.3: a Consumer must not use an optional capability it did not
+        // negotiate, and the Provider refuses it.
+        if let Some(cap) = req.method().capability() {
+            let waived = match req.method() {
+                Method::GetOperation => self.has(Fault::GetOperationWithoutCapability),
+                Method::CancelOperation => self.has(Fault::CancelWithoutCapability),
+                _ => false,
+            };
+            if !caps.contains(&cap) && !waived {
+                return Failure::new(
+                    ErrorCode::UnsupportedCapability,
+                    format!("{} was not negotiated in this session.", cap.as_str()),
+                )
+                .into();
+            }
+        }
+        let cx = Cx {
+            uid: caller.uid,
+            now_ms,
+            extras,
+            request_id: &common.request_id,
+            deadline_at_ms: common.deadline_at_ms,
+            caps: &caps,
+        };
+        match req {
+            V2Request::GetProviderInfo(_) => self.provider_info(),
+            V2Request::ListTools(_) => Answer::ok(self.catalog.list_tools(
+                caps.contains(&Capability::AsyncOperations),
+                &self.cfg.faults,
+            )),
+            V2Request::ExecuteTool {
+                tool_name,
+                args,
+                resume_token,
+                ..
+            } => self.execute(&cx, tool_name, args, resume_token.as_deref()),
+            V2Request::GetOperation { operation_id, .. } => self.get_operation(&cx, operation_id),
+            V2Request::CancelOperation { operation_id, .. } => {
+                self.cancel_operation(&cx, operation_id)
+            }
+            V2Request::Negotiate(_) => {
+                Failure::new(ErrorCode::InternalError, "Request not understood.").into()
+            }
+        }
+    }
+
+    fn provider_info(&self) -> Answer {
+        Answer::ok(serde_json::json!({
+            "provider_id": self.provider_id(),
+            "provider_name": self.cfg.provider_name,
+            "description": self.cfg.description,
+            "schema_dialect": cetp_proto::schema::DEFAULT_DIALECT,
+            "scopes": fixtures::scopes_json(&self.cfg.faults),
+        }))
+    }
+}
+
+impl ProviderApp for ReferenceProvider {
+    fn manifests(&self) -> Vec<ServiceManifest> {
+        let mut meta = BTreeMap::new();
+        meta.insert(META_AUTHORITY.to_string(), self.cfg.authority.clone());
+        let (version, versions) = match self.cfg.manifest {
+            ManifestVariant::DualStack | ManifestVariant::MismatchedPackage => {
+                if self.has(Fault::DualStackWithoutVersion1) {
+                    (None, Some("1,2"))
+                } else {
+                    (Some("1"), Some("1,2"))
+                }
+            }
+            ManifestVariant::V2Only => (Some("2"), Some("2")),
+            ManifestVariant::V1Only => (Some("1"), None),
+            ManifestVariant::VersionsOnly => (None, Some("1,2")),
+        };
+        if let Some(v) = version {
+            meta.insert(META_VERSION.to_string(), v.to_string());
+        }
+        if let Some(v) = versions {
+            meta.insert(META_VERSIONS.to_string(), v.to_string());
+        }
+        let foreign = self.cfg.manifest == ManifestVariant::MismatchedPackage
+            || self.has(Fault::AuthorityPackageMismatch);
+        vec![ServiceManifest {
+            package: self.cfg.package.clone(),
+            service: format!("{}/.cetp.ToolProviderService", self.cfg.package),
+            exported: true,
+            permission: Some(ACCESS_PERMISSION.to_string()),
+            meta,
+            authority_package: Some(if foreign {
+                IMPOSTOR_PACKAGE.to_string()
+            } else {
+                self.cfg.package.clone()
+            }),
+        }]
+    }
+
+    fn authority(&self) -> String {
+        self.cfg.authority.clone()
+    }
+
+    fn call(&self, caller: &CallerIdentity, now_ms: i64, call: &ProviderCall) -> Reply {
+        // Background operations progress with device time whether or not
+        // anyone polls them.
+        self.tick(now_ms);
+        let extras = call.extras.as_ref();
+        let method = call.method.as_str();
+        let known = Method::parse(method);
+        let v1_method = matches!(
+            known,
+            Some(Method::ListTools | Method::ExecuteTool | Method::GetProviderInfo)
+        );
+        if !self.cfg.manifest.speaks_v2() {
+            // A v1 Provider knows nothing of protocol_version and has no
+            // negotiate or operations.
+            return if v1_method {
+                self.v1_call(caller, now_ms, method, extras)
+            } else {
+                self.finish_v1(Err(self.unknown_method()))
+            };
+        }
+        match (self.dialect(method, extras), known) {
+            (Dialect::V2, None) => {
+                let raw_id = extras.and_then(|b| b.opt_string(keys::REQUEST_ID).ok().flatten());
+                self.finish_v2(self.unknown_method().into(), raw_id.as_deref())
+            }
+            (Dialect::V2, Some(m)) => self.v2_call(caller, now_ms, m, extras),
+            (Dialect::V1, _) if self.cfg.manifest.speaks_v1() => {
+                if v1_method {
+                    self.v1_call(caller, now_ms, method, extras)
+                } else {
+                    self.finish_v1(Err(self.unknown_method()))
+                }
+            }
+            (Dialect::V1, None) => self.finish_v2(self.unknown_method().into(), None),
+            (Dialect::V1, Some(_)) => {
+                // §4: a v2-only Provider never reads a call as v1.
+                let raw_id = extras.and_then(|b| b.opt_string(keys::REQUEST_ID).ok().flatten());
+                self.finish_v2(
+                    Failure::new(
+                        ErrorCode::InvalidRequest,
+                        "protocol_version is required: this provider speaks only CETP v2.",
+                    )
+                    .into(),
+                    raw_id.as_deref(),
+                )
+            }
+        }
+    }
+
+    fn resolve(
+        &self,
+        _launcher: &CallerIdentity,
+        target: &IntentTarget,
+        decision: Decision,
+        now_ms: i64,
+    ) -> ResolveOutcome {
+        self.decide(target, decision, now_ms)
+    }
+
+    fn restart(&self) {
+        {
+            let mut mem = lock(&self.memory);
+            let epoch = mem.epoch + 1;
+            *mem = Memory {
+                epoch,
+                ..Memory::default()
+            };
+        }
+        let mut d = lock(&self.durable.state);
+        d.boot += 1;
+        // The killed executors committed nothing (effect and result commit
+        // together), so their reservations simply vanish.
+        d.records
+            .retain(|_, r| !matches!(r.state, state::RecordState::InFlight { .. }));
+        if self.has(Fault::DedupeLostOnRestart) {
+            d.records.clear();
+        }
+        if self.has(Fault::OperationLostOnRestart) {
+            d.operations.clear();
+            d.active_ops.clear();
+        }
+        drop(d);
+        self.durable.changed.notify_all();
+    }
+}

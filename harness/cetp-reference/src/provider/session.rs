@@ -1,0 +1,251 @@
+//! Request decoding, `negotiate` and sessions (§2.2, §2.3, §4.1), and the
+//! per-caller concurrency limit.
+
+use super::state::{Answer, Failure, Session};
+use super::util::{lock, rfc3339_utc};
+use super::{Fault, ReferenceProvider, RETRY_AFTER_MS, SESSION_TTL_MS};
+use cetp_proto::envelope::{
+    decode_v2_request, is_uuid, keys, Capability, Method, NegotiateRequest, V2Request,
+};
+use cetp_proto::{Bundle, ErrorCode, Value};
+use serde_json::json;
+use std::collections::BTreeSet;
+
+/// Stands in for a non-UUID request id while the lenient mutant decodes.
+const PLACEHOLDER_ID: &str = "00000000-0000-4000-8000-000000000000";
+
+/// Capabilities the reference implements (§2.3).
+const PROVIDER_CAPABILITIES: [Capability; 3] = Capability::ALL;
+
+impl ReferenceProvider {
+    /// Strict decoding (cetp-proto), with the envelope mutants bending the
+    /// input before it and restoring what they hid after it.
+    pub(crate) fn decode(
+        &self,
+        method: Method,
+        extras: Option<&Bundle>,
+    ) -> Result<V2Request, Failure> {
+        let mut b = extras.cloned().unwrap_or_default();
+        let mut hidden_id = None;
+        if method != Method::Negotiate {
+            if self.has(Fault::UnsupportedVersionAccepted) {
+                if let Some(Value::Int(v)) = b.get(keys::PROTOCOL_VERSION) {
+                    if *v != 2 {
+                        b.insert(keys::PROTOCOL_VERSION, Value::Int(2));
+                    }
+                }
+            }
+            if self.has(Fault::MissingDeadlineAnswersDeadlineExceeded)
+                && !b.contains(keys::DEADLINE_AT_MS)
+            {
+                return Err(Failure::new(
+                    ErrorCode::DeadlineExceeded,
+                    "The request deadline has passed.",
+                ));
+            }
+            if self.has(Fault::SessionNotChecked) && !b.contains(keys::SESSION_TOKEN) {
+                b.insert(keys::SESSION_TOKEN, Value::str(""));
+            }
+            if self.has(Fault::LenientRequestId) {
+                if let Ok(Some(id)) = b.opt_string(keys::REQUEST_ID) {
+                    if !is_uuid(&id) {
+                        b.insert(keys::REQUEST_ID, Value::str(PLACEHOLDER_ID));
+                        hidden_id = Some(id);
+                    }
+                }
+            }
+        }
+        let mut req = decode_v2_request(method, Some(&b)).map_err(|e| {
+            if e.code == ErrorCode::NegotiationRequired {
+                // No session at all: the same answer as an invalid one.
+                self.no_session()
+            } else {
+                Failure::new(e.code, format!("Malformed request: {}", e.message))
+            }
+        })?;
+        if let Some(id) = hidden_id {
+            if let Some(c) = common_mut(&mut req) {
+                c.request_id = id;
+            }
+        }
+        Ok(req)
+    }
+
+    /// §2.2: highest common version, the offered capabilities we support,
+    /// limits at or above the minimums, and a token bound to this caller.
+    pub(crate) fn negotiate(
+        &self,
+        caller: &cetp_proto::provider::CallerIdentity,
+        now_ms: i64,
+        n: &NegotiateRequest,
+    ) -> Answer {
+        let uid = caller.uid;
+        let ours = self.versions();
+        let common: BTreeSet<i32> = n
+            .consumer_versions
+            .iter()
+            .copied()
+            .filter(|v| ours.contains(v))
+            .collect();
+        let picked = if self.has(Fault::NegotiatePicksLowest) {
+            common.first()
+        } else {
+            common.last()
+        };
+        let selected = match picked {
+            Some(v) => *v,
+            None if self.has(Fault::NegotiateIgnoresNoCommon) => 2,
+            None => {
+                return Failure::new(
+                    ErrorCode::UnsupportedVersion,
+                    format!(
+                        "No common protocol version; this provider supports {}.",
+                        ours.iter()
+                            .map(i32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .into()
+            }
+        };
+        let capabilities: BTreeSet<Capability> = PROVIDER_CAPABILITIES
+            .into_iter()
+            .filter(|c| {
+                self.has(Fault::NegotiateExtraCapability)
+                    || n.consumer_capabilities.iter().any(|o| o == c.as_str())
+            })
+            .collect();
+        let expires_ms = now_ms.saturating_add(SESSION_TTL_MS);
+        // Draw from the generator before taking the memory lock: the lock
+        // order is memory, then durable, and never the other way round.
+        let random = (!self.has(Fault::SessionTokenPredictable))
+            .then(|| lock(&self.durable.state).rng.hex("session"));
+        let token = {
+            let mut mem = lock(&self.memory);
+            mem.issued += 1;
+            let token = match random {
+                None => format!("session-{}", mem.issued),
+                // 320 bytes, beyond the 256 of §2.2.
+                Some(t) if self.has(Fault::SessionTokenTooLong) => t.repeat(5),
+                Some(t) => t,
+            };
+            // Forget expired sessions so memory stays bounded by live ones.
+            mem.sessions.retain(|_, s| s.expires_ms > now_ms);
+            mem.sessions.insert(
+                token.clone(),
+                Session {
+                    uid,
+                    version: selected,
+                    capabilities: capabilities.clone(),
+                    expires_ms,
+                },
+            );
+            mem.latest_caps.insert(uid, capabilities.clone());
+            token
+        };
+        let limits = self.limits();
+        Answer::ok(json!({
+            "selected_version": selected,
+            "provider_id": self.provider_id(),
+            "provider_name": self.cfg.provider_name,
+            "session_token": token,
+            "expires_at": rfc3339_utc(expires_ms),
+            "capabilities": capabilities.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+            "limits": {
+                "max_request_bytes": limits.max_request_bytes,
+                "max_inline_result_bytes": limits.max_inline_result_bytes,
+                "max_concurrent_requests": limits.max_concurrent_requests,
+                "idempotency_window_seconds": limits.idempotency_window_seconds,
+            },
+        }))
+    }
+
+    /// The capabilities of a valid v2 session of this caller, or
+    /// NEGOTIATION_REQUIRED (§2.2). A token of another UID gets the same
+    /// answer as an unknown one, so tokens cannot be probed.
+    pub(crate) fn session(
+        &self,
+        uid: u32,
+        now_ms: i64,
+        token: &str,
+    ) -> Result<BTreeSet<Capability>, Failure> {
+        let mem = lock(&self.memory);
+        match mem.sessions.get(token) {
+            Some(s)
+                if (s.uid == uid || self.has(Fault::SessionNotBoundToCaller))
+                    && now_ms < s.expires_ms
+                    && s.version == 2 =>
+            {
+                if self.has(Fault::CapabilitiesChangedInSession) {
+                    if let Some(latest) = mem.latest_caps.get(&s.uid) {
+                        return Ok(latest.clone());
+                    }
+                }
+                Ok(s.capabilities.clone())
+            }
+            _ if self.has(Fault::SessionNotChecked) => Ok(BTreeSet::new()),
+            _ => Err(self.no_session()),
+        }
+    }
+
+    fn no_session(&self) -> Failure {
+        Failure::new(
+            ErrorCode::NegotiationRequired,
+            "The session is missing, expired or not valid here; negotiate again.",
+        )
+        .retryable(!self.has(Fault::NegotiationRequiredNotRetryable))
+    }
+
+    /// Admits one more concurrent request of `uid`, or RATE_LIMITED.
+    pub(crate) fn admit(&self, uid: u32) -> Result<Slot<'_>, Failure> {
+        let limit = usize::try_from(self.limits().max_concurrent_requests).unwrap_or(usize::MAX);
+        let mut mem = lock(&self.memory);
+        let epoch = mem.epoch;
+        let n = mem.in_flight.entry(uid).or_insert(0);
+        if *n >= limit {
+            let mut f = Failure::new(
+                ErrorCode::RateLimited,
+                "Too many concurrent requests; retry shortly.",
+            )
+            .retryable(!self.has(Fault::RateLimitedNotRetryable));
+            f.retry_after_ms = Some(RETRY_AFTER_MS);
+            return Err(f);
+        }
+        *n += 1;
+        Ok(Slot {
+            provider: self,
+            uid,
+            epoch,
+        })
+    }
+}
+
+/// One admitted request; leaving frees the slot.
+pub(crate) struct Slot<'a> {
+    provider: &'a ReferenceProvider,
+    uid: u32,
+    epoch: u64,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut mem = lock(&self.provider.memory);
+        // A restart already forgot the old process's counters.
+        if mem.epoch == self.epoch {
+            if let Some(n) = mem.in_flight.get_mut(&self.uid) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+}
+
+fn common_mut(req: &mut V2Request) -> Option<&mut cetp_proto::envelope::Common> {
+    match req {
+        V2Request::Negotiate(_) => None,
+        V2Request::GetProviderInfo(c) | V2Request::ListTools(c) => Some(c),
+        V2Request::ExecuteTool { common, .. }
+        | V2Request::GetOperation { common, .. }
+        | V2Request::CancelOperation { common, .. } => Some(common),
+    }
+}

@@ -1,0 +1,113 @@
+//! Small deterministic helpers: the seeded token generator and UTC dates.
+
+use cetp_proto::canonical::sha256_hex;
+use sha2::{Digest, Sha256};
+use std::sync::{Mutex, MutexGuard};
+
+/// A hash-based generator: every output is SHA-256 of a secret derived from
+/// the seed, a purpose label and a counter. Outputs are reproducible from the
+/// seed (runs replay exactly) and unpredictable without it (§2.2: session
+/// tokens must not be guessable).
+#[derive(Clone, Debug)]
+pub(crate) struct DetRng {
+    secret: [u8; 32],
+    counter: u64,
+}
+
+impl DetRng {
+    pub(crate) fn new(seed: u64) -> Self {
+        let mut h = Sha256::new();
+        h.update(b"cetp-reference/provider-secret/");
+        h.update(seed.to_le_bytes());
+        DetRng {
+            secret: h.finalize().into(),
+            counter: 0,
+        }
+    }
+
+    /// 64 lowercase hex digits.
+    pub(crate) fn hex(&mut self, purpose: &str) -> String {
+        self.counter += 1;
+        let mut input = Vec::with_capacity(32 + purpose.len() + 9);
+        input.extend_from_slice(&self.secret);
+        input.extend_from_slice(purpose.as_bytes());
+        input.push(0);
+        input.extend_from_slice(&self.counter.to_le_bytes());
+        sha256_hex(&input)
+    }
+
+    /// A random (version 4 shaped) UUID.
+    pub(crate) fn uuid(&mut self) -> String {
+        let h = self.hex("uuid");
+        format!(
+            "{}-{}-4{}-8{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[13..16],
+            &h[17..20],
+            &h[20..32]
+        )
+    }
+}
+
+/// RFC 3339 UTC timestamp (second precision) of Unix epoch milliseconds.
+pub(crate) fn rfc3339_utc(ms: i64) -> String {
+    // Years 1970..=9999 keep the four-digit form RFC 3339 requires.
+    let ms = ms.clamp(0, 253_402_300_799_999);
+    let secs = ms / 1000;
+    let (days, sod) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
+/// algorithm), valid for non-negative inputs.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// A poisoned lock only means another call panicked mid-way; the state it
+/// guards is still the best we have, and a Provider must keep answering.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(1_788_350_400_000), "2026-09-02T12:00:00Z");
+        assert_eq!(rfc3339_utc(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_utc(-5), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(i64::MAX), "9999-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn rng_is_seeded() {
+        let mut a = DetRng::new(7);
+        let mut b = DetRng::new(7);
+        let mut c = DetRng::new(8);
+        let (x, y, z) = (a.hex("t"), b.hex("t"), c.hex("t"));
+        assert_eq!(x, y);
+        assert_ne!(x, z);
+        assert_ne!(a.hex("t"), x);
+        assert!(cetp_proto::envelope::is_uuid(&a.uuid()));
+    }
+}

@@ -1,0 +1,595 @@
+//! One test per mutant: the same scenario against the reference and against
+//! the mutant must be told apart by what a Consumer can observe. The
+//! conformance suite adds the real killing cases; these prove every fault is
+//! reachable through the public Provider interface.
+
+mod provider_support;
+
+use cetp_proto::canonical::sha256_hex;
+use cetp_proto::descriptor::{
+    validate_provider_info, validate_tool_list, ToolListContext, Violation,
+};
+use cetp_proto::envelope::{keys, V1Response};
+use cetp_proto::error::leaks_internal_detail;
+use cetp_proto::provider::Decision;
+use cetp_proto::schema::DEFAULT_DIALECT;
+use cetp_proto::Value;
+use cetp_reference::app::ProviderApp;
+use cetp_reference::provider::{thread_sleeper, Fault, ProviderConfig, ReferenceProvider, PACKAGE};
+use provider_support::*;
+use serde_json::{json, Value as Json};
+use std::collections::BTreeSet;
+use std::sync::Barrier;
+
+const CREATE: &str = r#"{"symbol":"CLAW","price":2}"#;
+const HIGH: &str = r#"{"symbol":"CLAW","price":25000}"#;
+const QUOTE: &str = r#"{"symbol":"CLAW"}"#;
+const BAD_CREATE: &str = r#"{"symbol":"CLAW","price":-1}"#;
+
+fn brief(o: &Outcome) -> String {
+    format!(
+        "{} {:?} retryable={:?}",
+        o.status(),
+        o.code(),
+        o.retryable()
+    )
+}
+
+fn slow() -> ProviderConfig {
+    ProviderConfig {
+        effect_delay_ms: 300,
+        sleeper: thread_sleeper(),
+        ..ProviderConfig::default()
+    }
+}
+
+fn rules(v: &[Violation]) -> Vec<&'static str> {
+    v.iter().map(|v| v.rule).collect()
+}
+
+fn tool_list_rules(w: &mut World, caps: &[&str]) -> String {
+    w.connect_with(A, caps);
+    let negotiated: BTreeSet<String> = caps.iter().map(|s| s.to_string()).collect();
+    let data = w.v2(A, "list_tools", &rid(1)).data();
+    let (_, v) = validate_tool_list(
+        &data,
+        &ToolListContext {
+            negotiated: &negotiated,
+            known_scopes: None,
+            dialect: DEFAULT_DIALECT,
+        },
+    );
+    format!("{:?}", rules(&v))
+}
+
+fn tools(w: &mut World, caps: &[&str]) -> Json {
+    w.connect_with(A, caps);
+    w.v2(A, "list_tools", &rid(1)).data()
+}
+
+fn provider_info_rules(w: &mut World) -> String {
+    w.connect(A);
+    let (_, v) =
+        validate_provider_info(&w.v2(A, "get_provider_info", &rid(1)).data(), Some(PACKAGE));
+    format!("{:?}", rules(&v))
+}
+
+/// Asks for confirmation of an escalated create, plays `decision`, resumes.
+fn confirm_high(w: &mut World, decision: Decision) -> Outcome {
+    w.connect(A);
+    w.exec_confirmed(A, &rid(1), "create_alert", HIGH, decision)
+}
+
+fn start_op(w: &mut World) -> String {
+    w.connect(A);
+    w.exec(A, &rid(1), "sync_portfolio", "{}")
+        .operation_id()
+        .expect("accepted")
+}
+
+fn differs(name: &str, base: ProviderConfig, scenario: fn(&mut World) -> String) {
+    let fault = Fault::parse(name).unwrap_or_else(|| panic!("no fault {name}"));
+    let reference = scenario(&mut World::with_config(base.clone()));
+    let mut cfg = base;
+    cfg.faults.insert(fault);
+    let mutant = scenario(&mut World::with_config(cfg));
+    assert_ne!(
+        reference, mutant,
+        "{name}: the fault changed nothing observable ({reference})"
+    );
+}
+
+macro_rules! mutants {
+    ($( $name:ident $([$cfg:expr])? => $scenario:expr; )*) => {
+        $(
+            #[test]
+            fn $name() {
+                #[allow(unused_mut, unused_assignments)]
+                let mut base = ProviderConfig::default();
+                $( base = $cfg; )?
+                differs(stringify!($name), base, $scenario);
+            }
+        )*
+        const TESTED: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+
+mutants! {
+    // ---- negotiation and sessions
+    negotiate_picks_lowest => |w| w.negotiate_raw(A, &[2, 1], &[]).data()["selected_version"].to_string();
+    negotiate_ignores_no_common => |w| brief(&w.negotiate_raw(A, &[3], &[]));
+    negotiate_extra_capability => |w| w.negotiate_raw(A, &[2], &[]).data()["capabilities"].to_string();
+    negotiate_limits_below_minimum => |w| {
+        let limit = w.negotiate_raw(A, &[2], &[]).data()["limits"]["max_request_bytes"].clone();
+        w.connect(A);
+        let args = json!({"symbol": "X".repeat(20_000)}).to_string();
+        format!("{limit} {}", brief(&w.exec(A, &rid(1), "get_quote", &args)))
+    };
+    session_token_too_long => |w| w.connect(A).len().to_string();
+    session_token_predictable => |w| {
+        let t = w.connect(A);
+        format!("{}", t.starts_with("session-"))
+    };
+    session_not_bound_to_caller => |w| {
+        w.connect(A);
+        let b = w.common(A, &rid(1));
+        brief(&w.call(B, "list_tools", Some(b)))
+    };
+    session_not_checked => |w| {
+        let mut b = w.common(A, &rid(1));
+        b.remove(keys::SESSION_TOKEN);
+        let missing = brief(&w.call(A, "list_tools", Some(b)));
+        let mut b = w.common(A, &rid(1));
+        b.insert(keys::SESSION_TOKEN, Value::str("garbage"));
+        format!("{missing} / {}", brief(&w.call(A, "list_tools", Some(b))))
+    };
+    negotiation_required_not_retryable => |w| brief(&w.v2(A, "list_tools", &rid(1)));
+    capabilities_changed_in_session => |w| {
+        let first = w.connect(A);
+        let before = w.v2(A, "list_tools", &rid(1)).data()["revision"].clone();
+        w.connect_with(A, &[]);
+        w.tokens.insert(A, first);
+        let after = w.v2(A, "list_tools", &rid(2)).data()["revision"].clone();
+        format!("{}", before == after)
+    };
+    // ---- envelope
+    long_protocol_version_as_v1 => |w| {
+        w.connect(A);
+        let mut b = w.common(A, &rid(1));
+        b.insert(keys::PROTOCOL_VERSION, Value::Long(2));
+        let o = w.call(A, "list_tools", Some(b));
+        format!("{} revision={}", brief(&o), o.data().get("revision").is_some())
+    };
+    missing_deadline_answers_deadline_exceeded => |w| {
+        w.connect(A);
+        let mut b = w.exec_bundle(A, &rid(1), "get_quote", QUOTE);
+        b.remove(keys::DEADLINE_AT_MS);
+        brief(&w.call(A, "execute_tool", Some(b)))
+    };
+    lenient_request_id => |w| {
+        w.connect(A);
+        brief(&w.exec(A, "req-1", "get_quote", QUOTE))
+    };
+    unsupported_version_accepted => |w| {
+        w.connect(A);
+        let mut b = w.exec_bundle(A, &rid(1), "get_quote", QUOTE);
+        b.insert(keys::PROTOCOL_VERSION, Value::Int(3));
+        brief(&w.call(A, "execute_tool", Some(b)))
+    };
+    unknown_method_wrong_code => |w| {
+        w.connect(A);
+        brief(&w.v2(A, "teleport", &rid(1)))
+    };
+    // ---- errors
+    no_request_id_echo => |w| {
+        w.connect(A);
+        format!("{:?}", w.exec(A, &rid(1), "teleport", "{}").request_id())
+    };
+    no_protocol_version_echo => |w| {
+        w.connect(A);
+        format!("{:?}", w.exec(A, &rid(1), "teleport", "{}").protocol_version())
+    };
+    wrong_request_id_echo => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "get_quote", QUOTE);
+        format!("{}", o.request_id() == Some(rid(1)))
+    };
+    invalid_args_retryable => |w| {
+        w.connect(A);
+        brief(&w.exec(A, &rid(1), "create_alert", BAD_CREATE))
+    };
+    unknown_error_code => |w| {
+        w.connect(A);
+        brief(&w.exec(A, &rid(1), "create_alert", BAD_CREATE))
+    };
+    stack_trace_in_message => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "create_alert", BAD_CREATE);
+        format!("{:?}", leaks_internal_detail(&o.message()))
+    };
+    error_missing_retryable => |w| {
+        w.connect(A);
+        format!("{}", w.exec(A, &rid(1), "teleport", "{}").bundle.contains(keys::RETRYABLE))
+    };
+    invalid_args_wrong_code => |w| {
+        w.connect(A);
+        brief(&w.exec(A, &rid(1), "create_alert", BAD_CREATE))
+    };
+    rate_limited_not_retryable [slow()] => |w| {
+        w.connect(A);
+        let barrier = Barrier::new(5);
+        let outs: Vec<Outcome> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..5u64)
+                .map(|i| {
+                    let (w, barrier) = (&*w, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        w.exec(A, &rid(10 + i), "create_alert", CREATE)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let limited: Vec<String> = outs
+            .iter()
+            .filter(|o| o.code().as_deref() == Some("RATE_LIMITED"))
+            .map(brief)
+            .collect();
+        assert!(!limited.is_empty());
+        format!("{limited:?}")
+    };
+    // ---- descriptors
+    tool_name_invalid => |w| tool_list_rules(w, ALL_CAPS);
+    duplicate_tool_names => |w| tool_list_rules(w, ALL_CAPS);
+    high_risk_without_always => |w| {
+        let rules = tool_list_rules(w, ALL_CAPS);
+        let o = w.exec(A, &rid(2), "delete_alert", r#"{"alert_id":"alert-1"}"#);
+        format!("{rules} {}", brief(&o))
+    };
+    sync_or_async_without_negotiation => |w| tool_list_rules(w, &[]);
+    unknown_annotation_enum => |w| tool_list_rules(w, ALL_CAPS);
+    remote_ref_in_schema => |w| tool_list_rules(w, ALL_CAPS);
+    scope_name_invalid => provider_info_rules;
+    unknown_scope_sensitivity => provider_info_rules;
+    provider_id_outside_namespace => |w| {
+        let n = w.negotiate_raw(A, &[2], &[]).data()["provider_id"].clone();
+        format!("{n} {}", provider_info_rules(w))
+    };
+    static_revision => |w| {
+        let a = tools(w, &[])["revision"].clone();
+        let b = tools(w, ALL_CAPS)["revision"].clone();
+        format!("{}", a == b)
+    };
+    output_violates_schema => |w| {
+        w.connect(A);
+        w.exec(A, &rid(1), "get_quote", QUOTE).value()["price"].is_number().to_string()
+    };
+    missing_output_schema => |w| tool_list_rules(w, ALL_CAPS);
+    // ---- v1 and manifest
+    v1_lists_write_tools => |w| w.call(B, "list_tools", None).bundle.get_json(keys::DATA).unwrap()["tools"]
+        .as_array()
+        .map(|t| t.len())
+        .unwrap_or(0)
+        .to_string();
+    v1_executes_write_tool => |w| {
+        let b = cetp_proto::envelope::v1_execute_bundle("create_alert", CREATE, None);
+        let o = w.call(A, "execute_tool", Some(b));
+        let kind = match V1Response::from_bundle(&o.bundle).unwrap() {
+            V1Response::Success(_) => "success".to_string(),
+            V1Response::Error { code, .. } => code,
+        };
+        format!("{kind} effects={}", w.effects())
+    };
+    dual_stack_without_version_1 => |w| format!("{:?}", w.p.manifests()[0].meta);
+    authority_package_mismatch => |w| format!("{:?}", w.p.manifests()[0].authority_package);
+    // ---- idempotency
+    no_dedupe => |w| {
+        w.connect(A);
+        w.exec(A, &rid(1), "create_alert", CREATE);
+        w.exec(A, &rid(1), "create_alert", CREATE);
+        w.effects().to_string()
+    };
+    dedupe_raw_args => |w| {
+        w.connect(A);
+        w.exec(A, &rid(1), "create_alert", CREATE);
+        brief(&w.exec(A, &rid(1), "create_alert", r#"{"price":2,"symbol":"CLAW"}"#))
+    };
+    dedupe_ignores_args => |w| {
+        w.connect(A);
+        w.exec(A, &rid(1), "create_alert", CREATE);
+        brief(&w.exec(A, &rid(1), "create_alert", r#"{"symbol":"SEED","price":3}"#))
+    };
+    dedupe_not_caller_bound [both_full()] => |w| {
+        w.connect(A);
+        w.connect(B);
+        let a = w.exec(A, &rid(1), "create_alert", CREATE);
+        let b = w.exec(B, &rid(1), "create_alert", CREATE);
+        format!("same={} effects={}", a.value() == b.value(), w.effects())
+    };
+    dedupe_lost_on_restart => |w| {
+        w.connect(A);
+        w.exec(A, &rid(1), "create_alert", CREATE);
+        w.restart();
+        w.connect(A);
+        w.exec(A, &rid(1), "create_alert", CREATE);
+        w.effects().to_string()
+    };
+    concurrent_double_execution [slow()] => |w| {
+        w.connect(A);
+        let barrier = Barrier::new(2);
+        std::thread::scope(|s| {
+            let w = &*w;
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        w.exec(A, &rid(1), "create_alert", CREATE)
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+        });
+        w.effects().to_string()
+    };
+    // ---- deadlines
+    deadline_checked_after_effect => |w| {
+        w.connect(A);
+        let mut b = w.exec_bundle(A, &rid(1), "create_alert", CREATE);
+        b.insert(keys::DEADLINE_AT_MS, Value::Long(w.now - 1));
+        let o = w.call(A, "execute_tool", Some(b));
+        format!("{} effects={}", brief(&o), w.effects())
+    };
+    deadline_ignored => |w| {
+        w.connect(A);
+        let mut b = w.exec_bundle(A, &rid(1), "create_alert", CREATE);
+        b.insert(keys::DEADLINE_AT_MS, Value::Long(w.now - 1));
+        let o = w.call(A, "execute_tool", Some(b));
+        format!("{} effects={}", brief(&o), w.effects())
+    };
+    // ---- tool execution
+    read_tool_has_effect => |w| {
+        w.connect(A);
+        w.exec(A, &rid(1), "get_quote", QUOTE);
+        w.effects().to_string()
+    };
+    schema_not_validated => |w| {
+        w.connect(A);
+        brief(&w.exec(A, &rid(1), "create_alert", r#"{"symbol":"CLAW","price":2,"note":"x"}"#))
+    };
+    args_limit_not_enforced => |w| {
+        w.connect(A);
+        let args = json!({"symbol": "X".repeat(70_000)}).to_string();
+        brief(&w.exec(A, &rid(1), "get_quote", &args))
+    };
+    scope_not_enforced => |w| {
+        w.connect(B);
+        let o = w.exec(B, &rid(1), "create_alert", CREATE);
+        format!("{} effects={}", brief(&o), w.effects())
+    };
+    scope_degraded_data => |w| {
+        w.connect(B);
+        brief(&w.exec(B, &rid(1), "create_alert", CREATE))
+    };
+    // ---- authorization and confirmation
+    effect_before_confirmation => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "create_alert", HIGH);
+        format!("{} effects={}", brief(&o), w.effects())
+    };
+    consumer_confirmed_flag_trusted => |w| {
+        w.connect(A);
+        let b = w.exec_bundle(A, &rid(1), "create_alert", HIGH).with("confirmed", Value::Bool(true));
+        let o = w.call(A, "execute_tool", Some(b));
+        format!("{} effects={}", brief(&o), w.effects())
+    };
+    resume_token_not_bound_to_request => |w| {
+        w.connect(A);
+        let ask = w.exec(A, &rid(1), "create_alert", HIGH);
+        w.decide(A, &ask, Decision::Approve);
+        brief(&w.resume(A, &rid(2), "create_alert", HIGH, &ask.resume_token().unwrap()))
+    };
+    resume_token_other_caller [both_full()] => |w| {
+        w.connect(A);
+        w.connect(B);
+        let ask = w.exec(A, &rid(1), "create_alert", HIGH);
+        w.decide(A, &ask, Decision::Approve);
+        brief(&w.resume(B, &rid(1), "create_alert", HIGH, &ask.resume_token().unwrap()))
+    };
+    resume_token_args_unbound => |w| {
+        w.connect(A);
+        let ask = w.exec(A, &rid(1), "create_alert", HIGH);
+        w.decide(A, &ask, Decision::Approve);
+        let reencoded = r#"{"price":25000,"symbol":"CLAW"}"#;
+        brief(&w.resume(A, &rid(1), "create_alert", reencoded, &ask.resume_token().unwrap()))
+    };
+    resume_token_reusable => |w| {
+        w.connect(B);
+        let del = r#"{"alert_id":"alert-1"}"#;
+        let auth = w.exec(B, &rid(1), "delete_alert", del);
+        w.decide(B, &auth, Decision::Approve);
+        let t1 = auth.resume_token().unwrap();
+        w.resume(B, &rid(1), "delete_alert", del, &t1);
+        brief(&w.resume(B, &rid(1), "delete_alert", del, &t1))
+    };
+    resume_token_never_expires => |w| {
+        w.connect(A);
+        let ask = w.exec(A, &rid(1), "create_alert", HIGH);
+        w.decide(A, &ask, Decision::Approve);
+        w.now += 700_000;
+        w.connect(A);
+        brief(&w.resume(A, &rid(1), "create_alert", HIGH, &ask.resume_token().unwrap()))
+    };
+    denial_executes => |w| {
+        let o = confirm_high(w, Decision::Deny);
+        format!("{} effects={}", brief(&o), w.effects())
+    };
+    denial_wrong_code => |w| brief(&confirm_high(w, Decision::Deny));
+    mutable_pending_intent => |w| {
+        w.connect(A);
+        let t = w.exec(A, &rid(1), "create_alert", HIGH).resolution().unwrap();
+        let pi = match w.exec(A, &rid(1), "create_alert", HIGH).bundle.get(keys::RESOLUTION) {
+            Some(Value::PendingIntent(pi)) => pi.immutable,
+            _ => None,
+        };
+        format!("{} {pi:?}", t.immutable)
+    };
+    foreign_pending_intent => |w| {
+        w.connect(A);
+        let t = w.exec(A, &rid(1), "create_alert", HIGH).resolution().unwrap();
+        format!("{} {:?}", t.creator_package, t.component)
+    };
+    no_resolution_on_user_action => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "create_alert", HIGH);
+        format!("{} {}", brief(&o), o.bundle.contains(keys::RESOLUTION))
+    };
+    // ---- operations
+    operation_other_caller [both_full()] => |w| {
+        let op = start_op(w);
+        w.connect(B);
+        brief(&w.get_op(B, &rid(1), &op))
+    };
+    operation_request_id_unbound => |w| {
+        let op = start_op(w);
+        brief(&w.get_op(A, &rid(2), &op))
+    };
+    cancel_reports_cancelled_after_effect => |w| {
+        let op = start_op(w);
+        w.now += 100;
+        w.cancel_op(A, &rid(1), &op);
+        w.now += 1000;
+        let state = w.get_op(A, &rid(1), &op).data()["state"].clone();
+        format!("{state} effects={}", w.effects())
+    };
+    cancel_after_success_not_conflict => |w| {
+        let op = start_op(w);
+        w.now += 400;
+        brief(&w.cancel_op(A, &rid(1), &op))
+    };
+    async_without_negotiation => |w| {
+        w.connect_with(A, &[]);
+        brief(&w.exec(A, &rid(1), "sync_portfolio", "{}"))
+    };
+    get_operation_without_capability => |w| {
+        let op = start_op(w);
+        w.connect_with(A, &["cancellation"]);
+        brief(&w.get_op(A, &rid(1), &op))
+    };
+    cancel_without_capability => |w| {
+        let op = start_op(w);
+        w.connect_with(A, &["async_operations"]);
+        brief(&w.cancel_op(A, &rid(1), &op))
+    };
+    operation_lost_on_restart => |w| {
+        let op = start_op(w);
+        w.restart();
+        w.now += 400;
+        w.connect(A);
+        format!("{} effects={}", brief(&w.get_op(A, &rid(1), &op)), w.effects())
+    };
+    operation_expired_early => |w| {
+        let op = start_op(w);
+        w.now += 120_000;
+        w.connect(A);
+        brief(&w.get_op(A, &rid(1), &op))
+    };
+    // ---- large results
+    file_wrong_sha256 => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "export_history", r#"{"rows":5000}"#);
+        let bytes = o.file().unwrap_or_default();
+        format!("{}", o.data()["sha256"].as_str() == Some(sha256_hex(&bytes).as_str()))
+    };
+    file_wrong_size => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "export_history", r#"{"rows":5000}"#);
+        let bytes = o.file().unwrap_or_default();
+        format!("{}", o.data()["size_bytes"].as_u64() == Some(bytes.len() as u64))
+    };
+    inline_over_limit => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "export_history", r#"{"rows":5000}"#);
+        format!("{} {}", brief(&o), o.data()["kind"])
+    };
+    file_without_negotiation => |w| {
+        w.connect_with(A, &["async_operations"]);
+        let o = w.exec(A, &rid(1), "export_history", r#"{"rows":5000}"#);
+        format!("{} {} fd={}", brief(&o), o.data()["kind"], o.bundle.contains(keys::RESULT_FD))
+    };
+}
+
+#[test]
+fn every_fault_has_a_differential_test() {
+    let all: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+    let tested: BTreeSet<&str> = TESTED.iter().copied().collect();
+    let missing: Vec<&&str> = all.iter().filter(|n| !tested.contains(**n)).collect();
+    assert!(missing.is_empty(), "untested mutants: {missing:?}");
+    assert_eq!(TESTED.len(), all.len());
+}
+
+#[test]
+fn every_fault_builds_by_name() {
+    for f in Fault::ALL {
+        let p = ReferenceProvider::mutant(f.name()).unwrap();
+        assert_eq!(p.config().faults, BTreeSet::from([*f]));
+    }
+    assert!(ReferenceProvider::mutant("no_such_mutant").is_err());
+}
+
+/// `vectors/mutants/mutants.json` and [`Fault::ALL`] list the same mutants,
+/// in the same order, and each entry is well formed.
+#[test]
+fn mutants_json_matches_fault_list() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../vectors/mutants/mutants.json"
+    );
+    let text = std::fs::read_to_string(path).expect("mutants.json");
+    let doc: Json = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(doc["format_version"], 1);
+    let entries = doc["mutants"].as_array().expect("mutants array");
+    let names: Vec<&str> = entries
+        .iter()
+        .map(|e| e["name"].as_str().expect("name"))
+        .collect();
+    let all: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+    assert_eq!(names, all);
+    let sections: BTreeSet<&str> = [
+        "0", "1", "2.1", "2.2", "2.3", "3.1", "3.2", "3.3", "3.4", "4", "4.1", "4.2", "4.3", "4.4",
+        "4.5", "5", "6", "7.1", "7.2", "7.3", "8", "9", "10",
+    ]
+    .into();
+    for e in entries {
+        let name = e["name"].as_str().unwrap_or_default();
+        let obj = e.as_object().expect("object");
+        let keys: BTreeSet<&str> = obj.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            BTreeSet::from([
+                "name",
+                "sections",
+                "description",
+                "requirements",
+                "observed_in_the_wild"
+            ]),
+            "{name}"
+        );
+        let secs = e["sections"].as_array().expect("sections");
+        assert!(!secs.is_empty(), "{name}");
+        for s in secs {
+            assert!(sections.contains(s.as_str().unwrap_or("?")), "{name}: {s}");
+        }
+        let d = e["description"].as_str().unwrap_or_default();
+        assert!(d.len() >= 20, "{name}: description too short");
+        // Our own words, in English: never a copy of the (Chinese) spec.
+        assert!(
+            d.chars().all(|c| c.is_ascii() || "§—–’“”".contains(c)),
+            "{name}"
+        );
+        assert!(e["requirements"].is_array(), "{name}");
+        assert!(e["observed_in_the_wild"].is_boolean(), "{name}");
+    }
+}

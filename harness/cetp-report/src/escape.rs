@@ -1,0 +1,37 @@
+//! Escaping of Provider-controlled text for each output medium.
+
+/// For a terminal: control characters (ANSI escape sequences, carriage
+/// returns that overwrite lines, bells) and bidi overrides are shown as
+/// `\u{..}` instead of being interpreted; lines are capped.
+pub fn terminal(s: &str, max_chars: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max_chars * 2));
+    for (n, c) in s.chars().enumerate() {
+        if n >= max_chars {
+            out.push('…');
+            break;
+        }
+        let dangerous = c.is_control()
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}');
+        if dangerous {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ansi_and_bidi_are_neutralized() {
+        let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{202E}txt.exe";
+        let shown = terminal(hostile, 200);
+        assert!(!shown.chars().any(|c| c.is_control()));
+        assert!(!shown.contains('\u{202E}'));
+        assert!(shown.contains("\\u{1b}[2J"));
+        assert_eq!(terminal("abcdef", 3), "abc…");
+    }
+}

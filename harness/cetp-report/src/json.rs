@@ -1,0 +1,129 @@
+//! `report.json`: the stable, versioned machine-readable result of a run.
+
+use cetp_conformance::event::{Event, Reporter};
+use serde_json::{json, Map, Value as Json};
+use std::path::PathBuf;
+
+pub const SCHEMA: &str = "cetp-report/1";
+
+/// Builds the report from events; writes it on `finish`.
+pub struct JsonReport {
+    path: Option<PathBuf>,
+    doc: Map<String, Json>,
+    cases: Vec<Json>,
+    checks: Vec<Json>,
+    stale: Vec<Json>,
+}
+
+impl JsonReport {
+    /// `path`: where to write on finish (None: keep in memory).
+    pub fn new(path: Option<PathBuf>) -> Self {
+        let mut doc = Map::new();
+        doc.insert("schema".into(), json!(SCHEMA));
+        JsonReport {
+            path,
+            doc,
+            cases: Vec::new(),
+            checks: Vec::new(),
+            stale: Vec::new(),
+        }
+    }
+
+    pub fn document(&self) -> Json {
+        let mut d = self.doc.clone();
+        d.insert("cases".into(), Json::Array(self.cases.clone()));
+        d.insert("checks".into(), Json::Array(self.checks.clone()));
+        d.insert("baseline_stale".into(), Json::Array(self.stale.clone()));
+        Json::Object(d)
+    }
+}
+
+impl Reporter for JsonReport {
+    fn on_event(&mut self, event: &Event) {
+        match event {
+            Event::RunStarted {
+                run_id,
+                harness,
+                target,
+                seed,
+                config_hash,
+                started_at_ms,
+                ..
+            } => {
+                self.doc.insert("run_id".into(), json!(run_id));
+                self.doc.insert("harness".into(), json!(harness));
+                self.doc.insert("config_hash".into(), json!(config_hash));
+                self.doc.insert("seed".into(), json!(seed));
+                self.doc.insert("started_at_ms".into(), json!(started_at_ms));
+                self.doc.insert("target".into(), json!({ "label": target }));
+            }
+            Event::TargetIdentified {
+                hello,
+                package,
+                authority,
+                manifest,
+                declared_versions,
+            } => {
+                let label = self.doc.get("target").and_then(|t| t.get("label")).cloned().unwrap_or(Json::Null);
+                self.doc.insert(
+                    "target".into(),
+                    json!({
+                        "label": label,
+                        "hello": hello,
+                        "package": package,
+                        "authority": authority,
+                        "manifest": manifest,
+                        "declared_versions": declared_versions,
+                    }),
+                );
+            }
+            Event::CaseFinished {
+                case_id,
+                title,
+                requirements,
+                verdict,
+                reason,
+                baseline,
+                duration_ms,
+            } => self.cases.push(json!({
+                "id": case_id, "title": title, "requirements": requirements,
+                "verdict": verdict, "reason": reason, "baseline": baseline, "duration_ms": duration_ms,
+            })),
+            Event::CheckVerdict {
+                check,
+                title,
+                requirements,
+                verdict,
+                reason,
+                answers_checked,
+            } => self.checks.push(json!({
+                "id": check, "title": title, "requirements": requirements,
+                "verdict": verdict, "reason": reason, "answers_checked": answers_checked,
+            })),
+            Event::BaselineStale { id, reason } => self.stale.push(json!({"id": id, "reason": reason})),
+            Event::RunFinished {
+                summary,
+                claim,
+                exit_code,
+                duration_ms,
+            } => {
+                self.doc.insert("summary".into(), json!(summary));
+                self.doc.insert("claim".into(), json!(claim));
+                self.doc.insert("exit_code".into(), json!(exit_code));
+                self.doc.insert("duration_ms".into(), json!(duration_ms));
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        if let Some(path) = &self.path {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let text = serde_json::to_string_pretty(&self.document()).map_err(std::io::Error::other)?;
+            std::fs::write(path, text + "\n")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,301 @@
+//! What the simulated device offers behind its adb endpoint: the probe
+//! sockets and the shell commands a harness runs on a device.
+
+use crate::Sim;
+use cetp_adbd::{shell_words, BoxFuture, DeviceServices, DuplexStream, FileStat, ShellOutput};
+use std::sync::Arc;
+
+/// Buffer of the in-process pipe behind one forwarded probe connection.
+const PIPE_BYTES: usize = 256 * 1024;
+
+/// The abstract sockets of the two probe apps, and the identity each speaks
+/// for.
+const PROBE_SOCKETS: [(&str, &str); 2] = [
+    ("localabstract:cetp-probe", "a"),
+    ("localabstract:cetp-probe-b", "b"),
+];
+
+pub(crate) struct SimServices {
+    sim: Arc<Sim>,
+}
+
+impl SimServices {
+    pub(crate) fn new(sim: Arc<Sim>) -> Self {
+        SimServices { sim }
+    }
+}
+
+impl DeviceServices for SimServices {
+    fn properties(&self) -> Vec<(String, String)> {
+        self.sim.properties()
+    }
+
+    fn open_stream(
+        &self,
+        service: &str,
+    ) -> BoxFuture<'static, Result<Box<dyn DuplexStream>, String>> {
+        let identity = PROBE_SOCKETS
+            .iter()
+            .find(|(s, _)| *s == service)
+            .map(|(_, i)| *i);
+        let sim = Arc::clone(&self.sim);
+        let service = service.to_string();
+        Box::pin(async move {
+            let Some(identity) = identity else {
+                sim.log('W', &format!("adb: no listener on {service}"));
+                return Err(format!("connection refused: nothing listens on {service}"));
+            };
+            let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
+            tokio::spawn(async move { sim.serve_connection(identity, ours).await });
+            Ok(Box::new(theirs) as Box<dyn DuplexStream>)
+        })
+    }
+
+    fn shell(&self, command: &str) -> BoxFuture<'static, ShellOutput> {
+        let sim = Arc::clone(&self.sim);
+        let command = command.to_string();
+        Box::pin(async move {
+            // `am force-stop` waits for the Provider's locks like a real
+            // process kill waits for the process: keep it off the runtime.
+            tokio::task::spawn_blocking(move || run_shell(&sim, &command))
+                .await
+                .unwrap_or_else(|_| ShellOutput::with_code("sh: internal error\n", 1))
+        })
+    }
+
+    fn push_file(
+        &self,
+        path: &str,
+        _mode: u32,
+        data: Vec<u8>,
+    ) -> BoxFuture<'static, Result<(), String>> {
+        self.sim.record_push(path, data.len() as u64);
+        self.sim
+            .log('I', &format!("adb push {path} ({} bytes)", data.len()));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn stat(&self, path: &str) -> Option<FileStat> {
+        if let Some(size) = self.sim.pushed_size(path) {
+            return Some(FileStat {
+                mode: cetp_adbd::S_IFREG | 0o644,
+                size,
+                mtime: 0,
+            });
+        }
+        let p = path.trim_end_matches('/');
+        let p = if p.is_empty() { "/" } else { p };
+        cetp_adbd::WELL_KNOWN_DIRS.contains(&p).then_some(FileStat {
+            mode: cetp_adbd::S_IFDIR | 0o771,
+            size: 4096,
+            mtime: 0,
+        })
+    }
+}
+
+/// Redirections hosts append (Debian's adb runs `rm '...' </dev/null`);
+/// they change nothing these commands print here.
+fn is_redirection(word: &str) -> bool {
+    let w = word.trim_start_matches(|c: char| c.is_ascii_digit());
+    w.starts_with('<') || w.starts_with('>')
+}
+
+/// Arguments that are not options, skipping the value of the options in
+/// `valued` (`--user 0`).
+fn operands<'a>(args: &[&'a str], valued: &[&str]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if valued.contains(a) {
+            it.next();
+        } else if !a.starts_with('-') {
+            out.push(*a);
+        }
+    }
+    out
+}
+
+/// The value following `flag`, if any.
+fn flag_value<'a>(args: &[&'a str], flag: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| *a == flag)
+        .and_then(|i| args.get(i + 1))
+        .copied()
+}
+
+pub(crate) fn run_shell(sim: &Sim, line: &str) -> ShellOutput {
+    let words = match shell_words(line) {
+        Ok(w) => w,
+        Err(e) => return ShellOutput::with_code(format!("sh: syntax error: {e}\n"), 2),
+    };
+    let words: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !is_redirection(w))
+        .collect();
+    sim.log('I', &format!("shell: {line}"));
+    match words.as_slice() {
+        [] => ShellOutput::ok(""),
+        ["pm", "list", "packages", rest @ ..] => {
+            let with_path = rest.contains(&"-f");
+            let filter = operands(rest, &["--user", "--uid"])
+                .first()
+                .copied()
+                .unwrap_or("");
+            let out: String = sim
+                .packages()
+                .iter()
+                .filter(|p| p.contains(filter))
+                .map(|p| {
+                    if with_path {
+                        format!("package:/data/app/{p}-1/base.apk={p}\n")
+                    } else {
+                        format!("package:{p}\n")
+                    }
+                })
+                .collect();
+            ShellOutput::ok(out)
+        }
+        ["pm", "install", rest @ ..] => {
+            match operands(rest, &["--user", "-i", "-p", "--install-location"]).last() {
+                Some(path) => {
+                    sim.record_install(path);
+                    sim.log('I', &format!("pm install {path}: Success"));
+                    ShellOutput::ok("Success\n")
+                }
+                None => ShellOutput::with_code("Error: no package specified\n", 1),
+            }
+        }
+        ["pm", sub, ..] => ShellOutput::with_code(format!("Unknown command: {sub}\n"), 1),
+        ["am", "force-stop", rest @ ..] => {
+            for package in operands(rest, &["--user"]) {
+                if sim.packages().iter().any(|p| p == package) {
+                    // Apps without a running process (the probes) have
+                    // nothing to stop.
+                    let _ = sim.restart_package(package);
+                }
+            }
+            ShellOutput::ok("")
+        }
+        ["am", "start", rest @ ..] => {
+            let target = flag_value(rest, "-n")
+                .map(|c| format!("cmp={c}"))
+                .or_else(|| flag_value(rest, "-a").map(|a| format!("act={a}")))
+                .unwrap_or_default();
+            ShellOutput::ok(format!("Starting: Intent {{ {target} }}\n"))
+        }
+        ["am", "start-foreground-service"
+        | "startforegroundservice"
+        | "startservice"
+        | "start-service", rest @ ..] => {
+            let target = flag_value(rest, "-n")
+                .map(|c| format!("cmp={c}"))
+                .unwrap_or_default();
+            ShellOutput::ok(format!("Starting service: Intent {{ {target} }}\n"))
+        }
+        ["am", "instrument", rest @ ..] => {
+            if rest.contains(&"-w") {
+                ShellOutput::ok("INSTRUMENTATION_RESULT: stream=\nINSTRUMENTATION_CODE: -1\n")
+            } else {
+                ShellOutput::ok("")
+            }
+        }
+        ["am", sub, ..] => ShellOutput::with_code(format!("Unknown command: {sub}\n"), 1),
+        ["logcat", rest @ ..] => {
+            if rest.contains(&"-c") {
+                sim.clear_log();
+                return ShellOutput::ok("");
+            }
+            // Without `-d` logcat follows the log forever; a bounded dump
+            // is what a harness can use.
+            let mut out = String::from("--------- beginning of main\n");
+            for l in sim.log_lines() {
+                out.push_str(&l);
+                out.push('\n');
+            }
+            ShellOutput::ok(out)
+        }
+        ["rm", rest @ ..] => {
+            for path in operands(rest, &[]) {
+                sim.forget_pushed(path);
+            }
+            ShellOutput::ok("")
+        }
+        ["echo", rest @ ..] => ShellOutput::ok(format!("{}\n", rest.join(" "))),
+        [cmd, ..] => ShellOutput::with_code(format!("sh: {cmd}: not found\n"), 127),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SimConfig;
+
+    #[test]
+    fn words_and_options() {
+        assert!(is_redirection("</dev/null"));
+        assert!(is_redirection("2>&1"));
+        assert!(!is_redirection("a<b"));
+        assert_eq!(operands(&["--user", "0", "-r", "x"], &["--user"]), ["x"]);
+        assert_eq!(operands(&["-t", "/a.apk"], &[]), ["/a.apk"]);
+        assert_eq!(flag_value(&["-n", "p/.A", "-W"], "-n"), Some("p/.A"));
+        assert_eq!(flag_value(&["-n"], "-n"), None);
+    }
+
+    #[test]
+    fn shell_commands() {
+        let sim = Sim::new(SimConfig::default()).unwrap();
+        let out = |cmd: &str| {
+            let o = run_shell(&sim, cmd);
+            (String::from_utf8(o.stdout).unwrap(), o.exit_code)
+        };
+        let (list, rc) = out("pm list packages");
+        assert_eq!(rc, 0);
+        assert_eq!(
+            list,
+            "package:com.clawseed.probe\npackage:com.clawseed.probe.b\npackage:com.clawseed.reference\n"
+        );
+        assert_eq!(
+            out("pm list packages probe.b").0,
+            "package:com.clawseed.probe.b\n"
+        );
+        assert!(out("pm list packages -f reference")
+            .0
+            .contains("base.apk=com.clawseed.reference"));
+        assert_eq!(
+            out("pm 'install' '/data/local/tmp/a b.apk'"),
+            ("Success\n".into(), 0)
+        );
+        assert_eq!(sim.installed_apks(), ["/data/local/tmp/a b.apk"]);
+        assert_eq!(
+            out("rm '/data/local/tmp/a b.apk' </dev/null"),
+            (String::new(), 0)
+        );
+        assert!(out("am start -n com.clawseed.probe/.Main")
+            .0
+            .contains("cmp=com.clawseed.probe/.Main"));
+        assert!(out("am start-foreground-service -n p/.S")
+            .0
+            .starts_with("Starting service"));
+        assert!(out("am instrument -w p/.R")
+            .0
+            .contains("INSTRUMENTATION_CODE: -1"));
+        assert_eq!(out("am force-stop com.clawseed.probe"), (String::new(), 0));
+        assert_eq!(
+            out("frobnicate --now"),
+            ("sh: frobnicate: not found\n".into(), 127)
+        );
+        assert_eq!(out("pm frob").1, 1);
+        assert_eq!(out("echo 'x'  y").0, "x y\n");
+        assert_eq!(out("echo 'oops").1, 2);
+        let (log, _) = out("logcat -d");
+        assert!(log.starts_with("--------- beginning of main\n"));
+        assert!(log.contains("shell: frobnicate --now"), "{log}");
+        assert_eq!(out("logcat -c"), (String::new(), 0));
+        assert_eq!(
+            out("logcat -d").0.lines().count(),
+            2,
+            "the clear, then this dump"
+        );
+    }
+}

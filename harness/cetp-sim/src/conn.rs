@@ -1,0 +1,582 @@
+//! One probe-wire connection: the frame loop, the ops, and the writer.
+//!
+//! The read loop decodes frames and spawns one task per request, so requests
+//! are answered as they complete (out of order when a later one is faster)
+//! and Provider calls overlap. All output goes through one bounded queue to
+//! a writer task, which keeps frames whole and lets a slow host slow the
+//! device down instead of making it buffer.
+
+use crate::handles::{AppRef, FdCursor, Handles};
+use crate::{
+    lock, Sim, FINGERPRINT, MAX_HANDLES_PER_CONNECTION, MAX_OUTSTANDING_BYTES,
+    MAX_OUTSTANDING_REQUESTS, MAX_READ_BYTES, MAX_WAIT_MS, MODEL, PROBE_NAME, SDK_INT,
+};
+use cetp_proto::provider::{ProviderCall, Reply};
+use cetp_reference::device::DeviceIdentity;
+use cetp_wire::ops::{
+    CallOk, CallParams, DeviceInfo, DiscoverOk, Empty, HelloOk, HostProviderParams, Identity,
+    OkPayload, OpRequest, ReadFdOk, ReadFdParams, ReplyParams, ResolveOk, ResolveParams,
+};
+use cetp_wire::{
+    decode_frame, encode_frame, encode_frame_checked, request_id_hint, AsyncFrameReader, ErrorKind,
+    Frame, Map, Request, WireError, MAX_CHUNK_BYTES, WIRE_VERSION,
+};
+use sha2::{Digest, Sha256};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::task::JoinSet;
+
+/// Encoded frames waiting for the writer. Small: a `read_fd` chunk is over
+/// a megabyte once encoded.
+const OUT_QUEUE: usize = 8;
+
+/// The ops this device serves, as `hello` lists them.
+pub(crate) const OPS: [&str; 9] = [
+    "hello",
+    "discover",
+    "call",
+    "read_fd",
+    "close_fd",
+    "resolve",
+    "restart_provider",
+    "host_provider",
+    "reply",
+];
+
+pub(crate) struct Conn {
+    sim: Arc<Sim>,
+    identity: DeviceIdentity,
+    number: u64,
+    handles: Mutex<Handles>,
+    out: mpsc::Sender<Vec<u8>>,
+}
+
+fn bad_request(message: impl Into<String>) -> WireError {
+    WireError::new(ErrorKind::BadRequest, message)
+}
+
+fn unknown_handle(handle: &str) -> WireError {
+    WireError::new(
+        ErrorKind::UnknownHandle,
+        format!("this connection holds no handle {handle:?}"),
+    )
+}
+
+/// How long to wait for a Provider: the host's `timeout_ms`, within the
+/// device's own ceiling (`0`: only that ceiling).
+fn wait_for(timeout_ms: u64) -> Duration {
+    let ms = if timeout_ms == 0 {
+        MAX_WAIT_MS
+    } else {
+        timeout_ms.min(MAX_WAIT_MS)
+    };
+    Duration::from_millis(ms)
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+pub(crate) async fn serve<S>(sim: Arc<Sim>, identity: DeviceIdentity, number: u64, stream: S)
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (rd, wr) = tokio::io::split(stream);
+    let (tx, rx) = mpsc::channel(OUT_QUEUE);
+    let (finish_tx, finish_rx) = oneshot::channel();
+    let writer = tokio::spawn(write_loop(wr, rx, finish_rx));
+    let conn = Arc::new(Conn {
+        sim,
+        identity,
+        number,
+        handles: Mutex::new(Handles::default()),
+        out: tx,
+    });
+    conn.log('I', "connected");
+    // Also runs when this future is dropped (a runtime shutting down):
+    // Consumer threads waiting on this connection's scripted Providers must
+    // not outlive it.
+    let hosted = HostedCleanup {
+        sim: Arc::clone(&conn.sim),
+        number,
+    };
+    let mut reader = AsyncFrameReader::new(BufReader::with_capacity(64 * 1024, rd));
+    let count = Arc::new(Semaphore::new(MAX_OUTSTANDING_REQUESTS));
+    let bytes = Arc::new(Semaphore::new(MAX_OUTSTANDING_BYTES / 1024));
+    let mut tasks = JoinSet::new();
+    let clean = loop {
+        while tasks.try_join_next().is_some() {}
+        let line = match reader.read_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => break true,
+            Err(e) => {
+                conn.log('W', &format!("closing: {e}"));
+                break false;
+            }
+        };
+        let len = line.len();
+        let frame = match decode_frame(line) {
+            Ok(frame) => frame,
+            Err(e) => match request_id_hint(line) {
+                Some(id) => {
+                    conn.log('W', &format!("request {id}: undecodable frame: {e}"));
+                    conn.send_final(Frame::error(
+                        id,
+                        bad_request(format!("undecodable frame: {e}")),
+                    ))
+                    .await;
+                    continue;
+                }
+                None => {
+                    conn.log(
+                        'W',
+                        &format!("closing: undecodable frame without an id: {e}"),
+                    );
+                    break false;
+                }
+            },
+        };
+        let req = match frame {
+            Frame::Request(req) => req,
+            other => match other.id() {
+                Some(id) => {
+                    conn.send_final(Frame::error(
+                        id,
+                        bad_request("a device accepts only requests from the host"),
+                    ))
+                    .await;
+                    continue;
+                }
+                None => {
+                    conn.log('W', "closing: the host sent an event");
+                    break false;
+                }
+            },
+        };
+        let kib = u32::try_from(len / 1024 + 1).unwrap_or(u32::MAX);
+        let permits = match (
+            Arc::clone(&count).try_acquire_owned(),
+            Arc::clone(&bytes).try_acquire_many_owned(kib),
+        ) {
+            (Ok(c), Ok(b)) => (c, b),
+            _ => {
+                conn.log(
+                    'W',
+                    &format!("request {}: too many outstanding requests", req.id),
+                );
+                conn.send_final(Frame::error(
+                    req.id,
+                    bad_request(format!(
+                        "too many outstanding requests (at most {MAX_OUTSTANDING_REQUESTS}, {} MiB)",
+                        MAX_OUTSTANDING_BYTES >> 20
+                    )),
+                ))
+                .await;
+                continue;
+            }
+        };
+        let c = Arc::clone(&conn);
+        tasks.spawn(async move {
+            c.handle(req).await;
+            drop(permits);
+        });
+    };
+    if clean {
+        // The host may half-close and still read: answer what it asked.
+        while tasks.join_next().await.is_some() {}
+    } else {
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+    }
+    drop(hosted);
+    conn.log('I', if clean { "disconnected" } else { "closed" });
+    drop(conn);
+    if clean {
+        let _ = finish_tx.send(());
+        let _ = writer.await;
+    } else {
+        writer.abort();
+    }
+}
+
+struct HostedCleanup {
+    sim: Arc<Sim>,
+    number: u64,
+}
+
+impl Drop for HostedCleanup {
+    fn drop(&mut self) {
+        let gone = self.sim.hosted.remove_owned_by(self.number);
+        if !gone.is_empty() {
+            self.sim.log(
+                'I',
+                &format!(
+                    "conn#{}: scripted providers gone: {}",
+                    self.number,
+                    gone.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    wr: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    mut finish: oneshot::Receiver<()>,
+) {
+    let mut wr = BufWriter::with_capacity(64 * 1024, wr);
+    loop {
+        let line = tokio::select! {
+            biased;
+            line = rx.recv() => line,
+            // Sent (or dropped) when the connection is done: a scripted
+            // Provider's thread may still hold a sender.
+            _ = &mut finish => {
+                while let Ok(line) = rx.try_recv() {
+                    if wr.write_all(&line).await.is_err() {
+                        return;
+                    }
+                }
+                None
+            }
+        };
+        let Some(line) = line else { break };
+        if wr.write_all(&line).await.is_err() {
+            return;
+        }
+        if rx.is_empty() && wr.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = wr.flush().await;
+    let _ = wr.shutdown().await;
+}
+
+impl Conn {
+    fn log(&self, level: char, message: &str) {
+        self.sim.log(
+            level,
+            &format!("conn#{}/{}: {message}", self.number, self.identity.name),
+        );
+    }
+
+    /// Queues a final answer. An `ok` too large for a frame becomes
+    /// `transaction_too_large`, which is what the Binder buffer would have
+    /// made of it long before.
+    async fn send_final(&self, frame: Frame) {
+        let id = frame.id().unwrap_or(0);
+        let line = match encode_frame_checked(&frame) {
+            Ok(line) => line,
+            Err(_) => {
+                self.log('W', &format!("request {id}: answer too large for a frame"));
+                encode_frame(&Frame::error(
+                    id,
+                    WireError::new(
+                        ErrorKind::TransactionTooLarge,
+                        "the answer is larger than a probe-wire frame",
+                    ),
+                ))
+            }
+        };
+        // A closed connection has no one left to answer.
+        let _ = self.out.send(line).await;
+    }
+
+    async fn handle(self: Arc<Self>, req: Request) {
+        let id = req.id;
+        let op = match OpRequest::decode(&req) {
+            Ok(op) => op,
+            Err(e) => {
+                self.log('W', &format!("request {id} ({}): {e}", req.op));
+                self.send_final(Frame::error(id, bad_request(e.to_string())))
+                    .await;
+                return;
+            }
+        };
+        let result = match op {
+            OpRequest::Hello => Ok(self.hello().to_ok()),
+            OpRequest::Discover => Ok(DiscoverOk {
+                providers: self.sim.discover(),
+            }
+            .to_ok()),
+            OpRequest::Call(p) => self.call(p).await,
+            OpRequest::ReadFd(p) => self.read_fd(id, p).await,
+            OpRequest::CloseFd { handle } => self.close_fd(&handle),
+            OpRequest::Resolve(p) => self.resolve(p).await,
+            OpRequest::RestartProvider { package } => self.restart(&package),
+            OpRequest::HostProvider(p) => self.host_provider(&p),
+            OpRequest::Reply(p) => self.reply(p),
+            OpRequest::Unknown { op, .. } => Err(WireError::new(
+                ErrorKind::UnknownOp,
+                format!("this device does not know op {op:?}"),
+            )),
+        };
+        match result {
+            Ok(ok) => self.send_final(Frame::ok(id, ok)).await,
+            Err(e) => {
+                self.log('W', &format!("request {id} ({}): {e}", req.op));
+                self.send_final(Frame::error(id, e)).await
+            }
+        }
+    }
+
+    fn hello(&self) -> HelloOk {
+        let caller = &self.identity.caller;
+        HelloOk {
+            wire: WIRE_VERSION,
+            probe: format!("{PROBE_NAME}/{}", env!("CARGO_PKG_VERSION")),
+            identity: Identity {
+                name: self.identity.name.clone(),
+                uid: caller.uid,
+                packages: caller.packages.clone(),
+                cert_sha256: caller.cert_sha256.clone(),
+                extra: Map::new(),
+            },
+            device: DeviceInfo {
+                sdk_int: SDK_INT,
+                model: MODEL.to_string(),
+                fingerprint: FINGERPRINT.to_string(),
+                extra: Map::new(),
+            },
+            now_ms: self.sim.now_ms(),
+            ops: OPS.iter().map(|s| s.to_string()).collect(),
+            extra: Map::new(),
+        }
+    }
+
+    async fn call(&self, p: CallParams) -> Result<Map, WireError> {
+        let app = self.sim.app_for(&p.authority).ok_or_else(|| {
+            WireError::new(
+                ErrorKind::UnknownAuthority,
+                format!("no provider is installed for authority {:?}", p.authority),
+            )
+        })?;
+        let method = p.method.clone();
+        let caller = self.identity.caller.clone();
+        let now_ms = self.sim.now_ms();
+        let call = ProviderCall {
+            method: p.method,
+            arg: p.arg,
+            extras: p.extras,
+        };
+        let started = Instant::now();
+        let job_app = app.clone();
+        let job = tokio::task::spawn_blocking(move || {
+            catch_unwind(AssertUnwindSafe(|| match &job_app {
+                AppRef::Installed(a) => Ok(a.call(&caller, now_ms, &call)),
+                AppRef::Hosted(h) => h.call(&caller, now_ms, &call),
+            }))
+        });
+        let waited = tokio::time::timeout(wait_for(p.timeout_ms), job).await;
+        let elapsed_us = micros(started.elapsed());
+        let reply = match waited {
+            Err(_) => {
+                return Err(WireError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "stopped waiting for {method:?} after {} ms; the call may still complete on the provider side",
+                        wait_for(p.timeout_ms).as_millis()
+                    ),
+                ))
+            }
+            Ok(Ok(Ok(reply))) => reply?,
+            Ok(Ok(Err(_))) | Ok(Err(_)) => {
+                // Android restarts a crashed Provider process on the next
+                // call; the caller saw a DeadObjectException.
+                self.restart_crashed(&app);
+                return Err(WireError::new(
+                    ErrorKind::ProviderDied,
+                    format!("the provider of {:?} crashed during {method:?}", p.authority),
+                ));
+            }
+        };
+        match reply {
+            Reply::Threw { class, message } => Err(WireError::provider_exception(class, message)),
+            Reply::Result {
+                bundle: None,
+                attachments: _,
+            } => {
+                self.log('I', &format!("call {method} -> null ({elapsed_us} us)"));
+                Ok(CallOk {
+                    result: None,
+                    elapsed_us,
+                }
+                .to_ok())
+            }
+            Reply::Result {
+                bundle: Some(mut bundle),
+                attachments,
+            } => {
+                lock(&self.handles)
+                    .adopt(&mut bundle, attachments, &app, MAX_HANDLES_PER_CONNECTION)
+                    .map_err(|_| {
+                        WireError::new(
+                            ErrorKind::Unsupported,
+                            format!(
+                                "this connection would hold more than {MAX_HANDLES_PER_CONNECTION} handles; read, close or resolve some"
+                            ),
+                        )
+                    })?;
+                let status = bundle
+                    .opt_string(cetp_proto::envelope::keys::STATUS)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| "-".into());
+                let code = bundle
+                    .opt_string(cetp_proto::envelope::keys::ERROR_CODE)
+                    .ok()
+                    .flatten()
+                    .map(|c| format!(" {c}"))
+                    .unwrap_or_default();
+                self.log(
+                    'I',
+                    &format!("call {method} -> {status}{code} ({elapsed_us} us)"),
+                );
+                Ok(CallOk {
+                    result: Some(bundle),
+                    elapsed_us,
+                }
+                .to_ok())
+            }
+        }
+    }
+
+    fn restart_crashed(&self, app: &AppRef) {
+        if let AppRef::Installed(a) = app {
+            let a = Arc::clone(a);
+            self.log('E', "provider process crashed; restarting it");
+            tokio::task::spawn_blocking(move || {
+                let _ = catch_unwind(AssertUnwindSafe(|| a.restart()));
+            });
+        }
+    }
+
+    async fn read_fd(&self, id: u64, p: ReadFdParams) -> Result<Map, WireError> {
+        let src = lock(&self.handles)
+            .take_fd(&p.handle)
+            .ok_or_else(|| unknown_handle(&p.handle))?;
+        let mut cursor = FdCursor::new(src, p.max_bytes.min(MAX_READ_BYTES));
+        let mut hasher = Sha256::new();
+        while let Some(chunk) = cursor.next_chunk(MAX_CHUNK_BYTES) {
+            hasher.update(&chunk);
+            if self
+                .out
+                .send(encode_frame(&Frame::chunk(id, chunk)))
+                .await
+                .is_err()
+            {
+                return Err(WireError::new(ErrorKind::BadRequest, "connection closed"));
+            }
+        }
+        let ok = ReadFdOk {
+            bytes: cursor.position(),
+            sha256: hex::encode(hasher.finalize()),
+            eof: cursor.at_eof(),
+            error: None,
+        };
+        self.log(
+            'I',
+            &format!("read_fd {} -> {} bytes, eof={}", p.handle, ok.bytes, ok.eof),
+        );
+        Ok(ok.to_ok())
+    }
+
+    fn close_fd(&self, handle: &str) -> Result<Map, WireError> {
+        lock(&self.handles)
+            .take_fd(handle)
+            .map(|_| Empty.to_ok())
+            .ok_or_else(|| unknown_handle(handle))
+    }
+
+    async fn resolve(&self, p: ResolveParams) -> Result<Map, WireError> {
+        let held = lock(&self.handles)
+            .take_intent(&p.handle)
+            .ok_or_else(|| unknown_handle(&p.handle))?;
+        let app = held.app.clone();
+        let launcher = self.identity.caller.clone();
+        let now_ms = self.sim.now_ms();
+        let decision = p.decision;
+        let job = tokio::task::spawn_blocking(move || {
+            catch_unwind(AssertUnwindSafe(|| match &held.app {
+                AppRef::Installed(a) => Ok(a.resolve(&launcher, &held.target, decision, now_ms)),
+                AppRef::Hosted(h) => h.resolve(&launcher, &held.target, decision, now_ms),
+            }))
+        });
+        let outcome = match tokio::time::timeout(wait_for(p.timeout_ms), job).await {
+            Err(_) => {
+                return Err(WireError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the activity of {} did not finish within {} ms",
+                        p.handle,
+                        wait_for(p.timeout_ms).as_millis()
+                    ),
+                ))
+            }
+            Ok(Ok(Ok(outcome))) => outcome?,
+            Ok(Ok(Err(_))) | Ok(Err(_)) => {
+                self.restart_crashed(&app);
+                return Err(WireError::new(
+                    ErrorKind::ProviderDied,
+                    format!("the confirmation activity of {} crashed", p.handle),
+                ));
+            }
+        };
+        self.log(
+            'I',
+            &format!(
+                "resolve {} {} -> launched={} applied={} result_code={}",
+                p.handle,
+                decision.as_str(),
+                outcome.launched,
+                outcome.decision_applied,
+                outcome.result_code
+            ),
+        );
+        Ok(ResolveOk {
+            launched: outcome.launched,
+            decision_applied: outcome.decision_applied,
+            result_code: outcome.result_code,
+        }
+        .to_ok())
+    }
+
+    fn restart(&self, package: &str) -> Result<Map, WireError> {
+        self.sim
+            .restart_package(package)
+            .map(|()| Empty.to_ok())
+            .map_err(|e| WireError::new(ErrorKind::parse(&e.kind), e.message))
+    }
+
+    fn host_provider(&self, p: &HostProviderParams) -> Result<Map, WireError> {
+        let sim = &self.sim;
+        let hosted = sim
+            .hosted
+            .host(self.number, p, self.out.clone(), |authority| {
+                sim.device()
+                    .apps()
+                    .iter()
+                    .any(|a| a.authority() == authority)
+            })?;
+        self.log(
+            'I',
+            &format!(
+                "hosting a scripted provider: package {} authority {}",
+                hosted.package(),
+                hosted.authority()
+            ),
+        );
+        Ok(Empty.to_ok())
+    }
+
+    fn reply(&self, p: ReplyParams) -> Result<Map, WireError> {
+        let call = p.call.clone();
+        self.sim.hosted.reply(self.number, p)?;
+        self.log('I', &format!("reply to {call}"));
+        Ok(Empty.to_ok())
+    }
+}

@@ -1,0 +1,443 @@
+//! Hostile Providers a host scripts over the probe wire (`host_provider`,
+//! `incoming_call`, `reply`), for testing Consumers.
+//!
+//! A connection exports a Provider on an authority; every `call()` any
+//! Consumer on the device makes to it becomes an `incoming_call` event on
+//! that connection, and the Consumer's Binder thread waits until the host
+//! answers with `reply` (a Bundle, optionally a `result_fd` with given bytes,
+//! or an exception). The Provider dies with the connection that hosts it:
+//! waiting callers then see `provider_died`, later ones `unknown_authority`.
+//!
+//! Compatible extensions of probe-wire.md, all optional for a host:
+//! - `host_provider` takes optional `package`, `service`, `exported`,
+//!   `permission` and `authority_package` to shape the discovered manifest.
+//! - A `pending_intent` value in a reply's `result` becomes a real
+//!   PendingIntent created by the hosted app (creator facts are the app's,
+//!   whatever the script claims; `immutable` and `activity` are the
+//!   script's, default true). When a Consumer launches it (`resolve`), the
+//!   host gets an `intent_launched` event naming the script's `handle` and
+//!   the decision played.
+
+use crate::lock;
+use cetp_proto::provider::{
+    Attachment, CallerIdentity, Decision, FdSource, IntentTarget, ProviderCall, Reply,
+    ResolveOutcome, ServiceManifest,
+};
+use cetp_proto::{Bundle, FdValue, Value};
+use cetp_wire::ops::{Caller, HostProviderParams, IncomingCall, ReplyOutcome, ReplyParams};
+use cetp_wire::{encode_frame_checked, ErrorKind, Frame, Json, Map, WireError};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Scripted Providers on one device at once.
+pub(crate) const MAX_HOSTED: usize = 16;
+/// Calls of one scripted Provider waiting for their `reply`.
+pub(crate) const MAX_PENDING_CALLS: usize = 256;
+/// How long a Consumer's call waits for the host's `reply`.
+pub(crate) const REPLY_WAIT: Duration = Duration::from_secs(120);
+/// Longest `delay_ms` a reply may ask for.
+pub(crate) const MAX_REPLY_DELAY_MS: u64 = 120_000;
+/// First UID given to a scripted Provider app.
+const FIRST_UID: u32 = 10300;
+/// The handle written for the `result_fd` made of `fd_data`.
+const SCRIPTED_FD: &str = "scripted-fd";
+
+pub(crate) struct HostedProvider {
+    /// The connection that hosts it.
+    owner: u64,
+    authority: String,
+    package: String,
+    uid: u32,
+    manifest: ServiceManifest,
+    /// The hosting connection's outgoing frames.
+    out: mpsc::Sender<Vec<u8>>,
+    calls: Arc<AtomicU64>,
+    pending: Mutex<HashMap<String, SyncSender<ReplyParams>>>,
+    closed: AtomicBool,
+}
+
+fn died(authority: &str) -> WireError {
+    WireError::new(
+        ErrorKind::ProviderDied,
+        format!("the scripted provider of {authority:?} died: its hosting connection closed"),
+    )
+}
+
+impl HostedProvider {
+    pub fn authority(&self) -> &str {
+        &self.authority
+    }
+
+    pub fn package(&self) -> &str {
+        &self.package
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        // Dropping the senders wakes every waiting call with `Disconnected`.
+        lock(&self.pending).clear();
+    }
+
+    /// Queues a frame for the host, waiting (bounded) while its queue is
+    /// full. Runs on a blocking thread.
+    fn send_to_host(&self, frame: Vec<u8>, until: Instant) -> Result<(), WireError> {
+        let mut frame = frame;
+        loop {
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(died(&self.authority));
+            }
+            match self.out.try_send(frame) {
+                Ok(()) => return Ok(()),
+                Err(mpsc::error::TrySendError::Closed(_)) => return Err(died(&self.authority)),
+                Err(mpsc::error::TrySendError::Full(back)) => {
+                    if Instant::now() >= until {
+                        return Err(WireError::new(
+                            ErrorKind::Timeout,
+                            "the host does not read its connection",
+                        ));
+                    }
+                    frame = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+    }
+
+    /// `ContentProvider.call()`: asks the host and waits for its reply.
+    /// Blocking; the device runs it on a blocking thread.
+    pub fn call(
+        &self,
+        caller: &CallerIdentity,
+        now_ms: i64,
+        call: &ProviderCall,
+    ) -> Result<Reply, WireError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(died(&self.authority));
+        }
+        let id = format!("c-{}", self.calls.fetch_add(1, Ordering::Relaxed) + 1);
+        let event = IncomingCall {
+            call: id.clone(),
+            caller: Caller {
+                uid: caller.uid,
+                packages: caller.packages.clone(),
+                extra: Map::new(),
+            },
+            method: call.method.clone(),
+            arg: call.arg.clone(),
+            extras: call.extras.clone(),
+            now_ms,
+            extra: Map::new(),
+        };
+        let line = encode_frame_checked(&event.to_frame()).map_err(|_| {
+            WireError::new(
+                ErrorKind::TransactionTooLarge,
+                "the call is too large to forward to the host",
+            )
+        })?;
+        let (tx, rx) = sync_channel(1);
+        {
+            let mut pending = lock(&self.pending);
+            if pending.len() >= MAX_PENDING_CALLS {
+                return Err(WireError::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "at most {MAX_PENDING_CALLS} calls may wait for a scripted reply at once"
+                    ),
+                ));
+            }
+            pending.insert(id.clone(), tx);
+        }
+        let until = Instant::now() + REPLY_WAIT;
+        if let Err(e) = self.send_to_host(line, until) {
+            lock(&self.pending).remove(&id);
+            return Err(e);
+        }
+        let reply = match rx.recv_timeout(REPLY_WAIT) {
+            Ok(reply) => reply,
+            Err(RecvTimeoutError::Timeout) => {
+                lock(&self.pending).remove(&id);
+                return Err(WireError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the host did not reply to {id} within {} s",
+                        REPLY_WAIT.as_secs()
+                    ),
+                ));
+            }
+            Err(RecvTimeoutError::Disconnected) => return Err(died(&self.authority)),
+        };
+        if reply.delay_ms > 0 {
+            std::thread::sleep(Duration::from_millis(
+                reply.delay_ms.min(MAX_REPLY_DELAY_MS),
+            ));
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(died(&self.authority));
+        }
+        Ok(self.reply_of(reply.outcome))
+    }
+
+    fn reply_of(&self, outcome: ReplyOutcome) -> Reply {
+        match outcome {
+            ReplyOutcome::Throw { class, message } => Reply::Threw {
+                class,
+                message: message.unwrap_or_default(),
+            },
+            ReplyOutcome::Result { result, fd_data } => {
+                let mut attachments = Vec::new();
+                let mut bundle = result;
+                if let Some(b) = bundle.as_mut() {
+                    self.own_intents(b, &mut attachments, 0);
+                }
+                if let Some(data) = fd_data {
+                    bundle.get_or_insert_with(Bundle::new).insert(
+                        cetp_proto::envelope::keys::RESULT_FD,
+                        Value::Fd(FdValue {
+                            handle: SCRIPTED_FD.to_string(),
+                        }),
+                    );
+                    attachments.push((
+                        SCRIPTED_FD.to_string(),
+                        Attachment::File(FdSource::bytes(data)),
+                    ));
+                }
+                Reply::Result {
+                    bundle,
+                    attachments,
+                }
+            }
+        }
+    }
+
+    /// Turns the script's PendingIntent values into intents this app
+    /// created. Descriptor values other than `fd_data` stand for nothing and
+    /// reach the Consumer as `other`.
+    fn own_intents(&self, b: &mut Bundle, out: &mut Vec<(String, Attachment)>, depth: usize) {
+        if depth > cetp_wire::MAX_BUNDLE_DEPTH * 2 {
+            return;
+        }
+        for value in b.0.values_mut() {
+            match value {
+                Value::Bundle(inner) => self.own_intents(inner, out, depth + 1),
+                Value::PendingIntent(pi) => {
+                    if pi.handle == SCRIPTED_FD || out.iter().any(|(h, _)| *h == pi.handle) {
+                        continue;
+                    }
+                    out.push((
+                        pi.handle.clone(),
+                        Attachment::Intent(IntentTarget {
+                            creator_package: self.package.clone(),
+                            creator_uid: self.uid,
+                            immutable: pi.immutable.unwrap_or(true),
+                            activity: pi.activity.unwrap_or(true),
+                            component: None,
+                            confirmation: pi.handle.clone(),
+                        }),
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A Consumer launched one of this app's PendingIntents: tells the host
+    /// and reports the decision as the activity's result.
+    pub fn resolve(
+        &self,
+        launcher: &CallerIdentity,
+        target: &IntentTarget,
+        decision: Decision,
+        now_ms: i64,
+    ) -> Result<ResolveOutcome, WireError> {
+        let mut caller = Map::new();
+        caller.insert("uid".into(), Json::from(launcher.uid));
+        caller.insert(
+            "packages".into(),
+            Json::Array(
+                launcher
+                    .packages
+                    .iter()
+                    .map(|p| Json::from(p.as_str()))
+                    .collect(),
+            ),
+        );
+        let mut fields = Map::new();
+        fields.insert("handle".into(), Json::from(target.confirmation.as_str()));
+        fields.insert("decision".into(), Json::from(decision.as_str()));
+        fields.insert("launcher".into(), Json::Object(caller));
+        fields.insert("authority".into(), Json::from(self.authority.as_str()));
+        fields.insert("now_ms".into(), Json::from(now_ms));
+        let line =
+            encode_frame_checked(&Frame::event("intent_launched", fields)).map_err(|_| {
+                WireError::new(ErrorKind::TransactionTooLarge, "intent too large to report")
+            })?;
+        self.send_to_host(line, Instant::now() + REPLY_WAIT)?;
+        Ok(ResolveOutcome {
+            launched: true,
+            decision_applied: decision != Decision::Dismiss,
+            result_code: if decision == Decision::Approve { -1 } else { 0 },
+        })
+    }
+}
+
+/// The scripted Providers of one device.
+#[derive(Default)]
+pub(crate) struct Registry {
+    by_authority: Mutex<BTreeMap<String, Arc<HostedProvider>>>,
+    calls: Arc<AtomicU64>,
+    uids: AtomicU32,
+}
+
+fn extra_str(extra: &Map, key: &str) -> Result<Option<String>, WireError> {
+    match extra.get(key) {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(WireError::new(
+            ErrorKind::BadRequest,
+            format!("`{key}` must be a string, found {}", other.kind()),
+        )),
+    }
+}
+
+impl Registry {
+    pub fn manifests(&self) -> Vec<ServiceManifest> {
+        lock(&self.by_authority)
+            .values()
+            .map(|p| p.manifest.clone())
+            .collect()
+    }
+
+    pub fn has_package(&self, package: &str) -> bool {
+        lock(&self.by_authority)
+            .values()
+            .any(|p| p.package == package)
+    }
+
+    pub fn get(&self, authority: &str) -> Option<Arc<HostedProvider>> {
+        lock(&self.by_authority).get(authority).cloned()
+    }
+
+    /// Exports a scripted Provider for connection `owner`. `taken` says
+    /// whether an installed app already answers on an authority.
+    pub fn host(
+        &self,
+        owner: u64,
+        params: &HostProviderParams,
+        out: mpsc::Sender<Vec<u8>>,
+        taken: impl Fn(&str) -> bool,
+    ) -> Result<Arc<HostedProvider>, WireError> {
+        let authority = params.authority.clone();
+        if authority.is_empty() || authority.len() > 256 {
+            return Err(WireError::new(
+                ErrorKind::BadRequest,
+                "`authority` must hold 1 to 256 bytes",
+            ));
+        }
+        let package = match extra_str(&params.extra, "package")? {
+            Some(p) => p,
+            None => authority
+                .strip_suffix(".clawseed.tools")
+                .filter(|p| !p.is_empty())
+                .unwrap_or("com.clawseed.scripted")
+                .to_string(),
+        };
+        let service = extra_str(&params.extra, "service")?
+            .unwrap_or_else(|| format!("{package}/.cetp.ToolProviderService"));
+        let exported = match params.extra.get("exported") {
+            None | Some(Json::Null) => true,
+            Some(Json::Bool(b)) => *b,
+            Some(other) => {
+                return Err(WireError::new(
+                    ErrorKind::BadRequest,
+                    format!("`exported` must be a boolean, found {}", other.kind()),
+                ))
+            }
+        };
+        let authority_package = if params.extra.contains_key("authority_package") {
+            extra_str(&params.extra, "authority_package")?
+        } else {
+            Some(package.clone())
+        };
+        let manifest = ServiceManifest {
+            package: package.clone(),
+            service,
+            exported,
+            permission: extra_str(&params.extra, "permission")?,
+            meta: params.meta.clone(),
+            authority_package,
+        };
+        let mut all = lock(&self.by_authority);
+        if taken(&authority) || all.contains_key(&authority) {
+            return Err(WireError::new(
+                ErrorKind::BadRequest,
+                format!("a provider already answers on authority {authority:?}"),
+            ));
+        }
+        if all.len() >= MAX_HOSTED {
+            return Err(WireError::new(
+                ErrorKind::Unsupported,
+                format!("the simulator hosts at most {MAX_HOSTED} scripted providers"),
+            ));
+        }
+        let uid = FIRST_UID + self.uids.fetch_add(1, Ordering::Relaxed);
+        let p = Arc::new(HostedProvider {
+            owner,
+            authority: authority.clone(),
+            package,
+            uid,
+            manifest,
+            out,
+            calls: Arc::clone(&self.calls),
+            pending: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+        });
+        all.insert(authority, Arc::clone(&p));
+        Ok(p)
+    }
+
+    /// Removes the Providers connection `owner` hosts; their waiting calls
+    /// fail with `provider_died`.
+    pub fn remove_owned_by(&self, owner: u64) -> Vec<String> {
+        let mut all = lock(&self.by_authority);
+        let gone: Vec<String> = all
+            .iter()
+            .filter(|(_, p)| p.owner == owner)
+            .map(|(a, _)| a.clone())
+            .collect();
+        for a in &gone {
+            if let Some(p) = all.remove(a) {
+                p.close();
+            }
+        }
+        gone
+    }
+
+    /// Delivers the host's answer to a waiting call of one of its Providers.
+    pub fn reply(&self, owner: u64, params: ReplyParams) -> Result<(), WireError> {
+        let providers: Vec<Arc<HostedProvider>> = lock(&self.by_authority)
+            .values()
+            .filter(|p| p.owner == owner)
+            .cloned()
+            .collect();
+        for p in providers {
+            let waiting = lock(&p.pending).remove(&params.call);
+            if let Some(tx) = waiting {
+                // The caller may have given up since (its slot is gone); the
+                // reply then has no one to reach, as on a device.
+                let _ = tx.try_send(params);
+                return Ok(());
+            }
+        }
+        Err(WireError::new(
+            ErrorKind::UnknownHandle,
+            format!(
+                "no call {:?} is waiting for a reply from this connection",
+                params.call
+            ),
+        ))
+    }
+}

@@ -1,0 +1,345 @@
+//! The runner's blocking [`Device`] over the async probe-wire client.
+
+use cetp_conformance::device::{Device, DeviceError, HelloInfo};
+use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
+use cetp_proto::Bundle;
+use cetp_reference::port::{CallAnswer, FdRead};
+use cetp_transport::adb::Adb;
+use cetp_transport::{ui_to_wire, ClientStats, ProbeClient, TransportError};
+use cetp_wire::{ErrorKind, HelloOk};
+use std::any::Any;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::runtime::{Handle, Runtime};
+
+/// A multi-thread runtime shared by a target's connections (and the
+/// in-process device, when there is one). Dropping the last reference shuts
+/// it down without waiting: an adb call that timed out may still be blocked
+/// on its thread, and must not hold the harness.
+pub(crate) struct SharedRuntime {
+    rt: Option<Runtime>,
+}
+
+impl SharedRuntime {
+    pub(crate) fn new() -> std::io::Result<Arc<SharedRuntime>> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("cetp-target")
+            .enable_all()
+            .build()?;
+        Ok(Arc::new(SharedRuntime { rt: Some(rt) }))
+    }
+
+    fn rt(&self) -> &Runtime {
+        // Only `Drop` takes the runtime out.
+        self.rt.as_ref().expect("runtime present until drop")
+    }
+
+    pub(crate) fn handle(&self) -> &Handle {
+        self.rt().handle()
+    }
+
+    /// Runs `f` to completion from a plain thread. From inside a runtime
+    /// (where `block_on` would panic) it runs on a scoped helper thread.
+    pub(crate) fn block_on<F>(&self, f: F) -> F::Output
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        if Handle::try_current().is_ok() {
+            std::thread::scope(|s| {
+                s.spawn(|| self.rt().block_on(f))
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })
+        } else {
+            self.rt().block_on(f)
+        }
+    }
+}
+
+impl Drop for SharedRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The adb side of a device reached through an adb server.
+pub(crate) struct AdbSide {
+    pub(crate) adb: Adb,
+    pub(crate) forward_port: u16,
+    last_logcat: Mutex<Option<(Instant, String)>>,
+}
+
+impl AdbSide {
+    pub(crate) fn new(adb: Adb, forward_port: u16) -> Self {
+        AdbSide {
+            adb,
+            forward_port,
+            last_logcat: Mutex::new(None),
+        }
+    }
+}
+
+/// Device clock = device time at hello + host time elapsed since.
+#[derive(Clone, Copy, Debug)]
+struct ClockSync {
+    device_ms: i64,
+    at: Instant,
+}
+
+/// Error kinds after which the device log is worth attaching: the
+/// connection, the probe or the Provider's process misbehaved.
+fn wants_logcat(kind: &str) -> bool {
+    matches!(
+        kind,
+        "connection_closed"
+            | "timeout"
+            | "bad_frame"
+            | "frame_too_large"
+            | "io"
+            | "provider_died"
+            | "transaction_too_large"
+    )
+}
+
+/// How long a fetched log is reused for later errors of one burst.
+const LOGCAT_REUSE: Duration = Duration::from_secs(2);
+const LOGCAT_TAIL_LINES: usize = 40;
+const LOGCAT_TAIL_BYTES: usize = 4096;
+
+/// One caller identity's connection to a device, as the runner's
+/// [`Device`]. Methods block the calling thread; several threads may call
+/// at once (requests are pipelined on the connection).
+pub struct ProbeDevice {
+    identity: String,
+    client: ProbeClient,
+    rt: Arc<SharedRuntime>,
+    clock: Mutex<Option<ClockSync>>,
+    adb: Option<AdbSide>,
+    /// Whatever must live as long as the connection (the in-process device).
+    _keep: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for ProbeDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeDevice")
+            .field("identity", &self.identity)
+            .field("client", &self.client)
+            .field("adb", &self.adb.as_ref().map(|a| a.adb.config()))
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ProbeDevice {
+    pub(crate) fn new(
+        identity: &str,
+        client: ProbeClient,
+        rt: Arc<SharedRuntime>,
+        adb: Option<AdbSide>,
+        keep: Option<Arc<dyn Any + Send + Sync>>,
+    ) -> Self {
+        ProbeDevice {
+            identity: identity.to_string(),
+            client,
+            rt,
+            clock: Mutex::new(None),
+            adb,
+            _keep: keep,
+        }
+    }
+
+    /// The identity this connection speaks for (`a`, `b`).
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    pub fn stats(&self) -> ClientStats {
+        self.client.stats()
+    }
+
+    /// The underlying client, for async callers on the target's runtime.
+    pub fn client(&self) -> &ProbeClient {
+        &self.client
+    }
+
+    /// `hello` as the transport returns it, and the clock synchronised to it.
+    pub fn hello_raw(&self) -> Result<HelloOk, TransportError> {
+        let sent = Instant::now();
+        let hello = self.rt.block_on(self.client.hello())?;
+        // The device read its clock somewhere inside the round trip; the
+        // midpoint halves the worst-case error.
+        let rtt = sent.elapsed();
+        *lock(&self.clock) = Some(ClockSync {
+            device_ms: hello.now_ms,
+            at: sent + rtt / 2,
+        });
+        Ok(hello)
+    }
+
+    fn run<T: Send>(
+        &self,
+        f: impl Future<Output = Result<T, TransportError>> + Send,
+    ) -> Result<T, DeviceError> {
+        self.rt.block_on(f).map_err(|e| self.device_error(e))
+    }
+
+    fn device_error(&self, e: TransportError) -> DeviceError {
+        let mut message = e.to_string();
+        if let Some(side) = &self.adb {
+            if wants_logcat(e.kind()) {
+                message.push_str(&self.logcat_note(side));
+            }
+        }
+        DeviceError::new(e.kind(), message)
+    }
+
+    /// The tail of `logcat -d`, fetched at most once per burst of errors.
+    fn logcat_note(&self, side: &AdbSide) -> String {
+        if let Some((at, text)) = lock(&side.last_logcat).as_ref() {
+            if at.elapsed() < LOGCAT_REUSE {
+                return text.clone();
+            }
+        }
+        let note = match self.rt.block_on(side.adb.logcat()) {
+            Ok(log) => {
+                let text = String::from_utf8_lossy(&log);
+                let lines: Vec<&str> = text.lines().collect();
+                let mut tail = lines[lines.len().saturating_sub(LOGCAT_TAIL_LINES)..].join("\n");
+                if tail.len() > LOGCAT_TAIL_BYTES {
+                    let mut cut = tail.len() - LOGCAT_TAIL_BYTES;
+                    while !tail.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    tail.drain(..cut);
+                }
+                format!("\n--- logcat -d (tail) ---\n{tail}")
+            }
+            Err(e) => format!("\n(logcat -d unavailable: {e})"),
+        };
+        *lock(&side.last_logcat) = Some((Instant::now(), note.clone()));
+        note
+    }
+}
+
+impl Drop for ProbeDevice {
+    fn drop(&mut self) {
+        self.client.close();
+        if let Some(side) = &self.adb {
+            // Best effort: a dead server must not hold the harness.
+            let port = side.forward_port;
+            let _ = self.rt.block_on(async {
+                tokio::time::timeout(Duration::from_secs(2), side.adb.forward_remove(port)).await
+            });
+        }
+    }
+}
+
+impl Device for ProbeDevice {
+    fn hello(&self) -> Result<HelloInfo, DeviceError> {
+        let h = self.hello_raw().map_err(|e| self.device_error(e))?;
+        Ok(HelloInfo {
+            probe: h.probe,
+            identity_name: h.identity.name,
+            uid: h.identity.uid,
+            packages: h.identity.packages,
+            cert_sha256: h.identity.cert_sha256,
+            sdk_int: i64::from(h.device.sdk_int),
+            model: h.device.model,
+            fingerprint: h.device.fingerprint,
+            now_ms: h.now_ms,
+            ops: h.ops,
+        })
+    }
+
+    fn now_ms(&self) -> i64 {
+        let sync = *lock(&self.clock);
+        let sync = match sync {
+            Some(s) => s,
+            None => match self.hello_raw() {
+                Ok(_) => match *lock(&self.clock) {
+                    Some(s) => s,
+                    None => return host_now_ms(),
+                },
+                // Without the device's word, the host clock is the best
+                // estimate; the run's first hello already reported the error.
+                Err(_) => return host_now_ms(),
+            },
+        };
+        let elapsed = i64::try_from(sync.at.elapsed().as_millis()).unwrap_or(i64::MAX);
+        sync.device_ms.saturating_add(elapsed)
+    }
+
+    fn sleep_ms(&self, ms: u64) {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+
+    fn discover(&self) -> Result<Vec<ServiceManifest>, DeviceError> {
+        self.run(self.client.discover())
+    }
+
+    fn call(
+        &self,
+        authority: &str,
+        method: &str,
+        arg: Option<&str>,
+        extras: Option<&Bundle>,
+        timeout_ms: u64,
+    ) -> Result<CallAnswer, DeviceError> {
+        self.run(self.client.call(authority, method, arg, extras, timeout_ms))
+    }
+
+    fn read_fd(&self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError> {
+        self.run(self.client.read_fd(handle, max_bytes))
+    }
+
+    fn close_fd(&self, handle: &str) -> Result<(), DeviceError> {
+        self.run(self.client.close_fd(handle))
+    }
+
+    fn resolve(
+        &self,
+        handle: &str,
+        decision: Decision,
+        ui: Option<&serde_json::Value>,
+        timeout_ms: u64,
+    ) -> Result<ResolveOutcome, DeviceError> {
+        let ui = ui.and_then(ui_to_wire);
+        self.run(self.client.resolve(handle, decision, ui, timeout_ms))
+    }
+
+    fn restart_provider(&self, package: &str) -> Result<(), DeviceError> {
+        self.run(async {
+            match self.client.restart_provider(package).await {
+                Err(TransportError::Device {
+                    kind: ErrorKind::Unsupported,
+                    message,
+                    ..
+                }) => match &self.adb {
+                    // probe-wire: the host then restarts the process another way.
+                    Some(side) => side.adb.force_stop(package).await.map_err(Into::into),
+                    None => Err(TransportError::Device {
+                        kind: ErrorKind::Unsupported,
+                        message,
+                        class: None,
+                    }),
+                },
+                other => other,
+            }
+        })
+    }
+}
+
+fn host_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

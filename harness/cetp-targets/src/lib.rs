@@ -1,0 +1,314 @@
+//! Targets for the conformance runner: the probe-wire client
+//! ([`cetp_transport::ProbeClient`]) behind the runner's blocking
+//! [`Device`](cetp_conformance::device::Device), over each transport.
+//!
+//! ```text
+//! TARGET ──TargetSpec::parse──▶ open / open_with ──▶ Target { a, b: ProbeDevice }
+//!   sim          in-process simulated device, through an in-memory pipe
+//!   tcp:H:P      a probe-wire endpoint (and b=H:P for identity b)
+//!   adb[:SERIAL] adb server ─ forward tcp:N localabstract:cetp-probe[-b]
+//! ```
+//!
+//! Even the in-process `sim` goes through the wire codec, so every target
+//! exercises the same client. Each target owns a small multi-thread Tokio
+//! runtime; the `Device` methods block on it and must be called from plain
+//! threads (the runner's), though they also work, more slowly, from inside
+//! a runtime.
+//!
+//! Faults are mapped by kind: `provider_died` and `transaction_too_large`
+//! are charged to the Provider by the runner; every other kind
+//! (`connection_closed`, `timeout`, `bad_frame`, `frame_too_large`, `io`,
+//! `adb_*`, device kinds like `unknown_handle`) is an infrastructure error.
+
+#![forbid(unsafe_code)]
+
+mod device;
+pub mod spec;
+pub mod trace;
+
+pub use device::ProbeDevice;
+pub use spec::{AdbSpec, IdentityB, SimSpec, SpecError, TargetSpec, TcpSpec};
+pub use trace::{TracedFrame, WireTrace};
+
+use cetp_conformance::device::Target;
+use cetp_sim::Sim;
+use cetp_transport::adb::{Adb, AdbConfig, PROBE_SOCKET_A, PROBE_SOCKET_B};
+use cetp_transport::{inproc, tcp, ClientConfig, ProbeClient, Tap, TransportError};
+use device::{AdbSide, SharedRuntime};
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error("cannot start the target's runtime: {0}")]
+    Runtime(String),
+    #[error("cannot start the simulated device: {0}")]
+    Sim(String),
+    /// A step of setting up the device failed (adb checks, install, start).
+    #[error("{step}: {error}")]
+    Setup {
+        step: String,
+        error: TransportError,
+    },
+    /// Identity `identity` could not be connected or did not answer `hello`.
+    #[error("identity {identity} at {endpoint}: {error}")]
+    Connect {
+        identity: String,
+        endpoint: String,
+        error: TransportError,
+    },
+}
+
+impl TargetError {
+    /// `bad_target`, `runtime`, `sim`, or the transport error's kind.
+    pub fn kind(&self) -> &str {
+        match self {
+            TargetError::Spec(_) => "bad_target",
+            TargetError::Runtime(_) => "runtime",
+            TargetError::Sim(_) => "sim",
+            TargetError::Setup { error, .. } | TargetError::Connect { error, .. } => error.kind(),
+        }
+    }
+}
+
+/// How to open a target beyond what its spec says.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// Client settings; `op_timeout` is replaced by the spec's `timeout_ms`.
+    /// A tap given here sees the frames of both identities.
+    pub client: ClientConfig,
+    /// Records every frame of every identity (for `cetp replay`).
+    pub trace: Option<Arc<WireTrace>>,
+}
+
+impl OpenOptions {
+    pub fn traced(trace: Arc<WireTrace>) -> Self {
+        OpenOptions {
+            trace: Some(trace),
+            ..OpenOptions::default()
+        }
+    }
+
+    fn client_config(&self, identity: &str, op_timeout: Duration) -> ClientConfig {
+        let mut cfg = self.client.clone();
+        cfg.op_timeout = op_timeout;
+        let taps: Vec<Tap> = cfg
+            .tap
+            .take()
+            .into_iter()
+            .chain(self.trace.as_ref().map(|t| t.tap(identity)))
+            .collect();
+        cfg.tap = match taps.len() {
+            0 => None,
+            1 => taps.into_iter().next(),
+            _ => Some(Arc::new(move |d, b: &[u8]| {
+                for t in &taps {
+                    t(d, b);
+                }
+            })),
+        };
+        cfg
+    }
+}
+
+/// Opens `spec` with default options. Call from a plain thread.
+pub fn open(spec: &TargetSpec) -> Result<Target, TargetError> {
+    open_with(spec, &OpenOptions::default())
+}
+
+/// Opens `spec`: connects every identity and checks it with `hello`.
+pub fn open_with(spec: &TargetSpec, opts: &OpenOptions) -> Result<Target, TargetError> {
+    let rt = SharedRuntime::new().map_err(|e| TargetError::Runtime(e.to_string()))?;
+    let op_timeout = Duration::from_millis(spec.op_timeout_ms());
+    let label = spec.to_string();
+    let (a, b) = match spec {
+        TargetSpec::Sim(s) => {
+            let sim = Sim::new(s.sim_config()).map_err(|e| TargetError::Sim(e.to_string()))?;
+            let a = connect_sim(&rt, &sim, "a", opts, op_timeout)?;
+            let b = connect_sim(&rt, &sim, "b", opts, op_timeout)?;
+            (a, Some(b))
+        }
+        TargetSpec::Tcp(t) => {
+            let a = connect_tcp(&rt, &t.a, "a", opts, op_timeout)?;
+            let b = match &t.b {
+                Some(addr) => Some(connect_tcp(&rt, addr, "b", opts, op_timeout)?),
+                None => None,
+            };
+            (a, b)
+        }
+        TargetSpec::Adb(s) => open_adb(&rt, s, opts, op_timeout)?,
+    };
+    Ok(Target {
+        label,
+        a: Box::new(a),
+        b: b.map(|d| Box::new(d) as Box<dyn cetp_conformance::device::Device>),
+    })
+}
+
+/// Builds a fresh in-process simulated target per call: `None` hosts the
+/// reference Provider, `Some(name)` the mutant `name`. The shape
+/// `cetp_conformance::selftest::selftest` takes.
+pub fn sim_factory(base: SimSpec) -> impl Fn(Option<&str>) -> Result<Target, String> + Send + Sync {
+    move |mutant| {
+        let spec = TargetSpec::Sim(SimSpec {
+            mutant: mutant.map(str::to_string),
+            ..base.clone()
+        });
+        open(&spec).map_err(|e| e.to_string())
+    }
+}
+
+fn checked(
+    rt: &Arc<SharedRuntime>,
+    identity: &str,
+    endpoint: &str,
+    client: ProbeClient,
+    adb: Option<AdbSide>,
+    keep: Option<Arc<dyn Any + Send + Sync>>,
+) -> Result<ProbeDevice, TargetError> {
+    let dev = ProbeDevice::new(identity, client, rt.clone(), adb, keep);
+    dev.hello_raw().map_err(|error| TargetError::Connect {
+        identity: identity.to_string(),
+        endpoint: endpoint.to_string(),
+        error,
+    })?;
+    Ok(dev)
+}
+
+fn connect_sim(
+    rt: &Arc<SharedRuntime>,
+    sim: &Arc<Sim>,
+    identity: &str,
+    opts: &OpenOptions,
+    op_timeout: Duration,
+) -> Result<ProbeDevice, TargetError> {
+    let served = sim.clone();
+    let name = identity.to_string();
+    let stream = inproc::connect(rt.handle(), move |device_end| async move {
+        served.serve_connection(&name, device_end).await
+    });
+    let client = ProbeClient::connect_on(
+        rt.handle(),
+        stream,
+        opts.client_config(identity, op_timeout),
+    );
+    let keep: Arc<dyn Any + Send + Sync> = sim.clone();
+    checked(rt, identity, "in-process", client, None, Some(keep))
+}
+
+fn connect_tcp(
+    rt: &Arc<SharedRuntime>,
+    addr: &str,
+    identity: &str,
+    opts: &OpenOptions,
+    op_timeout: Duration,
+) -> Result<ProbeDevice, TargetError> {
+    let stream = rt
+        .block_on(tcp::connect(addr, op_timeout))
+        .map_err(|error| TargetError::Connect {
+            identity: identity.to_string(),
+            endpoint: addr.to_string(),
+            error,
+        })?;
+    let client = ProbeClient::connect_on(
+        rt.handle(),
+        stream,
+        opts.client_config(identity, op_timeout),
+    );
+    checked(rt, identity, addr, client, None, None)
+}
+
+fn open_adb(
+    rt: &Arc<SharedRuntime>,
+    s: &AdbSpec,
+    opts: &OpenOptions,
+    op_timeout: Duration,
+) -> Result<(ProbeDevice, Option<ProbeDevice>), TargetError> {
+    let adb = Adb::new(AdbConfig {
+        server: s.server,
+        serial: s.serial.clone(),
+        op_timeout,
+        ..AdbConfig::default()
+    });
+    let setup = |step: String, r: Result<(), TransportError>| {
+        r.map_err(|error| TargetError::Setup { step, error })
+    };
+    setup(
+        format!("adb server {}, {}", s.server, adb.device_label()),
+        rt.block_on(adb.check_device()).map_err(Into::into),
+    )?;
+    for apk in &s.install {
+        setup(
+            format!("installing {}", apk.display()),
+            rt.block_on(adb.install(apk)).map_err(Into::into),
+        )?;
+    }
+    if s.start {
+        setup(
+            format!("starting {}", s.probe_service),
+            rt.block_on(adb.start_service(&s.probe_service))
+                .map_err(Into::into),
+        )?;
+    }
+    let a = connect_adb(rt, &adb, PROBE_SOCKET_A, "a", opts, op_timeout)?;
+    let b = match s.b {
+        IdentityB::Off => None,
+        mode => {
+            let started = if s.start {
+                rt.block_on(adb.start_service(&s.probe_b_service))
+                    .map_err(TransportError::from)
+            } else {
+                Ok(())
+            };
+            let b = started
+                .map_err(|error| TargetError::Setup {
+                    step: format!("starting {}", s.probe_b_service),
+                    error,
+                })
+                .and_then(|()| connect_adb(rt, &adb, PROBE_SOCKET_B, "b", opts, op_timeout));
+            match (b, mode) {
+                (Ok(b), _) => Some(b),
+                (Err(e), IdentityB::Required) => return Err(e),
+                // The device offers one identity; cross-caller cases will
+                // say so.
+                (Err(_), _) => None,
+            }
+        }
+    };
+    Ok((a, b))
+}
+
+fn connect_adb(
+    rt: &Arc<SharedRuntime>,
+    adb: &Adb,
+    socket: &str,
+    identity: &str,
+    opts: &OpenOptions,
+    op_timeout: Duration,
+) -> Result<ProbeDevice, TargetError> {
+    let connect_error = |error| TargetError::Connect {
+        identity: identity.to_string(),
+        endpoint: socket.to_string(),
+        error,
+    };
+    let (stream, port) = rt
+        .block_on(adb.connect_socket(socket))
+        .map_err(connect_error)?;
+    let client = ProbeClient::connect_on(
+        rt.handle(),
+        stream,
+        opts.client_config(identity, op_timeout),
+    );
+    // On failure the device is dropped, which removes the forward.
+    checked(
+        rt,
+        identity,
+        socket,
+        client,
+        Some(AdbSide::new(adb.clone(), port)),
+        None,
+    )
+}

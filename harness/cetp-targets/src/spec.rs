@@ -1,0 +1,445 @@
+//! TARGET strings of the CLI.
+//!
+//! ```text
+//! sim[:OPTION,...]                 in-process simulated device
+//!     mutant=NAME manifest=VARIANT clock_skew_ms=N effect_delay_ms=N seed=N
+//! tcp:HOST:PORT[,OPTION,...]       a probe-wire endpoint
+//!     b=HOST:PORT                  identity b's endpoint
+//! adb[:SERIAL][,OPTION,...]        a device behind an adb server
+//!     server=HOST:PORT             the adb server [default 127.0.0.1:$ANDROID_ADB_SERVER_PORT or 5037]
+//!     install=PATH                 install this APK first (repeatable, in order)
+//!     probe=COMPONENT              the probe service to start [com.clawseed.probe/.ProbeService]
+//!     probe_b=COMPONENT            the second probe's service [com.clawseed.probe.b/.ProbeService]
+//!     start=0                      do not start the probe services
+//!     b=auto|on|off                identity b: try it / require it / skip it [auto]
+//! common:
+//!     timeout_ms=N                 per-op timeout (hello, discover, adb commands) [15000]
+//! ```
+//!
+//! After the scheme, items are separated by `,`; an item with `=` is an
+//! option, the one item without is the endpoint (tcp) or the serial (adb).
+//! IPv6 hosts are bracketed: `tcp:[::1]:7000`.
+
+use cetp_reference::provider::ManifestVariant;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
+
+pub const DEFAULT_PROBE_SERVICE: &str = "com.clawseed.probe/.ProbeService";
+pub const DEFAULT_PROBE_B_SERVICE: &str = "com.clawseed.probe.b/.ProbeService";
+pub const DEFAULT_OP_TIMEOUT_MS: u64 = 15_000;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetSpec {
+    Sim(SimSpec),
+    Tcp(TcpSpec),
+    Adb(AdbSpec),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimSpec {
+    pub mutant: Option<String>,
+    pub manifest: ManifestVariant,
+    pub clock_skew_ms: i64,
+    pub effect_delay_ms: u64,
+    pub seed: u64,
+    pub op_timeout_ms: u64,
+}
+
+impl Default for SimSpec {
+    fn default() -> Self {
+        let d = cetp_sim::SimConfig::default();
+        SimSpec {
+            mutant: d.mutant,
+            manifest: d.manifest,
+            clock_skew_ms: d.clock_skew_ms,
+            effect_delay_ms: d.effect_delay_ms,
+            seed: d.seed,
+            op_timeout_ms: DEFAULT_OP_TIMEOUT_MS,
+        }
+    }
+}
+
+impl SimSpec {
+    pub fn sim_config(&self) -> cetp_sim::SimConfig {
+        cetp_sim::SimConfig {
+            mutant: self.mutant.clone(),
+            manifest: self.manifest,
+            clock_skew_ms: self.clock_skew_ms,
+            effect_delay_ms: self.effect_delay_ms,
+            seed: self.seed,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TcpSpec {
+    /// `HOST:PORT` of identity a.
+    pub a: String,
+    pub b: Option<String>,
+    pub op_timeout_ms: u64,
+}
+
+/// Whether to connect identity b.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdentityB {
+    /// Connect it if the device offers it.
+    Auto,
+    /// Fail to open when it cannot be connected.
+    Required,
+    Off,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdbSpec {
+    pub serial: Option<String>,
+    pub server: SocketAddrV4,
+    pub install: Vec<PathBuf>,
+    pub probe_service: String,
+    pub probe_b_service: String,
+    pub start: bool,
+    pub b: IdentityB,
+    pub op_timeout_ms: u64,
+}
+
+impl Default for AdbSpec {
+    fn default() -> Self {
+        AdbSpec {
+            serial: None,
+            server: cetp_transport::adb::default_server(),
+            install: Vec::new(),
+            probe_service: DEFAULT_PROBE_SERVICE.into(),
+            probe_b_service: DEFAULT_PROBE_B_SERVICE.into(),
+            start: true,
+            b: IdentityB::Auto,
+            op_timeout_ms: DEFAULT_OP_TIMEOUT_MS,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("bad target {text:?}: {reason}")]
+pub struct SpecError {
+    pub text: String,
+    pub reason: String,
+}
+
+struct Items {
+    positional: Option<String>,
+    options: Vec<(String, String)>,
+}
+
+fn split_items(text: &str, rest: &str) -> Result<Items, SpecError> {
+    let err = |reason: String| SpecError {
+        text: text.to_string(),
+        reason,
+    };
+    let mut items = Items {
+        positional: None,
+        options: Vec::new(),
+    };
+    for item in rest.split(',').filter(|s| !s.is_empty()) {
+        match item.split_once('=') {
+            Some((k, v)) => items.options.push((k.trim().to_string(), v.trim().to_string())),
+            None if items.positional.is_none() => items.positional = Some(item.trim().to_string()),
+            None => return Err(err(format!("unexpected {item:?} (options are KEY=VALUE)"))),
+        }
+    }
+    Ok(items)
+}
+
+fn number<T: std::str::FromStr>(text: &str, key: &str, v: &str) -> Result<T, SpecError> {
+    v.parse().map_err(|_| SpecError {
+        text: text.to_string(),
+        reason: format!("{key}={v:?} is not a number"),
+    })
+}
+
+/// Checks `HOST:PORT` (the host is resolved at connect time).
+fn endpoint(text: &str, v: &str) -> Result<String, SpecError> {
+    let bad = || SpecError {
+        text: text.to_string(),
+        reason: format!("{v:?} is not HOST:PORT"),
+    };
+    if v.parse::<SocketAddr>().is_ok() {
+        return Ok(v.to_string());
+    }
+    let (host, port) = v.rsplit_once(':').ok_or_else(bad)?;
+    if host.is_empty() || host.contains(':') || port.parse::<u16>().is_err() {
+        return Err(bad());
+    }
+    Ok(v.to_string())
+}
+
+impl TargetSpec {
+    pub fn parse(text: &str) -> Result<TargetSpec, SpecError> {
+        let err = |reason: String| SpecError {
+            text: text.to_string(),
+            reason,
+        };
+        let t = text.trim();
+        // `adb,server=...` (no serial) and `sim,seed=1` read like `adb:...`.
+        let split_at = t.find([':', ',']).unwrap_or(t.len());
+        let (scheme, rest) = (&t[..split_at], t.get(split_at + 1..).unwrap_or(""));
+        let items = split_items(text, rest)?;
+        let mut opts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (k, v) in items.options {
+            opts.entry(k).or_default().push(v);
+        }
+        let take = |opts: &mut BTreeMap<String, Vec<String>>, k: &str| -> Result<Option<String>, SpecError> {
+            match opts.remove(k) {
+                None => Ok(None),
+                Some(mut vs) if vs.len() == 1 => Ok(vs.pop()),
+                Some(_) => Err(SpecError {
+                    text: text.to_string(),
+                    reason: format!("{k} given more than once"),
+                }),
+            }
+        };
+        let op_timeout_ms = match take(&mut opts, "timeout_ms")? {
+            Some(v) => number(text, "timeout_ms", &v)?,
+            None => DEFAULT_OP_TIMEOUT_MS,
+        };
+        let spec = match scheme {
+            "sim" => {
+                if let Some(p) = items.positional {
+                    return Err(err(format!("sim takes only KEY=VALUE options, found {p:?}")));
+                }
+                let mut s = SimSpec {
+                    op_timeout_ms,
+                    ..SimSpec::default()
+                };
+                if let Some(v) = take(&mut opts, "mutant")? {
+                    s.mutant = Some(v);
+                }
+                if let Some(v) = take(&mut opts, "manifest")? {
+                    s.manifest = cetp_sim::parse_manifest_variant(&v).map_err(|e| err(e.to_string()))?;
+                }
+                if let Some(v) = take(&mut opts, "clock_skew_ms")? {
+                    s.clock_skew_ms = number(text, "clock_skew_ms", &v)?;
+                }
+                if let Some(v) = take(&mut opts, "effect_delay_ms")? {
+                    s.effect_delay_ms = number(text, "effect_delay_ms", &v)?;
+                }
+                if let Some(v) = take(&mut opts, "seed")? {
+                    s.seed = number(text, "seed", &v)?;
+                }
+                TargetSpec::Sim(s)
+            }
+            "tcp" => {
+                let a = items
+                    .positional
+                    .ok_or_else(|| err("tcp needs HOST:PORT".into()))?;
+                let b = take(&mut opts, "b")?.map(|v| endpoint(text, &v)).transpose()?;
+                TargetSpec::Tcp(TcpSpec {
+                    a: endpoint(text, &a)?,
+                    b,
+                    op_timeout_ms,
+                })
+            }
+            "adb" => {
+                let mut s = AdbSpec {
+                    serial: items.positional,
+                    op_timeout_ms,
+                    ..AdbSpec::default()
+                };
+                if let Some(v) = take(&mut opts, "server")? {
+                    s.server = v
+                        .parse()
+                        .map_err(|_| err(format!("server={v:?} is not IPV4:PORT")))?;
+                }
+                s.install = opts.remove("install").unwrap_or_default().into_iter().map(PathBuf::from).collect();
+                if let Some(v) = take(&mut opts, "probe")? {
+                    s.probe_service = v;
+                }
+                if let Some(v) = take(&mut opts, "probe_b")? {
+                    s.probe_b_service = v;
+                }
+                if let Some(v) = take(&mut opts, "start")? {
+                    s.start = match v.as_str() {
+                        "1" | "on" | "true" => true,
+                        "0" | "off" | "false" => false,
+                        _ => return Err(err(format!("start={v:?}: use 1 or 0"))),
+                    };
+                }
+                if let Some(v) = take(&mut opts, "b")? {
+                    s.b = match v.as_str() {
+                        "auto" => IdentityB::Auto,
+                        "on" | "1" | "required" => IdentityB::Required,
+                        "off" | "0" => IdentityB::Off,
+                        _ => return Err(err(format!("b={v:?}: use auto, on or off"))),
+                    };
+                }
+                TargetSpec::Adb(s)
+            }
+            other => {
+                return Err(err(format!(
+                    "unknown kind {other:?}; use sim[:OPTIONS], tcp:HOST:PORT[,b=HOST:PORT] or adb[:SERIAL][,server=HOST:PORT]"
+                )))
+            }
+        };
+        if let Some(k) = opts.keys().next() {
+            return Err(err(format!("unknown option {k:?} for {scheme}")));
+        }
+        Ok(spec)
+    }
+
+    /// The per-op timeout the spec asks for.
+    pub fn op_timeout_ms(&self) -> u64 {
+        match self {
+            TargetSpec::Sim(s) => s.op_timeout_ms,
+            TargetSpec::Tcp(s) => s.op_timeout_ms,
+            TargetSpec::Adb(s) => s.op_timeout_ms,
+        }
+    }
+}
+
+impl std::str::FromStr for TargetSpec {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TargetSpec::parse(s)
+    }
+}
+
+/// The canonical text, which parses back to the same spec (used as the
+/// target's label in reports).
+impl fmt::Display for TargetSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut opts: Vec<String> = Vec::new();
+        let head = match self {
+            TargetSpec::Sim(s) => {
+                let d = SimSpec::default();
+                if let Some(m) = &s.mutant {
+                    opts.push(format!("mutant={m}"));
+                }
+                if s.manifest != d.manifest {
+                    opts.push(format!("manifest={}", cetp_sim::manifest_variant_name(s.manifest)));
+                }
+                if s.clock_skew_ms != d.clock_skew_ms {
+                    opts.push(format!("clock_skew_ms={}", s.clock_skew_ms));
+                }
+                if s.effect_delay_ms != d.effect_delay_ms {
+                    opts.push(format!("effect_delay_ms={}", s.effect_delay_ms));
+                }
+                if s.seed != d.seed {
+                    opts.push(format!("seed={}", s.seed));
+                }
+                "sim".to_string()
+            }
+            TargetSpec::Tcp(s) => {
+                if let Some(b) = &s.b {
+                    opts.push(format!("b={b}"));
+                }
+                format!("tcp:{}", s.a)
+            }
+            TargetSpec::Adb(s) => {
+                let d = AdbSpec::default();
+                if s.server != d.server {
+                    opts.push(format!("server={}", s.server));
+                }
+                for p in &s.install {
+                    opts.push(format!("install={}", p.display()));
+                }
+                if s.probe_service != d.probe_service {
+                    opts.push(format!("probe={}", s.probe_service));
+                }
+                if s.probe_b_service != d.probe_b_service {
+                    opts.push(format!("probe_b={}", s.probe_b_service));
+                }
+                if !s.start {
+                    opts.push("start=0".into());
+                }
+                match s.b {
+                    IdentityB::Auto => {}
+                    IdentityB::Required => opts.push("b=on".into()),
+                    IdentityB::Off => opts.push("b=off".into()),
+                }
+                match &s.serial {
+                    Some(serial) => format!("adb:{serial}"),
+                    None => "adb".to_string(),
+                }
+            }
+        };
+        if self.op_timeout_ms() != DEFAULT_OP_TIMEOUT_MS {
+            opts.push(format!("timeout_ms={}", self.op_timeout_ms()));
+        }
+        f.write_str(&head)?;
+        if !opts.is_empty() {
+            let sep = if head.contains(':') || matches!(self, TargetSpec::Adb(_)) {
+                ","
+            } else {
+                ":"
+            };
+            write!(f, "{sep}{}", opts.join(","))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(text: &str) -> TargetSpec {
+        let spec = TargetSpec::parse(text).unwrap_or_else(|e| panic!("{e}"));
+        let again = TargetSpec::parse(&spec.to_string()).unwrap();
+        assert_eq!(spec, again, "{text} -> {spec}");
+        spec
+    }
+
+    #[test]
+    fn sim_specs() {
+        assert_eq!(round_trip("sim"), TargetSpec::Sim(SimSpec::default()));
+        let TargetSpec::Sim(s) = round_trip("sim:mutant=session_not_checked,manifest=v1-only,seed=9,clock_skew_ms=-5000")
+        else {
+            panic!()
+        };
+        assert_eq!(s.mutant.as_deref(), Some("session_not_checked"));
+        assert_eq!(s.manifest, ManifestVariant::V1Only);
+        assert_eq!((s.seed, s.clock_skew_ms), (9, -5000));
+        assert_eq!(
+            TargetSpec::Sim(s).to_string(),
+            "sim:mutant=session_not_checked,manifest=v1-only,clock_skew_ms=-5000,seed=9"
+        );
+        assert!(TargetSpec::parse("sim:manifest=v3").is_err());
+        assert!(TargetSpec::parse("sim:frobnicate=1").is_err());
+        assert!(TargetSpec::parse("sim:seed=x").is_err());
+    }
+
+    #[test]
+    fn tcp_specs() {
+        let TargetSpec::Tcp(t) = round_trip("tcp:127.0.0.1:7000,b=127.0.0.1:7001") else {
+            panic!()
+        };
+        assert_eq!(t.a, "127.0.0.1:7000");
+        assert_eq!(t.b.as_deref(), Some("127.0.0.1:7001"));
+        round_trip("tcp:[::1]:7000");
+        round_trip("tcp:device.lan:7000,timeout_ms=2000");
+        for bad in ["tcp", "tcp:host", "tcp:host:x", "tcp:::1:7"] {
+            assert!(TargetSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn adb_specs() {
+        let TargetSpec::Adb(a) = round_trip("adb") else { panic!() };
+        assert_eq!(a.serial, None);
+        let TargetSpec::Adb(a) =
+            round_trip("adb:127.0.0.1:5555,server=127.0.0.1:5038,install=/tmp/p.apk,install=/tmp/q.apk,b=off")
+        else {
+            panic!()
+        };
+        assert_eq!(a.serial.as_deref(), Some("127.0.0.1:5555"));
+        assert_eq!(a.server, "127.0.0.1:5038".parse().unwrap());
+        assert_eq!(a.install, vec![PathBuf::from("/tmp/p.apk"), PathBuf::from("/tmp/q.apk")]);
+        assert_eq!(a.b, IdentityB::Off);
+        let TargetSpec::Adb(a) = round_trip("adb,server=127.0.0.1:6000,start=0") else {
+            panic!()
+        };
+        assert_eq!((a.serial, a.start), (None, false));
+        assert!(TargetSpec::parse("adb:X,server=localhost").is_err());
+        assert!(TargetSpec::parse("adb:X,Y").is_err());
+        assert!(TargetSpec::parse("usb:X").is_err());
+    }
+}

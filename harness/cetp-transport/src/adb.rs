@@ -1,0 +1,534 @@
+//! The adb transport: a device behind an adb server, reached with
+//! `adb forward tcp:N localabstract:cetp-probe`, plus the few adb services
+//! the harness needs around the probe (install, start, `am force-stop`,
+//! `logcat -d`).
+//!
+//! adb_client is blocking and its calls can block forever (no connect or
+//! read timeouts, and its socket is private), so every call runs on the
+//! blocking pool under a Tokio timeout and comes back as a named
+//! [`AdbError`]. A call that timed out may leave its thread blocked until the
+//! server closes the socket; a runtime that owns such calls should be shut
+//! down with `shutdown_background`/`shutdown_timeout`, not dropped.
+//!
+//! Quirks of adb_client 3.2.3 this module works around:
+//! - `ADBServer` starts `adb start-server` (on the default port, whatever
+//!   address it was given) before talking to a loopback server, so it is not
+//!   used: [`ADBServerDevice`] is built directly for the configured address.
+//! - `ADBServerDevice::install` streams through `exec:cmd package install`,
+//!   which older devices (and the simulated device) refuse; installs are
+//!   done as `adb install` did for years: push to `/data/local/tmp` and
+//!   `pm install`.
+//! - `forward(remote, local)` takes the device side first.
+//! - Shell v1 (what the server uses without the `shell_v2` feature) loses
+//!   the exit status: commands run as `CMD; echo __rc=$?` and the marker is
+//!   parsed.
+//! - `get_logs` runs `exec logcat`, which never ends; `logcat -d` is used.
+
+use crate::error::{AdbError, AdbErrorKind, TransportError};
+use adb_client::server_device::ADBServerDevice;
+use adb_client::{ADBDeviceExt, RustADBError};
+use std::io::{ErrorKind, Write};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::Path;
+use std::time::Duration;
+use tokio::net::TcpStream;
+
+/// The probe app's socket for caller identity `a`.
+pub const PROBE_SOCKET_A: &str = "localabstract:cetp-probe";
+/// The second probe APK's socket (caller identity `b`).
+pub const PROBE_SOCKET_B: &str = "localabstract:cetp-probe-b";
+
+/// The idiom whose output carries a shell v1 command's exit status.
+pub const RC_SUFFIX: &str = "; echo __rc=$?";
+const RC_MARK: &[u8] = b"__rc=";
+
+/// The adb server's default address: loopback, port `$ANDROID_ADB_SERVER_PORT`
+/// or 5037.
+pub fn default_server() -> SocketAddrV4 {
+    let port = std::env::var("ANDROID_ADB_SERVER_PORT")
+        .ok()
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or(5037);
+    SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)
+}
+
+#[derive(Clone, Debug)]
+pub struct AdbConfig {
+    /// The adb server (not the device).
+    pub server: SocketAddrV4,
+    /// The device's serial; `None` means the only device the server has.
+    pub serial: Option<String>,
+    /// Shell commands, forwards, pushes of small files.
+    pub op_timeout: Duration,
+    /// Pushing and installing an APK.
+    pub install_timeout: Duration,
+    /// Output kept from a shell command (the tail).
+    pub shell_max_bytes: usize,
+    /// Output kept from `logcat -d` (the tail).
+    pub logcat_max_bytes: usize,
+}
+
+impl Default for AdbConfig {
+    fn default() -> Self {
+        AdbConfig {
+            server: default_server(),
+            serial: None,
+            op_timeout: Duration::from_secs(10),
+            install_timeout: Duration::from_secs(120),
+            shell_max_bytes: 1024 * 1024,
+            logcat_max_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// What a shell command printed (stdout and stderr, merged by shell v1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellOutput {
+    /// The output without the exit-status marker; the tail when truncated.
+    pub output: Vec<u8>,
+    /// `None` when the marker never came (the connection dropped).
+    pub exit_code: Option<i32>,
+    pub truncated: bool,
+}
+
+impl ShellOutput {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.output).into_owned()
+    }
+}
+
+/// Keeps the last `max` bytes written to it.
+struct Tail {
+    buf: Vec<u8>,
+    max: usize,
+    truncated: bool,
+}
+
+impl Tail {
+    fn new(max: usize) -> Self {
+        Tail {
+            buf: Vec::new(),
+            max: max.max(1),
+            truncated: false,
+        }
+    }
+
+    fn into_inner(mut self) -> (Vec<u8>, bool) {
+        if self.buf.len() > self.max {
+            let cut = self.buf.len() - self.max;
+            self.buf.drain(..cut);
+            self.truncated = true;
+        }
+        (self.buf, self.truncated)
+    }
+}
+
+impl Write for Tail {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        // Amortized: trim only when twice the limit is buffered.
+        self.buf.extend_from_slice(data);
+        if self.buf.len() > 2 * self.max {
+            let cut = self.buf.len() - self.max;
+            self.buf.drain(..cut);
+            self.truncated = true;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Splits the `__rc=N` marker off the end of a command's output.
+pub fn split_exit_code(out: &[u8]) -> (Vec<u8>, Option<i32>) {
+    let trimmed = out.strip_suffix(b"\n").unwrap_or(out);
+    let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
+    let line_start = trimmed
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let last = &trimmed[line_start..];
+    match last.strip_prefix(RC_MARK) {
+        Some(code) => match std::str::from_utf8(code).ok().and_then(|c| c.trim().parse().ok()) {
+            Some(rc) => (out[..line_start].to_vec(), Some(rc)),
+            None => (out.to_vec(), None),
+        },
+        None => (out.to_vec(), None),
+    }
+}
+
+/// Single-quotes a word for the device's `sh`.
+pub fn sh_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+fn classify(what: &str, e: RustADBError) -> AdbError {
+    use AdbErrorKind as K;
+    let kind = match &e {
+        RustADBError::IOError(io) => match io.kind() {
+            ErrorKind::ConnectionRefused
+            | ErrorKind::AddrNotAvailable
+            | ErrorKind::HostUnreachable
+            | ErrorKind::NetworkUnreachable => K::ServerUnreachable,
+            ErrorKind::TimedOut | ErrorKind::WouldBlock => K::Timeout,
+            _ => K::ConnectionDropped,
+        },
+        RustADBError::ADBRequestFailed(msg) => {
+            let m = msg.to_ascii_lowercase();
+            if ["offline", "unauthorized", "authorizing", "connecting"]
+                .iter()
+                .any(|w| m.contains(w))
+            {
+                K::DeviceOffline
+            } else if m.contains("more than one") {
+                K::DeviceAmbiguous
+            } else if m.contains("not found") || m.contains("no devices") || m.contains("no emulators") {
+                K::DeviceNotFound
+            } else {
+                K::CommandFailed
+            }
+        }
+        RustADBError::DeviceNotFound(_) => K::DeviceNotFound,
+        _ => K::CommandFailed,
+    };
+    AdbError::new(kind, format!("{what}: {e}"))
+}
+
+/// A device behind an adb server. Cheap to clone; every method opens its
+/// own connections to the server.
+#[derive(Clone, Debug)]
+pub struct Adb {
+    cfg: AdbConfig,
+}
+
+impl Adb {
+    pub fn new(cfg: AdbConfig) -> Self {
+        Adb { cfg }
+    }
+
+    pub fn config(&self) -> &AdbConfig {
+        &self.cfg
+    }
+
+    /// `SERIAL` or `any device`, for messages.
+    pub fn device_label(&self) -> String {
+        match &self.cfg.serial {
+            Some(s) => format!("device {s}"),
+            None => "the only device".to_string(),
+        }
+    }
+
+    fn server_device(&self) -> ADBServerDevice {
+        match &self.cfg.serial {
+            Some(s) => ADBServerDevice::new(s.clone(), Some(self.cfg.server)),
+            None => ADBServerDevice::autodetect(Some(self.cfg.server)),
+        }
+    }
+
+    /// Runs one blocking adb_client call under `timeout`.
+    async fn blocking<T, F>(&self, what: &str, timeout: Duration, f: F) -> Result<T, AdbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut ADBServerDevice) -> Result<T, RustADBError> + Send + 'static,
+    {
+        let mut dev = self.server_device();
+        let task = tokio::task::spawn_blocking(move || f(&mut dev));
+        match tokio::time::timeout(timeout, task).await {
+            Err(_) => Err(AdbError::new(
+                AdbErrorKind::Timeout,
+                format!(
+                    "{what}: no answer from the adb server at {} for {} within {} ms",
+                    self.cfg.server,
+                    self.device_label(),
+                    timeout.as_millis()
+                ),
+            )),
+            // adb_client panicking on what a server sent is a failed
+            // command, not a harness crash.
+            Ok(Err(join)) => Err(AdbError::new(
+                AdbErrorKind::CommandFailed,
+                format!("{what}: adb client failed: {join}"),
+            )),
+            Ok(Ok(r)) => r.map_err(|e| {
+                let mut err = classify(what, e);
+                err.message = format!("{} (adb server {})", err.message, self.cfg.server);
+                err
+            }),
+        }
+    }
+
+    /// Runs `command` in the device's shell; the exit status comes from the
+    /// `__rc=` marker.
+    pub async fn shell(&self, command: &str) -> Result<ShellOutput, AdbError> {
+        let line = format!("{command}{RC_SUFFIX}");
+        let max = self.cfg.shell_max_bytes;
+        let (raw, truncated) = self
+            .blocking(&format!("shell {command:?}"), self.cfg.op_timeout, move |d| {
+                let mut tail = Tail::new(max);
+                d.shell_command(&line, Some(&mut tail), None)?;
+                Ok(tail.into_inner())
+            })
+            .await?;
+        let (output, exit_code) = split_exit_code(&raw);
+        Ok(ShellOutput {
+            output,
+            exit_code,
+            truncated,
+        })
+    }
+
+    /// Runs `command` and requires exit status 0.
+    pub async fn shell_ok(&self, command: &str) -> Result<ShellOutput, AdbError> {
+        let out = self.shell(command).await?;
+        match out.exit_code {
+            Some(0) => Ok(out),
+            Some(rc) => Err(AdbError::new(
+                AdbErrorKind::CommandFailed,
+                format!("`{command}` exited with {rc}: {}", tail_text(&out.output, 2048)),
+            )),
+            None => Err(AdbError::new(
+                AdbErrorKind::ConnectionDropped,
+                format!(
+                    "`{command}` ended without its exit status: {}",
+                    tail_text(&out.output, 2048)
+                ),
+            )),
+        }
+    }
+
+    /// Fails with the named error when the server is unreachable or the
+    /// device is missing or offline.
+    pub async fn check_device(&self) -> Result<(), AdbError> {
+        let out = self.shell_ok("echo cetp-ready").await?;
+        if out.text().contains("cetp-ready") {
+            Ok(())
+        } else {
+            Err(AdbError::new(
+                AdbErrorKind::CommandFailed,
+                format!("`echo` on {} printed {:?}", self.device_label(), out.text()),
+            ))
+        }
+    }
+
+    /// `adb push LOCAL REMOTE`.
+    pub async fn push(&self, local: &Path, remote: &str) -> Result<(), AdbError> {
+        let file = local.to_path_buf();
+        let remote = remote.to_string();
+        self.blocking(
+            &format!("push {}", local.display()),
+            self.cfg.install_timeout,
+            move |d| {
+                let mut f = std::fs::File::open(&file)?;
+                d.push(&mut f, &remote)
+            },
+        )
+        .await
+    }
+
+    /// Installs an APK as `adb install -r -t` does on devices without
+    /// streamed install: push to `/data/local/tmp`, `pm install`, remove.
+    pub async fn install(&self, apk: &Path) -> Result<(), AdbError> {
+        let name: String = apk
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+            .collect();
+        let name = if name.ends_with(".apk") { name } else { format!("{name}.apk") };
+        let remote = format!("/data/local/tmp/{name}");
+        self.push(apk, &remote).await?;
+        let installed = self
+            .shell(&format!("pm install -r -t {}", sh_quote(&remote)))
+            .await;
+        let _ = self.shell(&format!("rm -f {}", sh_quote(&remote))).await;
+        let out = installed?;
+        if out.exit_code == Some(0) && out.text().contains("Success") {
+            Ok(())
+        } else {
+            Err(AdbError::new(
+                AdbErrorKind::CommandFailed,
+                format!(
+                    "installing {} failed (exit {:?}): {}",
+                    apk.display(),
+                    out.exit_code,
+                    tail_text(&out.output, 2048)
+                ),
+            ))
+        }
+    }
+
+    /// `adb forward tcp:LOCAL REMOTE`.
+    pub async fn forward(&self, local_port: u16, remote: &str) -> Result<(), AdbError> {
+        let remote = remote.to_string();
+        self.blocking(
+            &format!("forward tcp:{local_port} {remote}"),
+            self.cfg.op_timeout,
+            move |d| d.forward(remote, format!("tcp:{local_port}")),
+        )
+        .await
+    }
+
+    /// `adb forward --remove tcp:LOCAL`.
+    pub async fn forward_remove(&self, local_port: u16) -> Result<(), AdbError> {
+        self.blocking(
+            &format!("forward --remove tcp:{local_port}"),
+            self.cfg.op_timeout,
+            move |d| d.forward_remove(format!("tcp:{local_port}")),
+        )
+        .await
+    }
+
+    /// Forwards a free local port to `remote` on the device and connects to
+    /// it. Returns the stream and the port (to remove the forward later).
+    /// A device that refuses the socket shows as a connection the server
+    /// closes at once: the first request then fails with
+    /// `connection_closed`.
+    pub async fn connect_socket(&self, remote: &str) -> Result<(TcpStream, u16), TransportError> {
+        let port = free_port().map_err(|e| TransportError::io("picking a free local port", &e))?;
+        self.forward(port, remote).await?;
+        let addr = format!("{}:{port}", self.cfg.server.ip());
+        match crate::tcp::connect(&addr, self.cfg.op_timeout).await {
+            Ok(s) => Ok((s, port)),
+            Err(e) => {
+                let _ = self.forward_remove(port).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// `am force-stop PACKAGE`: kills the app's processes, as a user's
+    /// "Force stop" does.
+    pub async fn force_stop(&self, package: &str) -> Result<(), AdbError> {
+        check_package(package)?;
+        self.shell_ok(&format!("am force-stop {package}"))
+            .await
+            .map(|_| ())
+    }
+
+    /// Starts the probe's foreground service (`PKG/.Service`).
+    pub async fn start_service(&self, component: &str) -> Result<(), AdbError> {
+        check_component(component)?;
+        self.shell_ok(&format!("am start-foreground-service -n {component}"))
+            .await
+            .map(|_| ())
+    }
+
+    /// `logcat -d`: the device log so far, the last
+    /// [`AdbConfig::logcat_max_bytes`] of it.
+    pub async fn logcat(&self) -> Result<Vec<u8>, AdbError> {
+        let max = self.cfg.logcat_max_bytes;
+        let (raw, _) = self
+            .blocking("logcat -d", self.cfg.op_timeout, move |d| {
+                let mut tail = Tail::new(max);
+                d.shell_command(&"logcat -d", Some(&mut tail), None)?;
+                Ok(tail.into_inner())
+            })
+            .await?;
+        Ok(raw)
+    }
+}
+
+fn check_package(p: &str) -> Result<(), AdbError> {
+    let ok = !p.is_empty()
+        && p.split('.')
+            .all(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(AdbError::new(
+            AdbErrorKind::CommandFailed,
+            format!("{p:?} is not a package name"),
+        ))
+    }
+}
+
+fn check_component(c: &str) -> Result<(), AdbError> {
+    let bad = || {
+        AdbError::new(
+            AdbErrorKind::CommandFailed,
+            format!("{c:?} is not a component name (PACKAGE/CLASS)"),
+        )
+    };
+    let (pkg, class) = c.split_once('/').ok_or_else(bad)?;
+    check_package(pkg).map_err(|_| bad())?;
+    let class = class.strip_prefix('.').unwrap_or(class);
+    check_package(class).map_err(|_| bad())?;
+    Ok(())
+}
+
+/// The last `max` bytes of `out` as text.
+pub fn tail_text(out: &[u8], max: usize) -> String {
+    let start = out.len().saturating_sub(max);
+    String::from_utf8_lossy(&out[start..]).trim_end().to_string()
+}
+
+/// A local TCP port nothing listens on right now.
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_code_marker_is_split_off() {
+        assert_eq!(
+            split_exit_code(b"Success\n__rc=0\n"),
+            (b"Success\n".to_vec(), Some(0))
+        );
+        assert_eq!(split_exit_code(b"__rc=127\r\n"), (Vec::new(), Some(127)));
+        assert_eq!(
+            split_exit_code(b"partial output"),
+            (b"partial output".to_vec(), None)
+        );
+        assert_eq!(
+            split_exit_code(b"__rc=x\n"),
+            (b"__rc=x\n".to_vec(), None)
+        );
+    }
+
+    #[test]
+    fn tail_keeps_the_end() {
+        let mut t = Tail::new(4);
+        for chunk in [&b"abc"[..], b"defgh", b"ij"] {
+            t.write_all(chunk).unwrap();
+        }
+        assert_eq!(t.into_inner(), (b"ghij".to_vec(), true));
+        let mut t = Tail::new(10);
+        t.write_all(b"short").unwrap();
+        assert_eq!(t.into_inner(), (b"short".to_vec(), false));
+    }
+
+    #[test]
+    fn names_are_checked_before_reaching_the_shell() {
+        assert!(check_package("com.clawseed.reference").is_ok());
+        assert!(check_package("com.x; reboot").is_err());
+        assert!(check_package("").is_err());
+        assert!(check_component("com.clawseed.probe/.ProbeService").is_ok());
+        assert!(check_component("com.clawseed.probe/com.clawseed.probe.ProbeService").is_ok());
+        assert!(check_component("com.clawseed.probe").is_err());
+        assert_eq!(sh_quote("a'b"), r"'a'\''b'");
+    }
+
+    #[test]
+    fn request_failures_are_named() {
+        let k = |msg: &str| classify("x", RustADBError::ADBRequestFailed(msg.into())).kind;
+        assert_eq!(k("device offline"), AdbErrorKind::DeviceOffline);
+        assert_eq!(k("device unauthorized."), AdbErrorKind::DeviceOffline);
+        assert_eq!(k("device 'X' not found"), AdbErrorKind::DeviceNotFound);
+        assert_eq!(k("no devices/emulators found"), AdbErrorKind::DeviceNotFound);
+        assert_eq!(k("more than one device/emulator"), AdbErrorKind::DeviceAmbiguous);
+        assert_eq!(k("cannot bind listener"), AdbErrorKind::CommandFailed);
+        let io = |kind: ErrorKind| {
+            classify("x", RustADBError::IOError(std::io::Error::from(kind))).kind
+        };
+        assert_eq!(io(ErrorKind::ConnectionRefused), AdbErrorKind::ServerUnreachable);
+        assert_eq!(io(ErrorKind::UnexpectedEof), AdbErrorKind::ConnectionDropped);
+        assert_eq!(io(ErrorKind::ConnectionReset), AdbErrorKind::ConnectionDropped);
+    }
+}
