@@ -20,7 +20,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const REFERENCE_PROFILE: &str = include_str!("../../../profiles/reference.toml");
 
 #[derive(Parser)]
-#[command(name = "cetp", version, about = "Conformance harness and fuzzer for CETP v2 Providers")]
+#[command(
+    name = "cetp",
+    version,
+    about = "Conformance harness and fuzzer for CETP v2 Providers"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -156,7 +160,11 @@ fn target_spec(args: &RunArgs) -> Result<TargetSpec, Failure> {
     let mut spec = TargetSpec::parse(&args.target).map_err(|e| usage(e.to_string()))?;
     match (&mut spec, &args.target_b, &args.adb_server) {
         (TargetSpec::Tcp(t), Some(b), _) => t.b = Some(b.clone()),
-        (_, Some(_), _) => return Err(usage("--target-b applies to tcp targets (sim and adb targets bring both identities)")),
+        (_, Some(_), _) => {
+            return Err(usage(
+                "--target-b applies to tcp targets (sim and adb targets bring both identities)",
+            ))
+        }
         _ => {}
     }
     match (&mut spec, &args.adb_server) {
@@ -174,12 +182,12 @@ fn target_spec(args: &RunArgs) -> Result<TargetSpec, Failure> {
 fn load_profile(args: &RunArgs, spec: &TargetSpec) -> Result<Profile, Failure> {
     match &args.profile {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| usage(format!("profile {}: {e}", path.display())))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage(format!("profile {}: {e}", path.display())))?;
             Profile::from_toml(&text).map_err(|e| usage(format!("{}: {e}", path.display())))
         }
-        None if matches!(spec, TargetSpec::Sim(_)) => {
-            Profile::from_toml(REFERENCE_PROFILE).map_err(|e| usage(format!("built-in reference profile: {e}")))
-        }
+        None if matches!(spec, TargetSpec::Sim(_)) => Profile::from_toml(REFERENCE_PROFILE)
+            .map_err(|e| usage(format!("built-in reference profile: {e}"))),
         None => Ok(Profile::default()),
     }
 }
@@ -190,8 +198,12 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
     let profile = load_profile(args, &spec)?;
     let baseline = match &args.baseline {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| usage(format!("baseline {}: {e}", p.display())))?;
-            Some(Baseline::from_toml(&text).map_err(|e| usage(format!("baseline {}: {e}", p.display())))?)
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| usage(format!("baseline {}: {e}", p.display())))?;
+            Some(
+                Baseline::from_toml(&text)
+                    .map_err(|e| usage(format!("baseline {}: {e}", p.display())))?,
+            )
         }
         None => None,
     };
@@ -221,15 +233,20 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         started_at_ms: now_ms(),
     };
     let mut fanout = Fanout::default();
-    fanout
-        .reporters
-        .push(Box::new(Terminal::new(std::io::stdout(), args.verbose, replay.is_some())));
+    fanout.reporters.push(Box::new(Terminal::new(
+        std::io::stdout(),
+        args.verbose,
+        replay.is_some(),
+    )));
     if let Some(dir) = &args.report_dir {
-        fanout.reporters.push(Box::new(JsonReport::new(Some(dir.join("report.json")))));
+        fanout
+            .reporters
+            .push(Box::new(JsonReport::new(Some(dir.join("report.json")))));
     }
     let outcome = run(&suite, &target, &profile, &cfg, &mut fanout);
     for r in &mut fanout.reporters {
-        r.finish().map_err(|e| usage(format!("cannot write the report: {e}")))?;
+        r.finish()
+            .map_err(|e| usage(format!("cannot write the report: {e}")))?;
     }
     if replay.is_some() {
         println!("\nwire trace ({} frames):", trace.frames().len());
@@ -261,24 +278,41 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         eprintln!("selftest: [{n}/{total}] {name}");
     };
-    let report = selftest(&suite, &profile, &mutants, &cfg, &factory, args.jobs, &progress);
+    let report = selftest(
+        &suite, &profile, &mutants, &cfg, &factory, args.jobs, &progress,
+    );
     print!("{}", report.render());
-    Ok(if report.ok() { ExitCode::Ok } else { ExitCode::Fail })
+    Ok(if report.ok() {
+        ExitCode::Ok
+    } else {
+        ExitCode::Fail
+    })
 }
 
 fn coverage_command(args: &CoverageArgs) -> Result<ExitCode, Failure> {
     let (dir, suite) = load_suite(&args.vectors)?;
     let catalog_path = dir.join("requirements/catalog.json");
-    let text = std::fs::read_to_string(&catalog_path).map_err(|e| usage(format!("{}: {e}", catalog_path.display())))?;
-    let catalog = cetp_proto::catalog::Catalog::from_json(&text).map_err(|e| usage(format!("{}: {e}", catalog_path.display())))?;
+    let text = std::fs::read_to_string(&catalog_path)
+        .map_err(|e| usage(format!("{}: {e}", catalog_path.display())))?;
+    let catalog = cetp_proto::catalog::Catalog::from_json(&text)
+        .map_err(|e| usage(format!("{}: {e}", catalog_path.display())))?;
     let mutants = load_mutants(&dir.join("mutants/mutants.json")).map_err(usage)?;
-    let exemptions = coverage::load_exemptions(&dir.join("coverage/exemptions.json")).map_err(usage)?;
+    let exemptions =
+        coverage::load_exemptions(&dir.join("coverage/exemptions.json")).map_err(usage)?;
     let rows = coverage::rows(&catalog, &suite, &mutants, &exemptions);
     let md = coverage::render_markdown(&rows);
-    let json = serde_json::to_string_pretty(&coverage::render_json(&rows)).unwrap_or_default() + "\n";
-    let out = args.out.clone().unwrap_or_else(|| repo_dir().join("reports"));
+    let json =
+        serde_json::to_string_pretty(&coverage::render_json(&rows)).unwrap_or_default() + "\n";
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| repo_dir().join("reports"));
     let (md_path, json_path) = (out.join("coverage.md"), out.join("coverage.json"));
-    let gaps: Vec<&str> = rows.iter().filter(|r| r.status == coverage::Status::Gap).map(|r| r.id.as_str()).collect();
+    let gaps: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.status == coverage::Status::Gap)
+        .map(|r| r.id.as_str())
+        .collect();
     if args.write {
         std::fs::create_dir_all(&out).map_err(|e| usage(e.to_string()))?;
         std::fs::write(&md_path, &md).map_err(|e| usage(e.to_string()))?;
@@ -296,26 +330,51 @@ fn coverage_command(args: &CoverageArgs) -> Result<ExitCode, Failure> {
         print!("{md}");
     }
     if !gaps.is_empty() {
-        eprintln!("requirements observable from outside but enforced by no case: {}", gaps.join(", "));
+        eprintln!(
+            "requirements observable from outside but enforced by no case: {}",
+            gaps.join(", ")
+        );
         return Ok(ExitCode::Fail);
     }
     Ok(ExitCode::Ok)
 }
 
-fn catalog_command(ids: &[String], spec: &Option<PathBuf>, vectors: &Option<PathBuf>) -> Result<ExitCode, Failure> {
+fn catalog_command(
+    ids: &[String],
+    spec: &Option<PathBuf>,
+    vectors: &Option<PathBuf>,
+) -> Result<ExitCode, Failure> {
     let dir = vectors.clone().unwrap_or_else(default_vectors_dir);
-    let text = std::fs::read_to_string(dir.join("requirements/catalog.json")).map_err(|e| usage(e.to_string()))?;
-    let catalog = cetp_proto::catalog::Catalog::from_json(&text).map_err(|e| usage(e.to_string()))?;
-    let spec_path = spec.clone().unwrap_or_else(|| repo_dir().join("../shared/spec/cetp-v2.zh.md"));
+    let text = std::fs::read_to_string(dir.join("requirements/catalog.json"))
+        .map_err(|e| usage(e.to_string()))?;
+    let catalog =
+        cetp_proto::catalog::Catalog::from_json(&text).map_err(|e| usage(e.to_string()))?;
+    let spec_path = spec
+        .clone()
+        .unwrap_or_else(|| repo_dir().join("../shared/spec/cetp-v2.zh.md"));
     let spec_text = std::fs::read_to_string(&spec_path).ok();
     for r in catalog.active() {
         if !ids.is_empty() && !ids.contains(&r.id) {
             continue;
         }
-        println!("{} [{} {}] §{}: {}", r.id, r.level, format!("{:?}", r.side).to_lowercase(), r.section, r.summary);
-        match spec_text.as_deref().and_then(|t| cetp_proto::catalog::clause_text(t, &r.source)) {
+        println!(
+            "{} [{} {}] §{}: {}",
+            r.id,
+            r.level,
+            format!("{:?}", r.side).to_lowercase(),
+            r.section,
+            r.summary
+        );
+        match spec_text
+            .as_deref()
+            .and_then(|t| cetp_proto::catalog::clause_text(t, &r.source))
+        {
             Some(clause) => println!("    spec line {}: {}", r.source.line, clause),
-            None => println!("    spec line {} (spec not found at {})", r.source.line, spec_path.display()),
+            None => println!(
+                "    spec line {} (spec not found at {})",
+                r.source.line,
+                spec_path.display()
+            ),
         }
     }
     Ok(ExitCode::Ok)
@@ -330,7 +389,10 @@ fn main() {
         Command::Coverage(args) => coverage_command(args),
         Command::Catalog { ids, spec, vectors } => catalog_command(ids, spec, vectors),
         Command::Sim(opts) => {
-            let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("cetp sim: cannot start a runtime: {e}");

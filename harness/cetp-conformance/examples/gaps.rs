@@ -3,8 +3,15 @@ use cetp_conformance::suite::*;
 fn main() {
     let dir = default_vectors_dir();
     let suite = Suite::load(&dir).unwrap();
-    let cat = cetp_proto::catalog::Catalog::from_json(&std::fs::read_to_string(dir.join("requirements/catalog.json")).unwrap()).unwrap();
+    let cat = cetp_proto::catalog::Catalog::from_json(
+        &std::fs::read_to_string(dir.join("requirements/catalog.json")).unwrap(),
+    )
+    .unwrap();
     let ex = load_exemptions(&dir.join("coverage/exemptions.json")).unwrap();
     let rows = rows(&cat, &suite, &[], &ex);
-    for r in &rows { if r.status == Status::Gap { println!("{} {} {} | {}", r.id, r.level, r.side, r.summary); } }
+    for r in &rows {
+        if r.status == Status::Gap {
+            println!("{} {} {} | {}", r.id, r.level, r.side, r.summary);
+        }
+    }
 }

@@ -12,7 +12,11 @@ use std::sync::Arc;
 
 fn main() {
     let suite = Suite::load(&default_vectors_dir()).expect("vectors");
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/reference.toml")).expect("profile");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/reference.toml"
+    ))
+    .expect("profile");
     let profile = Profile::from_toml(&text).expect("profile");
     let only: Vec<String> = std::env::args().skip(1).collect();
     for fault in Fault::ALL {
@@ -22,21 +26,54 @@ fn main() {
         let mut cfg = ProviderConfig::default();
         let mut b = ProviderConfig::all_scopes();
         b.remove("portfolio.sync");
-        cfg.grants.insert(IDENTITY_A.uid, ProviderConfig::all_scopes());
+        cfg.grants
+            .insert(IDENTITY_A.uid, ProviderConfig::all_scopes());
         cfg.grants.insert(IDENTITY_B.uid, b);
         cfg.effect_delay_ms = 20;
         cfg.sleeper = thread_sleeper();
         cfg.faults.insert(*fault);
-        let target = local_target(Arc::new(ReferenceProvider::new(cfg)), DeviceClock::system(0));
-        let rc = RunConfig { seed: 7, harness_version: "dev".into(), ..Default::default() };
+        let target = local_target(
+            Arc::new(ReferenceProvider::new(cfg)),
+            DeviceClock::system(0),
+        );
+        let rc = RunConfig {
+            seed: 7,
+            harness_version: "dev".into(),
+            ..Default::default()
+        };
         let out = run(&suite, &target, &profile, &rc, &mut Fanout::default());
         let fails: Vec<String> = out
             .cases
             .iter()
             .filter(|c| matches!(c.verdict, Verdict::Fail | Verdict::InfraError))
-            .map(|c| format!("{}[{}]", c.id, c.reason.chars().take(70).collect::<String>()))
-            .chain(out.checks.iter().filter(|c| c.verdict == Verdict::Fail).map(|c| format!("{}[{}]", c.id, c.reason.chars().take(70).collect::<String>())))
+            .map(|c| {
+                format!(
+                    "{}[{}]",
+                    c.id,
+                    c.reason.chars().take(70).collect::<String>()
+                )
+            })
+            .chain(
+                out.checks
+                    .iter()
+                    .filter(|c| c.verdict == Verdict::Fail)
+                    .map(|c| {
+                        format!(
+                            "{}[{}]",
+                            c.id,
+                            c.reason.chars().take(70).collect::<String>()
+                        )
+                    }),
+            )
             .collect();
-        println!("{}: {}", fault.name(), if fails.is_empty() { "SURVIVED".to_string() } else { fails.join(" | ") });
+        println!(
+            "{}: {}",
+            fault.name(),
+            if fails.is_empty() {
+                "SURVIVED".to_string()
+            } else {
+                fails.join(" | ")
+            }
+        );
     }
 }

@@ -48,10 +48,8 @@ fn gen_number(schema: &Json, integer: bool) -> Json {
         } else {
             m + 1.0
         }
-    } else if let Some(m) = num("minimum") {
-        m
     } else {
-        1.0
+        num("minimum").unwrap_or(1.0)
     };
     if let Some(mx) = num("maximum") {
         if v > mx {

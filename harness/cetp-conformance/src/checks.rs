@@ -127,7 +127,10 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
     // §4.3: v2 resolves through the PendingIntent only, never v1's implicit
     // authorize_intent action string.
     if bundle.contains("authorize_intent") {
-        out.push(Finding::must(RESOLUTION, "a v2 answer carries v1's authorize_intent"));
+        out.push(Finding::must(
+            RESOLUTION,
+            "a v2 answer carries v1's authorize_intent",
+        ));
     }
     match &response {
         Response::Error(e) => {

@@ -527,7 +527,11 @@ impl<'a> CaseRunner<'a> {
         let Some(expect) = expect else { return Ok(()) };
         let m = match mine {
             Some(m) => m,
-            None if expect.found || expect.same_package || expect.legacy_version_kept || expect.v1_declared => {
+            None if expect.found
+                || expect.same_package
+                || expect.legacy_version_kept
+                || expect.v1_declared =>
+            {
                 return Err(Stop::Fail(format!(
                     "no TOOL_PROVIDER service of package {} was discovered",
                     self.env.package
@@ -547,7 +551,10 @@ impl<'a> CaseRunner<'a> {
         if expect.v1_declared {
             if let Ok(d) = &declared {
                 if !d.versions.contains(&1) {
-                    return Err(Stop::Fail(format!("the manifest declares versions {:?} without v1", d.versions)));
+                    return Err(Stop::Fail(format!(
+                        "the manifest declares versions {:?} without v1",
+                        d.versions
+                    )));
                 }
             }
         }

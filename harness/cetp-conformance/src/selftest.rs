@@ -36,7 +36,8 @@ struct MutantsFile {
 
 pub fn load_mutants(path: &Path) -> Result<Vec<MutantDoc>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let f: MutantsFile = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let f: MutantsFile =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(f.mutants)
 }
 
@@ -72,12 +73,18 @@ impl SelftestReport {
 
     /// Mutants that must be killed (not documented as equivalent).
     pub fn required(&self) -> usize {
-        self.mutants.iter().filter(|m| m.equivalent.is_none()).count()
+        self.mutants
+            .iter()
+            .filter(|m| m.equivalent.is_none())
+            .count()
     }
 
     pub fn ok(&self) -> bool {
         self.reference_problems.is_empty()
-            && self.mutants.iter().all(|m| m.killed() || m.equivalent.is_some())
+            && self
+                .mutants
+                .iter()
+                .all(|m| m.killed() || m.equivalent.is_some())
     }
 
     /// Mutation score and the table mutant → killing cases.
@@ -91,8 +98,17 @@ impl SelftestReport {
                 out.push_str(&format!("  {p}\n"));
             }
         }
-        let width = self.mutants.iter().map(|m| m.name.len()).max().unwrap_or(6).max(6);
-        out.push_str(&format!("\n{:<width$}  {:<8}  killing cases / checks\n", "mutant", "result"));
+        let width = self
+            .mutants
+            .iter()
+            .map(|m| m.name.len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        out.push_str(&format!(
+            "\n{:<width$}  {:<8}  killing cases / checks\n",
+            "mutant", "result"
+        ));
         for m in &self.mutants {
             let result = if m.killed() {
                 "killed"
@@ -110,14 +126,21 @@ impl SelftestReport {
             } else if let Some(i) = &m.infra {
                 i.clone()
             } else if !m.other_failures.is_empty() {
-                format!("fails only for other requirements: {}", m.other_failures.join(", "))
+                format!(
+                    "fails only for other requirements: {}",
+                    m.other_failures.join(", ")
+                )
             } else {
                 "no case fails".into()
             };
             out.push_str(&format!("{:<width$}  {:<8}  {}\n", m.name, result, detail));
         }
         let n = self.required();
-        let k = self.mutants.iter().filter(|m| m.killed() && m.equivalent.is_none()).count();
+        let k = self
+            .mutants
+            .iter()
+            .filter(|m| m.killed() && m.equivalent.is_none())
+            .count();
         let eq = self.mutants.len() - n;
         out.push_str(&format!(
             "\nmutation score: {k}/{n} killed ({:.1}%); {eq} documented equivalent mutant(s) not counted\n",
@@ -161,12 +184,22 @@ pub fn selftest(
             let out = run(suite, &t, profile, cfg, &mut Fanout::default());
             for c in &out.cases {
                 if !matches!(c.verdict, Verdict::Pass | Verdict::NotApplicable) {
-                    reference_problems.push(format!("{} {}: {}", c.id, c.verdict.as_str(), c.reason));
+                    reference_problems.push(format!(
+                        "{} {}: {}",
+                        c.id,
+                        c.verdict.as_str(),
+                        c.reason
+                    ));
                 }
             }
             for c in &out.checks {
                 if c.verdict != Verdict::Pass {
-                    reference_problems.push(format!("{} {}: {}", c.id, c.verdict.as_str(), c.reason));
+                    reference_problems.push(format!(
+                        "{} {}: {}",
+                        c.id,
+                        c.verdict.as_str(),
+                        c.reason
+                    ));
                 }
             }
         }
@@ -187,7 +220,10 @@ pub fn selftest(
                 let Some(m) = mutants.get(i) else { break };
                 let r = judge_mutant(suite, profile, cfg, make_target, m);
                 progress(&m.name);
-                results.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((i, r));
             });
         }
     });

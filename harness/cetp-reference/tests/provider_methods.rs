@@ -960,3 +960,37 @@ fn request_ids_are_uuids_and_stable() {
     let b = w.exec(A, &rid(1), "get_quote", r#"{"symbol":"SEED"}"#);
     assert!(a.is_success() && b.is_success());
 }
+
+#[test]
+fn lifetimes_are_configurable() {
+    let mut w = World::with_config(ProviderConfig {
+        session_ttl_ms: 1_000,
+        resume_token_ttl_ms: 500,
+        ..ProviderConfig::default()
+    });
+    let o = w.negotiate_raw(A, &[2], &[]);
+    assert_eq!(o.data()["expires_at"], "2026-09-02T12:00:01Z");
+    w.connect(A);
+    let ask = w.exec(
+        A,
+        &rid(1),
+        "create_alert",
+        r#"{"symbol":"CLAW","price":25000}"#,
+    );
+    w.decide(A, &ask, Decision::Approve);
+    w.now += 501;
+    let late = w.resume(
+        A,
+        &rid(1),
+        "create_alert",
+        r#"{"symbol":"CLAW","price":25000}"#,
+        &ask.resume_token().unwrap(),
+    );
+    assert_error(&late, "INVALID_REQUEST", false);
+    w.now += 500;
+    assert_error(
+        &w.v2(A, "list_tools", &rid(2)),
+        "NEGOTIATION_REQUIRED",
+        true,
+    );
+}

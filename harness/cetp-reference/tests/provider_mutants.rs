@@ -566,17 +566,35 @@ fn mutants_json_matches_fault_list() {
         let name = e["name"].as_str().unwrap_or_default();
         let obj = e.as_object().expect("object");
         let keys: BTreeSet<&str> = obj.keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            BTreeSet::from([
-                "name",
-                "sections",
-                "description",
-                "requirements",
-                "observed_in_the_wild"
-            ]),
-            "{name}"
-        );
+        let required = BTreeSet::from([
+            "name",
+            "sections",
+            "description",
+            "requirements",
+            "observed_in_the_wild",
+        ]);
+        let optional = BTreeSet::from(["equivalent"]);
+        assert!(keys.is_superset(&required), "{name}: missing keys");
+        for k in &keys {
+            assert!(
+                required.contains(k) || optional.contains(k),
+                "{name}: unknown key {k}"
+            );
+        }
+        if let Some(why) = e.get("equivalent") {
+            assert!(why.as_str().is_some_and(|w| w.len() >= 20), "{name}");
+        }
+        for r in e["requirements"].as_array().expect("requirements array") {
+            let id = r.as_str().unwrap_or_default();
+            let section = id
+                .strip_prefix("CETP2-")
+                .and_then(|rest| rest.rsplit_once('-'))
+                .map(|(sec, _)| sec);
+            assert!(
+                section.is_some_and(|sec| sections.contains(sec)),
+                "{name}: bad requirement id {id:?}"
+            );
+        }
         let secs = e["sections"].as_array().expect("sections");
         assert!(!secs.is_empty(), "{name}");
         for s in secs {
@@ -589,7 +607,6 @@ fn mutants_json_matches_fault_list() {
             d.chars().all(|c| c.is_ascii() || "§—–’“”".contains(c)),
             "{name}"
         );
-        assert!(e["requirements"].is_array(), "{name}");
         assert!(e["observed_in_the_wild"].is_boolean(), "{name}");
     }
 }

@@ -121,7 +121,8 @@ impl Reporter for JsonReport {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            let text = serde_json::to_string_pretty(&self.document()).map_err(std::io::Error::other)?;
+            let text =
+                serde_json::to_string_pretty(&self.document()).map_err(std::io::Error::other)?;
             std::fs::write(path, text + "\n")?;
         }
         Ok(())

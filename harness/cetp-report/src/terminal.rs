@@ -15,7 +15,11 @@ pub struct Terminal<W: Write + Send> {
 
 impl<W: Write + Send> Terminal<W> {
     pub fn new(out: W, verbose: bool, trace: bool) -> Self {
-        Terminal { out, verbose, trace }
+        Terminal {
+            out,
+            verbose,
+            trace,
+        }
     }
 }
 

@@ -49,10 +49,7 @@ pub enum TargetError {
     Sim(String),
     /// A step of setting up the device failed (adb checks, install, start).
     #[error("{step}: {error}")]
-    Setup {
-        step: String,
-        error: TransportError,
-    },
+    Setup { step: String, error: TransportError },
     /// Identity `identity` could not be connected or did not answer `hello`.
     #[error("identity {identity} at {endpoint}: {error}")]
     Connect {

@@ -141,7 +141,9 @@ fn split_items(text: &str, rest: &str) -> Result<Items, SpecError> {
     };
     for item in rest.split(',').filter(|s| !s.is_empty()) {
         match item.split_once('=') {
-            Some((k, v)) => items.options.push((k.trim().to_string(), v.trim().to_string())),
+            Some((k, v)) => items
+                .options
+                .push((k.trim().to_string(), v.trim().to_string())),
             None if items.positional.is_none() => items.positional = Some(item.trim().to_string()),
             None => return Err(err(format!("unexpected {item:?} (options are KEY=VALUE)"))),
         }
@@ -187,7 +189,9 @@ impl TargetSpec {
         for (k, v) in items.options {
             opts.entry(k).or_default().push(v);
         }
-        let take = |opts: &mut BTreeMap<String, Vec<String>>, k: &str| -> Result<Option<String>, SpecError> {
+        let take = |opts: &mut BTreeMap<String, Vec<String>>,
+                    k: &str|
+         -> Result<Option<String>, SpecError> {
             match opts.remove(k) {
                 None => Ok(None),
                 Some(mut vs) if vs.len() == 1 => Ok(vs.pop()),
@@ -314,7 +318,10 @@ impl fmt::Display for TargetSpec {
                     opts.push(format!("mutant={m}"));
                 }
                 if s.manifest != d.manifest {
-                    opts.push(format!("manifest={}", cetp_sim::manifest_variant_name(s.manifest)));
+                    opts.push(format!(
+                        "manifest={}",
+                        cetp_sim::manifest_variant_name(s.manifest)
+                    ));
                 }
                 if s.clock_skew_ms != d.clock_skew_ms {
                     opts.push(format!("clock_skew_ms={}", s.clock_skew_ms));
@@ -391,8 +398,9 @@ mod tests {
     #[test]
     fn sim_specs() {
         assert_eq!(round_trip("sim"), TargetSpec::Sim(SimSpec::default()));
-        let TargetSpec::Sim(s) = round_trip("sim:mutant=session_not_checked,manifest=v1-only,seed=9,clock_skew_ms=-5000")
-        else {
+        let TargetSpec::Sim(s) = round_trip(
+            "sim:mutant=session_not_checked,manifest=v1-only,seed=9,clock_skew_ms=-5000",
+        ) else {
             panic!()
         };
         assert_eq!(s.mutant.as_deref(), Some("session_not_checked"));
@@ -423,16 +431,21 @@ mod tests {
 
     #[test]
     fn adb_specs() {
-        let TargetSpec::Adb(a) = round_trip("adb") else { panic!() };
+        let TargetSpec::Adb(a) = round_trip("adb") else {
+            panic!()
+        };
         assert_eq!(a.serial, None);
-        let TargetSpec::Adb(a) =
-            round_trip("adb:127.0.0.1:5555,server=127.0.0.1:5038,install=/tmp/p.apk,install=/tmp/q.apk,b=off")
-        else {
+        let TargetSpec::Adb(a) = round_trip(
+            "adb:127.0.0.1:5555,server=127.0.0.1:5038,install=/tmp/p.apk,install=/tmp/q.apk,b=off",
+        ) else {
             panic!()
         };
         assert_eq!(a.serial.as_deref(), Some("127.0.0.1:5555"));
         assert_eq!(a.server, "127.0.0.1:5038".parse().unwrap());
-        assert_eq!(a.install, vec![PathBuf::from("/tmp/p.apk"), PathBuf::from("/tmp/q.apk")]);
+        assert_eq!(
+            a.install,
+            vec![PathBuf::from("/tmp/p.apk"), PathBuf::from("/tmp/q.apk")]
+        );
         assert_eq!(a.b, IdentityB::Off);
         let TargetSpec::Adb(a) = round_trip("adb,server=127.0.0.1:6000,start=0") else {
             panic!()

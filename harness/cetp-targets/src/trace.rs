@@ -149,7 +149,11 @@ impl WireTrace {
             out.push('\n');
         }
         if inner.dropped > 0 {
-            let _ = writeln!(out, "({} more frames not recorded: trace full)", inner.dropped);
+            let _ = writeln!(
+                out,
+                "({} more frames not recorded: trace full)",
+                inner.dropped
+            );
         }
         out
     }

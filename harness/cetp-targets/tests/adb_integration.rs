@@ -43,14 +43,25 @@ fn one_session_three_transports_identical_results() {
 
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap();
     assert_eq!(pretty(&via_adb), pretty(&via_tcp), "adb and tcp differ");
-    assert_eq!(pretty(&via_tcp), pretty(&via_sim), "tcp and in-process differ");
+    assert_eq!(
+        pretty(&via_tcp),
+        pretty(&via_sim),
+        "tcp and in-process differ"
+    );
     assert_eq!(via_adb["hello_b"], serde_json::json!("b"));
-    assert_eq!(via_adb["resolve"]["decision_applied"], serde_json::json!(true));
+    assert_eq!(
+        via_adb["resolve"]["decision_applied"],
+        serde_json::json!(true)
+    );
 
     // The adb side of the target: the probe sockets were forwarded, and
     // nothing else was left behind once the target is gone.
     let forwards = server.ok(&["forward", "--list"]);
-    assert_eq!(forwards.lines().filter(|l| !l.trim().is_empty()).count(), 2, "{forwards}");
+    assert_eq!(
+        forwards.lines().filter(|l| !l.trim().is_empty()).count(),
+        2,
+        "{forwards}"
+    );
     drop(adb_target);
     let forwards = server.ok(&["forward", "--list"]);
     assert_eq!(forwards.trim(), "", "forwards left behind: {forwards}");

@@ -48,12 +48,21 @@ fn expect_kind<T: std::fmt::Debug>(
     let elapsed = start.elapsed();
     let e = r.expect_err("the op must fail");
     assert_eq!(e.kind, kind, "{e}");
-    assert!(elapsed < bound, "{kind} after {elapsed:?}, bound {bound:?}: {e}");
+    assert!(
+        elapsed < bound,
+        "{kind} after {elapsed:?}, bound {bound:?}: {e}"
+    );
     e
 }
 
 fn call(t: &Target) -> Result<cetp_reference::port::CallAnswer, DeviceError> {
-    t.a.call(cetp_reference::provider::AUTHORITY, "negotiate", None, None, CALL_MS)
+    t.a.call(
+        cetp_reference::provider::AUTHORITY,
+        "negotiate",
+        None,
+        None,
+        CALL_MS,
+    )
 }
 
 #[test]
@@ -62,19 +71,25 @@ fn a_peer_that_drops_the_connection_mid_call() {
     let t = open_spec(&peer.spec());
     expect_kind("connection_closed", call_bound(), || call(&t));
     // Everything after fails at once, with the same name.
-    expect_kind("connection_closed", Duration::from_millis(100), || t.a.discover());
+    expect_kind("connection_closed", Duration::from_millis(100), || {
+        t.a.discover()
+    });
 }
 
 #[test]
 fn a_frame_that_stalls_mid_line_times_out() {
     let peer = ScriptedPeer::start(|op, id| {
         honest_hello(op, id).unwrap_or_else(|| {
-            Act::SendThenStall(format!("{{\"id\":{id},\"ok\":{{\"result\":{{\"status\":").into_bytes())
+            Act::SendThenStall(
+                format!("{{\"id\":{id},\"ok\":{{\"result\":{{\"status\":").into_bytes(),
+            )
         })
     });
     let t = open_spec(&peer.spec());
     let start = Instant::now();
-    let e = expect_kind("timeout", call_bound() + Duration::from_secs(1), || call(&t));
+    let e = expect_kind("timeout", call_bound() + Duration::from_secs(1), || {
+        call(&t)
+    });
     assert!(start.elapsed() >= Duration::from_millis(CALL_MS), "{e}");
 }
 
@@ -87,7 +102,10 @@ fn an_oversized_frame_closes_the_connection() {
         l.extend_from_slice(b"\"}}\n");
         l
     };
-    for (name, body) in [("17 MiB line", too_long), ("endless line", vec![b'['; 24 * 1024 * 1024])] {
+    for (name, body) in [
+        ("17 MiB line", too_long),
+        ("endless line", vec![b'['; 24 * 1024 * 1024]),
+    ] {
         let peer = ScriptedPeer::start(move |op, id| {
             honest_hello(op, id).unwrap_or_else(|| Act::Send(body.clone()))
         });
@@ -106,16 +124,22 @@ fn garbage_bytes_on_the_socket() {
     assert!(garbage.contains(&b'\n'));
     // During a call: the stream cannot be trusted any more.
     let g = garbage.clone();
-    let peer = ScriptedPeer::start(move |op, id| honest_hello(op, id).unwrap_or_else(|| Act::Send(g.clone())));
+    let peer = ScriptedPeer::start(move |op, id| {
+        honest_hello(op, id).unwrap_or_else(|| Act::Send(g.clone()))
+    });
     let t = open_spec(&peer.spec());
     expect_kind("bad_frame", call_bound(), || call(&t));
-    expect_kind("connection_closed", Duration::from_millis(100), || t.a.hello());
+    expect_kind("connection_closed", Duration::from_millis(100), || {
+        t.a.hello()
+    });
 
     // Instead of hello: the target does not open, and says why.
     let peer = ScriptedPeer::start(move |_, _| Act::Send(garbage.clone()));
     let spec = TargetSpec::parse(&format!("{},timeout_ms={OP_MS}", peer.spec())).unwrap();
     let start = Instant::now();
-    let e = open_with(&spec, &opts()).err().expect("garbage is not a device");
+    let e = open_with(&spec, &opts())
+        .err()
+        .expect("garbage is not a device");
     assert_eq!(e.kind(), "bad_frame", "{e}");
     assert!(start.elapsed() < Duration::from_millis(OP_MS), "{e}");
 }
@@ -124,7 +148,8 @@ fn garbage_bytes_on_the_socket() {
 fn an_unreachable_or_stalled_adb_server() {
     // Nothing listens: refused at once.
     let port = common::free_port();
-    let spec = TargetSpec::parse(&format!("adb:X,server=127.0.0.1:{port},timeout_ms={OP_MS}")).unwrap();
+    let spec =
+        TargetSpec::parse(&format!("adb:X,server=127.0.0.1:{port},timeout_ms={OP_MS}")).unwrap();
     let start = Instant::now();
     let e = open_with(&spec, &opts()).err().expect("no server");
     assert_eq!(e.kind(), "adb_server_unreachable", "{e}");
@@ -145,7 +170,8 @@ fn an_unreachable_or_stalled_adb_server() {
         }
         // Dropping the sockets releases adb_client's blocked thread.
     });
-    let spec = TargetSpec::parse(&format!("adb:X,server=127.0.0.1:{port},timeout_ms={OP_MS}")).unwrap();
+    let spec =
+        TargetSpec::parse(&format!("adb:X,server=127.0.0.1:{port},timeout_ms={OP_MS}")).unwrap();
     let start = Instant::now();
     let e = open_with(&spec, &opts()).err().expect("stalled server");
     assert_eq!(e.kind(), "adb_timeout", "{e}");
@@ -165,7 +191,11 @@ fn a_missing_or_offline_device() {
     let server = AdbServer::start(adb.clone());
     let bound = Duration::from_millis(OP_MS);
 
-    let spec = TargetSpec::parse(&format!("adb:no-such-device,server={},timeout_ms={OP_MS}", server.addr())).unwrap();
+    let spec = TargetSpec::parse(&format!(
+        "adb:no-such-device,server={},timeout_ms={OP_MS}",
+        server.addr()
+    ))
+    .unwrap();
     let start = Instant::now();
     let e = open_with(&spec, &opts()).err().expect("missing device");
     assert_eq!(e.kind(), "adb_device_not_found", "{e}");
@@ -183,11 +213,21 @@ fn a_missing_or_offline_device() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !server.ok(&["devices"]).contains(&format!("{addr}\toffline")) {
-        assert!(Instant::now() < deadline, "the silent device never showed up");
+    while !server
+        .ok(&["devices"])
+        .contains(&format!("{addr}\toffline"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the silent device never showed up"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let spec = TargetSpec::parse(&format!("adb:{addr},server={},timeout_ms={OP_MS}", server.addr())).unwrap();
+    let spec = TargetSpec::parse(&format!(
+        "adb:{addr},server={},timeout_ms={OP_MS}",
+        server.addr()
+    ))
+    .unwrap();
     let start = Instant::now();
     let e = open_with(&spec, &opts()).err().expect("offline device");
     assert_eq!(e.kind(), "adb_device_offline", "{e}");
@@ -205,7 +245,11 @@ fn the_adb_server_killed_mid_run() {
     let host = SimHost::start(common::session_sim_config(), true);
     let server = AdbServer::start(adb);
     server.connect(&host.adbd_addr());
-    let spec = format!("adb:{},server={},timeout_ms={OP_MS}", host.adbd_addr(), server.addr());
+    let spec = format!(
+        "adb:{},server={},timeout_ms={OP_MS}",
+        host.adbd_addr(),
+        server.addr()
+    );
     let t = open_spec(&spec);
     let bound = call_bound();
     std::thread::scope(|s| {
@@ -235,7 +279,9 @@ fn the_adb_server_killed_mid_run() {
     });
     // Reopening meets the dead server.
     let start = Instant::now();
-    let e = open_with(&TargetSpec::parse(&spec).unwrap(), &opts()).err().expect("server is dead");
+    let e = open_with(&TargetSpec::parse(&spec).unwrap(), &opts())
+        .err()
+        .expect("server is dead");
     assert_eq!(e.kind(), "adb_server_unreachable", "{e}");
     assert!(start.elapsed() < Duration::from_millis(OP_MS));
 }
@@ -256,7 +302,11 @@ fn the_device_vanishes_mid_call_behind_adb() {
     );
     let server = AdbServer::start(adb);
     server.connect(&host.adbd_addr());
-    let t = open_spec(&format!("adb:{},server={},timeout_ms={OP_MS}", host.adbd_addr(), server.addr()));
+    let t = open_spec(&format!(
+        "adb:{},server={},timeout_ms={OP_MS}",
+        host.adbd_addr(),
+        server.addr()
+    ));
     let token = negotiate(&t);
     std::thread::scope(|s| {
         let worker = s.spawn(|| {
@@ -264,11 +314,26 @@ fn the_device_vanishes_mid_call_behind_adb() {
             let extras = cetp_proto::Bundle::new()
                 .with("protocol_version", cetp_proto::Value::Int(2))
                 .with("session_token", cetp_proto::Value::str(token.clone()))
-                .with("request_id", cetp_proto::Value::str("00000000-0000-4000-8000-000000000001"))
-                .with("deadline_at_ms", cetp_proto::Value::Long(t.a.now_ms() + 60_000))
+                .with(
+                    "request_id",
+                    cetp_proto::Value::str("00000000-0000-4000-8000-000000000001"),
+                )
+                .with(
+                    "deadline_at_ms",
+                    cetp_proto::Value::Long(t.a.now_ms() + 60_000),
+                )
                 .with("tool_name", cetp_proto::Value::str("create_alert"))
-                .with("args", cetp_proto::Value::str(r#"{"symbol":"ACME","price":1}"#));
-            let r = t.a.call(cetp_reference::provider::AUTHORITY, "execute_tool", None, Some(&extras), 20_000);
+                .with(
+                    "args",
+                    cetp_proto::Value::str(r#"{"symbol":"ACME","price":1}"#),
+                );
+            let r = t.a.call(
+                cetp_reference::provider::AUTHORITY,
+                "execute_tool",
+                None,
+                Some(&extras),
+                20_000,
+            );
             (r, start.elapsed())
         });
         std::thread::sleep(Duration::from_millis(500));
@@ -285,9 +350,14 @@ fn negotiate(t: &Target) -> String {
     let extras = cetp_proto::Bundle::new()
         .with("consumer_versions", cetp_proto::Value::IntArray(vec![2]))
         .with("consumer_capabilities", cetp_proto::Value::str("[]"));
-    let answer = t
-        .a
-        .call(cetp_reference::provider::AUTHORITY, "negotiate", None, Some(&extras), 5_000)
+    let answer =
+        t.a.call(
+            cetp_reference::provider::AUTHORITY,
+            "negotiate",
+            None,
+            Some(&extras),
+            5_000,
+        )
         .unwrap();
     let cetp_reference::port::CallAnswer::Result(Some(b)) = answer else {
         panic!("negotiate: {answer:?}");

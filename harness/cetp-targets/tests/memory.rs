@@ -1,17 +1,20 @@
 //! A hostile device offering an endless `read_fd` result: the client reads
 //! at most `max_bytes` (plus one chunk) and its memory stays bounded.
 //!
-//! In its own test binary so that no other test allocates while the peak
-//! is measured. The peak (VmHWM) is reset through `/proc/self/clear_refs`
-//! before each case when the kernel allows it; the scripted device runs in
-//! this process too, so its buffers count against the budget.
+//! In its own test binary, and each case in a fresh process (this binary
+//! re-run on the ignored `memory_case` test), so that nothing else
+//! allocates while the peak is measured and memory freed by an earlier case
+//! cannot hide a later one's. The peak (VmHWM) is reset through
+//! `/proc/self/clear_refs` once everything is set up, when the kernel allows
+//! it; the scripted device runs in the same process, so whatever it
+//! allocates while sending counts against the budget.
 
 mod common;
 
 use cetp_targets::{open_with, OpenOptions, TargetSpec};
 use cetp_transport::ClientConfig;
 use cetp_wire::{encode_frame, Frame, OkPayload, ReadFdOk, MAX_FRAME_BYTES};
-use common::{honest_hello, Act, ScriptedPeer};
+use common::{honest_hello, Act, Script, ScriptedPeer};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,11 +34,23 @@ fn reset_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
-fn chunk_line(id: u64, raw: usize) -> Vec<u8> {
+/// The base64 text of a chunk of `raw` bytes, made once and shared.
+fn chunk_body(raw: usize) -> Arc<[u8]> {
     let data: Vec<u8> = (0..raw).map(|i| (i % 251) as u8).collect();
-    let mut line = encode_frame(&Frame::chunk(id, data));
-    line.pop();
-    line
+    let line = encode_frame(&Frame::chunk(0, data));
+    let text = std::str::from_utf8(&line).unwrap();
+    let start = text.find("\"chunk\":\"").unwrap() + 9;
+    let end = start + text[start..].find('"').unwrap();
+    Arc::from(&line[start..end])
+}
+
+/// `{"chunk":"<body>","id":ID}` in parts.
+fn chunk_parts(id: u64, body: &Arc<[u8]>) -> Vec<Arc<[u8]>> {
+    vec![
+        Arc::from(&b"{\"chunk\":\""[..]),
+        body.clone(),
+        Arc::from(format!("\",\"id\":{id}}}").as_bytes()),
+    ]
 }
 
 /// The largest chunk whose frame still fits in 16 MiB.
@@ -46,63 +61,123 @@ fn max_chunk_raw() -> usize {
 struct Case {
     name: &'static str,
     max_bytes: u64,
-    script: Box<dyn Fn(&str, u64) -> Act + Send + Sync>,
+    script: Box<Script>,
     expect: Result<u64, &'static str>,
 }
 
+const CASES: usize = 4;
+const CASE_ENV: &str = "CETP_MEMORY_CASE";
+
 #[test]
 fn a_hostile_read_fd_is_bounded() {
-    let endless_1mib: Box<dyn Fn(&str, u64) -> Act + Send + Sync> = Box::new(|op, id| {
-        honest_hello(op, id).unwrap_or_else(|| Act::Repeat {
-            // 1 GiB offered.
-            line: chunk_line(id, MIB as usize),
-            times: 1024,
-        })
-    });
-    let endless_max: Box<dyn Fn(&str, u64) -> Act + Send + Sync> = Box::new(|op, id| {
-        honest_hello(op, id).unwrap_or_else(|| Act::Repeat {
-            line: chunk_line(id, max_chunk_raw()),
-            times: 86,
-        })
-    });
-    let honest: Box<dyn Fn(&str, u64) -> Act + Send + Sync> = Box::new(|op, id| {
-        honest_hello(op, id).unwrap_or_else(|| {
-            // Exactly max_bytes, in 1 MiB chunks, then "more was pending".
-            let mut out = Vec::new();
-            let data: Vec<u8> = (0..16 * MIB as usize).map(|i| (i % 251) as u8).collect();
-            for part in data.chunks(MIB as usize) {
-                out.extend_from_slice(&encode_frame(&Frame::chunk(id, part.to_vec())));
-            }
-            let ok = ReadFdOk {
-                bytes: data.len() as u64,
-                sha256: cetp_proto::canonical::sha256_hex(&data),
-                eof: false,
-                error: None,
-            };
-            out.extend_from_slice(&encode_frame(&ok.to_frame(id)));
-            Act::Send(out)
-        })
-    });
-    let cases = vec![
+    let exe = std::env::current_exe().unwrap();
+    let mut report = Vec::new();
+    for case in 0..CASES {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "memory_case",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CASE_ENV, case.to_string())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "case {case} failed:\n{text}");
+        let line = text
+            .lines()
+            .find_map(|l| l.split_once("memory case: ").map(|(_, r)| r))
+            .unwrap_or_else(|| panic!("case {case} printed no result:\n{text}"));
+        report.push(format!("memory case {case}: {line}"));
+    }
+    eprintln!("{}", report.join("\n"));
+}
+
+/// One case per process; run by `a_hostile_read_fd_is_bounded` (all cases
+/// in this process when run by hand without the variable).
+#[test]
+#[ignore = "run in a fresh process by a_hostile_read_fd_is_bounded"]
+fn memory_case() {
+    let only: Option<usize> = std::env::var(CASE_ENV).ok().and_then(|v| v.parse().ok());
+    let one_mib = chunk_body(MIB as usize);
+    let largest = chunk_body(max_chunk_raw());
+    let largest_too = largest.clone();
+    // 16 identical 1 MiB chunks, so the peer shares one body.
+    let pattern: Vec<u8> = (0..MIB as usize).map(|i| (i % 251) as u8).collect();
+    let honest_sha = cetp_proto::canonical::sha256_hex(&pattern.repeat(16));
+    drop(pattern);
+    let honest_body = one_mib.clone();
+    let cases: Vec<Case> = vec![
         Case {
             name: "endless 1 MiB chunks (1 GiB offered), max_bytes 8 MiB",
             max_bytes: 8 * MIB,
-            script: endless_1mib,
+            script: Box::new(move |op, id| {
+                honest_hello(op, id).unwrap_or_else(|| Act::Repeat {
+                    parts: chunk_parts(id, &one_mib),
+                    times: 1024,
+                })
+            }),
             expect: Err("bad_frame"),
         },
         Case {
-            name: "endless 16 MiB chunk frames, max_bytes 8 MiB",
+            name: "endless 16 MiB chunk frames (1 GiB offered), max_bytes 8 MiB",
             max_bytes: 8 * MIB,
-            script: endless_max,
+            script: Box::new(move |op, id| {
+                honest_hello(op, id).unwrap_or_else(|| Act::Repeat {
+                    parts: chunk_parts(id, &largest),
+                    times: 86,
+                })
+            }),
             expect: Err("bad_frame"),
         },
         Case {
-            name: "16 MiB within max_bytes, more pending",
+            // Not the canonical key order: every frame goes through the full
+            // JSON decoder, the worst case for the client's memory.
+            name: "endless non-canonical 16 MiB chunk frames, max_bytes 8 MiB",
+            max_bytes: 8 * MIB,
+            script: Box::new(move |op, id| {
+                honest_hello(op, id).unwrap_or_else(|| Act::Repeat {
+                    parts: vec![
+                        Arc::from(format!("{{\"id\":{id},\"chunk\":\"").as_bytes()),
+                        largest_too.clone(),
+                        Arc::from(&b"\"}"[..]),
+                    ],
+                    times: 86,
+                })
+            }),
+            expect: Err("bad_frame"),
+        },
+        Case {
+            name: "16 MiB read within max_bytes, more pending",
             max_bytes: 16 * MIB,
-            script: honest,
+            script: Box::new(move |op, id| {
+                honest_hello(op, id).unwrap_or_else(|| {
+                    // Exactly max_bytes in 1 MiB chunks, then "more was pending".
+                    let mut parts = Vec::new();
+                    for _ in 0..16 {
+                        parts.extend(chunk_parts(id, &honest_body));
+                        parts.push(Arc::from(&b"\n"[..]));
+                    }
+                    let ok = ReadFdOk {
+                        bytes: 16 * MIB,
+                        sha256: honest_sha.clone(),
+                        eof: false,
+                        error: None,
+                    };
+                    parts.push(Arc::from(encode_frame(&ok.to_frame(id))));
+                    Act::SendParts(parts)
+                })
+            }),
             expect: Ok(16 * MIB),
         },
     ];
+    assert_eq!(cases.len(), CASES);
     let opts = OpenOptions {
         client: ClientConfig {
             read_fd_timeout: Duration::from_secs(20),
@@ -111,8 +186,10 @@ fn a_hostile_read_fd_is_bounded() {
         trace: None,
     };
     let resettable = reset_peak();
-    let mut report = Vec::new();
-    for case in cases {
+    for (i, case) in cases.into_iter().enumerate() {
+        if only.is_some_and(|o| o != i) {
+            continue;
+        }
         let script = Arc::new(case.script);
         let s2 = script.clone();
         let peer = ScriptedPeer::start(move |op, id| s2(op, id));
@@ -140,11 +217,16 @@ fn a_hostile_read_fd_is_bounded() {
         drop(peer);
         let peak = status_kib("VmHWM");
         let grew = peak.saturating_sub(base) * 1024;
-        report.push(format!(
-            "{}: {:.1} MiB above baseline, {elapsed:?}",
+        println!(
+            "memory case: {}: peak {:.1} MiB above baseline (VmHWM{}), {elapsed:?}",
             case.name,
-            grew as f64 / MIB as f64
-        ));
+            grew as f64 / MIB as f64,
+            if resettable {
+                ""
+            } else {
+                ", not resettable here"
+            }
+        );
         assert!(
             grew < BUDGET,
             "{}: peak grew by {} MiB (budget {} MiB)",
@@ -152,11 +234,10 @@ fn a_hostile_read_fd_is_bounded() {
             grew / MIB,
             BUDGET / MIB
         );
-        assert!(elapsed < Duration::from_secs(20), "{}: {elapsed:?}", case.name);
+        assert!(
+            elapsed < Duration::from_secs(20),
+            "{}: {elapsed:?}",
+            case.name
+        );
     }
-    eprintln!(
-        "peak memory (VmHWM{}):\n  {}",
-        if resettable { ", reset per case" } else { ", not resettable here" },
-        report.join("\n  ")
-    );
 }

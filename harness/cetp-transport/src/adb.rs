@@ -150,7 +150,10 @@ pub fn split_exit_code(out: &[u8]) -> (Vec<u8>, Option<i32>) {
         .map_or(0, |i| i + 1);
     let last = &trimmed[line_start..];
     match last.strip_prefix(RC_MARK) {
-        Some(code) => match std::str::from_utf8(code).ok().and_then(|c| c.trim().parse().ok()) {
+        Some(code) => match std::str::from_utf8(code)
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+        {
             Some(rc) => (out[..line_start].to_vec(), Some(rc)),
             None => (out.to_vec(), None),
         },
@@ -183,7 +186,10 @@ fn classify(what: &str, e: RustADBError) -> AdbError {
                 K::DeviceOffline
             } else if m.contains("more than one") {
                 K::DeviceAmbiguous
-            } else if m.contains("not found") || m.contains("no devices") || m.contains("no emulators") {
+            } else if m.contains("not found")
+                || m.contains("no devices")
+                || m.contains("no emulators")
+            {
                 K::DeviceNotFound
             } else {
                 K::CommandFailed
@@ -264,11 +270,15 @@ impl Adb {
         let line = format!("{command}{RC_SUFFIX}");
         let max = self.cfg.shell_max_bytes;
         let (raw, truncated) = self
-            .blocking(&format!("shell {command:?}"), self.cfg.op_timeout, move |d| {
-                let mut tail = Tail::new(max);
-                d.shell_command(&line, Some(&mut tail), None)?;
-                Ok(tail.into_inner())
-            })
+            .blocking(
+                &format!("shell {command:?}"),
+                self.cfg.op_timeout,
+                move |d| {
+                    let mut tail = Tail::new(max);
+                    d.shell_command(&line, Some(&mut tail), None)?;
+                    Ok(tail.into_inner())
+                },
+            )
             .await?;
         let (output, exit_code) = split_exit_code(&raw);
         Ok(ShellOutput {
@@ -285,7 +295,10 @@ impl Adb {
             Some(0) => Ok(out),
             Some(rc) => Err(AdbError::new(
                 AdbErrorKind::CommandFailed,
-                format!("`{command}` exited with {rc}: {}", tail_text(&out.output, 2048)),
+                format!(
+                    "`{command}` exited with {rc}: {}",
+                    tail_text(&out.output, 2048)
+                ),
             )),
             None => Err(AdbError::new(
                 AdbErrorKind::ConnectionDropped,
@@ -334,9 +347,19 @@ impl Adb {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
-        let name = if name.ends_with(".apk") { name } else { format!("{name}.apk") };
+        let name = if name.ends_with(".apk") {
+            name
+        } else {
+            format!("{name}.apk")
+        };
         let remote = format!("/data/local/tmp/{name}");
         self.push(apk, &remote).await?;
         let installed = self
@@ -461,7 +484,9 @@ fn check_component(c: &str) -> Result<(), AdbError> {
 /// The last `max` bytes of `out` as text.
 pub fn tail_text(out: &[u8], max: usize) -> String {
     let start = out.len().saturating_sub(max);
-    String::from_utf8_lossy(&out[start..]).trim_end().to_string()
+    String::from_utf8_lossy(&out[start..])
+        .trim_end()
+        .to_string()
 }
 
 /// A local TCP port nothing listens on right now.
@@ -486,10 +511,7 @@ mod tests {
             split_exit_code(b"partial output"),
             (b"partial output".to_vec(), None)
         );
-        assert_eq!(
-            split_exit_code(b"__rc=x\n"),
-            (b"__rc=x\n".to_vec(), None)
-        );
+        assert_eq!(split_exit_code(b"__rc=x\n"), (b"__rc=x\n".to_vec(), None));
     }
 
     #[test]
@@ -521,14 +543,28 @@ mod tests {
         assert_eq!(k("device offline"), AdbErrorKind::DeviceOffline);
         assert_eq!(k("device unauthorized."), AdbErrorKind::DeviceOffline);
         assert_eq!(k("device 'X' not found"), AdbErrorKind::DeviceNotFound);
-        assert_eq!(k("no devices/emulators found"), AdbErrorKind::DeviceNotFound);
-        assert_eq!(k("more than one device/emulator"), AdbErrorKind::DeviceAmbiguous);
+        assert_eq!(
+            k("no devices/emulators found"),
+            AdbErrorKind::DeviceNotFound
+        );
+        assert_eq!(
+            k("more than one device/emulator"),
+            AdbErrorKind::DeviceAmbiguous
+        );
         assert_eq!(k("cannot bind listener"), AdbErrorKind::CommandFailed);
-        let io = |kind: ErrorKind| {
-            classify("x", RustADBError::IOError(std::io::Error::from(kind))).kind
-        };
-        assert_eq!(io(ErrorKind::ConnectionRefused), AdbErrorKind::ServerUnreachable);
-        assert_eq!(io(ErrorKind::UnexpectedEof), AdbErrorKind::ConnectionDropped);
-        assert_eq!(io(ErrorKind::ConnectionReset), AdbErrorKind::ConnectionDropped);
+        let io =
+            |kind: ErrorKind| classify("x", RustADBError::IOError(std::io::Error::from(kind))).kind;
+        assert_eq!(
+            io(ErrorKind::ConnectionRefused),
+            AdbErrorKind::ServerUnreachable
+        );
+        assert_eq!(
+            io(ErrorKind::UnexpectedEof),
+            AdbErrorKind::ConnectionDropped
+        );
+        assert_eq!(
+            io(ErrorKind::ConnectionReset),
+            AdbErrorKind::ConnectionDropped
+        );
     }
 }

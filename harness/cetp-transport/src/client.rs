@@ -7,10 +7,14 @@
 //!
 //! Everything the device sends is untrusted: a frame is bounded by the frame
 //! reader, the bytes of `read_fd` chunks by the request's `max_bytes` (plus
-//! one chunk), queued events by a byte budget, and every wait by a timeout.
-//! A broken stream fails every pending request at once.
+//! one chunk) and each chunk by probe-wire's 1 MiB, queued events by a byte
+//! budget, and every wait by a timeout. A device that sends more chunk bytes
+//! than asked for is not read any further: that request fails with
+//! `bad_frame` and the connection closes. A broken stream fails every
+//! pending request at once.
 
 use crate::error::TransportError;
+use base64::Engine as _;
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
 use cetp_reference::port::{CallAnswer, FdRead};
@@ -206,6 +210,13 @@ impl Shared {
     fn on_line(&self, line: &[u8]) -> Result<(), TransportError> {
         self.tap(Direction::Received, line);
         bump(&self.stats.frames_received);
+        if let Some((id, b64, len)) = canonical_chunk(line) {
+            return self.on_chunk(id, len, |buf| {
+                base64::engine::general_purpose::STANDARD
+                    .decode_vec(b64, buf)
+                    .map_err(|e| e.to_string())
+            });
+        }
         match decode_frame(line) {
             Ok(Frame::Final(f)) => {
                 let id = f.id();
@@ -225,39 +236,15 @@ impl Shared {
                 }
             }
             Ok(Frame::Chunk(c)) => {
-                let mut st = self.lock();
-                let over = st.pending.get_mut(&c.id).map(|p| {
-                    if p.data.len().saturating_add(c.data.len()) > p.cap {
-                        Some(p.cap)
-                    } else {
-                        p.data.extend_from_slice(&c.data);
-                        None
-                    }
-                });
-                match over {
-                    None => {
-                        drop(st);
-                        bump(&self.stats.unmatched_frames);
-                    }
-                    Some(None) => {}
-                    Some(Some(cap)) => {
-                        // Stop accumulating: the rest of this answer is read
-                        // and dropped as unmatched frames.
-                        let p = st.pending.remove(&c.id);
-                        drop(st);
-                        if let Some(p) = p {
-                            let _ = p.tx.send(Err(TransportError::bad_frame(format!(
-                                "request {} received more than {cap} bytes of chunks",
-                                c.id
-                            ))));
-                        }
-                    }
-                }
+                return self.on_chunk(c.id, c.data.len(), |buf| {
+                    buf.extend_from_slice(&c.data);
+                    Ok(())
+                })
             }
             Ok(Frame::Event(e)) => {
                 bump(&self.stats.events_received);
-                let budget_left = self.event_bytes.load(Ordering::Relaxed) + line.len()
-                    <= self.event_budget;
+                let budget_left =
+                    self.event_bytes.load(Ordering::Relaxed) + line.len() <= self.event_budget;
                 let queued = self.events_taken.load(Ordering::Relaxed)
                     && budget_left
                     && self.events.try_send((e, line.len())).is_ok();
@@ -293,6 +280,89 @@ impl Shared {
         }
         Ok(())
     }
+}
+
+impl Shared {
+    /// One chunk of `len` bytes for request `id`; `fill` appends them.
+    /// The bounds are checked before anything is decoded or copied.
+    fn on_chunk(
+        &self,
+        id: u64,
+        len: usize,
+        fill: impl FnOnce(&mut Vec<u8>) -> Result<(), String>,
+    ) -> Result<(), TransportError> {
+        let mut st = self.lock();
+        let Some(p) = st.pending.get_mut(&id) else {
+            drop(st);
+            bump(&self.stats.unmatched_frames);
+            return Ok(());
+        };
+        let overflow = if len > MAX_CHUNK_BYTES {
+            Some(format!(
+                "a chunk of {len} bytes for request {id} (probe-wire allows {MAX_CHUNK_BYTES})"
+            ))
+        } else if p.data.len().saturating_add(len) > p.cap {
+            Some(format!(
+                "more than {} bytes of chunks for request {id}",
+                p.cap
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = overflow {
+            // A device that sends more than it was asked for would keep the
+            // reader busy for as long as it likes: stop reading it.
+            let p = st.pending.remove(&id);
+            drop(st);
+            if let Some(p) = p {
+                let _ = p.tx.send(Err(TransportError::bad_frame(why.clone())));
+            }
+            return Err(TransportError::ConnectionClosed {
+                reason: format!("closed after the device sent {why}"),
+            });
+        }
+        let before = p.data.len();
+        if let Err(e) = fill(&mut p.data) {
+            p.data.truncate(before);
+            let p = st.pending.remove(&id);
+            drop(st);
+            bump(&self.stats.bad_frames);
+            if let Some(p) = p {
+                let _ = p.tx.send(Err(TransportError::bad_frame(format!(
+                    "chunk for request {id}: {e}"
+                ))));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A chunk frame in the canonical form every encoder of this codec writes,
+/// `{"chunk":"B64","id":N}`, read without building a JSON value: returns
+/// the id, the base64 text and its decoded length. Anything else (other key
+/// order, escapes, spaces, bad padding) is left to the full decoder.
+///
+/// Why: a 16 MiB chunk frame costs the full decoder its JSON string and the
+/// decoded bytes on top of the line (about 3x the frame); here the size is
+/// known before decoding, so an oversized or unwanted chunk costs nothing.
+fn canonical_chunk(line: &[u8]) -> Option<(u64, &[u8], usize)> {
+    let rest = line.strip_prefix(b"{\"chunk\":\"")?;
+    let end = rest.iter().position(|&b| b == b'"')?;
+    let (b64, tail) = rest.split_at(end);
+    let digits = tail.strip_prefix(b"\",\"id\":")?.strip_suffix(b"}")?;
+    let canonical_number = !digits.is_empty()
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits.len() == 1 || digits[0] != b'0');
+    let alphabet = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
+    if !canonical_number || b64.len() % 4 != 0 || !b64.iter().all(alphabet) {
+        return None;
+    }
+    let id = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    let pad = b64.iter().rev().take_while(|&&b| b == b'=').count();
+    if pad > 2 {
+        return None;
+    }
+    Some((id, b64, b64.len() / 4 * 3 - pad))
 }
 
 /// Removes a request's pending entry when its waiter goes away (timeout,
@@ -685,8 +755,9 @@ pub fn ui_to_wire(ui: &serde_json::Value) -> Option<Map> {
 
 fn decode_ok<T: OkPayload>(op: &str, result: Result<Map, WireError>) -> Result<T, TransportError> {
     match result {
-        Ok(ok) => T::from_ok(&ok)
-            .map_err(|e| TransportError::bad_frame(format!("{op} answer: {e}"))),
+        Ok(ok) => {
+            T::from_ok(&ok).map_err(|e| TransportError::bad_frame(format!("{op} answer: {e}")))
+        }
         Err(e) => Err(TransportError::Device {
             kind: e.kind,
             message: e.message,
@@ -715,10 +786,14 @@ async fn read_loop<R: AsyncRead + Unpin>(read: R, shared: Arc<Shared>, limit: us
                     reason: "the device closed the connection".into(),
                 }
             }
-            Err(ReadError::FrameTooLarge { limit }) => break TransportError::FrameTooLarge { limit },
+            Err(ReadError::FrameTooLarge { limit }) => {
+                break TransportError::FrameTooLarge { limit }
+            }
             Err(ReadError::Truncated { len }) => {
                 break TransportError::ConnectionClosed {
-                    reason: format!("the device closed the connection inside a frame ({len} bytes)"),
+                    reason: format!(
+                        "the device closed the connection inside a frame ({len} bytes)"
+                    ),
                 }
             }
             Err(ReadError::Io(e)) => {
@@ -769,4 +844,41 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     // Tell the peer we are done; a peer that stopped reading must not hold
     // the task.
     let _ = tokio::time::timeout(Duration::from_secs(1), write.shutdown()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_chunks_are_read_without_json() {
+        for data in [&b""[..], b"a", b"ab", b"abc", &[0u8, 255, 10, 34, 92][..]] {
+            let line = encode_frame(&Frame::chunk(42, data.to_vec()));
+            let line = &line[..line.len() - 1];
+            let (id, b64, len) = canonical_chunk(line).expect("canonical");
+            assert_eq!((id, len), (42, data.len()));
+            let mut out = Vec::new();
+            base64::engine::general_purpose::STANDARD
+                .decode_vec(b64, &mut out)
+                .unwrap();
+            assert_eq!(out, data);
+        }
+        for other in [
+            &br#"{"id":1,"chunk":"YQ=="}"#[..],
+            br#"{"chunk":"YQ==","id":01}"#,
+            br#"{"chunk":"YQ==","id":1} "#,
+            br#"{"chunk":"Y\/Q=","id":1}"#,
+            br#"{"chunk":"YQ=","id":1}"#,
+            br#"{"chunk":"Y===","id":1}"#,
+            br#"{"chunk":"YQ==","id":99999999999999999999}"#,
+            br#"{"chunk":"YQ==","id":}"#,
+            br#"{"chunk":"Y\\/Q","id":1}"#,
+        ] {
+            assert!(
+                canonical_chunk(other).is_none(),
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
+    }
 }

@@ -156,7 +156,10 @@ mod tests {
                 TransportError::timeout("call", Duration::from_millis(5)),
                 "timeout",
             ),
-            (TransportError::FrameTooLarge { limit: 1 }, "frame_too_large"),
+            (
+                TransportError::FrameTooLarge { limit: 1 },
+                "frame_too_large",
+            ),
             (TransportError::bad_frame("x"), "bad_frame"),
             (
                 TransportError::io("connect", &std::io::Error::other("refused")),

@@ -31,6 +31,9 @@ pub async fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, Transpo
     };
     match tokio::time::timeout(timeout, attempt).await {
         Ok(r) => r,
-        Err(_) => Err(TransportError::timeout(format!("connect to {addr}"), timeout)),
+        Err(_) => Err(TransportError::timeout(
+            format!("connect to {addr}"),
+            timeout,
+        )),
     }
 }

@@ -21,7 +21,13 @@ struct Peer {
 
 impl Peer {
     async fn request(&mut self) -> Request {
-        match self.r.read_frame().await.expect("a frame").expect("not EOF") {
+        match self
+            .r
+            .read_frame()
+            .await
+            .expect("a frame")
+            .expect("not EOF")
+        {
             Frame::Request(r) => r,
             other => panic!("peer got {other:?}"),
         }
@@ -115,8 +121,11 @@ async fn provider_exception_is_an_answer_and_other_errors_are_typed() {
     let t = tokio::spawn(async move { c.close_fd("fd-9").await });
     let r = peer.request().await;
     assert_eq!(r.op, "close_fd");
-    peer.send(&Frame::error(r.id, WireError::new(ErrorKind::UnknownHandle, "no")))
-        .await;
+    peer.send(&Frame::error(
+        r.id,
+        WireError::new(ErrorKind::UnknownHandle, "no"),
+    ))
+    .await;
     assert_eq!(t.await.unwrap().unwrap_err().kind(), "unknown_handle");
 }
 
@@ -160,27 +169,55 @@ async fn read_fd_collects_chunks_and_checks_them() {
 }
 
 #[tokio::test]
-async fn chunks_beyond_max_bytes_stop_the_read() {
+async fn chunks_beyond_max_bytes_stop_the_read_and_the_connection() {
     let (client, mut peer) = pair(ClientConfig::default());
     let client = Arc::new(client);
     let c = client.clone();
     let t = tokio::spawn(async move { c.read_fd("fd-1", 10).await });
+    let c = client.clone();
+    let other = tokio::spawn(async move { c.call("a", "m", None, None, 60_000).await });
     let r = peer.request().await;
+    peer.request().await;
     // One chunk of slack is allowed (max_bytes + 1 MiB), then the read fails.
     let big = vec![7u8; 600 * 1024];
-    for _ in 0..3 {
+    for _ in 0..2 {
         peer.send(&Frame::chunk(r.id, big.clone())).await;
     }
     let e = t.await.unwrap().unwrap_err();
     assert_eq!(e.kind(), "bad_frame", "{e}");
-    // The late final is dropped and the connection still works.
-    peer.send(&Frame::ok(r.id, Map::new())).await;
+    assert!(e.to_string().contains("more than 1048586 bytes"), "{e}");
+    let e = other.await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), "connection_closed", "{e}");
+    assert!(client.is_closed());
+}
+
+#[tokio::test]
+async fn a_chunk_over_one_mib_is_refused() {
+    let (client, mut peer) = pair(ClientConfig::default());
+    let client = Arc::new(client);
+    let c = client.clone();
+    let t = tokio::spawn(async move { c.read_fd("fd-1", 64 << 20).await });
+    let r = peer.request().await;
+    peer.send(&Frame::chunk(r.id, vec![1u8; (1 << 20) + 1]))
+        .await;
+    let e = t.await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), "bad_frame", "{e}");
+    assert!(client.is_closed());
+}
+
+#[tokio::test]
+async fn late_and_unknown_answers_are_counted_and_dropped() {
+    let (client, mut peer) = pair(ClientConfig::default());
+    let client = Arc::new(client);
+    peer.send(&Frame::ok(99, Map::new())).await;
+    peer.send(&Frame::chunk(98, b"x".to_vec())).await;
     let c = client.clone();
     let t = tokio::spawn(async move { c.restart_provider("com.x").await });
     let r = peer.request().await;
     peer.send(&Frame::ok(r.id, Map::new())).await;
     t.await.unwrap().unwrap();
-    assert!(client.stats().unmatched_frames >= 1);
+    assert_eq!(client.stats().unmatched_frames, 2);
+    assert!(!client.is_closed());
 }
 
 #[tokio::test]
@@ -190,9 +227,9 @@ async fn a_closed_stream_fails_every_pending_request_at_once() {
     let mut tasks = Vec::new();
     for _ in 0..3 {
         let c = client.clone();
-        tasks.push(tokio::spawn(
-            async move { c.call("a", "m", None, None, 60_000).await },
-        ));
+        tasks.push(tokio::spawn(async move {
+            c.call("a", "m", None, None, 60_000).await
+        }));
         peer.request().await;
     }
     let start = Instant::now();
@@ -307,7 +344,8 @@ async fn events_are_delivered_or_counted_as_dropped() {
 
 #[tokio::test]
 async fn the_tap_sees_every_frame_in_both_directions() {
-    let seen: Arc<Mutex<Vec<(Direction, Vec<u8>)>>> = Arc::default();
+    type Seen = Vec<(Direction, Vec<u8>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
     let s2 = seen.clone();
     let (client, mut peer) = pair(ClientConfig {
         tap: Some(Arc::new(move |d, b: &[u8]| {
@@ -352,6 +390,9 @@ async fn oversized_frames() {
     peer.request().await;
     peer.raw(&vec![b'x'; 10_000]).await;
     let e = t.await.unwrap().unwrap_err();
-    assert!(matches!(e, TransportError::FrameTooLarge { limit: 4096 }), "{e}");
+    assert!(
+        matches!(e, TransportError::FrameTooLarge { limit: 4096 }),
+        "{e}"
+    );
     assert!(client.is_closed());
 }

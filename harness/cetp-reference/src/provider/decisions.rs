@@ -4,10 +4,7 @@
 use super::fixtures::ToolDef;
 use super::state::{Answer, DedupeKey, Failure, PendingDecision, Purpose, Record, RecordState};
 use super::util::lock;
-use super::{
-    Cx, Fault, ReferenceProvider, CONFIRM_ACTIVITY, GRANT_ACTIVITY, IMPOSTOR_PACKAGE,
-    RESUME_TOKEN_TTL_MS,
-};
+use super::{Cx, Fault, ReferenceProvider, CONFIRM_ACTIVITY, GRANT_ACTIVITY, IMPOSTOR_PACKAGE};
 use cetp_proto::provider::{Decision, IntentTarget, ResolveOutcome};
 use cetp_proto::ErrorCode;
 
@@ -82,7 +79,7 @@ impl ReferenceProvider {
             args: args.to_string(),
             request_id: cx.request_id.to_string(),
             resume_token: resume_token.clone(),
-            expires_ms: cx.now_ms.saturating_add(RESUME_TOKEN_TTL_MS),
+            expires_ms: cx.now_ms.saturating_add(self.cfg.resume_token_ttl_ms),
             decision: None,
             used: false,
             target,

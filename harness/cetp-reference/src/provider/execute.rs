@@ -544,14 +544,19 @@ impl ReferenceProvider {
     }
 
     /// §4.2: validate our own output; §4.5: inline, file, or RESULT_TOO_LARGE.
+    /// §4.2: the Provider checks its own output against output_schema.
+    pub(crate) fn output_valid(&self, tool: &ToolDef, value: &Json) -> bool {
+        let unchecked = tool.kind == ToolKind::GetQuote && self.has(Fault::OutputViolatesSchema);
+        unchecked || tool.output.is_valid(value)
+    }
+
     pub(crate) fn package(
         &self,
         caps: &BTreeSet<Capability>,
         tool: &ToolDef,
         value: Json,
     ) -> Answer {
-        let unchecked = tool.kind == ToolKind::GetQuote && self.has(Fault::OutputViolatesSchema);
-        if !unchecked && !tool.output.is_valid(&value) {
+        if !self.output_valid(tool, &value) {
             return Failure::new(
                 ErrorCode::InternalError,
                 "The provider could not produce a valid result.",

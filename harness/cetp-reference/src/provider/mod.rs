@@ -61,9 +61,9 @@ pub const PROVIDER_UID: u32 = 10050;
 pub const FULL_ACCESS_UID: u32 = 10123;
 pub const CONFIRM_ACTIVITY: &str = "com.clawseed.reference/.ConfirmActivity";
 pub const GRANT_ACTIVITY: &str = "com.clawseed.reference/.GrantActivity";
-/// Sessions expire an hour after negotiation.
+/// Default session lifetime: an hour after negotiation.
 pub const SESSION_TTL_MS: i64 = 3_600_000;
-/// A pending confirmation (and its resume token) lives ten minutes.
+/// Default lifetime of a pending decision and its resume token: ten minutes.
 pub const RESUME_TOKEN_TTL_MS: i64 = 600_000;
 pub const POLL_AFTER_MS: i64 = 100;
 /// `sync_portfolio` operations: queued until this age, then running.
@@ -150,6 +150,11 @@ pub struct ProviderConfig {
     /// Scopes of callers not in `grants`.
     pub default_grants: BTreeSet<String>,
     pub limits: Limits,
+    /// Session lifetime (§2.2 allows expiry); shorten it to test expiry
+    /// against a real clock.
+    pub session_ttl_ms: i64,
+    /// Lifetime of a pending decision and its resume token (§4.3).
+    pub resume_token_ttl_ms: i64,
     /// Time a mutation takes between reservation and commit.
     pub effect_delay_ms: u64,
     pub sleeper: Sleeper,
@@ -170,6 +175,8 @@ impl Default for ProviderConfig {
             grants: BTreeMap::from([(FULL_ACCESS_UID, fixtures::all_scopes())]),
             default_grants: fixtures::read_scopes(),
             limits: Limits::REFERENCE,
+            session_ttl_ms: SESSION_TTL_MS,
+            resume_token_ttl_ms: RESUME_TOKEN_TTL_MS,
             effect_delay_ms: 0,
             sleeper: Arc::new(|_| {}),
             faults: BTreeSet::new(),
@@ -189,6 +196,8 @@ impl fmt::Debug for ProviderConfig {
             .field("grants", &self.grants)
             .field("default_grants", &self.default_grants)
             .field("limits", &self.limits)
+            .field("session_ttl_ms", &self.session_ttl_ms)
+            .field("resume_token_ttl_ms", &self.resume_token_ttl_ms)
             .field("effect_delay_ms", &self.effect_delay_ms)
             .field("faults", &self.faults)
             .finish_non_exhaustive()

@@ -3,7 +3,7 @@
 
 use super::state::{Answer, Failure, Session};
 use super::util::{lock, rfc3339_utc};
-use super::{Fault, ReferenceProvider, RETRY_AFTER_MS, SESSION_TTL_MS};
+use super::{Fault, ReferenceProvider, RETRY_AFTER_MS};
 use cetp_proto::envelope::{
     decode_v2_request, is_uuid, keys, Capability, Method, NegotiateRequest, V2Request,
 };
@@ -116,7 +116,7 @@ impl ReferenceProvider {
                     || n.consumer_capabilities.iter().any(|o| o == c.as_str())
             })
             .collect();
-        let expires_ms = now_ms.saturating_add(SESSION_TTL_MS);
+        let expires_ms = now_ms.saturating_add(self.cfg.session_ttl_ms);
         // Draw from the generator before taking the memory lock: the lock
         // order is memory, then durable, and never the other way round.
         let random = (!self.has(Fault::SessionTokenPredictable))

@@ -80,7 +80,7 @@ impl ReferenceProvider {
         } else {
             self.effect_now(now_ms, caller.uid, &targs)?
         };
-        if !tool.output.is_valid(&out) {
+        if !self.output_valid(tool, &out) {
             return Err(Failure::new(ErrorCode::InternalError, "Internal error."));
         }
         // v1 has no file results: a result too large to inline is refused as

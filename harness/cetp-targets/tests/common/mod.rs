@@ -63,7 +63,8 @@ impl AdbServer {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos();
-        let home = std::env::temp_dir().join(format!("cetp-targets-adb-{}-{nanos}", std::process::id()));
+        let home =
+            std::env::temp_dir().join(format!("cetp-targets-adb-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&home).unwrap();
         let server = AdbServer {
             adb,
@@ -131,10 +132,16 @@ impl AdbServer {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let list = self.ok(&["devices"]);
-            if list.lines().any(|l| l.starts_with(addr) && l.ends_with("\tdevice")) {
+            if list
+                .lines()
+                .any(|l| l.starts_with(addr) && l.ends_with("\tdevice"))
+            {
                 return;
             }
-            assert!(Instant::now() < deadline, "{addr} never came online: {list}");
+            assert!(
+                Instant::now() < deadline,
+                "{addr} never came online: {list}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -191,7 +198,10 @@ impl SimHost {
         let (tcp_a, tcp_b, adbd) = rt.block_on(async {
             let la = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let lb = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let ports = (la.local_addr().unwrap().port(), lb.local_addr().unwrap().port());
+            let ports = (
+                la.local_addr().unwrap().port(),
+                lb.local_addr().unwrap().port(),
+            );
             tokio::spawn(sim.clone().serve_tcp("a", la));
             tokio::spawn(sim.clone().serve_tcp("b", lb));
             let adbd = if with_adbd {
@@ -246,13 +256,16 @@ impl Drop for SimHost {
 pub enum Act {
     /// Write these bytes.
     Send(Vec<u8>),
+    /// Write these shared pieces one after the other.
+    SendParts(Vec<Arc<[u8]>>),
     /// Write these bytes, then keep the connection open doing nothing.
     SendThenStall(Vec<u8>),
     /// Close the connection.
     Close,
-    /// Write `line` (without newline) `times` times, each followed by `\n`,
-    /// until the host stops reading or closes.
-    Repeat { line: Vec<u8>, times: u64 },
+    /// Write the concatenation of `parts` and a `\n`, `times` times, until
+    /// the host stops reading or closes. Parts are shared so that a huge
+    /// line costs the peer nothing per repetition.
+    Repeat { parts: Vec<Arc<[u8]>>, times: u64 },
 }
 
 /// `Some` answer to `hello` as a device would give it.
@@ -328,10 +341,10 @@ impl Drop for ScriptedPeer {
     }
 }
 
-async fn serve_scripted(
-    sock: TcpStream,
-    script: Arc<dyn Fn(&str, u64) -> Act + Send + Sync>,
-) {
+/// How a scripted device answers a request with op and id.
+pub type Script = dyn Fn(&str, u64) -> Act + Send + Sync;
+
+async fn serve_scripted(sock: TcpStream, script: Arc<Script>) {
     let (r, mut w) = sock.into_split();
     let mut r = BufReader::new(r);
     let mut line = Vec::new();
@@ -352,6 +365,13 @@ async fn serve_scripted(
                     return;
                 }
             }
+            Act::SendParts(parts) => {
+                for p in &parts {
+                    if w.write_all(p).await.is_err() {
+                        return;
+                    }
+                }
+            }
             Act::SendThenStall(bytes) => {
                 let _ = w.write_all(&bytes).await;
                 // Hold the socket open until the host goes away.
@@ -360,11 +380,14 @@ async fn serve_scripted(
                 return;
             }
             Act::Close => return,
-            Act::Repeat { line, times } => {
-                let mut framed = line;
-                framed.push(b'\n');
+            Act::Repeat { parts, times } => {
                 for _ in 0..times {
-                    if w.write_all(&framed).await.is_err() {
+                    for p in &parts {
+                        if w.write_all(p).await.is_err() {
+                            return;
+                        }
+                    }
+                    if w.write_all(b"\n").await.is_err() {
                         return;
                     }
                 }
@@ -488,8 +511,14 @@ pub fn run_session(target: &Target) -> Json {
     let dev = target.a.as_ref();
     let mut log = serde_json::Map::new();
     let hello = dev.hello().expect("hello");
-    log.insert("hello".into(), normalize(&serde_json::to_value(&hello).unwrap()));
-    let b_hello = target.b.as_ref().map(|b| b.hello().expect("hello b").identity_name);
+    log.insert(
+        "hello".into(),
+        normalize(&serde_json::to_value(&hello).unwrap()),
+    );
+    let b_hello = target
+        .b
+        .as_ref()
+        .map(|b| b.hello().expect("hello b").identity_name);
     log.insert("hello_b".into(), json!(b_hello));
 
     let providers = dev.discover().expect("discover");
@@ -531,7 +560,12 @@ pub fn run_session(target: &Target) -> Json {
     log.insert("get_quote".into(), normalize(&bundle_json(&quote)));
 
     let rid = s.rid();
-    let created = s.exec(&rid, "create_alert", json!({"symbol": "ACME", "price": 12.5}), None);
+    let created = s.exec(
+        &rid,
+        "create_alert",
+        json!({"symbol": "ACME", "price": 12.5}),
+        None,
+    );
     log.insert("create_alert".into(), normalize(&bundle_json(&created)));
     let alert_id = data(&created)["value"]["alert_id"]
         .as_str()
@@ -547,7 +581,12 @@ pub fn run_session(target: &Target) -> Json {
     };
     let resume = ask.get_string("resume_token").expect("resume token");
     let resolved = dev
-        .resolve(&pi.handle, cetp_proto::provider::Decision::Approve, None, 10_000)
+        .resolve(
+            &pi.handle,
+            cetp_proto::provider::Decision::Approve,
+            None,
+            10_000,
+        )
         .expect("resolve");
     log.insert(
         "resolve".into(),
@@ -555,7 +594,10 @@ pub fn run_session(target: &Target) -> Json {
                "result_code": resolved.result_code}),
     );
     let done = s.exec(&rid, "delete_alert", args, Some(&resume));
-    log.insert("delete_alert_resumed".into(), normalize(&bundle_json(&done)));
+    log.insert(
+        "delete_alert_resumed".into(),
+        normalize(&bundle_json(&done)),
+    );
 
     let rid = s.rid();
     let export = s.exec(&rid, "export_history", json!({"rows": 20_000}), None);
@@ -564,7 +606,11 @@ pub fn run_session(target: &Target) -> Json {
         panic!("export_history did not return a file: {export:?}");
     };
     let file = dev.read_fd(&fd.handle, 64 * 1024 * 1024).expect("read_fd");
-    assert!(file.bytes.len() > 262_144, "only {} bytes", file.bytes.len());
+    assert!(
+        file.bytes.len() > 262_144,
+        "only {} bytes",
+        file.bytes.len()
+    );
     log.insert(
         "read_fd".into(),
         json!({"len": file.bytes.len(), "sha256": cetp_proto::canonical::sha256_hex(&file.bytes),

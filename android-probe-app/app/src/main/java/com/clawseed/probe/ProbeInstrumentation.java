@@ -1,0 +1,112 @@
+package com.clawseed.probe;
+
+import android.app.Activity;
+import android.app.Instrumentation;
+import android.app.UiAutomation;
+import android.net.Credentials;
+import android.net.LocalServerSocket;
+import android.net.LocalSocket;
+import android.os.Bundle;
+import android.os.Process;
+import android.util.Log;
+import com.clawseed.probe.core.ProbeSession;
+import java.io.IOException;
+
+/**
+ * The probe's entry point, started by the host with
+ * {@code adb shell am instrument -w <package>/com.clawseed.probe.ProbeInstrumentation}.
+ * It listens on the abstract socket {@code BuildConfig.SOCKET_NAME}, reached
+ * with {@code adb forward tcp:N localabstract:<name>}, and serves each
+ * connection with a {@link ProbeSession} as this app's identity.
+ *
+ * <p>Instrumentation rather than a service: it holds a {@link UiAutomation},
+ * which {@code resolve} needs to play a decision in another app's UI and
+ * {@code restart_provider} needs to run {@code am force-stop}.
+ */
+public final class ProbeInstrumentation extends Instrumentation {
+    static final String TAG = "cetp-probe";
+
+    /** adbd runs as shell, or as root after {@code adb root}. */
+    private static final int SHELL_UID = 2000;
+    private static final int ROOT_UID = 0;
+
+    @Override
+    public void onCreate(Bundle arguments) {
+        super.onCreate(arguments);
+        start();
+    }
+
+    @Override
+    public void onStart() {
+        super.onStart();
+        UiAutomation ui = null;
+        try {
+            ui = getUiAutomation();
+        } catch (RuntimeException e) {
+            Log.w(TAG, "no UI automation; resolve and restart_provider will be unsupported", e);
+        }
+        final UiAutomation automation = ui;
+        LocalServerSocket server = null;
+        try {
+            // Not try-with-resources: LocalServerSocket is Closeable only from API 29.
+            server = new LocalServerSocket(BuildConfig.SOCKET_NAME);
+            Log.i(TAG, "listening on localabstract:" + BuildConfig.SOCKET_NAME + " as uid " + Process.myUid());
+            while (true) {
+                LocalSocket socket = server.accept();
+                int peer = peerUid(socket);
+                if (peer != SHELL_UID && peer != ROOT_UID && peer != Process.myUid()) {
+                    // Any app can reach an abstract socket; only the host (over adb) may
+                    // make calls in this app's name.
+                    Log.w(TAG, "refusing a connection from uid " + peer);
+                    closeQuietly(socket);
+                    continue;
+                }
+                Thread t = new Thread(() -> serve(socket, automation), "cetp-probe-connection");
+                t.setDaemon(true);
+                t.start();
+            }
+        } catch (IOException e) {
+            Log.e(TAG, "probe server stopped", e);
+            Bundle results = new Bundle();
+            results.putString("error", e.toString());
+            finish(Activity.RESULT_CANCELED, results);
+        } finally {
+            if (server != null) {
+                try {
+                    server.close();
+                } catch (IOException ignored) {
+                    // Stopping anyway.
+                }
+            }
+        }
+    }
+
+    private static int peerUid(LocalSocket socket) {
+        try {
+            Credentials c = socket.getPeerCredentials();
+            return c.getUid();
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    private void serve(LocalSocket socket, UiAutomation ui) {
+        try {
+            AndroidBackend backend = new AndroidBackend(getTargetContext(), this, ui);
+            new ProbeSession(socket.getInputStream(), socket.getOutputStream(), backend,
+                    message -> Log.i(TAG, message)).run();
+        } catch (IOException e) {
+            Log.w(TAG, "connection failed", e);
+        } finally {
+            closeQuietly(socket);
+        }
+    }
+
+    private static void closeQuietly(LocalSocket socket) {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // The peer is gone either way.
+        }
+    }
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Every test of the project, from a fresh machine: installs what is missing
+# (scripts/setup.sh), then formatting, lints, the Rust suites (including the
+# real-adb integration tests and one test per vector case), the probe app's
+# JVM tests, the coverage-report staleness check and the mutant self-test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets -q -- -D warnings
+
+echo "== cargo test"
+cargo test --workspace 2>&1 | tee "$log"
+
+echo "== probe app (JVM)"
+android-probe-app/core/run-tests.sh 2>&1 | tee -a "$log"
+
+echo "== coverage report is current and has no gaps"
+cargo run -q -p cetp-cli -- coverage --check
+
+echo "== selftest: the suite kills every mutant"
+cargo run -q -p cetp-cli -- selftest --jobs 8
+
+# One closing line for CI: the sum over every runner above.
+passed=$(grep -hoE '([0-9]+) passed' "$log" | awk '{s+=$1} END {print s+0}')
+failed=$(grep -hoE '([0-9]+) failed' "$log" | awk '{s+=$1} END {print s+0}')
+echo "all: ${passed} passed, ${failed} failed"
+[ "$failed" -eq 0 ]
