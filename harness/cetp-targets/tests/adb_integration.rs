@@ -21,14 +21,25 @@ fn one_session_three_transports_identical_results() {
     let server = AdbServer::start(adb);
     server.connect(&over_adb.adbd_addr());
 
+    // The probe APKs are installed as the target opens (push + pm install).
+    let apk_dir = std::env::temp_dir().join(format!("cetp-targets-apk-{}", std::process::id()));
+    std::fs::create_dir_all(&apk_dir).unwrap();
+    let apk = apk_dir.join("cetp-probe.apk");
+    std::fs::write(&apk, b"PK\x03\x04 not really an apk").unwrap();
     let adb_spec = TargetSpec::parse(&format!(
-        "adb:{},server={}",
+        "adb:{},server={},install={}",
         over_adb.adbd_addr(),
-        server.addr()
+        server.addr(),
+        apk.display()
     ))
     .unwrap();
     let adb_target = open(&adb_spec).unwrap_or_else(|e| panic!("open {adb_spec}: {e}"));
     assert!(adb_target.b.is_some(), "the sim offers identity b over adb");
+    assert_eq!(
+        over_adb.sim.installed_apks(),
+        vec!["/data/local/tmp/cetp-probe.apk".to_string()]
+    );
+    let _ = std::fs::remove_dir_all(&apk_dir);
     let via_adb = run_session(&adb_target);
 
     let tcp_target = open(&TargetSpec::parse(&over_tcp.tcp_spec()).unwrap()).unwrap();
@@ -110,4 +121,199 @@ fn the_serial_picks_the_device_when_several_are_attached() {
     let spec = TargetSpec::parse(&format!("adb,server={}", server.addr())).unwrap();
     let e = open(&spec).err().expect("ambiguous device must fail");
     assert_eq!(e.kind(), "adb_device_ambiguous", "{e}");
+}
+
+mod no_restart {
+    //! A device whose probe answers `restart_provider` with `unsupported`
+    //! (probe-wire allows it): a frame-level proxy in front of the sim's
+    //! probe sockets; everything else is the sim's.
+
+    use cetp_adbd::{BoxFuture, DeviceServices, DuplexStream, FileStat, ShellOutput};
+    use cetp_sim::Sim;
+    use cetp_wire::{encode_frame, AsyncFrameReader, ErrorKind, Frame, WireError};
+    use std::sync::Arc;
+    use tokio::io::{AsyncWriteExt, BufReader};
+
+    pub struct NoRestartProbe {
+        pub sim: Arc<Sim>,
+        pub inner: Arc<dyn DeviceServices>,
+    }
+
+    impl DeviceServices for NoRestartProbe {
+        fn properties(&self) -> Vec<(String, String)> {
+            self.inner.properties()
+        }
+
+        fn open_stream(
+            &self,
+            service: &str,
+        ) -> BoxFuture<'static, Result<Box<dyn DuplexStream>, String>> {
+            let identity = match service {
+                "localabstract:cetp-probe" => "a",
+                "localabstract:cetp-probe-b" => "b",
+                _ => return self.inner.open_stream(service),
+            };
+            let sim = self.sim.clone();
+            Box::pin(async move {
+                let (host_end, proxy_host) = tokio::io::duplex(1 << 20);
+                let (proxy_sim, sim_end) = tokio::io::duplex(1 << 20);
+                tokio::spawn(sim.serve_connection(identity, sim_end));
+                tokio::spawn(proxy(proxy_host, proxy_sim));
+                Ok(Box::new(host_end) as Box<dyn DuplexStream>)
+            })
+        }
+
+        fn shell(&self, command: &str) -> BoxFuture<'static, ShellOutput> {
+            self.inner.shell(command)
+        }
+
+        fn push_file(
+            &self,
+            path: &str,
+            mode: u32,
+            data: Vec<u8>,
+        ) -> BoxFuture<'static, Result<(), String>> {
+            self.inner.push_file(path, mode, data)
+        }
+
+        fn stat(&self, path: &str) -> Option<FileStat> {
+            self.inner.stat(path)
+        }
+    }
+
+    async fn proxy(host: tokio::io::DuplexStream, sim: tokio::io::DuplexStream) {
+        let (host_r, host_w) = tokio::io::split(host);
+        let (sim_r, mut sim_w) = tokio::io::split(sim);
+        let host_w = Arc::new(tokio::sync::Mutex::new(host_w));
+        let back = host_w.clone();
+        tokio::spawn(async move {
+            let mut r = AsyncFrameReader::new(BufReader::new(sim_r));
+            while let Ok(Some(line)) = r.read_line().await {
+                let mut framed = line.to_vec();
+                framed.push(b'\n');
+                if back.lock().await.write_all(&framed).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut r = AsyncFrameReader::new(BufReader::new(host_r));
+        while let Ok(Some(line)) = r.read_line().await {
+            match cetp_wire::decode_frame(line) {
+                Ok(Frame::Request(req)) if req.op == "restart_provider" => {
+                    let no = Frame::error(
+                        req.id,
+                        WireError::new(ErrorKind::Unsupported, "no process control here"),
+                    );
+                    if host_w
+                        .lock()
+                        .await
+                        .write_all(&encode_frame(&no))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                _ => {
+                    let mut framed = line.to_vec();
+                    framed.push(b'\n');
+                    if sim_w.write_all(&framed).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// probe-wire: a device may answer `restart_provider` with `unsupported`;
+/// the host then restarts the Provider over adb with `am force-stop`.
+#[test]
+fn restart_falls_back_to_am_force_stop() {
+    use cetp_proto::{Bundle, Value};
+    use cetp_reference::port::CallAnswer;
+    use cetp_reference::provider::{AUTHORITY, PACKAGE};
+
+    let Some(adb) = adb_or_skip("restart_falls_back_to_am_force_stop") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim = cetp_sim::Sim::new(session_sim_config()).unwrap();
+    let services = std::sync::Arc::new(no_restart::NoRestartProbe {
+        sim: sim.clone(),
+        inner: sim.clone().adb_services(),
+    });
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let device = listener.local_addr().unwrap().to_string();
+    rt.spawn(cetp_adbd::serve(
+        listener,
+        services,
+        cetp_adbd::AdbdConfig::default(),
+    ));
+    let server = AdbServer::start(adb);
+    server.connect(&device);
+    let trace = cetp_targets::WireTrace::new();
+    let t = cetp_targets::open_with(
+        &TargetSpec::parse(&format!("adb:{device},server={},b=off", server.addr())).unwrap(),
+        &cetp_targets::OpenOptions::traced(trace.clone()),
+    )
+    .unwrap();
+
+    let negotiate = Bundle::new()
+        .with("consumer_versions", Value::IntArray(vec![2]))
+        .with("consumer_capabilities", Value::str("[]"));
+    let Ok(CallAnswer::Result(Some(b))) =
+        t.a.call(AUTHORITY, "negotiate", None, Some(&negotiate), 5000)
+    else {
+        panic!("negotiate failed");
+    };
+    let token = b.get_json("data").unwrap()["session_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let quote = |rid: &str| {
+        let extras = Bundle::new()
+            .with("protocol_version", Value::Int(2))
+            .with("session_token", Value::str(token.clone()))
+            .with("request_id", Value::str(rid))
+            .with("deadline_at_ms", Value::Long(t.a.now_ms() + 30_000))
+            .with("tool_name", Value::str("get_quote"))
+            .with("args", Value::str(r#"{"symbol":"ACME"}"#));
+        match t
+            .a
+            .call(AUTHORITY, "execute_tool", None, Some(&extras), 5000)
+        {
+            Ok(CallAnswer::Result(Some(b))) => b.opt_string("error_code").unwrap(),
+            other => panic!("execute_tool: {other:?}"),
+        }
+    };
+    assert_eq!(quote("00000000-0000-4000-8000-000000000001"), None);
+
+    t.a.restart_provider(PACKAGE).expect("restart through adb");
+
+    // The device refused, adb did it: the session lived in the killed process.
+    assert!(
+        trace.render().contains("\"kind\":\"unsupported\""),
+        "{}",
+        trace.render()
+    );
+    assert!(
+        sim.log_lines()
+            .iter()
+            .any(|l| l.contains("force-stop com.clawseed.reference")),
+        "{:?}",
+        sim.log_lines()
+    );
+    assert_eq!(
+        quote("00000000-0000-4000-8000-000000000002").as_deref(),
+        Some("NEGOTIATION_REQUIRED")
+    );
+    drop(t);
+    rt.shutdown_background();
 }

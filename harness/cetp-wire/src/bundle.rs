@@ -174,6 +174,12 @@ fn double(v: &Json, path: &Path<'_>, expected: &'static str) -> Result<f64> {
                 found: format!("the string {other:?}"),
             }),
         },
+        // Still a string outside the set, as the Java codec sees it.
+        Json::Utf16String(_) => Err(WireDecodeError::BadValue {
+            path: path.render(),
+            expected,
+            found: "a string with a lone surrogate".into(),
+        }),
         other => Err(fields::wrong_type(path, expected, other)),
     }
 }
@@ -309,6 +315,10 @@ mod tests {
         assert_eq!(class(r#"{"a":{"t":"long","v":"1"}}"#), "wrong_type");
         assert_eq!(class(r#"{"a":{"t":"float","v":3.5e38}}"#), "out_of_range");
         assert_eq!(class(r#"{"a":{"t":"double","v":"nan"}}"#), "bad_value");
+        assert_eq!(
+            class(r#"{"a":{"t":"double","v":"NaN\ud800"}}"#),
+            "bad_value"
+        );
         assert_eq!(class(r#"{"a":{"t":"int[]","v":[1,2.5]}}"#), "not_integer");
         assert_eq!(class(r#"{"a":{"t":"Int","v":1}}"#), "bad_type_tag");
         assert_eq!(class(r#"{"a":{"t":"int"}}"#), "missing_field");

@@ -1,0 +1,326 @@
+package com.clawseed.probe;
+
+import android.app.Instrumentation;
+import android.app.PendingIntent;
+import android.app.UiAutomation;
+import android.content.ComponentName;
+import android.content.ContentProviderClient;
+import android.content.Context;
+import android.content.Intent;
+import android.content.pm.PackageInfo;
+import android.content.pm.PackageManager;
+import android.content.pm.ProviderInfo;
+import android.content.pm.ResolveInfo;
+import android.content.pm.ServiceInfo;
+import android.content.pm.Signature;
+import android.content.pm.SigningInfo;
+import android.net.Uri;
+import android.os.Build;
+import android.os.Bundle;
+import android.os.DeadObjectException;
+import android.os.ParcelFileDescriptor;
+import android.os.Process;
+import android.os.RemoteException;
+import android.os.SystemClock;
+import android.os.TransactionTooLargeException;
+import com.clawseed.probe.core.DeviceBackend;
+import com.clawseed.probe.core.DeviceError;
+import com.clawseed.probe.core.FdSource;
+import com.clawseed.probe.core.HandleTable;
+import com.clawseed.probe.wire.Ops;
+import com.clawseed.probe.wire.WireBundle;
+import com.clawseed.probe.wire.WireError;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
+
+/** The device side of one connection, as this app's identity. */
+final class AndroidBackend implements DeviceBackend {
+    static final String ACTION_TOOL_PROVIDER = "com.clawseed.action.TOOL_PROVIDER";
+    static final String META_AUTHORITY = "com.clawseed.tools.authority";
+    /** Used when the host sends {@code timeout_ms: 0} to {@code resolve}. */
+    static final long DEFAULT_RESOLVE_TIMEOUT_MS = 30_000;
+    private static final Pattern PACKAGE = Pattern.compile("[A-Za-z0-9_]+(\\.[A-Za-z0-9_]+)*");
+
+    private final Context context;
+    private final Instrumentation instrumentation;
+    private final UiAutomation ui;
+    private final HandleTable<PendingIntent> intents = new HandleTable<>("pi-");
+    private final HandleTable<ParcelFileDescriptor> fds = new HandleTable<>("fd-");
+    private final BundleMapper mapper = new BundleMapper(intents, fds);
+
+    AndroidBackend(Context context, Instrumentation instrumentation, UiAutomation ui) {
+        this.context = context;
+        this.instrumentation = instrumentation;
+        this.ui = ui;
+    }
+
+    @Override
+    public Hello hello() throws DeviceError {
+        PackageManager pm = context.getPackageManager();
+        int uid = Process.myUid();
+        String[] pkgs = pm.getPackagesForUid(uid);
+        List<String> packages = pkgs == null ? Collections.emptyList() : Arrays.asList(pkgs);
+        return new Hello("cetp-probe-android/" + BuildConfig.VERSION_NAME,
+                new Ops.Identity(BuildConfig.IDENTITY_NAME, uid, packages, signingCerts(pm, context.getPackageName())),
+                new Ops.DeviceInfo(Build.VERSION.SDK_INT, Build.MODEL, Build.FINGERPRINT),
+                System.currentTimeMillis());
+    }
+
+    /** SHA-256 of the certificates this package is signed with now. */
+    @SuppressWarnings("deprecation")
+    private static List<String> signingCerts(PackageManager pm, String pkg) throws DeviceError {
+        Signature[] sigs;
+        try {
+            if (Build.VERSION.SDK_INT >= 28) {
+                PackageInfo info = pm.getPackageInfo(pkg, PackageManager.GET_SIGNING_CERTIFICATES);
+                SigningInfo si = info.signingInfo;
+                if (si == null) {
+                    sigs = new Signature[0];
+                } else if (si.hasMultipleSigners()) {
+                    sigs = si.getApkContentsSigners();
+                } else {
+                    // The history ends with the current certificate.
+                    Signature[] history = si.getSigningCertificateHistory();
+                    sigs = history.length == 0 ? history : new Signature[] {history[history.length - 1]};
+                }
+            } else {
+                sigs = pm.getPackageInfo(pkg, PackageManager.GET_SIGNATURES).signatures;
+            }
+        } catch (PackageManager.NameNotFoundException e) {
+            throw new DeviceError(DeviceError.DEVICE_ERROR, "own package not found: " + pkg);
+        }
+        List<String> out = new ArrayList<>();
+        for (Signature s : sigs == null ? new Signature[0] : sigs) {
+            out.add(sha256Hex(s.toByteArray()));
+        }
+        return out;
+    }
+
+    private static String sha256Hex(byte[] data) throws DeviceError {
+        try {
+            byte[] d = MessageDigest.getInstance("SHA-256").digest(data);
+            StringBuilder sb = new StringBuilder();
+            for (byte b : d) {
+                sb.append(String.format("%02x", b & 0xFF));
+            }
+            return sb.toString();
+        } catch (NoSuchAlgorithmException e) {
+            throw new DeviceError(DeviceError.DEVICE_ERROR, "no SHA-256 on this device");
+        }
+    }
+
+    @Override
+    @SuppressWarnings("deprecation")
+    public List<Ops.ServiceInfo> discover() {
+        PackageManager pm = context.getPackageManager();
+        Intent intent = new Intent(ACTION_TOOL_PROVIDER);
+        List<ResolveInfo> found = Build.VERSION.SDK_INT >= 33
+                ? pm.queryIntentServices(intent, PackageManager.ResolveInfoFlags.of(PackageManager.GET_META_DATA))
+                : pm.queryIntentServices(intent, PackageManager.GET_META_DATA);
+        List<Ops.ServiceInfo> out = new ArrayList<>();
+        for (ResolveInfo ri : found) {
+            ServiceInfo si = ri.serviceInfo;
+            if (si == null) {
+                continue;
+            }
+            Map<String, String> meta = new TreeMap<>();
+            Bundle md = si.metaData;
+            if (md != null) {
+                for (String key : md.keySet()) {
+                    Object v = md.get(key);
+                    // android:value="1" arrives as an Integer; the wire wants the raw text.
+                    if (v != null) {
+                        meta.put(key, String.valueOf(v));
+                    }
+                }
+            }
+            String authority = meta.get(META_AUTHORITY);
+            out.add(new Ops.ServiceInfo(si.packageName,
+                    new ComponentName(si.packageName, si.name).flattenToShortString(),
+                    si.exported, si.permission, meta,
+                    authority == null ? null : providerPackage(pm, authority)));
+        }
+        return out;
+    }
+
+    @SuppressWarnings("deprecation")
+    private static String providerPackage(PackageManager pm, String authority) {
+        ProviderInfo p = Build.VERSION.SDK_INT >= 33
+                ? pm.resolveContentProvider(authority, PackageManager.ComponentInfoFlags.of(0))
+                : pm.resolveContentProvider(authority, 0);
+        return p == null ? null : p.packageName;
+    }
+
+    @Override
+    public CallResult call(Ops.CallParams p) throws DeviceError {
+        Bundle extras = p.extras == null ? null : mapper.toAndroid(p.extras);
+        // An unstable client: if the Provider dies, the call fails with
+        // DeadObjectException instead of the probe being killed with it, and
+        // RemoteExceptions reach us (ContentResolver.call turns them into null).
+        ContentProviderClient client;
+        try {
+            client = context.getContentResolver().acquireUnstableContentProviderClient(Uri.parse("content://" + p.authority));
+        } catch (SecurityException e) {
+            // A Provider that is not exported, or guarded by a permission the probe lacks.
+            throw new DeviceError(WireError.PROVIDER_EXCEPTION, String.valueOf(e.getMessage()), e.getClass().getName());
+        }
+        if (client == null) {
+            throw new DeviceError(WireError.UNKNOWN_AUTHORITY, "no provider is installed for " + p.authority);
+        }
+        try {
+            long start = SystemClock.elapsedRealtimeNanos();
+            Bundle result;
+            try {
+                result = client.call(p.method, p.arg, extras);
+            } catch (DeadObjectException e) {
+                throw new DeviceError(WireError.PROVIDER_DIED, "the provider's process died during the call: " + e);
+            } catch (TransactionTooLargeException e) {
+                throw new DeviceError(WireError.TRANSACTION_TOO_LARGE, "the Binder buffer overflowed: " + e);
+            } catch (RemoteException e) {
+                throw new DeviceError(WireError.TRANSACTION_TOO_LARGE, "Binder failure: " + e);
+            } catch (RuntimeException e) {
+                // Exceptions a Provider throws cross Binder as these classes.
+                throw new DeviceError(WireError.PROVIDER_EXCEPTION, String.valueOf(e.getMessage()), e.getClass().getName());
+            }
+            long elapsedUs = (SystemClock.elapsedRealtimeNanos() - start) / 1000;
+            return new CallResult(result == null ? null : mapper.fromAndroid(result), elapsedUs);
+        } finally {
+            closeClient(client);
+        }
+    }
+
+    @SuppressWarnings("deprecation")
+    private static void closeClient(ContentProviderClient client) {
+        if (Build.VERSION.SDK_INT >= 24) {
+            client.close();
+        } else {
+            client.release();
+        }
+    }
+
+    @Override
+    public FdSource takeFd(String handle) throws DeviceError {
+        ParcelFileDescriptor pfd = fds.take(handle);
+        return new FdSource() {
+            // Not AutoCloseInputStream: checkError must run before the descriptor closes.
+            private final InputStream in = new FileInputStream(pfd.getFileDescriptor());
+
+            @Override
+            public InputStream stream() {
+                return in;
+            }
+
+            @Override
+            public String checkError() {
+                try {
+                    pfd.checkError();
+                    return null;
+                } catch (IOException e) {
+                    return e.toString();
+                }
+            }
+
+            @Override
+            public void close() throws IOException {
+                pfd.close();
+            }
+        };
+    }
+
+    @Override
+    public void closeFd(String handle) throws DeviceError {
+        ParcelFileDescriptor pfd = fds.take(handle);
+        try {
+            pfd.close();
+        } catch (IOException ignored) {
+            // The handle is gone either way.
+        }
+    }
+
+    @Override
+    public ResolveResult resolve(Ops.ResolveParams p) throws DeviceError, InterruptedException {
+        PendingIntent pi = intents.take(p.handle);
+        if (Build.VERSION.SDK_INT >= 31 && !pi.isActivity()) {
+            throw DeviceError.unsupported(p.handle + " does not start an activity");
+        }
+        long timeout = p.timeoutMs == 0 ? DEFAULT_RESOLVE_TIMEOUT_MS : Math.min(p.timeoutMs, 24L * 3600 * 1000);
+        long deadline = SystemClock.elapsedRealtime() + timeout;
+        ResolveBroker.Pending pending = ResolveBroker.register(pi);
+        try {
+            Intent launch = new Intent(context, ResolveActivity.class)
+                    .putExtra(ResolveActivity.EXTRA_TOKEN, pending.token)
+                    .addFlags(Intent.FLAG_ACTIVITY_NEW_TASK);
+            try {
+                instrumentation.startActivitySync(launch);
+            } catch (RuntimeException e) {
+                throw new DeviceError(DeviceError.DEVICE_ERROR, "cannot start the probe's resolver activity: " + e);
+            }
+            Boolean launched = pending.awaitLaunch(deadline - SystemClock.elapsedRealtime());
+            if (launched == null) {
+                throw new DeviceError(WireError.TIMEOUT, "the PendingIntent was not sent within " + timeout + " ms");
+            }
+            if (!launched) {
+                return new ResolveResult(false, false, 0);
+            }
+            boolean applied = UiDecider.apply(ui, p.decision, p.ui, context.getPackageName(), deadline);
+            if (!applied) {
+                // Leave no confirmation screen behind; the result is whatever backing out gives.
+                UiDecider.back(ui);
+                Integer code = pending.awaitResult(Math.min(5_000, Math.max(1_000, deadline - SystemClock.elapsedRealtime())));
+                return new ResolveResult(true, false, code == null ? 0 : code);
+            }
+            Integer code = pending.awaitResult(deadline - SystemClock.elapsedRealtime());
+            if (code == null) {
+                throw new DeviceError(WireError.TIMEOUT, "the confirmation activity did not finish within " + timeout + " ms");
+            }
+            return new ResolveResult(true, true, code);
+        } finally {
+            ResolveBroker.unregister(pending.token);
+        }
+    }
+
+    @Override
+    public void restartProvider(String pkg) throws DeviceError {
+        if (!PACKAGE.matcher(pkg).matches()) {
+            throw new DeviceError(WireError.BAD_REQUEST, "not a package name: " + pkg);
+        }
+        if (ui == null) {
+            throw DeviceError.unsupported("restart_provider needs the probe to run as instrumentation");
+        }
+        if (pkg.equals(context.getPackageName())) {
+            throw DeviceError.unsupported("the probe cannot stop itself");
+        }
+        ParcelFileDescriptor out = ui.executeShellCommand("am force-stop " + pkg);
+        try (InputStream in = new ParcelFileDescriptor.AutoCloseInputStream(out)) {
+            byte[] buf = new byte[4096];
+            // The command's output is drained so that it runs to completion.
+            while (in.read(buf) >= 0) {
+                // Nothing to keep: `am force-stop` prints nothing on success.
+            }
+        } catch (IOException e) {
+            throw new DeviceError(DeviceError.DEVICE_ERROR, "am force-stop failed: " + e);
+        }
+    }
+
+    @Override
+    public void close() {
+        for (ParcelFileDescriptor pfd : fds.drain()) {
+            try {
+                pfd.close();
+            } catch (IOException ignored) {
+                // Closing anyway.
+            }
+        }
+        intents.drain();
+    }
+}
