@@ -280,9 +280,7 @@ impl Shared {
         }
         Ok(())
     }
-}
 
-impl Shared {
     /// One chunk of `len` bytes for request `id`; `fill` appends them.
     /// The bounds are checked before anything is decoded or copied.
     fn on_chunk(

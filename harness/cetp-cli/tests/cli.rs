@@ -1,0 +1,210 @@
+//! The `cetp` binary end to end: exit codes, the report and its schema,
+//! baselines, and errors that name what is wrong.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn cetp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cetp"))
+        .args(args)
+        .output()
+        .expect("cetp runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cetp-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn certification_run_writes_a_schema_valid_report() {
+    let dir = tmp("report");
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim",
+        "--only",
+        "NEG-*",
+        "--only",
+        "EXE-001",
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reports/schema/report.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(&report)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(report["cases"].as_array().unwrap().len(), 13);
+    assert_eq!(report["target"]["package"], "com.clawseed.reference");
+    assert_eq!(report["exit_code"], 0);
+}
+
+#[test]
+fn a_broken_provider_exits_1_naming_the_case() {
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:mutant=lenient_request_id",
+        "--only",
+        "ENV-004",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("FAIL  ENV-004"), "{}", text(&o));
+}
+
+#[test]
+fn baseline_keeps_known_failures_green_and_stale_entries_fail() {
+    let dir = tmp("baseline");
+    let known = dir.join("known.toml");
+    std::fs::write(&known, "[[known_failure]]\nid = \"ENV-004\"\nreason = \"vendor bug 17: request ids are not validated\"\n").unwrap();
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:mutant=lenient_request_id",
+        "--only",
+        "ENV-004",
+        "--baseline",
+        known.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("known failure: vendor bug 17"),
+        "{}",
+        text(&o)
+    );
+    // Against the reference the entry no longer fails: stale, exit 1.
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim",
+        "--only",
+        "ENV-004",
+        "--baseline",
+        known.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("STALE baseline entry ENV-004"),
+        "{}",
+        text(&o)
+    );
+    // An entry naming nothing is stale too.
+    std::fs::write(
+        &known,
+        "[[known_failure]]\nid = \"NOPE-999\"\nreason = \"gone\"\n",
+    )
+    .unwrap();
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim",
+        "--only",
+        "ENV-004",
+        "--baseline",
+        known.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    // An entry without a reason is a usage error.
+    std::fs::write(
+        &known,
+        "[[known_failure]]\nid = \"ENV-004\"\nreason = \"\"\n",
+    )
+    .unwrap();
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim",
+        "--only",
+        "ENV-004",
+        "--baseline",
+        known.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn a_bad_profile_is_a_usage_error_naming_the_field() {
+    let dir = tmp("profile");
+    let p = dir.join("p.toml");
+    std::fs::write(
+        &p,
+        "[observer]\ntool = \"list_alerts\"\npointer = \"effects\"\n",
+    )
+    .unwrap();
+    let o = cetp(&["run", "--target", "sim", "--profile", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("observer.pointer"), "{}", text(&o));
+    std::fs::write(&p, "[execute]\nallow = 3\n").unwrap();
+    let o = cetp(&["run", "--target", "sim", "--profile", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("allow"), "{}", text(&o));
+}
+
+#[test]
+fn bad_targets_are_usage_errors_and_unreachable_ones_infra() {
+    let o = cetp(&["run", "--target", "ftp:somewhere"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // Nothing listens on port 1 of loopback: an infrastructure error.
+    let o = cetp(&["run", "--target", "tcp:127.0.0.1:1"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+}
+
+#[test]
+fn without_a_profile_side_effects_are_not_executed() {
+    let dir = tmp("noprofile");
+    let p = dir.join("empty.toml");
+    std::fs::write(&p, "").unwrap();
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim",
+        "--profile",
+        p.to_str().unwrap(),
+        "--only",
+        "IDEM-004",
+        "--only",
+        "EXE-001",
+        "-v",
+    ]);
+    let t = text(&o);
+    assert!(t.contains("PASS  EXE-001"), "{t}");
+    assert!(
+        t.contains("N/A   IDEM-004") && t.contains("the profile does not allow executing it"),
+        "{t}"
+    );
+}
+
+#[test]
+fn replay_prints_the_wire_trace() {
+    let o = cetp(&["replay", "NEG-003", "--target", "sim"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("wire trace"), "{t}");
+    assert!(t.contains("\"method\":\"negotiate\""), "{t}");
+    assert!(t.contains("UNSUPPORTED_VERSION"), "{t}");
+}
