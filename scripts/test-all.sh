@@ -25,6 +25,9 @@ android-probe-app/core/run-tests.sh 2>&1 | tee -a "$log"
 echo "== coverage report is current and has no gaps"
 cargo run -q -p cetp-cli -- coverage --check
 
+echo "== fuzz smoke run"
+scripts/fuzz-smoke.sh
+
 echo "== selftest: the suite kills every mutant"
 cargo run -q -p cetp-cli -- selftest --jobs 8
 

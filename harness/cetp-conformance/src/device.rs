@@ -100,6 +100,20 @@ pub trait Device: Send + Sync {
         timeout_ms: u64,
     ) -> Result<ResolveOutcome, DeviceError>;
     fn restart_provider(&self, package: &str) -> Result<(), DeviceError>;
+    /// Lets `ms` of device time pass at once (the simulated device's
+    /// `advance_clock` extension); returns the new device time. Devices
+    /// without it answer `unsupported`, and cases needing it are then not
+    /// applicable.
+    fn advance_clock(&self, _ms: u64) -> Result<i64, DeviceError> {
+        Err(DeviceError::new(
+            "unsupported",
+            "this device cannot move its clock",
+        ))
+    }
+    /// Re-reads the device clock (after another connection moved it).
+    fn resync_clock(&self) -> Result<(), DeviceError> {
+        Ok(())
+    }
 }
 
 /// The target as the runner sees it: one device connection per identity.

@@ -296,6 +296,39 @@ impl<'a> CaseRunner<'a> {
                     ))),
                 }
             }
+            Step::AdvanceClock {
+                ms,
+                profile,
+                plus_ms,
+            } => {
+                let base = match (ms, profile) {
+                    (Some(ms), _) => *ms,
+                    (None, Some(key)) => *self.profile.timing.get(key).ok_or_else(|| {
+                        Stop::NotApplicable(format!("needs timing.{key} in the profile"))
+                    })?,
+                    (None, None) => {
+                        return Err(Stop::Infra(
+                            "vector error: advance_clock needs ms or profile".into(),
+                        ))
+                    }
+                };
+                let ms = &base.saturating_add(*plus_ms);
+                self.sent("a", "advance_clock", json!({"ms": ms}));
+                let started = Instant::now();
+                match self.target.a.advance_clock(*ms) {
+                    Ok(now) => {
+                        self.answered(json!({"now_ms": now}), started);
+                        if let Some(b) = &self.target.b {
+                            b.resync_clock().map_err(device_stop)?;
+                        }
+                        Ok(())
+                    }
+                    Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => Err(Stop::NotApplicable(
+                        "needs a device whose clock the harness can move (the simulated device's advance_clock)".into(),
+                    )),
+                    Err(e) => Err(device_stop(e)),
+                }
+            }
             Step::Uuid { bind } => {
                 let id = self.uuid();
                 self.bindings.insert(bind.clone(), json!(id));

@@ -87,6 +87,11 @@ impl Device for LocalTargetDevice {
     fn restart_provider(&self, package: &str) -> Result<(), DeviceError> {
         Ok(self.conn.device().restart_provider(package)?)
     }
+
+    fn advance_clock(&self, ms: u64) -> Result<i64, DeviceError> {
+        self.conn.device().clock().advance(ms);
+        Ok(self.conn.device().now_ms())
+    }
 }
 
 /// A target hosting `app` in-process, with both standard identities.

@@ -29,6 +29,10 @@ pub struct Profile {
     pub ui: Option<toml::Table>,
     #[serde(default)]
     pub identities: IdentitiesSection,
+    /// Lifetimes only the vendor knows, in milliseconds (e.g.
+    /// `resume_token_ttl_ms`), for cases that move a simulated clock.
+    #[serde(default)]
+    pub timing: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

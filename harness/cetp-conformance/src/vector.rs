@@ -250,6 +250,19 @@ pub enum Step {
     Restart,
     /// Let device time pass.
     Sleep { ms: u64 },
+    /// Move the device clock forward at once (simulated devices only; the
+    /// case is NOT_APPLICABLE on a device that cannot).
+    /// `ms`, or the duration the profile names under `[timing]` plus
+    /// `plus_ms` (a lifetime only the vendor knows, such as
+    /// `resume_token_ttl_ms`).
+    AdvanceClock {
+        #[serde(default)]
+        ms: Option<u64>,
+        #[serde(default)]
+        profile: Option<String>,
+        #[serde(default)]
+        plus_ms: u64,
+    },
     /// Count effects through the profile's observer and bind the count.
     Observe { bind: String },
     /// The observer's count now minus the one bound at `since`.

@@ -91,9 +91,10 @@ pub struct DeviceIdentity {
 enum ClockMode {
     /// Time moves only when told to: deterministic tests.
     Manual(AtomicI64),
-    /// Wall-clock time shifted by a fixed offset (`--clock-skew`), so the
-    /// harness can check that deadlines are computed in device time.
-    System { skew_ms: i64 },
+    /// Wall-clock time shifted by an offset (`--clock-skew`, plus every
+    /// [`DeviceClock::advance`]), so the harness can check that deadlines are
+    /// computed in device time and let a simulated day pass in no time.
+    System { skew_ms: AtomicI64 },
 }
 
 /// The device clock, Unix epoch milliseconds. Cloning shares the clock.
@@ -117,7 +118,9 @@ impl DeviceClock {
     /// Real time plus `skew_ms` (negative: the device is behind the host).
     pub fn system(skew_ms: i64) -> Self {
         DeviceClock {
-            mode: Arc::new(ClockMode::System { skew_ms }),
+            mode: Arc::new(ClockMode::System {
+                skew_ms: AtomicI64::new(skew_ms),
+            }),
         }
     }
 
@@ -133,21 +136,24 @@ impl DeviceClock {
                     .duration_since(UNIX_EPOCH)
                     .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
                     .unwrap_or(0);
-                real.saturating_add(*skew_ms)
+                real.saturating_add(skew_ms.load(Ordering::SeqCst))
             }
         }
     }
 
-    /// Moves a manual clock forward. A system clock cannot be moved; this is
-    /// a no-op there (use [`sleep`](DeviceClock::sleep) to let time pass).
+    /// Moves the clock forward: a manual clock by itself, a system clock by
+    /// growing its skew (the simulated device's `advance_clock` op, which lets
+    /// retention and expiry be tested without waiting a day).
     pub fn advance(&self, ms: u64) {
-        if let ClockMode::Manual(t) = &*self.mode {
-            let step = i64::try_from(ms).unwrap_or(i64::MAX);
-            // fetch_update with a closure that always returns Some never fails.
-            let _ = t.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
-                Some(v.saturating_add(step))
-            });
-        }
+        let step = i64::try_from(ms).unwrap_or(i64::MAX);
+        let t = match &*self.mode {
+            ClockMode::Manual(t) => t,
+            ClockMode::System { skew_ms } => skew_ms,
+        };
+        // fetch_update with a closure that always returns Some never fails.
+        let _ = t.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+            Some(v.saturating_add(step))
+        });
     }
 
     /// Lets `ms` pass: advances a manual clock, really sleeps on a system one.

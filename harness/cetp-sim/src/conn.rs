@@ -34,7 +34,7 @@ use tokio::task::JoinSet;
 const OUT_QUEUE: usize = 8;
 
 /// The ops this device serves, as `hello` lists them.
-pub(crate) const OPS: [&str; 9] = [
+pub(crate) const OPS: [&str; 10] = [
     "hello",
     "discover",
     "call",
@@ -44,6 +44,7 @@ pub(crate) const OPS: [&str; 9] = [
     "restart_provider",
     "host_provider",
     "reply",
+    "advance_clock",
 ];
 
 pub(crate) struct Conn {
@@ -310,6 +311,13 @@ impl Conn {
             OpRequest::RestartProvider { package } => self.restart(&package),
             OpRequest::HostProvider(p) => self.host_provider(&p),
             OpRequest::Reply(p) => self.reply(p),
+            // Extension of the simulated device (optional op, probe-wire
+            // compatible): let device time pass at once, so expiry and
+            // retention can be tested without waiting. Real devices answer
+            // `unknown_op` and the cases that need it are not applicable.
+            OpRequest::Unknown { op, params } if op == "advance_clock" => {
+                self.advance_clock(&params)
+            }
             OpRequest::Unknown { op, .. } => Err(WireError::new(
                 ErrorKind::UnknownOp,
                 format!("this device does not know op {op:?}"),
@@ -543,6 +551,29 @@ impl Conn {
             result_code: outcome.result_code,
         }
         .to_ok())
+    }
+
+    fn advance_clock(&self, params: &Map) -> Result<Map, WireError> {
+        // At most a year per request: enough for every window the spec
+        // defines, and far from overflowing the clock.
+        const MAX_ADVANCE_MS: u64 = 366 * 24 * 3_600_000;
+        let ms = params
+            .get("ms")
+            .and_then(cetp_wire::json::Json::as_u64)
+            .filter(|ms| *ms <= MAX_ADVANCE_MS)
+            .ok_or_else(|| {
+                bad_request(format!(
+                    "advance_clock needs `ms`, an integer from 0 to {MAX_ADVANCE_MS}"
+                ))
+            })?;
+        self.sim.device().clock().advance(ms);
+        self.log('I', &format!("device clock advanced by {ms} ms"));
+        let mut ok = Map::new();
+        ok.insert(
+            "now_ms".into(),
+            cetp_wire::json::Json::from(self.sim.now_ms()),
+        );
+        Ok(ok)
     }
 
     fn restart(&self, package: &str) -> Result<Map, WireError> {

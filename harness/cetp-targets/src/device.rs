@@ -335,6 +335,36 @@ impl Device for ProbeDevice {
             }
         })
     }
+
+    fn advance_clock(&self, ms: u64) -> Result<i64, DeviceError> {
+        let mut params = cetp_wire::Map::new();
+        params.insert("ms".into(), cetp_wire::Json::from(ms));
+        let reply =
+            self.run(
+                self.client
+                    .request("advance_clock", params, 0, Duration::from_secs(10)),
+            )?;
+        let ok = reply
+            .result
+            .map_err(|e| DeviceError::new(e.kind.as_str(), e.message.clone()))?;
+        let now = ok
+            .get("now_ms")
+            .and_then(cetp_wire::Json::as_i64)
+            .ok_or_else(|| {
+                DeviceError::new("bad_frame", "advance_clock answered without now_ms")
+            })?;
+        *lock(&self.clock) = Some(ClockSync {
+            device_ms: now,
+            at: Instant::now(),
+        });
+        Ok(now)
+    }
+
+    fn resync_clock(&self) -> Result<(), DeviceError> {
+        self.hello_raw()
+            .map(|_| ())
+            .map_err(|e| self.device_error(e))
+    }
 }
 
 fn host_now_ms() -> i64 {
