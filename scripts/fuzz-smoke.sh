@@ -13,6 +13,12 @@ for t in $targets; do
   # Copy the seeds: a smoke run must not grow the committed corpus.
   cp -r "fuzz/corpus/$t/." "$work/" 2>/dev/null || true
   echo "== fuzz $t (${secs}s)"
-  cargo fuzz run -s none --fuzz-dir fuzz "$t" "$work" -- -max_total_time="$secs" -print_final_stats=1 2>&1 | grep -E "^(Done|stat::number_of_executed_units|==|INFO: seed corpus)" || true
-  rm -rf "$work"
+  log=$(mktemp)
+  if ! cargo fuzz run -s none --fuzz-dir fuzz "$t" "$work" -- -max_total_time="$secs" -print_final_stats=1 >"$log" 2>&1; then
+    tail -40 "$log"
+    echo "fuzz target $t failed (crash or build error); the reproducer is under fuzz/artifacts/$t" >&2
+    exit 1
+  fi
+  grep -E "^(Done|stat::number_of_executed_units)" "$log" || true
+  rm -rf "$work" "$log"
 done
