@@ -208,3 +208,68 @@ fn replay_prints_the_wire_trace() {
     assert!(t.contains("\"method\":\"negotiate\""), "{t}");
     assert!(t.contains("UNSUPPORTED_VERSION"), "{t}");
 }
+
+#[test]
+fn a_v1_only_provider_gets_its_v1_results_and_no_v2_claim() {
+    let dir = tmp("v1only");
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:manifest=v1-only",
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["claim"]["v2_declared"], false);
+    assert_eq!(report["claim"]["cetp_v2"], false);
+    assert_eq!(report["claim"]["v1_passed"], true);
+    assert!(report["claim"]["statement"]
+        .as_str()
+        .unwrap()
+        .contains("v2 not declared"));
+    let passed: Vec<&str> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == "PASS")
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        passed.contains(&"V1-003") && passed.contains(&"DISC-001"),
+        "{passed:?}"
+    );
+}
+
+#[test]
+fn manifest_defects_fail_discovery_cases() {
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:manifest=mismatched-package",
+        "--only",
+        "DISC-*",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("FAIL  DISC-002"), "{}", text(&o));
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:manifest=versions-only",
+        "--only",
+        "DISC-*",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("FAIL  DISC-003"), "{}", text(&o));
+    // v2-only keeps the SHOULD of a v1 path: a warning, not a failure.
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:manifest=v2-only",
+        "--only",
+        "DISC-*",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("WARN  DISC-005"), "{}", text(&o));
+}
