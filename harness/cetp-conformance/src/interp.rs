@@ -1306,23 +1306,16 @@ impl<'a> CaseRunner<'a> {
         let device = self.device(identity)?;
         let deadline = device.now_ms().saturating_add(max_ms as i64);
         loop {
-            let step = Step::Call {
-                as_: identity.to_string(),
-                method: "get_operation".into(),
-                session: Some(session.to_string()),
-                v1: false,
-                tool: None,
-                args: None,
-                request_id: Some(rid.clone()),
-                deadline_in_ms: None,
-                resume_token: None,
-                operation_id: Some(op.clone()),
-                extras: BTreeMap::new(),
-                omit: Vec::new(),
-                arg: None,
-                bind: None,
-                expect: None,
-            };
+            let mut step = internal_call(identity, "get_operation", session);
+            if let Step::Call {
+                request_id,
+                operation_id,
+                ..
+            } = &mut step
+            {
+                *request_id = Some(rid.clone());
+                *operation_id = Some(op.clone());
+            }
             let mut p = self.prepare_call(&step)?;
             p.tool = tool.clone();
             let answer = self.send(&p)?;
@@ -1452,28 +1445,16 @@ impl<'a> CaseRunner<'a> {
                 n
             }
         };
-        let step = Step::Call {
-            as_: "a".into(),
-            method: "execute_tool".into(),
-            session: Some(name.clone()),
-            v1: false,
-            tool: Some(ToolRef {
+        let mut step = internal_call("a", "execute_tool", &name);
+        if let Step::Call { tool, args, .. } = &mut step {
+            *tool = Some(ToolRef {
                 name: Some(observer.tool.clone()),
                 pick: BTreeMap::new(),
                 profile_role: None,
                 executes: true,
-            }),
-            args: Some(Args::Json(table_to_json(&observer.args))),
-            request_id: None,
-            deadline_in_ms: None,
-            resume_token: None,
-            operation_id: None,
-            extras: BTreeMap::new(),
-            omit: Vec::new(),
-            arg: None,
-            bind: None,
-            expect: None,
-        };
+            });
+            *args = Some(Args::Json(table_to_json(&observer.args)));
+        }
         let p = self.prepare_call(&step)?;
         let answer = self.send(&p)?;
         self.run_checks(&p, &answer, None);
@@ -1504,6 +1485,28 @@ impl<'a> CaseRunner<'a> {
                 short(Some(other))
             ))),
         }
+    }
+}
+
+/// A call the harness makes on its own behalf (polling, observing) in a
+/// session, with every optional field unset.
+fn internal_call(identity: &str, method: &str, session: &str) -> Step {
+    Step::Call {
+        as_: identity.to_string(),
+        method: method.to_string(),
+        session: Some(session.to_string()),
+        v1: false,
+        tool: None,
+        args: None,
+        request_id: None,
+        deadline_in_ms: None,
+        resume_token: None,
+        operation_id: None,
+        extras: BTreeMap::new(),
+        omit: Vec::new(),
+        arg: None,
+        bind: None,
+        expect: None,
     }
 }
 
