@@ -246,7 +246,7 @@ fn open_adb(
     if s.start {
         setup(
             format!("starting {}", s.probe_service),
-            rt.block_on(adb.start_service(&s.probe_service))
+            rt.block_on(adb.start_probe(&s.probe_service))
                 .map_err(Into::into),
         )?;
     }
@@ -255,7 +255,7 @@ fn open_adb(
         IdentityB::Off => None,
         mode => {
             let started = if s.start {
-                rt.block_on(adb.start_service(&s.probe_b_service))
+                rt.block_on(adb.start_probe(&s.probe_b_service))
                     .map_err(TransportError::from)
             } else {
                 Ok(())

@@ -8,8 +8,8 @@
 //! adb[:SERIAL][,OPTION,...]        a device behind an adb server
 //!     server=HOST:PORT             the adb server [default 127.0.0.1:$ANDROID_ADB_SERVER_PORT or 5037]
 //!     install=PATH                 install this APK first (repeatable, in order)
-//!     probe=COMPONENT              the probe service to start [com.clawseed.probe/.ProbeService]
-//!     probe_b=COMPONENT            the second probe's service [com.clawseed.probe.b/.ProbeService]
+//!     probe=COMPONENT              the probe instrumentation to start [com.clawseed.probe/com.clawseed.probe.ProbeInstrumentation]
+//!     probe_b=COMPONENT            the second probe's instrumentation [com.clawseed.probe.b/com.clawseed.probe.ProbeInstrumentation]
 //!     start=0                      do not start the probe services
 //!     b=auto|on|off                identity b: try it / require it / skip it [auto]
 //! common:
@@ -26,8 +26,10 @@ use std::fmt;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 
-pub const DEFAULT_PROBE_SERVICE: &str = "com.clawseed.probe/.ProbeService";
-pub const DEFAULT_PROBE_B_SERVICE: &str = "com.clawseed.probe.b/.ProbeService";
+pub const DEFAULT_PROBE_SERVICE: &str =
+    "com.clawseed.probe/com.clawseed.probe.ProbeInstrumentation";
+pub const DEFAULT_PROBE_B_SERVICE: &str =
+    "com.clawseed.probe.b/com.clawseed.probe.ProbeInstrumentation";
 pub const DEFAULT_OP_TIMEOUT_MS: u64 = 15_000;
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -430,10 +430,12 @@ impl Adb {
             .map(|_| ())
     }
 
-    /// Starts the probe's foreground service (`PKG/.Service`).
-    pub async fn start_service(&self, component: &str) -> Result<(), AdbError> {
+    /// Starts the probe, which runs as an instrumentation
+    /// (`PKG/RUNNER`, see android-probe-app/README.md). Without `-w`, `am
+    /// instrument` returns at once and the probe keeps serving its socket.
+    pub async fn start_probe(&self, component: &str) -> Result<(), AdbError> {
         check_component(component)?;
-        self.shell_ok(&format!("am start-foreground-service -n {component}"))
+        self.shell_ok(&format!("am instrument {component}"))
             .await
             .map(|_| ())
     }
