@@ -255,6 +255,25 @@ mutants! {
         let n = w.negotiate_raw(A, &[2], &[]).data()["provider_id"].clone();
         format!("{n} {}", provider_info_rules(w))
     };
+    provider_id_unstable => |w| {
+        w.connect(A);
+        w.v2(A, "get_provider_info", &rid(1)).data()["provider_id"].to_string()
+    };
+    unknown_extras_rejected => |w| {
+        w.connect(A);
+        let mut b = w.common(A, &rid(1));
+        b.insert("x_future", Value::str("ignored"));
+        brief(&w.call(A, "list_tools", Some(b)))
+    };
+    annotation_booleans_as_strings => |w| tools(w, &[])["tools"][0]["annotations"]["destructive"].to_string();
+    no_escalation => |w| {
+        w.connect(A);
+        brief(&w.exec(A, &rid(1), "create_alert", HIGH))
+    };
+    cancel_reports_wrong_state => |w| {
+        let op = start_op(w);
+        w.cancel_op(A, &rid(1), &op).data()["state"].to_string()
+    };
     static_revision => |w| {
         let a = tools(w, &[])["revision"].clone();
         let b = tools(w, ALL_CAPS)["revision"].clone();

@@ -194,7 +194,10 @@ impl ReferenceProvider {
 
         let consumer_says_confirmed = self.has(Fault::ConsumerConfirmedFlagTrusted)
             && matches!(cx.extras.get("confirmed"), Some(Value::Bool(true)));
-        if needs_confirmation(tool, &targs) && !confirmed && !consumer_says_confirmed {
+        if needs_confirmation(tool, &targs, !self.has(Fault::NoEscalation))
+            && !confirmed
+            && !consumer_says_confirmed
+        {
             if self.has(Fault::EffectBeforeConfirmation) {
                 let mut d = lock(&self.durable.state);
                 // The mutant's whole point is the effect; its value is unused.
@@ -620,11 +623,12 @@ fn insert_record(
 
 /// §3.4: `always`, or `provider_policy` when the runtime risk is higher than
 /// declared (an alert at an extreme price).
-fn needs_confirmation(tool: &ToolDef, targs: &ToolArgs) -> bool {
+fn needs_confirmation(tool: &ToolDef, targs: &ToolArgs, escalate: bool) -> bool {
     match tool.confirmation {
         "always" => true,
         "provider_policy" => {
-            matches!(targs, ToolArgs::CreateAlert { price, .. } if *price >= ESCALATION_PRICE)
+            escalate
+                && matches!(targs, ToolArgs::CreateAlert { price, .. } if *price >= ESCALATION_PRICE)
         }
         _ => false,
     }

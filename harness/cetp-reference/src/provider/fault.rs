@@ -50,6 +50,12 @@ faults! {
     SessionNotChecked => "session_not_checked",
     /// Answers NEGOTIATION_REQUIRED with retryable=false.
     NegotiationRequiredNotRetryable => "negotiation_required_not_retryable",
+    /// get_provider_info reports another provider_id than negotiate (both in
+    /// the package namespace): the identity is not stable.
+    ProviderIdUnstable => "provider_id_unstable",
+    /// Extras it does not know make the request INVALID_REQUEST instead of
+    /// being ignored.
+    UnknownExtrasRejected => "unknown_extras_rejected",
     /// A session follows the capabilities of the caller's latest negotiation,
     /// so tool semantics change under a token that stays valid.
     CapabilitiesChangedInSession => "capabilities_changed_in_session",
@@ -85,6 +91,8 @@ faults! {
     /// RATE_LIMITED carries retryable=false.
     RateLimitedNotRetryable => "rate_limited_not_retryable",
     // ---- descriptors (§3)
+    /// The boolean annotations are published as strings (`"false"`).
+    AnnotationBooleansAsStrings => "annotation_booleans_as_strings",
     /// `get_quote` is published (and routed) as `getQuote`.
     ToolNameInvalid => "tool_name_invalid",
     /// `list_tools` lists `get_quote` twice.
@@ -163,6 +171,9 @@ faults! {
     ResumeTokenReusable => "resume_token_reusable",
     /// An expired resume token is still accepted.
     ResumeTokenNeverExpires => "resume_token_never_expires",
+    /// The provider_policy tool never escalates: a call whose runtime risk is
+    /// above its annotation runs without confirmation.
+    NoEscalation => "no_escalation",
     /// A denied confirmation executes anyway.
     DenialExecutes => "denial_executes",
     /// A denial is answered PERMISSION_DENIED instead of USER_CANCELLED.
@@ -180,6 +191,9 @@ faults! {
     OperationRequestIdUnbound => "operation_request_id_unbound",
     /// A cancelled operation still commits its effect and reports cancelled.
     CancelReportsCancelledAfterEffect => "cancel_reports_cancelled_after_effect",
+    /// cancel_operation answers state `cancelled` at once instead of
+    /// `cancellation_requested`.
+    CancelReportsWrongState => "cancel_reports_wrong_state",
     /// Cancelling a succeeded operation answers success, not CONFLICT.
     CancelAfterSuccessNotConflict => "cancel_after_success_not_conflict",
     /// `execute_tool` returns an operation without async_operations.

@@ -402,9 +402,9 @@ impl Catalog {
                     "annotations": {
                         "effect": t.effect,
                         "risk": risk,
-                        "destructive": t.destructive,
-                        "idempotent": t.idempotent,
-                        "open_world": t.open_world,
+                        "destructive": bool_annotation(t.destructive, faults),
+                        "idempotent": bool_annotation(t.idempotent, faults),
+                        "open_world": bool_annotation(t.open_world, faults),
                         "confirmation": t.confirmation,
                         "execution": execution
                     }
@@ -506,4 +506,13 @@ pub(crate) fn history(rows: u64) -> Json {
         })
         .collect();
     json!({ "rows": rows })
+}
+
+/// A boolean annotation as published (§3.4: a Boolean).
+fn bool_annotation(v: bool, faults: &BTreeSet<Fault>) -> Json {
+    if faults.contains(&Fault::AnnotationBooleansAsStrings) {
+        Json::String(v.to_string())
+    } else {
+        Json::Bool(v)
+    }
 }

@@ -457,7 +457,11 @@ impl ReferenceProvider {
 
     fn provider_info(&self) -> Answer {
         Answer::ok(serde_json::json!({
-            "provider_id": self.provider_id(),
+            "provider_id": if self.has(Fault::ProviderIdUnstable) {
+                format!("{}.tools", self.provider_id())
+            } else {
+                self.provider_id().to_string()
+            },
             "provider_name": self.cfg.provider_name,
             "description": self.cfg.description,
             "schema_dialect": cetp_proto::schema::DEFAULT_DIALECT,

@@ -206,7 +206,12 @@ impl ReferenceProvider {
             OpState::Queued | OpState::Running => op.cancel_requested = true,
             _ => {}
         }
-        Answer::ok(json!({"operation_id": op_id, "state": OpState::CancellationRequested.as_str()}))
+        let state = if self.has(Fault::CancelReportsWrongState) {
+            OpState::Cancelled
+        } else {
+            OpState::CancellationRequested
+        };
+        Answer::ok(json!({"operation_id": op_id, "state": state.as_str()}))
     }
 }
 

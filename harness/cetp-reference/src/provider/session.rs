@@ -27,6 +27,26 @@ impl ReferenceProvider {
     ) -> Result<V2Request, Failure> {
         let mut b = extras.cloned().unwrap_or_default();
         let mut hidden_id = None;
+        if self.has(Fault::UnknownExtrasRejected) {
+            const KNOWN: &[&str] = &[
+                keys::PROTOCOL_VERSION,
+                keys::SESSION_TOKEN,
+                keys::REQUEST_ID,
+                keys::DEADLINE_AT_MS,
+                keys::TOOL_NAME,
+                keys::ARGS,
+                keys::RESUME_TOKEN,
+                keys::OPERATION_ID,
+                keys::CONSUMER_VERSIONS,
+                keys::CONSUMER_CAPABILITIES,
+            ];
+            if let Some(k) = b.keys().find(|k| !KNOWN.contains(k)) {
+                return Err(Failure::new(
+                    ErrorCode::InvalidRequest,
+                    format!("Unknown field {k}."),
+                ));
+            }
+        }
         if method != Method::Negotiate {
             if self.has(Fault::UnsupportedVersionAccepted) {
                 if let Some(Value::Int(v)) = b.get(keys::PROTOCOL_VERSION) {
