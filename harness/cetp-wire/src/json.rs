@@ -2,7 +2,7 @@
 //! canonical writer.
 //!
 //! serde_json cannot be used for frames because a Java `String` may hold a
-//! lone UTF-16 surrogate, which travels as a `\udXXX` escape. serde_json only
+//! lone UTF-16 surrogate, which travels as a `\udHHH` escape. serde_json only
 //! accepts such an escape when it is asked for bytes at a position it already
 //! knows holds a string (it then yields WTF-8); a frame is self-describing, so
 //! values are read through `deserialize_any`, which refuses lone surrogates.
