@@ -74,7 +74,7 @@ struct RunArgs {
     /// effect=read tools are executed (sim targets use profiles/reference.toml).
     #[arg(long)]
     profile: Option<PathBuf>,
-    /// Where report.json goes.
+    /// Where report.json and junit.xml go.
     #[arg(long)]
     report_dir: Option<PathBuf>,
     /// Only cases whose id matches (`*` wildcards); repeatable.
@@ -242,6 +242,11 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         fanout
             .reporters
             .push(Box::new(JsonReport::new(Some(dir.join("report.json")))));
+        fanout
+            .reporters
+            .push(Box::new(cetp_report::junit::JunitReport::new(
+                dir.join("junit.xml"),
+            )));
     }
     let outcome = run(&suite, &target, &profile, &cfg, &mut fanout);
     for r in &mut fanout.reporters {

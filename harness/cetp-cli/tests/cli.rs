@@ -62,6 +62,11 @@ fn certification_run_writes_a_schema_valid_report() {
     assert_eq!(report["cases"].as_array().unwrap().len(), 13);
     assert_eq!(report["target"]["package"], "com.clawseed.reference");
     assert_eq!(report["exit_code"], 0);
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("tests=\"25\"") && junit.contains("failures=\"0\""),
+        "{junit}"
+    );
 }
 
 #[test]

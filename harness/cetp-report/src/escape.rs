@@ -35,3 +35,24 @@ mod tests {
         assert_eq!(terminal("abcdef", 3), "abc…");
     }
 }
+
+/// For XML 1.0 text and attribute values: markup characters become entities;
+/// characters XML 1.0 cannot carry at all (most C0 controls) become `\u{..}`.
+pub fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push_str(&format!("&#{};", c as u32)),
+            c if (c as u32) < 0x20 || matches!(c, '\u{FFFE}' | '\u{FFFF}') => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}

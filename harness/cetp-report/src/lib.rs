@@ -10,4 +10,5 @@
 
 pub mod escape;
 pub mod json;
+pub mod junit;
 pub mod terminal;
