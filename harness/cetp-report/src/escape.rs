@@ -21,21 +21,6 @@ pub fn terminal(s: &str, max_chars: usize) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ansi_and_bidi_are_neutralized() {
-        let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{202E}txt.exe";
-        let shown = terminal(hostile, 200);
-        assert!(!shown.chars().any(|c| c.is_control()));
-        assert!(!shown.contains('\u{202E}'));
-        assert!(shown.contains("\\u{1b}[2J"));
-        assert_eq!(terminal("abcdef", 3), "abc…");
-    }
-}
-
 /// For XML 1.0 text and attribute values: markup characters become entities;
 /// characters XML 1.0 cannot carry at all (most C0 controls) become `\u{..}`.
 pub fn xml(s: &str) -> String {
@@ -55,4 +40,25 @@ pub fn xml(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ansi_and_bidi_are_neutralized() {
+        let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\r\u{202E}txt.exe";
+        let shown = terminal(hostile, 200);
+        assert!(!shown.chars().any(|c| c.is_control()));
+        assert!(!shown.contains('\u{202E}'));
+        assert!(shown.contains("\\u{1b}[2J"));
+        assert_eq!(terminal("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn xml_markup_and_controls() {
+        assert_eq!(xml("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&apos;");
+        assert_eq!(xml("\u{1b}\n"), "\\u{1b}&#10;");
+    }
 }
