@@ -89,6 +89,9 @@ struct RunArgs {
     /// Seed of every generated request id and value.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Attempts per case that does not pass; disagreeing attempts are FLAKY.
+    #[arg(long, default_value_t = 1)]
+    attempts: u32,
     /// The vectors directory [default: the repository's vectors/].
     #[arg(long)]
     vectors: Option<PathBuf>,
@@ -226,6 +229,7 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
     })?;
     let cfg = RunConfig {
         seed: args.seed,
+        attempts: args.attempts,
         only,
         skip: args.skip.clone(),
         baseline,

@@ -17,6 +17,8 @@ use std::time::Instant;
 #[derive(Clone, Debug, Default)]
 pub struct RunConfig {
     pub seed: u64,
+    /// Attempts per case that does not pass (1 = no retry).
+    pub attempts: u32,
     /// Case id patterns (`*` wildcards); empty = all.
     pub only: Vec<String>,
     pub skip: Vec<String>,
@@ -242,30 +244,58 @@ pub fn run(
                 case_id: case.id.clone(),
                 title: case.title.clone(),
             });
-            let rng = rand::rngs::StdRng::seed_from_u64(
-                cfg.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            );
-            let mut events = Vec::new();
-            let result = {
-                let mut emit = |e: Event| events.push(e);
-                let mut runner = CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng);
-                runner.run(case)
-            };
-            for e in events {
-                out.emit(e);
+            // A case that does not pass may be attempted again
+            // (`attempts`); attempts that disagree make it FLAKY, with every
+            // attempt's outcome kept in the reason, never merged into a pass.
+            let mut outcomes_seen: Vec<(Verdict, String)> = Vec::new();
+            for attempt in 0..cfg.attempts.max(1) {
+                let rng = rand::rngs::StdRng::seed_from_u64(
+                    cfg.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(attempt),
+                );
+                let mut events = Vec::new();
+                let result = {
+                    let mut emit = |e: Event| events.push(e);
+                    let mut runner =
+                        CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng);
+                    runner.run(case)
+                };
+                for e in events {
+                    out.emit(e);
+                }
+                let seen = match result {
+                    Ok(()) => (Verdict::Pass, String::new()),
+                    Err(Stop::Fail(r)) => (
+                        if case.level == Level::Should {
+                            Verdict::Warn
+                        } else {
+                            Verdict::Fail
+                        },
+                        r,
+                    ),
+                    Err(Stop::NotApplicable(r)) => (Verdict::NotApplicable, r),
+                    Err(Stop::Infra(r)) => (Verdict::InfraError, r),
+                };
+                let settled = matches!(seen.0, Verdict::Pass | Verdict::NotApplicable);
+                outcomes_seen.push(seen);
+                if settled {
+                    break;
+                }
             }
-            let (verdict, reason) = match result {
-                Ok(()) => (Verdict::Pass, String::new()),
-                Err(Stop::Fail(r)) => (
-                    if case.level == Level::Should {
-                        Verdict::Warn
-                    } else {
-                        Verdict::Fail
-                    },
-                    r,
-                ),
-                Err(Stop::NotApplicable(r)) => (Verdict::NotApplicable, r),
-                Err(Stop::Infra(r)) => (Verdict::InfraError, r),
+            let (verdict, reason) = if outcomes_seen.iter().all(|o| o.0 == outcomes_seen[0].0) {
+                outcomes_seen.swap_remove(0)
+            } else {
+                let all: Vec<String> = outcomes_seen
+                    .iter()
+                    .enumerate()
+                    .map(|(n, (v, r))| {
+                        if r.is_empty() {
+                            format!("attempt {}: {}", n + 1, v.as_str())
+                        } else {
+                            format!("attempt {}: {} ({r})", n + 1, v.as_str())
+                        }
+                    })
+                    .collect();
+                (Verdict::Flaky, all.join("; "))
             };
             let baseline_reason = cfg
                 .baseline
@@ -400,7 +430,7 @@ pub fn run(
     let claim = claim(env.as_ref(), &outcomes, &checks, negotiated_caps.as_ref());
     let unbaselined_fail = outcomes
         .iter()
-        .any(|o| o.verdict == Verdict::Fail && !o.baselined)
+        .any(|o| matches!(o.verdict, Verdict::Fail | Verdict::Flaky) && !o.baselined)
         || checks
             .iter()
             .any(|c| c.verdict == Verdict::Fail && !checks_baselined.contains(&c.id));

@@ -70,3 +70,85 @@ fn reference_passes_everything() {
         "the reference is complete, nothing should be N/A: {na:?}"
     );
 }
+
+/// Throws on its first `negotiate`, then behaves: a flaky Provider.
+struct FlakyOnce {
+    inner: ReferenceProvider,
+    thrown: std::sync::atomic::AtomicBool,
+}
+
+impl cetp_reference::app::ProviderApp for FlakyOnce {
+    fn manifests(&self) -> Vec<cetp_proto::provider::ServiceManifest> {
+        self.inner.manifests()
+    }
+    fn authority(&self) -> String {
+        self.inner.authority()
+    }
+    fn call(
+        &self,
+        caller: &cetp_proto::provider::CallerIdentity,
+        now_ms: i64,
+        call: &cetp_proto::provider::ProviderCall,
+    ) -> cetp_proto::provider::Reply {
+        if call.method == "negotiate"
+            && !self.thrown.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return cetp_proto::provider::Reply::Threw {
+                class: "java.lang.IllegalStateException".into(),
+                message: "not ready".into(),
+            };
+        }
+        self.inner.call(caller, now_ms, call)
+    }
+    fn resolve(
+        &self,
+        launcher: &cetp_proto::provider::CallerIdentity,
+        target: &cetp_proto::provider::IntentTarget,
+        decision: cetp_proto::provider::Decision,
+        now_ms: i64,
+    ) -> cetp_proto::provider::ResolveOutcome {
+        self.inner.resolve(launcher, target, decision, now_ms)
+    }
+    fn restart(&self) {
+        self.inner.restart()
+    }
+}
+
+#[test]
+fn disagreeing_attempts_are_flaky_never_a_pass() {
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let run_with = |attempts: u32| {
+        let app = Arc::new(FlakyOnce {
+            inner: ReferenceProvider::new(reference_config()),
+            thrown: Default::default(),
+        });
+        let target = local_target(app, DeviceClock::system(0));
+        let cfg = RunConfig {
+            seed: 7,
+            attempts,
+            only: vec!["NEG-002".into()],
+            harness_version: "test".into(),
+            ..Default::default()
+        };
+        run(&suite, &target, &profile(), &cfg, &mut Fanout::default())
+    };
+    let once = run_with(1);
+    assert_eq!(
+        once.cases[0].verdict,
+        Verdict::Fail,
+        "{}",
+        once.cases[0].reason
+    );
+    let twice = run_with(2);
+    assert_eq!(
+        twice.cases[0].verdict,
+        Verdict::Flaky,
+        "{}",
+        twice.cases[0].reason
+    );
+    assert!(
+        twice.cases[0].reason.contains("attempt 1: FAIL")
+            && twice.cases[0].reason.contains("attempt 2: PASS")
+    );
+    assert_eq!(twice.exit, cetp_conformance::exit::ExitCode::Fail);
+}
