@@ -32,7 +32,8 @@ echo "== selftest: the suite kills every mutant"
 cargo run -q -p cetp-cli -- selftest --jobs 8
 
 # One closing line for CI: the sum over every runner above.
-passed=$(grep -hoE '([0-9]+) passed' "$log" | awk '{s+=$1} END {print s+0}')
-failed=$(grep -hoE '([0-9]+) failed' "$log" | awk '{s+=$1} END {print s+0}')
+# cargo's "N passed; N failed" lines plus JUnit's "[ N tests successful ]".
+passed=$(grep -hoE '([0-9]+) (passed|tests successful)' "$log" | awk '{s+=$1} END {print s+0}')
+failed=$(grep -hoE '([0-9]+) (failed|tests failed)' "$log" | awk '{s+=$1} END {print s+0}')
 echo "all: ${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]
