@@ -274,6 +274,19 @@ mutants! {
         let op = start_op(w);
         w.cancel_op(A, &rid(1), &op).data()["state"].to_string()
     };
+    poll_after_ms_missing => |w| {
+        w.connect(A);
+        w.exec(A, &rid(1), "sync_portfolio", "{}").data()["poll_after_ms"].to_string()
+    };
+    operation_result_unwrapped => |w| {
+        let op = start_op(w);
+        w.now += 400;
+        w.get_op(A, &rid(1), &op).data()["result"].to_string()
+    };
+    provider_info_missing => |w| {
+        w.connect(A);
+        brief(&w.v2(A, "get_provider_info", &rid(1)))
+    };
     static_revision => |w| {
         let a = tools(w, &[])["revision"].clone();
         let b = tools(w, ALL_CAPS)["revision"].clone();

@@ -418,7 +418,11 @@ impl ReferenceProvider {
         ) {
             Ok(Effected::Value(v)) => self.package(cx.caps, tool, v),
             Ok(Effected::Operation(id)) => Answer::Accepted {
-                data: json!({"operation_id": id, "poll_after_ms": POLL_AFTER_MS}),
+                data: if self.has(Fault::PollAfterMsMissing) {
+                    json!({ "operation_id": id })
+                } else {
+                    json!({"operation_id": id, "poll_after_ms": POLL_AFTER_MS})
+                },
             },
             Err(f) => f.into(),
         };

@@ -60,6 +60,8 @@ faults! {
     /// so tool semantics change under a token that stays valid.
     CapabilitiesChangedInSession => "capabilities_changed_in_session",
     // ---- request envelope (§4, §4.1)
+    /// get_provider_info, a core method, is answered METHOD_NOT_FOUND.
+    ProviderInfoMissing => "provider_info_missing",
     /// Reads a `protocol_version` sent as a Long as a v1 call.
     LongProtocolVersionAsV1 => "long_protocol_version_as_v1",
     /// Answers DEADLINE_EXCEEDED instead of INVALID_REQUEST when
@@ -196,6 +198,11 @@ faults! {
     CancelReportsWrongState => "cancel_reports_wrong_state",
     /// Cancelling a succeeded operation answers success, not CONFLICT.
     CancelAfterSuccessNotConflict => "cancel_after_success_not_conflict",
+    /// An accepted operation comes without `poll_after_ms`.
+    PollAfterMsMissing => "poll_after_ms_missing",
+    /// A succeeded operation carries its bare value as `result` instead of
+    /// the result envelope of a synchronous success.
+    OperationResultUnwrapped => "operation_result_unwrapped",
     /// `execute_tool` returns an operation without async_operations.
     AsyncWithoutNegotiation => "async_without_negotiation",
     /// `get_operation` is served without async_operations.

@@ -434,6 +434,9 @@ impl ReferenceProvider {
             caps: &caps,
         };
         match req {
+            V2Request::GetProviderInfo(_) if self.has(Fault::ProviderInfoMissing) => {
+                Failure::new(ErrorCode::MethodNotFound, "No such method.").into()
+            }
             V2Request::GetProviderInfo(_) => self.provider_info(),
             V2Request::ListTools(_) => Answer::ok(self.catalog.list_tools(
                 caps.contains(&Capability::AsyncOperations),

@@ -165,7 +165,15 @@ impl ReferenceProvider {
         }
         self.advance(d, op_id, cx.now_ms);
         match d.operations.get(op_id) {
-            Some(op) => Answer::ok(op_json(op_id, op)),
+            Some(op) => {
+                let mut v = op_json(op_id, op);
+                if self.has(Fault::OperationResultUnwrapped) {
+                    if let Some(value) = v.get_mut("result").and_then(|r| r.get("value")).cloned() {
+                        v["result"] = value;
+                    }
+                }
+                Answer::ok(v)
+            }
             None => Failure::new(
                 ErrorCode::InvalidRequest,
                 "No such operation for this request.",
