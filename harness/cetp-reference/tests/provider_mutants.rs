@@ -283,6 +283,12 @@ mutants! {
         w.now += 400;
         w.get_op(A, &rid(1), &op).data()["result"].to_string()
     };
+    failed_operation_without_error => |w| {
+        w.connect(A);
+        let op = w.exec(A, &rid(1), "sync_portfolio", r#"{"fail":true}"#).operation_id().expect("accepted");
+        w.now += 400;
+        w.get_op(A, &rid(1), &op).data()["error"].to_string()
+    };
     provider_info_missing => |w| {
         w.connect(A);
         brief(&w.v2(A, "get_provider_info", &rid(1)))

@@ -203,6 +203,8 @@ faults! {
     /// A succeeded operation carries its bare value as `result` instead of
     /// the result envelope of a synchronous success.
     OperationResultUnwrapped => "operation_result_unwrapped",
+    /// A failed operation reports no `error` object.
+    FailedOperationWithoutError => "failed_operation_without_error",
     /// `execute_tool` returns an operation without async_operations.
     AsyncWithoutNegotiation => "async_without_negotiation",
     /// `get_operation` is served without async_operations.

@@ -167,6 +167,11 @@ impl ReferenceProvider {
         match d.operations.get(op_id) {
             Some(op) => {
                 let mut v = op_json(op_id, op);
+                if self.has(Fault::FailedOperationWithoutError) {
+                    if let Some(obj) = v.as_object_mut() {
+                        obj.remove("error");
+                    }
+                }
                 if self.has(Fault::OperationResultUnwrapped) {
                     if let Some(value) = v.get_mut("result").and_then(|r| r.get("value")).cloned() {
                         v["result"] = value;
