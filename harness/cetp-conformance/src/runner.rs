@@ -249,8 +249,14 @@ pub fn run(
             // attempt's outcome kept in the reason, never merged into a pass.
             let mut outcomes_seen: Vec<(Verdict, String)> = Vec::new();
             for attempt in 0..cfg.attempts.max(1) {
+                // The run's start time is mixed in so two runs against one
+                // device never reuse a request id: a Provider rightly answers
+                // a reused id from its de-duplication record for a day (§6).
                 let rng = rand::rngs::StdRng::seed_from_u64(
-                    cfg.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(attempt),
+                    cfg.seed
+                        ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                        ^ u64::from(attempt)
+                        ^ (cfg.started_at_ms as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
                 );
                 let mut events = Vec::new();
                 let result = {

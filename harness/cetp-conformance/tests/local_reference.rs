@@ -152,3 +152,29 @@ fn disagreeing_attempts_are_flaky_never_a_pass() {
     );
     assert_eq!(twice.exit, cetp_conformance::exit::ExitCode::Fail);
 }
+
+#[test]
+fn a_second_run_against_the_same_device_is_not_answered_from_the_first() {
+    // The Provider keeps de-duplication records for a day; a second run
+    // with the same seed must still send fresh request ids.
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let app = Arc::new(ReferenceProvider::new(reference_config()));
+    let target = local_target(app, DeviceClock::system(0));
+    for started_at_ms in [1_000, 2_000] {
+        let cfg = RunConfig {
+            seed: 7,
+            started_at_ms,
+            only: vec!["IDEM-*".into(), "CONF-00*".into(), "ASYNC-001".into()],
+            harness_version: "test".into(),
+            ..Default::default()
+        };
+        let out = run(&suite, &target, &profile(), &cfg, &mut Fanout::default());
+        let bad: Vec<String> = out
+            .cases
+            .iter()
+            .filter(|c| c.verdict != Verdict::Pass)
+            .map(|c| format!("{} {:?}: {}", c.id, c.verdict, c.reason))
+            .collect();
+        assert!(bad.is_empty(), "run at {started_at_ms}: {bad:?}");
+    }
+}
