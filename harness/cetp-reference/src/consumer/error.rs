@@ -268,6 +268,19 @@ impl ConsumerError {
         ConsumerError::Refused(Box::new(r))
     }
 
+    /// `status="accepted"` on a method other than execute_tool (§4.4).
+    /// `call_v2` already refuses it; the method handlers match it only
+    /// because `Response` has the variant.
+    pub(crate) fn accepted_outside_execute(provider: &str, method: &'static str) -> Self {
+        ConsumerError::violation(
+            provider,
+            method,
+            "response.accepted.method",
+            "4.4",
+            "status \"accepted\" answers only execute_tool",
+        )
+    }
+
     pub(crate) fn violation(
         provider: &str,
         method: &'static str,

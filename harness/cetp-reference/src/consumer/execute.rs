@@ -836,13 +836,7 @@ impl Consumer {
                 }
             }
             Response::Accepted { .. } => {
-                return Err(ConsumerError::violation(
-                    &label,
-                    name,
-                    "response.accepted.method",
-                    "4.4",
-                    "status \"accepted\" answers only execute_tool",
-                ))
+                return Err(ConsumerError::accepted_outside_execute(&label, name))
             }
         }
         op.cancel_requested = true;
@@ -896,13 +890,7 @@ impl Consumer {
                 return Err(self.cetp_error(&label, name, code, env));
             }
             Response::Accepted { .. } => {
-                return Err(ConsumerError::violation(
-                    &label,
-                    name,
-                    "response.accepted.method",
-                    "4.4",
-                    "status \"accepted\" answers only execute_tool",
-                ))
+                return Err(ConsumerError::accepted_outside_execute(&label, name))
             }
         };
         check_operation_id(&label, name, op, data)?;

@@ -422,12 +422,9 @@ impl Consumer {
                 let code = self.check_error(&label, method.as_str(), &env)?;
                 Err(self.cetp_error(&label, method.as_str(), code, &env))
             }
-            Response::Accepted { .. } => Err(ConsumerError::violation(
+            Response::Accepted { .. } => Err(ConsumerError::accepted_outside_execute(
                 &label,
                 method.as_str(),
-                "response.accepted.method",
-                "4.4",
-                "status \"accepted\" answers only execute_tool",
             )),
         }
     }
