@@ -601,4 +601,33 @@ mod tests {
             vec![INLINE_SIZE, OUTPUT_SCHEMA]
         );
     }
+
+    #[test]
+    fn v1_shape_can_fail() {
+        let r = Bundle::new();
+        let good = CallAnswer::Result(Some(
+            cetp_proto::envelope::V1Response::Error {
+                code: "TOOL_NOT_FOUND".into(),
+                message: "no".into(),
+            }
+            .to_bundle(),
+        ));
+        let mut c = cx("execute_tool", &r, &good);
+        c.v1 = true;
+        assert!(check_answer(&c).is_empty());
+        let unknown = CallAnswer::Result(Some(
+            cetp_proto::envelope::V1Response::Error {
+                code: "NOPE".into(),
+                message: "no".into(),
+            }
+            .to_bundle(),
+        ));
+        let mut c = cx("execute_tool", &r, &unknown);
+        c.v1 = true;
+        assert_eq!(checks_of(&check_answer(&c)), vec![V1_SHAPE]);
+        let malformed = CallAnswer::Result(Some(Bundle::new().with("status", Value::Int(1))));
+        let mut c = cx("list_tools", &r, &malformed);
+        c.v1 = true;
+        assert_eq!(checks_of(&check_answer(&c)), vec![V1_SHAPE]);
+    }
 }
