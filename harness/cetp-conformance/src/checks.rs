@@ -630,4 +630,18 @@ mod tests {
         c.v1 = true;
         assert_eq!(checks_of(&check_answer(&c)), vec![V1_SHAPE]);
     }
+
+    #[test]
+    fn v1_authorize_intent_in_a_v2_answer_is_caught() {
+        let r = req();
+        let mut e = ErrorEnvelope::new(ErrorCode::PermissionDenied, "denied", false);
+        e.request_id = Some("123e4567-e89b-12d3-a456-426614174000".into());
+        let mut b = e.to_bundle();
+        b.insert("authorize_intent", Value::str("com.example.AUTHORIZE"));
+        let a = CallAnswer::Result(Some(b));
+        assert_eq!(
+            checks_of(&check_answer(&cx("execute_tool", &r, &a))),
+            vec![RESOLUTION]
+        );
+    }
 }
