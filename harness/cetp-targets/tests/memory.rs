@@ -65,7 +65,7 @@ struct Case {
     expect: Result<u64, &'static str>,
 }
 
-const CASES: usize = 4;
+const CASES: usize = 5;
 const CASE_ENV: &str = "CETP_MEMORY_CASE";
 
 #[test]
@@ -108,6 +108,7 @@ fn memory_case() {
     let one_mib = chunk_body(MIB as usize);
     let largest = chunk_body(max_chunk_raw());
     let largest_too = largest.clone();
+    let four_mib = chunk_body(4 * MIB as usize);
     // 16 identical 1 MiB chunks, so the peer shares one body.
     let pattern: Vec<u8> = (0..MIB as usize).map(|i| (i % 251) as u8).collect();
     let honest_sha = cetp_proto::canonical::sha256_hex(&pattern.repeat(16));
@@ -137,9 +138,8 @@ fn memory_case() {
             expect: Err("bad_frame"),
         },
         Case {
-            // Not the canonical key order: every frame goes through the full
-            // JSON decoder, the worst case for the client's memory.
-            name: "endless non-canonical 16 MiB chunk frames, max_bytes 8 MiB",
+            // The other member order: recognised without the full decoder.
+            name: "endless id-first 16 MiB chunk frames, max_bytes 8 MiB",
             max_bytes: 8 * MIB,
             script: Box::new(move |op, id| {
                 honest_hello(op, id).unwrap_or_else(|| Act::Repeat {
@@ -149,6 +149,24 @@ fn memory_case() {
                         Arc::from(&b"\"}"[..]),
                     ],
                     times: 86,
+                })
+            }),
+            expect: Err("bad_frame"),
+        },
+        Case {
+            // Spaces make it non-canonical: every frame goes through the full
+            // JSON decoder (about 3x the frame), so these are 4 MiB frames,
+            // still four times what a chunk may carry.
+            name: "endless non-canonical 4 MiB chunk frames, max_bytes 8 MiB",
+            max_bytes: 8 * MIB,
+            script: Box::new(move |op, id| {
+                honest_hello(op, id).unwrap_or_else(|| Act::Repeat {
+                    parts: vec![
+                        Arc::from(format!("{{ \"id\": {id}, \"chunk\": \"").as_bytes()),
+                        four_mib.clone(),
+                        Arc::from(&b"\" }"[..]),
+                    ],
+                    times: 256,
                 })
             }),
             expect: Err("bad_frame"),
