@@ -6,7 +6,7 @@ use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
 use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
-use cetp_conformance::selftest::{load_mutants, selftest};
+use cetp_conformance::selftest::{load_mutants, load_variants, selftest, Fixture};
 use cetp_conformance::suite::{default_vectors_dir, Baseline, Suite};
 use cetp_report::json::JsonReport;
 use cetp_report::terminal::Terminal;
@@ -107,6 +107,9 @@ struct SelftestArgs {
     /// Only these mutants; repeatable.
     #[arg(long)]
     mutant: Vec<String>,
+    /// Only these legal variants; repeatable.
+    #[arg(long)]
+    variant: Vec<String>,
     /// Mutants run at once (each has its own simulated device).
     #[arg(long, default_value_t = 8)]
     jobs: usize,
@@ -271,24 +274,64 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
     let (dir, suite) = load_suite(&args.vectors)?;
     let profile = Profile::from_toml(REFERENCE_PROFILE).map_err(|e| usage(e.to_string()))?;
     let mut mutants = load_mutants(&dir.join("mutants/mutants.json")).map_err(usage)?;
-    if !args.mutant.is_empty() {
+    let mut variants = load_variants(&dir.join("variants/variants.json")).map_err(usage)?;
+    let filtered = !args.mutant.is_empty() || !args.variant.is_empty();
+    if filtered {
+        for name in args.mutant.iter() {
+            if !mutants.iter().any(|m| &m.name == name) {
+                return Err(usage(format!("no mutant named {name:?}")));
+            }
+        }
+        for name in args.variant.iter() {
+            if !variants.iter().any(|v| &v.name == name) {
+                return Err(usage(format!("no legal variant named {name:?}")));
+            }
+        }
         mutants.retain(|m| args.mutant.contains(&m.name));
+        variants.retain(|v| args.variant.contains(&v.name));
     }
+    let profiles_dir = repo_dir().join("profiles");
+    let variants = variants
+        .into_iter()
+        .map(|v| {
+            let path = profiles_dir.join(&v.profile);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+            let p =
+                Profile::from_toml(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+            Ok((v, p))
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let fixtures = vec![Fixture {
+        name: "reference".into(),
+        target: "sim".into(),
+        profile,
+    }];
     let cfg = RunConfig {
         seed: args.seed,
         harness_version: format!("cetp {}", env!("CARGO_PKG_VERSION")),
         started_at_ms: now_ms(),
         ..RunConfig::default()
     };
-    let factory = cetp_targets::sim_factory(cetp_targets::SimSpec::default());
-    let total = mutants.len();
+    let factory = cetp_targets::target_factory();
+    let total = fixtures.len()
+        + mutants
+            .iter()
+            .map(|m| {
+                fixtures
+                    .iter()
+                    .filter(|f| m.providers.contains(&f.name))
+                    .count()
+            })
+            .sum::<usize>()
+        + variants.len();
     let done = std::sync::atomic::AtomicUsize::new(0);
     let progress = |name: &str| {
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         eprintln!("selftest: [{n}/{total}] {name}");
     };
     let report = selftest(
-        &suite, &profile, &mutants, &cfg, &factory, args.jobs, &progress,
+        &suite, &fixtures, &mutants, &variants, &cfg, &factory, args.jobs, &progress,
     );
     print!("{}", report.render());
     Ok(if report.ok() {

@@ -228,38 +228,109 @@ pub fn reordered_text(v: &Json) -> String {
     }
 }
 
-/// The same args with one leaf value changed (numbers +1, strings extended,
-/// booleans flipped), so a reused request id now carries different content.
-pub fn altered(v: &Json) -> Json {
-    fn alter(v: &mut Json) -> bool {
-        match v {
-            Json::Object(m) => m.values_mut().any(alter),
-            Json::Array(a) => a.iter_mut().any(alter),
-            Json::Number(n) => {
-                *v = match n.as_i64() {
-                    Some(i) => json!(i.saturating_add(1)),
-                    None => json!(n.as_f64().unwrap_or(0.0) + 1.0),
-                };
-                true
-            }
-            Json::String(s) => {
-                s.push('X');
-                true
-            }
-            Json::Bool(b) => {
-                *b = !*b;
-                true
-            }
-            Json::Null => false,
+/// Args that are still valid against `schema` but differ from `v` in one
+/// value, so that a reused request id carries other content that the
+/// Provider cannot refuse as invalid args (§6 speaks of other content, not
+/// of broken args). Candidates change one leaf at a time: another `enum`
+/// member, a number moved within its bounds, a string extended or
+/// shortened, a boolean flipped; the first that validates wins. `None` when
+/// no value can change without breaking the schema.
+pub fn altered_valid(schema: &Json, dialect: &str, v: &Json) -> Option<Json> {
+    let compiled = CompiledSchema::compile(schema, dialect).ok()?;
+    let mut candidates = Vec::new();
+    alternatives(
+        schema,
+        resolve(schema, schema),
+        v,
+        &mut Vec::new(),
+        &mut candidates,
+    );
+    candidates
+        .into_iter()
+        .find(|c| c != v && compiled.is_valid(c))
+}
+
+/// Pushes every one-leaf alteration of `whole` at the leaves below `path`.
+fn alternatives(
+    root: &Json,
+    schema: &Json,
+    whole: &Json,
+    path: &mut Vec<String>,
+    out: &mut Vec<Json>,
+) {
+    if path.len() > MAX_DEPTH || out.len() > 256 {
+        return;
+    }
+    let pointer: String = path.iter().map(|p| format!("/{p}")).collect();
+    let Some(here) = whole.pointer(&pointer) else {
+        return;
+    };
+    let mut replace = |value: Json| {
+        let mut w = whole.clone();
+        if let Some(slot) = w.pointer_mut(&pointer) {
+            *slot = value;
+            out.push(w);
+        }
+    };
+    for key in ["enum", "examples"] {
+        for e in schema
+            .get(key)
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+        {
+            replace(e.clone());
         }
     }
-    let mut out = v.clone();
-    if !alter(&mut out) {
-        if let Some(m) = out.as_object_mut() {
-            m.insert("cetp_altered".into(), json!(1));
+    match here {
+        Json::Object(m) => {
+            for k in m.keys() {
+                let sub = schema
+                    .get("properties")
+                    .and_then(|p| p.get(k))
+                    .map(|s| resolve(root, s))
+                    .unwrap_or(&Json::Null);
+                path.push(k.replace('~', "~0").replace('/', "~1"));
+                alternatives(root, sub, whole, path, out);
+                path.pop();
+            }
         }
+        Json::Array(a) => {
+            let items = schema
+                .get("items")
+                .map(|s| resolve(root, s))
+                .unwrap_or(&Json::Null);
+            for i in 0..a.len().min(8) {
+                path.push(i.to_string());
+                alternatives(root, items, whole, path, out);
+                path.pop();
+            }
+        }
+        Json::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                for d in [1, -1, 2, -2, 10] {
+                    replace(json!(i.saturating_add(d)));
+                }
+            }
+            let f = n.as_f64().unwrap_or(0.0);
+            for x in [f + 1.0, f - 1.0, f + 0.5, f * 2.0, f / 2.0] {
+                if let Some(num) = serde_json::Number::from_f64(x) {
+                    replace(Json::Number(num));
+                }
+            }
+        }
+        Json::String(s) => {
+            replace(json!(format!("{s}X")));
+            replace(json!(format!("{s}1")));
+            let mut shorter = s.clone();
+            if shorter.pop().is_some() && !shorter.is_empty() {
+                replace(json!(shorter));
+            }
+            replace(json!("cetp"));
+        }
+        Json::Bool(b) => replace(json!(!b)),
+        Json::Null => {}
     }
-    out
 }
 
 /// Valid args padded past `limit` bytes: the longest string member grows, or
@@ -333,9 +404,31 @@ mod tests {
     }
 
     #[test]
-    fn altered_and_oversize() {
+    fn altered_args_stay_valid() {
+        // An enum field changes to another member, never to a value outside
+        // the schema (the IDEM-002 false FAIL).
+        let s = json!({"type":"object","properties":{"kind":{"enum":["work","home"]}},
+                       "required":["kind"],"additionalProperties":false});
+        let v = json!({"kind": "work"});
+        assert_eq!(
+            altered_valid(&s, DEFAULT_DIALECT, &v),
+            Some(json!({"kind": "home"}))
+        );
+        // Bounds hold: a price with exclusiveMinimum 0 moves up, not to 0.
         let v = json!({"symbol":"ACME","price":1});
-        assert_ne!(altered(&v), v);
+        let alt = altered_valid(&alert_schema(), DEFAULT_DIALECT, &v).unwrap();
+        assert_ne!(alt, v);
+        let c = CompiledSchema::compile(&alert_schema(), DEFAULT_DIALECT).unwrap();
+        assert!(c.is_valid(&alt));
+        // Nothing can change: a single-member enum.
+        let s =
+            json!({"type":"object","properties":{"k":{"const":"x","enum":["x"]}},"required":["k"]});
+        assert_eq!(altered_valid(&s, DEFAULT_DIALECT, &json!({"k":"x"})), None);
+    }
+
+    #[test]
+    fn oversize_pads() {
+        let v = json!({"symbol":"ACME","price":1});
         let big = oversize(&v, 100);
         assert!(big.len() > 100);
         let parsed: Json = serde_json::from_str(&big).unwrap();

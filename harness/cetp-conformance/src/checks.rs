@@ -208,14 +208,14 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
 fn check_echo(
     cx: &AnswerContext<'_>,
     bundle: &Bundle,
-    response: &Response,
+    _response: &Response,
     out: &mut Vec<Finding>,
 ) {
-    // Negotiate carries no request_id; only the protocol version is echoed.
+    // A negotiate request carries neither protocol_version nor request_id,
+    // so §5's echo has nothing to repeat there, error or not.
     let sent_id = cx
         .request
         .and_then(|r| r.opt_string(keys::REQUEST_ID).ok().flatten());
-    let is_error = matches!(response, Response::Error(_));
     match bundle.get(keys::PROTOCOL_VERSION) {
         Some(Value::Int(2)) => {}
         Some(Value::Int(v)) => out.push(Finding::must(
@@ -229,7 +229,7 @@ fn check_echo(
                 other.type_tag()
             ),
         )),
-        None if cx.method != "negotiate" || is_error => {
+        None if cx.method != "negotiate" => {
             out.push(Finding::must(ECHO, "protocol_version is not echoed"))
         }
         None => {}

@@ -43,7 +43,21 @@ pub struct Claim {
     pub capabilities: Vec<CapabilityClaim>,
     /// v1 and discovery results for a Provider without v2.
     pub v1_passed: Option<bool>,
+    /// Core cases and checks the setup kept from judging, grouped by what
+    /// would let them judge. Non-empty means the claim is not established.
+    pub unjudged: Vec<Unjudged>,
+    /// A run filtered with --only/--skip makes no claim.
+    pub filtered: bool,
     pub statement: String,
+}
+
+/// Core cases left unjudged for one missing profile field or device ability.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unjudged {
+    pub needs: String,
+    pub cases: Vec<String>,
+    /// Requirement ids of those cases.
+    pub requirements: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -60,6 +60,39 @@ pub struct ToolSection {
     pub sample_args: Option<toml::Table>,
     /// Arguments the Provider's policy must confirm (runtime escalation).
     pub escalating_args: Option<toml::Table>,
+    /// Calls made before each execution of this tool with valid or
+    /// escalating args, so that it acts on an object that exists (a delete
+    /// or update by id).
+    #[serde(default)]
+    pub setup: Vec<SetupCall>,
+}
+
+/// One setup call: `tool` with `args`, then each `bind` entry copies the
+/// value at a JSON pointer of the setup call's inline result (the value) into
+/// the tool's args at a JSON pointer (the key).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SetupCall {
+    pub tool: String,
+    #[serde(default)]
+    pub args: toml::Table,
+    #[serde(default)]
+    pub bind: BTreeMap<String, String>,
+}
+
+/// What the observer's value is, which decides what a case may conclude
+/// from two snapshots of it.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Counts {
+    /// A counter of committed side effects: every effect adds one.
+    Effects,
+    /// A number of objects (a number, or an array whose length counts):
+    /// a create adds one, a delete removes one; other effects may leave it.
+    Objects,
+    /// Any JSON value: only "changed" and "unchanged" can be judged.
+    #[default]
+    Snapshot,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -69,9 +102,11 @@ pub struct Observer {
     pub tool: String,
     #[serde(default)]
     pub args: toml::Table,
-    /// JSON pointer into the inline result: a number, or an array whose
-    /// length is the count.
+    /// JSON pointer into the inline result (empty: the whole result).
     pub pointer: String,
+    /// What the value at `pointer` is (default `snapshot`).
+    #[serde(default)]
+    pub counts: Counts,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -143,6 +178,28 @@ impl Profile {
                 });
             }
         }
+        for (tool, section) in &self.tools {
+            for (i, s) in section.setup.iter().enumerate() {
+                if s.tool == *tool {
+                    return Err(ProfileError {
+                        message: format!(
+                            "tools.{tool}.setup[{i}].tool: a tool cannot be its own setup"
+                        ),
+                    });
+                }
+                for (to, from) in &s.bind {
+                    for (what, p) in [("key", to), ("value", from)] {
+                        if !p.is_empty() && !p.starts_with('/') {
+                            return Err(ProfileError {
+                                message: format!(
+                                    "tools.{tool}.setup[{i}].bind: {what} {p:?} is not a JSON pointer (it must start with '/')"
+                                ),
+                            });
+                        }
+                    }
+                }
+            }
+        }
         for name in &self.execute.allow {
             if !cetp_proto::descriptor::is_valid_tool_name(name) {
                 return Err(ProfileError {
@@ -170,6 +227,15 @@ impl Profile {
             .get(tool)
             .and_then(|t| t.escalating_args.as_ref())
             .map(table_to_json)
+    }
+
+    pub fn setup(&self, tool: &str) -> &[SetupCall] {
+        self.tools.get(tool).map_or(&[], |t| t.setup.as_slice())
+    }
+
+    /// A lifetime or bound the vendor set under `[timing]`.
+    pub fn timing_ms(&self, key: &str) -> Option<u64> {
+        self.timing.get(key).copied()
     }
 
     pub fn ui_json(&self) -> Option<Json> {

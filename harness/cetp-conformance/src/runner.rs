@@ -2,7 +2,7 @@
 //! apply the baseline, and state the §9 claim. Emits the event stream.
 
 use crate::device::{HelloInfo, Target};
-use crate::event::{CapabilityClaim, Claim, Event, Fanout, Summary, Verdict};
+use crate::event::{CapabilityClaim, Claim, Event, Fanout, Summary, Unjudged, Verdict};
 use crate::exit::ExitCode;
 use crate::interp::{CaseRunner, CheckTally, Env, Stop};
 use crate::profile::Profile;
@@ -40,6 +40,10 @@ pub struct CaseOutcome {
     pub reason: String,
     pub needs: Vec<String>,
     pub baselined: bool,
+    /// A NOT_APPLICABLE that comes from the setup, not the spec: the profile
+    /// field or device ability that would let the case judge. It keeps the
+    /// §9 claim from being established.
+    pub unjudged: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -230,6 +234,7 @@ pub fn run(
                     reason: reason.clone(),
                     needs: c.needs.clone(),
                     baselined: false,
+                    unjudged: None,
                 });
             }
             None
@@ -247,7 +252,7 @@ pub fn run(
             // A case that does not pass may be attempted again
             // (`attempts`); attempts that disagree make it FLAKY, with every
             // attempt's outcome kept in the reason, never merged into a pass.
-            let mut outcomes_seen: Vec<(Verdict, String)> = Vec::new();
+            let mut outcomes_seen: Vec<(Verdict, String, Option<String>)> = Vec::new();
             for attempt in 0..cfg.attempts.max(1) {
                 // The run's start time is mixed in so two runs against one
                 // device never reuse a request id: a Provider rightly answers
@@ -269,7 +274,7 @@ pub fn run(
                     out.emit(e);
                 }
                 let seen = match result {
-                    Ok(()) => (Verdict::Pass, String::new()),
+                    Ok(()) => (Verdict::Pass, String::new(), None),
                     Err(Stop::Fail(r)) => (
                         if case.level == Level::Should {
                             Verdict::Warn
@@ -277,9 +282,15 @@ pub fn run(
                             Verdict::Fail
                         },
                         r,
+                        None,
                     ),
-                    Err(Stop::NotApplicable(r)) => (Verdict::NotApplicable, r),
-                    Err(Stop::Infra(r)) => (Verdict::InfraError, r),
+                    Err(Stop::NotApplicable(r)) => (Verdict::NotApplicable, r, None),
+                    Err(Stop::Setup { needs, reason }) => (
+                        Verdict::NotApplicable,
+                        format!("not judged: {reason} (needs {needs})"),
+                        Some(needs),
+                    ),
+                    Err(Stop::Infra(r)) => (Verdict::InfraError, r, None),
                 };
                 let settled = matches!(seen.0, Verdict::Pass | Verdict::NotApplicable);
                 outcomes_seen.push(seen);
@@ -287,22 +298,23 @@ pub fn run(
                     break;
                 }
             }
-            let (verdict, reason) = if outcomes_seen.iter().all(|o| o.0 == outcomes_seen[0].0) {
-                outcomes_seen.swap_remove(0)
-            } else {
-                let all: Vec<String> = outcomes_seen
-                    .iter()
-                    .enumerate()
-                    .map(|(n, (v, r))| {
-                        if r.is_empty() {
-                            format!("attempt {}: {}", n + 1, v.as_str())
-                        } else {
-                            format!("attempt {}: {} ({r})", n + 1, v.as_str())
-                        }
-                    })
-                    .collect();
-                (Verdict::Flaky, all.join("; "))
-            };
+            let (verdict, reason, unjudged) =
+                if outcomes_seen.iter().all(|o| o.0 == outcomes_seen[0].0) {
+                    outcomes_seen.swap_remove(0)
+                } else {
+                    let all: Vec<String> = outcomes_seen
+                        .iter()
+                        .enumerate()
+                        .map(|(n, (v, r, _))| {
+                            if r.is_empty() {
+                                format!("attempt {}: {}", n + 1, v.as_str())
+                            } else {
+                                format!("attempt {}: {} ({r})", n + 1, v.as_str())
+                            }
+                        })
+                        .collect();
+                    (Verdict::Flaky, all.join("; "), None)
+                };
             let baseline_reason = cfg
                 .baseline
                 .as_ref()
@@ -326,6 +338,7 @@ pub fn run(
                 reason,
                 needs: case.needs.clone(),
                 baselined: baseline_reason.is_some(),
+                unjudged,
             });
         }
         negotiated_caps = probe_capabilities(target, env);
@@ -433,7 +446,14 @@ pub fn run(
     for c in &checks {
         summary.add(c.verdict);
     }
-    let claim = claim(env.as_ref(), &outcomes, &checks, negotiated_caps.as_ref());
+    let filtered = !cfg.only.is_empty() || !cfg.skip.is_empty();
+    let claim = claim(
+        env.as_ref(),
+        &outcomes,
+        &checks,
+        negotiated_caps.as_ref(),
+        filtered,
+    );
     let unbaselined_fail = outcomes
         .iter()
         .any(|o| matches!(o.verdict, Verdict::Fail | Verdict::Flaky) && !o.baselined)
@@ -497,29 +517,53 @@ fn probe_capabilities(target: &Target, env: &Env) -> Option<BTreeSet<String>> {
     )
 }
 
-fn passed(v: Verdict) -> bool {
-    matches!(v, Verdict::Pass | Verdict::Warn | Verdict::NotApplicable)
+/// Judged and not failed. A NOT_APPLICABLE that the setup caused is not a
+/// pass: §9 grants the claim only for tests that passed.
+fn passed(verdict: Verdict, unjudged: &Option<String>) -> bool {
+    match verdict {
+        Verdict::Pass | Verdict::Warn => true,
+        Verdict::NotApplicable => unjudged.is_none(),
+        _ => false,
+    }
 }
 
-/// The claim §9 allows: v2 only when every core case and check passed; each
-/// optional capability only when declared and its own cases passed.
+/// The claim §9 allows: v2 only when every core case and check was judged
+/// and passed; each optional capability only when declared and its own
+/// cases were judged and passed. A filtered run makes no claim.
 pub fn claim(
     env: Option<&Env>,
     cases: &[CaseOutcome],
     checks: &[CheckOutcome],
     caps: Option<&BTreeSet<String>>,
+    filtered: bool,
 ) -> Claim {
     let v2_declared = env.is_some_and(Env::declares_v2);
-    let core_ok = cases
-        .iter()
-        .filter(|c| c.needs.is_empty())
-        .all(|c| passed(c.verdict))
-        && checks.iter().all(|c| passed(c.verdict));
-    let core_ran = cases
-        .iter()
-        .filter(|c| c.needs.is_empty() && c.verdict == Verdict::Pass)
-        .count();
-    let cetp_v2 = v2_declared && core_ok && core_ran > 0;
+    let core = || cases.iter().filter(|c| c.needs.is_empty());
+    let mut groups: BTreeMap<String, (Vec<String>, BTreeSet<String>)> = BTreeMap::new();
+    for c in core().filter(|c| c.verdict == Verdict::NotApplicable) {
+        if let Some(n) = &c.unjudged {
+            let g = groups.entry(n.clone()).or_default();
+            g.0.push(c.id.clone());
+            g.1.extend(c.requirements.iter().cloned());
+        }
+    }
+    let unjudged: Vec<Unjudged> = groups
+        .into_iter()
+        .map(|(needs, (cases, reqs))| Unjudged {
+            needs,
+            cases,
+            requirements: reqs.into_iter().collect(),
+        })
+        .collect();
+    let failed = core()
+        .filter(|c| !passed(c.verdict, &c.unjudged) && c.unjudged.is_none())
+        .count()
+        + checks
+            .iter()
+            .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Warn))
+            .count();
+    let core_ran = core().filter(|c| c.verdict == Verdict::Pass).count();
+    let cetp_v2 = v2_declared && !filtered && failed == 0 && unjudged.is_empty() && core_ran > 0;
     let mut capabilities = Vec::new();
     for cap in Capability::ALL {
         let name = cap.as_str().to_string();
@@ -528,7 +572,7 @@ pub fn claim(
         let ok = declared
             && cetp_v2
             && !own.is_empty()
-            && own.iter().all(|c| passed(c.verdict))
+            && own.iter().all(|c| passed(c.verdict, &c.unjudged))
             && own.iter().any(|c| c.verdict == Verdict::Pass);
         capabilities.push(CapabilityClaim {
             capability: name,
@@ -536,14 +580,16 @@ pub fn claim(
             passed: ok,
         });
     }
-    let v1_passed =
-        (!v2_declared && env.is_some()).then(|| cases.iter().all(|c| passed(c.verdict)));
+    let v1_passed = (!v2_declared && env.is_some())
+        .then(|| cases.iter().all(|c| passed(c.verdict, &c.unjudged)));
     let not_applicable = cases
         .iter()
         .filter(|c| c.verdict == Verdict::NotApplicable)
         .count();
     let statement = if env.is_none() {
         "No claim: the target could not be identified.".to_string()
+    } else if filtered {
+        "No claim: a run filtered with --only/--skip does not run every core test (§9).".into()
     } else if !v2_declared {
         format!(
             "v2 not declared. v1 and discovery cases: {}.",
@@ -560,7 +606,7 @@ pub fn claim(
             .map(|c| c.capability.clone())
             .collect();
         format!(
-            "May claim CETP v2{}. ({} case(s) not applicable.)",
+            "May claim CETP v2{}. ({} case(s) not applicable by the spec.)",
             if caps.is_empty() {
                 String::new()
             } else {
@@ -568,19 +614,34 @@ pub fn claim(
             },
             not_applicable
         )
-    } else {
-        let failed = cases
-            .iter()
-            .filter(|c| c.needs.is_empty() && !passed(c.verdict))
-            .count()
-            + checks.iter().filter(|c| !passed(c.verdict)).count();
+    } else if failed > 0 {
         format!("May NOT claim CETP v2: {failed} core case(s) or check(s) did not pass.")
+    } else if !unjudged.is_empty() {
+        let parts: Vec<String> = unjudged
+            .iter()
+            .map(|u| {
+                format!(
+                    "{} ({} case(s), {} requirement(s))",
+                    u.needs,
+                    u.cases.len(),
+                    u.requirements.len()
+                )
+            })
+            .collect();
+        format!(
+            "CETP v2 not established: core tests were left unjudged by the setup; provide {}.",
+            parts.join(", ")
+        )
+    } else {
+        "CETP v2 not established: no core case passed.".to_string()
     };
     Claim {
         v2_declared,
         cetp_v2,
         capabilities,
         v1_passed,
+        unjudged,
+        filtered,
         statement,
     }
 }

@@ -1,10 +1,11 @@
 //! Self-test: proves that the suite can fail.
 //!
-//! The suite runs against the reference Provider (every case must PASS or be
-//! NOT_APPLICABLE, every check PASS) and against every documented mutant; a
-//! mutant is killed when at least one case or check FAILs naming one of the
-//! requirements the mutant's documentation says it breaks
-//! (`vectors/mutants/mutants.json`).
+//! The suite runs against each fixture Provider (every case must PASS or be
+//! NOT_APPLICABLE, every check PASS), against every documented mutant of it
+//! (a mutant is killed when at least one case or check FAILs naming one of
+//! the requirements the mutant's documentation says it breaks,
+//! `vectors/mutants/mutants.json`), and against every legal variant, which
+//! must get no false verdict (`vectors/variants/variants.json`).
 
 use crate::device::Target;
 use crate::event::{Fanout, Verdict};
@@ -27,11 +28,68 @@ pub struct MutantDoc {
     /// reported, but not required to be killed.
     #[serde(default)]
     pub equivalent: Option<String>,
+    /// Fixture Providers this mutant applies to (`reference`, `notes`).
+    #[serde(default = "reference_only")]
+    pub providers: Vec<String>,
+}
+
+fn reference_only() -> Vec<String> {
+    vec!["reference".into()]
 }
 
 #[derive(Clone, Debug, Deserialize)]
 struct MutantsFile {
     mutants: Vec<MutantDoc>,
+}
+
+/// A legal variant (`vectors/variants/variants.json`): a Provider taking one
+/// latitude the spec leaves, with the profile its vendor would write.
+#[derive(Clone, Debug, Deserialize)]
+pub struct VariantDoc {
+    pub name: String,
+    /// The target hosting it (`sim:variant=NAME`).
+    pub target: String,
+    /// Profile file name under `profiles/`.
+    pub profile: String,
+    #[serde(default)]
+    pub allowed_by: Vec<String>,
+    /// `MAY` (a WARN is then a false verdict too) or `UNSPECIFIED`.
+    pub latitude: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+struct VariantsFile {
+    variants: Vec<VariantDoc>,
+}
+
+pub fn load_variants(path: &Path) -> Result<Vec<VariantDoc>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let f: VariantsFile =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(f.variants)
+}
+
+/// A fixture Provider the self-test runs with its own profile and mutants.
+#[derive(Clone, Debug)]
+pub struct Fixture {
+    /// `reference` or `notes`: matches [`MutantDoc::providers`].
+    pub name: String,
+    /// Target text hosting it unmutated (`sim`, `sim:provider=notes`).
+    pub target: String,
+    pub profile: Profile,
+}
+
+impl Fixture {
+    /// The target text of mutant `m` of this fixture.
+    pub fn mutant_target(&self, m: &str) -> String {
+        if self.target.contains(':') {
+            format!("{},mutant={m}", self.target)
+        } else {
+            format!("{}:mutant={m}", self.target)
+        }
+    }
 }
 
 pub fn load_mutants(path: &Path) -> Result<Vec<MutantDoc>, String> {
@@ -43,6 +101,7 @@ pub fn load_mutants(path: &Path) -> Result<Vec<MutantDoc>, String> {
 
 #[derive(Clone, Debug)]
 pub struct MutantResult {
+    /// `fixture/name` for fixtures other than the reference.
     pub name: String,
     pub requirements: Vec<String>,
     /// Cases/checks that FAILed naming a documented requirement.
@@ -59,11 +118,33 @@ impl MutantResult {
     }
 }
 
+/// What a legal variant got: it must get no FAIL (and no WARN when its
+/// latitude is a MAY); anything else is a false verdict of the suite.
+#[derive(Clone, Debug)]
+pub struct VariantResult {
+    pub name: String,
+    pub latitude: String,
+    /// `ID: reason` of each FAIL, FLAKY or INFRA_ERROR.
+    pub false_fails: Vec<String>,
+    pub warns: Vec<String>,
+    /// Cases left unjudged by the variant's profile (not a false verdict,
+    /// but reported: the claim is not established for them).
+    pub unjudged: Vec<String>,
+    pub passed: usize,
+}
+
+impl VariantResult {
+    pub fn ok(&self) -> bool {
+        self.false_fails.is_empty() && (self.latitude != "MAY" || self.warns.is_empty())
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct SelftestReport {
-    /// Problems with the reference run (must be empty).
+    /// Problems with the unmutated fixtures' runs (must be empty).
     pub reference_problems: Vec<String>,
     pub mutants: Vec<MutantResult>,
+    pub variants: Vec<VariantResult>,
 }
 
 impl SelftestReport {
@@ -85,15 +166,16 @@ impl SelftestReport {
                 .mutants
                 .iter()
                 .all(|m| m.killed() || m.equivalent.is_some())
+            && self.variants.iter().all(VariantResult::ok)
     }
 
-    /// Mutation score and the table mutant → killing cases.
+    /// Both tables: mutant → killing cases, legal variant → false verdicts.
     pub fn render(&self) -> String {
         let mut out = String::new();
         if self.reference_problems.is_empty() {
-            out.push_str("reference: every case PASS or NOT_APPLICABLE, every check PASS\n");
+            out.push_str("fixtures: every case PASS or NOT_APPLICABLE, every check PASS\n");
         } else {
-            out.push_str("reference: NOT CLEAN\n");
+            out.push_str("fixtures: NOT CLEAN\n");
             for p in &self.reference_problems {
                 out.push_str(&format!("  {p}\n"));
             }
@@ -102,9 +184,10 @@ impl SelftestReport {
             .mutants
             .iter()
             .map(|m| m.name.len())
+            .chain(self.variants.iter().map(|v| v.name.len()))
             .max()
             .unwrap_or(6)
-            .max(6);
+            .max(7);
         out.push_str(&format!(
             "\n{:<width$}  {:<8}  killing cases / checks\n",
             "mutant", "result"
@@ -146,6 +229,37 @@ impl SelftestReport {
             "\nmutation score: {k}/{n} killed ({:.1}%); {eq} documented equivalent mutant(s) not counted\n",
             if n == 0 { 0.0 } else { 100.0 * k as f64 / n as f64 }
         ));
+        if !self.variants.is_empty() {
+            out.push_str(&format!(
+                "\n{:<width$}  {:<8}  {:<11}  false verdicts / cases left unjudged by its profile\n",
+                "variant", "result", "latitude"
+            ));
+            for v in &self.variants {
+                let result = if v.ok() { "passed" } else { "FALSE" };
+                let mut detail: Vec<String> = v.false_fails.clone();
+                detail.extend(v.warns.iter().map(|w| format!("WARN {w}")));
+                if !v.unjudged.is_empty() {
+                    detail.push(format!("unjudged: {}", v.unjudged.join(", ")));
+                }
+                out.push_str(&format!(
+                    "{:<width$}  {:<8}  {:<11}  {}\n",
+                    v.name,
+                    result,
+                    v.latitude,
+                    if detail.is_empty() {
+                        format!("{} passed", v.passed)
+                    } else {
+                        detail.join("; ")
+                    }
+                ));
+            }
+            let good = self.variants.iter().filter(|v| v.ok()).count();
+            out.push_str(&format!(
+                "\nlegal variants: {good}/{} without a false FAIL{}\n",
+                self.variants.len(),
+                " (and without a WARN where the latitude is a MAY)"
+            ));
+        }
         out
     }
 }
@@ -166,46 +280,70 @@ fn failures(out: &RunOutcome) -> Vec<(String, Vec<String>)> {
     v
 }
 
-/// Runs the self-test. `make_target(None)` builds the reference target,
-/// `make_target(Some(name))` the mutant `name`. Mutants run on `jobs`
-/// threads: each has its own device, and most of a run is waiting.
+/// Builds a target from its text (`sim:mutant=NAME`, ...).
+pub type TargetFactory<'a> = dyn Fn(&str) -> Result<Target, String> + Sync + 'a;
+
+/// One run the self-test makes.
+enum Job<'a> {
+    Mutant(&'a Fixture, &'a MutantDoc),
+    Variant(&'a VariantDoc, Profile),
+}
+
+/// Runs the self-test: each fixture unmutated (clean), every mutant of each
+/// fixture (killed), every legal variant (no false verdict). Runs go on
+/// `jobs` threads: each has its own device, and most of a run is waiting.
+#[allow(clippy::too_many_arguments)]
 pub fn selftest(
     suite: &Suite,
-    profile: &Profile,
+    fixtures: &[Fixture],
     mutants: &[MutantDoc],
+    variants: &[(VariantDoc, Profile)],
     cfg: &RunConfig,
-    make_target: &(dyn Fn(Option<&str>) -> Result<Target, String> + Sync),
+    make_target: &TargetFactory<'_>,
     jobs: usize,
     progress: &(dyn Fn(&str) + Sync),
 ) -> SelftestReport {
     let mut reference_problems = Vec::new();
-    match make_target(None) {
-        Ok(t) => {
-            let out = run(suite, &t, profile, cfg, &mut Fanout::default());
-            for c in &out.cases {
-                if !matches!(c.verdict, Verdict::Pass | Verdict::NotApplicable) {
-                    reference_problems.push(format!(
-                        "{} {}: {}",
-                        c.id,
-                        c.verdict.as_str(),
-                        c.reason
-                    ));
+    for f in fixtures {
+        match make_target(&f.target) {
+            Ok(t) => {
+                let out = run(suite, &t, &f.profile, cfg, &mut Fanout::default());
+                for c in &out.cases {
+                    if !matches!(c.verdict, Verdict::Pass | Verdict::NotApplicable) {
+                        reference_problems.push(format!(
+                            "{}: {} {}: {}",
+                            f.name,
+                            c.id,
+                            c.verdict.as_str(),
+                            c.reason
+                        ));
+                    }
+                }
+                for c in &out.checks {
+                    if c.verdict != Verdict::Pass {
+                        reference_problems.push(format!(
+                            "{}: {} {}: {}",
+                            f.name,
+                            c.id,
+                            c.verdict.as_str(),
+                            c.reason
+                        ));
+                    }
                 }
             }
-            for c in &out.checks {
-                if c.verdict != Verdict::Pass {
-                    reference_problems.push(format!(
-                        "{} {}: {}",
-                        c.id,
-                        c.verdict.as_str(),
-                        c.reason
-                    ));
-                }
-            }
+            Err(e) => reference_problems.push(format!("cannot start {}: {e}", f.target)),
         }
-        Err(e) => reference_problems.push(format!("cannot start the reference target: {e}")),
+        progress(&f.name);
     }
-    progress("reference");
+    let mut work: Vec<Job<'_>> = Vec::new();
+    for f in fixtures {
+        for m in mutants.iter().filter(|m| m.providers.contains(&f.name)) {
+            work.push(Job::Mutant(f, m));
+        }
+    }
+    for (v, p) in variants {
+        work.push(Job::Variant(v, p.clone()));
+    }
     let next = std::sync::Mutex::new(0usize);
     let results = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -217,9 +355,18 @@ pub fn selftest(
                     *n += 1;
                     i
                 };
-                let Some(m) = mutants.get(i) else { break };
-                let r = judge_mutant(suite, profile, cfg, make_target, m);
-                progress(&m.name);
+                let Some(job) = work.get(i) else { break };
+                let (label, r) = match job {
+                    Job::Mutant(f, m) => {
+                        let r = judge_mutant(suite, f, cfg, make_target, m);
+                        (r.name.clone(), Ok(r))
+                    }
+                    Job::Variant(v, p) => (
+                        v.name.clone(),
+                        Err(judge_variant(suite, p, cfg, make_target, v)),
+                    ),
+                };
+                progress(&label);
                 results
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -229,31 +376,43 @@ pub fn selftest(
     });
     let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     results.sort_by_key(|(i, _)| *i);
-    SelftestReport {
+    let mut report = SelftestReport {
         reference_problems,
-        mutants: results.into_iter().map(|(_, r)| r).collect(),
+        mutants: Vec::new(),
+        variants: Vec::new(),
+    };
+    for (_, r) in results {
+        match r {
+            Ok(m) => report.mutants.push(m),
+            Err(v) => report.variants.push(v),
+        }
     }
+    report
 }
 
 fn judge_mutant(
     suite: &Suite,
-    profile: &Profile,
+    fixture: &Fixture,
     cfg: &RunConfig,
-    make_target: &(dyn Fn(Option<&str>) -> Result<Target, String> + Sync),
+    make_target: &TargetFactory<'_>,
     m: &MutantDoc,
 ) -> MutantResult {
     let documented: BTreeSet<&str> = m.requirements.iter().map(String::as_str).collect();
     let mut r = MutantResult {
-        name: m.name.clone(),
+        name: if fixture.name == "reference" {
+            m.name.clone()
+        } else {
+            format!("{}/{}", fixture.name, m.name)
+        },
         requirements: m.requirements.clone(),
         killed_by: Vec::new(),
         other_failures: Vec::new(),
         infra: None,
         equivalent: m.equivalent.clone(),
     };
-    match make_target(Some(&m.name)) {
+    match make_target(&fixture.mutant_target(&m.name)) {
         Ok(t) => {
-            let out = run(suite, &t, profile, cfg, &mut Fanout::default());
+            let out = run(suite, &t, &fixture.profile, cfg, &mut Fanout::default());
             for (id, reqs) in failures(&out) {
                 if reqs.iter().any(|q| documented.contains(q.as_str())) {
                     r.killed_by.push(id);
@@ -268,6 +427,55 @@ fn judge_mutant(
             }
         }
         Err(e) => r.infra = Some(e),
+    }
+    r
+}
+
+fn judge_variant(
+    suite: &Suite,
+    profile: &Profile,
+    cfg: &RunConfig,
+    make_target: &TargetFactory<'_>,
+    v: &VariantDoc,
+) -> VariantResult {
+    let mut r = VariantResult {
+        name: v.name.clone(),
+        latitude: v.latitude.clone(),
+        false_fails: Vec::new(),
+        warns: Vec::new(),
+        unjudged: Vec::new(),
+        passed: 0,
+    };
+    match make_target(&v.target) {
+        Ok(t) => {
+            let out = run(suite, &t, profile, cfg, &mut Fanout::default());
+            let all = out
+                .cases
+                .iter()
+                .map(|c| (&c.id, c.verdict, &c.reason, c.unjudged.as_ref()))
+                .chain(
+                    out.checks
+                        .iter()
+                        .map(|c| (&c.id, c.verdict, &c.reason, None)),
+                );
+            for (id, verdict, reason, unjudged) in all {
+                match verdict {
+                    Verdict::Pass => r.passed += 1,
+                    Verdict::Warn => r.warns.push(format!("{id}: {reason}")),
+                    Verdict::NotApplicable => {
+                        if let Some(n) = unjudged {
+                            r.unjudged.push(format!("{id} ({n})"));
+                        }
+                    }
+                    other => r
+                        .false_fails
+                        .push(format!("{} {id}: {reason}", other.as_str())),
+                }
+            }
+        }
+        Err(e) => r
+            .false_fails
+            .push(format!("cannot start {}: {e}", v.target)),
     }
     r
 }

@@ -88,12 +88,18 @@ pub struct ToolRef {
     #[serde(default)]
     pub pick: BTreeMap<String, Vec<Json>>,
     /// Pick the tool the profile names for a role (`observer`,
-    /// `large_result`).
+    /// `large_result`, `async`, ...), with that role's args. When the profile
+    /// names no tool for it, `pick` decides; without `pick` the case cannot
+    /// be judged with this profile.
     #[serde(default)]
     pub profile_role: Option<String>,
     /// Does the step execute the tool (so the profile must allow it)?
     #[serde(default = "yes")]
     pub executes: bool,
+    /// Pick from the tool list of this session instead of the calling one
+    /// (a tool the caller may not see, §7.2).
+    #[serde(default)]
+    pub listed_in: Option<String>,
 }
 
 fn yes() -> bool {
@@ -210,8 +216,26 @@ pub enum Step {
         session: String,
         /// The bound `accepted` answer of the execution.
         operation_of: String,
-        #[serde(default = "default_poll_ms")]
-        max_ms: u64,
+        /// Device time to wait for a terminal state; default: the profile's
+        /// `timing.operation_max_ms`, else 30 minutes. The spec sets no
+        /// bound, so running out is never charged to the Provider.
+        #[serde(default)]
+        max_ms: Option<u64>,
+        #[serde(default)]
+        bind: Option<String>,
+        #[serde(default)]
+        expect: Option<Expect>,
+    },
+    /// Follow a bound execution to its final answer: an `accepted` one is
+    /// polled to a terminal state, and the bound document then has the shape
+    /// of a synchronous answer (`status`, `data` holding the result envelope,
+    /// `result_fd`, or the error fields); a synchronous answer is itself.
+    /// `via` in the document says which path the Provider chose.
+    Settle {
+        #[serde(default = "ident_a", rename = "as")]
+        as_: String,
+        session: String,
+        of: String,
         #[serde(default)]
         bind: Option<String>,
         #[serde(default)]
@@ -263,10 +287,20 @@ pub enum Step {
         #[serde(default)]
         plus_ms: u64,
     },
-    /// Count effects through the profile's observer and bind the count.
+    /// Take a snapshot through the profile's observer and bind it.
     Observe { bind: String },
-    /// The observer's count now minus the one bound at `since`.
-    ExpectEffects { since: String, delta: i64 },
+    /// `delta` effects happened since the snapshot `since`, judged as far as
+    /// the observer allows (`observer.counts`): a counter of effects moved by
+    /// `delta`; a count of objects moved by `delta` in the direction of the
+    /// tool's effect (create +1, delete -1); a snapshot changed (delta > 0)
+    /// or not (delta = 0). `tool_of` names a bound call whose tool made the
+    /// effects: a read tool makes none, whatever `delta` says.
+    ExpectEffects {
+        since: String,
+        delta: i64,
+        #[serde(default)]
+        tool_of: Option<String>,
+    },
     /// Run calls at the same time (for single-executor tests).
     Concurrent { steps: Vec<Step> },
     /// Two bound answers carry the same terminal result (or, with
@@ -280,7 +314,14 @@ pub enum Step {
         pointers: Vec<String>,
         #[serde(default)]
         different: bool,
+        /// Skip the comparison when either answer is an error with one of
+        /// these codes (an outcome the spec allows instead of the shared
+        /// result, such as RATE_LIMITED for a call over the limit).
+        #[serde(default)]
+        unless_code: Vec<String>,
     },
+    /// Two templates expand to equal values.
+    Equal { a: String, b: String },
     /// Session tokens (templates) look unpredictable: long enough, varied,
     /// and unrelated to each other.
     TokensUnpredictable { tokens: Vec<String> },
@@ -298,10 +339,6 @@ pub enum Step {
         #[serde(flatten)]
         assertion: Assertion,
     },
-}
-
-fn default_poll_ms() -> u64 {
-    5_000
 }
 
 #[derive(Clone, Debug, Deserialize, Default)]
@@ -336,6 +373,23 @@ pub struct Expect {
     /// Any answer that is not `success` (an error or a throw) is accepted.
     #[serde(default)]
     pub refused: bool,
+    /// The case's subject is a background operation: `accepted` is
+    /// required, and a synchronous answer (which the Provider may always
+    /// give, §2.3) leaves the case unjudged, naming the profile role
+    /// `[roles.async]` that would make one.
+    #[serde(default)]
+    pub operation: bool,
+    /// With `operation`: a synchronous error also leaves the case unjudged
+    /// (the case is about an operation that fails, and the Provider failed
+    /// the call at once instead, which the checks still judge).
+    #[serde(default)]
+    pub sync_failure_ok: bool,
+    /// The case's subject is a confirmation request: when the Provider
+    /// refuses the call outright instead (an error that is neither
+    /// USER_ACTION_REQUIRED nor AUTH_REQUIRED, and no effect), it took the
+    /// stricter policy §3.4 allows, and the case does not apply.
+    #[serde(default)]
+    pub asks: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]

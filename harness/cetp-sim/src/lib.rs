@@ -44,7 +44,7 @@ use cetp_reference::device::{
     DeviceClock, DeviceConfig, DeviceIdentity, LocalDevice, IDENTITY_A, IDENTITY_B,
 };
 use cetp_reference::provider::{
-    thread_sleeper, Fault, ManifestVariant, ProviderConfig, ReferenceProvider,
+    thread_sleeper, Fault, Latitude, ManifestVariant, ProviderConfig, ReferenceProvider,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -85,6 +85,8 @@ pub const MAX_WAIT_MS: u64 = 600_000;
 pub struct SimConfig {
     /// A [`Fault`] name of the reference Provider: host that mutant instead.
     pub mutant: Option<String>,
+    /// A [`Latitude`] name: host that legal variant of the reference.
+    pub variant: Option<String>,
     pub manifest: ManifestVariant,
     /// Device clock = host clock + skew (deadlines are judged in device time).
     pub clock_skew_ms: i64,
@@ -99,6 +101,7 @@ impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
             mutant: None,
+            variant: None,
             manifest: ManifestVariant::DualStack,
             clock_skew_ms: 0,
             effect_delay_ms: 30,
@@ -111,6 +114,8 @@ impl Default for SimConfig {
 pub enum SimError {
     #[error("unknown mutant {name:?}; valid names: {}", valid.join(", "))]
     UnknownMutant { name: String, valid: Vec<String> },
+    #[error("unknown legal variant {name:?}; valid names: {}", valid.join(", "))]
+    UnknownVariant { name: String, valid: Vec<String> },
     #[error("unknown manifest variant {0:?}; valid: dual-stack, v2-only, v1-only, versions-only, mismatched-package")]
     UnknownManifest(String),
     #[error("{what}: {source}")]
@@ -192,17 +197,27 @@ impl Sim {
             })?;
             faults.insert(fault);
         }
+        let mut base = ProviderConfig {
+            manifest: cfg.manifest,
+            ..ProviderConfig::default()
+        };
+        if let Some(name) = &cfg.variant {
+            let l = Latitude::parse(name).ok_or_else(|| SimError::UnknownVariant {
+                name: name.clone(),
+                valid: Latitude::ALL.iter().map(|l| l.name().to_string()).collect(),
+            })?;
+            base = base.with_latitude(l);
+        }
         let all = ProviderConfig::all_scopes();
         let mut b_scopes = all.clone();
         b_scopes.remove(SCOPE_WITHHELD_FROM_B);
         let provider = Arc::new(ReferenceProvider::new(ProviderConfig {
-            manifest: cfg.manifest,
             seed: cfg.seed,
             grants: BTreeMap::from([(IDENTITY_A.uid, all), (IDENTITY_B.uid, b_scopes)]),
             effect_delay_ms: cfg.effect_delay_ms,
             sleeper: thread_sleeper(),
             faults,
-            ..ProviderConfig::default()
+            ..base
         }));
         let app: Arc<dyn ProviderApp> = provider.clone();
         let device = LocalDevice::with_config(

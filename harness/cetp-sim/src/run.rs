@@ -22,6 +22,9 @@ pub struct SimOptions {
     /// Host this mutant of the reference Provider instead.
     #[arg(long, value_name = "NAME")]
     pub mutant: Option<String>,
+    /// Host this legal variant of the reference Provider instead.
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
     /// dual-stack, v2-only, v1-only, versions-only or mismatched-package.
     #[arg(long, value_name = "VARIANT", default_value = "dual-stack", value_parser = parse_manifest_arg)]
     pub manifest: ManifestVariant,
@@ -49,6 +52,7 @@ impl Default for SimOptions {
             listen_b: None,
             adb_listen: None,
             mutant: cfg.mutant,
+            variant: cfg.variant,
             manifest: cfg.manifest,
             clock_skew_ms: cfg.clock_skew_ms,
             effect_delay_ms: cfg.effect_delay_ms,
@@ -65,6 +69,7 @@ impl SimOptions {
     pub fn sim_config(&self) -> SimConfig {
         SimConfig {
             mutant: self.mutant.clone(),
+            variant: self.variant.clone(),
             manifest: self.manifest,
             clock_skew_ms: self.clock_skew_ms,
             effect_delay_ms: self.effect_delay_ms,

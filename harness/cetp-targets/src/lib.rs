@@ -145,15 +145,12 @@ pub fn open_with(spec: &TargetSpec, opts: &OpenOptions) -> Result<Target, Target
     })
 }
 
-/// Builds a fresh in-process simulated target per call: `None` hosts the
-/// reference Provider, `Some(name)` the mutant `name`. The shape
-/// `cetp_conformance::selftest::selftest` takes.
-pub fn sim_factory(base: SimSpec) -> impl Fn(Option<&str>) -> Result<Target, String> + Send + Sync {
-    move |mutant| {
-        let spec = TargetSpec::Sim(SimSpec {
-            mutant: mutant.map(str::to_string),
-            ..base.clone()
-        });
+/// Builds a fresh target per call from its text (`sim:mutant=NAME`,
+/// `sim:variant=NAME`, ...). The shape `cetp_conformance::selftest::selftest`
+/// takes.
+pub fn target_factory() -> impl Fn(&str) -> Result<Target, String> + Send + Sync {
+    |text| {
+        let spec = TargetSpec::parse(text).map_err(|e| e.to_string())?;
         open(&spec).map_err(|e| e.to_string())
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! sim[:OPTION,...]                 in-process simulated device
-//!     mutant=NAME manifest=VARIANT clock_skew_ms=N effect_delay_ms=N seed=N
+//!     mutant=NAME variant=NAME manifest=VARIANT clock_skew_ms=N effect_delay_ms=N seed=N
 //! tcp:HOST:PORT[,OPTION,...]       a probe-wire endpoint
 //!     b=HOST:PORT                  identity b's endpoint
 //! adb[:SERIAL][,OPTION,...]        a device behind an adb server
@@ -42,6 +42,7 @@ pub enum TargetSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimSpec {
     pub mutant: Option<String>,
+    pub variant: Option<String>,
     pub manifest: ManifestVariant,
     pub clock_skew_ms: i64,
     pub effect_delay_ms: u64,
@@ -54,6 +55,7 @@ impl Default for SimSpec {
         let d = cetp_sim::SimConfig::default();
         SimSpec {
             mutant: d.mutant,
+            variant: d.variant,
             manifest: d.manifest,
             clock_skew_ms: d.clock_skew_ms,
             effect_delay_ms: d.effect_delay_ms,
@@ -67,6 +69,7 @@ impl SimSpec {
     pub fn sim_config(&self) -> cetp_sim::SimConfig {
         cetp_sim::SimConfig {
             mutant: self.mutant.clone(),
+            variant: self.variant.clone(),
             manifest: self.manifest,
             clock_skew_ms: self.clock_skew_ms,
             effect_delay_ms: self.effect_delay_ms,
@@ -219,6 +222,9 @@ impl TargetSpec {
                 if let Some(v) = take(&mut opts, "mutant")? {
                     s.mutant = Some(v);
                 }
+                if let Some(v) = take(&mut opts, "variant")? {
+                    s.variant = Some(v);
+                }
                 if let Some(v) = take(&mut opts, "manifest")? {
                     s.manifest = cetp_sim::parse_manifest_variant(&v).map_err(|e| err(e.to_string()))?;
                 }
@@ -318,6 +324,9 @@ impl fmt::Display for TargetSpec {
                 let d = SimSpec::default();
                 if let Some(m) = &s.mutant {
                     opts.push(format!("mutant={m}"));
+                }
+                if let Some(v) = &s.variant {
+                    opts.push(format!("variant={v}"));
                 }
                 if s.manifest != d.manifest {
                     opts.push(format!(

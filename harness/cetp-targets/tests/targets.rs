@@ -3,7 +3,7 @@
 
 mod common;
 
-use cetp_targets::{open, open_with, sim_factory, OpenOptions, SimSpec, TargetSpec, WireTrace};
+use cetp_targets::{open, open_with, target_factory, OpenOptions, SimSpec, TargetSpec, WireTrace};
 use cetp_transport::Direction;
 use std::time::{Duration, Instant};
 
@@ -56,14 +56,25 @@ fn device_errors_keep_the_device_kind() {
 
 #[test]
 fn the_factory_builds_the_reference_and_its_mutants() {
-    let make = sim_factory(SimSpec::default());
-    let reference = make(None).unwrap();
+    let make = target_factory();
+    let reference = make("sim").unwrap();
     assert_eq!(reference.label, "sim");
-    let mutant = make(Some("session_not_checked")).unwrap();
+    let mutant = make("sim:mutant=session_not_checked").unwrap();
     assert_eq!(mutant.label, "sim:mutant=session_not_checked");
     mutant.a.hello().unwrap();
-    let e = make(Some("no_such_mutant")).err().expect("unknown mutant");
+    let e = make("sim:mutant=no_such_mutant")
+        .err()
+        .expect("unknown mutant");
     assert!(e.contains("no_such_mutant"), "{e}");
+    let variant = make("sim:variant=sync_for_async_tool").unwrap();
+    assert_eq!(variant.label, "sim:variant=sync_for_async_tool");
+    let e = make("sim:variant=no_such_variant")
+        .err()
+        .expect("unknown variant");
+    assert!(
+        e.contains("no_such_variant") && e.contains("legal variant"),
+        "{e}"
+    );
 }
 
 #[test]

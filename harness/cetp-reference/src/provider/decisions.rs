@@ -4,7 +4,9 @@
 use super::fixtures::ToolDef;
 use super::state::{Answer, DedupeKey, Failure, PendingDecision, Purpose, Record, RecordState};
 use super::util::lock;
-use super::{Cx, Fault, ReferenceProvider, CONFIRM_ACTIVITY, GRANT_ACTIVITY, IMPOSTOR_PACKAGE};
+use super::{
+    Cx, Fault, Latitude, ReferenceProvider, CONFIRM_ACTIVITY, GRANT_ACTIVITY, IMPOSTOR_PACKAGE,
+};
 use cetp_proto::provider::{Decision, IntentTarget, ResolveOutcome};
 use cetp_proto::ErrorCode;
 
@@ -51,7 +53,16 @@ impl ReferenceProvider {
             }
         }
         let confirmation = d.rng.hex("confirmation")[..32].to_string();
-        let resume_token = d.rng.hex("resume");
+        let resume_token = if self.takes(Latitude::ResumeTokensLong) {
+            let mut t = String::new();
+            while t.len() < 200 {
+                t.push_str(&d.rng.hex("resume"));
+            }
+            t.truncate(200);
+            t
+        } else {
+            d.rng.hex("resume")
+        };
         let foreign = self.has(Fault::ForeignPendingIntent);
         let target = IntentTarget {
             creator_package: if foreign {
@@ -109,6 +120,10 @@ impl ReferenceProvider {
             Purpose::Grant(_) => (
                 ErrorCode::AuthRequired,
                 "This action needs your permission in the ClawSeed Reference app.",
+            ),
+            Purpose::Confirm if self.takes(Latitude::ConfirmWithAuthRequired) => (
+                ErrorCode::AuthRequired,
+                "Sign in to the ClawSeed Reference app and confirm this action.",
             ),
             Purpose::Confirm => (
                 ErrorCode::UserActionRequired,

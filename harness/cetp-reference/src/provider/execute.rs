@@ -6,7 +6,7 @@ use super::state::{
     Alert, Answer, DedupeKey, DurableState, Failure, Operation, Purpose, Record, RecordState,
 };
 use super::util::lock;
-use super::{Cx, Fault, ReferenceProvider, POLL_AFTER_MS};
+use super::{Cx, Fault, Latitude, ReferenceProvider};
 use cetp_proto::bundle::parse_json_text;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};
 use cetp_proto::envelope::{Capability, OpState};
@@ -115,10 +115,10 @@ impl ReferenceProvider {
         let key = self.dedupe_key(cx.uid, cx.request_id);
         // §6 first: a retry after its deadline, or one that would now fail
         // validation, still gets the recorded terminal result.
-        if !self.has(Fault::NoDedupe) {
+        if !self.has(Fault::NoDedupe) && !self.takes(Latitude::ValidateBeforeDedupe) {
             let d = lock(&self.durable.state);
-            if let (_, Some(answer)) = self.settle(d, cx, &key, tool_name, &digest) {
-                return answer;
+            if let (mut d, Some(answer)) = self.settle(d, cx, &key, tool_name, &digest) {
+                return self.replayed(&mut d, cx.now_ms, answer);
             }
         }
         // §4.1: the deadline is checked before any business effect.
@@ -127,7 +127,11 @@ impl ReferenceProvider {
                 return f.into();
             }
         }
-        let Some(tool) = self.catalog.find(tool_name) else {
+        let Some(tool) = self
+            .catalog
+            .find(tool_name)
+            .filter(|t| !self.hidden_tools(cx.uid).contains(&t.name))
+        else {
             return Failure::new(ErrorCode::ToolNotFound, "No such tool.").into();
         };
         let max = self.limits().max_request_bytes;
@@ -203,16 +207,101 @@ impl ReferenceProvider {
                 // The mutant's whole point is the effect; its value is unused.
                 let _ = self.effect(&mut d, cx.now_ms, cx.uid, cx.request_id, false, &targs);
             }
+            if self.takes(Latitude::EscalationRefused) && tool.confirmation != "always" {
+                return Failure::new(
+                    ErrorCode::PermissionDenied,
+                    "This call is riskier than the tool allows without a review; it was refused.",
+                )
+                .into();
+            }
             return self.ask(cx, tool, args, &digest, &key, Purpose::Confirm);
         }
 
         if tool.is_read() {
-            return match self.read_value(&targs) {
+            let answer = match self.read_value(&targs) {
                 Ok(v) => self.package(cx.caps, tool, v),
                 Err(f) => f.into(),
             };
+            return self.maybe_in_background(cx, tool, answer);
         }
         self.run_mutation(cx, tool, &targs, key, digest)
+    }
+
+    /// The read-tool latitudes: a `sync_or_async` read tool may hand its
+    /// result over through an operation (§2.3, §4.4), a large one included
+    /// (§4.5 only says how the file travels).
+    fn maybe_in_background(&self, cx: &Cx<'_>, tool: &ToolDef, answer: Answer) -> Answer {
+        let background = tool.may_run_async
+            && cx.caps.contains(&Capability::AsyncOperations)
+            && !self.takes(Latitude::SyncForAsyncTool)
+            && match (&answer, tool.kind) {
+                (Answer::Success { .. }, ToolKind::GetQuote) => self.takes(Latitude::AsyncReadTool),
+                (Answer::Success { file: Some(_), .. }, ToolKind::ExportHistory) => {
+                    self.takes(Latitude::LargeResultViaOperation)
+                }
+                _ => false,
+            };
+        let Answer::Success { data, file } = answer else {
+            return answer;
+        };
+        if !background {
+            return Answer::Success { data, file };
+        }
+        let mut d = lock(&self.durable.state);
+        let id = self.new_operation_id(&mut d);
+        d.operations.insert(
+            id.clone(),
+            Operation {
+                uid: cx.uid,
+                request_id: cx.request_id.to_string(),
+                created_ms: cx.now_ms,
+                fail: false,
+                state: OpState::Queued,
+                cancel_requested: false,
+                progress: 0,
+                outcome: None,
+                prepared: Some(data),
+                file,
+            },
+        );
+        d.active_ops.insert(id.clone());
+        Answer::Accepted {
+            data: json!({"operation_id": id, "poll_after_ms": self.poll_after_ms()}),
+        }
+    }
+
+    /// §6 lets a replay answer "the same operation or the terminal result":
+    /// the replay_returns_terminal variant answers the latter once the
+    /// operation has ended.
+    fn replayed(&self, d: &mut DurableState, now_ms: i64, answer: Answer) -> Answer {
+        let Answer::Accepted { data } = &answer else {
+            return answer;
+        };
+        if !self.takes(Latitude::ReplayReturnsTerminal) {
+            return answer;
+        }
+        let Some(id) = data.get("operation_id").and_then(Json::as_str) else {
+            return answer;
+        };
+        self.advance_op(d, id, now_ms);
+        match d.operations.get(id) {
+            Some(op) if op.state == OpState::Succeeded => match &op.outcome {
+                Some(result) => Answer::Success {
+                    data: result.clone(),
+                    file: op.file.clone(),
+                },
+                None => answer,
+            },
+            Some(op) if op.state == OpState::Failed => op
+                .outcome
+                .as_ref()
+                .and_then(Failure::from_json)
+                .map_or(answer, Answer::Error),
+            Some(op) if op.state == OpState::Cancelled => {
+                Failure::new(ErrorCode::Cancelled, "The operation was cancelled.").into()
+            }
+            _ => answer,
+        }
     }
 
     pub(crate) fn deadline_passed(&self, cx: &Cx<'_>) -> Option<Failure> {
@@ -229,7 +318,7 @@ impl ReferenceProvider {
     /// digest of their bytes; they never reach a record anyway.
     fn args_digest(&self, args: &str) -> String {
         let raw = || format!("raw:{}", sha256_hex(args.as_bytes()));
-        if self.has(Fault::DedupeRawArgs) {
+        if self.takes(Latitude::DedupeRawArgs) {
             return raw();
         }
         parse_json_text("args", args)
@@ -351,6 +440,19 @@ impl ReferenceProvider {
         self.durable.changed.notify_all();
     }
 
+    /// Tools a caller does not see (the hide_tools_without_scope variant).
+    pub(crate) fn hidden_tools(&self, uid: u32) -> BTreeSet<String> {
+        if !self.takes(Latitude::HideToolsWithoutScope) {
+            return BTreeSet::new();
+        }
+        self.catalog
+            .tools
+            .iter()
+            .filter(|t| !self.missing_scopes(uid, t).is_empty())
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
     fn missing_scopes(&self, uid: u32, tool: &ToolDef) -> BTreeSet<String> {
         let d = lock(&self.durable.state);
         let held = d.grants.get(&uid).unwrap_or(&self.cfg.default_grants);
@@ -406,8 +508,9 @@ impl ReferenceProvider {
             )
             .into();
         }
-        let async_ok = cx.caps.contains(&Capability::AsyncOperations)
-            || self.has(Fault::AsyncWithoutNegotiation);
+        let async_ok = (cx.caps.contains(&Capability::AsyncOperations)
+            || self.has(Fault::AsyncWithoutNegotiation))
+            && !self.takes(Latitude::SyncForAsyncTool);
         let answer = match self.effect(
             &mut guard,
             cx.now_ms,
@@ -421,7 +524,7 @@ impl ReferenceProvider {
                 data: if self.has(Fault::PollAfterMsMissing) {
                     json!({ "operation_id": id })
                 } else {
-                    json!({"operation_id": id, "poll_after_ms": POLL_AFTER_MS})
+                    json!({"operation_id": id, "poll_after_ms": self.poll_after_ms()})
                 },
             },
             Err(f) => f.into(),
@@ -476,7 +579,7 @@ impl ReferenceProvider {
                 Ok(Effected::Value(json!({ "deleted": deleted })))
             }
             ToolArgs::SyncPortfolio { fail } if async_ok => {
-                let id = format!("op_{}", &d.rng.hex("operation")[..24]);
+                let id = self.new_operation_id(d);
                 d.operations.insert(
                     id.clone(),
                     Operation {
@@ -488,6 +591,8 @@ impl ReferenceProvider {
                         cancel_requested: false,
                         progress: 0,
                         outcome: None,
+                        prepared: None,
+                        file: None,
                     },
                 );
                 d.active_ops.insert(id.clone());
@@ -543,7 +648,11 @@ impl ReferenceProvider {
                     .iter()
                     .map(|(id, a)| json!({"alert_id": id, "symbol": a.symbol, "price": a.price}))
                     .collect();
-                Ok(json!({ "count": alerts.len(), "effects": d.effects, "alerts": alerts }))
+                Ok(if self.takes(Latitude::NoEffectCounter) {
+                    json!({ "count": alerts.len(), "alerts": alerts })
+                } else {
+                    json!({ "count": alerts.len(), "effects": d.effects, "alerts": alerts })
+                })
             }
             ToolArgs::ExportHistory { rows } => Ok(fixtures::history(*rows)),
             _ => Err(Failure::new(ErrorCode::InternalError, "Internal error.")),

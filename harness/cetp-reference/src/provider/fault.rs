@@ -53,9 +53,6 @@ faults! {
     /// get_provider_info reports another provider_id than negotiate (both in
     /// the package namespace): the identity is not stable.
     ProviderIdUnstable => "provider_id_unstable",
-    /// Extras it does not know make the request INVALID_REQUEST instead of
-    /// being ignored.
-    UnknownExtrasRejected => "unknown_extras_rejected",
     /// A session follows the capabilities of the caller's latest negotiation,
     /// so tool semantics change under a token that stays valid.
     CapabilitiesChangedInSession => "capabilities_changed_in_session",
@@ -132,8 +129,6 @@ faults! {
     // ---- idempotency and concurrency (§6, §4.4)
     /// No request-id deduplication at all.
     NoDedupe => "no_dedupe",
-    /// Dedupe records bind the raw args bytes, not their canonical form.
-    DedupeRawArgs => "dedupe_raw_args",
     /// A dedupe hit ignores tool and args: other content gets the old result.
     DedupeIgnoresArgs => "dedupe_ignores_args",
     /// Dedupe keys omit the caller UID.
@@ -196,8 +191,6 @@ faults! {
     /// cancel_operation answers state `cancelled` at once instead of
     /// `cancellation_requested`.
     CancelReportsWrongState => "cancel_reports_wrong_state",
-    /// Cancelling a succeeded operation answers success, not CONFLICT.
-    CancelAfterSuccessNotConflict => "cancel_after_success_not_conflict",
     /// An accepted operation comes without `poll_after_ms`.
     PollAfterMsMissing => "poll_after_ms_missing",
     /// A succeeded operation carries its bare value as `result` instead of

@@ -5,6 +5,7 @@
 //! `high_risk_without_always`) change the definition the Provider acts on.
 
 use super::fault::Fault;
+use super::latitude::Latitude;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};
 use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
 use serde_json::{json, Value as Json};
@@ -322,10 +323,28 @@ fn specs(faults: &BTreeSet<Fault>) -> Vec<Spec> {
 }
 
 impl Catalog {
-    pub fn new(faults: &BTreeSet<Fault>) -> Catalog {
+    pub fn new(faults: &BTreeSet<Fault>, latitudes: &BTreeSet<Latitude>) -> Catalog {
         let tools = specs(faults)
             .into_iter()
-            .map(|s| {
+            .map(|mut s| {
+                match s.kind {
+                    ToolKind::GetQuote if latitudes.contains(&Latitude::AsyncReadTool) => {
+                        s.may_run_async = true
+                    }
+                    ToolKind::ExportHistory
+                        if latitudes.contains(&Latitude::LargeResultViaOperation) =>
+                    {
+                        s.may_run_async = true
+                    }
+                    ToolKind::ListAlerts if latitudes.contains(&Latitude::NoEffectCounter) => {
+                        if let Some(props) = s.output["properties"].as_object_mut() {
+                            props.remove("effects");
+                        }
+                        s.output["required"] = json!(["count", "alerts"]);
+                        s.description = "Your price alerts";
+                    }
+                    _ => {}
+                }
                 // The fixtures are constants of this file; a schema that does
                 // not compile is a bug here, caught by every test.
                 let input = CompiledSchema::compile(&s.input, DEFAULT_DIALECT)
@@ -363,10 +382,19 @@ impl Catalog {
     /// `list_tools` data for a session (§3.3). `async_negotiated` decides
     /// `execution` (§3.4), so the revision differs between sessions that
     /// negotiated differently.
-    pub fn list_tools(&self, async_negotiated: bool, faults: &BTreeSet<Fault>) -> Json {
+    /// `hidden` names tools this caller may not discover (§7.2 lets a
+    /// Provider hide them entirely).
+    pub fn list_tools(
+        &self,
+        async_negotiated: bool,
+        faults: &BTreeSet<Fault>,
+        latitudes: &BTreeSet<Latitude>,
+        hidden: &BTreeSet<String>,
+    ) -> Json {
         let mut tools: Vec<Json> = self
             .tools
             .iter()
+            .filter(|t| !hidden.contains(&t.name))
             .map(|t| {
                 let execution = if t.may_run_async
                     && (async_negotiated || faults.contains(&Fault::SyncOrAsyncWithoutNegotiation))
@@ -409,6 +437,10 @@ impl Catalog {
                         "execution": execution
                     }
                 });
+                if latitudes.contains(&Latitude::DescriptorUnknownFields) {
+                    tool["x_vendor_category"] = json!("finance");
+                    tool["annotations"]["x_ui_hint"] = json!({"color": "amber"});
+                }
                 if t.kind == ToolKind::GetQuote && faults.contains(&Fault::MissingOutputSchema) {
                     if let Some(m) = tool.as_object_mut() {
                         m.remove("output_schema");

@@ -22,6 +22,7 @@ mod decisions;
 mod execute;
 pub mod fault;
 mod fixtures;
+pub mod latitude;
 mod operations;
 mod respond;
 mod session;
@@ -30,6 +31,7 @@ mod util;
 mod v1;
 
 pub use fault::{Fault, UnknownFault};
+pub use latitude::Latitude;
 
 use crate::app::ProviderApp;
 use cetp_proto::discovery::{META_AUTHORITY, META_VERSION, META_VERSIONS};
@@ -159,6 +161,9 @@ pub struct ProviderConfig {
     pub effect_delay_ms: u64,
     pub sleeper: Sleeper,
     pub faults: BTreeSet<Fault>,
+    /// Legal variants taken (`latitude.rs`): each one a latitude the spec
+    /// leaves, never a defect.
+    pub latitudes: BTreeSet<Latitude>,
 }
 
 impl Default for ProviderConfig {
@@ -180,6 +185,7 @@ impl Default for ProviderConfig {
             effect_delay_ms: 0,
             sleeper: Arc::new(|_| {}),
             faults: BTreeSet::new(),
+            latitudes: BTreeSet::new(),
         }
     }
 }
@@ -200,11 +206,33 @@ impl fmt::Debug for ProviderConfig {
             .field("resume_token_ttl_ms", &self.resume_token_ttl_ms)
             .field("effect_delay_ms", &self.effect_delay_ms)
             .field("faults", &self.faults)
+            .field("latitudes", &self.latitudes)
             .finish_non_exhaustive()
     }
 }
 
 impl ProviderConfig {
+    /// This configuration taking `l`, with the settings the latitude implies
+    /// (limits, manifest, provider id).
+    pub fn with_latitude(mut self, l: Latitude) -> Self {
+        match l {
+            Latitude::GenerousLimits => {
+                self.limits = Limits {
+                    max_request_bytes: 1 << 20,
+                    max_inline_result_bytes: 1 << 20,
+                    max_concurrent_requests: 16,
+                    idempotency_window_seconds: 7 * 86_400,
+                }
+            }
+            Latitude::SingleConcurrentRequest => self.limits.max_concurrent_requests = 1,
+            Latitude::V2OnlyManifest => self.manifest = ManifestVariant::V2Only,
+            Latitude::ProviderIdCustom => self.provider_id = format!("{}.tools", self.package),
+            _ => {}
+        }
+        self.latitudes.insert(l);
+        self
+    }
+
     /// The scopes of every tool (for granting a caller everything).
     pub fn all_scopes() -> BTreeSet<String> {
         fixtures::all_scopes()
@@ -257,7 +285,7 @@ pub(crate) struct Cx<'a> {
 
 impl ReferenceProvider {
     pub fn new(cfg: ProviderConfig) -> Self {
-        let catalog = Catalog::new(&cfg.faults);
+        let catalog = Catalog::new(&cfg.faults, &cfg.latitudes);
         let durable = DurableState::new(cfg.seed, cfg.grants.clone());
         ReferenceProvider {
             catalog,
@@ -303,6 +331,41 @@ impl ReferenceProvider {
 
     pub(crate) fn has(&self, fault: Fault) -> bool {
         self.cfg.faults.contains(&fault)
+    }
+
+    pub(crate) fn takes(&self, latitude: Latitude) -> bool {
+        self.cfg.latitudes.contains(&latitude)
+    }
+
+    /// The reference taking one legal variant (a [`Latitude::name`]).
+    pub fn variant(name: &str) -> Result<Self, UnknownFault> {
+        let l = Latitude::parse(name).ok_or_else(|| UnknownFault(name.to_string()))?;
+        Ok(Self::new(ProviderConfig::default().with_latitude(l)))
+    }
+
+    pub(crate) fn poll_after_ms(&self) -> i64 {
+        if self.takes(Latitude::SlowOperations) {
+            60_000
+        } else {
+            POLL_AFTER_MS
+        }
+    }
+
+    /// Device time from creation to the end of an operation.
+    pub(crate) fn operation_done_after_ms(&self) -> i64 {
+        if self.takes(Latitude::SlowOperations) {
+            20 * 60_000
+        } else {
+            OPERATION_DONE_AFTER_MS
+        }
+    }
+
+    pub(crate) fn new_operation_id(&self, d: &mut state::DurableState) -> String {
+        if self.takes(Latitude::OperationIdsUuid) {
+            d.rng.uuid()
+        } else {
+            format!("op_{}", &d.rng.hex("operation")[..24])
+        }
     }
 
     /// The limits as advertised and enforced.
@@ -366,6 +429,29 @@ impl ReferenceProvider {
     }
 
     fn v2_call(
+        &self,
+        caller: &CallerIdentity,
+        now_ms: i64,
+        method: Method,
+        extras: Option<&Bundle>,
+    ) -> Reply {
+        let mut reply = self.v2_answer(caller, now_ms, method, extras);
+        // negotiate carries no protocol_version to echo, so its errors may
+        // leave it out.
+        if method == Method::Negotiate && self.takes(Latitude::NegotiateErrorsWithoutVersion) {
+            if let Reply::Result {
+                bundle: Some(b), ..
+            } = &mut reply
+            {
+                if b.opt_string(keys::STATUS).ok().flatten().as_deref() == Some("error") {
+                    b.remove(keys::PROTOCOL_VERSION);
+                }
+            }
+        }
+        reply
+    }
+
+    fn v2_answer(
         &self,
         caller: &CallerIdentity,
         now_ms: i64,
@@ -441,6 +527,8 @@ impl ReferenceProvider {
             V2Request::ListTools(_) => Answer::ok(self.catalog.list_tools(
                 caps.contains(&Capability::AsyncOperations),
                 &self.cfg.faults,
+                &self.cfg.latitudes,
+                &self.hidden_tools(caller.uid),
             )),
             V2Request::ExecuteTool {
                 tool_name,
@@ -459,7 +547,7 @@ impl ReferenceProvider {
     }
 
     fn provider_info(&self) -> Answer {
-        Answer::ok(serde_json::json!({
+        let mut info = serde_json::json!({
             "provider_id": if self.has(Fault::ProviderIdUnstable) {
                 format!("{}.tools", self.provider_id())
             } else {
@@ -469,7 +557,13 @@ impl ReferenceProvider {
             "description": self.cfg.description,
             "schema_dialect": cetp_proto::schema::DEFAULT_DIALECT,
             "scopes": fixtures::scopes_json(&self.cfg.faults),
-        }))
+        });
+        if self.takes(Latitude::DescriptorUnknownFields) {
+            info["x_vendor"] =
+                serde_json::json!({"support_url": "https://help.example", "tier": 3});
+            info["privacy_policy"] = serde_json::json!("https://help.example/privacy");
+        }
+        Answer::ok(info)
     }
 }
 
@@ -578,8 +672,16 @@ impl ProviderApp for ReferenceProvider {
         {
             let mut mem = lock(&self.memory);
             let epoch = mem.epoch + 1;
+            // A Provider may keep sessions in durable storage (§2.2 lets it,
+            // not makes it, invalidate them on restart).
+            let sessions = if self.takes(Latitude::SessionsSurviveRestart) {
+                std::mem::take(&mut mem.sessions)
+            } else {
+                Default::default()
+            };
             *mem = Memory {
                 epoch,
+                sessions,
                 ..Memory::default()
             };
         }

@@ -9,10 +9,7 @@ use super::execute::sync_failure;
 use super::fixtures::ToolKind;
 use super::state::{Answer, DurableState, Failure};
 use super::util::lock;
-use super::{
-    Cx, Fault, ReferenceProvider, OPERATION_DONE_AFTER_MS, OPERATION_RUNNING_AFTER_MS,
-    POLL_AFTER_MS,
-};
+use super::{Cx, Fault, Latitude, ReferenceProvider, OPERATION_RUNNING_AFTER_MS};
 use cetp_proto::envelope::OpState;
 use cetp_proto::ErrorCode;
 use serde_json::{json, Value as Json};
@@ -66,6 +63,10 @@ impl ReferenceProvider {
         }
     }
 
+    pub(crate) fn advance_op(&self, d: &mut DurableState, id: &str, now_ms: i64) {
+        self.advance(d, id, now_ms);
+    }
+
     fn advance(&self, d: &mut DurableState, id: &str, now_ms: i64) {
         let output = self
             .catalog
@@ -98,8 +99,13 @@ impl ReferenceProvider {
             return;
         }
         let age = now_ms.saturating_sub(op.created_ms);
-        if age >= OPERATION_DONE_AFTER_MS {
-            if op.fail {
+        let done_after = self.operation_done_after_ms();
+        if age >= done_after {
+            if let Some(result) = op.prepared.take() {
+                // A read: nothing to commit, the result was computed up front.
+                op.state = OpState::Succeeded;
+                op.outcome = Some(result);
+            } else if op.fail {
                 op.state = OpState::Failed;
                 op.outcome = Some(sync_failure().to_json());
             } else {
@@ -124,7 +130,7 @@ impl ReferenceProvider {
         } else if age >= OPERATION_RUNNING_AFTER_MS {
             op.state = OpState::Running;
             let pct = (age - OPERATION_RUNNING_AFTER_MS) * 100
-                / (OPERATION_DONE_AFTER_MS - OPERATION_RUNNING_AFTER_MS);
+                / (done_after - OPERATION_RUNNING_AFTER_MS);
             op.progress = op.progress.max(pct.clamp(0, 99));
         }
     }
@@ -166,7 +172,12 @@ impl ReferenceProvider {
         self.advance(d, op_id, cx.now_ms);
         match d.operations.get(op_id) {
             Some(op) => {
-                let mut v = op_json(op_id, op);
+                let mut v = op_json(op_id, op, self.poll_after_ms());
+                if self.takes(Latitude::ProgressOmitted) {
+                    if let Some(obj) = v.as_object_mut() {
+                        obj.remove("progress");
+                    }
+                }
                 if self.has(Fault::FailedOperationWithoutError) {
                     if let Some(obj) = v.as_object_mut() {
                         obj.remove("error");
@@ -177,7 +188,12 @@ impl ReferenceProvider {
                         v["result"] = value;
                     }
                 }
-                Answer::ok(v)
+                // §4.4: the succeeded state carries the same result envelope
+                // as a synchronous call, so a file result brings its fd.
+                let file = (op.state == OpState::Succeeded)
+                    .then(|| op.file.clone())
+                    .flatten();
+                Answer::Success { data: v, file }
             }
             None => Failure::new(
                 ErrorCode::InvalidRequest,
@@ -208,7 +224,7 @@ impl ReferenceProvider {
         };
         match op.state {
             OpState::Succeeded | OpState::Failed
-                if !self.has(Fault::CancelAfterSuccessNotConflict) =>
+                if !self.takes(Latitude::CancelFinishedAcknowledged) =>
             {
                 return Failure::new(
                     ErrorCode::Conflict,
@@ -228,7 +244,7 @@ impl ReferenceProvider {
     }
 }
 
-fn op_json(id: &str, op: &super::state::Operation) -> Json {
+fn op_json(id: &str, op: &super::state::Operation, poll_after_ms: i64) -> Json {
     let mut v = json!({"operation_id": id, "state": op.state.as_str()});
     if op.state == OpState::Running {
         v["progress"] = json!({
@@ -238,7 +254,7 @@ fn op_json(id: &str, op: &super::state::Operation) -> Json {
         });
     }
     if !op.state.is_terminal() {
-        v["poll_after_ms"] = json!(POLL_AFTER_MS);
+        v["poll_after_ms"] = json!(poll_after_ms);
     }
     match (op.state, &op.outcome) {
         (OpState::Succeeded, Some(result)) => v["result"] = result.clone(),

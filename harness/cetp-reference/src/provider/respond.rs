@@ -2,7 +2,7 @@
 //! resolution PendingIntent of §4.3 and the result descriptor of §4.5.
 
 use super::state::{Answer, Failure};
-use super::{Fault, ReferenceProvider};
+use super::{Fault, Latitude, ReferenceProvider};
 use cetp_proto::envelope::{keys, ErrorEnvelope, V1Response};
 use cetp_proto::provider::{Attachment, FdSource, Reply};
 use cetp_proto::{Bundle, ErrorCode, FdValue, PendingIntentValue, Value};
@@ -89,7 +89,10 @@ impl ReferenceProvider {
                 handle: handle.clone(),
                 creator_package: Some(target.creator_package.clone()),
                 creator_uid: Some(i64::from(target.creator_uid)),
-                immutable: Some(target.immutable),
+                // A device before Android 12 cannot tell (PendingIntent
+                // .isImmutable() is API 31).
+                immutable: (!self.takes(Latitude::PendingIntentMutabilityUnknown))
+                    .then_some(target.immutable),
                 activity: Some(target.activity),
             };
             attachment = Some((handle, Attachment::Intent(*target)));
@@ -109,7 +112,10 @@ impl ReferenceProvider {
             } else {
                 echo
             },
-            details: f.details,
+            details: f.details.or_else(|| {
+                self.takes(Latitude::ErrorDetailsEverywhere)
+                    .then(|| serde_json::json!({"reason": f.code.as_str(), "support": "https://help.example/cetp"}))
+            }),
             retry_after_ms: f.retry_after_ms,
             resolution,
             resume_token: f.resume_token,

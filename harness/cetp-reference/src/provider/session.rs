@@ -3,7 +3,7 @@
 
 use super::state::{Answer, Failure, Session};
 use super::util::{lock, rfc3339_utc};
-use super::{Fault, ReferenceProvider, RETRY_AFTER_MS};
+use super::{Fault, Latitude, ReferenceProvider, RETRY_AFTER_MS};
 use cetp_proto::envelope::{
     decode_v2_request, is_uuid, keys, Capability, Method, NegotiateRequest, V2Request,
 };
@@ -27,7 +27,7 @@ impl ReferenceProvider {
     ) -> Result<V2Request, Failure> {
         let mut b = extras.cloned().unwrap_or_default();
         let mut hidden_id = None;
-        if self.has(Fault::UnknownExtrasRejected) {
+        if self.takes(Latitude::UnknownExtrasRejected) {
             const KNOWN: &[&str] = &[
                 keys::PROTOCOL_VERSION,
                 keys::SESSION_TOKEN,
@@ -139,8 +139,24 @@ impl ReferenceProvider {
         let expires_ms = now_ms.saturating_add(self.cfg.session_ttl_ms);
         // Draw from the generator before taking the memory lock: the lock
         // order is memory, then durable, and never the other way round.
-        let random = (!self.has(Fault::SessionTokenPredictable))
-            .then(|| lock(&self.durable.state).rng.hex("session"));
+        let random = (!self.has(Fault::SessionTokenPredictable)).then(|| {
+            let mut d = lock(&self.durable.state);
+            if self.takes(Latitude::SessionTokensUuid) {
+                d.rng.uuid()
+            } else if self.takes(Latitude::SessionTokensSigned) {
+                // A JWS-like blob: a fixed header shared by every token, then
+                // random claims and a signature.
+                let claims = d.rng.hex("session");
+                let sig = d.rng.hex("signature");
+                format!(
+                    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.{}.{}",
+                    &claims[..40],
+                    &sig[..43]
+                )
+            } else {
+                d.rng.hex("session")
+            }
+        });
         let token = {
             let mut mem = lock(&self.memory);
             mem.issued += 1;

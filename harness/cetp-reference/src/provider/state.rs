@@ -44,6 +44,15 @@ impl Failure {
         self
     }
 
+    /// Reads back an error object written by [`Failure::to_json`].
+    pub fn from_json(v: &Json) -> Option<Failure> {
+        let code = ErrorCode::parse(v.get("error_code")?.as_str()?)?;
+        let mut f = Failure::new(code, v.get("error_message")?.as_str()?);
+        f.retryable = v.get("retryable")?.as_bool()?;
+        f.details = v.get("error_details").cloned();
+        Some(f)
+    }
+
     /// The error object of a failed operation (§4.4: the fields of §5).
     pub fn to_json(&self) -> Json {
         let mut v = json!({
@@ -163,6 +172,10 @@ pub(crate) struct Operation {
     pub progress: i64,
     /// The result envelope (succeeded) or error object (failed).
     pub outcome: Option<Json>,
+    /// A read tool's result, computed when the operation was created and
+    /// revealed when it succeeds; the file of a large one.
+    pub prepared: Option<Json>,
+    pub file: Option<Arc<[u8]>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -1,0 +1,628 @@
+//! Calls: preparing the envelope, picking the tool and its args, sending,
+//! running the checks on the answer, and judging one answer against a
+//! step's expectation.
+
+use super::{
+    answer_json, check_assertion, device_stop, short, CaseRunner, Prepared, StepResult, Stop,
+    CALL_TIMEOUT_MS,
+};
+use crate::answer::{answer_document, bundle_to_json, describe};
+use crate::args;
+use crate::checks::{check_answer, AnswerContext};
+use crate::event::Event;
+use crate::profile::table_to_json;
+use crate::template::expand_string;
+use crate::vector::{Args, Expect, Step, ToolRef};
+use cetp_proto::bundle::Value;
+use cetp_proto::descriptor::ToolSummary;
+use cetp_proto::envelope::keys;
+use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
+use cetp_proto::Bundle;
+use cetp_reference::port::CallAnswer;
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+impl CaseRunner<'_> {
+    /// A `call` step: prepare, send, check, judge.
+    pub(super) fn call_step(&mut self, step: &Step) -> StepResult {
+        let prepared = self.prepare_call(step)?;
+        let answer = self.send(&prepared)?;
+        self.finish_call(prepared, answer)
+    }
+
+    /// Calls sent at the same time (single-executor and limit cases).
+    pub(super) fn concurrent(&mut self, steps: &[Step]) -> StepResult {
+        let mut prepared = Vec::new();
+        for s in steps {
+            prepared.push(self.prepare_call(s)?);
+        }
+        for p in &prepared {
+            self.sent(&p.identity, &p.method, p.request_doc.clone());
+        }
+        let target = self.target;
+        let authority = self.env.authority.clone();
+        let authority = &authority;
+        let started = Instant::now();
+        let answers: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = prepared
+                .iter()
+                .map(|p| {
+                    scope.spawn(move || {
+                        let dev = target.identity(&p.identity).ok_or_else(|| {
+                            crate::device::DeviceError::new("io", "no such identity")
+                        })?;
+                        dev.call(
+                            authority,
+                            &p.method,
+                            p.arg.as_deref(),
+                            p.extras.as_ref(),
+                            CALL_TIMEOUT_MS,
+                        )
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(crate::device::DeviceError::new(
+                            "io",
+                            "call thread panicked",
+                        ))
+                    })
+                })
+                .collect()
+        });
+        let mut first_stop = None;
+        for (p, a) in prepared.into_iter().zip(answers) {
+            let answer = a.map_err(device_stop)?;
+            self.answered(answer_json(&answer), started);
+            if let Err(stop) = self.finish_call(p, answer) {
+                first_stop.get_or_insert(stop);
+            }
+        }
+        first_stop.map_or(Ok(()), Err)
+    }
+
+    pub(super) fn pick_tool(&mut self, session: &str, r: &ToolRef) -> Result<ToolSummary, Stop> {
+        let session = r.listed_in.as_deref().unwrap_or(session);
+        self.ensure_tools(session)?;
+        let s = self.session(session)?;
+        let tools = &s.tools.as_ref().expect("ensure_tools fills tools").tools;
+        let wanted: Option<String> = if let Some(name) = &r.name {
+            Some(expand_string(&self.bindings, name).map_err(Stop::Infra)?)
+        } else if let Some(role) = &r.profile_role {
+            match (role.as_str(), &self.profile.observer) {
+                ("observer", Some(o)) => Some(o.tool.clone()),
+                _ => match self.profile.roles.get(role) {
+                    Some(t) => Some(t.tool.clone()),
+                    // Annotations can still find a tool for the role.
+                    None if !r.pick.is_empty() => None,
+                    None => {
+                        return Err(Stop::setup(
+                            &format!("[roles.{role}]"),
+                            format!("the profile names no tool for role {role:?}"),
+                        ))
+                    }
+                },
+            }
+        } else {
+            None
+        };
+        let tool = match wanted {
+            Some(name) => tools
+                .iter()
+                .find(|t| t.name == name)
+                .cloned()
+                .ok_or_else(|| {
+                    Stop::setup(
+                        "[tools] / [roles]",
+                        format!("the Provider lists no tool {name:?} for this caller"),
+                    )
+                })?,
+            None => {
+                // Prefer a tool the profile allows executing, so a Provider
+                // with several matching tools is tested where it may be.
+                let matching: Vec<&ToolSummary> =
+                    tools.iter().filter(|t| matches_pick(t, &r.pick)).collect();
+                if matching.is_empty() {
+                    return Err(Stop::NotApplicable(format!(
+                        "the Provider lists no tool with {}",
+                        describe_pick(&r.pick)
+                    )));
+                }
+                matching
+                    .iter()
+                    .find(|t| !r.executes || self.profile.may_execute(&t.name, &t.effect))
+                    .copied()
+                    .unwrap_or(matching[0])
+                    .clone()
+            }
+        };
+        if r.executes && !self.profile.may_execute(&tool.name, &tool.effect) {
+            return Err(Stop::setup(
+                "[execute] allow",
+                format!(
+                    "not executed: {} has effect={} and the profile does not allow executing it",
+                    tool.name, tool.effect
+                ),
+            ));
+        }
+        Ok(tool)
+    }
+
+    pub(super) fn args_text(
+        &mut self,
+        spec: &Args,
+        tool: &ToolSummary,
+        session: Option<&str>,
+        role: Option<&str>,
+    ) -> Result<String, Stop> {
+        let dialect = session
+            .and_then(|s| self.sessions.get(s))
+            .and_then(|s| s.info.as_ref())
+            .map(|i| i.schema_dialect.clone())
+            .unwrap_or_else(|| DEFAULT_DIALECT.into());
+        let valid = |me: &Self| -> Result<Json, Stop> {
+            // A tool picked for a profile role runs with that role's args.
+            if let Some(r) = role
+                .and_then(|r| me.profile.roles.get(r))
+                .filter(|r| r.tool == tool.name)
+            {
+                return Ok(table_to_json(&r.args));
+            }
+            if let Some(o) = me.profile.observer.as_ref().filter(|o| o.tool == tool.name) {
+                return Ok(table_to_json(&o.args));
+            }
+            if let Some(sample) = me.profile.sample_args(&tool.name) {
+                return Ok(sample);
+            }
+            args::valid_args(&tool.input_schema, &dialect).ok_or_else(|| {
+                Stop::setup(
+                    &format!("[tools.{}] sample_args", tool.name),
+                    format!("cannot generate valid args for {}", tool.name),
+                )
+            })
+        };
+        Ok(match spec {
+            Args::Valid => {
+                let v = valid(self)?;
+                self.with_setup(tool, session, v)?.to_string()
+            }
+            Args::Escalating => {
+                let v = self
+                    .profile
+                    .escalating_args(&tool.name)
+                    .map(Ok)
+                    .unwrap_or_else(|| valid(self))?;
+                self.with_setup(tool, session, v)?.to_string()
+            }
+            Args::Invalid => {
+                let v = valid(self)?;
+                args::invalid_args(&tool.input_schema, &dialect, &v)
+                    .ok_or_else(|| {
+                        Stop::NotApplicable(format!(
+                            "the input_schema of {} accepts every generated variant",
+                            tool.name
+                        ))
+                    })?
+                    .to_string()
+            }
+            Args::Json(j) => j.to_string(),
+            Args::Text(t) => t.clone(),
+            Args::SameAs(name) => self.bound_args(name)?,
+            Args::ReorderedFrom(name) => {
+                let text = self.bound_args(name)?;
+                let v: Json = serde_json::from_str(&text)
+                    .map_err(|e| Stop::Infra(format!("bound args are not JSON: {e}")))?;
+                args::reordered_text(&v)
+            }
+            Args::AlteredFrom(name) => {
+                let text = self.bound_args(name)?;
+                let v: Json = serde_json::from_str(&text)
+                    .map_err(|e| Stop::Infra(format!("bound args are not JSON: {e}")))?;
+                args::altered_valid(&tool.input_schema, &dialect, &v)
+                    .ok_or_else(|| {
+                        Stop::NotApplicable(format!(
+                            "no other valid args exist for {}: every value its input_schema allows is fixed",
+                            tool.name
+                        ))
+                    })?
+                    .to_string()
+            }
+            Args::Oversize => {
+                let limit = session
+                    .and_then(|s| self.sessions.get(s))
+                    .and_then(|s| s.negotiated.limit("max_request_bytes"))
+                    .unwrap_or(65_536)
+                    .clamp(0, 16 * 1024 * 1024) as usize;
+                args::oversize(&valid(self)?, limit)
+            }
+        })
+    }
+
+    pub(super) fn bound_args(&self, name: &str) -> Result<String, Stop> {
+        self.bindings
+            .get(name)
+            .and_then(|d| d.pointer("/_request/args_text"))
+            .and_then(Json::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| Stop::Infra(format!("vector error: `{name}` carries no args")))
+    }
+
+    pub(super) fn prepare_call(&mut self, step: &Step) -> Result<Prepared, Stop> {
+        let Step::Call {
+            as_,
+            method,
+            session,
+            v1,
+            tool,
+            args: args_spec,
+            request_id,
+            deadline_in_ms,
+            resume_token,
+            operation_id,
+            extras,
+            omit,
+            arg,
+            bind,
+            expect,
+        } = step
+        else {
+            return Err(Stop::Infra(
+                "vector error: only calls can run concurrently".into(),
+            ));
+        };
+        let mut b = Bundle::new();
+        let mut req = serde_json::Map::new();
+        if let (Some(s), false) = (session, *v1) {
+            let sess = self.session(s)?.clone();
+            let rid = match request_id.as_deref() {
+                None | Some("new") => self.uuid(),
+                Some(t) => expand_string(&self.bindings, t).map_err(Stop::Infra)?,
+            };
+            let now = self.device(as_)?.now_ms();
+            let common = cetp_proto::envelope::Common {
+                session_token: sess.token.clone(),
+                request_id: rid,
+                deadline_at_ms: now.saturating_add(deadline_in_ms.unwrap_or(30_000)),
+            };
+            b = common.to_bundle();
+        } else if let Some(t) = request_id {
+            let rid = if t == "new" {
+                self.uuid()
+            } else {
+                expand_string(&self.bindings, t).map_err(Stop::Infra)?
+            };
+            b.insert(keys::REQUEST_ID, Value::String(rid));
+        }
+        let mut picked = None;
+        if let Some(r) = tool {
+            let s = session.as_deref().ok_or_else(|| {
+                Stop::Infra("vector error: picking a tool needs a session".into())
+            })?;
+            let t = self.pick_tool(s, r)?;
+            b.insert(keys::TOOL_NAME, Value::String(t.name.clone()));
+            req.insert("tool_name".into(), json!(t.name));
+            if let Some(spec) = args_spec {
+                let text = self.args_text(spec, &t, Some(s), r.profile_role.as_deref())?;
+                b.insert(keys::ARGS, Value::String(text.clone()));
+                req.insert("args_text".into(), json!(text));
+            }
+            picked = Some(t);
+        }
+        if let Some(t) = resume_token {
+            b.insert(
+                keys::RESUME_TOKEN,
+                Value::String(expand_string(&self.bindings, t).map_err(Stop::Infra)?),
+            );
+        }
+        if let Some(o) = operation_id {
+            b.insert(
+                keys::OPERATION_ID,
+                Value::String(expand_string(&self.bindings, o).map_err(Stop::Infra)?),
+            );
+        }
+        for (k, v) in extras {
+            let value = self.typed_value(v)?;
+            b.insert(k, value);
+        }
+        for k in omit {
+            b.remove(k);
+        }
+        if let Ok(Some(id)) = b.opt_string(keys::REQUEST_ID) {
+            req.insert("request_id".into(), json!(id));
+        }
+        if let Some(s) = session {
+            req.insert("session".into(), json!(s));
+        }
+        let arg = match arg {
+            Some(a) => Some(expand_string(&self.bindings, a).map_err(Stop::Infra)?),
+            None => None,
+        };
+        let extras_json = bundle_to_json(&b);
+        let mut request_doc = json!({"method": method, "extras": extras_json, "arg": arg});
+        if let Some(obj) = request_doc.as_object_mut() {
+            obj.extend(req);
+        }
+        Ok(Prepared {
+            identity: as_.clone(),
+            method: method.clone(),
+            arg,
+            extras: Some(b),
+            v1: *v1,
+            session: session.clone(),
+            tool: picked,
+            request_doc,
+            bind: bind.clone(),
+            expect: expect.clone(),
+        })
+    }
+
+    /// Sends a prepared call and emits its events.
+    pub(super) fn send(&mut self, p: &Prepared) -> Result<CallAnswer, Stop> {
+        self.sent(&p.identity, &p.method, p.request_doc.clone());
+        let started = Instant::now();
+        let dev = self.device(&p.identity)?;
+        let answer = dev
+            .call(
+                &self.env.authority,
+                &p.method,
+                p.arg.as_deref(),
+                p.extras.as_ref(),
+                CALL_TIMEOUT_MS,
+            )
+            .map_err(device_stop)?;
+        self.answered(answer_json(&answer), started);
+        Ok(answer)
+    }
+
+    pub(super) fn run_checks(
+        &mut self,
+        p: &Prepared,
+        answer: &CallAnswer,
+        offer: Option<(&[i32], &[String])>,
+    ) {
+        let session = p.session.as_ref().and_then(|s| self.sessions.get(s));
+        let dialect = session
+            .and_then(|s| s.info.as_ref())
+            .map(|i| i.schema_dialect.clone())
+            .unwrap_or_else(|| DEFAULT_DIALECT.into());
+        let known_scopes = session
+            .and_then(|s| s.info.as_ref())
+            .map(|i| i.scopes.clone());
+        let cx = AnswerContext {
+            method: &p.method,
+            v1: p.v1,
+            request: p.extras.as_ref(),
+            answer,
+            negotiated: session.map(|s| &s.negotiated),
+            tool: p.tool.as_ref(),
+            package: Some(&self.env.package),
+            dialect: &dialect,
+            known_scopes: known_scopes.as_ref(),
+            offer,
+            provider_versions: self.env.declared.as_ref().map(|d| &d.versions),
+        };
+        let findings = check_answer(&cx);
+        self.tally.answers += 1;
+        for f in findings {
+            *self.tally.counts.entry(f.check).or_default() += 1;
+            (self.emit)(Event::CheckFinding {
+                case_id: self.case_id.clone(),
+                step: self.step,
+                check: f.check.to_string(),
+                requirements: Vec::new(),
+                level: format!("{:?}", f.level).to_uppercase(),
+                message: f.message.clone(),
+            });
+            self.tally
+                .first
+                .entry(f.check)
+                .or_insert_with(|| (self.case_id.clone(), self.step, f.clone()));
+        }
+    }
+
+    pub(super) fn finish_call(&mut self, p: Prepared, answer: CallAnswer) -> StepResult {
+        self.run_checks(&p, &answer, None);
+        let mut doc = answer_document(&answer, p.request_doc.clone());
+        // The Provider may answer any execution with an operation (§2.3,
+        // §4.4): unless the step is about the operation itself, follow it to
+        // its outcome and judge that, in the shape of a synchronous answer.
+        let about_operation = p
+            .expect
+            .as_ref()
+            .is_some_and(|e| e.operation || e.status.iter().any(|s| s == "accepted"));
+        let async_session = p
+            .session
+            .as_ref()
+            .and_then(|s| self.sessions.get(s))
+            .is_some_and(|s| {
+                s.negotiated
+                    .capabilities
+                    .iter()
+                    .any(|c| c == "async_operations")
+            });
+        // Without async_operations an operation is a violation (§2.3), judged
+        // as it came.
+        if p.method == "execute_tool"
+            && super::status(&doc) == Some("accepted")
+            && !about_operation
+            && async_session
+        {
+            if let Some(session) = p.session.clone() {
+                self.bindings.insert("__accepted".into(), doc);
+                doc = self.settle(&p.identity, &session, "__accepted")?;
+            }
+        }
+        if let Some(name) = &p.bind {
+            self.bindings.insert(name.clone(), doc.clone());
+        }
+        match &p.expect {
+            Some(e) => self.judge(&doc, e, p.tool.as_ref()),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn judge(&self, doc: &Json, e: &Expect, tool: Option<&ToolSummary>) -> StepResult {
+        let what = describe(doc);
+        if e.threw {
+            return if doc.get("_threw").is_some() {
+                Ok(())
+            } else {
+                Err(Stop::Fail(format!(
+                    "expected the Provider to throw, it answered {what}"
+                )))
+            };
+        }
+        if e.null_result {
+            return if doc.get("_null").is_some() {
+                Ok(())
+            } else {
+                Err(Stop::Fail(format!(
+                    "expected null, the Provider answered {what}"
+                )))
+            };
+        }
+        let status = doc.get("status").and_then(Json::as_str);
+        if e.refused {
+            if status == Some("success") || status == Some("accepted") {
+                return Err(Stop::Fail(format!(
+                    "expected the call to be refused, the Provider answered {what}"
+                )));
+            }
+            return Ok(());
+        }
+        if let Some(t) = doc.get("_threw") {
+            return Err(Stop::Fail(format!(
+                "the Provider threw {} instead of answering",
+                t.get("class").and_then(Json::as_str).unwrap_or("?")
+            )));
+        }
+        if doc.get("_null").is_some() {
+            return Err(Stop::Fail(
+                "call() returned null instead of a Bundle".into(),
+            ));
+        }
+        let code = doc.get("error_code").and_then(Json::as_str);
+        if e.asks
+            && status == Some("error")
+            && !matches!(code, Some("USER_ACTION_REQUIRED" | "AUTH_REQUIRED"))
+        {
+            return Err(Stop::NotApplicable(format!(
+                "the Provider refused the call ({what}) instead of asking for confirmation, a stricter policy §3.4 allows"
+            )));
+        }
+        if e.operation
+            && (status == Some("success") || (e.sync_failure_ok && status == Some("error")))
+        {
+            return Err(Stop::setup(
+                "[roles.async]",
+                format!(
+                    "the Provider answered synchronously ({what}), as it may (§2.3); name args that make it work in the background under [roles.async] to judge this case"
+                ),
+            ));
+        }
+        if e.operation && e.status.is_empty() && status != Some("accepted") {
+            return Err(Stop::Fail(format!(
+                "expected status accepted or a synchronous success, the Provider answered {what}"
+            )));
+        }
+        if !e.status.is_empty() && !status.is_some_and(|s| e.status.iter().any(|x| x == s)) {
+            return Err(Stop::Fail(format!(
+                "expected status {}, the Provider answered {what}",
+                e.status.join("|")
+            )));
+        }
+        // An error_code set constrains error answers only, so one step can
+        // accept "success, or an error with one of these codes".
+        if !e.error_code.is_empty() && status == Some("error") {
+            let code = doc.get("error_code").and_then(Json::as_str);
+            if !code.is_some_and(|c| e.error_code.iter().any(|x| x == c)) {
+                return Err(Stop::Fail(format!(
+                    "expected error_code {}, the Provider answered {what}",
+                    e.error_code.join("|")
+                )));
+            }
+        }
+        if let Some(r) = e.retryable {
+            if doc.get("retryable").and_then(Json::as_bool) != Some(r) {
+                return Err(Stop::Fail(format!(
+                    "expected retryable={r}, found {}",
+                    short(doc.get("retryable"))
+                )));
+            }
+        }
+        for k in &e.has {
+            if doc.get(k).is_none() {
+                return Err(Stop::Fail(format!("answer ({what}) lacks `{k}`")));
+            }
+        }
+        for k in &e.lacks {
+            if doc.get(k).is_some() {
+                return Err(Stop::Fail(format!(
+                    "answer ({what}) carries `{k}`, which it must not"
+                )));
+            }
+        }
+        for a in &e.data {
+            check_assertion(doc, a).map_err(Stop::Fail)?;
+        }
+        if e.output_schema {
+            let tool =
+                tool.ok_or_else(|| Stop::Infra("vector error: output_schema needs a tool".into()))?;
+            let value = doc
+                .pointer("/data/value")
+                .or_else(|| doc.pointer("/data/result/value"))
+                .ok_or_else(|| Stop::Fail(format!("answer ({what}) has no inline result value")))?;
+            let schema = CompiledSchema::compile(&tool.output_schema, DEFAULT_DIALECT)
+                .map_err(|e| Stop::Fail(format!("output_schema of {}: {e}", tool.name)))?;
+            let errors = schema.errors(value);
+            if !errors.is_empty() {
+                return Err(Stop::Fail(format!(
+                    "result does not match the output_schema of {}: {}",
+                    tool.name,
+                    errors.join("; ")
+                )));
+            }
+        }
+        if e.v1 && doc.get("protocol_version").is_some() {
+            return Err(Stop::Fail(
+                "a v1 call was answered with a v2 envelope (protocol_version present)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn matches_pick(t: &ToolSummary, pick: &BTreeMap<String, Vec<Json>>) -> bool {
+    pick.iter().all(|(k, allowed)| {
+        let v = match k.as_str() {
+            "effect" => json!(t.effect),
+            "risk" => json!(t.risk),
+            "confirmation" => json!(t.confirmation),
+            "execution" => json!(t.execution),
+            "destructive" => json!(t.destructive),
+            "idempotent" => json!(t.idempotent),
+            "open_world" => json!(t.open_world),
+            _ => return false,
+        };
+        allowed.contains(&v)
+    })
+}
+
+fn describe_pick(pick: &BTreeMap<String, Vec<Json>>) -> String {
+    pick.iter()
+        .map(|(k, v)| {
+            format!(
+                "{k}={}",
+                v.iter()
+                    .map(|x| x.to_string().trim_matches('"').to_string())
+                    .collect::<Vec<_>>()
+                    .join("|")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

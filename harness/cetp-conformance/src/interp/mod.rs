@@ -1,0 +1,416 @@
+//! Runs one case: turns steps into device ops, runs the checks on every
+//! answer, and judges the expectations.
+//!
+//! One small handler per step kind, grouped by what they touch:
+//! `session.rs` (discover, negotiate, descriptors), `call.rs` (calls, args,
+//! tool picking, the judgement of one answer), `operation.rs` (polling,
+//! settling, resolve, descriptors, restart, clock), `observe.rs` (observer
+//! snapshots and setup calls), `compare.rs` (judgements over bound values).
+//!
+//! Every step that executes a tool accepts each outcome the spec allows the
+//! Provider; where a case's subject needs one particular outcome (a
+//! background operation, an observable effect), the case is left unjudged
+//! with [`Stop::Setup`], naming the profile field that would let it judge.
+
+mod call;
+mod compare;
+mod observe;
+mod operation;
+mod session;
+
+pub use compare::{check_assertion, tokens_unpredictable};
+
+use crate::answer::{answer_document, bundle_to_json, describe};
+use crate::checks::Finding;
+use crate::device::{Device, Fault, Target};
+use crate::event::Event;
+use crate::profile::Profile;
+use crate::template::Bindings;
+use crate::vector::{Case, Expect, Step};
+use cetp_proto::descriptor::{Negotiated, ProviderInfoSummary, ToolList, ToolSummary};
+use cetp_proto::discovery::Declared;
+use cetp_proto::provider::ServiceManifest;
+use cetp_proto::Bundle;
+use cetp_reference::port::CallAnswer;
+use rand::rngs::StdRng;
+use rand::RngCore;
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+/// Default per-call timeout handed to the device.
+pub const CALL_TIMEOUT_MS: u64 = 10_000;
+/// Largest descriptor the harness will read in one `read_fd`.
+pub const MAX_FD_READ: u64 = 64 * 1024 * 1024;
+
+/// What is known about the target before any case runs.
+#[derive(Clone, Debug)]
+pub struct Env {
+    pub package: String,
+    pub authority: String,
+    /// `dual_stack`, `v2_only`, `v1_only`, `versions_only` or `other`.
+    pub manifest_kind: String,
+    pub declared: Option<Declared>,
+    pub manifest: Option<ServiceManifest>,
+}
+
+impl Env {
+    pub fn declares_v2(&self) -> bool {
+        self.declared
+            .as_ref()
+            .is_some_and(|d| d.versions.contains(&2))
+    }
+}
+
+/// Why a case stopped before its last step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Fail(String),
+    /// Not applicable by the spec: a capability the target did not grant,
+    /// a manifest shape the case is not about.
+    NotApplicable(String),
+    /// Not judged because of the setup: `needs` names the profile field or
+    /// the device ability that would let the case judge (`[observer]`,
+    /// `[roles.async]`, `--target-b`, ...). Such a case never counts as
+    /// passed.
+    Setup {
+        needs: String,
+        reason: String,
+    },
+    Infra(String),
+}
+
+impl Stop {
+    fn setup(needs: &str, reason: impl Into<String>) -> Stop {
+        Stop::Setup {
+            needs: needs.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+type StepResult = Result<(), Stop>;
+
+#[derive(Clone, Debug)]
+struct Session {
+    identity: String,
+    token: String,
+    negotiated: Negotiated,
+    info: Option<ProviderInfoSummary>,
+    tools: Option<ToolList>,
+}
+
+/// A call made ready to send.
+struct Prepared {
+    identity: String,
+    method: String,
+    arg: Option<String>,
+    extras: Option<Bundle>,
+    v1: bool,
+    session: Option<String>,
+    tool: Option<ToolSummary>,
+    request_doc: Json,
+    bind: Option<String>,
+    expect: Option<Expect>,
+}
+
+/// Check findings and answers counted per check across a run.
+#[derive(Default)]
+pub struct CheckTally {
+    pub answers: usize,
+    /// First finding of each check: (case, step, finding).
+    pub first: BTreeMap<&'static str, (String, usize, Finding)>,
+    pub counts: BTreeMap<&'static str, usize>,
+}
+
+pub struct CaseRunner<'a> {
+    pub target: &'a Target,
+    pub profile: &'a Profile,
+    pub env: &'a Env,
+    pub emit: &'a mut dyn FnMut(Event),
+    pub tally: &'a mut CheckTally,
+    pub rng: StdRng,
+    case_id: String,
+    bindings: Bindings,
+    sessions: BTreeMap<String, Session>,
+    observer_session: Option<String>,
+    /// Whether the device can move its clock (learned on first use), so
+    /// that waiting for an operation costs no real time on a simulator.
+    virtual_clock: Option<bool>,
+    /// Names bound to observer snapshots, retaken after setup calls.
+    snapshots: BTreeSet<String>,
+    step: usize,
+}
+
+impl<'a> CaseRunner<'a> {
+    pub fn new(
+        target: &'a Target,
+        profile: &'a Profile,
+        env: &'a Env,
+        emit: &'a mut dyn FnMut(Event),
+        tally: &'a mut CheckTally,
+        rng: StdRng,
+    ) -> Self {
+        CaseRunner {
+            target,
+            profile,
+            env,
+            emit,
+            tally,
+            rng,
+            case_id: String::new(),
+            bindings: Bindings::new(),
+            sessions: BTreeMap::new(),
+            observer_session: None,
+            virtual_clock: None,
+            snapshots: BTreeSet::new(),
+            step: 0,
+        }
+    }
+
+    /// Runs a case to its end or its first failed expectation.
+    pub fn run(&mut self, case: &Case) -> StepResult {
+        self.case_id = case.id.clone();
+        self.bindings.insert(
+            "env".into(),
+            json!({"package": self.env.package, "authority": self.env.authority, "manifest": self.env.manifest_kind}),
+        );
+        if !case.manifests.is_empty() {
+            if !case.manifests.contains(&self.env.manifest_kind) {
+                return Err(Stop::NotApplicable(format!(
+                    "applies to {} manifests; the target's is {}",
+                    case.manifests.join("/"),
+                    self.env.manifest_kind
+                )));
+            }
+        } else if !self.env.declares_v2() {
+            return Err(Stop::NotApplicable("v2 not declared".into()));
+        }
+        if case.identities.iter().any(|i| i == "b") && self.target.b.is_none() {
+            return Err(if self.profile.identities.second {
+                Stop::Fail("cannot run: needs a second caller identity (--target-b), and the profile does not declare it unavailable".into())
+            } else {
+                Stop::setup(
+                    "--target-b",
+                    "the profile declares no second caller identity",
+                )
+            });
+        }
+        for step in &case.steps {
+            self.step += 1;
+            self.run_step(step, &case.needs)?;
+        }
+        Ok(())
+    }
+
+    fn run_step(&mut self, step: &Step, needs: &[String]) -> StepResult {
+        match step {
+            Step::Discover { bind, expect } => self.discover(bind.as_deref(), expect.as_ref()),
+            Step::Negotiate {
+                as_,
+                versions,
+                capabilities,
+                extras,
+                bind,
+                expect,
+            } => self.negotiate(
+                as_,
+                versions.as_deref(),
+                capabilities.as_deref(),
+                extras.as_ref(),
+                bind.as_deref(),
+                expect.as_ref(),
+                needs,
+            ),
+            Step::Call { .. } => self.call_step(step),
+            Step::Poll {
+                as_,
+                session,
+                operation_of,
+                max_ms,
+                bind,
+                expect,
+            } => {
+                let doc = self.poll(as_, session, operation_of, *max_ms)?;
+                self.conclude(doc, bind.as_deref(), expect.as_ref(), operation_of)
+            }
+            Step::Settle {
+                as_,
+                session,
+                of,
+                bind,
+                expect,
+            } => {
+                let doc = self.settle(as_, session, of)?;
+                self.conclude(doc, bind.as_deref(), expect.as_ref(), of)
+            }
+            Step::Resolve {
+                as_,
+                handle,
+                decision,
+            } => self.resolve(as_, handle, decision),
+            Step::ReadFd {
+                as_,
+                handle,
+                max_bytes,
+                verify_against,
+                expect_ok,
+            } => self.read_fd(
+                as_,
+                handle,
+                *max_bytes,
+                verify_against.as_deref(),
+                expect_ok.unwrap_or(true),
+            ),
+            Step::Restart => self.restart(),
+            Step::CancelConsistent { final_, since } => self.cancel_consistent(final_, since),
+            Step::AdvanceClock {
+                ms,
+                profile,
+                plus_ms,
+            } => self.advance_clock_step(*ms, profile.as_deref(), *plus_ms),
+            Step::Uuid { bind } => {
+                let id = self.uuid();
+                self.bindings.insert(bind.clone(), json!(id));
+                Ok(())
+            }
+            Step::Sleep { ms } => {
+                self.target.a.sleep_ms(*ms);
+                Ok(())
+            }
+            Step::Observe { bind } => {
+                let snapshot = self.snapshot()?;
+                self.bindings.insert(bind.clone(), snapshot);
+                self.snapshots.insert(bind.clone());
+                Ok(())
+            }
+            Step::ExpectEffects {
+                since,
+                delta,
+                tool_of,
+            } => self.expect_effects(since, *delta, tool_of.as_deref()),
+            Step::Concurrent { steps } => self.concurrent(steps),
+            Step::Same {
+                a,
+                b,
+                pointers,
+                different,
+                unless_code,
+            } => self.same(a, b, pointers, *different, unless_code),
+            Step::Equal { a, b } => self.equal(a, b),
+            Step::TokensUnpredictable { tokens } => self.tokens_step(tokens),
+            Step::RevisionConsistent { a, b } => self.revision_consistent(a, b),
+            Step::V1ReadOnly { v1, v2 } => self.v1_read_only(v1, v2),
+            Step::Differ { a, b } => self.differ(a, b),
+            Step::Assert { value, assertion } => self.assert_step(value, assertion),
+        }
+    }
+
+    fn device(&self, identity: &str) -> Result<&'a dyn Device, Stop> {
+        self.target
+            .identity(identity)
+            .ok_or_else(|| Stop::Infra(format!("no device connection for identity {identity:?}")))
+    }
+
+    fn uuid(&mut self) -> String {
+        let mut bytes = [0u8; 16];
+        self.rng.fill_bytes(&mut bytes);
+        uuid::Builder::from_random_bytes(bytes)
+            .into_uuid()
+            .to_string()
+    }
+
+    fn bound(&self, name: &str) -> Result<Json, Stop> {
+        self.bindings
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Stop::Infra(format!("vector error: nothing bound to {name:?}")))
+    }
+
+    fn sent(&mut self, identity: &str, op: &str, request: Json) {
+        (self.emit)(Event::StepSent {
+            case_id: self.case_id.clone(),
+            step: self.step,
+            identity: identity.to_string(),
+            op: op.to_string(),
+            request,
+        });
+    }
+
+    fn answered(&mut self, answer: Json, started: Instant) {
+        (self.emit)(Event::StepAnswered {
+            case_id: self.case_id.clone(),
+            step: self.step,
+            answer,
+            elapsed_us: started.elapsed().as_micros() as u64,
+        });
+    }
+}
+
+/// A call the harness makes on its own behalf (polling, observing) in a
+/// session, with every optional field unset.
+fn internal_call(identity: &str, method: &str, session: &str) -> Step {
+    Step::Call {
+        as_: identity.to_string(),
+        method: method.to_string(),
+        session: Some(session.to_string()),
+        v1: false,
+        tool: None,
+        args: None,
+        request_id: None,
+        deadline_in_ms: None,
+        resume_token: None,
+        operation_id: None,
+        extras: BTreeMap::new(),
+        omit: Vec::new(),
+        arg: None,
+        bind: None,
+        expect: None,
+    }
+}
+
+fn device_stop(e: crate::device::DeviceError) -> Stop {
+    match e.fault() {
+        Fault::Infra => Stop::Infra(e.to_string()),
+        Fault::Provider => Stop::Fail(format!("the Provider failed at the Binder level: {e}")),
+    }
+}
+
+fn answer_json(a: &CallAnswer) -> Json {
+    match a {
+        CallAnswer::Result(None) => json!({"result": null}),
+        CallAnswer::Result(Some(b)) => json!({"result": bundle_to_json(b)}),
+        CallAnswer::Threw { class, message } => {
+            json!({"threw": {"class": class, "message": message}})
+        }
+    }
+}
+
+fn short(v: Option<&Json>) -> String {
+    let s = v.map(Json::to_string).unwrap_or_else(|| "nothing".into());
+    if s.chars().count() > 120 {
+        format!("{}…", s.chars().take(120).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// The answer document of a call as bound for later steps.
+fn document(answer: &CallAnswer, request: Json) -> Json {
+    answer_document(answer, request)
+}
+
+fn status(doc: &Json) -> Option<&str> {
+    doc.get("status").and_then(Json::as_str)
+}
+
+fn what(doc: &Json) -> String {
+    describe(doc)
+}
+
+fn describe_short(doc: &Json) -> String {
+    describe(doc)
+}
+
+/// Scopes known for BTreeSet use in checks.
+pub type Scopes = BTreeSet<String>;

@@ -1,0 +1,404 @@
+//! Background operations (poll, settle, cancel), the resolution flow, file
+//! descriptors, restarts and device time.
+
+use super::{
+    device_stop, document, internal_call, status, CaseRunner, StepResult, Stop, MAX_FD_READ,
+};
+use crate::template::expand_string;
+use crate::vector::{Expect, Step};
+use cetp_proto::canonical::sha256_hex;
+use cetp_proto::descriptor::ToolSummary;
+use cetp_proto::provider::Decision;
+use serde_json::{json, Value as Json};
+use std::time::Instant;
+
+/// Device time the harness waits for an operation when the profile sets no
+/// `timing.operation_max_ms`. The spec sets no bound: running out leaves the
+/// case unjudged, never failed.
+pub const DEFAULT_OPERATION_MAX_MS: u64 = 30 * 60_000;
+/// Longest real-time wait between two polls on a device whose clock the
+/// harness cannot move; a longer poll_after_ms is shortened to it (polling
+/// early is harmless, the Provider answers the same state).
+const MAX_REAL_POLL_WAIT_MS: u64 = 2_000;
+/// Longest single wait honoured on a movable clock.
+const MAX_VIRTUAL_POLL_WAIT_MS: u64 = 120_000;
+
+impl CaseRunner<'_> {
+    /// Polls the operation of the bound `accepted` answer `operation_of`
+    /// until a terminal state, and returns the last get_operation document.
+    pub(super) fn poll(
+        &mut self,
+        identity: &str,
+        session: &str,
+        operation_of: &str,
+        max_ms: Option<u64>,
+    ) -> Result<Json, Stop> {
+        let accepted = self.bound(operation_of)?;
+        let op = accepted
+            .pointer("/data/operation_id")
+            .and_then(Json::as_str)
+            .ok_or_else(|| {
+                Stop::Fail(format!(
+                    "`{operation_of}` carries no operation_id ({})",
+                    super::what(&accepted)
+                ))
+            })?
+            .to_string();
+        let rid = accepted
+            .pointer("/_request/request_id")
+            .and_then(Json::as_str)
+            .ok_or_else(|| {
+                Stop::Infra(format!("vector error: `{operation_of}` has no request id"))
+            })?
+            .to_string();
+        let tool = self.tool_of(&accepted);
+        let max_ms = max_ms
+            .or_else(|| self.profile.timing_ms("operation_max_ms"))
+            .unwrap_or(DEFAULT_OPERATION_MAX_MS);
+        let device = self.device(identity)?;
+        let deadline = device.now_ms().saturating_add(max_ms as i64);
+        loop {
+            let mut step = internal_call(identity, "get_operation", session);
+            if let Step::Call {
+                request_id,
+                operation_id,
+                ..
+            } = &mut step
+            {
+                *request_id = Some(rid.clone());
+                *operation_id = Some(op.clone());
+            }
+            let mut p = self.prepare_call(&step)?;
+            p.tool = tool.clone();
+            let answer = self.send(&p)?;
+            self.run_checks(&p, &answer, None);
+            let doc = document(&answer, p.request_doc.clone());
+            let state = doc
+                .pointer("/data/state")
+                .and_then(Json::as_str)
+                .unwrap_or("");
+            if status(&doc) != Some("success")
+                || matches!(state, "succeeded" | "failed" | "cancelled")
+            {
+                return Ok(doc);
+            }
+            if self.device(identity)?.now_ms() >= deadline {
+                return Err(Stop::setup(
+                    "[timing] operation_max_ms",
+                    format!(
+                        "operation {op} was still {state:?} after {max_ms} ms of device time; the spec sets no bound, so raise timing.operation_max_ms to judge this case"
+                    ),
+                ));
+            }
+            let wait = doc
+                .pointer("/data/poll_after_ms")
+                .and_then(Json::as_u64)
+                .unwrap_or(100)
+                .max(10);
+            self.wait(identity, wait)?;
+        }
+    }
+
+    /// Lets `ms` of device time pass: at once on a device whose clock the
+    /// harness can move, else by sleeping (shortened, see
+    /// [`MAX_REAL_POLL_WAIT_MS`]).
+    pub(super) fn wait(&mut self, identity: &str, ms: u64) -> StepResult {
+        if self.virtual_clock != Some(false) {
+            match self
+                .target
+                .a
+                .advance_clock(ms.min(MAX_VIRTUAL_POLL_WAIT_MS))
+            {
+                Ok(_) => {
+                    self.virtual_clock = Some(true);
+                    if let Some(b) = &self.target.b {
+                        b.resync_clock().map_err(device_stop)?;
+                    }
+                    return Ok(());
+                }
+                Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => {
+                    self.virtual_clock = Some(false);
+                }
+                Err(e) => return Err(device_stop(e)),
+            }
+        }
+        self.device(identity)?
+            .sleep_ms(ms.min(MAX_REAL_POLL_WAIT_MS));
+        Ok(())
+    }
+
+    /// The tool of a bound execution, from any session that listed it.
+    pub(super) fn tool_of(&self, doc: &Json) -> Option<ToolSummary> {
+        let name = doc.pointer("/_request/tool_name").and_then(Json::as_str)?;
+        self.sessions
+            .values()
+            .filter_map(|s| s.tools.as_ref())
+            .flat_map(|t| t.tools.iter())
+            .find(|t| t.name == name)
+            .cloned()
+    }
+
+    /// Follows the bound execution `of` to its final answer, in the shape of
+    /// a synchronous answer whichever path the Provider chose (`via`).
+    pub(super) fn settle(&mut self, identity: &str, session: &str, of: &str) -> Result<Json, Stop> {
+        let doc = self.bound(of)?;
+        let request = doc.get("_request").cloned().unwrap_or(Json::Null);
+        if status(&doc) != Some("accepted") {
+            let mut d = doc;
+            d["via"] = json!("sync");
+            return Ok(d);
+        }
+        let fin = self.poll(identity, session, of, None)?;
+        if status(&fin) != Some("success") {
+            // get_operation itself failed: that answer is the outcome.
+            return Ok(fin);
+        }
+        let data = fin.get("data").cloned().unwrap_or(Json::Null);
+        let mut out = match data.get("state").and_then(Json::as_str) {
+            Some("succeeded") => {
+                let mut d = json!({
+                    "status": "success",
+                    "data": data.get("result").cloned().unwrap_or(Json::Null),
+                });
+                if let Some(fd) = fin.get("result_fd") {
+                    d["result_fd"] = fd.clone();
+                }
+                d
+            }
+            Some("failed") => {
+                let mut d = json!({"status": "error"});
+                if let Some(Json::Object(e)) = data.get("error") {
+                    for (k, v) in e {
+                        d[k] = v.clone();
+                    }
+                }
+                d
+            }
+            _ => json!({"status": "error", "error_code": "CANCELLED", "retryable": false}),
+        };
+        // The envelope (echoes and their types) is the one of the answer
+        // that carried the outcome.
+        for k in ["protocol_version", "request_id", "_types"] {
+            if let Some(v) = fin.get(k) {
+                out[k] = v.clone();
+            }
+        }
+        out["via"] = json!("operation");
+        out["operation"] = data;
+        out["_request"] = request;
+        Ok(out)
+    }
+
+    /// Binds and judges the outcome of a poll or settle step.
+    pub(super) fn conclude(
+        &mut self,
+        doc: Json,
+        bind: Option<&str>,
+        expect: Option<&Expect>,
+        of: &str,
+    ) -> StepResult {
+        let tool = self.bindings.get(of).and_then(|d| self.tool_of(d));
+        if let Some(name) = bind {
+            self.bindings.insert(name.to_string(), doc.clone());
+        }
+        match expect {
+            Some(e) => self.judge(&doc, e, tool.as_ref()),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn resolve(&mut self, identity: &str, handle: &str, decision: &str) -> StepResult {
+        let handle = expand_string(&self.bindings, handle).map_err(Stop::Fail)?;
+        let decision = Decision::parse(decision)
+            .ok_or_else(|| Stop::Infra(format!("vector error: unknown decision {decision:?}")))?;
+        let ui = self.profile.ui_json();
+        self.sent(
+            identity,
+            "resolve",
+            json!({"handle": handle, "decision": decision.as_str()}),
+        );
+        let started = Instant::now();
+        let out = self
+            .device(identity)?
+            .resolve(&handle, decision, ui.as_ref(), 30_000)
+            .map_err(device_stop)?;
+        self.answered(
+            json!({"launched": out.launched, "decision_applied": out.decision_applied, "result_code": out.result_code}),
+            started,
+        );
+        if !out.launched {
+            return Err(Stop::Fail(format!(
+                "the Provider's resolution PendingIntent did not launch (handle {handle})"
+            )));
+        }
+        // A decision the device could not play (the [ui] selectors missed,
+        // or the probe has no UI automation) judges nothing: what follows
+        // would be charged to the Provider, or pass, without the user's
+        // decision ever reaching it.
+        // `dismiss` backs out without deciding, so nothing is applied.
+        if !out.decision_applied && decision != Decision::Dismiss {
+            return Err(Stop::Infra(format!(
+                "the {} decision was not applied to the Provider's confirmation UI (check the [ui] selectors of the profile and the device's UI automation)",
+                decision.as_str()
+            )));
+        }
+        Ok(())
+    }
+
+    pub(super) fn restart(&mut self) -> StepResult {
+        self.sent(
+            "a",
+            "restart_provider",
+            json!({"package": self.env.package}),
+        );
+        let started = Instant::now();
+        self.target
+            .a
+            .restart_provider(&self.env.package)
+            .map_err(device_stop)?;
+        self.answered(json!({}), started);
+        Ok(())
+    }
+
+    /// After a cancellation: an operation that ended `cancelled` had no
+    /// effect since `since`, one that ended `succeeded` had its one effect
+    /// (§4.4: only `cancelled` means no further effect).
+    pub(super) fn cancel_consistent(&mut self, final_: &str, since: &str) -> StepResult {
+        let fin = self.bound(final_)?;
+        let state = fin
+            .pointer("/data/state")
+            .and_then(Json::as_str)
+            .unwrap_or("")
+            .to_string();
+        let tool = self.tool_of(&fin);
+        let prefix = |e: Stop| match e {
+            Stop::Fail(m) => Stop::Fail(format!("the operation reports {state}, but {m}")),
+            other => other,
+        };
+        match state.as_str() {
+            "cancelled" => self.judge_effects(since, 0, tool.as_ref()).map_err(prefix),
+            "succeeded" => self.judge_effects(since, 1, tool.as_ref()).map_err(prefix),
+            other => Err(Stop::Fail(format!(
+                "after a cancellation the operation ended {other:?}, neither cancelled nor succeeded"
+            ))),
+        }
+    }
+
+    pub(super) fn advance_clock_step(
+        &mut self,
+        ms: Option<u64>,
+        profile: Option<&str>,
+        plus_ms: u64,
+    ) -> StepResult {
+        let base = match (ms, profile) {
+            (Some(ms), _) => ms,
+            (None, Some(key)) => self.profile.timing_ms(key).ok_or_else(|| {
+                Stop::setup(
+                    &format!("[timing] {key}"),
+                    format!("needs timing.{key} in the profile"),
+                )
+            })?,
+            (None, None) => {
+                return Err(Stop::Infra(
+                    "vector error: advance_clock needs ms or profile".into(),
+                ))
+            }
+        };
+        let ms = base.saturating_add(plus_ms);
+        self.sent("a", "advance_clock", json!({"ms": ms}));
+        let started = Instant::now();
+        match self.target.a.advance_clock(ms) {
+            Ok(now) => {
+                self.answered(json!({"now_ms": now}), started);
+                if let Some(b) = &self.target.b {
+                    b.resync_clock().map_err(device_stop)?;
+                }
+                Ok(())
+            }
+            Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => Err(Stop::setup(
+                "a device with a movable clock",
+                "needs a device whose clock the harness can move (the simulated device's advance_clock)",
+            )),
+            Err(e) => Err(device_stop(e)),
+        }
+    }
+
+    pub(super) fn read_fd(
+        &mut self,
+        identity: &str,
+        handle: &str,
+        max_bytes: Option<u64>,
+        verify_against: Option<&str>,
+        expect_ok: bool,
+    ) -> StepResult {
+        let handle = expand_string(&self.bindings, handle).map_err(Stop::Infra)?;
+        let declared = match verify_against {
+            Some(name) => Some(self.bound(name)?),
+            None => None,
+        };
+        let size = declared
+            .as_ref()
+            .and_then(|d| d.pointer("/data/size_bytes"))
+            .and_then(Json::as_u64);
+        let digest = declared
+            .as_ref()
+            .and_then(|d| d.pointer("/data/sha256"))
+            .and_then(Json::as_str)
+            .map(str::to_string);
+        // One byte more than declared reveals a descriptor longer than its
+        // declaration, without reading an unbounded stream.
+        let max = max_bytes
+            .or(size.map(|s| s.saturating_add(1)))
+            .unwrap_or(MAX_FD_READ)
+            .min(MAX_FD_READ);
+        self.sent(
+            identity,
+            "read_fd",
+            json!({"handle": handle, "max_bytes": max}),
+        );
+        let started = Instant::now();
+        let read = self
+            .device(identity)?
+            .read_fd(&handle, max)
+            .map_err(device_stop)?;
+        let got = sha256_hex(&read.bytes);
+        self.answered(
+            json!({"bytes": read.bytes.len(), "sha256": got, "eof": read.eof, "error": read.error}),
+            started,
+        );
+        let mut problems = Vec::new();
+        if let Some(s) = size {
+            if read.bytes.len() as u64 != s || !read.eof {
+                problems.push(format!(
+                    "declared size_bytes {s}, the descriptor held {}{}",
+                    read.bytes.len(),
+                    if read.eof { "" } else { " or more" }
+                ));
+            }
+        }
+        if let Some(d) = &digest {
+            if *d != got {
+                problems.push(format!("declared sha256 {d}, the bytes hash to {got}"));
+            }
+        }
+        if let Some(e) = &read.error {
+            problems.push(format!("the writer reported an error: {e}"));
+        }
+        if problems.is_empty() && declared.is_some() {
+            if let Ok(text) = std::str::from_utf8(&read.bytes) {
+                if let Err(e) = cetp_proto::bundle::parse_json_text("result_fd", text) {
+                    problems.push(format!("file content is not JSON: {e}"));
+                }
+            } else {
+                problems.push("file content is not UTF-8 JSON".into());
+            }
+        }
+        match (problems.is_empty(), expect_ok) {
+            (true, true) | (false, false) => Ok(()),
+            (false, true) => Err(Stop::Fail(problems.join("; "))),
+            (true, false) => Err(Stop::Fail(
+                "the descriptor matched its declaration where a mismatch was expected".into(),
+            )),
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Legal variants: named switches that each make the reference Provider take
+//! one latitude the spec leaves a Provider (a MAY, an "either", a shape or an
+//! order it does not fix).
+//!
+//! They are the dual of [`super::Fault`]: the suite must kill every mutant
+//! and must pass every legal variant, which is how a false FAIL is caught
+//! before a vendor meets it. Every latitude is checked at one place (or one
+//! tight cluster) of the Provider, so a `self.takes(Latitude::X)` site shows
+//! the whole variation. The clause that allows each one, and the profile a
+//! vendor of such a Provider would write, live as data in
+//! `vectors/variants/variants.json`, which a test keeps in step with
+//! [`Latitude::ALL`].
+
+macro_rules! latitudes {
+    ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
+        /// One latitude of the reference Provider.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Latitude { $( $(#[$doc])* $variant, )* }
+
+        impl Latitude {
+            /// Every latitude, in a stable order.
+            pub const ALL: &'static [Latitude] = &[ $( Latitude::$variant, )* ];
+
+            /// Stable snake_case name (the variant's id in data and reports).
+            pub fn name(self) -> &'static str {
+                match self { $( Latitude::$variant => $name, )* }
+            }
+
+            pub fn parse(name: &str) -> Option<Latitude> {
+                match name { $( $name => Some(Latitude::$variant), )* _ => None }
+            }
+        }
+    };
+}
+
+latitudes! {
+    // ---- asynchronous work (§2.3, §4.4, §4.5)
+    /// A `sync_or_async` tool always answers synchronously.
+    SyncForAsyncTool => "sync_for_async_tool",
+    /// A result over the inline limit is delivered through an operation whose
+    /// terminal state carries the file.
+    LargeResultViaOperation => "large_result_via_operation",
+    /// The read tool `get_quote` is `sync_or_async` and answers with an
+    /// operation when async is negotiated.
+    AsyncReadTool => "async_read_tool",
+    /// Operations take twenty minutes of device time and ask to be polled
+    /// once a minute.
+    SlowOperations => "slow_operations",
+    /// Operation ids are UUIDs.
+    OperationIdsUuid => "operation_ids_uuid",
+    /// `get_operation` never reports progress (it is optional display data).
+    ProgressOmitted => "progress_omitted",
+    /// Cancelling a finished operation acknowledges the request
+    /// (`cancellation_requested`) and the operation stays `succeeded`.
+    CancelFinishedAcknowledged => "cancel_finished_acknowledged",
+    /// Re-sending the execution of a finished operation answers its terminal
+    /// result instead of the operation.
+    ReplayReturnsTerminal => "replay_returns_terminal",
+    // ---- de-duplication and validation (§6)
+    /// A dedupe record binds the digest of the raw args bytes, so a retry
+    /// with its keys in another order is other content.
+    DedupeRawArgs => "dedupe_raw_args",
+    /// Args are validated before the dedupe lookup.
+    ValidateBeforeDedupe => "validate_before_dedupe",
+    // ---- confirmation and authorization (§3.4, §4.3, §7.2)
+    /// Tools that always confirm ask with AUTH_REQUIRED.
+    ConfirmWithAuthRequired => "confirm_with_auth_required",
+    /// A call whose runtime risk exceeds its annotation is refused outright
+    /// (PERMISSION_DENIED) instead of confirmed.
+    EscalationRefused => "escalation_refused",
+    /// Resume tokens are 200 characters long.
+    ResumeTokensLong => "resume_tokens_long",
+    /// `list_tools` hides the tools a caller lacks a scope for.
+    HideToolsWithoutScope => "hide_tools_without_scope",
+    // ---- sessions and envelopes (§2.2, §3.2, §4, §5)
+    /// Session tokens are signed blobs sharing a long fixed header.
+    SessionTokensSigned => "session_tokens_signed",
+    /// Session tokens are UUIDs.
+    SessionTokensUuid => "session_tokens_uuid",
+    /// Sessions survive a Provider restart.
+    SessionsSurviveRestart => "sessions_survive_restart",
+    /// Unknown extras make a request INVALID_REQUEST.
+    UnknownExtrasRejected => "unknown_extras_rejected",
+    /// Error answers to `negotiate` carry no `protocol_version` (the request
+    /// carried none to echo).
+    NegotiateErrorsWithoutVersion => "negotiate_errors_without_version",
+    /// Every error answer carries `error_details`.
+    ErrorDetailsEverywhere => "error_details_everywhere",
+    /// Descriptors carry fields this harness does not know.
+    DescriptorUnknownFields => "descriptor_unknown_fields",
+    /// `provider_id` is a custom value under the package namespace.
+    ProviderIdCustom => "provider_id_custom",
+    // ---- limits (§2.2)
+    /// Limits well above the minimums.
+    GenerousLimits => "generous_limits",
+    /// One request at a time; more are RATE_LIMITED.
+    SingleConcurrentRequest => "single_concurrent_request",
+    // ---- observation and shape
+    /// No effect counter anywhere: `list_alerts` reports only the alerts.
+    NoEffectCounter => "no_effect_counter",
+    /// A v2-only manifest (no v1 view).
+    V2OnlyManifest => "v2_only_manifest",
+    /// The device cannot report whether a PendingIntent is immutable
+    /// (Android before 12): the resolution's `immutable` is unknown.
+    PendingIntentMutabilityUnknown => "pending_intent_mutability_unknown",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for l in Latitude::ALL {
+            assert_eq!(Latitude::parse(l.name()), Some(*l));
+            assert!(seen.insert(l.name()), "duplicate {}", l.name());
+        }
+        assert_eq!(Latitude::parse("no_such_latitude"), None);
+    }
+}
