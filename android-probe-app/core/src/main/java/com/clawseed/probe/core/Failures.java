@@ -38,13 +38,13 @@ public final class Failures {
     }
 
     /**
-     * Opening the Provider was refused (a {@code SecurityException} from
-     * {@code acquireUnstableContentProviderClient}). When the probe lacks the
+     * The Provider refused the probe with a {@code SecurityException}, when
+     * opening it or from {@code call}. When the probe lacks the
      * tool permission although the device defines it, the probe was installed
      * before the app that defines it: that is setup trouble, not the
      * Provider's doing.
      */
-    public static DeviceError openRefused(String className, String message, boolean probeLacksDefinedToolPermission,
+    public static DeviceError securityRefusal(String className, String message, boolean probeLacksDefinedToolPermission,
             String toolPermission) {
         if (probeLacksDefinedToolPermission) {
             return new DeviceError(DeviceError.DEVICE_ERROR, "the probe does not hold " + toolPermission

@@ -38,10 +38,10 @@ class FailuresTest {
     @Test
     void aRefusedOpenIsTheProbesSetupWhenItLacksTheDefinedToolPermission() {
         String perm = "com.clawseed.permission.ACCESS_TOOLS";
-        DeviceError provider = Failures.openRefused("java.lang.SecurityException", "Permission Denial", false, perm);
+        DeviceError provider = Failures.securityRefusal("java.lang.SecurityException", "Permission Denial", false, perm);
         assertEquals(WireError.PROVIDER_EXCEPTION, provider.kind);
         assertEquals("java.lang.SecurityException", provider.className);
-        DeviceError setup = Failures.openRefused("java.lang.SecurityException", "Permission Denial", true, perm);
+        DeviceError setup = Failures.securityRefusal("java.lang.SecurityException", "Permission Denial", true, perm);
         assertEquals(DeviceError.DEVICE_ERROR, setup.kind);
         assertNull(setup.className);
         assertTrue(setup.getMessage().contains(perm) && setup.getMessage().contains("reinstall"), setup.getMessage());
