@@ -21,7 +21,10 @@ public final class Abilities {
     public enum UiConnection {
         /** Connected: shell commands and, when needed, accessibility. */
         CONNECTED,
-        /** {@code am instrument} ran without {@code -w}: Android gives no UiAutomation then. */
+        /**
+         * None was given: {@code am instrument} ran without {@code -w} (Android
+         * gives none then), or the connection timed out.
+         */
         NOT_GIVEN,
         /** Android refused the connection, usually because another instrumentation holds it. */
         REFUSED
@@ -52,7 +55,8 @@ public final class Abilities {
             case CONNECTED:
                 return FULL;
             case NOT_GIVEN:
-                why = "the probe has no UiAutomation: it was started without `am instrument -w`";
+                why = "the probe has no UiAutomation: it was started without `am instrument -w`"
+                        + " (or Android did not connect one in time)";
                 break;
             case REFUSED:
             default:
