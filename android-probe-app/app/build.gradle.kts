@@ -12,10 +12,25 @@ android {
         targetSdk = 34
         versionCode = 1
         versionName = "0.1.0"
+        signingConfig = signingConfigs.getByName("debug")
+    }
+
+    signingConfigs {
+        // Identity b must differ from a in its certificate too (cross-caller
+        // cases compare cert_sha256), so it is not signed with the machine's
+        // debug key like a. This keystore exists for that only: a test key
+        // whose password is public, never to be used for anything released.
+        create("probeB") {
+            storeFile = file("probe-b-test.keystore")
+            storeType = "pkcs12"
+            storePassword = "cetp-probe-b"
+            keyAlias = "probe-b"
+            keyPassword = "cetp-probe-b"
+        }
     }
 
     // Two identities for cross-caller tests: each flavor is its own app
-    // (own UID and package) listening on its own abstract socket.
+    // (own UID, package and certificate) listening on its own abstract socket.
     flavorDimensions += "identity"
     productFlavors {
         create("a") {
@@ -28,6 +43,16 @@ android {
             applicationIdSuffix = ".b"
             buildConfigField("String", "SOCKET_NAME", "\"cetp-probe-b\"")
             buildConfigField("String", "IDENTITY_NAME", "\"b\"")
+            signingConfig = signingConfigs.getByName("probeB")
+        }
+    }
+
+    buildTypes {
+        getByName("debug") {
+            // A build type's signing config wins over a flavor's, and debug
+            // has the debug key by default: clear it here so that b's own
+            // config applies, and give a the debug key through defaultConfig.
+            signingConfig = null
         }
     }
 

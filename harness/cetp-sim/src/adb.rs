@@ -53,6 +53,9 @@ impl DeviceServices for SimServices {
 
     fn shell(&self, command: &str) -> BoxFuture<'static, ShellOutput> {
         let sim = Arc::clone(&self.sim);
+        if let Some(component) = waited_instrumentation(command) {
+            return Box::pin(run_instrumentation(sim, component, command.to_string()));
+        }
         let command = command.to_string();
         Box::pin(async move {
             // `am force-stop` waits for the Provider's locks like a real
@@ -91,6 +94,57 @@ impl DeviceServices for SimServices {
             mtime: 0,
         })
     }
+}
+
+/// The component of `am instrument -w ... COMPONENT`, a command that lasts
+/// until the instrumentation ends.
+fn waited_instrumentation(line: &str) -> Option<String> {
+    let words = shell_words(line).ok()?;
+    let words: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !is_redirection(w))
+        .collect();
+    match words.as_slice() {
+        ["am", "instrument", rest @ ..] if rest.contains(&"-w") => {
+            operands(rest, &["-p", "--user", "--abi"])
+                .last()
+                .map(|c| c.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// Ends the record of a running instrumentation however its command ends:
+/// dropped when the host closes the shell stream, or after a force-stop.
+struct Running {
+    sim: Arc<Sim>,
+    id: u64,
+    why: &'static str,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.sim.instrumentation_ended(self.id, self.why);
+    }
+}
+
+/// `am instrument -w`: on a device it waits for as long as the probe runs,
+/// which is until its package is force-stopped, and adbd ends it when the
+/// host closes the stream. The simulated probes serve their sockets anyway;
+/// what this keeps is the record of the stream's life.
+async fn run_instrumentation(sim: Arc<Sim>, component: String, line: String) -> ShellOutput {
+    sim.log('I', &format!("shell: {line}"));
+    let (id, stop) = sim.instrumentation_started(&component);
+    let mut running = Running {
+        sim,
+        id,
+        why: "the host closed the shell stream",
+    };
+    let _ = stop.await;
+    running.why = "force-stop";
+    drop(running);
+    ShellOutput::ok("INSTRUMENTATION_RESULT: shortMsg=Process crashed.\nINSTRUMENTATION_CODE: 0\n")
 }
 
 /// Redirections hosts append (Debian's adb runs `rm '...' </dev/null`);
@@ -169,6 +223,7 @@ pub(crate) fn run_shell(sim: &Sim, line: &str) -> ShellOutput {
         ["pm", sub, ..] => ShellOutput::with_code(format!("Unknown command: {sub}\n"), 1),
         ["am", "force-stop", rest @ ..] => {
             for package in operands(rest, &["--user"]) {
+                sim.stop_instrumentations(package);
                 if sim.packages().iter().any(|p| p == package) {
                     // Apps without a running process (the probes) have
                     // nothing to stop.
@@ -194,6 +249,8 @@ pub(crate) fn run_shell(sim: &Sim, line: &str) -> ShellOutput {
             ShellOutput::ok(format!("Starting service: Intent {{ {target} }}\n"))
         }
         ["am", "instrument", rest @ ..] => {
+            // Over adb, `-w` runs in `run_instrumentation` and lasts; this is
+            // what it prints once the instrumentation finishes.
             if rest.contains(&"-w") {
                 ShellOutput::ok("INSTRUMENTATION_RESULT: stream=\nINSTRUMENTATION_CODE: -1\n")
             } else {
@@ -240,6 +297,49 @@ mod tests {
         assert_eq!(operands(&["-t", "/a.apk"], &[]), ["/a.apk"]);
         assert_eq!(flag_value(&["-n", "p/.A", "-W"], "-n"), Some("p/.A"));
         assert_eq!(flag_value(&["-n"], "-n"), None);
+    }
+
+    #[test]
+    fn a_waiting_instrumentation_is_recognised() {
+        assert_eq!(
+            waited_instrumentation("am instrument -w -r com.clawseed.probe/.R").as_deref(),
+            Some("com.clawseed.probe/.R")
+        );
+        assert_eq!(waited_instrumentation("am instrument p/.R"), None);
+        assert_eq!(waited_instrumentation("am force-stop p"), None);
+    }
+
+    #[tokio::test]
+    async fn an_instrumentation_lasts_until_its_stream_closes_or_its_package_stops() {
+        let sim = Sim::new(SimConfig::default()).unwrap();
+        let services = SimServices::new(sim.clone());
+        let component = "com.clawseed.probe/com.clawseed.probe.ProbeInstrumentation";
+        let closed = services.shell(&format!("am instrument -w -r {component}"));
+        let stopped = tokio::spawn(services.shell(&format!("am instrument -w -r {component}")));
+        // Futures run only when polled: give the spawned one a turn.
+        tokio::task::yield_now().await;
+        let mut closed = tokio::spawn(closed);
+        tokio::task::yield_now().await;
+        assert_eq!(sim.running_instrumentations().len(), 2);
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(50), &mut closed)
+                .await
+                .is_err(),
+            "a waiting instrumentation must not end by itself"
+        );
+        closed.abort();
+        let _ = closed.await;
+        assert_eq!(sim.running_instrumentations(), vec![component.to_string()]);
+        run_shell(&sim, "am force-stop com.clawseed.probe");
+        let out = stopped.await.unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).contains("INSTRUMENTATION_RESULT"));
+        assert!(sim.running_instrumentations().is_empty());
+        let log = sim.log_lines().join("\n");
+        assert!(
+            log.contains("ended (the host closed the shell stream)"),
+            "{log}"
+        );
+        assert!(log.contains("ended (force-stop)"), "{log}");
     }
 
     #[test]

@@ -162,6 +162,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 const MAX_INSTALLED: usize = 256;
 const MAX_PUSHED: usize = 1024;
 
+/// A running `am instrument -w`: its component, and what ends it early.
+type RunningInstrumentation = (String, Option<tokio::sync::oneshot::Sender<()>>);
+
 /// One simulated device.
 pub struct Sim {
     cfg: SimConfig,
@@ -174,6 +177,10 @@ pub struct Sim {
     /// Files pushed over adb sync: path → size.
     pushed: Mutex<BTreeMap<String, u64>>,
     next_connection: AtomicU64,
+    /// `am instrument -w` commands running now: id → component, and the
+    /// signal that ends one as a force-stop of its package would.
+    instrumentations: Mutex<BTreeMap<u64, RunningInstrumentation>>,
+    next_instrumentation: AtomicU64,
 }
 
 impl fmt::Debug for Sim {
@@ -236,6 +243,8 @@ impl Sim {
             installed: Mutex::new(Vec::new()),
             pushed: Mutex::new(BTreeMap::new()),
             next_connection: AtomicU64::new(0),
+            instrumentations: Mutex::new(BTreeMap::new()),
+            next_instrumentation: AtomicU64::new(0),
             cfg,
         });
         sim.log(
@@ -423,6 +432,43 @@ impl Sim {
 
     pub(crate) fn forget_pushed(&self, path: &str) {
         lock(&self.pushed).remove(path);
+    }
+
+    /// Components whose `am instrument -w` shell stream is open now, in the
+    /// order they started.
+    pub fn running_instrumentations(&self) -> Vec<String> {
+        lock(&self.instrumentations)
+            .values()
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
+
+    pub(crate) fn instrumentation_started(
+        &self,
+        component: &str,
+    ) -> (u64, tokio::sync::oneshot::Receiver<()>) {
+        let id = self.next_instrumentation.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        lock(&self.instrumentations).insert(id, (component.to_string(), Some(tx)));
+        self.log('I', &format!("am instrument {component}: running"));
+        (id, rx)
+    }
+
+    pub(crate) fn instrumentation_ended(&self, id: u64, why: &str) {
+        if let Some((component, _)) = lock(&self.instrumentations).remove(&id) {
+            self.log('I', &format!("am instrument {component}: ended ({why})"));
+        }
+    }
+
+    /// `am force-stop PACKAGE` ends the instrumentations of that package.
+    pub(crate) fn stop_instrumentations(&self, package: &str) {
+        for (component, stop) in lock(&self.instrumentations).values_mut() {
+            if component.split('/').next() == Some(package) {
+                if let Some(stop) = stop.take() {
+                    let _ = stop.send(());
+                }
+            }
+        }
     }
 
     /// Device properties (`getprop`, the adb banner).

@@ -4,10 +4,11 @@ use cetp_conformance::device::{Device, DeviceError, HelloInfo};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
 use cetp_reference::port::{CallAnswer, FdRead};
-use cetp_transport::adb::Adb;
+use cetp_transport::adb::{Adb, ProbeInstrumentation};
 use cetp_transport::{ui_to_wire, ClientStats, ProbeClient, TransportError};
 use cetp_wire::{ErrorKind, HelloOk};
 use std::any::Any;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -72,6 +73,8 @@ pub(crate) struct AdbSide {
     pub(crate) adb: Adb,
     pub(crate) forward_port: u16,
     last_logcat: Mutex<Option<(Instant, String)>>,
+    /// The probe this target started for the identity, ended with it.
+    instrumentation: Mutex<Option<ProbeInstrumentation>>,
 }
 
 impl AdbSide {
@@ -80,7 +83,49 @@ impl AdbSide {
             adb,
             forward_port,
             last_logcat: Mutex::new(None),
+            instrumentation: Mutex::new(None),
         }
+    }
+}
+
+/// How long ending a probe may hold the end of a run.
+pub(crate) const PROBE_STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What `hello` said the device can do: its `ops`, and why it leaves some
+/// out (`ops_unavailable`, an extension the Android probe writes).
+#[derive(Clone, Debug, Default)]
+struct Abilities {
+    ops: Vec<String>,
+    unavailable: BTreeMap<String, String>,
+}
+
+impl Abilities {
+    fn of(hello: &HelloOk) -> Self {
+        let unavailable = hello
+            .extra
+            .get("ops_unavailable")
+            .and_then(cetp_wire::Json::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Abilities {
+            ops: hello.ops.clone(),
+            unavailable,
+        }
+    }
+
+    fn lacks(&self, op: &str) -> bool {
+        !self.ops.iter().any(|o| o == op)
+    }
+
+    fn why(&self, op: &str) -> String {
+        self.unavailable
+            .get(op)
+            .cloned()
+            .unwrap_or_else(|| "no reason given".to_string())
     }
 }
 
@@ -119,6 +164,7 @@ pub struct ProbeDevice {
     client: ProbeClient,
     rt: Arc<SharedRuntime>,
     clock: Mutex<Option<ClockSync>>,
+    abilities: Mutex<Option<Abilities>>,
     adb: Option<AdbSide>,
     /// Whatever must live as long as the connection (the in-process device).
     _keep: Option<Arc<dyn Any + Send + Sync>>,
@@ -151,6 +197,7 @@ impl ProbeDevice {
             client,
             rt,
             clock: Mutex::new(None),
+            abilities: Mutex::new(None),
             adb,
             _keep: keep,
         }
@@ -170,6 +217,36 @@ impl ProbeDevice {
         &self.client
     }
 
+    /// Hands the probe started for this identity to the device, which ends
+    /// it when it is dropped (the run's end).
+    pub(crate) fn own_instrumentation(&self, probe: ProbeInstrumentation) {
+        match &self.adb {
+            Some(side) => *lock(&side.instrumentation) = Some(probe),
+            None => {
+                let _ = self.rt.block_on(async {
+                    tokio::time::timeout(PROBE_STOP_TIMEOUT, probe.stop()).await
+                });
+            }
+        }
+    }
+
+    /// The error for an op the device's `hello` left out of `ops`: the
+    /// device cannot do it here, which is setup trouble and never the
+    /// Provider's failure.
+    fn missing_op(&self, op: &str) -> Option<DeviceError> {
+        let abilities = lock(&self.abilities).clone()?;
+        abilities.lacks(op).then(|| {
+            DeviceError::new(
+                "unsupported",
+                format!(
+                    "identity {}: the device cannot `{op}` here (its hello leaves it out of ops): {}",
+                    self.identity,
+                    abilities.why(op)
+                ),
+            )
+        })
+    }
+
     /// `hello` as the transport returns it, and the clock synchronised to it.
     pub fn hello_raw(&self) -> Result<HelloOk, TransportError> {
         let sent = Instant::now();
@@ -181,6 +258,7 @@ impl ProbeDevice {
             device_ms: hello.now_ms,
             at: sent + rtt / 2,
         });
+        *lock(&self.abilities) = Some(Abilities::of(&hello));
         Ok(hello)
     }
 
@@ -238,6 +316,11 @@ impl Drop for ProbeDevice {
             let _ = self.rt.block_on(async {
                 tokio::time::timeout(Duration::from_secs(2), side.adb.forward_remove(port)).await
             });
+            if let Some(probe) = lock(&side.instrumentation).take() {
+                let _ = self.rt.block_on(async {
+                    tokio::time::timeout(PROBE_STOP_TIMEOUT, probe.stop()).await
+                });
+            }
         }
     }
 }
@@ -311,11 +394,21 @@ impl Device for ProbeDevice {
         ui: Option<&serde_json::Value>,
         timeout_ms: u64,
     ) -> Result<ResolveOutcome, DeviceError> {
+        if let Some(e) = self.missing_op("resolve") {
+            return Err(e);
+        }
         let ui = ui.and_then(ui_to_wire);
         self.run(self.client.resolve(handle, decision, ui, timeout_ms))
     }
 
     fn restart_provider(&self, package: &str) -> Result<(), DeviceError> {
+        if let Some(e) = self.missing_op("restart_provider") {
+            // probe-wire: the host then restarts the process another way.
+            return match &self.adb {
+                Some(side) => self.run(async { Ok(side.adb.force_stop(package).await?) }),
+                None => Err(e),
+            };
+        }
         self.run(async {
             match self.client.restart_provider(package).await {
                 Err(TransportError::Device {

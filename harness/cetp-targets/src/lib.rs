@@ -32,12 +32,12 @@ pub use trace::{TracedFrame, WireTrace};
 
 use cetp_conformance::device::Target;
 use cetp_sim::Sim;
-use cetp_transport::adb::{Adb, AdbConfig, PROBE_SOCKET_A, PROBE_SOCKET_B};
+use cetp_transport::adb::{Adb, AdbConfig, ProbeInstrumentation, PROBE_SOCKET_A, PROBE_SOCKET_B};
 use cetp_transport::{inproc, tcp, ClientConfig, ProbeClient, Tap, TransportError};
 use device::{AdbSide, SharedRuntime};
 use std::any::Any;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
@@ -234,35 +234,37 @@ fn open_adb(
         format!("adb server {}, {}", s.server, adb.device_label()),
         rt.block_on(adb.check_device()).map_err(Into::into),
     )?;
-    for apk in &s.install {
+    // The probes last: Android grants them the Provider's normal permission
+    // only if the app that defines it is installed first.
+    for apk in s.install.iter().chain(&s.probe_apks) {
         setup(
             format!("installing {}", apk.display()),
             rt.block_on(adb.install(apk)).map_err(Into::into),
         )?;
     }
-    if s.start {
-        setup(
-            format!("starting {}", s.probe_service),
-            rt.block_on(adb.start_probe(&s.probe_service))
-                .map_err(Into::into),
-        )?;
-    }
-    let a = connect_adb(rt, &adb, PROBE_SOCKET_A, "a", opts, op_timeout)?;
+    let a = start_and_connect(
+        rt,
+        &adb,
+        s.start,
+        &s.probe_service,
+        PROBE_SOCKET_A,
+        "a",
+        opts,
+        op_timeout,
+    )?;
     let b = match s.b {
         IdentityB::Off => None,
         mode => {
-            let started = if s.start {
-                rt.block_on(adb.start_probe(&s.probe_b_service))
-                    .map_err(TransportError::from)
-            } else {
-                Ok(())
-            };
-            let b = started
-                .map_err(|error| TargetError::Setup {
-                    step: format!("starting {}", s.probe_b_service),
-                    error,
-                })
-                .and_then(|()| connect_adb(rt, &adb, PROBE_SOCKET_B, "b", opts, op_timeout));
+            let b = start_and_connect(
+                rt,
+                &adb,
+                s.start,
+                &s.probe_b_service,
+                PROBE_SOCKET_B,
+                "b",
+                opts,
+                op_timeout,
+            );
             match (b, mode) {
                 (Ok(b), _) => Some(b),
                 (Err(e), IdentityB::Required) => return Err(e),
@@ -273,6 +275,86 @@ fn open_adb(
         }
     };
     Ok((a, b))
+}
+
+/// How often to try the probe's socket while a probe just started comes up.
+const PROBE_RETRY: Duration = Duration::from_millis(200);
+
+/// Starts the identity's probe (when `start`) as a long-lived `am
+/// instrument -w -r` stream and connects to it. The device that comes out
+/// owns the stream and ends it when dropped; on failure it is ended here.
+#[allow(clippy::too_many_arguments)]
+fn start_and_connect(
+    rt: &Arc<SharedRuntime>,
+    adb: &Adb,
+    start: bool,
+    component: &str,
+    socket: &str,
+    identity: &str,
+    opts: &OpenOptions,
+    op_timeout: Duration,
+) -> Result<ProbeDevice, TargetError> {
+    if !start {
+        return connect_adb(rt, adb, socket, identity, opts, op_timeout);
+    }
+    let probe = rt
+        .block_on(adb.start_probe(component))
+        .map_err(|e| TargetError::Setup {
+            step: format!("starting {component}"),
+            error: e.into(),
+        })?;
+    // A probe just started may not listen yet: until it does, the device
+    // refuses the forwarded socket and the first request sees the
+    // connection closed.
+    let deadline = Instant::now() + op_timeout;
+    let outcome = loop {
+        match connect_adb(rt, adb, socket, identity, opts, op_timeout) {
+            Ok(dev) => break Ok(dev),
+            Err(e) if probe.has_ended() => break Err(probe_ended(e, &probe)),
+            Err(e)
+                if matches!(e.kind(), "connection_closed" | "io")
+                    && Instant::now() + PROBE_RETRY < deadline =>
+            {
+                std::thread::sleep(PROBE_RETRY);
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    match outcome {
+        Ok(dev) => {
+            dev.own_instrumentation(probe);
+            Ok(dev)
+        }
+        Err(e) => {
+            let _ = rt.block_on(async {
+                tokio::time::timeout(device::PROBE_STOP_TIMEOUT, probe.stop()).await
+            });
+            Err(e)
+        }
+    }
+}
+
+/// A connection error, with what `am instrument` printed when it ended
+/// before the probe served (`INSTRUMENTATION_FAILED: ...` for a component
+/// that is not installed, a crash report otherwise).
+fn probe_ended(e: TargetError, probe: &ProbeInstrumentation) -> TargetError {
+    let output = probe.output();
+    let output = output.trim();
+    match e {
+        TargetError::Connect {
+            identity,
+            endpoint,
+            error,
+        } => TargetError::Setup {
+            step: format!(
+                "identity {identity} at {endpoint}: `am instrument -w -r {}` ended before the probe served ({})",
+                probe.component(),
+                if output.is_empty() { "no output" } else { output }
+            ),
+            error,
+        },
+        other => other,
+    }
 }
 
 fn connect_adb(

@@ -7,7 +7,8 @@
 //!     b=HOST:PORT                  identity b's endpoint
 //! adb[:SERIAL][,OPTION,...]        a device behind an adb server
 //!     server=HOST:PORT             the adb server [default 127.0.0.1:$ANDROID_ADB_SERVER_PORT or 5037]
-//!     install=PATH                 install this APK first (repeatable, in order)
+//!     install=PATH                 install this APK first (repeatable, in order): the Provider
+//!     probe_apk=PATH               a probe APK, installed after every install= APK (repeatable)
 //!     probe=COMPONENT              the probe instrumentation to start [com.clawseed.probe/com.clawseed.probe.ProbeInstrumentation]
 //!     probe_b=COMPONENT            the second probe's instrumentation [com.clawseed.probe.b/com.clawseed.probe.ProbeInstrumentation]
 //!     start=0                      do not start the probe services
@@ -15,6 +16,11 @@
 //! common:
 //!     timeout_ms=N                 per-op timeout (hello, discover, adb commands) [15000]
 //! ```
+//!
+//! The probes ask for the Provider's normal permission
+//! `com.clawseed.permission.ACCESS_TOOLS`, which Android grants only if the
+//! app defining it is already installed: that is why `probe_apk=` APKs are
+//! installed last, whatever the order of the options.
 //!
 //! After the scheme, items are separated by `,`; an item with `=` is an
 //! option, the one item without is the endpoint (tcp) or the serial (adb).
@@ -101,6 +107,8 @@ pub struct AdbSpec {
     pub serial: Option<String>,
     pub server: SocketAddrV4,
     pub install: Vec<PathBuf>,
+    /// Probe APKs, installed after `install`.
+    pub probe_apks: Vec<PathBuf>,
     pub probe_service: String,
     pub probe_b_service: String,
     pub start: bool,
@@ -114,6 +122,7 @@ impl Default for AdbSpec {
             serial: None,
             server: cetp_transport::adb::default_server(),
             install: Vec::new(),
+            probe_apks: Vec::new(),
             probe_service: DEFAULT_PROBE_SERVICE.into(),
             probe_b_service: DEFAULT_PROBE_B_SERVICE.into(),
             start: true,
@@ -262,6 +271,7 @@ impl TargetSpec {
                         .map_err(|_| err(format!("server={v:?} is not IPV4:PORT")))?;
                 }
                 s.install = opts.remove("install").unwrap_or_default().into_iter().map(PathBuf::from).collect();
+                s.probe_apks = opts.remove("probe_apk").unwrap_or_default().into_iter().map(PathBuf::from).collect();
                 if let Some(v) = take(&mut opts, "probe")? {
                     s.probe_service = v;
                 }
@@ -358,6 +368,9 @@ impl fmt::Display for TargetSpec {
                 }
                 for p in &s.install {
                     opts.push(format!("install={}", p.display()));
+                }
+                for p in &s.probe_apks {
+                    opts.push(format!("probe_apk={}", p.display()));
                 }
                 if s.probe_service != d.probe_service {
                     opts.push(format!("probe={}", s.probe_service));
@@ -458,6 +471,16 @@ mod tests {
             vec![PathBuf::from("/tmp/p.apk"), PathBuf::from("/tmp/q.apk")]
         );
         assert_eq!(a.b, IdentityB::Off);
+        let TargetSpec::Adb(a) =
+            round_trip("adb,probe_apk=/tmp/a.apk,install=/tmp/provider.apk,probe_apk=/tmp/b.apk")
+        else {
+            panic!()
+        };
+        assert_eq!(a.install, vec![PathBuf::from("/tmp/provider.apk")]);
+        assert_eq!(
+            a.probe_apks,
+            vec![PathBuf::from("/tmp/a.apk"), PathBuf::from("/tmp/b.apk")]
+        );
         let TargetSpec::Adb(a) = round_trip("adb,server=127.0.0.1:6000,start=0") else {
             panic!()
         };

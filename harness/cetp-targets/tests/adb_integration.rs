@@ -317,3 +317,196 @@ fn restart_falls_back_to_am_force_stop() {
     drop(t);
     rt.shutdown_background();
 }
+
+mod late_probe {
+    //! A device whose probes listen only a while after `am instrument`
+    //! starts them, as an app process takes time to come up on a phone:
+    //! until then the probe sockets refuse connections.
+
+    use cetp_adbd::{BoxFuture, DeviceServices, DuplexStream, FileStat, ShellOutput};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    pub struct LateProbe {
+        pub inner: Arc<dyn DeviceServices>,
+        pub delay: Duration,
+        pub started: Mutex<Option<Instant>>,
+        pub refused: Mutex<u32>,
+    }
+
+    impl DeviceServices for LateProbe {
+        fn properties(&self) -> Vec<(String, String)> {
+            self.inner.properties()
+        }
+
+        fn open_stream(
+            &self,
+            service: &str,
+        ) -> BoxFuture<'static, Result<Box<dyn DuplexStream>, String>> {
+            let listening = self
+                .started
+                .lock()
+                .unwrap()
+                .is_some_and(|t| t.elapsed() >= self.delay);
+            if service.starts_with("localabstract:cetp-probe") && !listening {
+                *self.refused.lock().unwrap() += 1;
+                return Box::pin(async { Err("connection refused".to_string()) });
+            }
+            self.inner.open_stream(service)
+        }
+
+        fn shell(&self, command: &str) -> BoxFuture<'static, ShellOutput> {
+            if command.starts_with("am instrument") {
+                self.started
+                    .lock()
+                    .unwrap()
+                    .get_or_insert_with(Instant::now);
+            }
+            self.inner.shell(command)
+        }
+
+        fn push_file(
+            &self,
+            path: &str,
+            mode: u32,
+            data: Vec<u8>,
+        ) -> BoxFuture<'static, Result<(), String>> {
+            self.inner.push_file(path, mode, data)
+        }
+
+        fn stat(&self, path: &str) -> Option<FileStat> {
+            self.inner.stat(path)
+        }
+    }
+}
+
+/// Android gives the probe its UiAutomation only under `am instrument -w`:
+/// the target starts each probe that way, on a shell stream it keeps open
+/// for the whole run and ends when the run ends. The probe APKs are
+/// installed after the Provider, whose permission they need.
+#[test]
+fn probes_run_as_waiting_instrumentations_that_end_with_the_run() {
+    use cetp_targets::spec::{DEFAULT_PROBE_B_SERVICE, DEFAULT_PROBE_SERVICE};
+    use std::time::{Duration, Instant};
+
+    let Some(adb) = adb_or_skip("probes_run_as_waiting_instrumentations_that_end_with_the_run")
+    else {
+        return;
+    };
+    let host = SimHost::start(session_sim_config(), true);
+    let server = AdbServer::start(adb);
+    server.connect(&host.adbd_addr());
+    let dir = std::env::temp_dir().join(format!("cetp-targets-order-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let apk = |name: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, b"PK\x03\x04 not really an apk").unwrap();
+        p.display().to_string()
+    };
+    // Options in the "wrong" order: the probes still go in last.
+    let spec = TargetSpec::parse(&format!(
+        "adb:{},server={},probe_apk={},probe_apk={},install={}",
+        host.adbd_addr(),
+        server.addr(),
+        apk("probe-a.apk"),
+        apk("probe-b.apk"),
+        apk("provider.apk"),
+    ))
+    .unwrap();
+    let t = open(&spec).unwrap_or_else(|e| panic!("open {spec}: {e}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        host.sim.installed_apks(),
+        [
+            "/data/local/tmp/provider.apk",
+            "/data/local/tmp/probe-a.apk",
+            "/data/local/tmp/probe-b.apk"
+        ]
+    );
+    let log = host.sim.log_lines().join("\n");
+    for component in [DEFAULT_PROBE_SERVICE, DEFAULT_PROBE_B_SERVICE] {
+        assert!(
+            log.contains(&format!("shell: am instrument -w -r {component}")),
+            "{log}"
+        );
+    }
+    // Both streams are still open while the run goes on.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        host.sim.running_instrumentations(),
+        [DEFAULT_PROBE_SERVICE, DEFAULT_PROBE_B_SERVICE]
+    );
+    t.a.hello().unwrap();
+
+    drop(t);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !host.sim.running_instrumentations().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "still running after the run: {:?}",
+            host.sim.running_instrumentations()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = host.sim.log_lines().join("\n");
+    for (component, package) in [
+        (DEFAULT_PROBE_SERVICE, "com.clawseed.probe"),
+        (DEFAULT_PROBE_B_SERVICE, "com.clawseed.probe.b"),
+    ] {
+        // Closed by the target, or ended by its force-stop, whichever the
+        // device saw first: the two travel on different adb streams.
+        assert!(
+            log.contains(&format!("am instrument {component}: ended")),
+            "{log}"
+        );
+        assert!(
+            log.contains(&format!("shell: am force-stop {package}\n"))
+                || log.ends_with(&format!("shell: am force-stop {package}")),
+            "{log}"
+        );
+    }
+}
+
+/// A probe takes a moment to listen after `am instrument` starts it; the
+/// target keeps trying its socket meanwhile instead of failing the run.
+#[test]
+fn a_probe_that_listens_late_is_waited_for() {
+    use std::time::Duration;
+
+    let Some(adb) = adb_or_skip("a_probe_that_listens_late_is_waited_for") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim = cetp_sim::Sim::new(session_sim_config()).unwrap();
+    let services = std::sync::Arc::new(late_probe::LateProbe {
+        inner: sim.clone().adb_services(),
+        delay: Duration::from_millis(700),
+        started: Default::default(),
+        refused: Default::default(),
+    });
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let device = listener.local_addr().unwrap().to_string();
+    rt.spawn(cetp_adbd::serve(
+        listener,
+        services.clone(),
+        cetp_adbd::AdbdConfig::default(),
+    ));
+    let server = AdbServer::start(adb);
+    server.connect(&device);
+    let t =
+        open(&TargetSpec::parse(&format!("adb:{device},server={},b=off", server.addr())).unwrap())
+            .unwrap_or_else(|e| panic!("the late probe was not waited for: {e}"));
+    assert!(
+        *services.refused.lock().unwrap() > 0,
+        "the probe was never late"
+    );
+    assert_eq!(t.a.hello().unwrap().identity_name, "a");
+    drop(t);
+    rt.shutdown_background();
+}

@@ -117,3 +117,61 @@ fn a_device_that_cannot_restart_says_so_without_adb() {
     let e = t.a.restart_provider("com.clawseed.reference").unwrap_err();
     assert_eq!(e.kind, "unsupported", "{e}");
 }
+
+/// A device whose `hello` leaves `resolve` and `restart_provider` out of
+/// `ops` (the Android probe without UiAutomation) is never asked for them:
+/// the host answers `unsupported` naming the reason the device gave, an
+/// infrastructure error rather than a Provider failure.
+#[test]
+fn ops_missing_from_hello_are_named_without_asking_the_device() {
+    use cetp_conformance::device::Fault;
+    use cetp_wire::OkPayload;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let asked = Arc::new(AtomicUsize::new(0));
+    let seen = asked.clone();
+    let peer = common::ScriptedPeer::start(move |op, id| {
+        if op == "hello" {
+            let mut hello = cetp_wire::HelloOk::from_ok(
+                match &cetp_wire::decode_frame(&common::hello_frame(id)).unwrap() {
+                    cetp_wire::Frame::Final(cetp_wire::Final::Ok { ok, .. }) => ok,
+                    other => panic!("{other:?}"),
+                },
+            )
+            .unwrap();
+            let why = "the probe has no UiAutomation: it was started without `am instrument -w`";
+            let mut unavailable = cetp_wire::Map::new();
+            unavailable.insert("resolve".into(), cetp_wire::Json::from(why));
+            unavailable.insert("restart_provider".into(), cetp_wire::Json::from(why));
+            hello.extra.insert(
+                "ops_unavailable".into(),
+                cetp_wire::Json::Object(unavailable),
+            );
+            return common::Act::Send(cetp_wire::encode_frame(&hello.to_frame(id)));
+        }
+        seen.fetch_add(1, Ordering::SeqCst);
+        common::Act::Send(cetp_wire::encode_frame(&cetp_wire::Frame::error(
+            id,
+            cetp_wire::WireError::new(cetp_wire::ErrorKind::Unsupported, "asked anyway"),
+        )))
+    });
+    let t = open(&TargetSpec::parse(&peer.spec()).unwrap()).unwrap();
+    let e =
+        t.a.resolve("pi-1", cetp_proto::provider::Decision::Approve, None, 1000)
+            .unwrap_err();
+    assert_eq!(e.kind, "unsupported", "{e}");
+    assert_eq!(e.fault(), Fault::Infra, "{e}");
+    assert!(
+        e.message.contains("identity a") && e.message.contains("without `am instrument -w`"),
+        "{e}"
+    );
+    let e = t.a.restart_provider("com.clawseed.reference").unwrap_err();
+    assert_eq!(e.kind, "unsupported", "{e}");
+    assert!(e.message.contains("`restart_provider`"), "{e}");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        0,
+        "the device was asked anyway"
+    );
+}

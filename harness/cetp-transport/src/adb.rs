@@ -23,6 +23,10 @@
 //!   the exit status: commands run as `CMD; echo __rc=$?` and the marker is
 //!   parsed.
 //! - `get_logs` runs `exec logcat`, which never ends; `logcat -d` is used.
+//! - `shell_command` blocks until the command ends and its socket cannot be
+//!   closed from outside, so the long-lived `am instrument -w -r` stream of
+//!   the probe is opened with the adb host protocol directly
+//!   ([`Adb::open_shell_stream`]).
 
 use crate::error::{AdbError, AdbErrorKind, TransportError};
 use adb_client::server_device::ADBServerDevice;
@@ -30,7 +34,10 @@ use adb_client::{ADBDeviceExt, RustADBError};
 use std::io::{ErrorKind, Write};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// The probe app's socket for caller identity `a`.
@@ -430,14 +437,67 @@ impl Adb {
             .map(|_| ())
     }
 
-    /// Starts the probe, which runs as an instrumentation
-    /// (`PKG/RUNNER`, see android-probe-app/README.md). Without `-w`, `am
-    /// instrument` returns at once and the probe keeps serving its socket.
-    pub async fn start_probe(&self, component: &str) -> Result<(), AdbError> {
+    /// Starts the probe, which runs as an instrumentation (`PKG/RUNNER`,
+    /// see android-probe-app/README.md), as `am instrument -w -r COMPONENT`
+    /// on a shell stream that stays open for as long as the returned handle
+    /// lives. Android gives an instrumentation a UiAutomation only when `am
+    /// instrument` waits (`-w`), and the probe needs it for `resolve` and
+    /// `restart_provider`; `-r` makes `am` print the probe's status as raw
+    /// lines. End it with [`ProbeInstrumentation::stop`].
+    pub async fn start_probe(&self, component: &str) -> Result<ProbeInstrumentation, AdbError> {
         check_component(component)?;
-        self.shell_ok(&format!("am instrument {component}"))
-            .await
-            .map(|_| ())
+        let package = component
+            .split_once('/')
+            .map(|(p, _)| p.to_string())
+            .unwrap_or_default();
+        let stream = self
+            .open_shell_stream(&format!("am instrument -w -r {component}"))
+            .await?;
+        Ok(ProbeInstrumentation {
+            adb: self.clone(),
+            component: component.to_string(),
+            package,
+            stream: Some(stream),
+        })
+    }
+
+    /// Runs `command` in the device's shell on a stream of its own, reached
+    /// with the adb host protocol (`host:transport:SERIAL`, then
+    /// `shell:COMMAND`), and keeps its output's tail. The command lives until
+    /// it ends on the device or the stream is closed.
+    pub async fn open_shell_stream(&self, command: &str) -> Result<ShellStream, AdbError> {
+        let what = format!("shell stream {command:?}");
+        let server = self.cfg.server;
+        let transport = match &self.cfg.serial {
+            Some(s) => format!("host:transport:{s}"),
+            None => "host:transport-any".to_string(),
+        };
+        let service = format!("shell:{command}");
+        let setup = async {
+            let mut sock = TcpStream::connect(server).await?;
+            host_request(&mut sock, &transport).await?;
+            host_request(&mut sock, &service).await?;
+            Ok::<_, RustADBError>(sock)
+        };
+        let sock = match tokio::time::timeout(self.cfg.op_timeout, setup).await {
+            Err(_) => {
+                return Err(AdbError::new(
+                    AdbErrorKind::Timeout,
+                    format!(
+                        "{what}: no answer from the adb server at {server} for {} within {} ms",
+                        self.device_label(),
+                        self.cfg.op_timeout.as_millis()
+                    ),
+                ))
+            }
+            Ok(Err(e)) => {
+                let mut err = classify(&what, e);
+                err.message = format!("{} (adb server {server})", err.message);
+                return Err(err);
+            }
+            Ok(Ok(sock)) => sock,
+        };
+        Ok(ShellStream::spawn(command, sock, self.cfg.shell_max_bytes))
     }
 
     /// `logcat -d`: the device log so far, the last
@@ -452,6 +512,159 @@ impl Adb {
             })
             .await?;
         Ok(raw)
+    }
+}
+
+/// One request of the adb host protocol: a 4-digit hex length, the payload,
+/// then `OKAY`, or `FAIL` with a hex-length message.
+async fn host_request(sock: &mut TcpStream, payload: &str) -> Result<(), RustADBError> {
+    sock.write_all(&host_frame(payload)).await?;
+    let mut status = [0u8; 4];
+    sock.read_exact(&mut status).await?;
+    match &status {
+        b"OKAY" => Ok(()),
+        b"FAIL" => {
+            let mut len = [0u8; 4];
+            sock.read_exact(&mut len).await?;
+            let len = parse_hex_len(&len).ok_or_else(|| {
+                RustADBError::ADBRequestFailed(format!("bad FAIL length {len:?}"))
+            })?;
+            let mut msg = vec![0u8; len];
+            sock.read_exact(&mut msg).await?;
+            Err(RustADBError::ADBRequestFailed(
+                String::from_utf8_lossy(&msg).into_owned(),
+            ))
+        }
+        other => Err(RustADBError::ADBRequestFailed(format!(
+            "unexpected answer {:?} to {payload:?}",
+            String::from_utf8_lossy(other)
+        ))),
+    }
+}
+
+fn host_frame(payload: &str) -> Vec<u8> {
+    let mut out = format!("{:04x}", payload.len()).into_bytes();
+    out.extend_from_slice(payload.as_bytes());
+    out
+}
+
+fn parse_hex_len(digits: &[u8; 4]) -> Option<usize> {
+    usize::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+}
+
+/// A shell command on a stream of its own. Its output is read in the
+/// background (the tail is kept); dropping the handle closes the stream,
+/// which makes adbd close the command's side. Needs a Tokio runtime to
+/// open; may be dropped anywhere.
+#[derive(Debug)]
+pub struct ShellStream {
+    command: String,
+    output: Arc<Mutex<Tail>>,
+    ended: Arc<AtomicBool>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Tail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tail")
+            .field("bytes", &self.buf.len())
+            .finish()
+    }
+}
+
+impl ShellStream {
+    fn spawn(command: &str, mut sock: TcpStream, max_bytes: usize) -> ShellStream {
+        let output = Arc::new(Mutex::new(Tail::new(max_bytes)));
+        let ended = Arc::new(AtomicBool::new(false));
+        let (out, done) = (output.clone(), ended.clone());
+        let reader = tokio::spawn(async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match sock.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let mut tail = out.lock().unwrap_or_else(|e| e.into_inner());
+                        let _ = tail.write_all(&buf[..n]);
+                    }
+                }
+            }
+            done.store(true, Ordering::SeqCst);
+        });
+        ShellStream {
+            command: command.to_string(),
+            output,
+            ended,
+            reader,
+        }
+    }
+
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// Whether the command ended on the device (its stream reached EOF).
+    pub fn has_ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    /// What the command printed so far (the tail).
+    pub fn output(&self) -> String {
+        let tail = self.output.lock().unwrap_or_else(|e| e.into_inner());
+        let start = tail.buf.len().saturating_sub(tail.max);
+        String::from_utf8_lossy(&tail.buf[start..]).into_owned()
+    }
+
+    /// Closes the stream now.
+    pub fn close(&self) {
+        self.reader.abort();
+    }
+}
+
+impl Drop for ShellStream {
+    fn drop(&mut self) {
+        // The reader task owns the socket: ending it closes the stream.
+        self.reader.abort();
+    }
+}
+
+/// The probe started by [`Adb::start_probe`]: the `am instrument -w -r`
+/// stream that keeps it (and its UiAutomation) alive. The transport owns it
+/// and ends it with the run.
+#[derive(Debug)]
+pub struct ProbeInstrumentation {
+    adb: Adb,
+    component: String,
+    package: String,
+    stream: Option<ShellStream>,
+}
+
+impl ProbeInstrumentation {
+    pub fn component(&self) -> &str {
+        &self.component
+    }
+
+    /// Whether `am instrument` ended: the probe failed to start or died.
+    pub fn has_ended(&self) -> bool {
+        self.stream.as_ref().is_none_or(ShellStream::has_ended)
+    }
+
+    /// What `am instrument -r` printed so far (`INSTRUMENTATION_STATUS: ...`,
+    /// or `INSTRUMENTATION_FAILED: ...` when the component does not exist).
+    pub fn output(&self) -> String {
+        self.stream
+            .as_ref()
+            .map(ShellStream::output)
+            .unwrap_or_default()
+    }
+
+    /// Ends the probe: closes the stream, then `am force-stop` its package,
+    /// since on a device a closed stream alone may leave `am` waiting and
+    /// the probe holding the UiAutomation.
+    pub async fn stop(mut self) -> Result<(), AdbError> {
+        if let Some(stream) = self.stream.take() {
+            stream.close();
+        }
+        self.adb.force_stop(&self.package).await
     }
 }
 
@@ -501,6 +714,125 @@ pub fn free_port() -> std::io::Result<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_protocol_framing() {
+        assert_eq!(host_frame("host:transport-any"), b"0012host:transport-any");
+        assert_eq!(
+            host_frame("shell:am instrument -w -r p/.R"),
+            b"001eshell:am instrument -w -r p/.R"
+        );
+        assert_eq!(parse_hex_len(b"001f"), Some(31));
+        assert_eq!(parse_hex_len(b"zz00"), None);
+    }
+
+    /// A scripted adb server: answers the transport switch, then `script`.
+    async fn fake_server(
+        script: &'static [u8],
+    ) -> (
+        SocketAddrV4,
+        tokio::task::JoinHandle<Vec<u8>>,
+        tokio::sync::oneshot::Receiver<()>,
+    ) {
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .unwrap();
+        let std::net::SocketAddr::V4(addr) = listener.local_addr().unwrap() else {
+            unreachable!()
+        };
+        let (closed_tx, closed_rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                let mut len = [0u8; 4];
+                s.read_exact(&mut len).await.unwrap();
+                let mut req = vec![0u8; parse_hex_len(&len).unwrap()];
+                s.read_exact(&mut req).await.unwrap();
+                got.extend_from_slice(&req);
+                got.push(b'\n');
+                s.write_all(b"OKAY").await.unwrap();
+            }
+            s.write_all(script).await.unwrap();
+            // Wait for the client to close its end.
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest).await;
+            let _ = closed_tx.send(());
+            got
+        });
+        (addr, task, closed_rx)
+    }
+
+    fn adb_at(server: SocketAddrV4, serial: Option<&str>) -> Adb {
+        Adb::new(AdbConfig {
+            server,
+            serial: serial.map(str::to_string),
+            op_timeout: Duration::from_secs(5),
+            ..AdbConfig::default()
+        })
+    }
+
+    #[tokio::test]
+    async fn the_probe_starts_on_a_stream_that_stays_open_until_closed() {
+        let (addr, server, closed) =
+            fake_server(b"INSTRUMENTATION_STATUS: cetp-probe=listening\n").await;
+        let adb = adb_at(addr, Some("emulator-5554"));
+        let probe = adb
+            .start_probe("com.clawseed.probe/com.clawseed.probe.ProbeInstrumentation")
+            .await
+            .unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !probe.output().contains("listening") {
+            assert!(tokio::time::Instant::now() < deadline, "no output");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(!probe.has_ended(), "the stream must stay open");
+        let stream = probe.stream.as_ref().unwrap();
+        assert_eq!(
+            stream.command(),
+            "am instrument -w -r com.clawseed.probe/com.clawseed.probe.ProbeInstrumentation"
+        );
+        stream.close();
+        tokio::time::timeout(Duration::from_secs(5), closed)
+            .await
+            .expect("closing the handle closes the stream")
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(server.await.unwrap()).unwrap(),
+            "host:transport:emulator-5554\nshell:am instrument -w -r com.clawseed.probe/com.clawseed.probe.ProbeInstrumentation\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_transport_is_named() {
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .unwrap();
+        let std::net::SocketAddr::V4(addr) = listener.local_addr().unwrap() else {
+            unreachable!()
+        };
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut len = [0u8; 4];
+            s.read_exact(&mut len).await.unwrap();
+            let mut req = vec![0u8; parse_hex_len(&len).unwrap()];
+            s.read_exact(&mut req).await.unwrap();
+            let msg = b"device 'X' not found";
+            s.write_all(format!("FAIL{:04x}", msg.len()).as_bytes())
+                .await
+                .unwrap();
+            s.write_all(msg).await.unwrap();
+        });
+        let e = adb_at(addr, Some("X"))
+            .open_shell_stream("am instrument -w -r p/.R")
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, AdbErrorKind::DeviceNotFound, "{e}");
+        assert!(adb_at(addr, None)
+            .start_probe("not a component")
+            .await
+            .is_err());
+    }
 
     #[test]
     fn exit_code_marker_is_split_off() {

@@ -1,8 +1,6 @@
 package com.clawseed.probe;
 
-import android.app.Instrumentation;
 import android.app.PendingIntent;
-import android.app.UiAutomation;
 import android.content.ComponentName;
 import android.content.ContentProviderClient;
 import android.content.Context;
@@ -23,12 +21,15 @@ import android.os.Process;
 import android.os.RemoteException;
 import android.os.SystemClock;
 import android.os.TransactionTooLargeException;
+import com.clawseed.probe.core.Abilities;
 import com.clawseed.probe.core.DeviceBackend;
 import com.clawseed.probe.core.DeviceError;
+import com.clawseed.probe.core.Failures;
 import com.clawseed.probe.core.FdSource;
 import com.clawseed.probe.core.HandleTable;
+import com.clawseed.probe.core.ResolveBroker;
+import com.clawseed.probe.core.ResolveUri;
 import com.clawseed.probe.wire.Ops;
-import com.clawseed.probe.wire.WireBundle;
 import com.clawseed.probe.wire.WireError;
 import java.io.FileInputStream;
 import java.io.IOException;
@@ -47,21 +48,26 @@ import java.util.regex.Pattern;
 final class AndroidBackend implements DeviceBackend {
     static final String ACTION_TOOL_PROVIDER = "com.clawseed.action.TOOL_PROVIDER";
     static final String META_AUTHORITY = "com.clawseed.tools.authority";
+    /** The normal permission conforming Providers guard their ContentProvider with. */
+    static final String TOOL_PERMISSION = "com.clawseed.permission.ACCESS_TOOLS";
     /** Used when the host sends {@code timeout_ms: 0} to {@code resolve}. */
     static final long DEFAULT_RESOLVE_TIMEOUT_MS = 30_000;
     private static final Pattern PACKAGE = Pattern.compile("[A-Za-z0-9_]+(\\.[A-Za-z0-9_]+)*");
 
     private final Context context;
-    private final Instrumentation instrumentation;
-    private final UiAutomation ui;
+    private final UiAccess ui;
     private final HandleTable<PendingIntent> intents = new HandleTable<>("pi-");
     private final HandleTable<ParcelFileDescriptor> fds = new HandleTable<>("fd-");
     private final BundleMapper mapper = new BundleMapper(intents, fds);
 
-    AndroidBackend(Context context, Instrumentation instrumentation, UiAutomation ui) {
+    AndroidBackend(Context context, UiAccess ui) {
         this.context = context;
-        this.instrumentation = instrumentation;
         this.ui = ui;
+    }
+
+    @Override
+    public Abilities abilities() {
+        return ui.abilities();
     }
 
     @Override
@@ -164,18 +170,19 @@ final class AndroidBackend implements DeviceBackend {
     @Override
     public CallResult call(Ops.CallParams p) throws DeviceError {
         Bundle extras = p.extras == null ? null : mapper.toAndroid(p.extras);
+        Uri uri = Uri.parse("content://" + p.authority);
         // An unstable client: if the Provider dies, the call fails with
         // DeadObjectException instead of the probe being killed with it, and
         // RemoteExceptions reach us (ContentResolver.call turns them into null).
         ContentProviderClient client;
         try {
-            client = context.getContentResolver().acquireUnstableContentProviderClient(Uri.parse("content://" + p.authority));
+            client = context.getContentResolver().acquireUnstableContentProviderClient(uri);
         } catch (SecurityException e) {
             // A Provider that is not exported, or guarded by a permission the probe lacks.
-            throw new DeviceError(WireError.PROVIDER_EXCEPTION, String.valueOf(e.getMessage()), e.getClass().getName());
+            throw refusal(e);
         }
         if (client == null) {
-            throw new DeviceError(WireError.UNKNOWN_AUTHORITY, "no provider is installed for " + p.authority);
+            throw Failures.noClient(p.authority, providerPackage(context.getPackageManager(), p.authority) != null);
         }
         try {
             long start = SystemClock.elapsedRealtimeNanos();
@@ -183,19 +190,59 @@ final class AndroidBackend implements DeviceBackend {
             try {
                 result = client.call(p.method, p.arg, extras);
             } catch (DeadObjectException e) {
-                throw new DeviceError(WireError.PROVIDER_DIED, "the provider's process died during the call: " + e);
+                throw Failures.deadObject(e.toString(), liveness(client, uri));
             } catch (TransactionTooLargeException e) {
-                throw new DeviceError(WireError.TRANSACTION_TOO_LARGE, "the Binder buffer overflowed: " + e);
+                throw Failures.transactionTooLarge(e.toString());
             } catch (RemoteException e) {
-                throw new DeviceError(WireError.TRANSACTION_TOO_LARGE, "Binder failure: " + e);
+                throw Failures.otherRemote(e.toString());
+            } catch (SecurityException e) {
+                throw refusal(e);
             } catch (RuntimeException e) {
                 // Exceptions a Provider throws cross Binder as these classes.
-                throw new DeviceError(WireError.PROVIDER_EXCEPTION, String.valueOf(e.getMessage()), e.getClass().getName());
+                throw Failures.providerThrew(e.getClass().getName(), String.valueOf(e.getMessage()));
             }
             long elapsedUs = (SystemClock.elapsedRealtimeNanos() - start) / 1000;
-            return new CallResult(result == null ? null : mapper.fromAndroid(result), elapsedUs);
+            if (result == null) {
+                return new CallResult(null, elapsedUs);
+            }
+            BundleMapper.Read read = mapper.readResult(result);
+            return new CallResult(read.bundle, elapsedUs, read.unreadKeys);
         } finally {
             closeClient(client);
+        }
+    }
+
+    private DeviceError refusal(SecurityException e) {
+        boolean lacks = context.checkSelfPermission(TOOL_PERMISSION) != PackageManager.PERMISSION_GRANTED
+                && permissionDefined(context.getPackageManager(), TOOL_PERMISSION);
+        return Failures.securityRefusal(e.getClass().getName(), String.valueOf(e.getMessage()), lacks, TOOL_PERMISSION);
+    }
+
+    private static boolean permissionDefined(PackageManager pm, String permission) {
+        try {
+            pm.getPermissionInfo(permission, 0);
+            return true;
+        } catch (PackageManager.NameNotFoundException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Asks the same client something small after a DeadObjectException: an
+     * oversized reply fails that way too ("Transaction failed on small
+     * parcel") while the Provider lives on.
+     */
+    private static Failures.Liveness liveness(ContentProviderClient client, Uri uri) {
+        try {
+            client.getType(uri);
+            return Failures.Liveness.ALIVE;
+        } catch (DeadObjectException e) {
+            return Failures.Liveness.DEAD;
+        } catch (RemoteException e) {
+            return Failures.Liveness.UNKNOWN;
+        } catch (RuntimeException e) {
+            // The Provider's own getType threw, so its process ran it.
+            return Failures.Liveness.ALIVE;
         }
     }
 
@@ -255,13 +302,14 @@ final class AndroidBackend implements DeviceBackend {
         }
         long timeout = p.timeoutMs == 0 ? DEFAULT_RESOLVE_TIMEOUT_MS : Math.min(p.timeoutMs, 24L * 3600 * 1000);
         long deadline = SystemClock.elapsedRealtime() + timeout;
-        ResolveBroker.Pending pending = ResolveBroker.register(pi);
+        ResolveBroker<PendingIntent>.Pending pending = ResolveActivity.BROKER.register(pi);
         try {
             Intent launch = new Intent(context, ResolveActivity.class)
-                    .putExtra(ResolveActivity.EXTRA_TOKEN, pending.token)
+                    .setData(Uri.parse(ResolveUri.of(ResolveActivity.NONCE, pending.token)))
                     .addFlags(Intent.FLAG_ACTIVITY_NEW_TASK);
             try {
-                instrumentation.startActivitySync(launch);
+                // Not Instrumentation.startActivitySync: it has no timeout.
+                context.startActivity(launch);
             } catch (RuntimeException e) {
                 throw new DeviceError(DeviceError.DEVICE_ERROR, "cannot start the probe's resolver activity: " + e);
             }
@@ -272,44 +320,50 @@ final class AndroidBackend implements DeviceBackend {
             if (!launched) {
                 return new ResolveResult(false, false, 0);
             }
-            boolean applied = UiDecider.apply(ui, p.decision, p.ui, context.getPackageName(), deadline);
-            if (!applied) {
-                // Leave no confirmation screen behind; the result is whatever backing out gives.
-                UiDecider.back(ui);
-                Integer code = pending.awaitResult(Math.min(5_000, Math.max(1_000, deadline - SystemClock.elapsedRealtime())));
-                return new ResolveResult(true, false, code == null ? 0 : code);
-            }
-            Integer code = pending.awaitResult(deadline - SystemClock.elapsedRealtime());
-            if (code == null) {
-                throw new DeviceError(WireError.TIMEOUT, "the confirmation activity did not finish within " + timeout + " ms");
-            }
-            return new ResolveResult(true, true, code);
+            return ui.withAccessibility(deadline, automation -> {
+                boolean applied = UiDecider.apply(automation, p.decision, p.ui, context.getPackageName(), deadline);
+                if (!applied) {
+                    // Leave no confirmation screen behind; the result is whatever backing out gives.
+                    UiDecider.back(automation);
+                    Integer code = pending.awaitResult(
+                            Math.min(5_000, Math.max(1_000, deadline - SystemClock.elapsedRealtime())));
+                    return new ResolveResult(true, false, code == null ? 0 : code);
+                }
+                Integer code = pending.awaitResult(deadline - SystemClock.elapsedRealtime());
+                if (code == null) {
+                    throw new DeviceError(WireError.TIMEOUT,
+                            "the confirmation activity did not finish within " + timeout + " ms");
+                }
+                return new ResolveResult(true, true, code);
+            });
         } finally {
-            ResolveBroker.unregister(pending.token);
+            // On every path, timeouts included: finishes the resolver activity
+            // and the Provider's screen it started, if still up.
+            ResolveActivity.BROKER.release(pending);
         }
     }
 
     @Override
-    public void restartProvider(String pkg) throws DeviceError {
+    public void restartProvider(String pkg) throws DeviceError, InterruptedException {
         if (!PACKAGE.matcher(pkg).matches()) {
             throw new DeviceError(WireError.BAD_REQUEST, "not a package name: " + pkg);
-        }
-        if (ui == null) {
-            throw DeviceError.unsupported("restart_provider needs the probe to run as instrumentation");
         }
         if (pkg.equals(context.getPackageName())) {
             throw DeviceError.unsupported("the probe cannot stop itself");
         }
-        ParcelFileDescriptor out = ui.executeShellCommand("am force-stop " + pkg);
-        try (InputStream in = new ParcelFileDescriptor.AutoCloseInputStream(out)) {
-            byte[] buf = new byte[4096];
-            // The command's output is drained so that it runs to completion.
-            while (in.read(buf) >= 0) {
-                // Nothing to keep: `am force-stop` prints nothing on success.
+        ui.withShell(automation -> {
+            ParcelFileDescriptor out = automation.executeShellCommand("am force-stop " + pkg);
+            try (InputStream in = new ParcelFileDescriptor.AutoCloseInputStream(out)) {
+                byte[] buf = new byte[4096];
+                // The command's output is drained so that it runs to completion.
+                while (in.read(buf) >= 0) {
+                    // Nothing to keep: `am force-stop` prints nothing on success.
+                }
+            } catch (IOException e) {
+                throw new DeviceError(DeviceError.DEVICE_ERROR, "am force-stop failed: " + e);
             }
-        } catch (IOException e) {
-            throw new DeviceError(DeviceError.DEVICE_ERROR, "am force-stop failed: " + e);
-        }
+            return null;
+        });
     }
 
     @Override

@@ -3,8 +3,10 @@ package com.clawseed.probe;
 import android.app.PendingIntent;
 import android.os.Build;
 import android.os.Bundle;
+import android.os.Parcel;
 import android.os.ParcelFileDescriptor;
 import com.clawseed.probe.core.DeviceError;
+import com.clawseed.probe.core.Failures;
 import com.clawseed.probe.core.HandleTable;
 import com.clawseed.probe.wire.BundleCodec;
 import com.clawseed.probe.wire.Json;
@@ -31,33 +33,123 @@ final class BundleMapper {
         this.fds = fds;
     }
 
-    /** A Provider's result. */
-    WireBundle fromAndroid(Bundle b) throws DeviceError {
-        return fromAndroid(b, 1);
+    /** A Provider's result, and how many of its keys could not be read at all. */
+    static final class Read {
+        final WireBundle bundle;
+        final int unreadKeys;
+
+        Read(WireBundle bundle, int unreadKeys) {
+            this.bundle = bundle;
+            this.unreadKeys = unreadKeys;
+        }
     }
 
-    private WireBundle fromAndroid(Bundle b, int depth) throws DeviceError {
-        List<String> keys;
-        try {
-            // Reading the key set unparcels the Bundle (all of it before API 33).
-            keys = new ArrayList<>(b.keySet());
-        } catch (RuntimeException e) {
-            throw new DeviceError(WireError.UNSUPPORTED, "the result Bundle cannot be unparcelled in the probe: " + e);
+    /** Counts what one result loses, across its nested Bundles. */
+    private static final class Losses {
+        int unreadKeys;
+    }
+
+    Read readResult(Bundle b) throws DeviceError {
+        Losses losses = new Losses();
+        WireBundle out = fromAndroid(b, 1, losses);
+        return new Read(out, losses.unreadKeys);
+    }
+
+    /** {@code Parcel.VAL_PARCELABLE}: the tag before a Parcelable's class name. */
+    private static final int VAL_PARCELABLE = 4;
+    /** {@code BaseBundle.BUNDLE_MAGIC}, 'BNDL': a Bundle parcelled by Java code. */
+    private static final int BUNDLE_MAGIC = 0x4C444E42;
+
+    private WireBundle fromAndroid(Bundle b, int depth, Losses losses) throws DeviceError {
+        // Below API 33, reading the key set unparcels the whole Bundle at once,
+        // and one value of a class the probe does not have fails all of it;
+        // keep a copy of the parcelled bytes to read key by key after such a
+        // failure. From API 33 values unparcel lazily, one key at a time.
+        Parcel raw = null;
+        if (Build.VERSION.SDK_INT < 33) {
+            raw = Parcel.obtain();
+            try {
+                b.writeToParcel(raw, 0);
+            } catch (RuntimeException e) {
+                raw.recycle();
+                raw = null;
+            }
         }
+        try {
+            List<String> keys;
+            try {
+                keys = new ArrayList<>(b.keySet());
+            } catch (RuntimeException e) {
+                if (raw != null) {
+                    return salvage(raw, depth, losses, e);
+                }
+                throw DeviceError.unsupported("the result Bundle cannot be unparcelled in the probe: "
+                        + Failures.unreadableClass(e.getMessage(), e.getClass().getName()));
+            }
+            WireBundle out = new WireBundle();
+            for (String key : keys) {
+                Object v;
+                try {
+                    v = getValue(b, key);
+                } catch (RuntimeException e) {
+                    // A Parcelable of a class the probe does not have.
+                    out.put(Json.sanitize(key), WireValue.ofOther(
+                            Failures.unreadableClass(e.getMessage(), e.getClass().getName())));
+                    continue;
+                }
+                // Keys are Java strings too; the host reads them as Unicode.
+                out.put(Json.sanitize(key), value(v, depth, losses));
+            }
+            return out;
+        } finally {
+            if (raw != null) {
+                raw.recycle();
+            }
+        }
+    }
+
+    /**
+     * Reads a parcelled Bundle key by key (the layout of
+     * {@code BaseBundle.writeToParcelInner}: length, magic, count, then key and
+     * value pairs) up to the first value that cannot be read, which becomes
+     * {@code other} with its class. Below API 33 a Parcelable carries no length,
+     * so the keys after it cannot be found: they are counted, not guessed.
+     */
+    private WireBundle salvage(Parcel raw, int depth, Losses losses, RuntimeException first) throws DeviceError {
+        raw.setDataPosition(0);
+        int length = raw.readInt();
+        int magic = length > 0 ? raw.readInt() : 0;
+        if (magic != BUNDLE_MAGIC) {
+            throw DeviceError.unsupported("the result Bundle cannot be unparcelled in the probe: "
+                    + Failures.unreadableClass(first.getMessage(), first.getClass().getName()));
+        }
+        int count = raw.readInt();
+        ClassLoader loader = Bundle.class.getClassLoader();
         WireBundle out = new WireBundle();
-        for (String key : keys) {
+        for (int i = 0; i < count; i++) {
+            String key = raw.readString();
+            int at = raw.dataPosition();
             Object v;
             try {
-                v = getValue(b, key);
+                v = readValue(raw, loader);
             } catch (RuntimeException e) {
-                // A Parcelable of a class the probe does not have (API 33+ unparcels lazily, per key).
-                out.put(Json.sanitize(key), WireValue.ofOther("unreadable: " + e.getClass().getName()));
-                continue;
+                raw.setDataPosition(at);
+                String cls = raw.readInt() == VAL_PARCELABLE ? raw.readString() : null;
+                if (!Failures.isClassName(cls)) {
+                    cls = Failures.unreadableClass(e.getMessage(), e.getClass().getName());
+                }
+                out.put(Json.sanitize(String.valueOf(key)), WireValue.ofOther(cls));
+                losses.unreadKeys += count - i - 1;
+                break;
             }
-            // Keys are Java strings too; the host reads them as Unicode.
-            out.put(Json.sanitize(key), value(v, depth));
+            out.put(Json.sanitize(String.valueOf(key)), value(v, depth, losses));
         }
         return out;
+    }
+
+    @SuppressWarnings("deprecation")
+    private static Object readValue(Parcel p, ClassLoader loader) {
+        return p.readValue(loader);
     }
 
     @SuppressWarnings("deprecation")
@@ -76,7 +168,7 @@ final class BundleMapper {
         return true;
     }
 
-    private WireValue value(Object v, int depth) throws DeviceError {
+    private WireValue value(Object v, int depth, Losses losses) throws DeviceError {
         if (v == null) {
             return WireValue.NULL;
         } else if (v instanceof Boolean) {
@@ -121,7 +213,7 @@ final class BundleMapper {
             if (depth + 1 > BundleCodec.MAX_DEPTH) {
                 return WireValue.ofOther(v.getClass().getName());
             }
-            return WireValue.ofBundle(fromAndroid((Bundle) v, depth + 1));
+            return WireValue.ofBundle(fromAndroid((Bundle) v, depth + 1, losses));
         } else if (v instanceof PendingIntent) {
             PendingIntent pi = (PendingIntent) v;
             Boolean immutable = null;

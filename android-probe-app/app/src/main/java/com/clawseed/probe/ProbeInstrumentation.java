@@ -14,14 +14,17 @@ import java.io.IOException;
 
 /**
  * The probe's entry point, started by the host with
- * {@code adb shell am instrument -w <package>/com.clawseed.probe.ProbeInstrumentation}.
+ * {@code adb shell am instrument -w -r <package>/com.clawseed.probe.ProbeInstrumentation},
+ * a shell stream the host keeps open for the whole run and closes at its end.
  * It listens on the abstract socket {@code BuildConfig.SOCKET_NAME}, reached
  * with {@code adb forward tcp:N localabstract:<name>}, and serves each
  * connection with a {@link ProbeSession} as this app's identity.
  *
- * <p>Instrumentation rather than a service: it holds a {@link UiAutomation},
+ * <p>Instrumentation rather than a service: it can have a {@link UiAutomation},
  * which {@code resolve} needs to play a decision in another app's UI and
- * {@code restart_provider} needs to run {@code am force-stop}.
+ * {@code restart_provider} needs to run {@code am force-stop}. Android gives
+ * one only to an instrumentation started with {@code -w}; without it the
+ * probe still serves, and {@code hello} leaves those two ops out.
  */
 public final class ProbeInstrumentation extends Instrumentation {
     static final String TAG = "cetp-probe";
@@ -39,18 +42,19 @@ public final class ProbeInstrumentation extends Instrumentation {
     @Override
     public void onStart() {
         super.onStart();
-        UiAutomation ui = null;
-        try {
-            ui = getUiAutomation();
-        } catch (RuntimeException e) {
-            Log.w(TAG, "no UI automation; resolve and restart_provider will be unsupported", e);
-        }
-        final UiAutomation automation = ui;
+        final UiAccess ui = UiAccess.connect(this);
         LocalServerSocket server = null;
         try {
             // Not try-with-resources: LocalServerSocket is Closeable only from API 29.
             server = new LocalServerSocket(BuildConfig.SOCKET_NAME);
             Log.i(TAG, "listening on localabstract:" + BuildConfig.SOCKET_NAME + " as uid " + Process.myUid());
+            // With `am instrument -r` this prints as INSTRUMENTATION_STATUS
+            // lines in the host's stream, where a first run can be diagnosed.
+            Bundle status = new Bundle();
+            status.putString("cetp-probe", "listening");
+            status.putString("socket", "localabstract:" + BuildConfig.SOCKET_NAME);
+            status.putString("ops", String.join(",", ui.abilities().ops()));
+            sendStatus(0, status);
             while (true) {
                 LocalSocket socket = server.accept();
                 int peer = peerUid(socket);
@@ -61,7 +65,7 @@ public final class ProbeInstrumentation extends Instrumentation {
                     closeQuietly(socket);
                     continue;
                 }
-                Thread t = new Thread(() -> serve(socket, automation), "cetp-probe-connection");
+                Thread t = new Thread(() -> serve(socket, ui), "cetp-probe-connection");
                 t.setDaemon(true);
                 t.start();
             }
@@ -90,9 +94,9 @@ public final class ProbeInstrumentation extends Instrumentation {
         }
     }
 
-    private void serve(LocalSocket socket, UiAutomation ui) {
+    private void serve(LocalSocket socket, UiAccess ui) {
         try {
-            AndroidBackend backend = new AndroidBackend(getTargetContext(), this, ui);
+            AndroidBackend backend = new AndroidBackend(getTargetContext(), ui);
             new ProbeSession(socket.getInputStream(), socket.getOutputStream(), backend,
                     message -> Log.i(TAG, message)).run();
         } catch (IOException e) {

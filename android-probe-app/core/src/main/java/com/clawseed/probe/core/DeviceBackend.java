@@ -29,10 +29,20 @@ public interface DeviceBackend {
         /** Null when {@code call()} returned null. */
         public final WireBundle result;
         public final long elapsedUs;
+        /**
+         * Keys of the result that could not be read at all (below Android 13
+         * nothing after an unreadable Parcelable can be), 0 normally.
+         */
+        public final int unreadKeys;
 
         public CallResult(WireBundle result, long elapsedUs) {
+            this(result, elapsedUs, 0);
+        }
+
+        public CallResult(WireBundle result, long elapsedUs, int unreadKeys) {
             this.result = result;
             this.elapsedUs = elapsedUs;
+            this.unreadKeys = unreadKeys;
         }
     }
 
@@ -49,6 +59,11 @@ public interface DeviceBackend {
     }
 
     Hello hello() throws DeviceError;
+
+    /** What this probe can do here; decides the ops {@code hello} lists. */
+    default Abilities abilities() {
+        return Abilities.FULL;
+    }
 
     List<Ops.ServiceInfo> discover() throws DeviceError;
 

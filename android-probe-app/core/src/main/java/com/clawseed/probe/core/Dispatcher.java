@@ -10,8 +10,6 @@ import java.io.InputStream;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
-import java.util.Collections;
-import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
@@ -28,10 +26,6 @@ public final class Dispatcher {
     public interface Sink {
         void send(Frame frame) throws IOException;
     }
-
-    /** The ops this device performs (hello answers with this list). */
-    public static final List<String> OPS = Collections.unmodifiableList(Arrays.asList(
-            "hello", "discover", "call", "read_fd", "close_fd", "resolve", "restart_provider"));
 
     private final DeviceBackend backend;
     private final ExecutorService workers;
@@ -69,7 +63,8 @@ public final class Dispatcher {
         switch (op) {
             case "hello": {
                 DeviceBackend.Hello h = backend.hello();
-                return Ops.helloOk(h.probe, h.identity, h.device, h.nowMs, OPS);
+                Abilities abilities = backend.abilities();
+                return Ops.helloOk(h.probe, h.identity, h.device, h.nowMs, abilities.ops(), abilities.unavailable());
             }
             case "discover":
                 return Ops.discoverOk(backend.discover());
@@ -81,10 +76,12 @@ public final class Dispatcher {
                 backend.closeFd(((Ops.CloseFdParams) params).handle);
                 return new JsonObject();
             case "resolve": {
+                requireAbility(Abilities.RESOLVE);
                 DeviceBackend.ResolveResult r = backend.resolve((Ops.ResolveParams) params);
                 return Ops.resolveOk(r.launched, r.decisionApplied, r.resultCode);
             }
             case "restart_provider":
+                requireAbility(Abilities.RESTART_PROVIDER);
                 backend.restartProvider(((Ops.RestartProviderParams) params).pkg);
                 return new JsonObject();
             default:
@@ -95,15 +92,23 @@ public final class Dispatcher {
         }
     }
 
+    /** An op that {@code hello} left out is refused the same way whoever asks. */
+    private void requireAbility(String op) throws DeviceError {
+        Abilities abilities = backend.abilities();
+        if (!abilities.can(op)) {
+            throw abilities.refusal(op);
+        }
+    }
+
     private JsonObject call(Ops.CallParams p) throws DeviceError, InterruptedException {
         if (p.timeoutMs == 0) {
             DeviceBackend.CallResult r = backend.call(p);
-            return Ops.callOk(r.result, r.elapsedUs);
+            return Ops.callOk(r.result, r.elapsedUs, r.unreadKeys);
         }
         Future<DeviceBackend.CallResult> f = workers.submit(() -> backend.call(p));
         try {
             DeviceBackend.CallResult r = f.get(clampMs(p.timeoutMs), TimeUnit.MILLISECONDS);
-            return Ops.callOk(r.result, r.elapsedUs);
+            return Ops.callOk(r.result, r.elapsedUs, r.unreadKeys);
         } catch (TimeoutException e) {
             // The Binder call cannot be cancelled; it may still complete on the Provider side.
             throw new DeviceError(WireError.TIMEOUT, "no answer within " + Long.toUnsignedString(p.timeoutMs) + " ms");

@@ -245,7 +245,17 @@ public final class Ops {
     }
 
     public static JsonObject helloOk(String probe, Identity identity, DeviceInfo device, long nowMs, List<String> ops) {
-        return new JsonObject()
+        return helloOk(probe, identity, device, nowMs, ops, Collections.emptyMap());
+    }
+
+    /**
+     * {@code unavailable} maps each op this probe leaves out of {@code ops}
+     * to why; it is written as {@code ops_unavailable} when not empty (a
+     * compatible extension: the host reads it to name the cause).
+     */
+    public static JsonObject helloOk(String probe, Identity identity, DeviceInfo device, long nowMs, List<String> ops,
+            Map<String, String> unavailable) {
+        JsonObject ok = new JsonObject()
                 .with("wire", JsonNumber.of(FrameCodec.WIRE_VERSION))
                 .with("probe", probe)
                 .with("identity", identity.toJson())
@@ -255,6 +265,14 @@ public final class Ops {
                         .with("fingerprint", Json.sanitize(device.fingerprint)))
                 .with("now_ms", JsonNumber.of(nowMs))
                 .with("ops", new ArrayList<Object>(ops));
+        if (!unavailable.isEmpty()) {
+            JsonObject why = new JsonObject();
+            for (Map.Entry<String, String> e : unavailable.entrySet()) {
+                why.put(e.getKey(), Json.sanitize(e.getValue()));
+            }
+            ok.put("ops_unavailable", why);
+        }
+        return ok;
     }
 
     /** One service answering the TOOL_PROVIDER action. */
@@ -300,9 +318,21 @@ public final class Ops {
     }
 
     public static JsonObject callOk(WireBundle result, long elapsedUs) {
-        return new JsonObject()
+        return callOk(result, elapsedUs, 0);
+    }
+
+    /**
+     * {@code unreadKeys} counts result keys the device could not read at all;
+     * written as {@code unread_keys} when not 0 (a compatible extension).
+     */
+    public static JsonObject callOk(WireBundle result, long elapsedUs, int unreadKeys) {
+        JsonObject ok = new JsonObject()
                 .with("result", BundleCodec.toJsonOrNull(result))
                 .with("elapsed_us", JsonNumber.ofUnsigned(elapsedUs));
+        if (unreadKeys > 0) {
+            ok.put("unread_keys", JsonNumber.of(unreadKeys));
+        }
+        return ok;
     }
 
     public static JsonObject readFdOk(long bytes, String sha256, boolean eof, String error) {

@@ -181,6 +181,14 @@ class GoldenFramesTest {
                 1717171717171L,
                 Arrays.asList("hello", "discover", "call", "read_fd", "close_fd", "resolve", "restart_provider"));
         assertEquals(hello.get("1"), encodeOk(1, helloOk));
+        com.clawseed.probe.core.Abilities refused = com.clawseed.probe.core.Abilities.of(
+                com.clawseed.probe.core.Abilities.UiConnection.REFUSED, null);
+        JsonObject helloB = Ops.helloOk("cetp-probe-android/0.1.0",
+                new Ops.Identity("b", 10124, Arrays.asList("com.clawseed.probe.b"),
+                        Arrays.asList("0b9d2c6f61c4bd7d1b1c7ac9c2a7e8f3d1e0b2c4a6f8e0d2c4b6a8f0e2d4c6b8")),
+                new Ops.DeviceInfo(30, "Pixel 3a", "google/sargo/sargo:11/RQ3A.211001.001/7641976:user/release-keys"),
+                1717171717999L, refused.ops(), refused.unavailable());
+        assertEquals(hello.get("2"), encodeOk(2, helloB));
 
         Map<String, String> discover = goldenAnswers("discover.jsonl");
         Map<String, String> meta = new HashMap<>();
@@ -206,6 +214,10 @@ class GoldenFramesTest {
         assertEquals(calls.get("8"), encodeOk(8, Ops.callOk(result, 1500)));
         assertEquals(calls.get("9"), encodeOk(9, Ops.callOk(null, 0)));
         assertEquals(calls.get("10"), encodeOk(10, Ops.callOk(new WireBundle(), -1L)));
+        WireBundle partial = new WireBundle()
+                .put("status", WireValue.ofString("success"))
+                .put("widget", WireValue.ofOther("com.example.app.Widget"));
+        assertEquals(calls.get("12"), encodeOk(12, Ops.callOk(partial, 2048, 2)));
 
         Map<String, String> reads = goldenAnswers("read_fd-chunks.jsonl");
         assertEquals(reads.get("5"), encodeOk(5, Ops.readFdOk(3, "007d9acdba22c5bd379a3ca0e4432f39456c9a0a3bd702a4308afe7f85f89906", false, null)));
