@@ -2,11 +2,12 @@
 //! confirmation, and the single-executor commit.
 
 use super::fixtures::{self, ToolDef, ToolKind, ESCALATION_PRICE, MAX_HISTORY_ROWS};
+use super::notes::{self, NoteArgs};
 use super::state::{
-    Alert, Answer, DedupeKey, DurableState, Failure, Operation, Purpose, Record, RecordState,
+    Alert, Answer, DedupeKey, DurableState, Failure, Job, Operation, Purpose, Record, RecordState,
 };
 use super::util::lock;
-use super::{Cx, Fault, ReferenceProvider, POLL_AFTER_MS};
+use super::{Cx, Fault, ReferenceProvider};
 use cetp_proto::bundle::parse_json_text;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};
 use cetp_proto::envelope::{Capability, OpState};
@@ -30,6 +31,7 @@ pub(crate) enum ToolArgs {
     DeleteAlert { alert_id: String },
     SyncPortfolio { fail: bool },
     ExportHistory { rows: u64 },
+    Notes(NoteArgs),
 }
 
 impl ToolArgs {
@@ -75,7 +77,17 @@ impl ToolArgs {
                     .filter(|r| (1..=MAX_HISTORY_ROWS).contains(r))
                     .ok_or("`rows` must be an integer from 1 to 200000")?,
             },
+            ToolKind::Notes(tool) => ToolArgs::Notes(NoteArgs::parse(tool, obj)?),
         })
+    }
+
+    /// §3.4: whether this call is riskier than its tool's annotations say.
+    fn escalates(&self) -> bool {
+        match self {
+            ToolArgs::CreateAlert { price, .. } => *price >= ESCALATION_PRICE,
+            ToolArgs::Notes(n) => n.escalates(),
+            _ => false,
+        }
     }
 }
 
@@ -89,7 +101,7 @@ enum Seen {
 }
 
 /// What a committed mutation produced.
-enum Effected {
+pub(crate) enum Effected {
     Value(Json),
     Operation(String),
 }
@@ -421,7 +433,7 @@ impl ReferenceProvider {
                 data: if self.has(Fault::PollAfterMsMissing) {
                     json!({ "operation_id": id })
                 } else {
-                    json!({"operation_id": id, "poll_after_ms": POLL_AFTER_MS})
+                    json!({"operation_id": id, "poll_after_ms": self.poll_after_ms()})
                 },
             },
             Err(f) => f.into(),
@@ -483,7 +495,7 @@ impl ReferenceProvider {
                         uid,
                         request_id: request_id.to_string(),
                         created_ms: now_ms,
-                        fail: *fail,
+                        job: Job::SyncPortfolio { fail: *fail },
                         state: OpState::Queued,
                         cancel_requested: false,
                         progress: 0,
@@ -499,6 +511,7 @@ impl ReferenceProvider {
                 d.effects += 1;
                 Ok(Effected::Value(json!({ "synced": d.synced })))
             }
+            ToolArgs::Notes(args) => self.notes_effect(d, now_ms, uid, request_id, async_ok, args),
             ToolArgs::GetQuote { .. } | ToolArgs::ListAlerts | ToolArgs::ExportHistory { .. } => {
                 Err(Failure::new(ErrorCode::InternalError, "Internal error."))
             }
@@ -546,6 +559,7 @@ impl ReferenceProvider {
                 Ok(json!({ "count": alerts.len(), "effects": d.effects, "alerts": alerts }))
             }
             ToolArgs::ExportHistory { rows } => Ok(fixtures::history(*rows)),
+            ToolArgs::Notes(args) => self.notes_read(args),
             _ => Err(Failure::new(ErrorCode::InternalError, "Internal error.")),
         }
     }
@@ -626,14 +640,11 @@ fn insert_record(
 }
 
 /// §3.4: `always`, or `provider_policy` when the runtime risk is higher than
-/// declared (an alert at an extreme price).
+/// declared (an alert at an extreme price, a note shared publicly).
 fn needs_confirmation(tool: &ToolDef, targs: &ToolArgs, escalate: bool) -> bool {
     match tool.confirmation {
         "always" => true,
-        "provider_policy" => {
-            escalate
-                && matches!(targs, ToolArgs::CreateAlert { price, .. } if *price >= ESCALATION_PRICE)
-        }
+        "provider_policy" => escalate && targs.escalates(),
         _ => false,
     }
 }
@@ -654,6 +665,7 @@ fn degraded(kind: ToolKind) -> Answer {
         ToolKind::DeleteAlert => json!({"deleted": false}),
         ToolKind::SyncPortfolio => json!({"synced": 0}),
         ToolKind::ExportHistory => json!({"rows": []}),
+        ToolKind::Notes(tool) => notes::degraded(tool),
     };
     Answer::ok(json!({"kind": "inline", "value": value}))
 }

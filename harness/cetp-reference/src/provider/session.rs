@@ -3,7 +3,7 @@
 
 use super::state::{Answer, Failure, Session};
 use super::util::{lock, rfc3339_utc};
-use super::{Fault, ReferenceProvider, RETRY_AFTER_MS};
+use super::{notes, Fault, FixtureSet, ReferenceProvider, RETRY_AFTER_MS};
 use cetp_proto::envelope::{
     decode_v2_request, is_uuid, keys, Capability, Method, NegotiateRequest, V2Request,
 };
@@ -139,8 +139,13 @@ impl ReferenceProvider {
         let expires_ms = now_ms.saturating_add(self.cfg.session_ttl_ms);
         // Draw from the generator before taking the memory lock: the lock
         // order is memory, then durable, and never the other way round.
-        let random = (!self.has(Fault::SessionTokenPredictable))
-            .then(|| lock(&self.durable.state).rng.hex("session"));
+        let random = (!self.has(Fault::SessionTokenPredictable)).then(|| {
+            let rng = &mut lock(&self.durable.state).rng;
+            match self.cfg.fixtures {
+                FixtureSet::Reference => rng.hex("session"),
+                FixtureSet::Notes => notes::session_token(rng),
+            }
+        });
         let token = {
             let mut mem = lock(&self.memory);
             mem.issued += 1;

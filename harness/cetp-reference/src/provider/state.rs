@@ -1,6 +1,7 @@
 //! The Provider's state, split the way a real app's is: [`Memory`] dies with
 //! the process, [`DurableState`] is its database and survives `restart()`.
 
+use super::notes::{NotesJob, NotesState};
 use super::util::DetRng;
 use cetp_proto::envelope::{Capability, OpState};
 use cetp_proto::provider::{Decision, IntentTarget};
@@ -151,12 +152,21 @@ pub(crate) struct PendingDecision {
     pub target: IntentTarget,
 }
 
+/// What a background operation does when it finishes.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Job {
+    /// `sync_portfolio` of the reference fixtures.
+    SyncPortfolio { fail: bool },
+    /// A job of the notes fixtures.
+    Notes(NotesJob),
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Operation {
     pub uid: u32,
     pub request_id: String,
     pub created_ms: i64,
-    pub fail: bool,
+    pub job: Job,
     pub state: OpState,
     pub cancel_requested: bool,
     /// Progress percentage last reported (running only).
@@ -188,6 +198,8 @@ pub(crate) struct DurableState {
     pub grants: BTreeMap<u32, BTreeSet<String>>,
     pub alerts: BTreeMap<String, Alert>,
     pub next_alert: u64,
+    /// The notes fixtures' business data.
+    pub notes: NotesState,
     /// Committed executions of tools with side effects (the observer's count).
     pub effects: u64,
     pub synced: u64,
@@ -210,6 +222,7 @@ impl DurableState {
             grants,
             alerts: BTreeMap::new(),
             next_alert: 0,
+            notes: NotesState::default(),
             effects: 0,
             synced: 0,
             operations: BTreeMap::new(),
