@@ -195,7 +195,7 @@ impl ReferenceProvider {
 
         // §3.4, §7.2: every call checks every scope, whatever list_tools said.
         let missing = self.missing_scopes(cx.uid, tool);
-        if !missing.is_empty() {
+        if !missing.is_empty() && !self.scope_check_skipped(cx, &targs) {
             if self.has(Fault::ScopeDegradedData) {
                 return degraded(tool.kind);
             }
@@ -209,6 +209,7 @@ impl ReferenceProvider {
         if needs_confirmation(tool, &targs, !self.has(Fault::NoEscalation))
             && !confirmed
             && !consumer_says_confirmed
+            && !self.confirmation_skipped(&targs)
         {
             if self.has(Fault::EffectBeforeConfirmation) {
                 let mut d = lock(&self.durable.state);
@@ -384,7 +385,7 @@ impl ReferenceProvider {
         key: DedupeKey,
         digest: String,
     ) -> Answer {
-        let dedupe = !self.has(Fault::NoDedupe);
+        let dedupe = !self.has(Fault::NoDedupe) && !self.dedupe_skipped(cx, targs);
         let boot = {
             let mut d = lock(&self.durable.state);
             if dedupe {

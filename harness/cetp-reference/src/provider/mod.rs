@@ -13,7 +13,7 @@
 //! policy have another shape, so that the suite is not tuned to one app.
 //!
 //! A mutant is the same Provider with one [`Fault`] switched on
-//! ([`ReferenceProvider::mutant`]);
+//! ([`ReferenceProvider::mutant`], [`ReferenceProvider::mutant_of`]);
 //! `vectors/mutants/mutants.json` documents what each one breaks.
 //!
 //! State follows a real app's split: sessions and in-flight counters live in
@@ -395,16 +395,26 @@ impl ReferenceProvider {
         })
     }
 
-    /// The mutant named `name` (a [`Fault::name`]).
+    /// The mutant of the reference app named `name` (a [`Fault::name`]).
     pub fn mutant(name: &str) -> Result<Self, UnknownFault> {
-        Fault::parse(name)
-            .map(Self::with_fault)
-            .ok_or_else(|| UnknownFault(name.to_string()))
+        Self::mutant_of(FixtureSet::Reference, name)
     }
 
     /// The standard Provider of an app ([`ProviderConfig::of`]).
     pub fn hosting(set: FixtureSet) -> Self {
         Self::new(ProviderConfig::of(set))
+    }
+
+    /// The mutant `name` of an app; a fault that has no place in that app
+    /// ([`Fault::applies_to`]) is as unknown as a misspelt one.
+    pub fn mutant_of(set: FixtureSet, name: &str) -> Result<Self, UnknownFault> {
+        let fault = Fault::parse(name)
+            .filter(|f| f.applies_to(set))
+            .ok_or_else(|| UnknownFault(name.to_string()))?;
+        Ok(Self::new(ProviderConfig {
+            faults: BTreeSet::from([fault]),
+            ..ProviderConfig::of(set)
+        }))
     }
 
     pub fn config(&self) -> &ProviderConfig {
@@ -713,6 +723,7 @@ impl ProviderApp for ReferenceProvider {
             d.operations.clear();
             d.active_ops.clear();
         }
+        self.replay_jobs_after_restart(&mut d);
         drop(d);
         self.durable.changed.notify_all();
     }

@@ -19,12 +19,12 @@
 //!   characters, operation ids UUIDs, session tokens `ns1.` + base64url,
 //!   resume tokens `rt_` + base32.
 
-use super::execute::{invalid_args, Effected};
+use super::execute::{invalid_args, Effected, ToolArgs};
 use super::fixtures::{ScopeDef, Spec, ToolKind};
 use super::state::{DurableState, Failure, Job, Operation};
 use super::util::{lock, DetRng};
-use super::ReferenceProvider;
-use cetp_proto::envelope::OpState;
+use super::{Cx, Fault, ReferenceProvider};
+use cetp_proto::envelope::{Capability, OpState};
 use cetp_proto::ErrorCode;
 use serde_json::{json, Map, Value as Json};
 use std::collections::BTreeMap;
@@ -622,9 +622,19 @@ impl ReferenceProvider {
                 Ok(json!({ "notes": d.notes.summaries() }))
             }
             NoteArgs::Get { note_id } => {
-                let d = lock(&self.durable.state);
+                let mut d = lock(&self.durable.state);
                 if let Some(n) = d.notes.notes.get(note_id) {
                     return Ok(note_json(note_id, n));
+                }
+                if self.has(Fault::GetNoteCreatesMissing) {
+                    d.notes.insert(
+                        note_id.clone(),
+                        "Untitled".to_string(),
+                        String::new(),
+                        false,
+                    );
+                    d.effects += 1;
+                    return Ok(note_json(note_id, &d.notes.notes[note_id]));
                 }
                 Err(invalid_args(self, format!("There is no note {note_id}."))
                     .details(json!({ "note_id": note_id })))
@@ -669,17 +679,22 @@ impl ReferenceProvider {
             return Err(no_such_notes(missing));
         }
         let changing = d.notes.to_archive(target);
-        let value = json!({ "archived": changing.len() });
-        let valid = self
-            .catalog
-            .by_kind(ToolKind::Notes(NoteTool::Archive))
-            .is_some_and(|t| t.output.is_valid(&value));
-        if !valid {
-            return Err(Failure::new(
-                ErrorCode::InternalError,
-                "The provider could not produce a valid result.",
-            ));
-        }
+        let value = if self.has(Fault::BackgroundArchiveResultShape) {
+            json!({ "archived_ids": changing })
+        } else {
+            let value = json!({ "archived": changing.len() });
+            let valid = self
+                .catalog
+                .by_kind(ToolKind::Notes(NoteTool::Archive))
+                .is_some_and(|t| t.output.is_valid(&value));
+            if !valid {
+                return Err(Failure::new(
+                    ErrorCode::InternalError,
+                    "The provider could not produce a valid result.",
+                ));
+            }
+            value
+        };
         self.notes_apply_job(d, job);
         Ok(json!({"kind": "inline", "value": value}))
     }
@@ -689,5 +704,49 @@ impl ReferenceProvider {
         let NotesJob::Archive(target) = job;
         d.notes.archive(target);
         d.effects += 1;
+    }
+
+    /// The delete_note_unconfirmed mutant: delete_note skips its
+    /// confirmation.
+    pub(crate) fn confirmation_skipped(&self, targs: &ToolArgs) -> bool {
+        self.has(Fault::DeleteNoteUnconfirmed)
+            && matches!(targs, ToolArgs::Notes(NoteArgs::Delete { .. }))
+    }
+
+    /// The background_archive_skips_scope mutant: an archive that will run in
+    /// the background is not checked for its scope.
+    pub(crate) fn scope_check_skipped(&self, cx: &Cx<'_>, targs: &ToolArgs) -> bool {
+        self.has(Fault::BackgroundArchiveSkipsScope)
+            && cx.caps.contains(&Capability::AsyncOperations)
+            && matches!(targs, ToolArgs::Notes(NoteArgs::Archive(t)) if t.is_large())
+    }
+
+    /// The sync_archive_not_deduped mutant: an archive that runs
+    /// synchronously is executed without a dedupe record.
+    pub(crate) fn dedupe_skipped(&self, cx: &Cx<'_>, targs: &ToolArgs) -> bool {
+        let background = cx.caps.contains(&Capability::AsyncOperations);
+        self.has(Fault::SyncArchiveNotDeduped)
+            && matches!(targs, ToolArgs::Notes(NoteArgs::Archive(t)) if !(background && t.is_large()))
+    }
+
+    /// The archive_replayed_after_restart mutant: the job queue forgets which
+    /// archives it finished and queues them again when the process restarts.
+    pub(crate) fn replay_jobs_after_restart(&self, d: &mut DurableState) {
+        if !self.has(Fault::ArchiveReplayedAfterRestart) {
+            return;
+        }
+        let DurableState {
+            operations,
+            active_ops,
+            ..
+        } = d;
+        for (id, op) in operations.iter_mut() {
+            if matches!(op.job, Job::Notes(_)) && op.state == OpState::Succeeded {
+                op.state = OpState::Queued;
+                op.outcome = None;
+                op.progress = 0;
+                active_ops.insert(id.clone());
+            }
+        }
     }
 }
