@@ -18,6 +18,19 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The profile of the reference Provider, used for `--target sim` when no
 /// `--profile` is given.
 const REFERENCE_PROFILE: &str = include_str!("../../../profiles/reference.toml");
+/// The notes vendor's profile, for `--target sim:provider=notes`.
+const NOTES_PROFILE: &str = include_str!("../../../profiles/notes.toml");
+/// The profile of a legal variant whose vendor would write another one.
+const NO_COUNTER_PROFILE: &str = include_str!("../../../profiles/no-counter.toml");
+
+/// The built-in profile of a simulated target: the one its vendor wrote.
+fn sim_profile(s: &cetp_targets::SimSpec) -> &'static str {
+    match (s.provider, s.variant.as_deref()) {
+        (cetp_targets::FixtureSet::Notes, _) => NOTES_PROFILE,
+        (_, Some("no_effect_counter")) => NO_COUNTER_PROFILE,
+        _ => REFERENCE_PROFILE,
+    }
+}
 
 #[derive(Parser)]
 #[command(
@@ -98,6 +111,10 @@ struct RunArgs {
     /// Print passing cases too.
     #[arg(short, long)]
     verbose: bool,
+    /// Exit 1 unless the run establishes the §9 claim (CI gating): a FAIL,
+    /// a core case the setup left unjudged, or a filtered run all count.
+    #[arg(long)]
+    require_claim: bool,
 }
 
 #[derive(Args)]
@@ -192,9 +209,11 @@ fn load_profile(args: &RunArgs, spec: &TargetSpec) -> Result<Profile, Failure> {
                 .map_err(|e| usage(format!("profile {}: {e}", path.display())))?;
             Profile::from_toml(&text).map_err(|e| usage(format!("{}: {e}", path.display())))
         }
-        None if matches!(spec, TargetSpec::Sim(_)) => Profile::from_toml(REFERENCE_PROFILE)
-            .map_err(|e| usage(format!("built-in reference profile: {e}"))),
-        None => Ok(Profile::default()),
+        None => match spec {
+            TargetSpec::Sim(s) => Profile::from_toml(sim_profile(s))
+                .map_err(|e| usage(format!("built-in profile of the simulated Provider: {e}"))),
+            _ => Ok(Profile::default()),
+        },
     }
 }
 
@@ -267,6 +286,10 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
     if let Some(dir) = &args.report_dir {
         println!("report: {}", dir.join("report.json").display());
     }
+    if args.require_claim && !outcome.claim.cetp_v2 && outcome.exit == ExitCode::Ok {
+        println!("--require-claim: {}", outcome.claim.statement);
+        return Ok(ExitCode::Fail);
+    }
     Ok(outcome.exit)
 }
 
@@ -302,11 +325,23 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
             Ok((v, p))
         })
         .collect::<Result<Vec<_>, Failure>>()?;
-    let fixtures = vec![Fixture {
-        name: "reference".into(),
-        target: "sim".into(),
-        profile,
-    }];
+    let notes = Profile::from_toml(NOTES_PROFILE).map_err(|e| usage(e.to_string()))?;
+    let mut fixtures = vec![
+        Fixture {
+            name: "reference".into(),
+            target: "sim".into(),
+            profile,
+        },
+        Fixture {
+            name: "notes".into(),
+            target: "sim:provider=notes".into(),
+            profile: notes,
+        },
+    ];
+    if filtered {
+        // Only the fixtures of the selected mutants.
+        fixtures.retain(|f| mutants.iter().any(|m| m.providers.contains(&f.name)));
+    }
     let cfg = RunConfig {
         seed: args.seed,
         harness_version: format!("cetp {}", env!("CARGO_PKG_VERSION")),

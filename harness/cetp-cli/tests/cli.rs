@@ -191,6 +191,8 @@ fn without_a_profile_side_effects_are_not_executed() {
         "--profile",
         p.to_str().unwrap(),
         "--only",
+        "IDEM-002",
+        "--only",
         "IDEM-004",
         "--only",
         "EXE-001",
@@ -199,9 +201,68 @@ fn without_a_profile_side_effects_are_not_executed() {
     let t = text(&o);
     assert!(t.contains("PASS  EXE-001"), "{t}");
     assert!(
-        t.contains("N/A   IDEM-004") && t.contains("the profile does not allow executing it"),
+        t.contains("N/A   IDEM-002")
+            && t.contains("the profile does not allow executing it")
+            && t.contains("(needs [execute] allow)"),
         "{t}"
     );
+    assert!(
+        t.contains("N/A   IDEM-004") && t.contains("(needs [observer])"),
+        "{t}"
+    );
+    // A filtered run makes no claim.
+    assert!(t.contains("No claim: a run filtered"), "{t}");
+}
+
+/// NOT_APPLICABLE caused by the setup never counts as a pass: a profile
+/// without an observer leaves the claim not established, naming `[observer]`,
+/// and `--require-claim` turns that into exit code 1.
+#[test]
+fn a_profile_without_an_observer_establishes_no_claim() {
+    let dir = tmp("noobserver");
+    let text_of = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/reference.toml"
+    ))
+    .unwrap();
+    let start = text_of.find("[observer]").unwrap();
+    let end = start + text_of[start..].find("[roles.").unwrap();
+    let p = dir.join("no-observer.toml");
+    std::fs::write(&p, format!("{}{}", &text_of[..start], &text_of[end..])).unwrap();
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim",
+        "--profile",
+        p.to_str().unwrap(),
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("CETP v2 not established") && t.contains("[observer]"),
+        "{t}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["claim"]["cetp_v2"], false);
+    let needs: Vec<&str> = report["claim"]["unjudged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["needs"].as_str().unwrap())
+        .collect();
+    assert!(needs.contains(&"[observer]"), "{needs:?}");
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim",
+        "--profile",
+        p.to_str().unwrap(),
+        "--require-claim",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
 
 #[test]
@@ -249,12 +310,12 @@ fn a_v1_only_provider_gets_its_v1_results_and_no_v2_claim() {
 
 #[test]
 fn manifest_defects_fail_discovery_cases() {
-    // (manifest, exit code, line that must appear). v2-only misses only the
-    // SHOULD of a v1 path: a warning, not a failure.
+    // (manifest, exit code, line that must appear). A v2-only Provider is
+    // one the spec allows (§0), so it passes.
     for (manifest, code, line) in [
         ("mismatched-package", 1, "FAIL  DISC-002"),
         ("versions-only", 1, "FAIL  DISC-003"),
-        ("v2-only", 0, "WARN  DISC-005"),
+        ("v2-only", 0, "PASS  DISC-003"),
     ] {
         let target = format!("sim:manifest={manifest}");
         let o = cetp(&["run", "--target", &target, "--only", "DISC-*"]);

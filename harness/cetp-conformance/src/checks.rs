@@ -105,8 +105,22 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     let bundle = match cx.answer {
         CallAnswer::Result(Some(b)) => b,
-        // null and exceptions are judged by the cases (a v2 method must
-        // answer a Bundle; the case that sent it says so).
+        // §4.2-§5: every v2 answer is a Bundle envelope, a refusal included;
+        // an exception or null is never a way to say no.
+        CallAnswer::Threw { class, .. } if !cx.v1 => {
+            out.push(Finding::must(
+                ENVELOPE,
+                format!("call() threw {class} instead of answering a v2 envelope"),
+            ));
+            return out;
+        }
+        CallAnswer::Result(None) if !cx.v1 => {
+            out.push(Finding::must(
+                ENVELOPE,
+                "call() returned null instead of a v2 envelope",
+            ));
+            return out;
+        }
         _ => return out,
     };
     if cx.v1 {

@@ -5,7 +5,8 @@
 pub enum ExitCode {
     /// No FAIL (known failures in the baseline do not count).
     Ok,
-    /// At least one FAIL charged to the target, or a stale baseline entry.
+    /// At least one FAIL charged to the target, a stale baseline entry, or
+    /// (with `--require-claim`) a run that does not establish the §9 claim.
     Fail,
     /// Bad usage: arguments, profile, vectors or baseline file.
     Usage,

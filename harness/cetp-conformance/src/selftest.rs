@@ -286,7 +286,7 @@ pub type TargetFactory<'a> = dyn Fn(&str) -> Result<Target, String> + Sync + 'a;
 /// One run the self-test makes.
 enum Job<'a> {
     Mutant(&'a Fixture, &'a MutantDoc),
-    Variant(&'a VariantDoc, Profile),
+    Variant(&'a VariantDoc, &'a Profile),
 }
 
 /// Runs the self-test: each fixture unmutated (clean), every mutant of each
@@ -342,7 +342,7 @@ pub fn selftest(
         }
     }
     for (v, p) in variants {
-        work.push(Job::Variant(v, p.clone()));
+        work.push(Job::Variant(v, p));
     }
     let next = std::sync::Mutex::new(0usize);
     let results = std::sync::Mutex::new(Vec::new());

@@ -5,7 +5,7 @@
 //! - [`app::ProviderApp`]: what a device (simulated or in-process) hosts.
 //! - [`provider`]: the reference Provider (all of v2, the three optional
 //!   capabilities, and the read-only v1 view of a dual-stack Provider), with
-//!   named mutants.
+//!   named mutants; its engine hosts the reference app or the notes app.
 //! - [`device::LocalDevice`]: an in-process device hosting a `ProviderApp`,
 //!   with per-connection handle tables and a device clock.
 //! - [`consumer`]: the reference Consumer, written against

@@ -1,7 +1,8 @@
-//! One test per mutant: the same scenario against the reference and against
-//! the mutant must be told apart by what a Consumer can observe. The
-//! conformance suite adds the real killing cases; these prove every fault is
-//! reachable through the public Provider interface.
+//! One test per mutant and app: the same scenario against the unmutated app
+//! and against the mutant must be told apart by what a Consumer can observe.
+//! The conformance suite adds the real killing cases; these prove every fault
+//! is reachable through the public Provider interface of each app it has a
+//! place in.
 
 mod provider_support;
 
@@ -11,11 +12,13 @@ use cetp_proto::descriptor::{
 };
 use cetp_proto::envelope::{keys, V1Response};
 use cetp_proto::error::leaks_internal_detail;
-use cetp_proto::provider::Decision;
+use cetp_proto::provider::{Decision, ProviderCall, Reply};
 use cetp_proto::schema::DEFAULT_DIALECT;
 use cetp_proto::Value;
 use cetp_reference::app::ProviderApp;
-use cetp_reference::provider::{thread_sleeper, Fault, ProviderConfig, ReferenceProvider, PACKAGE};
+use cetp_reference::provider::{
+    thread_sleeper, Fault, FixtureSet, ProviderConfig, ReferenceProvider, PACKAGE,
+};
 use provider_support::*;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeSet;
@@ -210,6 +213,19 @@ mutants! {
     error_missing_retryable => |w| {
         w.connect(A);
         format!("{}", w.exec(A, &rid(1), "teleport", "{}").bundle.contains(keys::RETRYABLE))
+    };
+    refusals_thrown => |w| {
+        w.connect(A);
+        let r = w.p.call(
+            &identity(A),
+            w.now,
+            &ProviderCall {
+                method: "execute_tool".into(),
+                arg: None,
+                extras: Some(w.exec_bundle(A, &rid(1), "teleport", "{}")),
+            },
+        );
+        format!("{}", matches!(r, Reply::Threw { .. }))
     };
     invalid_args_wrong_code => |w| {
         w.connect(A);
@@ -543,22 +559,192 @@ mutants! {
     };
 }
 
-#[test]
-fn every_fault_has_a_differential_test() {
-    let all: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
-    let tested: BTreeSet<&str> = TESTED.iter().copied().collect();
-    let missing: Vec<&&str> = all.iter().filter(|n| !tested.contains(**n)).collect();
-    assert!(missing.is_empty(), "untested mutants: {missing:?}");
-    assert_eq!(TESTED.len(), all.len());
+// ---------------------------------------------------------------- the notes app
+
+fn notes_differs(name: &str, scenario: fn(&mut World) -> String) {
+    differs(name, ProviderConfig::notes(), scenario);
+}
+
+macro_rules! notes_mutants {
+    ($( $test:ident : $name:ident => $scenario:expr; )*) => {
+        $(
+            #[test]
+            fn $test() {
+                notes_differs(stringify!($name), $scenario);
+            }
+        )*
+        const NOTES_TESTED: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+
+fn note_args(id: &str) -> String {
+    json!({ "note_id": id }).to_string()
+}
+
+/// A note, then `archive_notes {"all": true}` (a background job when async
+/// is negotiated); the operation id.
+fn notes_archive_all(w: &mut World) -> (String, String) {
+    w.connect(A);
+    let id = w.add_note(A, &rid(100), "Groceries");
+    let op = w
+        .exec(A, &rid(1), "archive_notes", r#"{"all":true}"#)
+        .operation_id()
+        .expect("accepted");
+    (id, op)
+}
+
+notes_mutants! {
+    notes_no_dedupe: no_dedupe => |w| {
+        w.connect(A);
+        w.add_note(A, &rid(1), "Once");
+        w.add_note(A, &rid(1), "Once");
+        w.note_count().to_string()
+    };
+    notes_dedupe_lost_on_restart: dedupe_lost_on_restart => |w| {
+        w.connect(A);
+        w.add_note(A, &rid(1), "Once");
+        w.restart();
+        w.connect(A);
+        w.add_note(A, &rid(1), "Once");
+        w.note_count().to_string()
+    };
+    notes_effect_before_confirmation: effect_before_confirmation => |w| {
+        w.connect(A);
+        let id = w.add_note(A, &rid(1), "Old");
+        let o = w.exec(A, &rid(2), "delete_note", &note_args(&id));
+        format!("{} notes={}", brief(&o), w.note_count())
+    };
+    notes_denial_executes: denial_executes => |w| {
+        w.connect(A);
+        let id = w.add_note(A, &rid(1), "Old");
+        let o = w.exec_confirmed(A, &rid(2), "delete_note", &note_args(&id), Decision::Deny);
+        format!("{} notes={}", brief(&o), w.note_count())
+    };
+    notes_no_escalation: no_escalation => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "add_note", r#"{"title":"Party","share_publicly":true}"#);
+        format!("{} notes={}", brief(&o), w.note_count())
+    };
+    notes_resume_token_args_unbound: resume_token_args_unbound => |w| {
+        w.connect(A);
+        let id = w.add_note(A, &rid(1), "Old");
+        let ask = w.exec(A, &rid(2), "delete_note", &note_args(&id));
+        w.decide(A, &ask, Decision::Approve);
+        // The same request, other bytes.
+        let spaced = format!(r#"{{ "note_id": "{id}" }}"#);
+        let o = w.resume(A, &rid(2), "delete_note", &spaced, &ask.resume_token().unwrap());
+        format!("{} notes={}", brief(&o), w.note_count())
+    };
+    notes_scope_not_enforced: scope_not_enforced => |w| {
+        w.connect(A);
+        w.connect(B);
+        let id = w.add_note(A, &rid(1), "Mine");
+        let o = w.exec(B, &rid(2), "archive_notes", &json!({"note_ids": [id]}).to_string());
+        format!("{} archived={:?}", brief(&o), w.archived(&id))
+    };
+    notes_operation_lost_on_restart: operation_lost_on_restart => |w| {
+        let (_, op) = notes_archive_all(w);
+        w.restart();
+        w.now += 1000;
+        w.connect(A);
+        brief(&w.get_op(A, &rid(1), &op))
+    };
+    notes_cancel_reports_cancelled_after_effect: cancel_reports_cancelled_after_effect => |w| {
+        let (id, op) = notes_archive_all(w);
+        w.now += 200;
+        w.cancel_op(A, &rid(1), &op);
+        w.now += 1000;
+        let state = w.get_op(A, &rid(1), &op).data()["state"].clone();
+        format!("{state} archived={:?}", w.archived(&id))
+    };
+    notes_inline_over_limit: inline_over_limit => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "export_notes", r#"{"copies":5000}"#);
+        format!("{} {}", brief(&o), o.data()["kind"])
+    };
+    notes_delete_note_unconfirmed: delete_note_unconfirmed => |w| {
+        w.connect(A);
+        let id = w.add_note(A, &rid(1), "Old");
+        let o = w.exec(A, &rid(2), "delete_note", &note_args(&id));
+        format!("{} notes={}", brief(&o), w.note_count())
+    };
+    notes_get_note_creates_missing: get_note_creates_missing => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "get_note", &note_args("n_aaaaaaaaaa"));
+        format!("{} notes={}", brief(&o), w.note_count())
+    };
+    notes_background_archive_skips_scope: background_archive_skips_scope => |w| {
+        w.connect(A);
+        w.connect(B);
+        let id = w.add_note(A, &rid(1), "Mine");
+        let o = w.exec(B, &rid(2), "archive_notes", r#"{"all":true}"#);
+        w.now += 1000;
+        format!("{} archived={:?}", brief(&o), w.archived(&id))
+    };
+    notes_archive_replayed_after_restart: archive_replayed_after_restart => |w| {
+        let (_, op) = notes_archive_all(w);
+        w.now += 1000;
+        let before = w.get_op(A, &rid(1), &op).data()["result"].clone();
+        let later = w.add_note(A, &rid(2), "Added after the archive");
+        w.restart();
+        w.connect(A);
+        let after = w.get_op(A, &rid(1), &op).data()["result"].clone();
+        format!("{before} {after} archived={:?}", w.archived(&later))
+    };
+    notes_background_archive_result_shape: background_archive_result_shape => |w| {
+        let (_, op) = notes_archive_all(w);
+        w.now += 1000;
+        w.get_op(A, &rid(1), &op).data()["result"].to_string()
+    };
+    notes_sync_archive_not_deduped: sync_archive_not_deduped => |w| {
+        w.connect(A);
+        let id = w.add_note(A, &rid(1), "Once");
+        let args = json!({"note_ids": [id]}).to_string();
+        let first = w.exec(A, &rid(2), "archive_notes", &args);
+        let again = w.exec(A, &rid(2), "archive_notes", &args);
+        format!("{}", first.bundle == again.bundle)
+    };
 }
 
 #[test]
-fn every_fault_builds_by_name() {
+fn every_fault_has_a_differential_test_in_each_of_its_apps() {
+    for (set, tested) in [
+        (FixtureSet::Reference, TESTED),
+        (FixtureSet::Notes, NOTES_TESTED),
+    ] {
+        let tested: BTreeSet<&str> = tested.iter().copied().collect();
+        let expected: BTreeSet<&str> = Fault::ALL
+            .iter()
+            .filter(|f| f.applies_to(set))
+            .map(|f| f.name())
+            .collect();
+        assert_eq!(tested, expected, "{set}: tested vs applicable");
+    }
+    assert_eq!(TESTED.len() + NOTES_TESTED.len(), {
+        let mut n = 0;
+        for f in Fault::ALL {
+            n += f.providers().len();
+        }
+        n
+    });
+}
+
+#[test]
+fn every_fault_builds_by_name_for_its_apps_only() {
     for f in Fault::ALL {
-        let p = ReferenceProvider::mutant(f.name()).unwrap();
-        assert_eq!(p.config().faults, BTreeSet::from([*f]));
+        for set in FixtureSet::ALL {
+            match ReferenceProvider::mutant_of(set, f.name()) {
+                Ok(p) => {
+                    assert!(f.applies_to(set), "{f} built for {set}");
+                    assert_eq!(p.config().faults, BTreeSet::from([*f]));
+                    assert_eq!(p.config().fixtures, set);
+                }
+                Err(_) => assert!(!f.applies_to(set), "{f} refused for {set}"),
+            }
+        }
     }
     assert!(ReferenceProvider::mutant("no_such_mutant").is_err());
+    assert!(ReferenceProvider::mutant("delete_note_unconfirmed").is_err());
 }
 
 /// `vectors/mutants/mutants.json` and [`Fault::ALL`] list the same mutants,
@@ -595,7 +781,7 @@ fn mutants_json_matches_fault_list() {
             "requirements",
             "observed_in_the_wild",
         ]);
-        let optional = BTreeSet::from(["equivalent"]);
+        let optional = BTreeSet::from(["equivalent", "providers"]);
         assert!(keys.is_superset(&required), "{name}: missing keys");
         for k in &keys {
             assert!(
@@ -630,6 +816,20 @@ fn mutants_json_matches_fault_list() {
             "{name}"
         );
         assert!(e["observed_in_the_wild"].is_boolean(), "{name}");
+        // Absent means the reference app only.
+        let providers: Vec<&str> = match e.get("providers") {
+            None => vec!["reference"],
+            Some(p) => p
+                .as_array()
+                .filter(|a| !a.is_empty())
+                .unwrap_or_else(|| panic!("{name}: providers must be a non-empty array"))
+                .iter()
+                .map(|v| v.as_str().expect("provider name"))
+                .collect(),
+        };
+        let fault = Fault::parse(name).expect("a fault");
+        let expected: Vec<&str> = fault.providers().iter().map(|s| s.name()).collect();
+        assert_eq!(providers, expected, "{name}: providers");
     }
 }
 
@@ -647,6 +847,9 @@ fn retired_mutants_are_not_faults() {
     for r in retired {
         let name = r["name"].as_str().unwrap();
         assert!(Fault::parse(name).is_none(), "{name} is retired");
-        assert!(r["reason"].as_str().is_some_and(|w| w.len() >= 20), "{name}");
+        assert!(
+            r["reason"].as_str().is_some_and(|w| w.len() >= 20),
+            "{name}"
+        );
     }
 }

@@ -6,8 +6,9 @@
 //! [`LocalDevice`] and offers the device's two caller identities: `a`
 //! (uid 10123, every scope) and `b` (uid 10200, every scope except
 //! `portfolio.sync`, so the conformance suite has a tool `b` lacks a scope
-//! for). Each connection speaks for one identity and owns its `pi-N` / `fd-N`
-//! handles.
+//! for). With [`SimConfig::provider`] it hosts the notes app instead, where
+//! `b` lacks `notes.archive`. Each connection speaks for one identity and
+//! owns its `pi-N` / `fd-N` handles.
 //!
 //! What makes it a device rather than a function call:
 //!
@@ -44,7 +45,7 @@ use cetp_reference::device::{
     DeviceClock, DeviceConfig, DeviceIdentity, LocalDevice, IDENTITY_A, IDENTITY_B,
 };
 use cetp_reference::provider::{
-    thread_sleeper, Fault, Latitude, ManifestVariant, ProviderConfig, ReferenceProvider,
+    thread_sleeper, Fault, FixtureSet, Latitude, ManifestVariant, ProviderConfig, ReferenceProvider,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -63,8 +64,19 @@ pub const FINGERPRINT: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     ":userdebug/test-keys"
 );
-/// The scope identity `b` is not granted.
+/// The scope identity `b` is not granted by the reference app.
 pub const SCOPE_WITHHELD_FROM_B: &str = "portfolio.sync";
+/// The scope identity `b` is not granted by the notes app.
+pub const NOTES_SCOPE_WITHHELD_FROM_B: &str = "notes.archive";
+
+/// The one write scope identity `b` lacks in `app`, so that the suite has a
+/// tool `b` may not run.
+pub fn scope_withheld_from_b(app: FixtureSet) -> &'static str {
+    match app {
+        FixtureSet::Reference => SCOPE_WITHHELD_FROM_B,
+        FixtureSet::Notes => NOTES_SCOPE_WITHHELD_FROM_B,
+    }
+}
 
 /// Requests one connection may have outstanding; more are answered
 /// `bad_request` at once.
@@ -83,7 +95,9 @@ pub const MAX_WAIT_MS: u64 = 600_000;
 /// How the simulated device is set up.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
-    /// A [`Fault`] name of the reference Provider: host that mutant instead.
+    /// The app the device hosts.
+    pub provider: FixtureSet,
+    /// A [`Fault`] name of that app: host that mutant instead.
     pub mutant: Option<String>,
     /// A [`Latitude`] name: host that legal variant of the reference.
     pub variant: Option<String>,
@@ -100,6 +114,7 @@ pub struct SimConfig {
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
+            provider: FixtureSet::Reference,
             mutant: None,
             variant: None,
             manifest: ManifestVariant::DualStack,
@@ -112,8 +127,14 @@ impl Default for SimConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    #[error("unknown mutant {name:?}; valid names: {}", valid.join(", "))]
-    UnknownMutant { name: String, valid: Vec<String> },
+    #[error("unknown mutant {name:?} of the {provider} provider; valid names: {}", valid.join(", "))]
+    UnknownMutant {
+        name: String,
+        provider: FixtureSet,
+        valid: Vec<String>,
+    },
+    #[error("unknown provider {0:?}; valid: {names}", names = provider_names().join(", "))]
+    UnknownProvider(String),
     #[error("unknown legal variant {name:?}; valid names: {}", valid.join(", "))]
     UnknownVariant { name: String, valid: Vec<String> },
     #[error("unknown manifest variant {0:?}; valid: dual-stack, v2-only, v1-only, versions-only, mismatched-package")]
@@ -124,6 +145,15 @@ pub enum SimError {
         #[source]
         source: std::io::Error,
     },
+}
+
+fn provider_names() -> Vec<&'static str> {
+    FixtureSet::ALL.iter().map(|s| s.name()).collect()
+}
+
+/// Parses a provider name (`reference`, `notes`).
+pub fn parse_provider(name: &str) -> Result<FixtureSet, SimError> {
+    FixtureSet::parse(name).ok_or_else(|| SimError::UnknownProvider(name.to_string()))
 }
 
 /// The names `--manifest` accepts, with their variants.
@@ -193,20 +223,28 @@ impl fmt::Debug for Sim {
 }
 
 impl Sim {
-    /// A device hosting the reference Provider, or the mutant
-    /// `cfg.mutant` names.
+    /// A device hosting the app `cfg.provider`, or its mutant
+    /// `cfg.mutant`; a fault the app has no place for is an unknown mutant.
     pub fn new(cfg: SimConfig) -> Result<Arc<Sim>, SimError> {
+        let app = cfg.provider;
         let mut faults = BTreeSet::new();
         if let Some(name) = &cfg.mutant {
-            let fault = Fault::parse(name).ok_or_else(|| SimError::UnknownMutant {
-                name: name.clone(),
-                valid: Fault::ALL.iter().map(|f| f.name().to_string()).collect(),
-            })?;
+            let fault = Fault::parse(name)
+                .filter(|f| f.applies_to(app))
+                .ok_or_else(|| SimError::UnknownMutant {
+                    name: name.clone(),
+                    provider: app,
+                    valid: Fault::ALL
+                        .iter()
+                        .filter(|f| f.applies_to(app))
+                        .map(|f| f.name().to_string())
+                        .collect(),
+                })?;
             faults.insert(fault);
         }
         let mut base = ProviderConfig {
             manifest: cfg.manifest,
-            ..ProviderConfig::default()
+            ..ProviderConfig::of(app)
         };
         if let Some(name) = &cfg.variant {
             let l = Latitude::parse(name).ok_or_else(|| SimError::UnknownVariant {
@@ -215,9 +253,9 @@ impl Sim {
             })?;
             base = base.with_latitude(l);
         }
-        let all = ProviderConfig::all_scopes();
+        let all = app.all_scopes();
         let mut b_scopes = all.clone();
-        b_scopes.remove(SCOPE_WITHHELD_FROM_B);
+        b_scopes.remove(scope_withheld_from_b(app));
         let provider = Arc::new(ReferenceProvider::new(ProviderConfig {
             seed: cfg.seed,
             grants: BTreeMap::from([(IDENTITY_A.uid, all), (IDENTITY_B.uid, b_scopes)]),
@@ -251,7 +289,7 @@ impl Sim {
             'I',
             &format!(
                 "boot: provider={} mutant={} manifest={} clock_skew_ms={}",
-                cetp_reference::provider::PACKAGE,
+                sim.provider.config().package,
                 sim.cfg.mutant.as_deref().unwrap_or("none"),
                 manifest_variant_name(sim.cfg.manifest),
                 sim.cfg.clock_skew_ms
@@ -269,7 +307,7 @@ impl Sim {
         &self.device
     }
 
-    /// The hosted reference Provider (or mutant).
+    /// The hosted Provider (or mutant).
     pub fn provider(&self) -> &Arc<ReferenceProvider> {
         &self.provider
     }
@@ -529,17 +567,76 @@ mod tests {
     }
 
     #[test]
+    fn notes_identity_b_lacks_the_archive_scope() {
+        let sim = Sim::new(SimConfig {
+            provider: FixtureSet::Notes,
+            ..SimConfig::default()
+        })
+        .unwrap();
+        let cfg = sim.provider().config();
+        assert_eq!(cfg.package, "com.clawseed.notes");
+        let a = &cfg.grants[&IDENTITY_A.uid];
+        let b = &cfg.grants[&IDENTITY_B.uid];
+        assert_eq!(a, &FixtureSet::Notes.all_scopes());
+        assert_eq!(a.difference(b).collect::<Vec<_>>(), ["notes.archive"]);
+    }
+
+    #[test]
     fn unknown_mutant_lists_the_valid_names() {
+        for app in FixtureSet::ALL {
+            let e = Sim::new(SimConfig {
+                provider: app,
+                mutant: Some("no_such_mutant".into()),
+                ..SimConfig::default()
+            })
+            .unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains("no_such_mutant"), "{text}");
+            let (_, list) = text.split_once("valid names: ").expect("a list");
+            let listed: BTreeSet<&str> = list.split(", ").collect();
+            let expected: BTreeSet<&str> = Fault::ALL
+                .iter()
+                .filter(|f| f.applies_to(app))
+                .map(|f| f.name())
+                .collect();
+            assert_eq!(listed, expected, "{app}");
+        }
+    }
+
+    #[test]
+    fn mutants_are_hosted_only_in_their_app() {
+        let notes_only = Some("delete_note_unconfirmed".to_string());
+        let hosted = Sim::new(SimConfig {
+            provider: FixtureSet::Notes,
+            mutant: notes_only.clone(),
+            ..SimConfig::default()
+        })
+        .unwrap();
+        assert_eq!(
+            hosted.provider().config().faults,
+            BTreeSet::from([Fault::DeleteNoteUnconfirmed])
+        );
         let e = Sim::new(SimConfig {
-            mutant: Some("no_such_mutant".into()),
+            mutant: notes_only,
             ..SimConfig::default()
         })
         .unwrap_err();
-        let text = e.to_string();
-        assert!(text.contains("no_such_mutant"), "{text}");
-        for f in Fault::ALL {
-            assert!(text.contains(f.name()), "{text} lacks {}", f.name());
+        assert!(matches!(e, SimError::UnknownMutant { .. }), "{e}");
+        assert!(Sim::new(SimConfig {
+            provider: FixtureSet::Notes,
+            mutant: Some("tool_name_invalid".into()),
+            ..SimConfig::default()
+        })
+        .is_err());
+    }
+
+    #[test]
+    fn provider_names_parse() {
+        for app in FixtureSet::ALL {
+            assert_eq!(parse_provider(app.name()).unwrap(), app);
         }
+        let e = parse_provider("todo").unwrap_err().to_string();
+        assert!(e.contains("reference, notes"), "{e}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `cetp sim`: a simulated device on TCP ports until the process is killed.
 
-use crate::{parse_manifest_variant, Sim, SimConfig, SimError};
-use cetp_reference::provider::ManifestVariant;
+use crate::{parse_manifest_variant, parse_provider, Sim, SimConfig, SimError};
+use cetp_reference::provider::{FixtureSet, ManifestVariant};
 use std::net::SocketAddr;
 use tokio::net::TcpListener;
 
@@ -19,7 +19,10 @@ pub struct SimOptions {
     /// Device-side adb endpoint (`adb connect ADDR`); none if absent.
     #[arg(long, value_name = "ADDR")]
     pub adb_listen: Option<String>,
-    /// Host this mutant of the reference Provider instead.
+    /// The app to host: reference or notes.
+    #[arg(long, value_name = "APP", default_value = "reference", value_parser = parse_provider_arg)]
+    pub provider: FixtureSet,
+    /// Host this mutant of that app instead.
     #[arg(long, value_name = "NAME")]
     pub mutant: Option<String>,
     /// Host this legal variant of the reference Provider instead.
@@ -51,6 +54,7 @@ impl Default for SimOptions {
             listen: "127.0.0.1:0".into(),
             listen_b: None,
             adb_listen: None,
+            provider: cfg.provider,
             mutant: cfg.mutant,
             variant: cfg.variant,
             manifest: cfg.manifest,
@@ -61,6 +65,10 @@ impl Default for SimOptions {
     }
 }
 
+fn parse_provider_arg(s: &str) -> Result<FixtureSet, String> {
+    parse_provider(s).map_err(|e| e.to_string())
+}
+
 fn parse_manifest_arg(s: &str) -> Result<ManifestVariant, String> {
     parse_manifest_variant(s).map_err(|e| e.to_string())
 }
@@ -68,6 +76,7 @@ fn parse_manifest_arg(s: &str) -> Result<ManifestVariant, String> {
 impl SimOptions {
     pub fn sim_config(&self) -> SimConfig {
         SimConfig {
+            provider: self.provider,
             mutant: self.mutant.clone(),
             variant: self.variant.clone(),
             manifest: self.manifest,
@@ -141,7 +150,7 @@ pub async fn run_sim(opts: SimOptions) -> Result<(), SimError> {
     }
     eprintln!(
         "cetp-sim: provider={} mutant={} manifest={} clock_skew_ms={} effect_delay_ms={}",
-        cetp_reference::provider::PACKAGE,
+        sim.provider().config().package,
         opts.mutant.as_deref().unwrap_or("none"),
         crate::manifest_variant_name(opts.manifest),
         opts.clock_skew_ms,
@@ -217,6 +226,13 @@ mod tests {
         let d = Cli::try_parse_from(["sim"]).unwrap().sim;
         assert_eq!(d.listen, SimOptions::default().listen);
         assert_eq!(d.manifest, ManifestVariant::DualStack);
+        assert_eq!(d.provider, FixtureSet::Reference);
+        let notes = Cli::try_parse_from(["sim", "--provider", "notes"]).unwrap();
+        assert_eq!(notes.sim.sim_config().provider, FixtureSet::Notes);
+        let Err(e) = Cli::try_parse_from(["sim", "--provider", "todo"]) else {
+            panic!("an unknown provider parsed")
+        };
+        assert!(e.to_string().contains("reference, notes"), "{e}");
     }
 
     #[test]

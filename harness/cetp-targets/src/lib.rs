@@ -26,6 +26,7 @@ mod device;
 pub mod spec;
 pub mod trace;
 
+pub use cetp_reference::provider::FixtureSet;
 pub use device::ProbeDevice;
 pub use spec::{AdbSpec, IdentityB, SimSpec, SpecError, TargetSpec, TcpSpec};
 pub use trace::{TracedFrame, WireTrace};
@@ -387,4 +388,87 @@ fn connect_adb(
         Some(AdbSide::new(adb.clone(), port)),
         None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cetp_proto::discovery::parse_declared;
+    use cetp_proto::envelope::keys;
+    use cetp_proto::{Bundle, Value};
+    use cetp_reference::port::CallAnswer;
+    use cetp_reference::provider::{NOTES_AUTHORITY, NOTES_PACKAGE};
+
+    fn answer(a: CallAnswer) -> Bundle {
+        match a {
+            CallAnswer::Result(Some(b)) => b,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// `sim:provider=notes` hosts the notes app under its own package and
+    /// authority, and it answers v2 calls over the wire.
+    #[test]
+    fn the_notes_provider_is_discovered_and_lists_its_tools() {
+        let t = open(&TargetSpec::parse("sim:provider=notes").unwrap()).unwrap();
+        assert_eq!(t.label, "sim:provider=notes");
+        let found = t.a.discover().unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].package, NOTES_PACKAGE);
+        assert_eq!(
+            parse_declared(&found[0].meta).unwrap().authority,
+            NOTES_AUTHORITY
+        );
+        let offer = Bundle::new()
+            .with(keys::CONSUMER_VERSIONS, Value::IntArray(vec![2, 1]))
+            .with(keys::CONSUMER_CAPABILITIES, Value::str("[]"));
+        let negotiated = answer(
+            t.a.call(NOTES_AUTHORITY, "negotiate", None, Some(&offer), 5_000)
+                .unwrap(),
+        );
+        let data = negotiated.get_json(keys::DATA).unwrap();
+        assert_eq!(data["provider_id"], NOTES_PACKAGE);
+        let token = data["session_token"].as_str().unwrap();
+        let common = Bundle::new()
+            .with(keys::PROTOCOL_VERSION, Value::Int(2))
+            .with(keys::SESSION_TOKEN, Value::str(token))
+            .with(
+                keys::REQUEST_ID,
+                Value::str("00000000-0000-4000-8000-000000000001"),
+            )
+            .with(keys::DEADLINE_AT_MS, Value::Long(t.a.now_ms() + 30_000));
+        let tools = answer(
+            t.a.call(NOTES_AUTHORITY, "list_tools", None, Some(&common), 5_000)
+                .unwrap(),
+        );
+        let names: Vec<String> = tools.get_json(keys::DATA).unwrap()["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "list_notes",
+                "get_note",
+                "add_note",
+                "delete_note",
+                "archive_notes",
+                "export_notes"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_factory_hosts_mutants_of_the_named_app_only() {
+        let make = target_factory();
+        let t = make("sim:provider=notes,mutant=delete_note_unconfirmed").unwrap();
+        assert_eq!(t.label, "sim:provider=notes,mutant=delete_note_unconfirmed");
+        assert_eq!(t.a.discover().unwrap()[0].package, NOTES_PACKAGE);
+        let Err(e) = make("sim:mutant=delete_note_unconfirmed") else {
+            panic!("a notes mutant was hosted by the reference app")
+        };
+        assert!(e.contains("of the reference provider"), "{e}");
+    }
 }

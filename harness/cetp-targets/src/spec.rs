@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! sim[:OPTION,...]                 in-process simulated device
+//!     provider=reference|notes     the app it hosts [reference]
 //!     mutant=NAME variant=NAME manifest=VARIANT clock_skew_ms=N effect_delay_ms=N seed=N
 //! tcp:HOST:PORT[,OPTION,...]       a probe-wire endpoint
 //!     b=HOST:PORT                  identity b's endpoint
@@ -26,7 +27,7 @@
 //! option, the one item without is the endpoint (tcp) or the serial (adb).
 //! IPv6 hosts are bracketed: `tcp:[::1]:7000`.
 
-use cetp_reference::provider::ManifestVariant;
+use cetp_reference::provider::{FixtureSet, ManifestVariant};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{SocketAddr, SocketAddrV4};
@@ -47,6 +48,8 @@ pub enum TargetSpec {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimSpec {
+    /// The app the device hosts; `mutant` names one of its mutants.
+    pub provider: FixtureSet,
     pub mutant: Option<String>,
     pub variant: Option<String>,
     pub manifest: ManifestVariant,
@@ -60,6 +63,7 @@ impl Default for SimSpec {
     fn default() -> Self {
         let d = cetp_sim::SimConfig::default();
         SimSpec {
+            provider: d.provider,
             mutant: d.mutant,
             variant: d.variant,
             manifest: d.manifest,
@@ -74,6 +78,7 @@ impl Default for SimSpec {
 impl SimSpec {
     pub fn sim_config(&self) -> cetp_sim::SimConfig {
         cetp_sim::SimConfig {
+            provider: self.provider,
             mutant: self.mutant.clone(),
             variant: self.variant.clone(),
             manifest: self.manifest,
@@ -228,6 +233,9 @@ impl TargetSpec {
                     op_timeout_ms,
                     ..SimSpec::default()
                 };
+                if let Some(v) = take(&mut opts, "provider")? {
+                    s.provider = cetp_sim::parse_provider(&v).map_err(|e| err(e.to_string()))?;
+                }
                 if let Some(v) = take(&mut opts, "mutant")? {
                     s.mutant = Some(v);
                 }
@@ -332,6 +340,9 @@ impl fmt::Display for TargetSpec {
         let head = match self {
             TargetSpec::Sim(s) => {
                 let d = SimSpec::default();
+                if s.provider != d.provider {
+                    opts.push(format!("provider={}", s.provider));
+                }
                 if let Some(m) = &s.mutant {
                     opts.push(format!("mutant={m}"));
                 }
@@ -434,6 +445,23 @@ mod tests {
             TargetSpec::Sim(s).to_string(),
             "sim:mutant=session_not_checked,manifest=v1-only,clock_skew_ms=-5000,seed=9"
         );
+        let TargetSpec::Sim(n) = round_trip("sim:mutant=delete_note_unconfirmed,provider=notes")
+        else {
+            panic!()
+        };
+        assert_eq!(n.provider, FixtureSet::Notes);
+        assert_eq!(n.sim_config().provider, FixtureSet::Notes);
+        assert_eq!(
+            TargetSpec::Sim(n).to_string(),
+            "sim:provider=notes,mutant=delete_note_unconfirmed"
+        );
+        assert_eq!(
+            round_trip("sim:provider=reference"),
+            TargetSpec::Sim(SimSpec::default())
+        );
+        let e = TargetSpec::parse("sim:provider=todo").unwrap_err();
+        assert!(e.reason.contains("reference, notes"), "{e}");
+        assert!(TargetSpec::parse("sim:provider=notes,provider=notes").is_err());
         assert!(TargetSpec::parse("sim:manifest=v3").is_err());
         assert!(TargetSpec::parse("sim:frobnicate=1").is_err());
         assert!(TargetSpec::parse("sim:seed=x").is_err());

@@ -3,7 +3,7 @@
 
 mod common;
 
-use cetp_targets::{open, open_with, target_factory, OpenOptions, SimSpec, TargetSpec, WireTrace};
+use cetp_targets::{open, open_with, target_factory, OpenOptions, TargetSpec, WireTrace};
 use cetp_transport::Direction;
 use std::time::{Duration, Instant};
 

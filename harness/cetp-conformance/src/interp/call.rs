@@ -164,16 +164,24 @@ impl CaseRunner<'_> {
             .and_then(|s| s.info.as_ref())
             .map(|i| i.schema_dialect.clone())
             .unwrap_or_else(|| DEFAULT_DIALECT.into());
-        let valid = |me: &Self| -> Result<Json, Stop> {
-            // A tool picked for a profile role runs with that role's args.
+        // The role's or the observer's args are complete as the vendor wrote
+        // them; sample or generated args get the tool's setup calls.
+        let given = |me: &Self| -> Option<Json> {
             if let Some(r) = role
                 .and_then(|r| me.profile.roles.get(r))
                 .filter(|r| r.tool == tool.name)
             {
-                return Ok(table_to_json(&r.args));
+                return Some(table_to_json(&r.args));
             }
-            if let Some(o) = me.profile.observer.as_ref().filter(|o| o.tool == tool.name) {
-                return Ok(table_to_json(&o.args));
+            me.profile
+                .observer
+                .as_ref()
+                .filter(|o| o.tool == tool.name)
+                .map(|o| table_to_json(&o.args))
+        };
+        let valid = |me: &Self| -> Result<Json, Stop> {
+            if let Some(v) = given(me) {
+                return Ok(v);
             }
             if let Some(sample) = me.profile.sample_args(&tool.name) {
                 return Ok(sample);
@@ -185,10 +193,15 @@ impl CaseRunner<'_> {
                 )
             })
         };
+        let complete = given(self).is_some();
         Ok(match spec {
             Args::Valid => {
                 let v = valid(self)?;
-                self.with_setup(tool, session, v)?.to_string()
+                if complete {
+                    v.to_string()
+                } else {
+                    self.with_setup(tool, session, v)?.to_string()
+                }
             }
             Args::Escalating => {
                 let v = self
@@ -487,9 +500,17 @@ impl CaseRunner<'_> {
         }
         let status = doc.get("status").and_then(Json::as_str);
         if e.refused {
-            if status == Some("success") || status == Some("accepted") {
+            // A refusal is an error envelope: an exception or null is a
+            // broken answer, not a "no".
+            if let Some(t) = doc.get("_threw") {
                 return Err(Stop::Fail(format!(
-                    "expected the call to be refused, the Provider answered {what}"
+                    "expected an error envelope refusing the call, the Provider threw {}",
+                    t.get("class").and_then(Json::as_str).unwrap_or("?")
+                )));
+            }
+            if status != Some("error") {
+                return Err(Stop::Fail(format!(
+                    "expected the call to be refused with an error envelope, the Provider answered {what}"
                 )));
             }
             return Ok(());

@@ -245,7 +245,6 @@ impl CaseRunner<'_> {
     }
 
     /// Fetches provider info and the tool list of a session once.
-
     pub(super) fn ensure_tools(&mut self, session: &str) -> Result<(), Stop> {
         if self.session(session)?.tools.is_some() {
             return Ok(());

@@ -4,9 +4,7 @@
 use super::fixtures::ToolDef;
 use super::state::{Answer, DedupeKey, Failure, PendingDecision, Purpose, Record, RecordState};
 use super::util::lock;
-use super::{
-    Cx, Fault, Latitude, ReferenceProvider, CONFIRM_ACTIVITY, GRANT_ACTIVITY, IMPOSTOR_PACKAGE,
-};
+use super::{notes, Cx, Fault, FixtureSet, Latitude, ReferenceProvider, IMPOSTOR_PACKAGE};
 use cetp_proto::provider::{Decision, IntentTarget, ResolveOutcome};
 use cetp_proto::ErrorCode;
 
@@ -61,7 +59,10 @@ impl ReferenceProvider {
             t.truncate(200);
             t
         } else {
-            d.rng.hex("resume")
+            match self.cfg.fixtures {
+                FixtureSet::Reference => d.rng.hex("resume"),
+                FixtureSet::Notes => notes::resume_token(&mut d.rng),
+            }
         };
         let foreign = self.has(Fault::ForeignPendingIntent);
         let target = IntentTarget {
@@ -77,8 +78,8 @@ impl ReferenceProvider {
                 None
             } else {
                 Some(match purpose {
-                    Purpose::Grant(_) => GRANT_ACTIVITY.to_string(),
-                    Purpose::Confirm => CONFIRM_ACTIVITY.to_string(),
+                    Purpose::Grant(_) => format!("{}/.GrantActivity", self.cfg.package),
+                    Purpose::Confirm => format!("{}/.ConfirmActivity", self.cfg.package),
                 })
             },
             confirmation: confirmation.clone(),
@@ -116,18 +117,19 @@ impl ReferenceProvider {
     }
 
     fn decision_failure(&self, p: &PendingDecision) -> Failure {
+        let app = &self.cfg.provider_name;
         let (code, message) = match p.purpose {
             Purpose::Grant(_) => (
                 ErrorCode::AuthRequired,
-                "This action needs your permission in the ClawSeed Reference app.",
+                format!("This action needs your permission in the {app} app."),
             ),
             Purpose::Confirm if self.takes(Latitude::ConfirmWithAuthRequired) => (
                 ErrorCode::AuthRequired,
-                "Sign in to the ClawSeed Reference app and confirm this action.",
+                format!("Sign in to the {app} app and confirm this action."),
             ),
             Purpose::Confirm => (
                 ErrorCode::UserActionRequired,
-                "Confirm this action in the ClawSeed Reference app.",
+                format!("Confirm this action in the {app} app."),
             ),
         };
         let mut f = Failure::new(code, message);

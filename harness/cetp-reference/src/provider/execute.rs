@@ -2,8 +2,9 @@
 //! confirmation, and the single-executor commit.
 
 use super::fixtures::{self, ToolDef, ToolKind, ESCALATION_PRICE, MAX_HISTORY_ROWS};
+use super::notes::{self, NoteArgs};
 use super::state::{
-    Alert, Answer, DedupeKey, DurableState, Failure, Operation, Purpose, Record, RecordState,
+    Alert, Answer, DedupeKey, DurableState, Failure, Job, Operation, Purpose, Record, RecordState,
 };
 use super::util::lock;
 use super::{Cx, Fault, Latitude, ReferenceProvider};
@@ -30,6 +31,7 @@ pub(crate) enum ToolArgs {
     DeleteAlert { alert_id: String },
     SyncPortfolio { fail: bool },
     ExportHistory { rows: u64 },
+    Notes(NoteArgs),
 }
 
 impl ToolArgs {
@@ -75,7 +77,17 @@ impl ToolArgs {
                     .filter(|r| (1..=MAX_HISTORY_ROWS).contains(r))
                     .ok_or("`rows` must be an integer from 1 to 200000")?,
             },
+            ToolKind::Notes(tool) => ToolArgs::Notes(NoteArgs::parse(tool, obj)?),
         })
+    }
+
+    /// §3.4: whether this call is riskier than its tool's annotations say.
+    fn escalates(&self) -> bool {
+        match self {
+            ToolArgs::CreateAlert { price, .. } => *price >= ESCALATION_PRICE,
+            ToolArgs::Notes(n) => n.escalates(),
+            _ => false,
+        }
     }
 }
 
@@ -89,7 +101,7 @@ enum Seen {
 }
 
 /// What a committed mutation produced.
-enum Effected {
+pub(crate) enum Effected {
     Value(Json),
     Operation(String),
 }
@@ -187,7 +199,7 @@ impl ReferenceProvider {
 
         // §3.4, §7.2: every call checks every scope, whatever list_tools said.
         let missing = self.missing_scopes(cx.uid, tool);
-        if !missing.is_empty() {
+        if !missing.is_empty() && !self.scope_check_skipped(cx, &targs) {
             if self.has(Fault::ScopeDegradedData) {
                 return degraded(tool.kind);
             }
@@ -201,6 +213,7 @@ impl ReferenceProvider {
         if needs_confirmation(tool, &targs, !self.has(Fault::NoEscalation))
             && !confirmed
             && !consumer_says_confirmed
+            && !self.confirmation_skipped(&targs)
         {
             if self.has(Fault::EffectBeforeConfirmation) {
                 let mut d = lock(&self.durable.state);
@@ -255,12 +268,11 @@ impl ReferenceProvider {
                 uid: cx.uid,
                 request_id: cx.request_id.to_string(),
                 created_ms: cx.now_ms,
-                fail: false,
+                job: Job::Read { result: data },
                 state: OpState::Queued,
                 cancel_requested: false,
                 progress: 0,
                 outcome: None,
-                prepared: Some(data),
                 file,
             },
         );
@@ -474,7 +486,7 @@ impl ReferenceProvider {
         key: DedupeKey,
         digest: String,
     ) -> Answer {
-        let dedupe = !self.has(Fault::NoDedupe);
+        let dedupe = !self.has(Fault::NoDedupe) && !self.dedupe_skipped(cx, targs);
         let boot = {
             let mut d = lock(&self.durable.state);
             if dedupe {
@@ -586,12 +598,11 @@ impl ReferenceProvider {
                         uid,
                         request_id: request_id.to_string(),
                         created_ms: now_ms,
-                        fail: *fail,
+                        job: Job::SyncPortfolio { fail: *fail },
                         state: OpState::Queued,
                         cancel_requested: false,
                         progress: 0,
                         outcome: None,
-                        prepared: None,
                         file: None,
                     },
                 );
@@ -604,6 +615,7 @@ impl ReferenceProvider {
                 d.effects += 1;
                 Ok(Effected::Value(json!({ "synced": d.synced })))
             }
+            ToolArgs::Notes(args) => self.notes_effect(d, now_ms, uid, request_id, async_ok, args),
             ToolArgs::GetQuote { .. } | ToolArgs::ListAlerts | ToolArgs::ExportHistory { .. } => {
                 Err(Failure::new(ErrorCode::InternalError, "Internal error."))
             }
@@ -655,6 +667,7 @@ impl ReferenceProvider {
                 })
             }
             ToolArgs::ExportHistory { rows } => Ok(fixtures::history(*rows)),
+            ToolArgs::Notes(args) => self.notes_read(args),
             _ => Err(Failure::new(ErrorCode::InternalError, "Internal error.")),
         }
     }
@@ -735,14 +748,11 @@ fn insert_record(
 }
 
 /// §3.4: `always`, or `provider_policy` when the runtime risk is higher than
-/// declared (an alert at an extreme price).
+/// declared (an alert at an extreme price, a note shared publicly).
 fn needs_confirmation(tool: &ToolDef, targs: &ToolArgs, escalate: bool) -> bool {
     match tool.confirmation {
         "always" => true,
-        "provider_policy" => {
-            escalate
-                && matches!(targs, ToolArgs::CreateAlert { price, .. } if *price >= ESCALATION_PRICE)
-        }
+        "provider_policy" => escalate && targs.escalates(),
         _ => false,
     }
 }
@@ -763,6 +773,7 @@ fn degraded(kind: ToolKind) -> Answer {
         ToolKind::DeleteAlert => json!({"deleted": false}),
         ToolKind::SyncPortfolio => json!({"synced": 0}),
         ToolKind::ExportHistory => json!({"rows": []}),
+        ToolKind::Notes(tool) => notes::degraded(tool),
     };
     Answer::ok(json!({"kind": "inline", "value": value}))
 }

@@ -5,7 +5,13 @@
 //! `self.has(Fault::X)` site shows the whole mutation. The spec sections each
 //! fault breaks, and a description of the broken behaviour, live as data in
 //! `vectors/mutants/mutants.json`, which a test keeps in step with [`Fault::ALL`].
+//!
+//! A fault belongs to the apps ([`FixtureSet`]) where it has a place and a
+//! scenario showing it: most to the reference app only, the engine faults
+//! listed in [`SHARED_WITH_NOTES`] to both, those of the last group to the
+//! notes app only.
 
+use super::FixtureSet;
 use std::fmt;
 
 macro_rules! faults {
@@ -85,6 +91,9 @@ faults! {
     StackTraceInMessage => "stack_trace_in_message",
     /// Error answers have no `retryable` key.
     ErrorMissingRetryable => "error_missing_retryable",
+    /// Refusals are thrown (SecurityException) instead of answered as error
+    /// envelopes.
+    RefusalsThrown => "refusals_thrown",
     /// Schema violations are answered INVALID_REQUEST.
     InvalidArgsWrongCode => "invalid_args_wrong_code",
     /// RATE_LIMITED carries retryable=false.
@@ -217,6 +226,66 @@ faults! {
     InlineOverLimit => "inline_over_limit",
     /// File results are sent without large_results.
     FileWithoutNegotiation => "file_without_negotiation",
+    // ---- the notes app only
+    /// `delete_note` (declared confirmation=always) deletes without asking.
+    DeleteNoteUnconfirmed => "delete_note_unconfirmed",
+    /// `get_note` (effect=read) creates the note it is asked for when no
+    /// such note exists.
+    GetNoteCreatesMissing => "get_note_creates_missing",
+    /// The background path of `archive_notes` skips the scope check.
+    BackgroundArchiveSkipsScope => "background_archive_skips_scope",
+    /// After a restart, the job queue runs succeeded background archives
+    /// again.
+    ArchiveReplayedAfterRestart => "archive_replayed_after_restart",
+    /// A background archive succeeds with `{"archived_ids": [...]}`, not the
+    /// output_schema shape of the synchronous path, unchecked.
+    BackgroundArchiveResultShape => "background_archive_result_shape",
+    /// Only background archives are de-duplicated: a synchronous
+    /// `archive_notes` retried with its request id runs again.
+    SyncArchiveNotDeduped => "sync_archive_not_deduped",
+}
+
+/// Engine faults that break the notes app as well, each with a notes
+/// scenario of its own.
+pub const SHARED_WITH_NOTES: &[Fault] = &[
+    Fault::NoDedupe,
+    Fault::DedupeLostOnRestart,
+    Fault::EffectBeforeConfirmation,
+    Fault::DenialExecutes,
+    Fault::NoEscalation,
+    Fault::ResumeTokenArgsUnbound,
+    Fault::ScopeNotEnforced,
+    Fault::OperationLostOnRestart,
+    Fault::CancelReportsCancelledAfterEffect,
+    Fault::InlineOverLimit,
+];
+
+const NOTES_ONLY: &[Fault] = &[
+    Fault::DeleteNoteUnconfirmed,
+    Fault::GetNoteCreatesMissing,
+    Fault::BackgroundArchiveSkipsScope,
+    Fault::ArchiveReplayedAfterRestart,
+    Fault::BackgroundArchiveResultShape,
+    Fault::SyncArchiveNotDeduped,
+];
+
+impl Fault {
+    /// Whether the fault has a place in the app `set` (the `providers` of
+    /// its `mutants.json` entry).
+    pub fn applies_to(self, set: FixtureSet) -> bool {
+        match set {
+            FixtureSet::Reference => !NOTES_ONLY.contains(&self),
+            FixtureSet::Notes => NOTES_ONLY.contains(&self) || SHARED_WITH_NOTES.contains(&self),
+        }
+    }
+
+    /// The apps the fault has a place in, in [`FixtureSet::ALL`] order.
+    pub fn providers(self) -> Vec<FixtureSet> {
+        FixtureSet::ALL
+            .into_iter()
+            .filter(|s| self.applies_to(*s))
+            .collect()
+    }
 }
 
 impl fmt::Display for Fault {
@@ -253,5 +322,17 @@ mod tests {
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_'));
         }
         assert_eq!(Fault::parse("nope"), None);
+    }
+
+    #[test]
+    fn every_fault_has_an_app() {
+        for f in Fault::ALL {
+            assert!(!f.providers().is_empty(), "{f}");
+        }
+        let notes = Fault::ALL
+            .iter()
+            .filter(|f| f.applies_to(FixtureSet::Notes))
+            .count();
+        assert!(notes >= 12, "{notes}");
     }
 }

@@ -1,4 +1,6 @@
-//! The reference Provider's tools and scopes, and what they compute.
+//! The reference Provider's tools and scopes, and what they compute; the
+//! catalog machinery both fixture sets share (the notes set lives in
+//! `notes.rs`).
 //!
 //! Descriptors follow §3.1-§3.4; the listing faults change only what is
 //! published, the routing faults (`tool_name_invalid`,
@@ -6,6 +8,8 @@
 
 use super::fault::Fault;
 use super::latitude::Latitude;
+use super::notes::{self, NoteTool};
+use super::FixtureSet;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};
 use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
 use serde_json::{json, Value as Json};
@@ -19,6 +23,7 @@ pub(crate) enum ToolKind {
     DeleteAlert,
     SyncPortfolio,
     ExportHistory,
+    Notes(NoteTool),
 }
 
 pub(crate) struct ToolDef {
@@ -93,17 +98,25 @@ pub(crate) const SCOPES: &[ScopeDef] = &[
     },
 ];
 
+/// The scope catalog of a fixture set.
+pub(crate) fn scope_defs(set: FixtureSet) -> &'static [ScopeDef] {
+    match set {
+        FixtureSet::Reference => SCOPES,
+        FixtureSet::Notes => notes::SCOPES,
+    }
+}
+
 /// Scopes every caller holds unless configured otherwise: the read scopes.
-pub(crate) fn read_scopes() -> BTreeSet<String> {
-    SCOPES
+pub(crate) fn read_scopes(set: FixtureSet) -> BTreeSet<String> {
+    scope_defs(set)
         .iter()
         .filter(|s| s.access == "read")
         .map(|s| s.name.to_string())
         .collect()
 }
 
-pub(crate) fn all_scopes() -> BTreeSet<String> {
-    SCOPES.iter().map(|s| s.name.to_string()).collect()
+pub(crate) fn all_scopes(set: FixtureSet) -> BTreeSet<String> {
+    scope_defs(set).iter().map(|s| s.name.to_string()).collect()
 }
 
 /// Price at or above which creating an alert is escalated to a per-call
@@ -115,21 +128,22 @@ pub(crate) struct Catalog {
     pub tools: Vec<ToolDef>,
 }
 
-struct Spec {
-    kind: ToolKind,
-    name: &'static str,
-    title: &'static str,
-    description: &'static str,
-    input: Json,
-    output: Json,
-    scopes: Vec<&'static str>,
-    effect: &'static str,
-    risk: &'static str,
-    destructive: bool,
-    idempotent: bool,
-    open_world: bool,
-    confirmation: &'static str,
-    may_run_async: bool,
+/// A tool as a fixture set writes it down, before its schemas are compiled.
+pub(crate) struct Spec {
+    pub kind: ToolKind,
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub input: Json,
+    pub output: Json,
+    pub scopes: Vec<&'static str>,
+    pub effect: &'static str,
+    pub risk: &'static str,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+    pub confirmation: &'static str,
+    pub may_run_async: bool,
 }
 
 fn specs(faults: &BTreeSet<Fault>) -> Vec<Spec> {
@@ -323,8 +337,16 @@ fn specs(faults: &BTreeSet<Fault>) -> Vec<Spec> {
 }
 
 impl Catalog {
-    pub fn new(faults: &BTreeSet<Fault>, latitudes: &BTreeSet<Latitude>) -> Catalog {
-        let tools = specs(faults)
+    pub fn new(
+        set: FixtureSet,
+        faults: &BTreeSet<Fault>,
+        latitudes: &BTreeSet<Latitude>,
+    ) -> Catalog {
+        let specs = match set {
+            FixtureSet::Reference => specs(faults),
+            FixtureSet::Notes => notes::specs(),
+        };
+        let tools = specs
             .into_iter()
             .map(|mut s| {
                 match s.kind {
@@ -377,6 +399,10 @@ impl Catalog {
     /// Routing is by exact name (§3.1), never by position or title.
     pub fn find(&self, name: &str) -> Option<&ToolDef> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    pub fn by_kind(&self, kind: ToolKind) -> Option<&ToolDef> {
+        self.tools.iter().find(|t| t.kind == kind)
     }
 
     /// `list_tools` data for a session (§3.3). `async_negotiated` decides
@@ -492,9 +518,9 @@ fn published_scope_name(name: &str, faults: &BTreeSet<Fault>) -> String {
 }
 
 /// `get_provider_info` scope catalog (§3.2).
-pub(crate) fn scopes_json(faults: &BTreeSet<Fault>) -> Json {
+pub(crate) fn scopes_json(set: FixtureSet, faults: &BTreeSet<Fault>) -> Json {
     Json::Array(
-        SCOPES
+        scope_defs(set)
             .iter()
             .map(|s| {
                 let sensitivity = if faults.contains(&Fault::UnknownScopeSensitivity)

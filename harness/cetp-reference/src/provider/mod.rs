@@ -7,9 +7,14 @@
 //! in; the only real time is the bounded wait of a caller whose request id is
 //! already being executed by another thread.
 //!
+//! The engine (sessions, dedupe, confirmation, operations, durability) hosts
+//! one of two apps, a [`FixtureSet`]: the reference app (quotes, alerts,
+//! portfolio) or the notes app (`notes.rs`), whose tools, ids and async
+//! policy have another shape, so that the suite is not tuned to one app.
+//!
 //! A mutant is the same Provider with one [`Fault`] switched on
-//! ([`ReferenceProvider::mutant`]); `vectors/mutants/mutants.json` documents
-//! what each one breaks.
+//! ([`ReferenceProvider::mutant`], [`ReferenceProvider::mutant_of`]);
+//! `vectors/mutants/mutants.json` documents what each one breaks.
 //!
 //! State follows a real app's split: sessions and in-flight counters live in
 //! memory and are lost by [`ProviderApp::restart`]; dedupe records,
@@ -23,6 +28,7 @@ mod execute;
 pub mod fault;
 mod fixtures;
 pub mod latitude;
+mod notes;
 mod operations;
 mod respond;
 mod session;
@@ -32,6 +38,9 @@ mod v1;
 
 pub use fault::{Fault, UnknownFault};
 pub use latitude::Latitude;
+pub use notes::{
+    ARCHIVE_BACKGROUND_OVER, NOTES_AUTHORITY, NOTES_PACKAGE, NOTES_RESUME_TOKEN_TTL_MS, NOTES_UID,
+};
 
 use crate::app::ProviderApp;
 use cetp_proto::discovery::{META_AUTHORITY, META_VERSION, META_VERSIONS};
@@ -75,6 +84,61 @@ pub const OPERATION_DONE_AFTER_MS: i64 = 300;
 /// Retry hint of RATE_LIMITED.
 pub const RETRY_AFTER_MS: i64 = 100;
 
+/// The app the engine hosts: its tools, scopes, business state, and the
+/// shapes of the ids and tokens it issues.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FixtureSet {
+    /// Quotes, price alerts, portfolio sync and trading history: an effect
+    /// counter in `list_alerts`, deletes of absent alerts succeed, every
+    /// `sync_portfolio` runs in the background.
+    #[default]
+    Reference,
+    /// Notes (`notes.rs`): no effect counter, deleting an absent note is a
+    /// business error, `archive_notes` runs in the background only for
+    /// large inputs.
+    Notes,
+}
+
+impl FixtureSet {
+    pub const ALL: [FixtureSet; 2] = [FixtureSet::Reference, FixtureSet::Notes];
+
+    /// The name targets and `mutants.json` use (`provider=notes`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FixtureSet::Reference => "reference",
+            FixtureSet::Notes => "notes",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<FixtureSet> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The package of the app with these fixtures.
+    pub fn package(self) -> &'static str {
+        match self {
+            FixtureSet::Reference => PACKAGE,
+            FixtureSet::Notes => NOTES_PACKAGE,
+        }
+    }
+
+    /// The scopes of every tool of the set.
+    pub fn all_scopes(self) -> BTreeSet<String> {
+        fixtures::all_scopes(self)
+    }
+
+    /// The read scopes of the set (what unknown callers get by default).
+    pub fn read_scopes(self) -> BTreeSet<String> {
+        fixtures::read_scopes(self)
+    }
+}
+
+impl fmt::Display for FixtureSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The limits the Provider negotiates (§2.2) and enforces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -91,6 +155,15 @@ impl Limits {
         max_inline_result_bytes: 262_144,
         max_concurrent_requests: 4,
         idempotency_window_seconds: 86_400,
+    };
+
+    /// The notes app asks for more than the minimums: a longer window and
+    /// bigger requests (a list of note ids to archive).
+    pub const NOTES: Limits = Limits {
+        max_request_bytes: 131_072,
+        max_inline_result_bytes: 262_144,
+        max_concurrent_requests: 8,
+        idempotency_window_seconds: 172_800,
     };
 
     fn window_ms(&self) -> i64 {
@@ -136,6 +209,9 @@ pub fn thread_sleeper() -> Sleeper {
 
 #[derive(Clone)]
 pub struct ProviderConfig {
+    /// The app the engine hosts. The identity fields below are not derived
+    /// from it: [`ProviderConfig::notes`] sets all of them.
+    pub fixtures: FixtureSet,
     pub package: String,
     pub authority: String,
     /// §3.1: defaults to the package name.
@@ -169,6 +245,7 @@ pub struct ProviderConfig {
 impl Default for ProviderConfig {
     fn default() -> Self {
         ProviderConfig {
+            fixtures: FixtureSet::Reference,
             package: PACKAGE.to_string(),
             authority: AUTHORITY.to_string(),
             provider_id: PACKAGE.to_string(),
@@ -177,8 +254,11 @@ impl Default for ProviderConfig {
             uid: PROVIDER_UID,
             manifest: ManifestVariant::DualStack,
             seed: 0,
-            grants: BTreeMap::from([(FULL_ACCESS_UID, fixtures::all_scopes())]),
-            default_grants: fixtures::read_scopes(),
+            grants: BTreeMap::from([(
+                FULL_ACCESS_UID,
+                fixtures::all_scopes(FixtureSet::Reference),
+            )]),
+            default_grants: fixtures::read_scopes(FixtureSet::Reference),
             limits: Limits::REFERENCE,
             session_ttl_ms: SESSION_TTL_MS,
             resume_token_ttl_ms: RESUME_TOKEN_TTL_MS,
@@ -193,6 +273,7 @@ impl Default for ProviderConfig {
 impl fmt::Debug for ProviderConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProviderConfig")
+            .field("fixtures", &self.fixtures)
             .field("package", &self.package)
             .field("authority", &self.authority)
             .field("provider_id", &self.provider_id)
@@ -233,13 +314,43 @@ impl ProviderConfig {
         self
     }
 
-    /// The scopes of every tool (for granting a caller everything).
-    pub fn all_scopes() -> BTreeSet<String> {
-        fixtures::all_scopes()
+    /// The notes app with its own identity, lifetimes and limits; identity
+    /// a ([`FULL_ACCESS_UID`]) holds every notes scope.
+    pub fn notes() -> ProviderConfig {
+        let set = FixtureSet::Notes;
+        ProviderConfig {
+            fixtures: set,
+            package: NOTES_PACKAGE.to_string(),
+            authority: NOTES_AUTHORITY.to_string(),
+            provider_id: NOTES_PACKAGE.to_string(),
+            provider_name: "ClawSeed Notes".to_string(),
+            description: "Your notes: write, archive and export them".to_string(),
+            uid: NOTES_UID,
+            grants: BTreeMap::from([(FULL_ACCESS_UID, set.all_scopes())]),
+            default_grants: set.read_scopes(),
+            limits: Limits::NOTES,
+            session_ttl_ms: notes::NOTES_SESSION_TTL_MS,
+            resume_token_ttl_ms: NOTES_RESUME_TOKEN_TTL_MS,
+            ..ProviderConfig::default()
+        }
     }
-    /// The read scopes (what callers get by default).
+
+    /// The standard configuration of an app: [`ProviderConfig::default`] or
+    /// [`ProviderConfig::notes`].
+    pub fn of(set: FixtureSet) -> ProviderConfig {
+        match set {
+            FixtureSet::Reference => ProviderConfig::default(),
+            FixtureSet::Notes => ProviderConfig::notes(),
+        }
+    }
+
+    /// The scopes of every reference tool (for granting a caller everything).
+    pub fn all_scopes() -> BTreeSet<String> {
+        FixtureSet::Reference.all_scopes()
+    }
+    /// The reference read scopes (what callers get by default).
     pub fn read_scopes() -> BTreeSet<String> {
-        fixtures::read_scopes()
+        FixtureSet::Reference.read_scopes()
     }
 }
 
@@ -285,7 +396,7 @@ pub(crate) struct Cx<'a> {
 
 impl ReferenceProvider {
     pub fn new(cfg: ProviderConfig) -> Self {
-        let catalog = Catalog::new(&cfg.faults, &cfg.latitudes);
+        let catalog = Catalog::new(cfg.fixtures, &cfg.faults, &cfg.latitudes);
         let durable = DurableState::new(cfg.seed, cfg.grants.clone());
         ReferenceProvider {
             catalog,
@@ -312,19 +423,35 @@ impl ReferenceProvider {
         })
     }
 
-    /// The mutant named `name` (a [`Fault::name`]).
+    /// The mutant of the reference app named `name` (a [`Fault::name`]).
     pub fn mutant(name: &str) -> Result<Self, UnknownFault> {
-        Fault::parse(name)
-            .map(Self::with_fault)
-            .ok_or_else(|| UnknownFault(name.to_string()))
+        Self::mutant_of(FixtureSet::Reference, name)
+    }
+
+    /// The standard Provider of an app ([`ProviderConfig::of`]).
+    pub fn hosting(set: FixtureSet) -> Self {
+        Self::new(ProviderConfig::of(set))
+    }
+
+    /// The mutant `name` of an app; a fault that has no place in that app
+    /// ([`Fault::applies_to`]) is as unknown as a misspelt one.
+    pub fn mutant_of(set: FixtureSet, name: &str) -> Result<Self, UnknownFault> {
+        let fault = Fault::parse(name)
+            .filter(|f| f.applies_to(set))
+            .ok_or_else(|| UnknownFault(name.to_string()))?;
+        Ok(Self::new(ProviderConfig {
+            faults: BTreeSet::from([fault]),
+            ..ProviderConfig::of(set)
+        }))
     }
 
     pub fn config(&self) -> &ProviderConfig {
         &self.cfg
     }
 
-    /// Committed executions of tools with side effects so far (also
-    /// reported by the `list_alerts` tool as `effects`).
+    /// Committed executions of tools with side effects so far (the
+    /// reference app reports it in `list_alerts` as `effects`; the notes app
+    /// reports it nowhere).
     pub fn effects(&self) -> u64 {
         lock(&self.durable.state).effects
     }
@@ -343,20 +470,12 @@ impl ReferenceProvider {
         Ok(Self::new(ProviderConfig::default().with_latitude(l)))
     }
 
+    /// The wait the app suggests between polls.
     pub(crate) fn poll_after_ms(&self) -> i64 {
-        if self.takes(Latitude::SlowOperations) {
-            60_000
-        } else {
-            POLL_AFTER_MS
-        }
-    }
-
-    /// Device time from creation to the end of an operation.
-    pub(crate) fn operation_done_after_ms(&self) -> i64 {
-        if self.takes(Latitude::SlowOperations) {
-            20 * 60_000
-        } else {
-            OPERATION_DONE_AFTER_MS
+        match (self.takes(Latitude::SlowOperations), self.cfg.fixtures) {
+            (true, _) => 60_000,
+            (false, FixtureSet::Reference) => POLL_AFTER_MS,
+            (false, FixtureSet::Notes) => notes::POLL_AFTER_MS,
         }
     }
 
@@ -556,7 +675,7 @@ impl ReferenceProvider {
             "provider_name": self.cfg.provider_name,
             "description": self.cfg.description,
             "schema_dialect": cetp_proto::schema::DEFAULT_DIALECT,
-            "scopes": fixtures::scopes_json(&self.cfg.faults),
+            "scopes": fixtures::scopes_json(self.cfg.fixtures, &self.cfg.faults),
         });
         if self.takes(Latitude::DescriptorUnknownFields) {
             info["x_vendor"] =
@@ -698,6 +817,7 @@ impl ProviderApp for ReferenceProvider {
             d.operations.clear();
             d.active_ops.clear();
         }
+        self.replay_jobs_after_restart(&mut d);
         drop(d);
         self.durable.changed.notify_all();
     }

@@ -1,15 +1,20 @@
-//! Background operations (§4.4): `sync_portfolio` with async_operations.
+//! Background operations (§4.4): `sync_portfolio` of the reference app, and
+//! large `archive_notes` of the notes app, with async_operations.
 //!
-//! An operation is queued, runs from [`OPERATION_RUNNING_AFTER_MS`] and ends at
-//! [`OPERATION_DONE_AFTER_MS`] of device time after creation. Its state is
+//! An operation is queued, runs from its job's running age (reference:
+//! [`OPERATION_RUNNING_AFTER_MS`]) and ends at its done age (reference:
+//! [`OPERATION_DONE_AFTER_MS`]) of device time after creation. Its state is
 //! advanced lazily from the `now_ms` of every call, only ever forwards, and
 //! its effect is committed exactly once, with the transition to succeeded.
 
 use super::execute::sync_failure;
 use super::fixtures::ToolKind;
-use super::state::{Answer, DurableState, Failure};
+use super::notes;
+use super::state::{Answer, DurableState, Failure, Job, Operation};
 use super::util::lock;
-use super::{Cx, Fault, Latitude, ReferenceProvider, OPERATION_RUNNING_AFTER_MS};
+use super::{
+    Cx, Fault, Latitude, ReferenceProvider, OPERATION_DONE_AFTER_MS, OPERATION_RUNNING_AFTER_MS,
+};
 use cetp_proto::envelope::OpState;
 use cetp_proto::ErrorCode;
 use serde_json::{json, Value as Json};
@@ -19,7 +24,41 @@ const PRUNE_EVERY_MS: i64 = 60_000;
 /// How long the operation_expired_early mutant keeps operations.
 const EARLY_TTL_MS: i64 = 60_000;
 
+impl Job {
+    /// Device-time ages at which the job starts running and finishes.
+    fn timing(&self) -> (i64, i64) {
+        match self {
+            Job::SyncPortfolio { .. } | Job::Read { .. } => {
+                (OPERATION_RUNNING_AFTER_MS, OPERATION_DONE_AFTER_MS)
+            }
+            Job::Notes(_) => (
+                notes::ARCHIVE_RUNNING_AFTER_MS,
+                notes::ARCHIVE_DONE_AFTER_MS,
+            ),
+        }
+    }
+
+    fn progress_message(&self) -> &'static str {
+        match self {
+            Job::SyncPortfolio { .. } => "Synchronising portfolio",
+            Job::Read { .. } => "Preparing the result",
+            Job::Notes(_) => "Archiving notes",
+        }
+    }
+}
+
 impl ReferenceProvider {
+    /// The job's running and done ages; the slow_operations variant takes
+    /// twenty minutes of device time over every job.
+    fn job_timing(&self, job: &Job) -> (i64, i64) {
+        let (running, done) = job.timing();
+        if self.takes(Latitude::SlowOperations) {
+            (running, done.max(20 * 60_000))
+        } else {
+            (running, done)
+        }
+    }
+
     /// Advances every live operation to `now_ms` and sweeps what expired.
     pub(crate) fn tick(&self, now_ms: i64) {
         let mut guard = lock(&self.durable.state);
@@ -68,70 +107,80 @@ impl ReferenceProvider {
     }
 
     fn advance(&self, d: &mut DurableState, id: &str, now_ms: i64) {
-        let output = self
-            .catalog
-            .tools
-            .iter()
-            .find(|t| t.kind == ToolKind::SyncPortfolio)
-            .map(|t| &t.output);
-        let DurableState {
-            operations,
-            active_ops,
-            effects,
-            synced,
-            ..
-        } = d;
-        let Some(op) = operations.get_mut(id) else {
-            active_ops.remove(id);
+        let Some(op) = d.operations.get(id) else {
+            d.active_ops.remove(id);
             return;
         };
         if op.state.is_terminal() {
-            active_ops.remove(id);
+            d.active_ops.remove(id);
             return;
         }
-        if op.cancel_requested {
-            if self.has(Fault::CancelReportsCancelledAfterEffect) {
-                *synced += 1;
-                *effects += 1;
-            }
-            op.state = OpState::Cancelled;
-            active_ops.remove(id);
-            return;
-        }
+        let job = op.job.clone();
         let age = now_ms.saturating_sub(op.created_ms);
-        let done_after = self.operation_done_after_ms();
-        if age >= done_after {
-            if let Some(result) = op.prepared.take() {
-                // A read: nothing to commit, the result was computed up front.
-                op.state = OpState::Succeeded;
-                op.outcome = Some(result);
-            } else if op.fail {
-                op.state = OpState::Failed;
-                op.outcome = Some(sync_failure().to_json());
-            } else {
-                let value = json!({ "synced": *synced + 1 });
-                if output.is_some_and(|s| s.is_valid(&value)) {
-                    *synced += 1;
-                    *effects += 1;
-                    op.state = OpState::Succeeded;
-                    op.outcome = Some(json!({"kind": "inline", "value": value}));
-                } else {
-                    op.state = OpState::Failed;
-                    op.outcome = Some(
-                        Failure::new(
-                            ErrorCode::InternalError,
-                            "The provider could not produce a valid result.",
-                        )
-                        .to_json(),
-                    );
+        let (running_after, done_after) = self.job_timing(&job);
+        let (state, outcome) = if op.cancel_requested {
+            if self.has(Fault::CancelReportsCancelledAfterEffect) {
+                self.apply_job(d, &job);
+            }
+            (OpState::Cancelled, None)
+        } else if age >= done_after {
+            match self.finish_job(d, &job) {
+                Ok(result) => (OpState::Succeeded, Some(result)),
+                Err(f) => (OpState::Failed, Some(f.to_json())),
+            }
+        } else {
+            if age >= running_after {
+                if let Some(op) = d.operations.get_mut(id) {
+                    op.state = OpState::Running;
+                    let pct = (age - running_after) * 100 / (done_after - running_after);
+                    op.progress = op.progress.max(pct.clamp(0, 99));
                 }
             }
-            active_ops.remove(id);
-        } else if age >= OPERATION_RUNNING_AFTER_MS {
-            op.state = OpState::Running;
-            let pct = (age - OPERATION_RUNNING_AFTER_MS) * 100
-                / (done_after - OPERATION_RUNNING_AFTER_MS);
-            op.progress = op.progress.max(pct.clamp(0, 99));
+            return;
+        };
+        if let Some(op) = d.operations.get_mut(id) {
+            op.state = state;
+            op.outcome = outcome;
+        }
+        d.active_ops.remove(id);
+    }
+
+    /// Ends a job that ran its course: the result envelope of a succeeded
+    /// operation, or the error of a failed one. The effect is committed
+    /// only with a valid result.
+    fn finish_job(&self, d: &mut DurableState, job: &Job) -> Result<Json, Failure> {
+        match job {
+            Job::SyncPortfolio { fail: true } => Err(sync_failure()),
+            Job::SyncPortfolio { fail: false } => {
+                let value = json!({ "synced": d.synced + 1 });
+                let valid = self
+                    .catalog
+                    .by_kind(ToolKind::SyncPortfolio)
+                    .is_some_and(|t| t.output.is_valid(&value));
+                if !valid {
+                    return Err(Failure::new(
+                        ErrorCode::InternalError,
+                        "The provider could not produce a valid result.",
+                    ));
+                }
+                self.apply_job(d, job);
+                Ok(json!({"kind": "inline", "value": value}))
+            }
+            Job::Notes(j) => self.notes_finish_job(d, j),
+            // A read: nothing to commit, the result was computed up front.
+            Job::Read { result } => Ok(result.clone()),
+        }
+    }
+
+    /// Commits a job's effect.
+    fn apply_job(&self, d: &mut DurableState, job: &Job) {
+        match job {
+            Job::SyncPortfolio { .. } => {
+                d.synced += 1;
+                d.effects += 1;
+            }
+            Job::Notes(j) => self.notes_apply_job(d, j),
+            Job::Read { .. } => {}
         }
     }
 
@@ -244,13 +293,13 @@ impl ReferenceProvider {
     }
 }
 
-fn op_json(id: &str, op: &super::state::Operation, poll_after_ms: i64) -> Json {
+fn op_json(id: &str, op: &Operation, poll_after_ms: i64) -> Json {
     let mut v = json!({"operation_id": id, "state": op.state.as_str()});
     if op.state == OpState::Running {
         v["progress"] = json!({
             "current": op.progress,
             "total": 100,
-            "message": "Synchronising portfolio",
+            "message": op.job.progress_message(),
         });
     }
     if !op.state.is_terminal() {

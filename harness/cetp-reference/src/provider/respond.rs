@@ -53,6 +53,12 @@ impl ReferenceProvider {
                 }
                 b
             }
+            Answer::Error(f) if self.has(Fault::RefusalsThrown) => {
+                return Reply::Threw {
+                    class: "java.lang.SecurityException".into(),
+                    message: f.message,
+                };
+            }
             Answer::Error(f) => {
                 let (b, pi) = self.error_bundle(f, echo);
                 attachments.extend(pi);

@@ -3,7 +3,7 @@
 
 use super::state::{Answer, Failure, Session};
 use super::util::{lock, rfc3339_utc};
-use super::{Fault, Latitude, ReferenceProvider, RETRY_AFTER_MS};
+use super::{notes, Fault, FixtureSet, Latitude, ReferenceProvider, RETRY_AFTER_MS};
 use cetp_proto::envelope::{
     decode_v2_request, is_uuid, keys, Capability, Method, NegotiateRequest, V2Request,
 };
@@ -154,7 +154,10 @@ impl ReferenceProvider {
                     &sig[..43]
                 )
             } else {
-                d.rng.hex("session")
+                match self.cfg.fixtures {
+                    FixtureSet::Reference => d.rng.hex("session"),
+                    FixtureSet::Notes => notes::session_token(&mut d.rng),
+                }
             }
         });
         let token = {

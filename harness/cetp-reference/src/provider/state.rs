@@ -1,6 +1,7 @@
 //! The Provider's state, split the way a real app's is: [`Memory`] dies with
 //! the process, [`DurableState`] is its database and survives `restart()`.
 
+use super::notes::{NotesJob, NotesState};
 use super::util::DetRng;
 use cetp_proto::envelope::{Capability, OpState};
 use cetp_proto::provider::{Decision, IntentTarget};
@@ -160,21 +161,31 @@ pub(crate) struct PendingDecision {
     pub target: IntentTarget,
 }
 
+/// What a background operation does when it finishes.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Job {
+    /// `sync_portfolio` of the reference fixtures.
+    SyncPortfolio { fail: bool },
+    /// A job of the notes fixtures.
+    Notes(NotesJob),
+    /// A read tool's result, computed when the operation was created and
+    /// revealed when it succeeds (the read-tool legal variants).
+    Read { result: Json },
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Operation {
     pub uid: u32,
     pub request_id: String,
     pub created_ms: i64,
-    pub fail: bool,
+    pub job: Job,
     pub state: OpState,
     pub cancel_requested: bool,
     /// Progress percentage last reported (running only).
     pub progress: i64,
     /// The result envelope (succeeded) or error object (failed).
     pub outcome: Option<Json>,
-    /// A read tool's result, computed when the operation was created and
-    /// revealed when it succeeds; the file of a large one.
-    pub prepared: Option<Json>,
+    /// The file of a large result (a read handed over by an operation).
     pub file: Option<Arc<[u8]>>,
 }
 
@@ -201,6 +212,8 @@ pub(crate) struct DurableState {
     pub grants: BTreeMap<u32, BTreeSet<String>>,
     pub alerts: BTreeMap<String, Alert>,
     pub next_alert: u64,
+    /// The notes fixtures' business data.
+    pub notes: NotesState,
     /// Committed executions of tools with side effects (the observer's count).
     pub effects: u64,
     pub synced: u64,
@@ -223,6 +236,7 @@ impl DurableState {
             grants,
             alerts: BTreeMap::new(),
             next_alert: 0,
+            notes: NotesState::default(),
             effects: 0,
             synced: 0,
             operations: BTreeMap::new(),

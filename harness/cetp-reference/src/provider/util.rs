@@ -36,6 +36,38 @@ impl DetRng {
         sha256_hex(&input)
     }
 
+    /// `len` characters of RFC 4648 base32 in lowercase (`a-z2-7`), at
+    /// most 51 (the 256 bits of one draw).
+    pub(crate) fn base32(&mut self, purpose: &str, len: usize) -> String {
+        const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+        let bytes = hex::decode(self.hex(purpose)).unwrap_or_default();
+        let bit = |i: usize| (bytes[i / 8] >> (7 - i % 8)) & 1;
+        (0..len.min(51))
+            .map(|c| {
+                let v = (0..5).fold(0usize, |acc, k| (acc << 1) | usize::from(bit(c * 5 + k)));
+                char::from(ALPHABET[v])
+            })
+            .collect()
+    }
+
+    /// 43 characters of unpadded base64url: one 256-bit draw.
+    pub(crate) fn base64url(&mut self, purpose: &str) -> String {
+        const ALPHABET: &[u8; 64] =
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut bytes = hex::decode(self.hex(purpose)).unwrap_or_default();
+        bytes.push(0);
+        bytes
+            .chunks(3)
+            .flat_map(|c| {
+                let n = (u32::from(c[0]) << 16)
+                    | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+                    | u32::from(*c.get(2).unwrap_or(&0));
+                [18, 12, 6, 0].map(|s| char::from(ALPHABET[((n >> s) & 63) as usize]))
+            })
+            .take(43)
+            .collect()
+    }
+
     /// A random (version 4 shaped) UUID.
     pub(crate) fn uuid(&mut self) -> String {
         let h = self.hex("uuid");
@@ -109,5 +141,30 @@ mod tests {
         assert_ne!(x, z);
         assert_ne!(a.hex("t"), x);
         assert!(cetp_proto::envelope::is_uuid(&a.uuid()));
+    }
+
+    #[test]
+    fn encodings() {
+        let mut r = DetRng::new(1);
+        let b32 = r.base32("t", 10);
+        assert_eq!(b32.len(), 10);
+        assert!(b32
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || (b'2'..=b'7').contains(&c)));
+        assert_eq!(r.base32("t", 99).len(), 51);
+        let b64 = r.base64url("t");
+        assert_eq!(b64.len(), 43);
+        assert!(b64
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
+        // The first character carries the top six bits of the draw.
+        let mut again = DetRng::new(1);
+        again.hex("t");
+        again.hex("t");
+        let first = u8::from_str_radix(&again.hex("t")[..2], 16).unwrap() >> 2;
+        assert_eq!(
+            b64.as_bytes()[0],
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[first as usize]
+        );
     }
 }

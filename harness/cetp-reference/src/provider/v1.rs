@@ -23,7 +23,7 @@ impl ReferenceProvider {
             "get_provider_info" => Ok(json!({
                 "provider_name": self.cfg.provider_name,
                 "description": self.cfg.description,
-                "scopes": super::fixtures::SCOPES
+                "scopes": super::fixtures::scope_defs(self.cfg.fixtures)
                     .iter()
                     .map(|s| json!({"name": s.name, "description": s.description}))
                     .collect::<Vec<_>>(),

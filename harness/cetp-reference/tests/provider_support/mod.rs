@@ -9,7 +9,9 @@ use cetp_proto::provider::{
 };
 use cetp_proto::{Bundle, Value};
 use cetp_reference::app::ProviderApp;
-use cetp_reference::provider::{Fault, ProviderConfig, ReferenceProvider, FULL_ACCESS_UID};
+use cetp_reference::provider::{
+    Fault, FixtureSet, ProviderConfig, ReferenceProvider, FULL_ACCESS_UID,
+};
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -154,6 +156,10 @@ impl World {
     }
     pub fn reference() -> World {
         World::new(ReferenceProvider::reference())
+    }
+    /// The notes app.
+    pub fn notes() -> World {
+        World::new(ReferenceProvider::hosting(FixtureSet::Notes))
     }
     pub fn mutant(f: Fault) -> World {
         World::new(ReferenceProvider::with_fault(f))
@@ -313,6 +319,46 @@ impl World {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// `list_notes` as identity a (reconnecting when needed): the notes app
+    /// has no effect counter, so its state is what an observer sees.
+    pub fn notes_list(&mut self) -> Vec<Json> {
+        if !self.tokens.contains_key(&A) {
+            self.connect(A);
+        }
+        let mut o = self.exec(A, &rid(0xFFFF_FFFE), "list_notes", "{}");
+        if o.code().as_deref() == Some("NEGOTIATION_REQUIRED") {
+            self.connect(A);
+            o = self.exec(A, &rid(0xFFFF_FFFE), "list_notes", "{}");
+        }
+        assert!(o.is_success(), "list_notes failed: {:?}", o.bundle);
+        o.value()["notes"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// How many notes the notes app holds.
+    pub fn note_count(&mut self) -> usize {
+        self.notes_list().len()
+    }
+
+    /// Whether the note `id` is listed as archived (`None`: not listed).
+    pub fn archived(&mut self, id: &str) -> Option<bool> {
+        self.notes_list()
+            .iter()
+            .find(|n| n["note_id"] == id)
+            .and_then(|n| n["archived"].as_bool())
+    }
+
+    /// Adds a note as `uid` with `request_id`; its id.
+    pub fn add_note(&self, uid: u32, request_id: &str, title: &str) -> String {
+        let o = self.exec(
+            uid,
+            request_id,
+            "add_note",
+            &json!({ "title": title }).to_string(),
+        );
+        assert!(o.is_success(), "add_note failed: {:?}", o.bundle);
+        o.value()["note_id"].as_str().expect("note_id").to_string()
     }
 
     pub fn restart(&mut self) {

@@ -151,6 +151,88 @@ async fn negotiate_then_list_tools() {
     );
 }
 
+async fn on_notes(c: &mut Client, method: &str, extras: cetp_proto::Bundle) -> cetp_proto::Bundle {
+    c.call_on(
+        cetp_reference::provider::NOTES_AUTHORITY,
+        method,
+        Some(extras),
+        10_000,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{method}: {e}"))
+    .result
+    .expect("a Bundle")
+}
+
+#[tokio::test]
+async fn the_notes_app_is_hosted_with_its_own_package_and_scopes() {
+    use cetp_reference::provider::{FixtureSet, NOTES_AUTHORITY, NOTES_PACKAGE};
+    let notes = sim(SimConfig {
+        provider: FixtureSet::Notes,
+        ..SimConfig::default()
+    });
+    let mut c = Client::duplex(&notes, "a");
+    let now = c.hello().await.now_ms;
+    let d = DiscoverOk::from_ok(&c.ok(OpRequest::Discover).await).unwrap();
+    assert_eq!(d.providers.len(), 1);
+    assert_eq!(d.providers[0].package, NOTES_PACKAGE);
+    assert_eq!(
+        d.providers[0]
+            .meta
+            .get("com.clawseed.tools.authority")
+            .map(String::as_str),
+        Some(NOTES_AUTHORITY)
+    );
+    let offer = negotiate_extras(&["async_operations"]);
+    let negotiated = on_notes(&mut c, "negotiate", offer.clone()).await;
+    let token_a = data(&negotiated)["session_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(token_a.starts_with("ns1."), "{token_a}");
+    let tools = on_notes(&mut c, "list_tools", common(&token_a, &rid(1), now)).await;
+    let names: Vec<String> = data(&tools)["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "list_notes",
+            "get_note",
+            "add_note",
+            "delete_note",
+            "archive_notes",
+            "export_notes"
+        ]
+    );
+    // Identity b writes notes but may not archive them.
+    let mut b = Client::duplex(&notes, "b");
+    let negotiated = on_notes(&mut b, "negotiate", offer).await;
+    let token_b = data(&negotiated)["session_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let add = exec_extras(&token_b, &rid(2), now, "add_note", r#"{"title":"b's"}"#);
+    let added = on_notes(&mut b, "execute_tool", add).await;
+    assert_eq!(status(&added), "success", "{added:?}");
+    let id = data(&added)["value"]["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let archive = exec_extras(
+        &token_b,
+        &rid(3),
+        now,
+        "archive_notes",
+        &format!(r#"{{"note_ids":["{id}"]}}"#),
+    );
+    let refused = on_notes(&mut b, "execute_tool", archive).await;
+    assert_eq!(code(&refused).as_deref(), Some("AUTH_REQUIRED"));
+}
+
 #[tokio::test]
 async fn typed_values_keep_their_java_types() {
     let mut c = Client::duplex(&reference(), "a");

@@ -1,0 +1,754 @@
+//! The notes app: a second fixture set for the shared engine, shaped unlike
+//! the reference app so that the suite cannot lean on one app's habits.
+//!
+//! - No effect counter anywhere: `list_notes` shows notes only, so an
+//!   observer can count objects (create +1, delete -1) and nothing else.
+//! - `delete_note` of an id that does not exist is a business error
+//!   (CONFLICT), found when the confirmed delete commits.
+//! - `get_note` of an id that does not exist is INVALID_ARGS: the argument
+//!   names nothing, and no state could make it valid (§7.3 business checks).
+//! - `archive_notes` is `sync_or_async`, but only large inputs (more than
+//!   [`ARCHIVE_BACKGROUND_OVER`] ids, or `all`) go to the background, and only
+//!   when async_operations was negotiated. An archive naming a note that does
+//!   not exist archives nothing and fails with CONFLICT: synchronously, or as
+//!   the error of its operation.
+//! - `export_notes` grows with `copies`; big exports need large_results.
+//! - `add_note` with `share_publicly` is riskier than its `provider_policy`
+//!   annotation says and needs a per-call confirmation (§3.4).
+//! - Ids and tokens have their own shapes: note ids `n_` + 10 base32
+//!   characters, operation ids UUIDs, session tokens `ns1.` + base64url,
+//!   resume tokens `rt_` + base32.
+
+use super::execute::{invalid_args, Effected, ToolArgs};
+use super::fixtures::{ScopeDef, Spec, ToolKind};
+use super::state::{DurableState, Failure, Job, Operation};
+use super::util::{lock, DetRng};
+use super::{Cx, Fault, ReferenceProvider};
+use cetp_proto::envelope::{Capability, OpState};
+use cetp_proto::ErrorCode;
+use serde_json::{json, Map, Value as Json};
+use std::collections::BTreeMap;
+
+pub const NOTES_PACKAGE: &str = "com.clawseed.notes";
+pub const NOTES_AUTHORITY: &str = "com.clawseed.notes.clawseed.tools";
+/// UID of the notes app (creator of its PendingIntents).
+pub const NOTES_UID: u32 = 10051;
+/// Lifetime of a pending confirmation and its resume token: five minutes.
+pub const NOTES_RESUME_TOKEN_TTL_MS: i64 = 300_000;
+/// `archive_notes` with more note ids than this runs in the background.
+pub const ARCHIVE_BACKGROUND_OVER: usize = 50;
+pub(crate) const NOTES_SESSION_TTL_MS: i64 = 1_800_000;
+pub(crate) const POLL_AFTER_MS: i64 = 250;
+/// Background archives: queued until this age, then running.
+pub(crate) const ARCHIVE_RUNNING_AFTER_MS: i64 = 100;
+/// Background archives finish at this age.
+pub(crate) const ARCHIVE_DONE_AFTER_MS: i64 = 800;
+
+const MAX_TITLE_CHARS: u64 = 200;
+const MAX_BODY_CHARS: u64 = 10_000;
+const MAX_ID_CHARS: u64 = 64;
+const MAX_NOTE_IDS: u64 = 1_000;
+const MAX_COPIES: u64 = 10_000;
+/// Notes the app holds at most, so a fuzzer cannot make it grow unbounded.
+const MAX_NOTES: usize = 10_000;
+/// Note entries one export may hold (copies times notes), bounding its size.
+const MAX_EXPORT_ENTRIES: u64 = 400_000;
+
+pub(crate) const SCOPES: &[ScopeDef] = &[
+    ScopeDef {
+        name: "notes.read",
+        title: "Read notes",
+        description: "See and export your notes",
+        access: "read",
+        sensitivity: "personal",
+    },
+    ScopeDef {
+        name: "notes.write",
+        title: "Write notes",
+        description: "Add notes and delete them",
+        access: "write",
+        sensitivity: "personal",
+    },
+    ScopeDef {
+        name: "notes.archive",
+        title: "Archive notes",
+        description: "Move your notes to the archive",
+        access: "write",
+        sensitivity: "personal",
+    },
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NoteTool {
+    List,
+    Get,
+    Add,
+    Delete,
+    Archive,
+    Export,
+}
+
+/// Which notes an archive names.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ArchiveTarget {
+    Ids(Vec<String>),
+    All,
+}
+
+impl ArchiveTarget {
+    fn is_large(&self) -> bool {
+        match self {
+            ArchiveTarget::All => true,
+            ArchiveTarget::Ids(ids) => ids.len() > ARCHIVE_BACKGROUND_OVER,
+        }
+    }
+}
+
+/// Args of a notes tool after schema and business validation.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum NoteArgs {
+    List,
+    Get {
+        note_id: String,
+    },
+    Add {
+        title: String,
+        body: String,
+        share_publicly: bool,
+    },
+    Delete {
+        note_id: String,
+    },
+    Archive(ArchiveTarget),
+    Export {
+        copies: u64,
+    },
+}
+
+impl NoteArgs {
+    pub(crate) fn parse(tool: NoteTool, obj: &Map<String, Json>) -> Result<NoteArgs, String> {
+        let text = |k: &str, max: u64| -> Result<Option<String>, String> {
+            match obj.get(k) {
+                None => Ok(None),
+                Some(Json::String(s)) if s.chars().count() as u64 <= max => Ok(Some(s.clone())),
+                Some(_) => Err(format!(
+                    "`{k}` must be a string of at most {max} characters"
+                )),
+            }
+        };
+        let note_id = || {
+            text("note_id", MAX_ID_CHARS)?
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| "`note_id` must name a note".to_string())
+        };
+        Ok(match tool {
+            NoteTool::List => NoteArgs::List,
+            NoteTool::Get => NoteArgs::Get {
+                note_id: note_id()?,
+            },
+            NoteTool::Delete => NoteArgs::Delete {
+                note_id: note_id()?,
+            },
+            NoteTool::Add => NoteArgs::Add {
+                // A title of blanks would list as an empty line.
+                title: text("title", MAX_TITLE_CHARS)?
+                    .filter(|t| !t.trim().is_empty())
+                    .ok_or("`title` must have a visible character")?,
+                body: text("body", MAX_BODY_CHARS)?.unwrap_or_default(),
+                share_publicly: match obj.get("share_publicly") {
+                    None => false,
+                    Some(Json::Bool(b)) => *b,
+                    Some(_) => return Err("`share_publicly` must be a boolean".into()),
+                },
+            },
+            NoteTool::Archive => {
+                let all = match obj.get("all") {
+                    None => false,
+                    Some(Json::Bool(b)) => *b,
+                    Some(_) => return Err("`all` must be a boolean".into()),
+                };
+                match (obj.get("note_ids"), all) {
+                    (Some(_), true) => return Err("give `note_ids` or `all`, not both".into()),
+                    (None, true) => NoteArgs::Archive(ArchiveTarget::All),
+                    (None, false) => return Err("give `note_ids`, or `all`: true".into()),
+                    (Some(ids), false) => {
+                        let ids: Vec<String> = ids
+                            .as_array()
+                            .filter(|a| !a.is_empty() && a.len() as u64 <= MAX_NOTE_IDS)
+                            .ok_or(format!("`note_ids` must list 1 to {MAX_NOTE_IDS} note ids"))?
+                            .iter()
+                            .map(|v| v.as_str().filter(|s| !s.is_empty()).map(str::to_string))
+                            .collect::<Option<_>>()
+                            .ok_or("every note id must be a non-empty string")?;
+                        NoteArgs::Archive(ArchiveTarget::Ids(ids))
+                    }
+                }
+            }
+            NoteTool::Export => NoteArgs::Export {
+                copies: match obj.get("copies") {
+                    None => 1,
+                    Some(v) => {
+                        v.as_u64()
+                            .filter(|c| (1..=MAX_COPIES).contains(c))
+                            .ok_or(format!(
+                                "`copies` must be an integer from 1 to {MAX_COPIES}"
+                            ))?
+                    }
+                },
+            },
+        })
+    }
+
+    /// §3.4: sharing a note publicly reaches people outside the app, a risk
+    /// above what `add_note`'s annotations declare.
+    pub(crate) fn escalates(&self) -> bool {
+        matches!(
+            self,
+            NoteArgs::Add {
+                share_publicly: true,
+                ..
+            }
+        )
+    }
+}
+
+/// A background job of the notes app.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum NotesJob {
+    Archive(ArchiveTarget),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Note {
+    /// Creation order, the order `list_notes` shows.
+    pub seq: u64,
+    pub title: String,
+    pub body: String,
+    pub archived: bool,
+    pub shared: bool,
+}
+
+/// The notes app's database.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NotesState {
+    pub notes: BTreeMap<String, Note>,
+    pub next_seq: u64,
+}
+
+impl NotesState {
+    fn insert(&mut self, id: String, title: String, body: String, shared: bool) {
+        self.next_seq += 1;
+        self.notes.insert(
+            id,
+            Note {
+                seq: self.next_seq,
+                title,
+                body,
+                archived: false,
+                shared,
+            },
+        );
+    }
+
+    fn summaries(&self) -> Vec<Json> {
+        let mut notes: Vec<(&String, &Note)> = self.notes.iter().collect();
+        notes.sort_by_key(|(_, n)| n.seq);
+        notes
+            .into_iter()
+            .map(|(id, n)| json!({"note_id": id, "title": n.title, "archived": n.archived}))
+            .collect()
+    }
+
+    /// The ids an archive names that do not exist, in the order given.
+    fn missing(&self, target: &ArchiveTarget) -> Vec<String> {
+        match target {
+            ArchiveTarget::All => Vec::new(),
+            ArchiveTarget::Ids(ids) => ids
+                .iter()
+                .filter(|id| !self.notes.contains_key(*id))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// The existing notes `target` names that are not archived yet.
+    fn to_archive(&self, target: &ArchiveTarget) -> Vec<String> {
+        self.notes
+            .iter()
+            .filter(|(id, n)| {
+                !n.archived
+                    && match target {
+                        ArchiveTarget::All => true,
+                        ArchiveTarget::Ids(ids) => ids.contains(id),
+                    }
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Archives what `target` names and exists; returns the ids it changed.
+    fn archive(&mut self, target: &ArchiveTarget) -> Vec<String> {
+        let changed = self.to_archive(target);
+        for id in &changed {
+            if let Some(n) = self.notes.get_mut(id) {
+                n.archived = true;
+            }
+        }
+        changed
+    }
+}
+
+fn note_id_schema() -> Json {
+    json!({"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS})
+}
+
+fn summary_schema() -> Json {
+    json!({
+        "type": "object",
+        "properties": {
+            "note_id": {"type": "string"},
+            "title": {"type": "string"},
+            "archived": {"type": "boolean"}
+        },
+        "required": ["note_id", "title", "archived"],
+        "additionalProperties": false
+    })
+}
+
+pub(crate) fn specs() -> Vec<Spec> {
+    let read = |kind, name, title, description, input, output| Spec {
+        kind: ToolKind::Notes(kind),
+        name,
+        title,
+        description,
+        input,
+        output,
+        scopes: vec!["notes.read"],
+        effect: "read",
+        risk: "low",
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+        confirmation: "never",
+        may_run_async: false,
+    };
+    vec![
+        read(
+            NoteTool::List,
+            "list_notes",
+            "List notes",
+            "Your notes, oldest first, archived ones included",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            json!({
+                "type": "object",
+                "properties": {"notes": {"type": "array", "items": summary_schema()}},
+                "required": ["notes"],
+                "additionalProperties": false
+            }),
+        ),
+        read(
+            NoteTool::Get,
+            "get_note",
+            "Open a note",
+            "One note with its text",
+            json!({
+                "type": "object",
+                "properties": {"note_id": note_id_schema()},
+                "required": ["note_id"],
+                "additionalProperties": false
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "note_id": {"type": "string"},
+                    "title": {"type": "string"},
+                    "body": {"type": "string"},
+                    "archived": {"type": "boolean"},
+                    "shared": {"type": "boolean"}
+                },
+                "required": ["note_id", "title", "body", "archived", "shared"],
+                "additionalProperties": false
+            }),
+        ),
+        Spec {
+            kind: ToolKind::Notes(NoteTool::Add),
+            name: "add_note",
+            title: "Add a note",
+            description: "Write a new note; a note shared publicly can be read by anyone with its link",
+            input: json!({
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE_CHARS},
+                    "body": {"type": "string", "maxLength": MAX_BODY_CHARS},
+                    "share_publicly": {"type": "boolean"}
+                },
+                "required": ["title"],
+                "additionalProperties": false
+            }),
+            output: json!({
+                "type": "object",
+                "properties": {"note_id": {"type": "string", "pattern": "^n_[a-z2-7]{10}$"}},
+                "required": ["note_id"],
+                "additionalProperties": false
+            }),
+            scopes: vec!["notes.write"],
+            effect: "create",
+            risk: "moderate",
+            destructive: false,
+            idempotent: false,
+            open_world: false,
+            confirmation: "provider_policy",
+            may_run_async: false,
+        },
+        Spec {
+            kind: ToolKind::Notes(NoteTool::Delete),
+            name: "delete_note",
+            title: "Delete a note",
+            description: "Delete one note for good; deleting a note that does not exist fails",
+            input: json!({
+                "type": "object",
+                "properties": {"note_id": note_id_schema()},
+                "required": ["note_id"],
+                "additionalProperties": false
+            }),
+            output: json!({
+                "type": "object",
+                "properties": {"note_id": {"type": "string"}, "deleted": {"const": true}},
+                "required": ["note_id", "deleted"],
+                "additionalProperties": false
+            }),
+            scopes: vec!["notes.write"],
+            effect: "delete",
+            risk: "high",
+            destructive: true,
+            // A second delete of one id fails where the first succeeded.
+            idempotent: false,
+            open_world: false,
+            confirmation: "always",
+            may_run_async: false,
+        },
+        Spec {
+            kind: ToolKind::Notes(NoteTool::Archive),
+            name: "archive_notes",
+            title: "Archive notes",
+            description: "Move the notes given by id, or all notes, to the archive; large batches run in the background",
+            input: json!({
+                "type": "object",
+                "properties": {
+                    "note_ids": {
+                        "type": "array",
+                        "items": note_id_schema(),
+                        "minItems": 1,
+                        "maxItems": MAX_NOTE_IDS
+                    },
+                    "all": {"type": "boolean"}
+                },
+                "additionalProperties": false
+            }),
+            output: json!({
+                "type": "object",
+                "properties": {"archived": {"type": "integer", "minimum": 0}},
+                "required": ["archived"],
+                "additionalProperties": false
+            }),
+            scopes: vec!["notes.archive"],
+            // Archived notes stay readable and can be restored in the app.
+            effect: "update",
+            risk: "moderate",
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+            confirmation: "never",
+            may_run_async: true,
+        },
+        read(
+            NoteTool::Export,
+            "export_notes",
+            "Export notes",
+            "Printable copies of every note",
+            json!({
+                "type": "object",
+                "properties": {"copies": {"type": "integer", "minimum": 1, "maximum": MAX_COPIES}},
+                "additionalProperties": false
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "copies": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "copy": {"type": "integer", "minimum": 1},
+                                "label": {"type": "string"},
+                                "notes": {"type": "array", "items": summary_schema()}
+                            },
+                            "required": ["copy", "label", "notes"],
+                            "additionalProperties": false
+                        }
+                    }
+                },
+                "required": ["copies"],
+                "additionalProperties": false
+            }),
+        ),
+    ]
+}
+
+/// What the scope_degraded_data mutant would pass off as a complete result.
+pub(crate) fn degraded(tool: NoteTool) -> Json {
+    match tool {
+        NoteTool::List => json!({"notes": []}),
+        NoteTool::Get => {
+            json!({"note_id": "", "title": "", "body": "", "archived": false, "shared": false})
+        }
+        NoteTool::Add => json!({"note_id": "n_aaaaaaaaaa"}),
+        NoteTool::Delete => json!({"note_id": "", "deleted": true}),
+        NoteTool::Archive => json!({"archived": 0}),
+        NoteTool::Export => json!({"copies": []}),
+    }
+}
+
+pub(crate) fn session_token(rng: &mut DetRng) -> String {
+    format!("ns1.{}", rng.base64url("session"))
+}
+
+pub(crate) fn resume_token(rng: &mut DetRng) -> String {
+    format!("rt_{}", rng.base32("resume", 32))
+}
+
+fn no_such_notes(ids: Vec<String>) -> Failure {
+    let message = match ids.as_slice() {
+        [one] => format!("There is no note {one}; nothing was changed."),
+        _ => format!(
+            "{} of the notes do not exist; nothing was changed.",
+            ids.len()
+        ),
+    };
+    Failure::new(ErrorCode::Conflict, message).details(json!({ "missing_note_ids": ids }))
+}
+
+fn note_json(id: &str, n: &Note) -> Json {
+    json!({
+        "note_id": id,
+        "title": n.title,
+        "body": n.body,
+        "archived": n.archived,
+        "shared": n.shared,
+    })
+}
+
+impl ReferenceProvider {
+    /// The business effect of a notes mutation, under the durable lock.
+    pub(crate) fn notes_effect(
+        &self,
+        d: &mut DurableState,
+        now_ms: i64,
+        uid: u32,
+        request_id: &str,
+        async_ok: bool,
+        args: &NoteArgs,
+    ) -> Result<Effected, Failure> {
+        match args {
+            NoteArgs::Add {
+                title,
+                body,
+                share_publicly,
+            } => {
+                if d.notes.notes.len() >= MAX_NOTES {
+                    return Err(Failure::new(
+                        ErrorCode::Conflict,
+                        "The notebook is full; delete some notes first.",
+                    ));
+                }
+                let id = loop {
+                    let id = format!("n_{}", d.rng.base32("note", 10));
+                    if !d.notes.notes.contains_key(&id) {
+                        break id;
+                    }
+                };
+                d.notes
+                    .insert(id.clone(), title.clone(), body.clone(), *share_publicly);
+                d.effects += 1;
+                Ok(Effected::Value(json!({ "note_id": id })))
+            }
+            NoteArgs::Delete { note_id } => match d.notes.notes.remove(note_id) {
+                Some(_) => {
+                    d.effects += 1;
+                    Ok(Effected::Value(
+                        json!({"note_id": note_id, "deleted": true}),
+                    ))
+                }
+                None => Err(no_such_notes(vec![note_id.clone()])),
+            },
+            NoteArgs::Archive(target) if async_ok && target.is_large() => {
+                // The notes app names its operations with UUIDs.
+                let id = d.rng.uuid();
+                d.operations.insert(
+                    id.clone(),
+                    Operation {
+                        uid,
+                        request_id: request_id.to_string(),
+                        created_ms: now_ms,
+                        job: Job::Notes(NotesJob::Archive(target.clone())),
+                        state: OpState::Queued,
+                        cancel_requested: false,
+                        progress: 0,
+                        outcome: None,
+                        file: None,
+                    },
+                );
+                d.active_ops.insert(id.clone());
+                Ok(Effected::Operation(id))
+            }
+            NoteArgs::Archive(target) => {
+                let missing = d.notes.missing(target);
+                if !missing.is_empty() {
+                    return Err(no_such_notes(missing));
+                }
+                let changed = d.notes.archive(target);
+                d.effects += 1;
+                Ok(Effected::Value(json!({ "archived": changed.len() })))
+            }
+            NoteArgs::List | NoteArgs::Get { .. } | NoteArgs::Export { .. } => {
+                Err(Failure::new(ErrorCode::InternalError, "Internal error."))
+            }
+        }
+    }
+
+    /// The value of a notes read tool (§3.4: it changes no business state).
+    pub(crate) fn notes_read(&self, args: &NoteArgs) -> Result<Json, Failure> {
+        match args {
+            NoteArgs::List => {
+                let d = lock(&self.durable.state);
+                Ok(json!({ "notes": d.notes.summaries() }))
+            }
+            NoteArgs::Get { note_id } => {
+                let mut d = lock(&self.durable.state);
+                if let Some(n) = d.notes.notes.get(note_id) {
+                    return Ok(note_json(note_id, n));
+                }
+                if self.has(Fault::GetNoteCreatesMissing) {
+                    d.notes.insert(
+                        note_id.clone(),
+                        "Untitled".to_string(),
+                        String::new(),
+                        false,
+                    );
+                    d.effects += 1;
+                    return Ok(note_json(note_id, &d.notes.notes[note_id]));
+                }
+                Err(invalid_args(self, format!("There is no note {note_id}."))
+                    .details(json!({ "note_id": note_id })))
+            }
+            NoteArgs::Export { copies } => {
+                let d = lock(&self.durable.state);
+                let notes = d.notes.summaries();
+                if copies.saturating_mul(notes.len().max(1) as u64) > MAX_EXPORT_ENTRIES {
+                    return Err(invalid_args(
+                        self,
+                        "That export would be too big; ask for fewer copies.",
+                    ));
+                }
+                let copies: Vec<Json> = (1..=*copies)
+                    .map(|i| {
+                        json!({
+                            "copy": i,
+                            "label": format!("ClawSeed Notes export, copy {i}"),
+                            "notes": notes,
+                        })
+                    })
+                    .collect();
+                Ok(json!({ "copies": copies }))
+            }
+            NoteArgs::Add { .. } | NoteArgs::Delete { .. } | NoteArgs::Archive(_) => {
+                Err(Failure::new(ErrorCode::InternalError, "Internal error."))
+            }
+        }
+    }
+
+    /// Ends a background job: the result envelope, or the error of a failed
+    /// operation. Nothing is archived unless every named note exists and the
+    /// result is valid.
+    pub(crate) fn notes_finish_job(
+        &self,
+        d: &mut DurableState,
+        job: &NotesJob,
+    ) -> Result<Json, Failure> {
+        let NotesJob::Archive(target) = job;
+        let missing = d.notes.missing(target);
+        if !missing.is_empty() {
+            return Err(no_such_notes(missing));
+        }
+        let changing = d.notes.to_archive(target);
+        let value = if self.has(Fault::BackgroundArchiveResultShape) {
+            json!({ "archived_ids": changing })
+        } else {
+            let value = json!({ "archived": changing.len() });
+            let valid = self
+                .catalog
+                .by_kind(ToolKind::Notes(NoteTool::Archive))
+                .is_some_and(|t| t.output.is_valid(&value));
+            if !valid {
+                return Err(Failure::new(
+                    ErrorCode::InternalError,
+                    "The provider could not produce a valid result.",
+                ));
+            }
+            value
+        };
+        self.notes_apply_job(d, job);
+        Ok(json!({"kind": "inline", "value": value}))
+    }
+
+    /// Commits a background job's effect on what exists.
+    pub(crate) fn notes_apply_job(&self, d: &mut DurableState, job: &NotesJob) {
+        let NotesJob::Archive(target) = job;
+        d.notes.archive(target);
+        d.effects += 1;
+    }
+
+    /// The delete_note_unconfirmed mutant: delete_note skips its
+    /// confirmation.
+    pub(crate) fn confirmation_skipped(&self, targs: &ToolArgs) -> bool {
+        self.has(Fault::DeleteNoteUnconfirmed)
+            && matches!(targs, ToolArgs::Notes(NoteArgs::Delete { .. }))
+    }
+
+    /// The background_archive_skips_scope mutant: an archive that will run in
+    /// the background is not checked for its scope.
+    pub(crate) fn scope_check_skipped(&self, cx: &Cx<'_>, targs: &ToolArgs) -> bool {
+        self.has(Fault::BackgroundArchiveSkipsScope)
+            && cx.caps.contains(&Capability::AsyncOperations)
+            && matches!(targs, ToolArgs::Notes(NoteArgs::Archive(t)) if t.is_large())
+    }
+
+    /// The sync_archive_not_deduped mutant: an archive that runs
+    /// synchronously is executed without a dedupe record.
+    pub(crate) fn dedupe_skipped(&self, cx: &Cx<'_>, targs: &ToolArgs) -> bool {
+        let background = cx.caps.contains(&Capability::AsyncOperations);
+        self.has(Fault::SyncArchiveNotDeduped)
+            && matches!(targs, ToolArgs::Notes(NoteArgs::Archive(t)) if !(background && t.is_large()))
+    }
+
+    /// The archive_replayed_after_restart mutant: the job queue forgets which
+    /// archives it finished and queues them again when the process restarts.
+    pub(crate) fn replay_jobs_after_restart(&self, d: &mut DurableState) {
+        if !self.has(Fault::ArchiveReplayedAfterRestart) {
+            return;
+        }
+        let DurableState {
+            operations,
+            active_ops,
+            ..
+        } = d;
+        for (id, op) in operations.iter_mut() {
+            if matches!(op.job, Job::Notes(_)) && op.state == OpState::Succeeded {
+                op.state = OpState::Queued;
+                op.outcome = None;
+                op.progress = 0;
+                active_ops.insert(id.clone());
+            }
+        }
+    }
+}
