@@ -647,6 +647,9 @@ fn retired_mutants_are_not_faults() {
     for r in retired {
         let name = r["name"].as_str().unwrap();
         assert!(Fault::parse(name).is_none(), "{name} is retired");
-        assert!(r["reason"].as_str().is_some_and(|w| w.len() >= 20), "{name}");
+        assert!(
+            r["reason"].as_str().is_some_and(|w| w.len() >= 20),
+            "{name}"
+        );
     }
 }

@@ -19,7 +19,10 @@ fn variants_json_matches_the_latitude_list() {
     let d = doc();
     assert_eq!(d["format_version"], 1);
     let entries = d["variants"].as_array().expect("variants");
-    let names: Vec<&str> = entries.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = entries
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
     let all: Vec<&str> = Latitude::ALL.iter().map(|l| l.name()).collect();
     assert_eq!(names, all);
     assert!(entries.len() >= 25, "at least 25 legal variants");
