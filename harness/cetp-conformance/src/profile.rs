@@ -115,6 +115,10 @@ pub struct RoleTool {
     pub tool: String,
     #[serde(default)]
     pub args: toml::Table,
+    /// Calls made before each execution in this role (as for a tool's
+    /// `setup`), e.g. to give a background archive something to archive.
+    #[serde(default)]
+    pub setup: Vec<SetupCall>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -231,6 +235,10 @@ impl Profile {
 
     pub fn setup(&self, tool: &str) -> &[SetupCall] {
         self.tools.get(tool).map_or(&[], |t| t.setup.as_slice())
+    }
+
+    pub fn role_setup(&self, role: &str) -> &[SetupCall] {
+        self.roles.get(role).map_or(&[], |r| r.setup.as_slice())
     }
 
     /// A lifetime or bound the vendor set under `[timing]`.

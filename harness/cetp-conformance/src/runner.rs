@@ -11,6 +11,7 @@ use crate::vector::{Case, Level, Role};
 use cetp_proto::discovery::{parse_declared, Declared};
 use cetp_proto::envelope::Capability;
 use rand::SeedableRng;
+use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
@@ -148,6 +149,7 @@ pub fn identify(target: &Target, profile: &Profile) -> Result<(Option<HelloInfo>
         .or_else(|| declared.as_ref().map(|d| d.authority.clone()))
         .ok_or("the Provider declares no authority and the profile names none")?;
     let kind = declared.as_ref().map(manifest_kind).unwrap_or("other");
+    let identity_a = json!({"uid": hello.uid, "packages": hello.packages});
     Ok((
         Some(hello),
         Env {
@@ -156,6 +158,7 @@ pub fn identify(target: &Target, profile: &Profile) -> Result<(Option<HelloInfo>
             manifest_kind: kind.to_string(),
             declared,
             manifest,
+            identity_a,
         },
     ))
 }

@@ -68,6 +68,10 @@ pub struct Case {
     pub steps: Vec<Step>,
 }
 
+fn default_tool_bind() -> String {
+    "tool".into()
+}
+
 fn default_identities() -> Vec<String> {
     vec!["a".into()]
 }
@@ -128,6 +132,9 @@ pub enum Args {
     ReorderedFrom(String),
     /// Valid args altered in one value (same keys, different content).
     AlteredFrom(String),
+    /// As `altered_from`, or the same args when the schema fixes every
+    /// value (for steps that try other args where any exist).
+    AlteredOrSameFrom(String),
     /// Valid args padded past the negotiated max_request_bytes.
     Oversize,
 }
@@ -303,6 +310,18 @@ pub enum Step {
     },
     /// Run calls at the same time (for single-executor tests).
     Concurrent { steps: Vec<Step> },
+    /// Run `steps` once for each tool of `session`'s list that matches
+    /// `pick` and that the profile lets the harness execute, with the tool's
+    /// name bound to `bind` (default `tool`). Without any such tool the case
+    /// is not judged.
+    EachTool {
+        session: String,
+        #[serde(default)]
+        pick: BTreeMap<String, Vec<Json>>,
+        #[serde(default = "default_tool_bind")]
+        bind: String,
+        steps: Vec<Step>,
+    },
     /// Two bound answers carry the same terminal result (or, with
     /// `different`, differ in at least one of the pointers).
     Same {
@@ -319,6 +338,10 @@ pub enum Step {
         /// result, such as RATE_LIMITED for a call over the limit).
         #[serde(default)]
         unless_code: Vec<String>,
+        /// Compare only when `b` has this status (one outcome among several
+        /// the spec allows).
+        #[serde(default)]
+        if_status: Option<String>,
     },
     /// Two templates expand to equal values.
     Equal { a: String, b: String },

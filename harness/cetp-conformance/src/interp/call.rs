@@ -31,6 +31,47 @@ impl CaseRunner<'_> {
         self.finish_call(prepared, answer)
     }
 
+    /// The steps once per executable tool matching `pick`.
+    pub(super) fn each_tool(
+        &mut self,
+        session: &str,
+        pick: &BTreeMap<String, Vec<Json>>,
+        bind: &str,
+        steps: &[Step],
+        needs: &[String],
+    ) -> StepResult {
+        self.ensure_tools(session)?;
+        let names: Vec<String> = self
+            .session(session)?
+            .tools
+            .as_ref()
+            .map(|t| {
+                t.tools
+                    .iter()
+                    .filter(|t| matches_pick(t, pick))
+                    .filter(|t| self.profile.may_execute(&t.name, &t.effect))
+                    .map(|t| t.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if names.is_empty() {
+            return Err(Stop::setup(
+                "[execute] allow",
+                format!(
+                    "the Provider lists no tool with {} that the profile lets the harness execute",
+                    describe_pick(pick)
+                ),
+            ));
+        }
+        for name in names {
+            self.bindings.insert(bind.to_string(), json!(name));
+            for s in steps {
+                self.run_step(s, needs)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Calls sent at the same time (single-executor and limit cases).
     pub(super) fn concurrent(&mut self, steps: &[Step]) -> StepResult {
         let mut prepared = Vec::new();
@@ -193,11 +234,17 @@ impl CaseRunner<'_> {
                 )
             })
         };
+        let role_args = role
+            .and_then(|r| self.profile.roles.get(r))
+            .is_some_and(|r| r.tool == tool.name);
         let complete = given(self).is_some();
         Ok(match spec {
             Args::Valid => {
                 let v = valid(self)?;
-                if complete {
+                if role_args {
+                    let calls = self.profile.role_setup(role.unwrap_or_default()).to_vec();
+                    self.run_setup(&calls, &tool.name, session, v)?.to_string()
+                } else if complete {
                     v.to_string()
                 } else {
                     self.with_setup(tool, session, v)?.to_string()
@@ -230,6 +277,13 @@ impl CaseRunner<'_> {
                 let v: Json = serde_json::from_str(&text)
                     .map_err(|e| Stop::Infra(format!("bound args are not JSON: {e}")))?;
                 args::reordered_text(&v)
+            }
+            Args::AlteredOrSameFrom(name) => {
+                let text = self.bound_args(name)?;
+                let v: Json = serde_json::from_str(&text)
+                    .map_err(|e| Stop::Infra(format!("bound args are not JSON: {e}")))?;
+                args::altered_valid(&tool.input_schema, &dialect, &v)
+                    .map_or(text, |a| a.to_string())
             }
             Args::AlteredFrom(name) => {
                 let text = self.bound_args(name)?;

@@ -28,6 +28,7 @@ impl CaseRunner<'_> {
         pointers: &[String],
         different: bool,
         unless_code: &[String],
+        if_status: Option<&str>,
     ) -> StepResult {
         let pointers: Vec<String> = if pointers.is_empty() {
             vec!["/status".into(), "/error_code".into(), "/data".into()]
@@ -42,6 +43,9 @@ impl CaseRunner<'_> {
                 .is_some_and(|c| unless_code.iter().any(|u| u == c))
         };
         if excused(&da) || excused(&db) {
+            return Ok(());
+        }
+        if if_status.is_some_and(|s| db.get("status").and_then(Json::as_str) != Some(s)) {
             return Ok(());
         }
         let differing = pointers.iter().find(|p| da.pointer(p) != db.pointer(p));

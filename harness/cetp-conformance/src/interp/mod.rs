@@ -52,6 +52,9 @@ pub struct Env {
     pub manifest_kind: String,
     pub declared: Option<Declared>,
     pub manifest: Option<ServiceManifest>,
+    /// What identity a's `hello` said (`uid`, `packages`), for cases that
+    /// impersonate it.
+    pub identity_a: Json,
 }
 
 impl Env {
@@ -173,7 +176,7 @@ impl<'a> CaseRunner<'a> {
         self.case_id = case.id.clone();
         self.bindings.insert(
             "env".into(),
-            json!({"package": self.env.package, "authority": self.env.authority, "manifest": self.env.manifest_kind}),
+            json!({"package": self.env.package, "authority": self.env.authority, "manifest": self.env.manifest_kind, "a": self.env.identity_a}),
         );
         if !case.manifests.is_empty() {
             if !case.manifests.contains(&self.env.manifest_kind) {
@@ -290,13 +293,27 @@ impl<'a> CaseRunner<'a> {
                 tool_of,
             } => self.expect_effects(since, *delta, tool_of.as_deref()),
             Step::Concurrent { steps } => self.concurrent(steps),
+            Step::EachTool {
+                session,
+                pick,
+                bind,
+                steps,
+            } => self.each_tool(session, pick, bind, steps, needs),
             Step::Same {
                 a,
                 b,
                 pointers,
                 different,
                 unless_code,
-            } => self.same(a, b, pointers, *different, unless_code),
+                if_status,
+            } => self.same(
+                a,
+                b,
+                pointers,
+                *different,
+                unless_code,
+                if_status.as_deref(),
+            ),
             Step::Equal { a, b } => self.equal(a, b),
             Step::TokensUnpredictable { tokens } => self.tokens_step(tokens),
             Step::RevisionConsistent { a, b } => self.revision_consistent(a, b),

@@ -211,9 +211,20 @@ impl CaseRunner<'_> {
         &mut self,
         tool: &ToolSummary,
         session: Option<&str>,
-        mut args: Json,
+        args: Json,
     ) -> Result<Json, Stop> {
         let calls = self.profile.setup(&tool.name).to_vec();
+        self.run_setup(&calls, &tool.name, session, args)
+    }
+
+    /// Runs `calls` and binds their results into `args` (of `tool`).
+    pub(super) fn run_setup(
+        &mut self,
+        calls: &[crate::profile::SetupCall],
+        tool: &str,
+        session: Option<&str>,
+        mut args: Json,
+    ) -> Result<Json, Stop> {
         if calls.is_empty() {
             return Ok(args);
         }
@@ -221,7 +232,7 @@ impl CaseRunner<'_> {
             .ok_or_else(|| Stop::Infra("vector error: a setup call needs a session".into()))?;
         let identity = self.session(session)?.identity.clone();
         for (i, setup) in calls.iter().enumerate() {
-            let needs = format!("[tools.{}] setup", tool.name);
+            let needs = format!("[tools.{tool}] setup");
             let mut step = internal_call(&identity, "execute_tool", session);
             if let Step::Call {
                 tool: t, args: a, ..
