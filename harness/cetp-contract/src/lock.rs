@@ -255,6 +255,15 @@ pub fn build(answers: &Answers, offered: &[String], package: Option<&str>) -> Bu
                 });
             }
         }
+        // An annotation outside its enum reads as "" in the summary; the
+        // lock keeps what the Provider said, so a drift message can name it.
+        let said = |key: &str, read: String| {
+            raw.and_then(|r| r.pointer(&format!("/annotations/{key}")))
+                .and_then(Json::as_str)
+                .map(str::to_string)
+                .filter(|_| read.is_empty())
+                .unwrap_or(read)
+        };
         let mut tool_scopes = t.scopes.clone();
         tool_scopes.sort();
         tool_scopes.dedup();
@@ -268,15 +277,15 @@ pub fn build(answers: &Answers, offered: &[String], package: Option<&str>) -> Bu
             input_schema: t.input_schema,
             output_schema: t.output_schema,
             scopes: tool_scopes,
-            effect_class: effect_class(&t.effect, t.idempotent).to_string(),
+            effect_class: effect_class(&said("effect", t.effect.clone()), t.idempotent).to_string(),
             annotations: Annotations {
-                effect: t.effect,
-                risk: t.risk,
+                effect: said("effect", t.effect),
+                risk: said("risk", t.risk),
                 destructive: t.destructive,
                 idempotent: t.idempotent,
                 open_world: t.open_world,
-                confirmation: t.confirmation,
-                execution: t.execution,
+                confirmation: said("confirmation", t.confirmation),
+                execution: said("execution", t.execution),
             },
             name: t.name,
         });
