@@ -5,6 +5,10 @@
 //! mutant is killed when at least one case or check FAILs naming one of the
 //! requirements the mutant's documentation says it breaks
 //! (`vectors/mutants/mutants.json`).
+//!
+//! The reference's contract lock is recorded first and every run is held to
+//! it, as a release is held to the lock of the one before: that is the only
+//! way the §3.3 revision rule across two releases (`LOCK-001`) can fail.
 
 use crate::device::Target;
 use crate::event::{Fanout, Verdict};
@@ -179,9 +183,23 @@ pub fn selftest(
     progress: &(dyn Fn(&str) + Sync),
 ) -> SelftestReport {
     let mut reference_problems = Vec::new();
+    let mut cfg = cfg.clone();
     match make_target(None) {
         Ok(t) => {
-            let out = run(suite, &t, profile, cfg, &mut Fanout::default());
+            if cfg.lock.is_none() {
+                match crate::contract::record(&t, profile) {
+                    Ok(built) if built.problems.is_empty() => cfg.lock = Some(built.lock),
+                    Ok(built) => reference_problems.extend(built.problems.iter().map(|p| {
+                        format!(
+                            "the reference's {} answer breaks §{} at {}: {}",
+                            p.method, p.section, p.pointer, p.message
+                        )
+                    })),
+                    Err(e) => reference_problems
+                        .push(format!("cannot record the reference's contract lock: {e}")),
+                }
+            }
+            let out = run(suite, &t, profile, &cfg, &mut Fanout::default());
             for c in &out.cases {
                 if !matches!(c.verdict, Verdict::Pass | Verdict::NotApplicable) {
                     reference_problems.push(format!(
@@ -218,7 +236,7 @@ pub fn selftest(
                     i
                 };
                 let Some(m) = mutants.get(i) else { break };
-                let r = judge_mutant(suite, profile, cfg, make_target, m);
+                let r = judge_mutant(suite, profile, &cfg, make_target, m);
                 progress(&m.name);
                 results
                     .lock()
