@@ -227,3 +227,36 @@ fn run_with_a_lock_adds_lock_001() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("LOCK-001"), "{}", text(&o));
 }
+
+/// The mutant that changes a schema under the old revision, against the
+/// reference's lock: drift reports the violation, and so does LOCK-001.
+#[test]
+fn the_revision_kept_mutant_fails_drift_and_run_with_the_lock() {
+    let dir = tmp("mutant");
+    let (a, _) = lock_sim(&dir);
+    let target = "sim:mutant=schema_changed_revision_kept";
+    let o = cetp(&["drift", "--target", target, "--lock", s(&a)]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("VIOLATION  get_quote /revision"),
+        "{}",
+        text(&o)
+    );
+    let o = cetp(&[
+        "run",
+        "--target",
+        target,
+        "--lock",
+        s(&a),
+        "--only",
+        "LOCK-*",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let o = cetp(&["run", "--target", target, "--only", "DESC-*"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "without a lock nothing tells it from the reference: {}",
+        text(&o)
+    );
+}

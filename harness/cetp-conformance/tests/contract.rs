@@ -15,9 +15,10 @@ use cetp_proto::provider::{
 };
 use cetp_proto::Value;
 use cetp_reference::app::ProviderApp;
-use cetp_reference::device::DeviceClock;
-use cetp_reference::provider::{ProviderConfig, ReferenceProvider};
+use cetp_reference::device::{DeviceClock, IDENTITY_A, IDENTITY_B};
+use cetp_reference::provider::{thread_sleeper, Fault, ProviderConfig, ReferenceProvider};
 use serde_json::Value as Json;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 fn profile() -> Profile {
@@ -211,4 +212,108 @@ fn without_a_lock_the_run_has_no_lock_case() {
     let ids: Vec<&str> = out.cases.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, ["DESC-004"]);
     assert_eq!(out.cases[0].verdict, Verdict::Pass);
+}
+
+fn provider(cfg: ProviderConfig) -> Target {
+    target(Arc::new(ReferenceProvider::new(cfg)))
+}
+
+fn mutant() -> Target {
+    provider(ProviderConfig {
+        faults: BTreeSet::from([Fault::SchemaChangedRevisionKept]),
+        ..ProviderConfig::default()
+    })
+}
+
+/// The legal variant: the next release, with its new revision.
+fn next_release() -> Target {
+    provider(ProviderConfig {
+        next_release: true,
+        ..ProviderConfig::default()
+    })
+}
+
+#[test]
+fn the_revision_kept_mutant_is_caught_by_drift_and_by_lock_001() {
+    let report = drift(&mutant(), &profile(), &reference_lock()).unwrap();
+    assert_eq!(report.worst(), Some(Class::Violation), "{report:#?}");
+    let v: Vec<(&str, &str)> = report
+        .findings
+        .iter()
+        .map(|f| (f.tool.as_deref().unwrap_or_default(), f.rule.as_str()))
+        .collect();
+    assert_eq!(
+        v,
+        [
+            ("get_quote", "revision.unchanged"),
+            ("get_quote", "schema.maxLength.narrowed")
+        ]
+    );
+    let (verdict, reason) = lock_case(&mutant(), reference_lock());
+    assert_eq!(verdict, Verdict::Fail, "{reason}");
+}
+
+#[test]
+fn the_next_release_is_breaking_drift_never_a_violation() {
+    let report = drift(&next_release(), &profile(), &reference_lock()).unwrap();
+    assert_eq!(report.worst(), Some(Class::Breaking), "{report:#?}");
+    assert_eq!(report.summary.violation, 0);
+    assert_ne!(report.locked_revision, report.current_revision);
+    let (verdict, reason) = lock_case(&next_release(), reference_lock());
+    assert_eq!(verdict, Verdict::Pass, "{reason}");
+}
+
+/// A legal variant passes the whole suite, held to the previous release's
+/// lock; the plain suite cannot tell the mutant from the reference, and the
+/// lock can.
+#[test]
+fn with_the_lock_the_next_release_passes_everything_and_the_mutant_fails_only_lock_001() {
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let config = |next_release: bool, faults: BTreeSet<Fault>| {
+        let mut cfg = ProviderConfig {
+            next_release,
+            faults,
+            effect_delay_ms: 20,
+            sleeper: thread_sleeper(),
+            ..ProviderConfig::default()
+        };
+        let mut b = ProviderConfig::all_scopes();
+        b.remove("portfolio.sync");
+        cfg.grants
+            .insert(IDENTITY_A.uid, ProviderConfig::all_scopes());
+        cfg.grants.insert(IDENTITY_B.uid, b);
+        cfg
+    };
+    let failing = |t: &Target, lock: Option<Lock>| -> Vec<String> {
+        let cfg = RunConfig {
+            seed: 11,
+            harness_version: "test".into(),
+            lock,
+            ..Default::default()
+        };
+        let out = run(&suite, t, &profile(), &cfg, &mut Fanout::default());
+        out.cases
+            .iter()
+            .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::NotApplicable))
+            .map(|c| c.id.clone())
+            .chain(
+                out.checks
+                    .iter()
+                    .filter(|c| c.verdict != Verdict::Pass)
+                    .map(|c| c.id.clone()),
+            )
+            .collect()
+    };
+    let next = provider(config(true, BTreeSet::new()));
+    assert_eq!(failing(&next, Some(reference_lock())), Vec::<String>::new());
+    // A fresh device per run: one device remembers the request ids of a run
+    // with the same seed and start time for a day (§6).
+    let mutant = || {
+        provider(config(
+            false,
+            BTreeSet::from([Fault::SchemaChangedRevisionKept]),
+        ))
+    };
+    assert_eq!(failing(&mutant(), None), Vec::<String>::new());
+    assert_eq!(failing(&mutant(), Some(reference_lock())), [LOCK_CASE_ID]);
 }

@@ -158,6 +158,12 @@ pub struct ProviderConfig {
     /// Time a mutation takes between reservation and commit.
     pub effect_delay_ms: u64,
     pub sleeper: Sleeper,
+    /// Publishes the next release of the tool catalog: `get_quote` accepts
+    /// symbols of at most 16 characters instead of 32 (an incompatible
+    /// input change) under a new revision, as §3.3 requires. A legal
+    /// variant: `cetp drift` against a lock of the default catalog reports
+    /// breaking drift and no violation.
+    pub next_release: bool,
     pub faults: BTreeSet<Fault>,
 }
 
@@ -179,6 +185,7 @@ impl Default for ProviderConfig {
             resume_token_ttl_ms: RESUME_TOKEN_TTL_MS,
             effect_delay_ms: 0,
             sleeper: Arc::new(|_| {}),
+            next_release: false,
             faults: BTreeSet::new(),
         }
     }
@@ -199,6 +206,7 @@ impl fmt::Debug for ProviderConfig {
             .field("session_ttl_ms", &self.session_ttl_ms)
             .field("resume_token_ttl_ms", &self.resume_token_ttl_ms)
             .field("effect_delay_ms", &self.effect_delay_ms)
+            .field("next_release", &self.next_release)
             .field("faults", &self.faults)
             .finish_non_exhaustive()
     }
@@ -257,7 +265,7 @@ pub(crate) struct Cx<'a> {
 
 impl ReferenceProvider {
     pub fn new(cfg: ProviderConfig) -> Self {
-        let catalog = Catalog::new(&cfg.faults);
+        let catalog = Catalog::new(&cfg.faults, cfg.next_release);
         let durable = DurableState::new(cfg.seed, cfg.grants.clone());
         ReferenceProvider {
             catalog,
