@@ -199,6 +199,7 @@ fn drift_usage_errors_exit_2() {
 fn run_with_a_lock_adds_lock_001() {
     let dir = tmp("run");
     let (a, lock) = lock_sim(&dir);
+    let reports = dir.join("report");
     let o = cetp(&[
         "run",
         "--target",
@@ -208,9 +209,18 @@ fn run_with_a_lock_adds_lock_001() {
         "--only",
         "LOCK-*",
         "-v",
+        "--report-dir",
+        s(&reports),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("PASS  LOCK-001"), "{}", text(&o));
+    let report: Json =
+        serde_json::from_str(&std::fs::read_to_string(reports.join("report.json")).unwrap())
+            .unwrap();
+    let case = &report["cases"][0];
+    assert_eq!(case["id"], "LOCK-001");
+    assert_eq!(case["requirements"], json!(["CETP2-3.3-03"]));
+    assert_eq!(case["verdict"], "PASS");
     let wider = variant(&dir, "wider.json", &lock, |l| {
         l.tool_mut("get_quote").unwrap().input_schema["properties"]["symbol"]["maxLength"] =
             json!(64)
