@@ -1,6 +1,7 @@
 //! `cetp`: the CETP v2 conformance harness. Parsing and wiring only; the
 //! logic lives in the library crates. Exit codes: `cetp_conformance::exit`.
 
+use cetp_conformance::contract::{self, FetchError};
 use cetp_conformance::coverage;
 use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
@@ -8,10 +9,12 @@ use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
 use cetp_conformance::selftest::{load_mutants, load_variants, selftest, Fixture};
 use cetp_conformance::suite::{default_vectors_dir, Baseline, Suite};
+use cetp_contract::lock::Lock;
+use cetp_report::escape;
 use cetp_report::json::JsonReport;
 use cetp_report::terminal::Terminal;
 use cetp_targets::{open_with, OpenOptions, TargetSpec, WireTrace};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -60,6 +63,12 @@ enum Command {
     Sim(cetp_sim::SimOptions),
     /// Generate or check the requirement coverage report.
     Coverage(CoverageArgs),
+    /// Record a Provider's tool contracts (schemas, scopes, annotations,
+    /// revision) as a lock file.
+    Lock(LockArgs),
+    /// Compare a Provider, or a second lock file, with a lock: exit 0 no
+    /// drift, 1 breaking drift or a spec violation, 4 compatible drift only.
+    Drift(DriftArgs),
     /// Show catalog requirements with the spec clause they cite.
     Catalog {
         /// Requirement ids; all when none are given.
@@ -115,6 +124,52 @@ struct RunArgs {
     /// a core case the setup left unjudged, or a filtered run all count.
     #[arg(long)]
     require_claim: bool,
+    /// A contract lock (`cetp lock`): adds LOCK-001, which fails when the
+    /// contract differs from the lock under the lock's revision (§3.3).
+    #[arg(long)]
+    lock: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct LockArgs {
+    /// sim[:...] | tcp:HOST:PORT | adb[:SERIAL]
+    #[arg(long, default_value = "sim")]
+    target: String,
+    #[arg(long, value_name = "HOST:PORT")]
+    adb_server: Option<String>,
+    /// Vendor profile naming the Provider ([target] package); sim targets
+    /// use profiles/reference.toml.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Where the lock goes (cetp-lock/1, vectors/schema/lock.schema.json).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DriftFormat {
+    Text,
+    Json,
+    Sarif,
+}
+
+#[derive(Args)]
+struct DriftArgs {
+    /// The lock to compare with.
+    #[arg(long)]
+    lock: PathBuf,
+    /// The live Provider to compare: sim[:...] | tcp:HOST:PORT | adb[:SERIAL].
+    #[arg(long, required_unless_present = "against", conflicts_with = "against")]
+    target: Option<String>,
+    /// A second lock file instead of a live Provider (a release diff in CI).
+    #[arg(long)]
+    against: Option<PathBuf>,
+    #[arg(long, value_name = "HOST:PORT")]
+    adb_server: Option<String>,
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    format: DriftFormat,
 }
 
 #[derive(Args)]
@@ -180,8 +235,16 @@ fn load_suite(vectors: &Option<PathBuf>) -> Result<(PathBuf, Suite), Failure> {
 }
 
 fn target_spec(args: &RunArgs) -> Result<TargetSpec, Failure> {
-    let mut spec = TargetSpec::parse(&args.target).map_err(|e| usage(e.to_string()))?;
-    match (&mut spec, &args.target_b, &args.adb_server) {
+    parse_target(&args.target, &args.target_b, &args.adb_server)
+}
+
+fn parse_target(
+    target: &str,
+    target_b: &Option<String>,
+    adb_server: &Option<String>,
+) -> Result<TargetSpec, Failure> {
+    let mut spec = TargetSpec::parse(target).map_err(|e| usage(e.to_string()))?;
+    match (&mut spec, target_b, adb_server) {
         (TargetSpec::Tcp(t), Some(b), _) => t.b = Some(b.clone()),
         (_, Some(_), _) => {
             return Err(usage(
@@ -190,7 +253,7 @@ fn target_spec(args: &RunArgs) -> Result<TargetSpec, Failure> {
         }
         _ => {}
     }
-    match (&mut spec, &args.adb_server) {
+    match (&mut spec, adb_server) {
         (TargetSpec::Adb(a), Some(server)) => {
             a.server = server
                 .parse()
@@ -203,7 +266,11 @@ fn target_spec(args: &RunArgs) -> Result<TargetSpec, Failure> {
 }
 
 fn load_profile(args: &RunArgs, spec: &TargetSpec) -> Result<Profile, Failure> {
-    match &args.profile {
+    profile_for(&args.profile, spec)
+}
+
+fn profile_for(profile: &Option<PathBuf>, spec: &TargetSpec) -> Result<Profile, Failure> {
+    match profile {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| usage(format!("profile {}: {e}", path.display())))?;
@@ -232,6 +299,7 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         }
         None => None,
     };
+    let lock = args.lock.as_deref().map(read_lock).transpose()?;
     let mut only = args.only.clone();
     if let Some(case) = replay {
         if !suite.cases.iter().any(|c| c.id == case) {
@@ -257,6 +325,7 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         baseline,
         harness_version: format!("cetp {}", env!("CARGO_PKG_VERSION")),
         started_at_ms: now_ms(),
+        lock,
     };
     let mut fanout = Fanout::default();
     fanout.reporters.push(Box::new(Terminal::new(
@@ -291,6 +360,96 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         return Ok(ExitCode::Fail);
     }
     Ok(outcome.exit)
+}
+
+fn read_lock(path: &Path) -> Result<Lock, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("lock {}: {e}", path.display())))?;
+    Lock::parse(&text).map_err(|e| usage(format!("lock {}: {e}", path.display())))
+}
+
+fn open_target(
+    spec: &TargetSpec,
+    label: &str,
+) -> Result<cetp_conformance::device::Target, Failure> {
+    open_with(spec, &OpenOptions::default()).map_err(|e| Failure {
+        code: ExitCode::Infra,
+        message: format!("cannot open target {label}: {e}"),
+    })
+}
+
+fn fetch_failure(e: FetchError) -> Failure {
+    match e {
+        FetchError::Infra(m) => Failure {
+            code: ExitCode::Infra,
+            message: escape::terminal(&m, 500),
+        },
+        FetchError::Provider(m) => Failure {
+            code: ExitCode::Fail,
+            message: escape::terminal(&m, 500),
+        },
+    }
+}
+
+fn lock_command(args: &LockArgs) -> Result<ExitCode, Failure> {
+    let spec = parse_target(&args.target, &None, &args.adb_server)?;
+    let profile = profile_for(&args.profile, &spec)?;
+    let target = open_target(&spec, &args.target)?;
+    let built = contract::record(&target, &profile).map_err(fetch_failure)?;
+    if !built.problems.is_empty() {
+        for p in &built.problems {
+            eprintln!(
+                "{} {}: breaks §{}: {}",
+                p.method,
+                escape::terminal(&p.pointer, 200),
+                p.section,
+                escape::terminal(&p.message, 300)
+            );
+        }
+        return Err(Failure {
+            code: ExitCode::Fail,
+            message: format!(
+                "the Provider's descriptors break the spec in {} place(s): no lock written",
+                built.problems.len()
+            ),
+        });
+    }
+    std::fs::write(&args.out, built.lock.to_pretty_json())
+        .map_err(|e| usage(format!("cannot write {}: {e}", args.out.display())))?;
+    println!(
+        "wrote {}: {} tool(s) of {} at revision {}",
+        args.out.display(),
+        built.lock.tools.len(),
+        escape::terminal(&built.lock.provider_id, 200),
+        escape::terminal(&built.lock.revision, 200)
+    );
+    Ok(ExitCode::Ok)
+}
+
+fn drift_command(args: &DriftArgs) -> Result<ExitCode, Failure> {
+    let lock = read_lock(&args.lock)?;
+    let report = match (&args.against, &args.target) {
+        (Some(other), _) => cetp_contract::drift::diff(&lock, &read_lock(other)?),
+        (None, Some(t)) => {
+            let spec = parse_target(t, &None, &args.adb_server)?;
+            let profile = profile_for(&args.profile, &spec)?;
+            let target = open_target(&spec, t)?;
+            contract::drift(&target, &profile, &lock).map_err(fetch_failure)?
+        }
+        (None, None) => return Err(usage("give --target or --against")),
+    };
+    let lock_uri = args.lock.display().to_string();
+    let rendered = match args.format {
+        DriftFormat::Text => cetp_report::drift::text(&report),
+        DriftFormat::Json => cetp_report::drift::json(&report),
+        DriftFormat::Sarif => cetp_report::drift::sarif(
+            &report,
+            &format!("cetp {}", env!("CARGO_PKG_VERSION")),
+            Some(&lock_uri),
+        ),
+    };
+    print!("{rendered}");
+    Ok(ExitCode::for_drift(report.worst()))
 }
 
 fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
@@ -475,6 +634,8 @@ fn main() {
         Command::Selftest(args) => selftest_command(args),
         Command::Coverage(args) => coverage_command(args),
         Command::Catalog { ids, spec, vectors } => catalog_command(ids, spec, vectors),
+        Command::Lock(args) => lock_command(args),
+        Command::Drift(args) => drift_command(args),
         Command::Sim(opts) => {
             let rt = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -1,18 +1,25 @@
 //! Exit codes of `cetp`, in one place (documented in the README).
 
+use cetp_contract::drift::Class;
+
 /// How a run ends, by who is at fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitCode {
-    /// No FAIL (known failures in the baseline do not count).
+    /// No FAIL (known failures in the baseline do not count); for
+    /// `cetp drift`, no drift.
     Ok,
     /// At least one FAIL charged to the target, a stale baseline entry, or
-    /// (with `--require-claim`) a run that does not establish the §9 claim.
+    /// (with `--require-claim`) a run that does not establish the §9 claim;
+    /// for `cetp drift`, breaking drift or a spec violation.
     Fail,
-    /// Bad usage: arguments, profile, vectors or baseline file.
+    /// Bad usage: arguments, profile, vectors, baseline or lock file.
     Usage,
     /// Infrastructure: the device, adb or the transport failed; nothing is
     /// charged to the Provider.
     Infra,
+    /// `cetp drift` only: the contract drifted, but compatibly (nothing
+    /// breaking, no violation), so a CI gate may let it through.
+    CompatibleDrift,
 }
 
 impl ExitCode {
@@ -22,6 +29,16 @@ impl ExitCode {
             ExitCode::Fail => 1,
             ExitCode::Usage => 2,
             ExitCode::Infra => 3,
+            ExitCode::CompatibleDrift => 4,
+        }
+    }
+
+    /// The exit code of a drift report with this worst class.
+    pub fn for_drift(worst: Option<Class>) -> ExitCode {
+        match worst {
+            None => ExitCode::Ok,
+            Some(Class::Compatible) => ExitCode::CompatibleDrift,
+            Some(Class::Breaking | Class::Violation) => ExitCode::Fail,
         }
     }
 }

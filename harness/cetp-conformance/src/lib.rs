@@ -6,6 +6,7 @@
 pub mod answer;
 pub mod args;
 pub mod checks;
+pub mod contract;
 pub mod coverage;
 pub mod device;
 pub mod event;

@@ -30,6 +30,8 @@ pub struct RunConfig {
     /// Wall clock at start (Unix ms), passed in so runs are reproducible in
     /// tests.
     pub started_at_ms: i64,
+    /// A contract lock to hold the target to: adds `LOCK-001`.
+    pub lock: Option<cetp_contract::Lock>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -343,6 +345,10 @@ pub fn run(
                 baselined: baseline_reason.is_some(),
                 unjudged,
             });
+        }
+        if let Some(lock) = cfg.lock.as_ref().filter(|_| crate::contract::selected(cfg)) {
+            let o = crate::contract::run_lock_case(target, env, lock, cfg, out);
+            outcomes.push(o);
         }
         negotiated_caps = probe_capabilities(target, env);
     }

@@ -6,6 +6,10 @@
 //! the requirements the mutant's documentation says it breaks,
 //! `vectors/mutants/mutants.json`), and against every legal variant, which
 //! must get no false verdict (`vectors/variants/variants.json`).
+//!
+//! Each fixture's contract lock is recorded first and every run is held to
+//! it, as a release is held to the lock of the one before: that is the only
+//! way the §3.3 revision rule across two releases (`LOCK-001`) can fail.
 
 use crate::device::Target;
 use crate::event::{Fanout, Verdict};
@@ -285,8 +289,8 @@ pub type TargetFactory<'a> = dyn Fn(&str) -> Result<Target, String> + Sync + 'a;
 
 /// One run the self-test makes.
 enum Job<'a> {
-    Mutant(&'a Fixture, &'a MutantDoc),
-    Variant(&'a VariantDoc, &'a Profile),
+    Mutant(&'a Fixture, &'a MutantDoc, &'a RunConfig),
+    Variant(&'a VariantDoc, &'a Profile, &'a RunConfig),
 }
 
 /// Runs the self-test: each fixture unmutated (clean), every mutant of each
@@ -304,10 +308,26 @@ pub fn selftest(
     progress: &(dyn Fn(&str) + Sync),
 ) -> SelftestReport {
     let mut reference_problems = Vec::new();
+    // One configuration per fixture: the run's, held to the fixture's lock.
+    let mut cfgs: Vec<RunConfig> = Vec::new();
     for f in fixtures {
+        let mut fcfg = cfg.clone();
         match make_target(&f.target) {
             Ok(t) => {
-                let out = run(suite, &t, &f.profile, cfg, &mut Fanout::default());
+                if fcfg.lock.is_none() {
+                    match crate::contract::record(&t, &f.profile) {
+                        Ok(built) if built.problems.is_empty() => fcfg.lock = Some(built.lock),
+                        Ok(built) => reference_problems.extend(built.problems.iter().map(|p| {
+                            format!(
+                                "{}: the {} answer breaks §{} at {}: {}",
+                                f.name, p.method, p.section, p.pointer, p.message
+                            )
+                        })),
+                        Err(e) => reference_problems
+                            .push(format!("{}: cannot record the contract lock: {e}", f.name)),
+                    }
+                }
+                let out = run(suite, &t, &f.profile, &fcfg, &mut Fanout::default());
                 for c in &out.cases {
                     if !matches!(c.verdict, Verdict::Pass | Verdict::NotApplicable) {
                         reference_problems.push(format!(
@@ -333,16 +353,20 @@ pub fn selftest(
             }
             Err(e) => reference_problems.push(format!("cannot start {}: {e}", f.target)),
         }
+        cfgs.push(fcfg);
         progress(&f.name);
     }
     let mut work: Vec<Job<'_>> = Vec::new();
-    for f in fixtures {
+    for (f, fcfg) in fixtures.iter().zip(&cfgs) {
         for m in mutants.iter().filter(|m| m.providers.contains(&f.name)) {
-            work.push(Job::Mutant(f, m));
+            work.push(Job::Mutant(f, m, fcfg));
         }
     }
+    // Variants are held to the reference's lock: one that changes its
+    // contract must also change its revision.
+    let variant_cfg = cfgs.first().unwrap_or(cfg);
     for (v, p) in variants {
-        work.push(Job::Variant(v, p));
+        work.push(Job::Variant(v, p, variant_cfg));
     }
     let next = std::sync::Mutex::new(0usize);
     let results = std::sync::Mutex::new(Vec::new());
@@ -357,13 +381,13 @@ pub fn selftest(
                 };
                 let Some(job) = work.get(i) else { break };
                 let (label, r) = match job {
-                    Job::Mutant(f, m) => {
-                        let r = judge_mutant(suite, f, cfg, make_target, m);
+                    Job::Mutant(f, m, c) => {
+                        let r = judge_mutant(suite, f, c, make_target, m);
                         (r.name.clone(), Ok(r))
                     }
-                    Job::Variant(v, p) => (
+                    Job::Variant(v, p, c) => (
                         v.name.clone(),
-                        Err(judge_variant(suite, p, cfg, make_target, v)),
+                        Err(judge_variant(suite, p, c, make_target, v)),
                     ),
                 };
                 progress(&label);

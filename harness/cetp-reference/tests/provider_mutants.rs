@@ -308,6 +308,13 @@ mutants! {
         let b = tools(w, ALL_CAPS)["revision"].clone();
         format!("{}", a == b)
     };
+    schema_changed_revision_kept => |w| {
+        let list = tools(w, ALL_CAPS);
+        format!(
+            "{} {}",
+            list["revision"], list["tools"][0]["input_schema"]["properties"]["symbol"]["maxLength"]
+        )
+    };
     output_violates_schema => |w| {
         w.connect(A);
         w.exec(A, &rid(1), "get_quote", QUOTE).value()["price"].is_number().to_string()
@@ -704,6 +711,43 @@ notes_mutants! {
         let again = w.exec(A, &rid(2), "archive_notes", &args);
         format!("{}", first.bundle == again.bundle)
     };
+}
+
+/// The mutant publishes (and enforces) what the legal `next_release`
+/// publishes, under the reference's revision; `next_release` changes it.
+#[test]
+fn schema_changed_revision_kept_is_next_release_under_the_old_revision() {
+    let list = |cfg: ProviderConfig| tools(&mut World::with_config(cfg), ALL_CAPS);
+    let reference = list(ProviderConfig::default());
+    let next = list(ProviderConfig {
+        next_release: true,
+        ..ProviderConfig::default()
+    });
+    let mutant = list(ProviderConfig {
+        faults: BTreeSet::from([Fault::SchemaChangedRevisionKept]),
+        ..ProviderConfig::default()
+    });
+    assert_eq!(mutant["tools"], next["tools"]);
+    assert_ne!(mutant["tools"], reference["tools"]);
+    assert_eq!(mutant["revision"], reference["revision"]);
+    assert_ne!(next["revision"], reference["revision"]);
+
+    let long_symbol = json!({"symbol": "S".repeat(20)}).to_string();
+    for (cfg, expected) in [
+        (ProviderConfig::default(), "success"),
+        (
+            ProviderConfig {
+                next_release: true,
+                ..ProviderConfig::default()
+            },
+            "error",
+        ),
+    ] {
+        let mut w = World::with_config(cfg);
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "get_quote", &long_symbol);
+        assert_eq!(o.status(), expected, "{}", brief(&o));
+    }
 }
 
 #[test]

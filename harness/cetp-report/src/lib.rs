@@ -3,11 +3,13 @@
 //! - [`json::JsonReport`] writes `report.json` (schema `cetp-report/1`,
 //!   documented in `reports/README.md`, JSON Schema in
 //!   `reports/schema/report.schema.json`);
-//! - [`terminal::Terminal`] prints progress and the summary.
+//! - [`terminal::Terminal`] prints progress and the summary;
+//! - [`drift`] renders a contract drift report (text, JSON, SARIF).
 //!
 //! Every string that came from a Provider is escaped for its medium here
 //! ([`escape`]); the runner never escapes.
 
+pub mod drift;
 pub mod escape;
 pub mod json;
 pub mod junit;

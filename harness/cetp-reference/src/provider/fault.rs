@@ -122,6 +122,9 @@ faults! {
     ProviderIdOutsideNamespace => "provider_id_outside_namespace",
     /// `revision` never changes, whatever the tool list.
     StaticRevision => "static_revision",
+    /// Ships the next release's `get_quote` schema (shorter symbols) under
+    /// the revision of the release it replaced.
+    SchemaChangedRevisionKept => "schema_changed_revision_kept",
     /// `get_quote` answers a price as a string and skips output validation.
     OutputViolatesSchema => "output_violates_schema",
     /// `get_quote` is listed without an `output_schema`.

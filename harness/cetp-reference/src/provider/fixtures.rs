@@ -124,8 +124,16 @@ pub(crate) fn all_scopes(set: FixtureSet) -> BTreeSet<String> {
 pub(crate) const ESCALATION_PRICE: f64 = 10_000.0;
 pub(crate) const MAX_HISTORY_ROWS: u64 = 200_000;
 
+/// Longest `symbol` get_quote accepts, and the shorter one of the catalog's
+/// next release (an incompatible input change: the input narrowed).
+pub(crate) const SYMBOL_MAX_LENGTH: u64 = 32;
+pub(crate) const NEXT_RELEASE_SYMBOL_MAX_LENGTH: u64 = 16;
+
 pub(crate) struct Catalog {
     pub tools: Vec<ToolDef>,
+    /// The catalog whose list the revision is computed from, when it is not
+    /// this one (the `schema_changed_revision_kept` mutant).
+    revision_of: Option<Box<Catalog>>,
 }
 
 /// A tool as a fixture set writes it down, before its schemas are compiled.
@@ -146,7 +154,12 @@ pub(crate) struct Spec {
     pub may_run_async: bool,
 }
 
-fn specs(faults: &BTreeSet<Fault>) -> Vec<Spec> {
+fn specs(faults: &BTreeSet<Fault>, next_release: bool) -> Vec<Spec> {
+    let symbol_max_length = if next_release {
+        NEXT_RELEASE_SYMBOL_MAX_LENGTH
+    } else {
+        SYMBOL_MAX_LENGTH
+    };
     let alert = json!({
         "type": "object",
         "properties": {
@@ -168,7 +181,7 @@ fn specs(faults: &BTreeSet<Fault>) -> Vec<Spec> {
             description: "Current price of a security",
             input: json!({
                 "type": "object",
-                "properties": {"symbol": {"type": "string", "minLength": 1, "maxLength": 32}},
+                "properties": {"symbol": {"type": "string", "minLength": 1, "maxLength": symbol_max_length}},
                 "required": ["symbol"],
                 "additionalProperties": false
             }),
@@ -337,13 +350,33 @@ fn specs(faults: &BTreeSet<Fault>) -> Vec<Spec> {
 }
 
 impl Catalog {
+    /// The catalog published under `faults` and `latitudes`;
+    /// `next_release` publishes the next release
+    /// ([`super::ProviderConfig::next_release`]).
     pub fn new(
         set: FixtureSet,
         faults: &BTreeSet<Fault>,
         latitudes: &BTreeSet<Latitude>,
+        next_release: bool,
+    ) -> Catalog {
+        if faults.contains(&Fault::SchemaChangedRevisionKept) {
+            // The next release's schema (published and enforced), under the
+            // revision of the release it replaced.
+            let mut catalog = Catalog::build(set, faults, latitudes, true);
+            catalog.revision_of = Some(Box::new(Catalog::build(set, faults, latitudes, false)));
+            return catalog;
+        }
+        Catalog::build(set, faults, latitudes, next_release)
+    }
+
+    fn build(
+        set: FixtureSet,
+        faults: &BTreeSet<Fault>,
+        latitudes: &BTreeSet<Latitude>,
+        next_release: bool,
     ) -> Catalog {
         let specs = match set {
-            FixtureSet::Reference => specs(faults),
+            FixtureSet::Reference => specs(faults, next_release),
             FixtureSet::Notes => notes::specs(),
         };
         let tools = specs
@@ -393,7 +426,10 @@ impl Catalog {
                 }
             })
             .collect();
-        Catalog { tools }
+        Catalog {
+            tools,
+            revision_of: None,
+        }
     }
 
     /// Routing is by exact name (§3.1), never by position or title.
@@ -411,6 +447,31 @@ impl Catalog {
     /// `hidden` names tools this caller may not discover (§7.2 lets a
     /// Provider hide them entirely).
     pub fn list_tools(
+        &self,
+        async_negotiated: bool,
+        faults: &BTreeSet<Fault>,
+        latitudes: &BTreeSet<Latitude>,
+        hidden: &BTreeSet<String>,
+    ) -> Json {
+        let tools = self.published(async_negotiated, faults, latitudes, hidden);
+        let basis = match &self.revision_of {
+            Some(other) => other.published(async_negotiated, faults, latitudes, hidden),
+            None => tools.clone(),
+        };
+        // §3.3: the revision must change with the list; a hash of its
+        // canonical form changes exactly then.
+        let revision = if faults.contains(&Fault::StaticRevision) {
+            "tools-1".to_string()
+        } else {
+            let h =
+                canonical_hash(&basis).unwrap_or_else(|_| sha256_hex(basis.to_string().as_bytes()));
+            format!("tools-{}", &h[..16])
+        };
+        json!({"revision": revision, "tools": tools})
+    }
+
+    /// The `tools` array of `list_tools`.
+    fn published(
         &self,
         async_negotiated: bool,
         faults: &BTreeSet<Fault>,
@@ -482,17 +543,7 @@ impl Catalog {
                 tools.push(dup);
             }
         }
-        let tools = Json::Array(tools);
-        // §3.3: the revision must change with the list; a hash of its
-        // canonical form changes exactly then.
-        let revision = if faults.contains(&Fault::StaticRevision) {
-            "tools-1".to_string()
-        } else {
-            let h =
-                canonical_hash(&tools).unwrap_or_else(|_| sha256_hex(tools.to_string().as_bytes()));
-            format!("tools-{}", &h[..16])
-        };
-        json!({"revision": revision, "tools": tools})
+        Json::Array(tools)
     }
 
     /// The v1 view (§2.1, §8): only tools without side effects.

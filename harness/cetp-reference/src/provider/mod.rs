@@ -236,6 +236,12 @@ pub struct ProviderConfig {
     /// Time a mutation takes between reservation and commit.
     pub effect_delay_ms: u64,
     pub sleeper: Sleeper,
+    /// Publishes the next release of the tool catalog: `get_quote` accepts
+    /// symbols of at most 16 characters instead of 32 (an incompatible
+    /// input change) under a new revision, as §3.3 requires. A legal
+    /// variant: `cetp drift` against a lock of the default catalog reports
+    /// breaking drift and no violation.
+    pub next_release: bool,
     pub faults: BTreeSet<Fault>,
     /// Legal variants taken (`latitude.rs`): each one a latitude the spec
     /// leaves, never a defect.
@@ -264,6 +270,7 @@ impl Default for ProviderConfig {
             resume_token_ttl_ms: RESUME_TOKEN_TTL_MS,
             effect_delay_ms: 0,
             sleeper: Arc::new(|_| {}),
+            next_release: false,
             faults: BTreeSet::new(),
             latitudes: BTreeSet::new(),
         }
@@ -286,6 +293,7 @@ impl fmt::Debug for ProviderConfig {
             .field("session_ttl_ms", &self.session_ttl_ms)
             .field("resume_token_ttl_ms", &self.resume_token_ttl_ms)
             .field("effect_delay_ms", &self.effect_delay_ms)
+            .field("next_release", &self.next_release)
             .field("faults", &self.faults)
             .field("latitudes", &self.latitudes)
             .finish_non_exhaustive()
@@ -396,7 +404,7 @@ pub(crate) struct Cx<'a> {
 
 impl ReferenceProvider {
     pub fn new(cfg: ProviderConfig) -> Self {
-        let catalog = Catalog::new(cfg.fixtures, &cfg.faults, &cfg.latitudes);
+        let catalog = Catalog::new(cfg.fixtures, &cfg.faults, &cfg.latitudes, cfg.next_release);
         let durable = DurableState::new(cfg.seed, cfg.grants.clone());
         ReferenceProvider {
             catalog,
