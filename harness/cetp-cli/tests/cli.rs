@@ -318,7 +318,8 @@ fn manifest_defects_fail_discovery_cases() {
         ("v2-only", 0, "PASS  DISC-003"),
     ] {
         let target = format!("sim:manifest={manifest}");
-        let o = cetp(&["run", "--target", &target, "--only", "DISC-*"]);
+        // -v: a passing case prints its line only when asked to.
+        let o = cetp(&["run", "-v", "--target", &target, "--only", "DISC-*"]);
         assert_eq!(o.status.code(), Some(code), "{manifest}: {}", text(&o));
         assert!(text(&o).contains(line), "{manifest}: {}", text(&o));
     }

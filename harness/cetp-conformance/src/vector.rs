@@ -97,6 +97,12 @@ pub struct ToolRef {
     /// be judged with this profile.
     #[serde(default)]
     pub profile_role: Option<String>,
+    /// Annotation values the chosen tool must have, however it was chosen
+    /// (a role's tool included): a requirement that binds only such tools
+    /// (§6 dedupe binds effect != read) has no subject on another tool, so
+    /// the case is NOT_APPLICABLE by the spec.
+    #[serde(default)]
+    pub require: BTreeMap<String, Vec<Json>>,
     /// Does the step execute the tool (so the profile must allow it)?
     #[serde(default = "yes")]
     pub executes: bool,

@@ -181,6 +181,15 @@ impl CaseRunner<'_> {
                     .clone()
             }
         };
+        if !matches_pick(&tool, &r.require) {
+            return Err(Stop::NotApplicable(format!(
+                "the case is about a tool with {}; {} has effect={}, execution={}",
+                describe_pick(&r.require),
+                tool.name,
+                tool.effect,
+                tool.execution
+            )));
+        }
         if r.executes && !self.profile.may_execute(&tool.name, &tool.effect) {
             return Err(Stop::setup(
                 "[execute] allow",

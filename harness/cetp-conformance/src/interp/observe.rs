@@ -57,6 +57,7 @@ impl CaseRunner<'_> {
                 profile_role: None,
                 executes: true,
                 listed_in: None,
+                require: BTreeMap::new(),
             });
             *args = Some(Args::Json(table_to_json(&observer.args)));
         }
@@ -244,6 +245,7 @@ impl CaseRunner<'_> {
                     profile_role: None,
                     executes: true,
                     listed_in: None,
+                    require: BTreeMap::new(),
                 });
                 *a = Some(Args::Json(table_to_json(&setup.args)));
             }
