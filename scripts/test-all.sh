@@ -29,7 +29,7 @@ echo "== fuzz smoke run"
 scripts/fuzz-smoke.sh
 
 echo "== selftest: the suite kills every mutant"
-cargo run -q -p cetp-cli -- selftest --jobs 8
+cargo run -q -p cetp-cli -- selftest --jobs 8 --check-proof reports/proof.json
 
 # One closing line for CI: the sum over every runner above.
 # cargo's "N passed; N failed" lines plus JUnit's "[ N tests successful ]".

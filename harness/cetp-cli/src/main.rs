@@ -187,6 +187,13 @@ struct SelftestArgs {
     jobs: usize,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Write the observed proof (requirement → mutants caught breaking it)
+    /// to this file; `reports/proof.json` feeds the coverage report.
+    #[arg(long, conflicts_with = "check_proof")]
+    write_proof: Option<PathBuf>,
+    /// Fail (exit 1) when this proof file differs from what the run observed.
+    #[arg(long)]
+    check_proof: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -458,6 +465,11 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
     let mut mutants = load_mutants(&dir.join("mutants/mutants.json")).map_err(usage)?;
     let mut variants = load_variants(&dir.join("variants/variants.json")).map_err(usage)?;
     let filtered = !args.mutant.is_empty() || !args.variant.is_empty();
+    if filtered && (args.write_proof.is_some() || args.check_proof.is_some()) {
+        return Err(usage(
+            "--write-proof/--check-proof need the whole self-test (no --mutant/--variant)",
+        ));
+    }
     if filtered {
         for name in args.mutant.iter() {
             if !mutants.iter().any(|m| &m.name == name) {
@@ -528,6 +540,25 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
         &suite, &fixtures, &mutants, &variants, &cfg, &factory, args.jobs, &progress,
     );
     print!("{}", report.render());
+    let proof = serde_json::to_string_pretty(&report.proof()).unwrap_or_default() + "\n";
+    if let Some(path) = &args.write_proof {
+        std::fs::write(path, &proof).map_err(|e| Failure {
+            code: ExitCode::Infra,
+            message: format!("cannot write {}: {e}", path.display()),
+        })?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(path) = &args.check_proof {
+        if std::fs::read_to_string(path).ok().as_deref() != Some(proof.as_str()) {
+            eprintln!(
+                "proof record {} is stale: run `cetp selftest --write-proof {}`, then `cetp coverage --write`, and commit both",
+                path.display(),
+                path.display()
+            );
+            return Ok(ExitCode::Fail);
+        }
+        println!("proof record {} matches this run", path.display());
+    }
     Ok(if report.ok() {
         ExitCode::Ok
     } else {
@@ -542,17 +573,17 @@ fn coverage_command(args: &CoverageArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| usage(format!("{}: {e}", catalog_path.display())))?;
     let catalog = cetp_proto::catalog::Catalog::from_json(&text)
         .map_err(|e| usage(format!("{}: {e}", catalog_path.display())))?;
-    let mutants = load_mutants(&dir.join("mutants/mutants.json")).map_err(usage)?;
-    let exemptions =
-        coverage::load_exemptions(&dir.join("coverage/exemptions.json")).map_err(usage)?;
-    let rows = coverage::rows(&catalog, &suite, &mutants, &exemptions);
-    let md = coverage::render_markdown(&rows);
-    let json =
-        serde_json::to_string_pretty(&coverage::render_json(&rows)).unwrap_or_default() + "\n";
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| repo_dir().join("reports"));
+    let proof = coverage::load_proof(&out.join("proof.json")).map_err(usage)?;
+    let exemptions =
+        coverage::load_exemptions(&dir.join("coverage/exemptions.json")).map_err(usage)?;
+    let rows = coverage::rows(&catalog, &suite, &proof, &exemptions);
+    let md = coverage::render_markdown(&rows);
+    let json =
+        serde_json::to_string_pretty(&coverage::render_json(&rows)).unwrap_or_default() + "\n";
     let (md_path, json_path) = (out.join("coverage.md"), out.join("coverage.json"));
     let gaps: Vec<&str> = rows
         .iter()

@@ -8,7 +8,7 @@ fn main() {
     )
     .unwrap();
     let ex = load_exemptions(&dir.join("coverage/exemptions.json")).unwrap();
-    let rows = rows(&cat, &suite, &[], &ex);
+    let rows = rows(&cat, &suite, &Default::default(), &ex);
     for r in &rows {
         if r.status == Status::Gap {
             println!("{} {} {} | {}", r.id, r.level, r.side, r.summary);

@@ -51,17 +51,20 @@ pub const ALL: &[&str] = &[
 #[derive(Clone, Debug, PartialEq)]
 pub struct Finding {
     pub check: &'static str,
-    /// Descriptor rule key, when the finding comes from descriptor validation.
-    pub rule: Option<&'static str>,
+    /// The rule broken: a descriptor rule key (`cetp_proto::descriptor::RULES`)
+    /// or one of [`RULES`]. `vectors/checks/checks.json` maps each to the
+    /// requirement ids this finding cites, so a FAIL names the rule it
+    /// proved broken, not its check's whole list.
+    pub rule: String,
     pub level: Level,
     pub message: String,
 }
 
 impl Finding {
-    fn must(check: &'static str, message: impl Into<String>) -> Self {
+    fn must(check: &'static str, rule: impl Into<String>, message: impl Into<String>) -> Self {
         Finding {
             check,
-            rule: None,
+            rule: rule.into(),
             level: Level::Must,
             message: message.into(),
         }
@@ -70,7 +73,7 @@ impl Finding {
     fn from_violation(check: &'static str, v: Violation) -> Self {
         Finding {
             check,
-            rule: Some(v.rule),
+            rule: format!("{}@{}", v.rule, field_of(&v.at)),
             level: match v.severity {
                 Severity::Must => Level::Must,
                 Severity::Should => Level::Should,
@@ -78,6 +81,92 @@ impl Finding {
             message: format!("{} (at `{}`, §{})", v.message, v.at, v.section),
         }
     }
+}
+
+/// Every rule key a check's own code can emit, with the check that emits
+/// it; `retryable.CODE` stands for one key per error code whose §5 row fixes
+/// `retryable`. A data test holds `vectors/checks/checks.json` to this list.
+pub const RULES: &[(&str, &str)] = &[
+    (ENVELOPE, "envelope.answer"),
+    (ENVELOPE, "envelope.error"),
+    (ENVELOPE, "envelope.success"),
+    (ENVELOPE, "envelope.negotiate"),
+    (ENVELOPE, "envelope.operation"),
+    (ENVELOPE, "envelope.accepted"),
+    (ENVELOPE, "envelope.status"),
+    (ENVELOPE, "error.retry_after_ms"),
+    (ENVELOPE, "accepted.method"),
+    (ENVELOPE, "accepted.operation_id"),
+    (ENVELOPE, "operation.state"),
+    (ENVELOPE, "operation.result"),
+    (ENVELOPE, "operation.error"),
+    (ENVELOPE, "cancel.state"),
+    (ENVELOPE, "result.envelope"),
+    (ENVELOPE, "result.file_fd"),
+    (ECHO, "echo.protocol_version.success"),
+    (ECHO, "echo.protocol_version.accepted"),
+    (ECHO, "echo.protocol_version.error"),
+    (ECHO, "echo.request_id.success"),
+    (ECHO, "echo.request_id.accepted"),
+    (ECHO, "echo.request_id.error"),
+    (ERROR_CODE, "error.code"),
+    (ERROR_MESSAGE, "error.message.internal"),
+    (ERROR_MESSAGE, "error.message.empty"),
+    (OUTPUT_SCHEMA, "result.output_schema"),
+    (INLINE_SIZE, "result.inline_size"),
+    (CAPABILITY_USE, "capability.async_operations"),
+    (CAPABILITY_USE, "capability.large_results"),
+    (RESOLUTION, "resolution.authorize_intent"),
+    (RESOLUTION, "resolution.immutable"),
+    (RESOLUTION, "resolution.activity"),
+    (RESOLUTION, "resolution.package"),
+    (RESOLUTION, "resolution.pending_intent"),
+    (RESOLUTION, "resolution.resume_token"),
+    (V1_SHAPE, "v1.error_code"),
+    (V1_SHAPE, "v1.shape"),
+    (RETRYABLE, "retryable.CODE"),
+];
+
+/// The field a descriptor violation is about, without array indices
+/// (`/tools/0/annotations/destructive` → `tools.annotations.destructive`):
+/// a generic rule (`shape.type`) cites the clause of that field when the
+/// data maps `rule@field` (§3.2's scope enums, §3.4's annotations).
+fn field_of(pointer: &str) -> String {
+    pointer
+        .split('/')
+        .filter(|s| !s.is_empty() && !s.bytes().all(|b| b.is_ascii_digit()))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The rule of a `retryable` that contradicts the §5 row of `code`.
+pub fn retry_rule_key(code: ErrorCode) -> String {
+    format!("retryable.{}", code.as_str())
+}
+
+/// The envelope rule an answer breaks, by the status it claims: each
+/// status has its own clause (§2.2, §4.2, §4.4, §5).
+fn envelope_rule(bundle: &Bundle, method: &str) -> &'static str {
+    match bundle.opt_string(keys::STATUS).ok().flatten().as_deref() {
+        Some("error") => "envelope.error",
+        Some("accepted") => "envelope.accepted",
+        Some("success") if method == "negotiate" => "envelope.negotiate",
+        Some("success") if matches!(method, "get_operation" | "cancel_operation") => {
+            "envelope.operation"
+        }
+        Some("success") => "envelope.success",
+        _ => "envelope.status",
+    }
+}
+
+/// The echo rule of `member`, by the answer's status (§4.2, §4.4, §5).
+fn echo_rule(member: &str, response: &Response) -> String {
+    let status = match response {
+        Response::Error(_) => "error",
+        Response::Success { .. } => "success",
+        Response::Accepted { .. } => "accepted",
+    };
+    format!("echo.{member}.{status}")
 }
 
 /// What the harness knows around one answer.
@@ -110,6 +199,7 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
         CallAnswer::Threw { class, .. } if !cx.v1 => {
             out.push(Finding::must(
                 ENVELOPE,
+                "envelope.answer",
                 format!("call() threw {class} instead of answering a v2 envelope"),
             ));
             return out;
@@ -117,6 +207,7 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
         CallAnswer::Result(None) if !cx.v1 => {
             out.push(Finding::must(
                 ENVELOPE,
+                "envelope.answer",
                 "call() returned null instead of a v2 envelope",
             ));
             return out;
@@ -132,6 +223,7 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
         Err(e) => {
             out.push(Finding::must(
                 ENVELOPE,
+                envelope_rule(bundle, cx.method),
                 format!("answer is not a valid CETP v2 envelope: {e}"),
             ));
             return out;
@@ -143,6 +235,7 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
     if bundle.contains("authorize_intent") {
         out.push(Finding::must(
             RESOLUTION,
+            "resolution.authorize_intent",
             "a v2 answer carries v1's authorize_intent",
         ));
     }
@@ -151,12 +244,14 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
             match e.known_code() {
                 None => out.push(Finding::must(
                     ERROR_CODE,
+                    "error.code",
                     format!("unknown error code {:?}", e.code),
                 )),
                 Some(code) => {
                     if !code.retry_rule().allows(e.retryable) {
                         out.push(Finding::must(
                             RETRYABLE,
+                            retry_rule_key(code),
                             format!(
                                 "{code} must have retryable={}, found {}",
                                 !e.retryable, e.retryable
@@ -174,16 +269,22 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
             if let Some(what) = leaks_internal_detail(&e.message) {
                 out.push(Finding::must(
                     ERROR_MESSAGE,
+                    "error.message.internal",
                     format!("error_message exposes {what}"),
                 ));
             }
             if e.message.trim().is_empty() {
-                out.push(Finding::must(ERROR_MESSAGE, "error_message is empty"));
+                out.push(Finding::must(
+                    ERROR_MESSAGE,
+                    "error.message.empty",
+                    "error_message is empty",
+                ));
             }
             if let Some(ms) = e.retry_after_ms {
                 if ms < 0 {
                     out.push(Finding::must(
                         ENVELOPE,
+                        "error.retry_after_ms",
                         format!("retry_after_ms is negative ({ms})"),
                     ));
                 }
@@ -194,6 +295,7 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
             if cx.method != "execute_tool" {
                 out.push(Finding::must(
                     ENVELOPE,
+                    "accepted.method",
                     format!(
                         "status=accepted is only defined for execute_tool, not {}",
                         cx.method
@@ -204,6 +306,7 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
                 if !n.has(cetp_proto::envelope::Capability::AsyncOperations) {
                     out.push(Finding::must(
                         CAPABILITY_USE,
+                        "capability.async_operations",
                         "status=accepted without a negotiated async_operations capability",
                     ));
                 }
@@ -211,6 +314,7 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
             if data.get("operation_id").and_then(Json::as_str).is_none() {
                 out.push(Finding::must(
                     ENVELOPE,
+                    "accepted.operation_id",
                     "accepted data has no string operation_id",
                 ));
             }
@@ -222,7 +326,7 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
 fn check_echo(
     cx: &AnswerContext<'_>,
     bundle: &Bundle,
-    _response: &Response,
+    response: &Response,
     out: &mut Vec<Finding>,
 ) {
     // A negotiate request carries neither protocol_version nor request_id,
@@ -234,18 +338,22 @@ fn check_echo(
         Some(Value::Int(2)) => {}
         Some(Value::Int(v)) => out.push(Finding::must(
             ECHO,
+            echo_rule("protocol_version", response),
             format!("protocol_version echoed as {v}, not 2"),
         )),
         Some(other) => out.push(Finding::must(
             ECHO,
+            echo_rule("protocol_version", response),
             format!(
                 "protocol_version echoed as a {}, not an Int",
                 other.type_tag()
             ),
         )),
-        None if cx.method != "negotiate" => {
-            out.push(Finding::must(ECHO, "protocol_version is not echoed"))
-        }
+        None if cx.method != "negotiate" => out.push(Finding::must(
+            ECHO,
+            echo_rule("protocol_version", response),
+            "protocol_version is not echoed",
+        )),
         None => {}
     }
     if let Some(sent) = sent_id {
@@ -253,10 +361,19 @@ fn check_echo(
             Ok(Some(echoed)) if echoed == sent => {}
             Ok(Some(echoed)) => out.push(Finding::must(
                 ECHO,
+                echo_rule("request_id", response),
                 format!("request_id echoed as {echoed:?}, sent {sent:?}"),
             )),
-            Ok(None) => out.push(Finding::must(ECHO, "request_id is not echoed")),
-            Err(e) => out.push(Finding::must(ECHO, e.to_string())),
+            Ok(None) => out.push(Finding::must(
+                ECHO,
+                echo_rule("request_id", response),
+                "request_id is not echoed",
+            )),
+            Err(e) => out.push(Finding::must(
+                ECHO,
+                echo_rule("request_id", response),
+                e.to_string(),
+            )),
         }
     }
 }
@@ -272,6 +389,7 @@ fn check_resolution(
             if pi.immutable != Some(true) {
                 out.push(Finding::must(
                     RESOLUTION,
+                    "resolution.immutable",
                     format!(
                         "{code}: resolution PendingIntent is not known to be immutable ({:?})",
                         pi.immutable
@@ -281,13 +399,14 @@ fn check_resolution(
             if pi.activity == Some(false) {
                 out.push(Finding::must(
                     RESOLUTION,
+                    "resolution.activity",
                     format!("{code}: resolution PendingIntent does not start an activity"),
                 ));
             }
             if let Some(pkg) = cx.package {
                 if pi.creator_package.as_deref() != Some(pkg) {
                     out.push(Finding::must(
-                        RESOLUTION,
+                        RESOLUTION, "resolution.package",
                         format!("{code}: resolution PendingIntent was created by {:?}, not the Provider {pkg:?}", pi.creator_package),
                     ));
                 }
@@ -295,6 +414,7 @@ fn check_resolution(
         }
         Some(other) => out.push(Finding::must(
             RESOLUTION,
+            "resolution.pending_intent",
             format!(
                 "{code}: resolution is a {}, not a PendingIntent",
                 other.type_tag()
@@ -302,6 +422,7 @@ fn check_resolution(
         )),
         None => out.push(Finding::must(
             RESOLUTION,
+            "resolution.pending_intent",
             format!("{code} carries no resolution PendingIntent"),
         )),
     }
@@ -309,9 +430,14 @@ fn check_resolution(
         Ok(Some(t)) if !t.is_empty() => {}
         Ok(_) => out.push(Finding::must(
             RESOLUTION,
+            "resolution.resume_token",
             format!("{code} carries no resume_token"),
         )),
-        Err(e) => out.push(Finding::must(RESOLUTION, e.to_string())),
+        Err(e) => out.push(Finding::must(
+            RESOLUTION,
+            "resolution.resume_token",
+            e.to_string(),
+        )),
     }
 }
 
@@ -356,26 +482,26 @@ fn check_success(cx: &AnswerContext<'_>, bundle: &Bundle, data: &Json, out: &mut
         "get_operation" => {
             let state = data.get("state").and_then(Json::as_str);
             match state.and_then(OpState::parse) {
-                None => out.push(Finding::must(ENVELOPE, format!("get_operation state {state:?} is not a defined state"))),
+                None => out.push(Finding::must(ENVELOPE, "operation.state", format!("get_operation state {state:?} is not a defined state"))),
                 Some(OpState::CancellationRequested) => out.push(Finding::must(
-                    ENVELOPE,
+                    ENVELOPE, "operation.state",
                     "get_operation reports cancellation_requested, which only cancel_operation may answer",
                 )),
                 Some(OpState::Succeeded) => match data.get("result") {
                     Some(result) => check_result(cx, bundle, result, out),
-                    None => out.push(Finding::must(ENVELOPE, "a succeeded operation carries no result")),
+                    None => out.push(Finding::must(ENVELOPE, "operation.result", "a succeeded operation carries no result")),
                 },
                 Some(OpState::Failed) => {
                     let err = data.get("error");
                     let code = err.and_then(|e| e.get("error_code")).and_then(Json::as_str);
                     match code {
-                        None => out.push(Finding::must(ENVELOPE, "a failed operation carries no error object with error_code")),
+                        None => out.push(Finding::must(ENVELOPE, "operation.error", "a failed operation carries no error object with error_code")),
                         Some(c) => match ErrorCode::parse(c) {
-                            None => out.push(Finding::must(ERROR_CODE, format!("operation error code {c:?} is unknown"))),
+                            None => out.push(Finding::must(ERROR_CODE, "error.code", format!("operation error code {c:?} is unknown"))),
                             Some(code) => {
                                 if let Some(r) = err.and_then(|e| e.get("retryable")).and_then(Json::as_bool) {
                                     if !code.retry_rule().allows(r) {
-                                        out.push(Finding::must(RETRYABLE, format!("operation error {code} must not have retryable={r}")));
+                                        out.push(Finding::must(RETRYABLE, retry_rule_key(code), format!("operation error {code} must not have retryable={r}")));
                                     }
                                 }
                             }
@@ -388,7 +514,7 @@ fn check_success(cx: &AnswerContext<'_>, bundle: &Bundle, data: &Json, out: &mut
         "cancel_operation" => {
             let state = data.get("state").and_then(Json::as_str);
             if state != Some("cancellation_requested") {
-                out.push(Finding::must(ENVELOPE, format!("cancel_operation success must report state=cancellation_requested, found {state:?}")));
+                out.push(Finding::must(ENVELOPE, "cancel.state", format!("cancel_operation success must report state=cancellation_requested, found {state:?}")));
             }
         }
         _ => {}
@@ -401,6 +527,7 @@ fn check_result(cx: &AnswerContext<'_>, bundle: &Bundle, result: &Json, out: &mu
         Err(e) => {
             out.push(Finding::must(
                 ENVELOPE,
+                "result.envelope",
                 format!("tool result envelope: {e}"),
             ));
             return;
@@ -416,6 +543,7 @@ fn check_result(cx: &AnswerContext<'_>, bundle: &Bundle, result: &Json, out: &mu
                 if size > limit {
                     out.push(Finding::must(
                         INLINE_SIZE,
+                        "result.inline_size",
                         format!(
                             "inline result is {size} bytes, over max_inline_result_bytes {limit}"
                         ),
@@ -429,6 +557,7 @@ fn check_result(cx: &AnswerContext<'_>, bundle: &Bundle, result: &Json, out: &mu
                         if !errors.is_empty() {
                             out.push(Finding::must(
                                 OUTPUT_SCHEMA,
+                                "result.output_schema",
                                 format!(
                                     "result of {} does not match its output_schema: {}",
                                     tool.name,
@@ -439,6 +568,7 @@ fn check_result(cx: &AnswerContext<'_>, bundle: &Bundle, result: &Json, out: &mu
                     }
                     Err(e) => out.push(Finding::must(
                         OUTPUT_SCHEMA,
+                        "result.output_schema",
                         format!("output_schema of {} cannot be used: {e}", tool.name),
                     )),
                 }
@@ -449,6 +579,7 @@ fn check_result(cx: &AnswerContext<'_>, bundle: &Bundle, result: &Json, out: &mu
                 if !n.has(cetp_proto::envelope::Capability::LargeResults) {
                     out.push(Finding::must(
                         CAPABILITY_USE,
+                        "capability.large_results",
                         "file result without a negotiated large_results capability",
                     ));
                 }
@@ -458,6 +589,7 @@ fn check_result(cx: &AnswerContext<'_>, bundle: &Bundle, result: &Json, out: &mu
             {
                 out.push(Finding::must(
                     ENVELOPE,
+                    "result.file_fd",
                     "file result without a result_fd descriptor",
                 ));
             }
@@ -471,6 +603,7 @@ fn check_v1(bundle: &Bundle, out: &mut Vec<Finding>) {
             if !V1_ERROR_CODES.contains(&code.as_str()) && ErrorCode::parse(&code).is_none() {
                 out.push(Finding::must(
                     V1_SHAPE,
+                    "v1.error_code",
                     format!("v1 answer uses unknown error code {code:?}"),
                 ));
             }
@@ -478,6 +611,7 @@ fn check_v1(bundle: &Bundle, out: &mut Vec<Finding>) {
         Ok(_) => {}
         Err(e) => out.push(Finding::must(
             V1_SHAPE,
+            "v1.shape",
             format!("v1 answer is malformed: {e}"),
         )),
     }

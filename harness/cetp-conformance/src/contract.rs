@@ -244,6 +244,11 @@ pub fn run_lock_case(
         title: LOCK_CASE_TITLE.into(),
     });
     let (verdict, reason) = lock_case(target, env, lock);
+    let cited: Vec<String> = if verdict == Verdict::Fail {
+        vec![LOCK_REQUIREMENT.into()]
+    } else {
+        Vec::new()
+    };
     let baseline = cfg
         .baseline
         .as_ref()
@@ -254,6 +259,7 @@ pub fn run_lock_case(
         case_id: LOCK_CASE_ID.into(),
         title: LOCK_CASE_TITLE.into(),
         requirements: vec![LOCK_REQUIREMENT.into()],
+        cited: cited.clone(),
         verdict,
         reason: reason.clone(),
         baseline: baseline.clone(),
@@ -267,6 +273,7 @@ pub fn run_lock_case(
         reason,
         needs: Vec::new(),
         baselined: baseline.is_some(),
+        cited,
         unjudged: None,
     }
 }

@@ -138,6 +138,9 @@ pub enum Event {
         case_id: String,
         title: String,
         requirements: Vec<String>,
+        /// For a FAIL or WARN, the requirements of the failing step (its
+        /// own `requirements`, else the case's): what the finding proves.
+        cited: Vec<String>,
         verdict: Verdict,
         reason: String,
         /// Failure accepted by the baseline (known failure, with its reason).
@@ -148,6 +151,9 @@ pub enum Event {
         check: String,
         title: String,
         requirements: Vec<String>,
+        /// For a FAIL or WARN, the requirements the rules of its findings
+        /// map to (every finding of the run, not only the first).
+        cited: Vec<String>,
         verdict: Verdict,
         reason: String,
         answers_checked: usize,

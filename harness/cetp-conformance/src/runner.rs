@@ -43,6 +43,9 @@ pub struct CaseOutcome {
     pub reason: String,
     pub needs: Vec<String>,
     pub baselined: bool,
+    /// For a FAIL or WARN: the requirements its finding cites (the failing
+    /// step's); empty otherwise.
+    pub cited: Vec<String>,
     /// A NOT_APPLICABLE that comes from the setup, not the spec: the profile
     /// field or device ability that would let the case judge. It keeps the
     /// §9 claim from being established.
@@ -53,6 +56,8 @@ pub struct CaseOutcome {
 pub struct CheckOutcome {
     pub id: String,
     pub requirements: Vec<String>,
+    /// For a FAIL or WARN: the requirements its findings' rules map to.
+    pub cited: Vec<String>,
     pub verdict: Verdict,
     pub reason: String,
 }
@@ -205,7 +210,7 @@ pub fn run(
     });
 
     let mut outcomes = Vec::new();
-    let mut tally = CheckTally::default();
+    let mut tally = CheckTally::new(suite.rules.clone());
     let identified = identify(target, profile);
     let env = match identified {
         Ok((hello, env)) => {
@@ -239,6 +244,7 @@ pub fn run(
                     reason: reason.clone(),
                     needs: c.needs.clone(),
                     baselined: false,
+                    cited: Vec::new(),
                     unjudged: None,
                 });
             }
@@ -258,6 +264,7 @@ pub fn run(
             // (`attempts`); attempts that disagree make it FLAKY, with every
             // attempt's outcome kept in the reason, never merged into a pass.
             let mut outcomes_seen: Vec<(Verdict, String, Option<String>)> = Vec::new();
+            let mut cited = Vec::new();
             for attempt in 0..cfg.attempts.max(1) {
                 // The run's start time is mixed in so two runs against one
                 // device never reuse a request id: a Provider rightly answers
@@ -273,7 +280,11 @@ pub fn run(
                     let mut emit = |e: Event| events.push(e);
                     let mut runner =
                         CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng);
-                    runner.run(case)
+                    let r = runner.run(case);
+                    if r.is_err() {
+                        cited = runner.cited.clone();
+                    }
+                    r
                 };
                 for e in events {
                     out.emit(e);
@@ -326,10 +337,14 @@ pub fn run(
                 .and_then(|b| b.reason_for(&case.id))
                 .filter(|_| verdict == Verdict::Fail)
                 .map(str::to_string);
+            if !matches!(verdict, Verdict::Fail | Verdict::Warn) {
+                cited.clear();
+            }
             out.emit(Event::CaseFinished {
                 case_id: case.id.clone(),
                 title: case.title.clone(),
                 requirements: case.requirements.clone(),
+                cited: cited.clone(),
                 verdict,
                 reason: reason.clone(),
                 baseline: baseline_reason.clone(),
@@ -343,6 +358,7 @@ pub fn run(
                 reason,
                 needs: case.needs.clone(),
                 baselined: baseline_reason.is_some(),
+                cited,
                 unjudged,
             });
         }
@@ -382,20 +398,21 @@ pub fn run(
             }
             None => (Verdict::Pass, String::new()),
         };
-        let mut requirements = def.requirements.clone();
-        if let Some((_, _, f)) = tally.first.get(def.id.as_str()) {
-            if let Some(rule) = f.rule {
-                for r in suite.rules.get(rule).into_iter().flatten() {
-                    if !requirements.contains(r) {
-                        requirements.push(r.clone());
-                    }
-                }
-            }
-        }
+        let requirements = def.requirements.clone();
+        let cited: Vec<String> = if matches!(verdict, Verdict::Fail | Verdict::Warn) {
+            tally
+                .cited
+                .get(def.id.as_str())
+                .map(|s| s.iter().cloned().collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         out.emit(Event::CheckVerdict {
             check: def.id.clone(),
             title: def.title.clone(),
             requirements: requirements.clone(),
+            cited: cited.clone(),
             verdict,
             reason: reason.clone(),
             answers_checked: tally.answers,
@@ -403,6 +420,7 @@ pub fn run(
         checks.push(CheckOutcome {
             id: def.id.clone(),
             requirements,
+            cited,
             verdict,
             reason,
         });

@@ -17,7 +17,8 @@ use crate::profile::Profile;
 use crate::runner::{run, RunConfig, RunOutcome};
 use crate::suite::Suite;
 use serde::Deserialize;
-use std::collections::BTreeSet;
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -108,8 +109,12 @@ pub struct MutantResult {
     /// `fixture/name` for fixtures other than the reference.
     pub name: String,
     pub requirements: Vec<String>,
-    /// Cases/checks that FAILed naming a documented requirement.
+    /// Cases/checks whose finding cited a documented requirement.
     pub killed_by: Vec<String>,
+    /// The documented requirements those findings cited: what this mutant
+    /// proves the suite can catch. Empty for an equivalent mutant, which
+    /// proves nothing.
+    pub proved: BTreeSet<String>,
     /// Cases/checks that FAILed for other requirements.
     pub other_failures: Vec<String>,
     pub infra: Option<String>,
@@ -173,6 +178,26 @@ impl SelftestReport {
             && self.variants.iter().all(VariantResult::ok)
     }
 
+    /// The proof record (`reports/proof.json`): which requirements each
+    /// mutant was observed to be caught breaking in this run. Coverage's
+    /// "proven" column is made from it, never from the documentation.
+    pub fn proof(&self) -> Json {
+        let mut by_req: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut mutants = serde_json::Map::new();
+        for m in self.mutants.iter().filter(|m| m.equivalent.is_none()) {
+            for r in &m.proved {
+                by_req.entry(r.as_str()).or_default().push(m.name.as_str());
+            }
+            mutants.insert(m.name.clone(), json!(m.proved));
+        }
+        json!({
+            "format_version": 1,
+            "generated_by": "cetp selftest --write-proof",
+            "mutants": mutants,
+            "requirements": by_req,
+        })
+    }
+
     /// Both tables: mutant → killing cases, legal variant → false verdicts.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -206,7 +231,13 @@ impl SelftestReport {
             } else {
                 "SURVIVED"
             };
-            let detail = if m.killed() {
+            let detail = if m.killed() && !m.proved.is_empty() {
+                format!(
+                    "{}  proves {}",
+                    m.killed_by.join(", "),
+                    m.proved.iter().cloned().collect::<Vec<_>>().join(", ")
+                )
+            } else if m.killed() {
                 m.killed_by.join(", ")
             } else if let Some(e) = &m.equivalent {
                 format!("documented equivalent: {e}")
@@ -268,18 +299,21 @@ impl SelftestReport {
     }
 }
 
+/// Each FAIL with the requirements its finding cites (the failing step's,
+/// or the rules of a check's findings), never the whole static list of its
+/// case or check.
 fn failures(out: &RunOutcome) -> Vec<(String, Vec<String>)> {
     let mut v: Vec<(String, Vec<String>)> = out
         .cases
         .iter()
         .filter(|c| c.verdict == Verdict::Fail)
-        .map(|c| (c.id.clone(), c.requirements.clone()))
+        .map(|c| (c.id.clone(), c.cited.clone()))
         .collect();
     v.extend(
         out.checks
             .iter()
             .filter(|c| c.verdict == Verdict::Fail)
-            .map(|c| (c.id.clone(), c.requirements.clone())),
+            .map(|c| (c.id.clone(), c.cited.clone())),
     );
     v
 }
@@ -430,6 +464,7 @@ fn judge_mutant(
         },
         requirements: m.requirements.clone(),
         killed_by: Vec::new(),
+        proved: BTreeSet::new(),
         other_failures: Vec::new(),
         infra: None,
         equivalent: m.equivalent.clone(),
@@ -438,8 +473,15 @@ fn judge_mutant(
         Ok(t) => {
             let out = run(suite, &t, &fixture.profile, cfg, &mut Fanout::default());
             for (id, reqs) in failures(&out) {
-                if reqs.iter().any(|q| documented.contains(q.as_str())) {
+                let hit: Vec<&String> = reqs
+                    .iter()
+                    .filter(|q| documented.contains(q.as_str()))
+                    .collect();
+                if !hit.is_empty() {
                     r.killed_by.push(id);
+                    if r.equivalent.is_none() {
+                        r.proved.extend(hit.into_iter().cloned());
+                    }
                 } else {
                     r.other_failures.push(id);
                 }

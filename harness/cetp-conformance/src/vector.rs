@@ -65,7 +65,32 @@ pub struct Case {
     /// claim v2) or belongs to the capability in `needs`.
     #[serde(default)]
     pub notes: Option<String>,
-    pub steps: Vec<Step>,
+    pub steps: Vec<CaseStep>,
+}
+
+/// A step of a case, with the requirement ids its expectation enforces
+/// (a subset of the case's). A FAIL cites the failing step's ids, so that a
+/// mutant is credited only with the rule it was caught breaking
+/// (`cetp selftest`). Without `requirements`, a step cites the case's ids,
+/// except a setup step (`observe`, a `negotiate` with no expectation),
+/// which cites none; `[]` cites none.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CaseStep {
+    #[serde(flatten)]
+    pub step: Step,
+    #[serde(default)]
+    pub requirements: Option<Vec<String>>,
+}
+
+impl CaseStep {
+    /// The requirement ids a FAIL of this step cites.
+    pub fn cites<'a>(&'a self, case: &'a Case) -> &'a [String] {
+        match (&self.requirements, &self.step) {
+            (Some(r), _) => r,
+            (None, Step::Observe { .. }) | (None, Step::Negotiate { expect: None, .. }) => &[],
+            (None, _) => &case.requirements,
+        }
+    }
 }
 
 fn default_tool_bind() -> String {

@@ -108,3 +108,120 @@ fn every_descriptor_rule_is_mapped_and_every_check_defined() {
     let coded: BTreeSet<&str> = cetp_conformance::checks::ALL.iter().copied().collect();
     assert_eq!(defined, coded, "checks.json and checks::ALL disagree");
 }
+
+/// Proof per finding: every rule a check can emit maps to requirement ids,
+/// and those ids are among the ones its check says it enforces, so that a
+/// FAIL cites exactly the rule broken and coverage never claims more.
+#[test]
+fn every_check_rule_cites_requirements_of_its_check() {
+    use cetp_proto::error::{ErrorCode, RetryRule};
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let of_check = |id: &str| -> BTreeSet<String> {
+        suite
+            .checks
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.requirements.iter().cloned().collect())
+            .unwrap_or_default()
+    };
+    let mut emitted: Vec<(&str, String)> = Vec::new();
+    for (check, rule) in cetp_conformance::checks::RULES {
+        if *rule == "retryable.CODE" {
+            for code in ErrorCode::ALL {
+                if code.retry_rule() != RetryRule::Conditional {
+                    emitted.push((check, cetp_conformance::checks::retry_rule_key(*code)));
+                }
+            }
+        } else {
+            emitted.push((check, rule.to_string()));
+        }
+    }
+    for rule in cetp_proto::descriptor::RULES {
+        let check = if rule.starts_with("negotiate.")
+            || rule.starts_with("session_token.")
+            || rule.starts_with("limits.")
+        {
+            cetp_conformance::checks::NEGOTIATION
+        } else {
+            cetp_conformance::checks::DESCRIPTORS
+        };
+        emitted.push((check, rule.to_string()));
+    }
+    for (check, rule) in emitted {
+        let reqs = suite
+            .rules
+            .get(&rule)
+            .unwrap_or_else(|| panic!("rule {rule} of {check} cites no requirement"));
+        assert!(
+            !reqs.is_empty(),
+            "rule {rule} of {check} cites no requirement"
+        );
+        let allowed = of_check(check);
+        // Shape rules are shared by the negotiate, provider-info and tool
+        // answers; they cite the descriptor clause.
+        let allowed: BTreeSet<String> = if rule.starts_with("shape.") || rule == "enum.unknown" {
+            allowed
+                .union(&of_check(cetp_conformance::checks::DESCRIPTORS))
+                .cloned()
+                .collect()
+        } else {
+            allowed
+        };
+        for r in reqs {
+            assert!(
+                allowed.contains(r),
+                "rule {rule} cites {r}, which {check} does not list in checks.json"
+            );
+        }
+    }
+}
+
+/// A `rule@field` refinement names a descriptor rule and cites only what the
+/// descriptor checks enforce.
+#[test]
+fn field_refinements_of_descriptor_rules_stay_within_their_checks() {
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let allowed: BTreeSet<&String> = suite
+        .checks
+        .iter()
+        .filter(|c| {
+            c.id == cetp_conformance::checks::DESCRIPTORS
+                || c.id == cetp_conformance::checks::NEGOTIATION
+        })
+        .flat_map(|c| c.requirements.iter())
+        .collect();
+    for (key, reqs) in &suite.rules {
+        if let Some((base, field)) = key.split_once('@') {
+            assert!(
+                cetp_proto::descriptor::RULES.contains(&base),
+                "{key}: {base} is no descriptor rule"
+            );
+            assert!(!field.is_empty() && !reqs.is_empty(), "{key}");
+            for r in reqs {
+                assert!(
+                    allowed.contains(r),
+                    "{key} cites {r}, outside the descriptor checks"
+                );
+            }
+        }
+    }
+}
+
+/// A step cites only requirements its case enforces, so the coverage index
+/// (built from cases) and what a FAIL proves never disagree.
+#[test]
+fn step_requirements_are_a_subset_of_their_case() {
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    for c in &suite.cases {
+        for (i, s) in c.steps.iter().enumerate() {
+            for r in s.requirements.iter().flatten() {
+                assert!(
+                    c.requirements.contains(r),
+                    "{} step {}: cites {r}, which the case does not list",
+                    c.id,
+                    i + 1
+                );
+            }
+        }
+    }
+}

@@ -178,3 +178,97 @@ fn a_second_run_against_the_same_device_is_not_answered_from_the_first() {
         assert!(bad.is_empty(), "run at {started_at_ms}: {bad:?}");
     }
 }
+
+/// Plays no decision: the UI selectors missed (or the device has no UI
+/// automation), so the Provider's confirmation never got the user's answer.
+struct UiMisses(ReferenceProvider);
+
+impl cetp_reference::app::ProviderApp for UiMisses {
+    fn manifests(&self) -> Vec<cetp_proto::provider::ServiceManifest> {
+        self.0.manifests()
+    }
+    fn authority(&self) -> String {
+        self.0.authority()
+    }
+    fn call(
+        &self,
+        caller: &cetp_proto::provider::CallerIdentity,
+        now_ms: i64,
+        call: &cetp_proto::provider::ProviderCall,
+    ) -> cetp_proto::provider::Reply {
+        self.0.call(caller, now_ms, call)
+    }
+    fn resolve(
+        &self,
+        _launcher: &cetp_proto::provider::CallerIdentity,
+        _target: &cetp_proto::provider::IntentTarget,
+        _decision: cetp_proto::provider::Decision,
+        _now_ms: i64,
+    ) -> cetp_proto::provider::ResolveOutcome {
+        cetp_proto::provider::ResolveOutcome {
+            launched: true,
+            decision_applied: false,
+            result_code: 0,
+        }
+    }
+    fn restart(&self) {
+        self.0.restart()
+    }
+}
+
+#[test]
+fn an_unapplied_decision_is_infra_error_never_a_verdict() {
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let app = Arc::new(UiMisses(ReferenceProvider::new(reference_config())));
+    let target = local_target(app, DeviceClock::system(0));
+    let cfg = RunConfig {
+        seed: 7,
+        only: vec!["CONF-*".into()],
+        harness_version: "test".into(),
+        ..Default::default()
+    };
+    let out = run(&suite, &target, &profile(), &cfg, &mut Fanout::default());
+    // Every case that plays a decision (approve, deny) is INFRA_ERROR: no
+    // PASS on a binding never exercised, no FAIL charged to the Provider.
+    for id in [
+        "CONF-001", "CONF-002", "CONF-004", "CONF-005", "CONF-006", "CONF-009",
+    ] {
+        let c = out.cases.iter().find(|c| c.id == id).unwrap();
+        assert_eq!(c.verdict, Verdict::InfraError, "{id}: {}", c.reason);
+        assert!(c.reason.contains("not applied"), "{id}: {}", c.reason);
+    }
+    assert!(out.cases.iter().all(|c| c.verdict != Verdict::Fail));
+    assert_eq!(out.exit, cetp_conformance::exit::ExitCode::Infra);
+}
+
+#[test]
+fn a_provider_that_refuses_by_throwing_fails_the_refusal_cases() {
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let app = Arc::new(ReferenceProvider::new(ProviderConfig {
+        faults: std::collections::BTreeSet::from([cetp_reference::provider::Fault::parse(
+            "refusals_thrown",
+        )
+        .unwrap()]),
+        ..reference_config()
+    }));
+    let target = local_target(app, DeviceClock::system(0));
+    let cfg = RunConfig {
+        seed: 7,
+        harness_version: "test".into(),
+        ..Default::default()
+    };
+    let out = run(&suite, &target, &profile(), &cfg, &mut Fanout::default());
+    let verdict = |id: &str| out.cases.iter().find(|c| c.id == id).unwrap().clone();
+    // An exception is never a refusal (§5): the cases that expect one fail.
+    for id in ["NEG-007", "CONF-004", "CONF-005", "CONF-006"] {
+        let c = verdict(id);
+        assert_eq!(c.verdict, Verdict::Fail, "{id}: {}", c.reason);
+    }
+    // And the envelope check judges the exception, naming its class and
+    // citing the error-envelope rule only.
+    let env = out.checks.iter().find(|c| c.id == "CHK-ENVELOPE").unwrap();
+    assert_eq!(env.verdict, Verdict::Fail);
+    assert!(env.reason.contains("threw"), "{}", env.reason);
+    assert_eq!(env.cited, vec!["CETP2-5-01".to_string()]);
+    assert!(!out.claim.cetp_v2);
+}

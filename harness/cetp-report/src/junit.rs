@@ -135,6 +135,7 @@ mod tests {
             case_id: "EXE-003".into(),
             title: "t".into(),
             requirements: vec![],
+            cited: vec![],
             verdict: Verdict::Fail,
             reason: "error_message \"<script>&</script>\" \u{1b}[31m\u{0}".into(),
             baseline: None,

@@ -485,11 +485,17 @@ impl CaseRunner<'_> {
         self.tally.answers += 1;
         for f in findings {
             *self.tally.counts.entry(f.check).or_default() += 1;
+            let cited = self.tally.cite(&f.rule);
+            self.tally
+                .cited
+                .entry(f.check)
+                .or_default()
+                .extend(cited.iter().cloned());
             (self.emit)(Event::CheckFinding {
                 case_id: self.case_id.clone(),
                 step: self.step,
                 check: f.check.to_string(),
-                requirements: Vec::new(),
+                requirements: cited,
                 level: format!("{:?}", f.level).to_uppercase(),
                 message: f.message.clone(),
             });

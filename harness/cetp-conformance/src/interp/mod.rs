@@ -124,6 +124,32 @@ pub struct CheckTally {
     /// First finding of each check: (case, step, finding).
     pub first: BTreeMap<&'static str, (String, usize, Finding)>,
     pub counts: BTreeMap<&'static str, usize>,
+    /// Rule key → requirement ids (`vectors/checks/checks.json`).
+    pub rules: BTreeMap<String, Vec<String>>,
+    /// Requirement ids cited by the findings of each check.
+    pub cited: BTreeMap<&'static str, BTreeSet<String>>,
+}
+
+impl CheckTally {
+    pub fn new(rules: BTreeMap<String, Vec<String>>) -> Self {
+        CheckTally {
+            rules,
+            ..CheckTally::default()
+        }
+    }
+
+    /// The requirement ids a finding's rule maps to: `rule@field` when the
+    /// data has the field's own clause, else the rule's.
+    pub fn cite(&self, rule: &str) -> Vec<String> {
+        self.rules
+            .get(rule)
+            .or_else(|| {
+                rule.split_once('@')
+                    .and_then(|(base, _)| self.rules.get(base))
+            })
+            .cloned()
+            .unwrap_or_default()
+    }
 }
 
 pub struct CaseRunner<'a> {
@@ -143,6 +169,8 @@ pub struct CaseRunner<'a> {
     /// Names bound to observer snapshots, retaken after setup calls.
     snapshots: BTreeSet<String>,
     step: usize,
+    /// The requirements a FAIL cites: the failing step's.
+    pub cited: Vec<String>,
 }
 
 impl<'a> CaseRunner<'a> {
@@ -168,6 +196,7 @@ impl<'a> CaseRunner<'a> {
             virtual_clock: None,
             snapshots: BTreeSet::new(),
             step: 0,
+            cited: Vec::new(),
         }
     }
 
@@ -201,7 +230,12 @@ impl<'a> CaseRunner<'a> {
         }
         for step in &case.steps {
             self.step += 1;
-            self.run_step(step, &case.needs)?;
+            if let Err(stop) = self.run_step(&step.step, &case.needs) {
+                if matches!(stop, Stop::Fail(_)) {
+                    self.cited = step.cites(case).to_vec();
+                }
+                return Err(stop);
+            }
         }
         Ok(())
     }
