@@ -225,3 +225,64 @@ fn step_requirements_are_a_subset_of_their_case() {
         }
     }
 }
+
+/// A title that promises a comparison (the same answer, something stable or
+/// unchanged, one effect or none) needs a step that compares; otherwise the
+/// case passes without testing what it says.
+#[test]
+fn every_case_whose_title_promises_a_comparison_has_a_comparing_step() {
+    use cetp_conformance::vector::Step;
+    fn kinds(steps: &[Step], out: &mut Vec<&'static str>) {
+        for s in steps {
+            let kind = match s {
+                Step::Same { .. } | Step::Equal { .. } | Step::Differ { .. } => "compare",
+                Step::RevisionConsistent { .. } | Step::TokensUnpredictable { .. } => "compare",
+                Step::V1ReadOnly { .. } => "compare",
+                Step::ExpectEffects { .. } | Step::CancelConsistent { .. } => "effects",
+                Step::Concurrent { steps } => {
+                    kinds(steps, out);
+                    "concurrent"
+                }
+                _ => "other",
+            };
+            out.push(kind);
+        }
+    }
+    let effect_words = ["one effect", "no effect", "exactly once", "runs once"];
+    let compare_words = [
+        "same",
+        "stable",
+        "does not change",
+        "echoes",
+        "differ",
+        "its own",
+        "unchanged",
+    ];
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let mut judged = 0;
+    for c in &suite.cases {
+        let title = c.title.to_lowercase();
+        let steps: Vec<Step> = c.steps.iter().map(|s| s.step.clone()).collect();
+        let mut k = Vec::new();
+        kinds(&steps, &mut k);
+        if effect_words.iter().any(|w| title.contains(w)) {
+            judged += 1;
+            assert!(
+                k.contains(&"effects"),
+                "{}: {:?} observes no effect",
+                c.id,
+                c.title
+            );
+        }
+        if compare_words.iter().any(|w| title.contains(w)) {
+            judged += 1;
+            assert!(
+                k.contains(&"compare") || k.contains(&"effects"),
+                "{}: {:?} has no comparing step",
+                c.id,
+                c.title
+            );
+        }
+    }
+    assert!(judged >= 15, "the title rules matched only {judged} cases");
+}
