@@ -252,7 +252,10 @@ fn parse_target(
 ) -> Result<TargetSpec, Failure> {
     let mut spec = TargetSpec::parse(target).map_err(|e| usage(e.to_string()))?;
     match (&mut spec, target_b, adb_server) {
-        (TargetSpec::Tcp(t), Some(b), _) => t.b = Some(b.clone()),
+        // `--target-b` takes HOST:PORT or the same `tcp:HOST:PORT` as --target.
+        (TargetSpec::Tcp(t), Some(b), _) => {
+            t.b = Some(b.strip_prefix("tcp:").unwrap_or(b).to_string())
+        }
         (_, Some(_), _) => {
             return Err(usage(
                 "--target-b applies to tcp targets (sim and adb targets bring both identities)",
@@ -314,6 +317,21 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         }
         only = vec![case.to_string()];
     }
+    // A pattern that selects nothing is a typo, not a run of zero cases.
+    let mut ids: Vec<&str> = suite.cases.iter().map(|c| c.id.as_str()).collect();
+    if lock.is_some() {
+        ids.push(cetp_conformance::contract::LOCK_CASE_ID);
+    }
+    for (flag, patterns) in [("--only", &only), ("--skip", &args.skip)] {
+        for p in patterns.iter() {
+            if !ids
+                .iter()
+                .any(|id| cetp_conformance::runner::wildcard(p, id))
+            {
+                return Err(usage(format!("{flag} {p:?} matches no case")));
+            }
+        }
+    }
     let trace = WireTrace::new();
     let opts = if replay.is_some() {
         OpenOptions::traced(trace.clone())
@@ -352,8 +370,10 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
     }
     let outcome = run(&suite, &target, &profile, &cfg, &mut fanout);
     for r in &mut fanout.reporters {
-        r.finish()
-            .map_err(|e| usage(format!("cannot write the report: {e}")))?;
+        r.finish().map_err(|e| Failure {
+            code: ExitCode::Infra,
+            message: format!("cannot write the report: {e}"),
+        })?;
     }
     if replay.is_some() {
         println!("\nwire trace ({} frames):", trace.frames().len());
@@ -630,6 +650,11 @@ fn catalog_command(
         .clone()
         .unwrap_or_else(|| repo_dir().join("../shared/spec/cetp-v2.zh.md"));
     let spec_text = std::fs::read_to_string(&spec_path).ok();
+    for id in ids {
+        if !catalog.active().any(|r| &r.id == id) {
+            return Err(usage(format!("no requirement {id:?} in the catalog")));
+        }
+    }
     for r in catalog.active() {
         if !ids.is_empty() && !ids.contains(&r.id) {
             continue;
@@ -657,8 +682,24 @@ fn catalog_command(
     Ok(ExitCode::Ok)
 }
 
+/// A closed stdout (`cetp catalog | head`) ends the process quietly, as for
+/// any Unix filter, instead of a panic in `println!`. Only for the commands
+/// that print and touch no socket: a peer closing a connection must never
+/// end a run or the simulated device.
+fn quiet_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread
+    // starts; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Catalog { .. } | Command::Coverage(_)) {
+        quiet_on_closed_pipe();
+    }
     let result = match &cli.command {
         Command::Run(args) => run_command(args, None),
         Command::Replay { case, run } => run_command(run, Some(case)),
@@ -680,6 +721,12 @@ fn main() {
             };
             match rt.block_on(cetp_sim::run_sim(opts.clone())) {
                 Ok(()) => Ok(ExitCode::Ok),
+                // A port that cannot be bound is the machine's trouble, not
+                // a wrong argument; a wrong name is.
+                Err(e @ cetp_sim::SimError::Io { .. }) => Err(Failure {
+                    code: ExitCode::Infra,
+                    message: format!("sim: {e}"),
+                }),
                 Err(e) => Err(usage(format!("sim: {e}"))),
             }
         }

@@ -324,3 +324,120 @@ fn manifest_defects_fail_discovery_cases() {
         assert!(text(&o).contains(line), "{manifest}: {}", text(&o));
     }
 }
+
+/// Exit codes that mean what they say: a wrong name is the user's (2), a
+/// file or port the machine cannot give is infrastructure (3).
+#[test]
+fn exit_codes_name_who_is_at_fault() {
+    let blocked = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = blocked.local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let unwritable = tmp("exitcodes").join("a-file");
+    std::fs::write(&unwritable, "not a directory").unwrap();
+    let report_dir = unwritable.join("reports");
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec!["run", "--target", "sim:mutant=no_such_mutant"],
+            2,
+            "unknown mutant",
+        ),
+        (
+            vec!["run", "--target", "sim:provider=no_such_app"],
+            2,
+            "unknown provider",
+        ),
+        (
+            vec!["run", "--target", "sim:variant=no_such_variant"],
+            2,
+            "unknown legal variant",
+        ),
+        // A mutant of the notes app has no place in the reference.
+        (
+            vec!["run", "--target", "sim:mutant=delete_note_unconfirmed"],
+            2,
+            "unknown mutant",
+        ),
+        (vec!["run", "--only", "ZZZ-*"], 2, "matches no case"),
+        (vec!["run", "--skip", "NOPE-001"], 2, "matches no case"),
+        (
+            vec!["selftest", "--mutant", "no_such_mutant"],
+            2,
+            "no mutant named",
+        ),
+        (vec!["catalog", "CETP2-99-99"], 2, "no requirement"),
+        (
+            vec![
+                "run",
+                "--only",
+                "NEG-001",
+                "--report-dir",
+                report_dir.to_str().unwrap(),
+            ],
+            3,
+            "cannot write the report",
+        ),
+        (
+            vec!["sim", "--listen", listen.as_str()],
+            3,
+            "Address already in use",
+        ),
+    ];
+    for (args, code, says) in cases {
+        let o = cetp(&args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
+    }
+    drop(blocked);
+}
+
+#[test]
+fn target_b_takes_the_tcp_form_too() {
+    // Nothing listens there: the run gets as far as connecting to b's
+    // endpoint, which shows that `tcp:HOST:PORT` was read as HOST:PORT.
+    for b in ["127.0.0.1:1", "tcp:127.0.0.1:1"] {
+        let o = cetp(&["run", "--target", "tcp:127.0.0.1:1", "--target-b", b]);
+        assert_eq!(o.status.code(), Some(3), "{b}: {}", text(&o));
+        assert!(!text(&o).contains("tcp:tcp:"), "{b}: {}", text(&o));
+    }
+}
+
+#[test]
+fn a_fail_prints_the_command_that_reproduces_it_and_flaky_is_counted() {
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:mutant=no_dedupe",
+        "--only",
+        "IDEM-001",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("reproduce: cetp replay IDEM-001 --target sim:mutant=no_dedupe --seed 1"),
+        "{t}"
+    );
+    assert!(t.contains("1 failed, 0 flaky,"), "{t}");
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cetp"))
+        .arg("catalog")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -12,10 +12,13 @@ pub enum ExitCode {
     /// (with `--require-claim`) a run that does not establish the §9 claim;
     /// for `cetp drift`, breaking drift or a spec violation.
     Fail,
-    /// Bad usage: arguments, profile, vectors, baseline or lock file.
+    /// Bad usage: arguments, profile, vectors, baseline or lock file; a name
+    /// that names nothing (mutant, legal variant, fixture, requirement, a
+    /// filter pattern that selects no case).
     Usage,
-    /// Infrastructure: the device, adb or the transport failed; nothing is
-    /// charged to the Provider.
+    /// Infrastructure: the device, adb or the transport failed, or the
+    /// machine refused a file or a port (a report that cannot be written, a
+    /// port that cannot be bound); nothing is charged to the Provider.
     Infra,
     /// `cetp drift` only: the contract drifted, but compatibly (nothing
     /// breaking, no violation), so a CI gate may let it through.

@@ -11,6 +11,9 @@ pub struct Terminal<W: Write + Send> {
     pub verbose: bool,
     /// Print every step sent and answered (`cetp replay`).
     pub trace: bool,
+    /// The run's target and seed, for the command that reproduces a FAIL.
+    target: String,
+    seed: u64,
 }
 
 impl<W: Write + Send> Terminal<W> {
@@ -19,6 +22,8 @@ impl<W: Write + Send> Terminal<W> {
             out,
             verbose,
             trace,
+            target: String::new(),
+            seed: 0,
         }
     }
 }
@@ -39,6 +44,8 @@ impl<W: Write + Send> Reporter for Terminal<W> {
         // A closed stdout must not abort the run; reports still get written.
         let _ = match event {
             Event::RunStarted { run_id, target, seed, cases, .. } => {
+                self.target = target.clone();
+                self.seed = *seed;
                 writeln!(self.out, "cetp: run {run_id} against {} (seed {seed}, {cases} cases)", esc(target, 200))
             }
             Event::TargetIdentified { hello, package, manifest, declared_versions, .. } => {
@@ -75,7 +82,13 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 if self.verbose || self.trace || *verdict != Verdict::Pass {
                     let known = baseline.as_ref().map(|b| format!(" [known failure: {}]", esc(b, 200))).unwrap_or_default();
                     let why = if reason.is_empty() { String::new() } else { format!("\n        {}", esc(reason, 600)) };
-                    writeln!(self.out, "{} {case_id} {}{known}{why}", mark(*verdict), esc(title, 200))
+                    // One line to paste: the case alone, with its wire trace.
+                    let again = if matches!(verdict, Verdict::Fail | Verdict::Flaky | Verdict::Warn) && !self.trace {
+                        format!("\n        reproduce: cetp replay {} --target {} --seed {}", esc(case_id, 40), esc(&self.target, 200), self.seed)
+                    } else {
+                        String::new()
+                    };
+                    writeln!(self.out, "{} {case_id} {}{known}{why}{again}", mark(*verdict), esc(title, 200))
                 } else {
                     Ok(())
                 }
@@ -93,9 +106,10 @@ impl<W: Write + Send> Reporter for Terminal<W> {
             }
             Event::RunFinished { summary, claim, exit_code, duration_ms } => writeln!(
                 self.out,
-                "\n{} passed, {} failed, {} warned, {} not applicable, {} infra errors ({:.1} s)\nclaim: {}\nexit code {exit_code}",
+                "\n{} passed, {} failed, {} flaky, {} warned, {} not applicable, {} infra errors ({:.1} s)\nclaim: {}\nexit code {exit_code}",
                 summary.pass,
                 summary.fail,
+                summary.flaky,
                 summary.warn,
                 summary.not_applicable,
                 summary.infra_error,

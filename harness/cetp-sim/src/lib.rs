@@ -222,6 +222,31 @@ impl fmt::Debug for Sim {
     }
 }
 
+/// The mutant `name` of `app`; a fault the app has no place for is as
+/// unknown as a misspelt one. Targets check this when parsed, so a wrong
+/// name is a usage error, not a device that failed to start.
+pub fn mutant_of(app: FixtureSet, name: &str) -> Result<Fault, SimError> {
+    Fault::parse(name)
+        .filter(|f| f.applies_to(app))
+        .ok_or_else(|| SimError::UnknownMutant {
+            name: name.to_string(),
+            provider: app,
+            valid: Fault::ALL
+                .iter()
+                .filter(|f| f.applies_to(app))
+                .map(|f| f.name().to_string())
+                .collect(),
+        })
+}
+
+/// The legal variant `name`.
+pub fn variant_named(name: &str) -> Result<Latitude, SimError> {
+    Latitude::parse(name).ok_or_else(|| SimError::UnknownVariant {
+        name: name.to_string(),
+        valid: Latitude::ALL.iter().map(|l| l.name().to_string()).collect(),
+    })
+}
+
 impl Sim {
     /// A device hosting the app `cfg.provider`, or its mutant
     /// `cfg.mutant`; a fault the app has no place for is an unknown mutant.
@@ -229,29 +254,14 @@ impl Sim {
         let app = cfg.provider;
         let mut faults = BTreeSet::new();
         if let Some(name) = &cfg.mutant {
-            let fault = Fault::parse(name)
-                .filter(|f| f.applies_to(app))
-                .ok_or_else(|| SimError::UnknownMutant {
-                    name: name.clone(),
-                    provider: app,
-                    valid: Fault::ALL
-                        .iter()
-                        .filter(|f| f.applies_to(app))
-                        .map(|f| f.name().to_string())
-                        .collect(),
-                })?;
-            faults.insert(fault);
+            faults.insert(mutant_of(app, name)?);
         }
         let mut base = ProviderConfig {
             manifest: cfg.manifest,
             ..ProviderConfig::of(app)
         };
         if let Some(name) = &cfg.variant {
-            let l = Latitude::parse(name).ok_or_else(|| SimError::UnknownVariant {
-                name: name.clone(),
-                valid: Latitude::ALL.iter().map(|l| l.name().to_string()).collect(),
-            })?;
-            base = base.with_latitude(l);
+            base = base.with_latitude(variant_named(name)?);
         }
         let all = app.all_scopes();
         let mut b_scopes = all.clone();

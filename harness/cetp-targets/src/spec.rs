@@ -254,6 +254,12 @@ impl TargetSpec {
                 if let Some(v) = take(&mut opts, "seed")? {
                     s.seed = number(text, "seed", &v)?;
                 }
+                if let Some(m) = &s.mutant {
+                    cetp_sim::mutant_of(s.provider, m).map_err(|e| err(e.to_string()))?;
+                }
+                if let Some(v) = &s.variant {
+                    cetp_sim::variant_named(v).map_err(|e| err(e.to_string()))?;
+                }
                 TargetSpec::Sim(s)
             }
             "tcp" => {
