@@ -367,6 +367,16 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
             .push(Box::new(cetp_report::junit::JunitReport::new(
                 dir.join("junit.xml"),
             )));
+        fanout
+            .reporters
+            .push(Box::new(cetp_report::ndjson::NdjsonReport::new(
+                dir.join("events.ndjson"),
+            )));
+        fanout
+            .reporters
+            .push(Box::new(cetp_report::summary_md::SummaryMd::new(Some(
+                dir.join("summary.md"),
+            ))));
     }
     let outcome = run(&suite, &target, &profile, &cfg, &mut fanout);
     for r in &mut fanout.reporters {

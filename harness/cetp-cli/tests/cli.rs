@@ -67,6 +67,22 @@ fn certification_run_writes_a_schema_valid_report() {
         junit.contains("tests=\"25\"") && junit.contains("failures=\"0\""),
         "{junit}"
     );
+    // The event stream, one event a line, from run_started to run_finished.
+    let events = std::fs::read_to_string(dir.join("events.ndjson")).unwrap();
+    let kinds: Vec<String> = events
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("run_started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
+    assert_eq!(kinds.iter().filter(|k| *k == "case_finished").count(), 13);
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(summary.contains("Nothing needs attention."), "{summary}");
 }
 
 #[test]

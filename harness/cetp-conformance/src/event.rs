@@ -34,7 +34,7 @@ impl Verdict {
 }
 
 /// The §9 claim a run allows.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Claim {
     /// Whether v2 is declared by the manifest at all.
     pub v2_declared: bool,

@@ -42,9 +42,43 @@ pub fn xml(s: &str) -> String {
     out
 }
 
+/// For Markdown (a pull-request comment): first as for a terminal (no
+/// controls, no bidi overrides, capped), then every character Markdown or
+/// the HTML it may embed gives a meaning is backslash-escaped or an entity,
+/// so Provider text can neither close a table cell nor start a link, an
+/// image, code or a tag.
+pub fn markdown(s: &str, max_chars: usize) -> String {
+    let t = terminal(s, max_chars);
+    let mut out = String::with_capacity(t.len() + 8);
+    for c in t.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            // Newlines are already `\u{a}`, so nothing here starts a line:
+            // only the inline syntax needs escaping.
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '!' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_cannot_break_out() {
+        let hostile = "a|b <script>x</script> ![i](http://e/x) `c` \u{202E}\n# h";
+        let shown = markdown(hostile, 200);
+        assert!(!shown.contains('<') && !shown.contains('\n'));
+        assert!(shown.contains("\\|") && shown.contains("\\!\\[i\\]"));
+        assert!(!shown.contains('\u{202E}'));
+    }
 
     #[test]
     fn ansi_and_bidi_are_neutralized() {

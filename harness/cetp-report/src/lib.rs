@@ -4,6 +4,9 @@
 //!   documented in `reports/README.md`, JSON Schema in
 //!   `reports/schema/report.schema.json`);
 //! - [`terminal::Terminal`] prints progress and the summary;
+//! - [`ndjson::NdjsonReport`] writes `events.ndjson`, the event stream
+//!   itself, one event a line, flushed as it goes;
+//! - [`summary_md::SummaryMd`] writes `summary.md` for a pull-request comment;
 //! - [`drift`] renders a contract drift report (text, JSON, SARIF).
 //!
 //! Every string that came from a Provider is escaped for its medium here
@@ -13,4 +16,6 @@ pub mod drift;
 pub mod escape;
 pub mod json;
 pub mod junit;
+pub mod ndjson;
+pub mod summary_md;
 pub mod terminal;

@@ -1,0 +1,78 @@
+//! `events.ndjson`: the event stream itself, one typed event a line
+//! (`{"event": "case_finished", ...}`, the names and fields of
+//! `cetp_conformance::event::Event`; documented in `reports/README.md`).
+//!
+//! Each line is written and flushed as its event arrives, so a run that dies
+//! leaves every event up to its last one. JSON escaping makes Provider text
+//! safe here: no raw newline or control character reaches the file.
+
+use cetp_conformance::event::{Event, Reporter};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+/// serde_json leaves bidi controls as they are; written as `\uXXXX` (the
+/// same JSON value), a `cat` or `less` of the file cannot be reordered.
+fn json_ascii_bidi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        if matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+        {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+pub struct NdjsonReport {
+    path: PathBuf,
+    out: Option<BufWriter<File>>,
+    /// The first write error; reported by `finish`, so the run goes on.
+    error: Option<std::io::Error>,
+}
+
+impl NdjsonReport {
+    pub fn new(path: PathBuf) -> Self {
+        NdjsonReport {
+            path,
+            out: None,
+            error: None,
+        }
+    }
+
+    fn write(&mut self, event: &Event) -> std::io::Result<()> {
+        if self.out.is_none() {
+            if let Some(dir) = self.path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            self.out = Some(BufWriter::new(File::create(&self.path)?));
+        }
+        let out = self.out.as_mut().expect("opened above");
+        let line = serde_json::to_string(event)?;
+        out.write_all(json_ascii_bidi(&line).as_bytes())?;
+        out.write_all(b"\n")?;
+        out.flush()
+    }
+}
+
+impl Reporter for NdjsonReport {
+    fn on_event(&mut self, event: &Event) {
+        if self.error.is_none() {
+            if let Err(e) = self.write(event) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        match self.error.take() {
+            Some(e) => Err(std::io::Error::new(
+                e.kind(),
+                format!("{}: {e}", self.path.display()),
+            )),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! `summary.md`: a short Markdown summary for a pull-request comment: the
+//! counts, the §9 claim, and a table of what needs attention (FAIL, FLAKY,
+//! WARN, INFRA_ERROR) with the requirements each finding cites and the
+//! command that reproduces it. Every Provider string goes through
+//! [`crate::escape::markdown`].
+
+use crate::escape::markdown as md;
+use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
+use std::path::PathBuf;
+
+pub struct SummaryMd {
+    path: Option<PathBuf>,
+    target: String,
+    seed: u64,
+    run_id: String,
+    rows: Vec<String>,
+    end: Option<(Summary, Claim, i32)>,
+}
+
+impl SummaryMd {
+    /// `path`: where to write on finish (None: keep in memory).
+    pub fn new(path: Option<PathBuf>) -> Self {
+        SummaryMd {
+            path,
+            target: String::new(),
+            seed: 0,
+            run_id: String::new(),
+            rows: Vec::new(),
+            end: None,
+        }
+    }
+
+    fn row(&mut self, id: &str, verdict: Verdict, cited: &[String], reason: &str, replay: bool) {
+        if matches!(verdict, Verdict::Pass | Verdict::NotApplicable) {
+            return;
+        }
+        let again = if replay {
+            format!(
+                "`cetp replay {} --target {} --seed {}`",
+                id.replace('`', ""),
+                self.target.replace('`', ""),
+                self.seed
+            )
+        } else {
+            String::new()
+        };
+        self.rows.push(format!(
+            "| {} | {} | {} | {} | {} |",
+            verdict.as_str(),
+            md(id, 40),
+            cited.join(", "),
+            md(reason, 300),
+            again
+        ));
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::from("## cetp conformance run\n\n");
+        out.push_str(&format!(
+            "Target `{}`, seed {}, run `{}`.\n\n",
+            self.target.replace('`', ""),
+            self.seed,
+            self.run_id.replace('`', "")
+        ));
+        if let Some((s, claim, code)) = &self.end {
+            out.push_str(&format!(
+                "| PASS | FAIL | FLAKY | WARN | N/A | INFRA | exit |\n|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {code} |\n\n",
+                s.pass, s.fail, s.flaky, s.warn, s.not_applicable, s.infra_error
+            ));
+            out.push_str(&format!("**Claim:** {}\n\n", md(&claim.statement, 2000)));
+        } else {
+            out.push_str("The run did not finish.\n\n");
+        }
+        if self.rows.is_empty() {
+            out.push_str("Nothing needs attention.\n");
+        } else {
+            out.push_str("| verdict | case / check | requirements cited | reason | reproduce |\n|---|---|---|---|---|\n");
+            for r in &self.rows {
+                out.push_str(r);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+impl Reporter for SummaryMd {
+    fn on_event(&mut self, event: &Event) {
+        match event {
+            Event::RunStarted {
+                run_id,
+                target,
+                seed,
+                ..
+            } => {
+                self.run_id = run_id.clone();
+                self.target = target.clone();
+                self.seed = *seed;
+            }
+            Event::CaseFinished {
+                case_id,
+                verdict,
+                cited,
+                reason,
+                baseline,
+                ..
+            } if baseline.is_none() => self.row(case_id, *verdict, cited, reason, true),
+            Event::CheckVerdict {
+                check,
+                verdict,
+                cited,
+                reason,
+                ..
+            } => self.row(check, *verdict, cited, reason, false),
+            Event::RunFinished {
+                summary,
+                claim,
+                exit_code,
+                ..
+            } => self.end = Some((summary.clone(), claim.clone(), *exit_code)),
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        match &self.path {
+            Some(p) => std::fs::write(p, self.render())
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
+            None => Ok(()),
+        }
+    }
+}
