@@ -6,7 +6,7 @@ set -euo pipefail
 need_apt=()
 command -v adb >/dev/null 2>&1 || need_apt+=(adb)
 command -v bc >/dev/null 2>&1 || need_apt+=(bc)
-command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 [ -n "$(ls /usr/share/java/junit-platform-console-standalone*.jar 2>/dev/null)" ] || need_apt+=(junit5)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt)"
