@@ -8,6 +8,7 @@ command -v adb >/dev/null 2>&1 || need_apt+=(adb)
 command -v bc >/dev/null 2>&1 || need_apt+=(bc)
 command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 [ -n "$(ls /usr/share/java/junit-platform-console-standalone*.jar 2>/dev/null)" ] || need_apt+=(junit5)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt)"
   SUDO=""
@@ -25,3 +26,17 @@ for comp in rustfmt clippy; do
     rustup component add "$comp"
   fi
 done
+
+# The SARIF 2.1.0 JSON Schema, for the tests that validate report.sarif and
+# the drift SARIF: npm's @microsoft/jest-sarif ships it. Kept under target/
+# (never committed).
+sarif_dir=target/test-tools/sarif
+if [ ! -f "$sarif_dir/sarif-2.1.0-rtm.5.json" ]; then
+  echo "setup: fetching the SARIF 2.1.0 schema (npm @microsoft/jest-sarif)"
+  work=$(mktemp -d)
+  (cd "$work" && npm pack --silent @microsoft/jest-sarif@1.0.0-beta.0 >/dev/null)
+  tar -xzf "$work"/*.tgz -C "$work"
+  mkdir -p "$sarif_dir"
+  cp "$work/package/lib/schemas/sarif-2.1.0-rtm.5.json" "$sarif_dir/"
+  rm -rf "$work"
+fi

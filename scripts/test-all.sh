@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# The SARIF schema setup fetched: the SARIF tests must validate, not skip.
+export CETP_SARIF_SCHEMA="$PWD/target/test-tools/sarif/sarif-2.1.0-rtm.5.json"
+export CETP_REQUIRE_SARIF_SCHEMA=1
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

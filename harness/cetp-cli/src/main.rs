@@ -294,8 +294,32 @@ fn profile_for(profile: &Option<PathBuf>, spec: &TargetSpec) -> Result<Profile, 
     }
 }
 
+/// The catalog as SARIF rules: section, level and summary per requirement.
+fn sarif_rules(
+    dir: &Path,
+) -> Result<std::collections::BTreeMap<String, cetp_report::sarif::RuleInfo>, Failure> {
+    let path = dir.join("requirements/catalog.json");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let catalog = cetp_proto::catalog::Catalog::from_json(&text)
+        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    Ok(catalog
+        .active()
+        .map(|r| {
+            (
+                r.id.clone(),
+                cetp_report::sarif::RuleInfo {
+                    section: r.section.clone(),
+                    level: r.level.to_string(),
+                    summary: r.summary.clone(),
+                },
+            )
+        })
+        .collect())
+}
+
 fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure> {
-    let (_, suite) = load_suite(&args.vectors)?;
+    let (vectors_dir, suite) = load_suite(&args.vectors)?;
     let spec = target_spec(args)?;
     let profile = load_profile(args, &spec)?;
     let baseline = match &args.baseline {
@@ -377,6 +401,12 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
             .push(Box::new(cetp_report::summary_md::SummaryMd::new(Some(
                 dir.join("summary.md"),
             ))));
+        fanout
+            .reporters
+            .push(Box::new(cetp_report::sarif::SarifReport::new(
+                Some(dir.join("report.sarif")),
+                sarif_rules(&vectors_dir)?,
+            )));
     }
     let outcome = run(&suite, &target, &profile, &cfg, &mut fanout);
     for r in &mut fanout.reporters {

@@ -457,3 +457,118 @@ fn a_closed_pipe_ends_quietly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// The SARIF 2.1.0 schema (fetched by scripts/setup.sh), or None with a note
+/// when it is absent and not required (a developer's plain `cargo test`).
+fn sarif_validator() -> Option<jsonschema::Validator> {
+    let path = match std::env::var("CETP_SARIF_SCHEMA") {
+        Ok(p) if Path::new(&p).exists() => p,
+        _ => {
+            assert!(
+                std::env::var("CETP_REQUIRE_SARIF_SCHEMA").is_err(),
+                "CETP_SARIF_SCHEMA names no file; run scripts/setup.sh"
+            );
+            eprintln!("note: no SARIF schema (run scripts/setup.sh); SARIF not validated");
+            return None;
+        }
+    };
+    let mut schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    // The published schema's `language` patterns have a stray `]`, a
+    // literal in ECMA-262 but an error for Rust's regex: escape it, same
+    // meaning.
+    fn fix(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) if s == "^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$" => {
+                *s = "^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$".into()
+            }
+            serde_json::Value::Object(m) => m.values_mut().for_each(fix),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(fix),
+            _ => {}
+        }
+    }
+    fix(&mut schema);
+    let v = jsonschema::options().build(&schema).unwrap();
+    // The validator judges: a log without runs is not SARIF.
+    assert!(!v.is_valid(&serde_json::json!({"version": "2.1.0"})));
+    Some(v)
+}
+
+fn assert_valid_sarif(v: &jsonschema::Validator, doc: &serde_json::Value, what: &str) {
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{what}: {errors:?}");
+}
+
+#[test]
+fn report_sarif_has_one_result_per_fail_with_its_requirement_and_replay() {
+    let dir = tmp("sarif");
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:mutant=no_dedupe",
+        "--only",
+        "IDEM-*",
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let sarif: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.sarif")).unwrap()).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let fails: Vec<&serde_json::Value> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(report["checks"].as_array().unwrap())
+        .filter(|c| c["verdict"] == "FAIL")
+        .collect();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), fails.len(), "{sarif}");
+    for (r, f) in results.iter().zip(&fails) {
+        assert_eq!(r["ruleId"], f["cited"][0], "{r}");
+        let rule =
+            &sarif["runs"][0]["tool"]["driver"]["rules"][r["ruleIndex"].as_u64().unwrap() as usize];
+        assert_eq!(rule["id"], r["ruleId"]);
+        assert!(
+            rule["help"]["text"].as_str().unwrap().contains("CETP v2 §"),
+            "{rule}"
+        );
+    }
+    let idem1 = results
+        .iter()
+        .find(|r| r["message"]["text"].as_str().unwrap().contains("IDEM-001"))
+        .unwrap();
+    assert_eq!(
+        idem1["properties"]["replay"],
+        "cetp replay IDEM-001 --target sim:mutant=no_dedupe --seed 1"
+    );
+    if let Some(v) = sarif_validator() {
+        assert_valid_sarif(&v, &sarif, "report.sarif");
+    }
+}
+
+#[test]
+fn drift_sarif_is_valid_sarif() {
+    let Some(v) = sarif_validator() else { return };
+    let dir = tmp("drift-sarif");
+    let lock = dir.join("ref.lock.json");
+    let o = cetp(&["lock", "--target", "sim", "--out", lock.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = cetp(&[
+        "drift",
+        "--target",
+        "sim:mutant=schema_changed_revision_kept",
+        "--lock",
+        lock.to_str().unwrap(),
+        "--format",
+        "sarif",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(!doc["runs"][0]["results"].as_array().unwrap().is_empty());
+    assert_valid_sarif(&v, &doc, "drift sarif");
+}

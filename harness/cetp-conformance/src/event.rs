@@ -1,6 +1,6 @@
-//! The one typed event stream a run emits. Reporters (JSON, terminal, JUnit,
-//! SARIF, HTML) are independent consumers of it; none of them is consulted
-//! by the runner.
+//! The one typed event stream a run emits. Reporters (`cetp-report`: JSON,
+//! terminal, JUnit, SARIF, NDJSON, Markdown) are independent consumers of
+//! it; none of them is consulted by the runner.
 //!
 //! Strings inside events may come from the Provider: reporters must escape
 //! them for their medium.

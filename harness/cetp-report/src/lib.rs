@@ -7,6 +7,7 @@
 //! - [`ndjson::NdjsonReport`] writes `events.ndjson`, the event stream
 //!   itself, one event a line, flushed as it goes;
 //! - [`summary_md::SummaryMd`] writes `summary.md` for a pull-request comment;
+//! - [`sarif::SarifReport`] writes `report.sarif` (SARIF 2.1.0);
 //! - [`drift`] renders a contract drift report (text, JSON, SARIF).
 //!
 //! Every string that came from a Provider is escaped for its medium here
@@ -17,5 +18,6 @@ pub mod escape;
 pub mod json;
 pub mod junit;
 pub mod ndjson;
+pub mod sarif;
 pub mod summary_md;
 pub mod terminal;

@@ -120,3 +120,31 @@ fn an_unwritable_ndjson_is_reported_at_finish_and_the_run_goes_on() {
     assert!(r.finish().is_err());
     std::fs::remove_file(&blocker).ok();
 }
+
+#[test]
+fn report_sarif_snapshot() {
+    use cetp_report::sarif::{RuleInfo, SarifReport};
+    let mut catalog = std::collections::BTreeMap::new();
+    for (id, section, summary) in [
+        ("CETP2-6-04", "6", "A repeated request gets the same terminal result."),
+        ("CETP2-5-22", "5", "INTERNAL_ERROR exposes no stack trace."),
+    ] {
+        catalog.insert(
+            id.to_string(),
+            RuleInfo {
+                section: section.into(),
+                level: "MUST".into(),
+                summary: summary.into(),
+            },
+        );
+    }
+    let mut r = SarifReport::new(None, catalog);
+    for e in fixed_run() {
+        r.on_event(&e);
+    }
+    let doc = r.document();
+    let text = serde_json::to_string_pretty(&doc).unwrap();
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{202E}'));
+    assert_eq!(doc["runs"][0]["results"].as_array().unwrap().len(), 2);
+    insta::assert_snapshot!(text);
+}
