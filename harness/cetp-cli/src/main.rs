@@ -69,6 +69,13 @@ enum Command {
     /// Compare a Provider, or a second lock file, with a lock: exit 0 no
     /// drift, 1 breaking drift or a spec violation, 4 compatible drift only.
     Drift(DriftArgs),
+    /// List what the suite holds: cases, checks, mutants or legal variants.
+    List {
+        #[arg(value_enum)]
+        what: ListWhat,
+        #[arg(long)]
+        vectors: Option<PathBuf>,
+    },
     /// Show catalog requirements with the spec clause they cite.
     Catalog {
         /// Requirement ids; all when none are given.
@@ -79,6 +86,14 @@ enum Command {
         #[arg(long)]
         vectors: Option<PathBuf>,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ListWhat {
+    Cases,
+    Checks,
+    Mutants,
+    Variants,
 }
 
 #[derive(Args, Clone)]
@@ -96,7 +111,7 @@ struct RunArgs {
     /// effect=read tools are executed (sim targets use profiles/reference.toml).
     #[arg(long)]
     profile: Option<PathBuf>,
-    /// Where report.json and junit.xml go.
+    /// Where the reports go: report.json, junit.xml, report.sarif, events.ndjson, summary.md.
     #[arg(long)]
     report_dir: Option<PathBuf>,
     /// Only cases whose id matches (`*` wildcards); repeatable.
@@ -676,6 +691,63 @@ fn coverage_command(args: &CoverageArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::Ok)
 }
 
+/// One line each: the id, then what it is about and what it cites.
+fn list_command(what: ListWhat, vectors: &Option<PathBuf>) -> Result<ExitCode, Failure> {
+    let (dir, suite) = load_suite(vectors)?;
+    match what {
+        ListWhat::Cases => {
+            for c in &suite.cases {
+                let needs = if c.needs.is_empty() {
+                    "core".to_string()
+                } else {
+                    c.needs.join("+")
+                };
+                println!(
+                    "{:<11} {:<9} {:<28} {}  [{}]",
+                    c.id,
+                    format!("{:?}", c.level).to_uppercase(),
+                    needs,
+                    c.title,
+                    c.requirements.join(", ")
+                );
+            }
+        }
+        ListWhat::Checks => {
+            for c in &suite.checks {
+                println!("{:<19} {}  [{}]", c.id, c.title, c.requirements.join(", "));
+            }
+        }
+        ListWhat::Mutants => {
+            for m in load_mutants(&dir.join("mutants/mutants.json")).map_err(usage)? {
+                let mark = if m.equivalent.is_some() {
+                    " (equivalent)"
+                } else {
+                    ""
+                };
+                println!(
+                    "{:<40} {:<16} [{}]{mark}  {}",
+                    m.name,
+                    m.providers.join(","),
+                    m.requirements.join(", "),
+                    m.description
+                );
+            }
+        }
+        ListWhat::Variants => {
+            for v in load_variants(&dir.join("variants/variants.json")).map_err(usage)? {
+                println!(
+                    "{:<34} {:<11} [{}]  {}",
+                    v.name,
+                    v.latitude,
+                    v.allowed_by.join(", "),
+                    v.description
+                );
+            }
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
 fn catalog_command(
     ids: &[String],
     spec: &Option<PathBuf>,
@@ -737,7 +809,10 @@ fn quiet_on_closed_pipe() {
 
 fn main() {
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Catalog { .. } | Command::Coverage(_)) {
+    if matches!(
+        cli.command,
+        Command::Catalog { .. } | Command::Coverage(_) | Command::List { .. }
+    ) {
         quiet_on_closed_pipe();
     }
     let result = match &cli.command {
@@ -745,6 +820,7 @@ fn main() {
         Command::Replay { case, run } => run_command(run, Some(case)),
         Command::Selftest(args) => selftest_command(args),
         Command::Coverage(args) => coverage_command(args),
+        Command::List { what, vectors } => list_command(*what, vectors),
         Command::Catalog { ids, spec, vectors } => catalog_command(ids, spec, vectors),
         Command::Lock(args) => lock_command(args),
         Command::Drift(args) => drift_command(args),

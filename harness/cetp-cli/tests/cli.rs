@@ -572,3 +572,33 @@ fn drift_sarif_is_valid_sarif() {
     assert!(!doc["runs"][0]["results"].as_array().unwrap().is_empty());
     assert_valid_sarif(&v, &doc, "drift sarif");
 }
+
+#[test]
+fn list_shows_what_the_suite_holds() {
+    let count = |what: &str| {
+        let o = cetp(&["list", what]);
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", text(&o));
+        String::from_utf8_lossy(&o.stdout).lines().count()
+    };
+    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../vectors");
+    let n = |file: &str, key: &str| -> usize {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(vectors.join(file)).unwrap()).unwrap();
+        v[key].as_array().unwrap().len()
+    };
+    assert_eq!(count("checks"), n("checks/checks.json", "checks"));
+    assert_eq!(count("mutants"), n("mutants/mutants.json", "mutants"));
+    assert_eq!(count("variants"), n("variants/variants.json", "variants"));
+    let cases: usize = std::fs::read_dir(vectors.join("cases"))
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+            v["cases"].as_array().unwrap().len()
+        })
+        .sum();
+    assert_eq!(count("cases"), cases);
+    let o = cetp(&["list", "nothing"]);
+    assert_eq!(o.status.code(), Some(2));
+}

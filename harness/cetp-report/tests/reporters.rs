@@ -126,7 +126,11 @@ fn report_sarif_snapshot() {
     use cetp_report::sarif::{RuleInfo, SarifReport};
     let mut catalog = std::collections::BTreeMap::new();
     for (id, section, summary) in [
-        ("CETP2-6-04", "6", "A repeated request gets the same terminal result."),
+        (
+            "CETP2-6-04",
+            "6",
+            "A repeated request gets the same terminal result.",
+        ),
         ("CETP2-5-22", "5", "INTERNAL_ERROR exposes no stack trace."),
     ] {
         catalog.insert(
