@@ -143,6 +143,11 @@ struct RunArgs {
     /// contract differs from the lock under the lock's revision (§3.3).
     #[arg(long)]
     lock: Option<PathBuf>,
+    /// Run again what a report.json ran: its target, seed, nonce
+    /// (started_at_ms), filters and attempts, so every generated request id
+    /// and value is the same.
+    #[arg(long, value_name = "REPORT.json", conflicts_with_all = ["target", "seed", "only", "skip", "attempts"])]
+    replay_run: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -333,7 +338,46 @@ fn sarif_rules(
         .collect())
 }
 
+/// The arguments of the run a report.json records, and its nonce.
+fn replayed(args: &RunArgs, path: &Path) -> Result<(RunArgs, i64), Failure> {
+    let what = |e: String| usage(format!("--replay-run {}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| what(e.to_string()))?;
+    let r: serde_json::Value = serde_json::from_str(&text).map_err(|e| what(e.to_string()))?;
+    let strings = |v: &serde_json::Value| -> Result<Vec<String>, Failure> {
+        v.as_array()
+            .ok_or_else(|| what("selection lacks only/skip (a report of an older cetp)".into()))?
+            .iter()
+            .map(|s| {
+                s.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| what("a pattern is not a string".into()))
+            })
+            .collect()
+    };
+    let mut a = args.clone();
+    a.target = r["target"]["label"]
+        .as_str()
+        .ok_or_else(|| what("no target.label".into()))?
+        .to_string();
+    a.seed = r["seed"].as_u64().ok_or_else(|| what("no seed".into()))?;
+    a.only = strings(&r["selection"]["only"])?;
+    a.skip = strings(&r["selection"]["skip"])?;
+    a.attempts = r["selection"]["attempts"]
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| what("no selection.attempts".into()))?;
+    let nonce = r["started_at_ms"]
+        .as_i64()
+        .ok_or_else(|| what("no started_at_ms".into()))?;
+    Ok((a, nonce))
+}
+
 fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure> {
+    let (args, started_at_ms) = match &args.replay_run {
+        Some(path) => replayed(args, path)?,
+        None => (args.clone(), now_ms()),
+    };
+    let args = &args;
     let (vectors_dir, suite) = load_suite(&args.vectors)?;
     let spec = target_spec(args)?;
     let profile = load_profile(args, &spec)?;
@@ -388,7 +432,7 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         skip: args.skip.clone(),
         baseline,
         harness_version: format!("cetp {}", env!("CARGO_PKG_VERSION")),
-        started_at_ms: now_ms(),
+        started_at_ms,
         lock,
     };
     let mut fanout = Fanout::default();

@@ -602,3 +602,45 @@ fn list_shows_what_the_suite_holds() {
     let o = cetp(&["list", "nothing"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn replay_run_brings_back_the_same_request_ids() {
+    let ids = |dir: &Path| -> Vec<String> {
+        std::fs::read_to_string(dir.join("events.ndjson"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["event"] == "step_sent")
+            .filter_map(|e| e["request"]["request_id"].as_str().map(str::to_string))
+            .collect()
+    };
+    let run = |name: &str, extra: &[&str]| {
+        let dir = tmp(name);
+        let mut args = vec!["run", "--report-dir", dir.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = cetp(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        dir
+    };
+    let first = run(
+        "replay-first",
+        &["--seed", "42", "--only", "IDEM-00*", "--skip", "IDEM-004"],
+    );
+    let again = run(
+        "replay-again",
+        &["--replay-run", first.join("report.json").to_str().unwrap()],
+    );
+    let fresh = run(
+        "replay-fresh",
+        &["--seed", "42", "--only", "IDEM-00*", "--skip", "IDEM-004"],
+    );
+    let (a, b, c) = (ids(&first), ids(&again), ids(&fresh));
+    assert!(a.len() >= 5, "{a:?}");
+    assert_eq!(a, b, "the replayed run sent other request ids");
+    // Without the nonce, a second run never reuses an id (§6 dedupe).
+    assert!(a.iter().all(|id| !c.contains(id)), "{a:?} vs {c:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(again.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["selection"]["skip"][0], "IDEM-004");
+    assert_eq!(report["seed"], 42);
+}

@@ -99,8 +99,14 @@ pub enum Event {
         target: String,
         seed: u64,
         config_hash: String,
+        /// With `seed`, the nonce of every generated request id and value:
+        /// `cetp run --replay-run report.json` brings both back.
         started_at_ms: i64,
         cases: usize,
+        /// The `--only` / `--skip` patterns of the run.
+        only: Vec<String>,
+        skip: Vec<String>,
+        attempts: u32,
     },
     TargetIdentified {
         hello: Option<HelloInfo>,

@@ -207,6 +207,9 @@ pub fn run(
         config_hash: config_hash.clone(),
         started_at_ms: cfg.started_at_ms,
         cases: cases.len(),
+        only: cfg.only.clone(),
+        skip: cfg.skip.clone(),
+        attempts: cfg.attempts,
     });
 
     let mut outcomes = Vec::new();
@@ -269,7 +272,7 @@ pub fn run(
                 // The run's start time is mixed in so two runs against one
                 // device never reuse a request id: a Provider rightly answers
                 // a reused id from its de-duplication record for a day (§6).
-                let rng = rand::rngs::StdRng::seed_from_u64(
+                let rng = rand_chacha::ChaCha8Rng::seed_from_u64(
                     cfg.seed
                         ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
                         ^ u64::from(attempt)

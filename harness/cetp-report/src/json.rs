@@ -48,8 +48,15 @@ impl Reporter for JsonReport {
                 seed,
                 config_hash,
                 started_at_ms,
+                only,
+                skip,
+                attempts,
                 ..
             } => {
+                self.doc.insert(
+                    "selection".into(),
+                    json!({"only": only, "skip": skip, "attempts": attempts}),
+                );
                 self.doc.insert("run_id".into(), json!(run_id));
                 self.doc.insert("harness".into(), json!(harness));
                 self.doc.insert("config_hash".into(), json!(config_hash));

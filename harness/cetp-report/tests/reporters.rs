@@ -18,6 +18,9 @@ fn fixed_run() -> Vec<Event> {
             config_hash: "0".repeat(64),
             started_at_ms: 1_800_000_000_000,
             cases: 2,
+            only: vec![],
+            skip: vec![],
+            attempts: 1,
         },
         Event::CaseStarted {
             case_id: "IDEM-001".into(),

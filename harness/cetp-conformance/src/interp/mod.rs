@@ -32,8 +32,8 @@ use cetp_proto::discovery::Declared;
 use cetp_proto::provider::ServiceManifest;
 use cetp_proto::Bundle;
 use cetp_reference::port::CallAnswer;
-use rand::rngs::StdRng;
 use rand::RngCore;
+use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -158,7 +158,7 @@ pub struct CaseRunner<'a> {
     pub env: &'a Env,
     pub emit: &'a mut dyn FnMut(Event),
     pub tally: &'a mut CheckTally,
-    pub rng: StdRng,
+    pub rng: ChaCha8Rng,
     case_id: String,
     bindings: Bindings,
     sessions: BTreeMap<String, Session>,
@@ -180,7 +180,7 @@ impl<'a> CaseRunner<'a> {
         env: &'a Env,
         emit: &'a mut dyn FnMut(Event),
         tally: &'a mut CheckTally,
-        rng: StdRng,
+        rng: ChaCha8Rng,
     ) -> Self {
         CaseRunner {
             target,
