@@ -110,6 +110,11 @@ pub struct ToolRef {
     /// (a tool the caller may not see, §7.2).
     #[serde(default)]
     pub listed_in: Option<String>,
+    /// With `pick`: never this tool (a template naming a tool), for a case
+    /// about a second, different tool (§6: a request_id reused with another
+    /// tool).
+    #[serde(default)]
+    pub other_than: Option<String>,
 }
 
 fn yes() -> bool {
@@ -297,6 +302,10 @@ pub enum Step {
         ms: Option<u64>,
         #[serde(default)]
         profile: Option<String>,
+        /// Move the clock to an RFC 3339 time (a template over a bound
+        /// answer, e.g. a session's `expires_at`), then `plus_ms` further.
+        #[serde(default)]
+        until: Option<String>,
         #[serde(default)]
         plus_ms: u64,
     },

@@ -270,8 +270,12 @@ impl<'a> CaseRunner<'a> {
             Step::AdvanceClock {
                 ms,
                 profile,
+                until,
                 plus_ms,
-            } => self.advance_clock_step(*ms, profile.as_deref(), *plus_ms),
+            } => match until {
+                Some(until) => self.advance_clock_until(until, *plus_ms),
+                None => self.advance_clock_step(*ms, profile.as_deref(), *plus_ms),
+            },
             Step::Uuid { bind } => {
                 let id = self.uuid();
                 self.bindings.insert(bind.clone(), json!(id));
