@@ -369,6 +369,11 @@ impl ReferenceProvider {
             d.records.remove(key);
             return Seen::Fresh;
         }
+        if r.tool != tool && self.has(Fault::DedupePerTool) {
+            // The mutant keys its records by tool as well: another tool's
+            // record is none of this call's business.
+            return Seen::Fresh;
+        }
         if !self.has(Fault::DedupeIgnoresArgs) && (r.tool != tool || r.digest != digest) {
             return Seen::Conflict;
         }
