@@ -277,6 +277,10 @@ pub enum Step {
         verify_against: Option<String>,
         #[serde(default)]
         expect_ok: Option<bool>,
+        /// Also validate the file's JSON against the output_schema of the
+        /// tool that answered `verify_against` (§4.2).
+        #[serde(default)]
+        output_schema: bool,
     },
     /// After a cancellation: `final` (a bound get_operation answer) reports
     /// `cancelled` only if the observer saw no effect since `since`, and

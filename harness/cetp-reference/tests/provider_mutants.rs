@@ -593,6 +593,12 @@ mutants! {
         let o = w.exec(A, &rid(1), "export_history", r#"{"rows":5000}"#);
         format!("{} {} fd={}", brief(&o), o.data()["kind"], o.bundle.contains(keys::RESULT_FD))
     };
+    file_content_violates_schema => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "export_history", r#"{"rows":5000}"#);
+        let file: Json = serde_json::from_slice(&o.file().expect("a file")).expect("JSON");
+        format!("rows={}", file["rows"].is_array())
+    };
 }
 
 // ---------------------------------------------------------------- the notes app

@@ -353,6 +353,30 @@ impl CaseRunner<'_> {
         self.advance_clock_step(Some(ms), None, plus_ms)
     }
 
+    /// Where a file result's JSON breaks the output_schema of the tool that
+    /// answered `doc` (§4.2: the Provider validates its own output, in the
+    /// file form too).
+    fn file_schema_problems(&self, doc: &Json, value: &Json) -> Result<Vec<String>, Stop> {
+        let tool = self.tool_of(doc).ok_or_else(|| {
+            Stop::Infra("vector error: output_schema needs the bound answer of a tool call".into())
+        })?;
+        let schema = cetp_proto::schema::CompiledSchema::compile(
+            &tool.output_schema,
+            cetp_proto::schema::DEFAULT_DIALECT,
+        )
+        .map_err(|e| Stop::Fail(format!("output_schema of {}: {e}", tool.name)))?;
+        let errors = schema.errors(value);
+        Ok(if errors.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!(
+                "file content does not match the output_schema of {}: {}",
+                tool.name,
+                errors.join("; ")
+            )]
+        })
+    }
+
     pub(super) fn read_fd(
         &mut self,
         identity: &str,
@@ -360,6 +384,7 @@ impl CaseRunner<'_> {
         max_bytes: Option<u64>,
         verify_against: Option<&str>,
         expect_ok: bool,
+        output_schema: bool,
     ) -> StepResult {
         let handle = expand_string(&self.bindings, handle).map_err(Stop::Infra)?;
         let declared = match verify_against {
@@ -414,10 +439,14 @@ impl CaseRunner<'_> {
         if let Some(e) = &read.error {
             problems.push(format!("the writer reported an error: {e}"));
         }
-        if problems.is_empty() && declared.is_some() {
+        if let (true, Some(doc)) = (problems.is_empty(), declared.as_ref()) {
             if let Ok(text) = std::str::from_utf8(&read.bytes) {
-                if let Err(e) = cetp_proto::bundle::parse_json_text("result_fd", text) {
-                    problems.push(format!("file content is not JSON: {e}"));
+                match cetp_proto::bundle::parse_json_text("result_fd", text) {
+                    Err(e) => problems.push(format!("file content is not JSON: {e}")),
+                    Ok(value) if output_schema => {
+                        problems.extend(self.file_schema_problems(doc, &value)?);
+                    }
+                    Ok(_) => {}
                 }
             } else {
                 problems.push("file content is not UTF-8 JSON".into());

@@ -241,6 +241,9 @@ faults! {
     InlineOverLimit => "inline_over_limit",
     /// File results are sent without large_results.
     FileWithoutNegotiation => "file_without_negotiation",
+    /// The file form carries a placeholder string instead of the validated
+    /// result, against the output_schema.
+    FileContentViolatesSchema => "file_content_violates_schema",
     // ---- the notes app only
     /// `delete_note` (declared confirmation=always) deletes without asking.
     DeleteNoteUnconfirmed => "delete_note_unconfirmed",
