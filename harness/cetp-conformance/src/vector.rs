@@ -135,6 +135,11 @@ pub struct ToolRef {
     /// (a tool the caller may not see, §7.2).
     #[serde(default)]
     pub listed_in: Option<String>,
+    /// With `pick`: never this tool (a template naming a tool), for a case
+    /// about a second, different tool (§6: a request_id reused with another
+    /// tool).
+    #[serde(default)]
+    pub other_than: Option<String>,
 }
 
 fn yes() -> bool {
@@ -297,6 +302,10 @@ pub enum Step {
         verify_against: Option<String>,
         #[serde(default)]
         expect_ok: Option<bool>,
+        /// Also validate the file's JSON against the output_schema of the
+        /// tool that answered `verify_against` (§4.2).
+        #[serde(default)]
+        output_schema: bool,
     },
     /// After a cancellation: `final` (a bound get_operation answer) reports
     /// `cancelled` only if the observer saw no effect since `since`, and
@@ -322,6 +331,10 @@ pub enum Step {
         ms: Option<u64>,
         #[serde(default)]
         profile: Option<String>,
+        /// Move the clock to an RFC 3339 time (a template over a bound
+        /// answer, e.g. a session's `expires_at`), then `plus_ms` further.
+        #[serde(default)]
+        until: Option<String>,
         #[serde(default)]
         plus_ms: u64,
     },

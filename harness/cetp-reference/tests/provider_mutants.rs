@@ -147,6 +147,11 @@ mutants! {
         format!("{missing} / {}", brief(&w.call(A, "list_tools", Some(b))))
     };
     negotiation_required_not_retryable => |w| brief(&w.v2(A, "list_tools", &rid(1)));
+    session_never_expires => |w| {
+        w.connect(A);
+        w.now += 2 * 3_600_000;
+        brief(&w.v2(A, "list_tools", &rid(1)))
+    };
     capabilities_changed_in_session => |w| {
         let first = w.connect(A);
         let before = w.v2(A, "list_tools", &rid(1)).data()["revision"].clone();
@@ -182,6 +187,9 @@ mutants! {
     unknown_method_wrong_code => |w| {
         w.connect(A);
         brief(&w.v2(A, "teleport", &rid(1)))
+    };
+    unknown_v1_method_wrong_code => |w| {
+        format!("{:?}", w.call(A, "teleport", None).code())
     };
     // ---- errors
     no_request_id_echo => |w| {
@@ -349,6 +357,12 @@ mutants! {
         w.exec(A, &rid(1), "create_alert", CREATE);
         brief(&w.exec(A, &rid(1), "create_alert", r#"{"symbol":"SEED","price":3}"#))
     };
+    dedupe_per_tool => |w| {
+        w.connect_with(A, &[]);
+        w.exec(A, &rid(1), "create_alert", CREATE);
+        let o = w.exec(A, &rid(1), "sync_portfolio", "{}");
+        format!("{} effects={}", brief(&o), w.effects())
+    };
     dedupe_not_caller_bound [both_full()] => |w| {
         w.connect(A);
         w.connect(B);
@@ -506,6 +520,21 @@ mutants! {
         let op = start_op(w);
         brief(&w.get_op(A, &rid(2), &op))
     };
+    cancel_other_caller [both_full()] => |w| {
+        let op = start_op(w);
+        w.connect(B);
+        let c = w.cancel_op(B, &rid(1), &op);
+        w.now += 1000;
+        let state = w.get_op(A, &rid(1), &op).data()["state"].clone();
+        format!("{} {state}", brief(&c))
+    };
+    cancel_request_id_unbound => |w| {
+        let op = start_op(w);
+        let c = w.cancel_op(A, &rid(2), &op);
+        w.now += 1000;
+        let state = w.get_op(A, &rid(1), &op).data()["state"].clone();
+        format!("{} {state}", brief(&c))
+    };
     cancel_reports_cancelled_after_effect => |w| {
         let op = start_op(w);
         w.now += 100;
@@ -563,6 +592,12 @@ mutants! {
         w.connect_with(A, &["async_operations"]);
         let o = w.exec(A, &rid(1), "export_history", r#"{"rows":5000}"#);
         format!("{} {} fd={}", brief(&o), o.data()["kind"], o.bundle.contains(keys::RESULT_FD))
+    };
+    file_content_violates_schema => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "export_history", r#"{"rows":5000}"#);
+        let file: Json = serde_json::from_slice(&o.file().expect("a file")).expect("JSON");
+        format!("rows={}", file["rows"].is_array())
     };
 }
 

@@ -163,10 +163,17 @@ impl CaseRunner<'_> {
                     )
                 })?,
             None => {
+                let other_than = match &r.other_than {
+                    Some(n) => Some(expand_string(&self.bindings, n).map_err(Stop::Infra)?),
+                    None => None,
+                };
                 // Prefer a tool the profile allows executing, so a Provider
                 // with several matching tools is tested where it may be.
-                let matching: Vec<&ToolSummary> =
-                    tools.iter().filter(|t| matches_pick(t, &r.pick)).collect();
+                let matching: Vec<&ToolSummary> = tools
+                    .iter()
+                    .filter(|t| matches_pick(t, &r.pick))
+                    .filter(|t| other_than.as_deref() != Some(t.name.as_str()))
+                    .collect();
                 if matching.is_empty() {
                     return Err(Stop::NotApplicable(format!(
                         "the Provider lists no tool with {}",

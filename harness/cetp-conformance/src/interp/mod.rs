@@ -292,20 +292,26 @@ impl<'a> CaseRunner<'a> {
                 max_bytes,
                 verify_against,
                 expect_ok,
+                output_schema,
             } => self.read_fd(
                 as_,
                 handle,
                 *max_bytes,
                 verify_against.as_deref(),
                 expect_ok.unwrap_or(true),
+                *output_schema,
             ),
             Step::Restart => self.restart(),
             Step::CancelConsistent { final_, since } => self.cancel_consistent(final_, since),
             Step::AdvanceClock {
                 ms,
                 profile,
+                until,
                 plus_ms,
-            } => self.advance_clock_step(*ms, profile.as_deref(), *plus_ms),
+            } => match until {
+                Some(until) => self.advance_clock_until(until, *plus_ms),
+                None => self.advance_clock_step(*ms, profile.as_deref(), *plus_ms),
+            },
             Step::Uuid { bind } => {
                 let id = self.uuid();
                 self.bindings.insert(bind.clone(), json!(id));

@@ -58,6 +58,7 @@ impl CaseRunner<'_> {
                 executes: true,
                 listed_in: None,
                 require: BTreeMap::new(),
+                other_than: None,
             });
             *args = Some(Args::Json(table_to_json(&observer.args)));
         }
@@ -246,6 +247,7 @@ impl CaseRunner<'_> {
                     executes: true,
                     listed_in: None,
                     require: BTreeMap::new(),
+                    other_than: None,
                 });
                 *a = Some(Args::Json(table_to_json(&setup.args)));
             }

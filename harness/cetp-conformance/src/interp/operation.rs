@@ -323,6 +323,60 @@ impl CaseRunner<'_> {
         }
     }
 
+    /// Moves the device clock past an RFC 3339 time a bound answer names.
+    /// Nothing there (a time the Provider need not declare) is not
+    /// applicable; a time the harness cannot read leaves the case unjudged.
+    pub(super) fn advance_clock_until(&mut self, until: &str, plus_ms: u64) -> StepResult {
+        let text = match crate::template::expand(&self.bindings, until) {
+            Ok(Json::String(t)) => t,
+            Ok(other) => {
+                return Err(Stop::setup(
+                    "an RFC 3339 time",
+                    format!("{until} is {other}, not an RFC 3339 date-time"),
+                ))
+            }
+            Err(e) if e.contains("has nothing at") => {
+                return Err(Stop::NotApplicable(format!(
+                    "the Provider declares no {until} ({e})"
+                )))
+            }
+            Err(e) => return Err(Stop::Infra(e)),
+        };
+        let Some(target) = parse_rfc3339_ms(&text) else {
+            return Err(Stop::setup(
+                "an RFC 3339 time",
+                format!("{until} = {text:?} is not an RFC 3339 date-time"),
+            ));
+        };
+        let now = self.target.a.now_ms();
+        let ms = u64::try_from(target.saturating_sub(now)).unwrap_or(0);
+        self.advance_clock_step(Some(ms), None, plus_ms)
+    }
+
+    /// Where a file result's JSON breaks the output_schema of the tool that
+    /// answered `doc` (§4.2: the Provider validates its own output, in the
+    /// file form too).
+    fn file_schema_problems(&self, doc: &Json, value: &Json) -> Result<Vec<String>, Stop> {
+        let tool = self.tool_of(doc).ok_or_else(|| {
+            Stop::Infra("vector error: output_schema needs the bound answer of a tool call".into())
+        })?;
+        let schema = cetp_proto::schema::CompiledSchema::compile(
+            &tool.output_schema,
+            cetp_proto::schema::DEFAULT_DIALECT,
+        )
+        .map_err(|e| Stop::Fail(format!("output_schema of {}: {e}", tool.name)))?;
+        let errors = schema.errors(value);
+        Ok(if errors.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!(
+                "file content does not match the output_schema of {}: {}",
+                tool.name,
+                errors.join("; ")
+            )]
+        })
+    }
+
     pub(super) fn read_fd(
         &mut self,
         identity: &str,
@@ -330,6 +384,7 @@ impl CaseRunner<'_> {
         max_bytes: Option<u64>,
         verify_against: Option<&str>,
         expect_ok: bool,
+        output_schema: bool,
     ) -> StepResult {
         let handle = expand_string(&self.bindings, handle).map_err(Stop::Infra)?;
         let declared = match verify_against {
@@ -384,10 +439,14 @@ impl CaseRunner<'_> {
         if let Some(e) = &read.error {
             problems.push(format!("the writer reported an error: {e}"));
         }
-        if problems.is_empty() && declared.is_some() {
+        if let (true, Some(doc)) = (problems.is_empty(), declared.as_ref()) {
             if let Ok(text) = std::str::from_utf8(&read.bytes) {
-                if let Err(e) = cetp_proto::bundle::parse_json_text("result_fd", text) {
-                    problems.push(format!("file content is not JSON: {e}"));
+                match cetp_proto::bundle::parse_json_text("result_fd", text) {
+                    Err(e) => problems.push(format!("file content is not JSON: {e}")),
+                    Ok(value) if output_schema => {
+                        problems.extend(self.file_schema_problems(doc, &value)?);
+                    }
+                    Ok(_) => {}
                 }
             } else {
                 problems.push("file content is not UTF-8 JSON".into());
@@ -399,6 +458,96 @@ impl CaseRunner<'_> {
             (true, false) => Err(Stop::Fail(
                 "the descriptor matched its declaration where a mismatch was expected".into(),
             )),
+        }
+    }
+}
+
+/// Milliseconds since the epoch of an RFC 3339 `date-time`
+/// (`2026-09-02T12:00:00Z`, `2026-09-02T14:00:00.250+02:00`).
+pub(super) fn parse_rfc3339_ms(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = s.get(r)?;
+        (!t.is_empty() && t.bytes().all(|c| c.is_ascii_digit())).then(|| t.parse().ok())?
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut frac_ms = 0;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        let digits = &s[start..i.min(start + 3)];
+        frac_ms = digits.parse::<i64>().ok()? * 10_i64.pow(3 - digits.len() as u32);
+    }
+    let offset_min = match b.get(i)? {
+        b'Z' | b'z' if i + 1 == b.len() => 0,
+        sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
+            let (oh, om) = (num(i + 1..i + 3)?, num(i + 4..i + 6)?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let m = oh * 60 + om;
+            if *sign == b'+' {
+                m
+            } else {
+                -m
+            }
+        }
+        _ => return None,
+    };
+    // Days from the civil date (H. Hinnant's algorithm).
+    let (y, m) = if mo <= 2 {
+        (y - 1, mo + 9)
+    } else {
+        (y, mo - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
+    Some(secs * 1000 + frac_ms)
+}
+
+#[cfg(test)]
+mod rfc3339_tests {
+    use super::parse_rfc3339_ms;
+
+    #[test]
+    fn parses_rfc3339() {
+        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            parse_rfc3339_ms("2026-09-02T12:00:00Z"),
+            Some(1_788_350_400_000)
+        );
+        assert_eq!(
+            parse_rfc3339_ms("2026-09-02T14:00:00.25+02:00"),
+            Some(1_788_350_400_250)
+        );
+        for bad in [
+            "2026-09-02 12:00:00",
+            "2026-09-02T12:00:00",
+            "2026-13-02T12:00:00Z",
+            "x",
+        ] {
+            assert_eq!(parse_rfc3339_ms(bad), None, "{bad}");
         }
     }
 }

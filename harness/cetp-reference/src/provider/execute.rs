@@ -369,6 +369,11 @@ impl ReferenceProvider {
             d.records.remove(key);
             return Seen::Fresh;
         }
+        if r.tool != tool && self.has(Fault::DedupePerTool) {
+            // The mutant keys its records by tool as well: another tool's
+            // record is none of this call's business.
+            return Seen::Fresh;
+        }
         if !self.has(Fault::DedupeIgnoresArgs) && (r.tool != tool || r.digest != digest) {
             return Seen::Conflict;
         }
@@ -706,7 +711,12 @@ impl ReferenceProvider {
             )
             .into();
         }
-        let bytes = data["value"].to_string().into_bytes();
+        let bytes = if self.has(Fault::FileContentViolatesSchema) {
+            json!("The export is too large; ask for fewer rows.").to_string()
+        } else {
+            data["value"].to_string()
+        }
+        .into_bytes();
         let size = bytes.len() as u64 + u64::from(self.has(Fault::FileWrongSize));
         let sha256 = if self.has(Fault::FileWrongSha256) {
             sha256_hex(&bytes[..bytes.len().saturating_sub(1)])

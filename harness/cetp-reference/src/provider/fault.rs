@@ -56,6 +56,8 @@ faults! {
     SessionNotChecked => "session_not_checked",
     /// Answers NEGOTIATION_REQUIRED with retryable=false.
     NegotiationRequiredNotRetryable => "negotiation_required_not_retryable",
+    /// A session stays valid after its `expires_at`.
+    SessionNeverExpires => "session_never_expires",
     /// get_provider_info reports another provider_id than negotiate (both in
     /// the package namespace): the identity is not stable.
     ProviderIdUnstable => "provider_id_unstable",
@@ -76,6 +78,9 @@ faults! {
     UnsupportedVersionAccepted => "unsupported_version_accepted",
     /// Answers TOOL_NOT_FOUND for an unknown method.
     UnknownMethodWrongCode => "unknown_method_wrong_code",
+    /// Answers an unknown method called without `protocol_version` (the v1
+    /// dialect) with TOOL_NOT_FOUND.
+    UnknownV1MethodWrongCode => "unknown_v1_method_wrong_code",
     // ---- error model (§5)
     /// Error answers do not echo `request_id`.
     NoRequestIdEcho => "no_request_id_echo",
@@ -149,6 +154,9 @@ faults! {
     DedupeLostOnRestart => "dedupe_lost_on_restart",
     /// Concurrent calls with one request id all execute.
     ConcurrentDoubleExecution => "concurrent_double_execution",
+    /// Dedupe records are kept per tool: a request id reused with another
+    /// tool runs that tool.
+    DedupePerTool => "dedupe_per_tool",
     // ---- deadlines (§4.1)
     /// The deadline is checked only after the effect is committed.
     DeadlineCheckedAfterEffect => "deadline_checked_after_effect",
@@ -198,6 +206,10 @@ faults! {
     OperationOtherCaller => "operation_other_caller",
     /// `get_operation` accepts any request id.
     OperationRequestIdUnbound => "operation_request_id_unbound",
+    /// `cancel_operation` from another caller cancels the operation.
+    CancelOtherCaller => "cancel_other_caller",
+    /// `cancel_operation` accepts any request id.
+    CancelRequestIdUnbound => "cancel_request_id_unbound",
     /// A cancelled operation still commits its effect and reports cancelled.
     CancelReportsCancelledAfterEffect => "cancel_reports_cancelled_after_effect",
     /// cancel_operation answers state `cancelled` at once instead of
@@ -229,6 +241,9 @@ faults! {
     InlineOverLimit => "inline_over_limit",
     /// File results are sent without large_results.
     FileWithoutNegotiation => "file_without_negotiation",
+    /// The file form carries a placeholder string instead of the validated
+    /// result, against the output_schema.
+    FileContentViolatesSchema => "file_content_violates_schema",
     // ---- the notes app only
     /// `delete_note` (declared confirmation=always) deletes without asking.
     DeleteNoteUnconfirmed => "delete_note_unconfirmed",

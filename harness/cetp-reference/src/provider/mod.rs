@@ -543,6 +543,15 @@ impl ReferenceProvider {
         }
     }
 
+    /// An unknown method in the v1 dialect (no `protocol_version`).
+    fn unknown_v1_method(&self) -> Failure {
+        if self.has(Fault::UnknownV1MethodWrongCode) {
+            Failure::new(ErrorCode::ToolNotFound, "No such tool.")
+        } else {
+            self.unknown_method()
+        }
+    }
+
     /// §4: `protocol_version` decides the dialect of same-named methods.
     fn dialect(&self, method: &str, extras: Option<&Bundle>) -> Dialect {
         let long_version = matches!(
@@ -753,7 +762,7 @@ impl ProviderApp for ReferenceProvider {
             return if v1_method {
                 self.v1_call(caller, now_ms, method, extras)
             } else {
-                self.finish_v1(Err(self.unknown_method()))
+                self.finish_v1(Err(self.unknown_v1_method()))
             };
         }
         match (self.dialect(method, extras), known) {
@@ -766,7 +775,7 @@ impl ProviderApp for ReferenceProvider {
                 if v1_method {
                     self.v1_call(caller, now_ms, method, extras)
                 } else {
-                    self.finish_v1(Err(self.unknown_method()))
+                    self.finish_v1(Err(self.unknown_v1_method()))
                 }
             }
             (Dialect::V1, None) => self.finish_v2(self.unknown_method().into(), None),

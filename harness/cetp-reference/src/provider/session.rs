@@ -170,7 +170,8 @@ impl ReferenceProvider {
                 Some(t) => t,
             };
             // Forget expired sessions so memory stays bounded by live ones.
-            mem.sessions.retain(|_, s| s.expires_ms > now_ms);
+            mem.sessions
+                .retain(|_, s| self.session_live(s.expires_ms, now_ms));
             mem.sessions.insert(
                 token.clone(),
                 Session {
@@ -213,7 +214,7 @@ impl ReferenceProvider {
         match mem.sessions.get(token) {
             Some(s)
                 if (s.uid == uid || self.has(Fault::SessionNotBoundToCaller))
-                    && now_ms < s.expires_ms
+                    && self.session_live(s.expires_ms, now_ms)
                     && s.version == 2 =>
             {
                 if self.has(Fault::CapabilitiesChangedInSession) {
@@ -226,6 +227,11 @@ impl ReferenceProvider {
             _ if self.has(Fault::SessionNotChecked) => Ok(BTreeSet::new()),
             _ => Err(self.no_session()),
         }
+    }
+
+    /// Whether a session expiring at `expires_ms` is still valid.
+    fn session_live(&self, expires_ms: i64, now_ms: i64) -> bool {
+        now_ms < expires_ms || self.has(Fault::SessionNeverExpires)
     }
 
     fn no_session(&self) -> Failure {
