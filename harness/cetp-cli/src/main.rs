@@ -88,6 +88,13 @@ enum Command {
     },
 }
 
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum ListWhat {
     Cases,
@@ -148,6 +155,10 @@ struct RunArgs {
     /// and value is the same.
     #[arg(long, value_name = "REPORT.json", conflicts_with_all = ["target", "seed", "only", "skip", "attempts"])]
     replay_run: Option<PathBuf>,
+    /// Colour the verdicts: auto (a terminal, unless NO_COLOR is set),
+    /// always, never.
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+    color: ColorWhen,
 }
 
 #[derive(Args)]
@@ -436,11 +447,20 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         lock,
     };
     let mut fanout = Fanout::default();
-    fanout.reporters.push(Box::new(Terminal::new(
-        std::io::stdout(),
-        args.verbose,
-        replay.is_some(),
-    )));
+    let color = match args.color {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        // NO_COLOR, CLICOLOR(_FORCE), TERM and whether stdout is a terminal.
+        ColorWhen::Auto => {
+            anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+        }
+    };
+    let progress = replay.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    fanout.reporters.push(Box::new(
+        Terminal::new(std::io::stdout(), args.verbose, replay.is_some())
+            .with_color(color)
+            .with_progress(progress),
+    ));
     if let Some(dir) = &args.report_dir {
         fanout
             .reporters

@@ -644,3 +644,29 @@ fn replay_run_brings_back_the_same_request_ids() {
     assert_eq!(report["selection"]["skip"][0], "IDEM-004");
     assert_eq!(report["seed"], 42);
 }
+
+#[test]
+fn colour_follows_the_flag_and_never_reaches_a_pipe_by_default() {
+    let run = |extra: &[&str], no_color: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cetp"));
+        c.args([
+            "run",
+            "--target",
+            "sim:mutant=no_dedupe",
+            "--only",
+            "IDEM-001",
+        ]);
+        c.args(extra);
+        if no_color {
+            c.env("NO_COLOR", "1");
+        } else {
+            c.env_remove("NO_COLOR");
+        }
+        String::from_utf8_lossy(&c.output().unwrap().stdout).to_string()
+    };
+    assert!(run(&["--color", "always"], false).contains("\u{1b}[31mFAIL"));
+    assert!(!run(&["--color", "never"], false).contains('\u{1b}'));
+    // stdout is a pipe here: auto means no colour, NO_COLOR or not.
+    assert!(!run(&[], false).contains('\u{1b}'));
+    assert!(!run(&[], true).contains('\u{1b}'));
+}

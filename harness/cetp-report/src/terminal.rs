@@ -11,6 +11,13 @@ pub struct Terminal<W: Write + Send> {
     pub verbose: bool,
     /// Print every step sent and answered (`cetp replay`).
     pub trace: bool,
+    /// Colour the verdict marks (the caller decides: `--color`, `NO_COLOR`,
+    /// whether stdout is a terminal). Provider text is never coloured: it is
+    /// escaped before our own styles are added around it.
+    pub color: bool,
+    /// A progress bar on stderr with the case being run (a terminal only).
+    progress: Option<indicatif::ProgressBar>,
+    want_progress: bool,
     /// The run's target and seed, for the command that reproduces a FAIL.
     target: String,
     seed: u64,
@@ -22,8 +29,50 @@ impl<W: Write + Send> Terminal<W> {
             out,
             verbose,
             trace,
+            color: false,
+            progress: None,
+            want_progress: false,
             target: String::new(),
             seed: 0,
+        }
+    }
+
+    /// Colour the marks.
+    pub fn with_color(mut self, yes: bool) -> Self {
+        self.color = yes;
+        self
+    }
+
+    /// Show a progress bar on stderr while cases run.
+    pub fn with_progress(mut self, yes: bool) -> Self {
+        self.want_progress = yes;
+        self
+    }
+
+    fn styled_mark(&self, v: Verdict) -> String {
+        if !self.color {
+            return mark(v).to_string();
+        }
+        let style = match v {
+            Verdict::Pass => anstyle::AnsiColor::Green.on_default(),
+            Verdict::Fail | Verdict::Flaky => anstyle::AnsiColor::Red.on_default().bold(),
+            Verdict::Warn => anstyle::AnsiColor::Yellow.on_default(),
+            Verdict::NotApplicable => anstyle::Style::new().dimmed(),
+            Verdict::InfraError => anstyle::AnsiColor::Magenta.on_default().bold(),
+        };
+        format!("{style}{}{style:#}", mark(v))
+    }
+
+    /// Writes a line, with the progress bar (if any) out of the way.
+    fn line(&mut self, text: String) {
+        // A closed stdout must not abort the run; reports still get written.
+        match &self.progress {
+            Some(pb) => pb.suspend(|| {
+                let _ = writeln!(self.out, "{text}");
+            }),
+            None => {
+                let _ = writeln!(self.out, "{text}");
+            }
         }
     }
 }
@@ -41,86 +90,192 @@ fn mark(v: Verdict) -> &'static str {
 
 impl<W: Write + Send> Reporter for Terminal<W> {
     fn on_event(&mut self, event: &Event) {
-        // A closed stdout must not abort the run; reports still get written.
-        let _ = match event {
-            Event::RunStarted { run_id, target, seed, cases, .. } => {
+        let text: Option<String> = match event {
+            Event::RunStarted {
+                run_id,
+                target,
+                seed,
+                cases,
+                ..
+            } => {
                 self.target = target.clone();
                 self.seed = *seed;
-                writeln!(self.out, "cetp: run {run_id} against {} (seed {seed}, {cases} cases)", esc(target, 200))
+                if self.want_progress && !self.trace {
+                    let pb = indicatif::ProgressBar::new(*cases as u64);
+                    pb.set_style(
+                        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+                            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                    );
+                    self.progress = Some(pb);
+                }
+                Some(format!(
+                    "cetp: run {run_id} against {} (seed {seed}, {cases} cases)",
+                    esc(target, 200)
+                ))
             }
-            Event::TargetIdentified { hello, package, manifest, declared_versions, .. } => {
+            Event::TargetIdentified {
+                hello,
+                package,
+                manifest,
+                declared_versions,
+                ..
+            } => {
                 let who = hello
                     .as_ref()
-                    .map(|h| format!("{} uid {} on {} (sdk {})", esc(&h.identity_name, 40), h.uid, esc(&h.model, 60), h.sdk_int))
+                    .map(|h| {
+                        format!(
+                            "{} uid {} on {} (sdk {})",
+                            esc(&h.identity_name, 40),
+                            h.uid,
+                            esc(&h.model, 60),
+                            h.sdk_int
+                        )
+                    })
                     .unwrap_or_else(|| "unidentified device".into());
-                writeln!(
-                    self.out,
+                Some(format!(
                     "target: {} — provider {} — manifest {} {:?}",
                     who,
                     esc(package.as_deref().unwrap_or("?"), 120),
                     esc(manifest, 40),
                     declared_versions
-                )
+                ))
             }
-            Event::StepSent { step, identity, op, request, .. } if self.trace => writeln!(
-                self.out,
+            Event::CaseStarted { case_id, title } => {
+                if let Some(pb) = &self.progress {
+                    pb.set_message(format!("{} {}", esc(case_id, 40), esc(title, 60)));
+                }
+                None
+            }
+            Event::StepSent {
+                step,
+                identity,
+                op,
+                request,
+                ..
+            } if self.trace => Some(format!(
                 "  -> [{step}] {} {}: {}",
                 esc(identity, 8),
                 esc(op, 60),
                 esc(&request.to_string(), 4000)
-            ),
-            Event::StepAnswered { step, answer, elapsed_us, .. } if self.trace => writeln!(
-                self.out,
+            )),
+            Event::StepAnswered {
+                step,
+                answer,
+                elapsed_us,
+                ..
+            } if self.trace => Some(format!(
                 "  <- [{step}] {}µs: {}",
                 elapsed_us,
                 esc(&answer.to_string(), 4000)
-            ),
-            Event::CheckFinding { step, check, message, .. } if self.trace => {
-                writeln!(self.out, "  !! [{step}] {check}: {}", esc(message, 400))
-            }
-            Event::CaseFinished { case_id, title, verdict, reason, baseline, .. } => {
+            )),
+            Event::CheckFinding {
+                step,
+                check,
+                message,
+                ..
+            } if self.trace => Some(format!("  !! [{step}] {check}: {}", esc(message, 400))),
+            Event::CaseFinished {
+                case_id,
+                title,
+                verdict,
+                reason,
+                baseline,
+                ..
+            } => {
+                if let Some(pb) = &self.progress {
+                    pb.inc(1);
+                }
                 if self.verbose || self.trace || *verdict != Verdict::Pass {
-                    let known = baseline.as_ref().map(|b| format!(" [known failure: {}]", esc(b, 200))).unwrap_or_default();
-                    let why = if reason.is_empty() { String::new() } else { format!("\n        {}", esc(reason, 600)) };
+                    let known = baseline
+                        .as_ref()
+                        .map(|b| format!(" [known failure: {}]", esc(b, 200)))
+                        .unwrap_or_default();
+                    let why = if reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n        {}", esc(reason, 600))
+                    };
                     // One line to paste: the case alone, with its wire trace.
-                    let again = if matches!(verdict, Verdict::Fail | Verdict::Flaky | Verdict::Warn) && !self.trace {
-                        format!("\n        reproduce: cetp replay {} --target {} --seed {}", esc(case_id, 40), esc(&self.target, 200), self.seed)
+                    let again = if matches!(verdict, Verdict::Fail | Verdict::Flaky | Verdict::Warn)
+                        && !self.trace
+                    {
+                        format!(
+                            "\n        reproduce: cetp replay {} --target {} --seed {}",
+                            esc(case_id, 40),
+                            esc(&self.target, 200),
+                            self.seed
+                        )
                     } else {
                         String::new()
                     };
-                    writeln!(self.out, "{} {case_id} {}{known}{why}{again}", mark(*verdict), esc(title, 200))
+                    Some(format!(
+                        "{} {case_id} {}{known}{why}{again}",
+                        self.styled_mark(*verdict),
+                        esc(title, 200)
+                    ))
                 } else {
-                    Ok(())
+                    None
                 }
             }
-            Event::CheckVerdict { check, title, verdict, reason, .. } => {
+            Event::CheckVerdict {
+                check,
+                title,
+                verdict,
+                reason,
+                ..
+            } => {
                 if self.verbose || *verdict != Verdict::Pass {
-                    let why = if reason.is_empty() { String::new() } else { format!("\n        {}", esc(reason, 600)) };
-                    writeln!(self.out, "{} {check} {}{why}", mark(*verdict), esc(title, 200))
+                    let why = if reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n        {}", esc(reason, 600))
+                    };
+                    Some(format!(
+                        "{} {check} {}{why}",
+                        self.styled_mark(*verdict),
+                        esc(title, 200)
+                    ))
                 } else {
-                    Ok(())
+                    None
                 }
             }
-            Event::BaselineStale { id, reason } => {
-                writeln!(self.out, "STALE baseline entry {}: {}", esc(id, 80), esc(reason, 200))
+            Event::BaselineStale { id, reason } => Some(format!(
+                "STALE baseline entry {}: {}",
+                esc(id, 80),
+                esc(reason, 200)
+            )),
+            Event::RunFinished {
+                summary,
+                claim,
+                exit_code,
+                duration_ms,
+            } => {
+                if let Some(pb) = self.progress.take() {
+                    pb.finish_and_clear();
+                }
+                Some(format!(
+                    "\n{} passed, {} failed, {} flaky, {} warned, {} not applicable, {} infra errors ({:.1} s)\nclaim: {}\nexit code {exit_code}",
+                    summary.pass,
+                    summary.fail,
+                    summary.flaky,
+                    summary.warn,
+                    summary.not_applicable,
+                    summary.infra_error,
+                    *duration_ms as f64 / 1000.0,
+                    esc(&claim.statement, 4000)
+                ))
             }
-            Event::RunFinished { summary, claim, exit_code, duration_ms } => writeln!(
-                self.out,
-                "\n{} passed, {} failed, {} flaky, {} warned, {} not applicable, {} infra errors ({:.1} s)\nclaim: {}\nexit code {exit_code}",
-                summary.pass,
-                summary.fail,
-                summary.flaky,
-                summary.warn,
-                summary.not_applicable,
-                summary.infra_error,
-                *duration_ms as f64 / 1000.0,
-                claim.statement
-            ),
-            _ => Ok(()),
+            _ => None,
         };
+        if let Some(t) = text {
+            self.line(t);
+        }
     }
 
     fn finish(&mut self) -> std::io::Result<()> {
+        if let Some(pb) = self.progress.take() {
+            pb.finish_and_clear();
+        }
         self.out.flush()
     }
 }
