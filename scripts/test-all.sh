@@ -22,6 +22,15 @@ cargo clippy --workspace --all-targets -q -- -D warnings
 echo "== cargo test"
 cargo test --workspace 2>&1 | tee "$log"
 
+echo "== cargo install: a cetp that works outside the source tree"
+inst=$(mktemp -d)
+cargo install -q --debug --locked --path harness/cetp-cli --root "$inst" --target-dir target
+# From the file system root, with the embedded vectors and profiles forced:
+# nothing of the source tree is read.
+(cd / && CETP_EMBEDDED=1 "$inst/bin/cetp" run --target sim --require-claim >/dev/null)
+(cd / && CETP_EMBEDDED=1 "$inst/bin/cetp" list cases | grep -q '^NEG-001 ')
+rm -rf "$inst"
+
 echo "== probe app (JVM)"
 android-probe-app/core/run-tests.sh 2>&1 | tee -a "$log"
 

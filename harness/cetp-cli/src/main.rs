@@ -1,6 +1,8 @@
 //! `cetp`: the CETP v2 conformance harness. Parsing and wiring only; the
 //! logic lives in the library crates. Exit codes: `cetp_conformance::exit`.
 
+mod embedded;
+
 use cetp_conformance::contract::{self, FetchError};
 use cetp_conformance::coverage;
 use cetp_conformance::event::Fanout;
@@ -8,7 +10,7 @@ use cetp_conformance::exit::ExitCode;
 use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
 use cetp_conformance::selftest::{load_mutants, load_variants, selftest, Fixture};
-use cetp_conformance::suite::{default_vectors_dir, Baseline, Suite};
+use cetp_conformance::suite::{Baseline, Suite};
 use cetp_contract::lock::Lock;
 use cetp_report::escape;
 use cetp_report::json::JsonReport;
@@ -266,8 +268,18 @@ fn repo_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+fn vectors_or_default(vectors: &Option<PathBuf>) -> Result<PathBuf, Failure> {
+    match vectors {
+        Some(d) => Ok(d.clone()),
+        None => embedded::vectors_dir().map_err(|e| Failure {
+            code: ExitCode::Infra,
+            message: e,
+        }),
+    }
+}
+
 fn load_suite(vectors: &Option<PathBuf>) -> Result<(PathBuf, Suite), Failure> {
-    let dir = vectors.clone().unwrap_or_else(default_vectors_dir);
+    let dir = vectors_or_default(vectors)?;
     let suite = Suite::load(&dir).map_err(|e| usage(format!("vectors: {e}")))?;
     Ok((dir, suite))
 }
@@ -623,7 +635,10 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
         mutants.retain(|m| args.mutant.contains(&m.name));
         variants.retain(|v| args.variant.contains(&v.name));
     }
-    let profiles_dir = repo_dir().join("profiles");
+    let profiles_dir = embedded::profiles_dir().map_err(|e| Failure {
+        code: ExitCode::Infra,
+        message: e,
+    })?;
     let variants = variants
         .into_iter()
         .map(|v| {
@@ -817,7 +832,7 @@ fn catalog_command(
     spec: &Option<PathBuf>,
     vectors: &Option<PathBuf>,
 ) -> Result<ExitCode, Failure> {
-    let dir = vectors.clone().unwrap_or_else(default_vectors_dir);
+    let dir = vectors_or_default(vectors)?;
     let text = std::fs::read_to_string(dir.join("requirements/catalog.json"))
         .map_err(|e| usage(e.to_string()))?;
     let catalog =

@@ -670,3 +670,26 @@ fn colour_follows_the_flag_and_never_reaches_a_pipe_by_default() {
     assert!(!run(&[], false).contains('\u{1b}'));
     assert!(!run(&[], true).contains('\u{1b}'));
 }
+
+#[test]
+fn the_embedded_vectors_are_the_vectors() {
+    // CETP_EMBEDDED=1 reads the copy inside the binary, from anywhere.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_cetp"))
+        .args(["list", "cases"])
+        .env("CETP_EMBEDDED", "1")
+        .env_remove("CETP_VECTORS")
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let embedded = String::from_utf8_lossy(&o.stdout).to_string();
+    let o = cetp(&["list", "cases"]);
+    assert_eq!(embedded, String::from_utf8_lossy(&o.stdout));
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_cetp"))
+        .args(["run", "--target", "sim", "--only", "NEG-*"])
+        .env("CETP_EMBEDDED", "1")
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
