@@ -1,11 +1,17 @@
 //! `junit.xml`: cases and checks as JUnit test cases, for CI systems that
-//! gate on JUnit. FAIL → `<failure>`, INFRA_ERROR → `<error>`,
-//! NOT_APPLICABLE → `<skipped>`; WARN passes with its reason in
-//! `<system-out>`.
+//! gate on JUnit, written with `quick-junit`. FAIL and FLAKY → `<failure>`,
+//! INFRA_ERROR → `<error>`, NOT_APPLICABLE → `<skipped>`, each with the
+//! reason as its message and in its body (with the requirements the finding
+//! cites and, for a case, the command that reproduces it); WARN passes with
+//! its reason in `<system-out>`. The suite carries the run's start time and
+//! duration. Provider text is first escaped as for a terminal (no control
+//! characters, which XML 1.0 cannot carry); quick-junit escapes the markup.
 
-use crate::escape;
+use crate::escape::terminal as esc;
 use cetp_conformance::event::{Event, Reporter, Verdict};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::PathBuf;
+use std::time::Duration;
 
 struct Row {
     class: &'static str,
@@ -13,12 +19,17 @@ struct Row {
     title: String,
     verdict: Verdict,
     reason: String,
+    cited: Vec<String>,
     millis: u64,
 }
 
 pub struct JunitReport {
     path: PathBuf,
     suite: String,
+    target: String,
+    seed: u64,
+    started_at_ms: i64,
+    duration_ms: u64,
     rows: Vec<Row>,
 }
 
@@ -27,58 +38,93 @@ impl JunitReport {
         JunitReport {
             path,
             suite: "cetp".into(),
+            target: String::new(),
+            seed: 0,
+            started_at_ms: 0,
+            duration_ms: 0,
             rows: Vec::new(),
         }
     }
 
-    pub fn render(&self) -> String {
-        let count = |v: Verdict| self.rows.iter().filter(|r| r.verdict == v).count();
-        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        out.push_str(&format!(
-            "<testsuites><testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
-            escape::xml(&self.suite),
-            self.rows.len(),
-            count(Verdict::Fail) + count(Verdict::Flaky),
-            count(Verdict::InfraError),
-            count(Verdict::NotApplicable)
-        ));
-        for r in &self.rows {
-            out.push_str(&format!(
-                "  <testcase classname=\"{}\" name=\"{} {}\" time=\"{:.3}\">",
-                r.class,
-                escape::xml(&r.id),
-                escape::xml(&r.title),
-                r.millis as f64 / 1000.0
-            ));
-            let reason = escape::xml(&r.reason);
-            match r.verdict {
-                Verdict::Pass => {}
-                Verdict::Warn => out.push_str(&format!("<system-out>WARN: {reason}</system-out>")),
-                Verdict::Fail | Verdict::Flaky => out.push_str(&format!(
-                    "<failure message=\"{reason}\" type=\"{}\"/>",
-                    r.verdict.as_str()
-                )),
-                Verdict::InfraError => out.push_str(&format!(
-                    "<error message=\"{reason}\" type=\"INFRA_ERROR\"/>"
-                )),
-                Verdict::NotApplicable => out.push_str(&format!("<skipped message=\"{reason}\"/>")),
-            }
-            out.push_str("</testcase>\n");
+    fn case(&self, r: &Row) -> TestCase {
+        let reason = esc(&r.reason, 4000);
+        let mut body = reason.clone();
+        if !r.cited.is_empty() {
+            body.push_str(&format!("\nrequirements: {}", r.cited.join(", ")));
         }
-        out.push_str("</testsuite></testsuites>\n");
-        out
+        if r.class == "cetp.case" {
+            body.push_str(&format!(
+                "\nreproduce: cetp replay {} --target {} --seed {}",
+                esc(&r.id, 40),
+                esc(&self.target, 200),
+                self.seed
+            ));
+        }
+        let status = match r.verdict {
+            Verdict::Pass => TestCaseStatus::success(),
+            Verdict::Warn => TestCaseStatus::success(),
+            Verdict::NotApplicable => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(reason.clone());
+                s
+            }
+            Verdict::Fail | Verdict::Flaky | Verdict::InfraError => {
+                let kind = if r.verdict == Verdict::InfraError {
+                    NonSuccessKind::Error
+                } else {
+                    NonSuccessKind::Failure
+                };
+                let mut s = TestCaseStatus::non_success(kind);
+                s.set_message(reason.clone());
+                s.set_type(r.verdict.as_str());
+                s.set_description(body);
+                s
+            }
+        };
+        let mut tc = TestCase::new(format!("{} {}", esc(&r.id, 80), esc(&r.title, 300)), status);
+        tc.set_classname(r.class);
+        tc.set_time(Duration::from_millis(r.millis));
+        if r.verdict == Verdict::Warn {
+            tc.set_system_out(format!("WARN: {reason}"));
+        }
+        tc
+    }
+
+    pub fn render(&self) -> String {
+        let mut suite = TestSuite::new(esc(&self.suite, 300));
+        if let Some(t) = chrono::DateTime::from_timestamp_millis(self.started_at_ms) {
+            suite.set_timestamp(t.fixed_offset());
+        }
+        suite.set_time(Duration::from_millis(self.duration_ms));
+        for r in &self.rows {
+            suite.add_test_case(self.case(r));
+        }
+        let mut report = Report::new("cetp");
+        report.add_test_suite(suite);
+        report.to_string().unwrap_or_default()
     }
 }
 
 impl Reporter for JunitReport {
     fn on_event(&mut self, event: &Event) {
         match event {
-            Event::RunStarted { target, .. } => self.suite = format!("cetp {target}"),
+            Event::RunStarted {
+                target,
+                seed,
+                started_at_ms,
+                ..
+            } => {
+                self.suite = format!("cetp {target}");
+                self.target = target.clone();
+                self.seed = *seed;
+                self.started_at_ms = *started_at_ms;
+            }
             Event::CaseFinished {
                 case_id,
                 title,
                 verdict,
                 reason,
+                cited,
                 baseline,
                 duration_ms,
                 ..
@@ -96,6 +142,7 @@ impl Reporter for JunitReport {
                     Some(b) => format!("known failure ({b}): {reason}"),
                     None => reason.clone(),
                 },
+                cited: cited.clone(),
                 millis: *duration_ms,
             }),
             Event::CheckVerdict {
@@ -103,6 +150,7 @@ impl Reporter for JunitReport {
                 title,
                 verdict,
                 reason,
+                cited,
                 ..
             } => self.rows.push(Row {
                 class: "cetp.check",
@@ -110,8 +158,10 @@ impl Reporter for JunitReport {
                 title: title.clone(),
                 verdict: *verdict,
                 reason: reason.clone(),
+                cited: cited.clone(),
                 millis: 0,
             }),
+            Event::RunFinished { duration_ms, .. } => self.duration_ms = *duration_ms,
             _ => {}
         }
     }
@@ -135,18 +185,18 @@ mod tests {
             case_id: "EXE-003".into(),
             title: "t".into(),
             requirements: vec![],
-            cited: vec![],
+            cited: vec!["CETP2-5-13".into()],
             verdict: Verdict::Fail,
-            reason: "error_message \"<script>&</script>\" \u{1b}[31m\u{0}".into(),
+            reason: "error_message \"<script>&</script>\" \u{1b}[31m\u{0}]]>".into(),
             baseline: None,
             duration_ms: 5,
         });
         let xml = j.render();
-        assert!(
-            xml.contains("&quot;&lt;script&gt;&amp;&lt;/script&gt;&quot;"),
-            "{xml}"
-        );
+        assert!(xml.contains("&lt;script&gt;&amp;&lt;/script&gt;"), "{xml}");
+        assert!(!xml.contains("<script>"), "{xml}");
         assert!(!xml.contains('\u{1b}') && !xml.contains('\u{0}'), "{xml}");
-        assert!(xml.contains("failures=\"1\""));
+        assert!(xml.contains("failures=\"1\""), "{xml}");
+        assert!(xml.contains("requirements: CETP2-5-13"), "{xml}");
+        assert!(xml.contains("reproduce: cetp replay EXE-003"), "{xml}");
     }
 }

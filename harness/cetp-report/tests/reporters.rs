@@ -155,3 +155,15 @@ fn report_sarif_snapshot() {
     assert_eq!(doc["runs"][0]["results"].as_array().unwrap().len(), 2);
     insta::assert_snapshot!(text);
 }
+
+#[test]
+fn junit_snapshot() {
+    let mut r = cetp_report::junit::JunitReport::new(std::path::PathBuf::from("/nonexistent"));
+    for e in fixed_run() {
+        r.on_event(&e);
+    }
+    let xml = r.render();
+    assert!(!xml.contains("<script>") && !xml.contains('\u{1b}'));
+    assert!(xml.contains("timestamp=\"2027-01-15T08:00:00"), "{xml}");
+    insta::assert_snapshot!(xml);
+}
