@@ -9,6 +9,7 @@ command -v bc >/dev/null 2>&1 || need_apt+=(bc)
 command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 [ -n "$(ls /usr/share/java/junit-platform-console-standalone*.jar 2>/dev/null)" ] || need_apt+=(junit5)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt)"
   SUDO=""

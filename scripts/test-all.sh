@@ -31,6 +31,9 @@ cargo install -q --debug --locked --path harness/cetp-cli --root "$inst" --targe
 (cd / && CETP_EMBEDDED=1 "$inst/bin/cetp" list cases | grep -q '^NEG-001 ')
 rm -rf "$inst"
 
+echo "== index.html in headless Chromium: no Provider markup, no script, rendered"
+scripts/html-report-check.sh
+
 echo "== probe app (JVM)"
 android-probe-app/core/run-tests.sh 2>&1 | tee -a "$log"
 

@@ -494,6 +494,11 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
             ))));
         fanout
             .reporters
+            .push(Box::new(cetp_report::html::HtmlReport::new(Some(
+                dir.join("index.html"),
+            ))));
+        fanout
+            .reporters
             .push(Box::new(cetp_report::sarif::SarifReport::new(
                 Some(dir.join("report.sarif")),
                 sarif_rules(&vectors_dir)?,

@@ -8,6 +8,7 @@
 //!   itself, one event a line, flushed as it goes;
 //! - [`summary_md::SummaryMd`] writes `summary.md` for a pull-request comment;
 //! - [`sarif::SarifReport`] writes `report.sarif` (SARIF 2.1.0);
+//! - [`html::HtmlReport`] writes `index.html`, self-contained and script-free;
 //! - [`drift`] renders a contract drift report (text, JSON, SARIF).
 //!
 //! Every string that came from a Provider is escaped for its medium here
@@ -15,6 +16,7 @@
 
 pub mod drift;
 pub mod escape;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod ndjson;

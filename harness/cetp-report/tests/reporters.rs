@@ -167,3 +167,16 @@ fn junit_snapshot() {
     assert!(xml.contains("timestamp=\"2027-01-15T08:00:00"), "{xml}");
     insta::assert_snapshot!(xml);
 }
+
+#[test]
+fn index_html_snapshot() {
+    let mut r = cetp_report::html::HtmlReport::new(None);
+    for e in fixed_run() {
+        r.on_event(&e);
+    }
+    let page = r.render();
+    assert!(!page.contains("<script") && !page.contains('\u{1b}') && !page.contains('\u{202E}'));
+    assert!(page.contains("default-src 'none'"));
+    assert!(page.contains("cetp replay IDEM-001 --target sim:mutant=no_dedupe --seed 7"));
+    insta::assert_snapshot!(page);
+}
