@@ -122,7 +122,8 @@ impl WireTrace {
     }
 
     /// One line per frame: `+12.345ms a -> {...}`; cut frames end with
-    /// `… (N bytes)`; control characters are escaped and bytes that are not
+    /// `… (N bytes)`; control characters and bidi overrides are escaped and
+    /// bytes that are not
     /// UTF-8 show as U+FFFD.
     pub fn render(&self) -> String {
         let inner = self.lock();
@@ -137,7 +138,10 @@ impl WireTrace {
                 f.direction.arrow()
             );
             for c in String::from_utf8_lossy(&f.bytes).chars() {
-                if c.is_control() {
+                // Bidi overrides too, as the terminal reporter does: a
+                // Provider's text must not reorder the line it is shown in.
+                let bidi = matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}');
+                if c.is_control() || bidi {
                     out.extend(c.escape_default());
                 } else {
                     out.push(c);
@@ -180,5 +184,21 @@ mod tests {
         assert!(text.contains(r#"a -> {"id":1, … (21 bytes)"#), "{text}");
         assert!(text.contains("a <- short"), "{text}");
         assert!(text.contains("1 more frames"), "{text}");
+    }
+
+    #[test]
+    fn controls_and_bidi_overrides_are_escaped() {
+        let t = WireTrace::new();
+        t.record(
+            "a",
+            Direction::Received,
+            "ok\u{1b}[2J \u{202E}gpj.exe".as_bytes(),
+        );
+        let text = t.render();
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{202E}'),
+            "{text}"
+        );
+        assert!(text.contains("\\u{202e}"), "{text}");
     }
 }
