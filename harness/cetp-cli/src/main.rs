@@ -90,7 +90,78 @@ enum Command {
     },
 }
 
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+/// What `--format` puts on stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
+    Junit,
+    Sarif,
+    Markdown,
+    Html,
+    Ndjson,
+}
+
+/// Keeps the events for a document rendered after the run.
+struct SharedEvents(std::sync::Arc<std::sync::Mutex<Vec<cetp_conformance::event::Event>>>);
+
+impl cetp_conformance::event::Reporter for SharedEvents {
+    fn on_event(&mut self, event: &cetp_conformance::event::Event) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(event.clone());
+        }
+    }
+}
+
+/// The `--format` document of a run, from its events.
+fn render_format(
+    format: Format,
+    events: &[cetp_conformance::event::Event],
+    vectors_dir: &Path,
+) -> Result<String, Failure> {
+    fn feed(
+        r: &mut dyn cetp_conformance::event::Reporter,
+        events: &[cetp_conformance::event::Event],
+    ) {
+        for e in events {
+            r.on_event(e);
+        }
+    }
+    Ok(match format {
+        Format::Text => String::new(),
+        Format::Json => {
+            let mut r = JsonReport::new(None);
+            feed(&mut r, events);
+            serde_json::to_string_pretty(&r.document()).unwrap_or_default() + "\n"
+        }
+        Format::Junit => {
+            let mut r = cetp_report::junit::JunitReport::new(PathBuf::new());
+            feed(&mut r, events);
+            r.render()
+        }
+        Format::Sarif => {
+            let mut r = cetp_report::sarif::SarifReport::new(None, sarif_rules(vectors_dir)?);
+            feed(&mut r, events);
+            serde_json::to_string_pretty(&r.document()).unwrap_or_default() + "\n"
+        }
+        Format::Markdown => {
+            let mut r = cetp_report::summary_md::SummaryMd::new(None);
+            feed(&mut r, events);
+            r.render()
+        }
+        Format::Html => {
+            let mut r = cetp_report::html::HtmlReport::new(None);
+            feed(&mut r, events);
+            r.render()
+        }
+        Format::Ndjson => events
+            .iter()
+            .map(|e| cetp_report::ndjson::line(e) + "\n")
+            .collect(),
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum ColorWhen {
     Auto,
     Always,
@@ -161,6 +232,11 @@ struct RunArgs {
     /// always, never.
     #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
     color: ColorWhen,
+    /// What goes to stdout: the terminal view (text), or one report
+    /// document (the terminal view then goes to stderr). --report-dir
+    /// writes every report whatever this says.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
 }
 
 #[derive(Args)]
@@ -459,20 +535,39 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         lock,
     };
     let mut fanout = Fanout::default();
-    let color = match args.color {
+    // Auto: NO_COLOR, CLICOLOR(_FORCE), TERM and whether the stream the
+    // terminal view goes to is a terminal.
+    let color = |auto: bool| match args.color {
         ColorWhen::Always => true,
         ColorWhen::Never => false,
-        // NO_COLOR, CLICOLOR(_FORCE), TERM and whether stdout is a terminal.
-        ColorWhen::Auto => {
-            anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
-        }
+        ColorWhen::Auto => auto,
     };
     let progress = replay.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    fanout.reporters.push(Box::new(
-        Terminal::new(std::io::stdout(), args.verbose, replay.is_some())
-            .with_color(color)
-            .with_progress(progress),
-    ));
+    // With --format other than text, stdout carries that document and the
+    // terminal view moves to stderr.
+    let collected = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    if args.format == Format::Text {
+        fanout.reporters.push(Box::new(
+            Terminal::new(std::io::stdout(), args.verbose, replay.is_some())
+                .with_color(color(
+                    anstream::AutoStream::choice(&std::io::stdout())
+                        != anstream::ColorChoice::Never,
+                ))
+                .with_progress(progress),
+        ));
+    } else {
+        fanout.reporters.push(Box::new(
+            Terminal::new(std::io::stderr(), args.verbose, replay.is_some())
+                .with_color(color(
+                    anstream::AutoStream::choice(&std::io::stderr())
+                        != anstream::ColorChoice::Never,
+                ))
+                .with_progress(progress),
+        ));
+        fanout
+            .reporters
+            .push(Box::new(SharedEvents(collected.clone())));
+    }
     if let Some(dir) = &args.report_dir {
         fanout
             .reporters
@@ -505,6 +600,10 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
             )));
     }
     let outcome = run(&suite, &target, &profile, &cfg, &mut fanout);
+    if args.format != Format::Text {
+        let events = collected.lock().map(|e| e.clone()).unwrap_or_default();
+        print!("{}", render_format(args.format, &events, &vectors_dir)?);
+    }
     for r in &mut fanout.reporters {
         r.finish().map_err(|e| Failure {
             code: ExitCode::Infra,
@@ -516,10 +615,20 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         print!("{}", trace.render());
     }
     if let Some(dir) = &args.report_dir {
-        println!("report: {}", dir.join("report.json").display());
+        let line = format!("report: {}", dir.join("report.json").display());
+        if args.format == Format::Text {
+            println!("{line}");
+        } else {
+            eprintln!("{line}");
+        }
     }
     if args.require_claim && !outcome.claim.cetp_v2 && outcome.exit == ExitCode::Ok {
-        println!("--require-claim: {}", outcome.claim.statement);
+        let line = format!("--require-claim: {}", outcome.claim.statement);
+        if args.format == Format::Text {
+            println!("{line}");
+        } else {
+            eprintln!("{line}");
+        }
         return Ok(ExitCode::Fail);
     }
     Ok(outcome.exit)

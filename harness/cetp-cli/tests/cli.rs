@@ -693,3 +693,37 @@ fn the_embedded_vectors_are_the_vectors() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+#[test]
+fn format_puts_one_document_on_stdout_and_the_terminal_view_on_stderr() {
+    for (format, starts) in [
+        ("json", "{"),
+        ("sarif", "{"),
+        ("junit", "<?xml"),
+        ("markdown", "## cetp"),
+        ("html", "<!DOCTYPE html>"),
+        ("ndjson", "{\"event\":\"run_started\""),
+    ] {
+        let dir = tmp(&format!("format-{format}"));
+        let o = cetp(&[
+            "run",
+            "--only",
+            "NEG-001",
+            "--format",
+            format,
+            "--report-dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{format}: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.starts_with(starts), "{format}: {out}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("claim:") && err.contains("report: "),
+            "{format}: {err}"
+        );
+        if format == "json" || format == "sarif" {
+            let _: serde_json::Value = serde_json::from_str(&out).unwrap();
+        }
+    }
+}

@@ -26,6 +26,11 @@ fn json_ascii_bidi(line: &str) -> String {
     out
 }
 
+/// One event as its NDJSON line (without the newline).
+pub fn line(event: &Event) -> String {
+    json_ascii_bidi(&serde_json::to_string(event).unwrap_or_default())
+}
+
 pub struct NdjsonReport {
     path: PathBuf,
     out: Option<BufWriter<File>>,
@@ -50,8 +55,7 @@ impl NdjsonReport {
             self.out = Some(BufWriter::new(File::create(&self.path)?));
         }
         let out = self.out.as_mut().expect("opened above");
-        let line = serde_json::to_string(event)?;
-        out.write_all(json_ascii_bidi(&line).as_bytes())?;
+        out.write_all(line(event).as_bytes())?;
         out.write_all(b"\n")?;
         out.flush()
     }
