@@ -306,6 +306,10 @@ pub enum Step {
         /// tool that answered `verify_against` (§4.2).
         #[serde(default)]
         output_schema: bool,
+        /// Also require the descriptor to be read-only (§4.5), as far as
+        /// the device reports its mode (`read_fd`'s `writable`).
+        #[serde(default)]
+        read_only: bool,
     },
     /// After a cancellation: `final` (a bound get_operation answer) reports
     /// `cancelled` only if the observer saw no effect since `since`, and

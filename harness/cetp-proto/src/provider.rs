@@ -60,6 +60,9 @@ pub struct IntentTarget {
 #[derive(Clone, Debug)]
 pub enum Attachment {
     File(FdSource),
+    /// A result descriptor opened for writing too (§4.5 asks for a
+    /// read-only one); a device reports it through `read_fd`'s `writable`.
+    WritableFile(FdSource),
     Intent(IntentTarget),
 }
 

@@ -351,6 +351,8 @@ struct Handles {
     next_fd: u64,
     intents: HashMap<String, HeldIntent>,
     fds: HashMap<String, FdSource>,
+    /// Descriptors the Provider opened for writing too.
+    writable: std::collections::HashSet<String>,
 }
 
 impl Handles {
@@ -361,10 +363,13 @@ impl Handles {
         h
     }
 
-    fn add_fd(&mut self, src: FdSource) -> String {
+    fn add_fd(&mut self, src: FdSource, writable: bool) -> String {
         self.next_fd += 1;
         let h = format!("fd-{}", self.next_fd);
         self.fds.insert(h.clone(), src);
+        if writable {
+            self.writable.insert(h.clone());
+        }
         h
     }
 }
@@ -479,20 +484,24 @@ impl DeviceConnection {
     /// device's `max_read_bytes`), then closes it. Never allocates more than
     /// that cap, whatever the descriptor claims or holds.
     pub fn read_fd(&self, handle: &str, max_bytes: u64) -> Result<FdRead, PortError> {
-        let src = lock(&self.handles)
-            .fds
-            .remove(handle)
-            .ok_or_else(|| unknown_handle(handle))?;
-        Ok(read_source(
-            &src,
-            max_bytes.min(self.device.config().max_read_bytes),
-        ))
+        let (src, writable) = {
+            let mut h = lock(&self.handles);
+            let writable = h.writable.remove(handle);
+            let src = h.fds.remove(handle).ok_or_else(|| unknown_handle(handle))?;
+            (src, writable)
+        };
+        Ok(FdRead {
+            // The local device knows the mode the Provider opened it in.
+            writable: Some(writable),
+            ..read_source(&src, max_bytes.min(self.device.config().max_read_bytes))
+        })
     }
 
     /// Closes a descriptor unread.
     pub fn close_fd(&self, handle: &str) -> Result<(), PortError> {
-        lock(&self.handles)
-            .fds
+        let mut h = lock(&self.handles);
+        h.writable.remove(handle);
+        h.fds
             .remove(handle)
             .map(|_| ())
             .ok_or_else(|| unknown_handle(handle))
@@ -565,9 +574,11 @@ fn rewrite_handles(
                 });
                 Value::PendingIntent(PendingIntentValue { handle, ..pi })
             }
-            Some(Attachment::File(src)) => Value::Fd(FdValue {
-                handle: handles.add_fd(src.clone()),
-            }),
+            Some(a @ (Attachment::File(src) | Attachment::WritableFile(src))) => {
+                Value::Fd(FdValue {
+                    handle: handles.add_fd(src.clone(), matches!(a, Attachment::WritableFile(_))),
+                })
+            }
             None => Value::Other {
                 class: class.to_string(),
             },
@@ -595,6 +606,7 @@ fn read_source(src: &FdSource, limit: u64) -> FdRead {
         eof: available.is_some_and(|a| a <= limit),
         bytes,
         error: None,
+        writable: None,
     }
 }
 

@@ -51,6 +51,9 @@ pub struct FdRead {
     pub eof: bool,
     /// A reliable-pipe error the writer reported, if any.
     pub error: Option<String>,
+    /// Whether the descriptor was open for writing (probe-wire extension);
+    /// `None` when the device does not say.
+    pub writable: Option<bool>,
 }
 
 pub trait ConsumerPort {

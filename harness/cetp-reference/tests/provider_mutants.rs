@@ -12,7 +12,7 @@ use cetp_proto::descriptor::{
 };
 use cetp_proto::envelope::{keys, V1Response};
 use cetp_proto::error::leaks_internal_detail;
-use cetp_proto::provider::{Decision, ProviderCall, Reply};
+use cetp_proto::provider::{Attachment, Decision, ProviderCall, Reply};
 use cetp_proto::schema::DEFAULT_DIALECT;
 use cetp_proto::Value;
 use cetp_reference::app::ProviderApp;
@@ -598,6 +598,15 @@ mutants! {
         let o = w.exec(A, &rid(1), "export_history", r#"{"rows":5000}"#);
         let file: Json = serde_json::from_slice(&o.file().expect("a file")).expect("JSON");
         format!("rows={}", file["rows"].is_array())
+    };
+    writable_result_fd => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "export_history", r#"{"rows":5000}"#);
+        let writable = o
+            .attachments
+            .iter()
+            .any(|(_, a)| matches!(a, Attachment::WritableFile(_)));
+        format!("writable={writable}")
     };
 }
 

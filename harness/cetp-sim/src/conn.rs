@@ -464,9 +464,14 @@ impl Conn {
     }
 
     async fn read_fd(&self, id: u64, p: ReadFdParams) -> Result<Map, WireError> {
-        let src = lock(&self.handles)
-            .take_fd(&p.handle)
-            .ok_or_else(|| unknown_handle(&p.handle))?;
+        let (src, writable) = {
+            let mut h = lock(&self.handles);
+            let writable = h.fd_writable(&p.handle);
+            let src = h
+                .take_fd(&p.handle)
+                .ok_or_else(|| unknown_handle(&p.handle))?;
+            (src, writable)
+        };
         let mut cursor = FdCursor::new(src, p.max_bytes.min(MAX_READ_BYTES));
         let mut hasher = Sha256::new();
         while let Some(chunk) = cursor.next_chunk(MAX_CHUNK_BYTES) {
@@ -485,6 +490,8 @@ impl Conn {
             sha256: hex::encode(hasher.finalize()),
             eof: cursor.at_eof(),
             error: None,
+            // The simulated device knows the mode the Provider opened it in.
+            writable: Some(writable),
         };
         self.log(
             'I',

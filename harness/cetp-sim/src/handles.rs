@@ -11,7 +11,7 @@ use crate::hosted::HostedProvider;
 use cetp_proto::provider::{Attachment, FdSource, IntentTarget};
 use cetp_proto::{Bundle, FdValue, PendingIntentValue, Value};
 use cetp_reference::app::ProviderApp;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// The app behind an authority or a PendingIntent.
@@ -40,6 +40,8 @@ pub(crate) struct Handles {
     next_fd: u64,
     intents: HashMap<String, HeldIntent>,
     fds: HashMap<String, FdSource>,
+    /// Descriptors the Provider opened for writing too.
+    writable: HashSet<String>,
 }
 
 impl Handles {
@@ -48,7 +50,13 @@ impl Handles {
     }
 
     pub fn take_fd(&mut self, handle: &str) -> Option<FdSource> {
+        self.writable.remove(handle);
         self.fds.remove(handle)
+    }
+
+    /// Whether a descriptor was open for writing (asked before `take_fd`).
+    pub fn fd_writable(&self, handle: &str) -> bool {
+        self.writable.contains(handle)
     }
 
     pub fn take_intent(&mut self, handle: &str) -> Option<HeldIntent> {
@@ -139,10 +147,13 @@ impl Handles {
                         activity: Some(target.activity),
                     })
                 }
-                Some(Attachment::File(src)) => {
+                Some(a @ (Attachment::File(src) | Attachment::WritableFile(src))) => {
                     self.next_fd += 1;
                     let handle = format!("fd-{}", self.next_fd);
                     self.fds.insert(handle.clone(), src.clone());
+                    if matches!(a, Attachment::WritableFile(_)) {
+                        self.writable.insert(handle.clone());
+                    }
                     added.push(handle.clone());
                     Value::Fd(FdValue { handle })
                 }

@@ -22,6 +22,9 @@
 //!   [`SimConfig::clock_skew_ms`], so deadlines computed in host time fail.
 //! - Descriptors are streamed in chunks of at most 1 MiB without ever holding
 //!   more than one chunk, endless ones included.
+//! - `read_fd` reports the probe-wire extension `writable`: whether the
+//!   Provider opened the descriptor for writing too (§4.5 asks for a
+//!   read-only one; `Attachment::WritableFile`).
 //!
 //! Everything a peer sends is bounded: frame size (16 MiB, then the
 //! connection is closed), outstanding requests per connection (count and

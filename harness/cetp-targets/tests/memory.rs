@@ -187,6 +187,7 @@ fn memory_case() {
                         sha256: honest_sha.clone(),
                         eof: false,
                         error: None,
+                        writable: None,
                     };
                     parts.push(Arc::from(encode_frame(&ok.to_frame(id))));
                     Act::SendParts(parts)

@@ -708,6 +708,7 @@ impl ProbeClient {
             bytes: data,
             eof: ok.eof,
             error: ok.error,
+            writable: ok.writable,
         })
     }
 

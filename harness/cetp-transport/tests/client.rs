@@ -147,6 +147,7 @@ async fn read_fd_collects_chunks_and_checks_them() {
         sha256: cetp_proto::canonical::sha256_hex(&data),
         eof: true,
         error: None,
+        writable: None,
     };
     peer.send(&ok.to_frame(r.id)).await;
     let got = t.await.unwrap().unwrap();
@@ -163,6 +164,7 @@ async fn read_fd_collects_chunks_and_checks_them() {
         sha256: "00".repeat(32),
         eof: true,
         error: None,
+        writable: None,
     };
     peer.send(&bad.to_frame(r.id)).await;
     assert_eq!(t.await.unwrap().unwrap_err().kind(), "bad_frame");

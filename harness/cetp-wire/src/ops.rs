@@ -594,16 +594,23 @@ pub struct ReadFdOk {
     pub eof: bool,
     /// The error the writer reported through a reliable pipe, if any.
     pub error: Option<String>,
+    /// Extension: whether the descriptor was open for writing (its access
+    /// mode); written only when the device knows.
+    pub writable: Option<bool>,
 }
 
 impl OkPayload for ReadFdOk {
     fn to_ok(&self) -> Map {
-        map_of([
+        let mut m = map_of([
             ("bytes", Json::from(self.bytes)),
             ("sha256", Json::from(self.sha256.as_str())),
             ("eof", Json::Bool(self.eof)),
             ("error", Json::from(self.error.clone())),
-        ])
+        ]);
+        if let Some(w) = self.writable {
+            m.insert("writable".into(), Json::Bool(w));
+        }
+        m
     }
 
     fn from_ok(ok: &Map) -> Result<Self> {
@@ -613,6 +620,7 @@ impl OkPayload for ReadFdOk {
                 sha256: f.string("sha256")?,
                 eof: f.boolean("eof")?,
                 error: f.opt_string("error")?,
+                writable: f.opt_boolean("writable")?,
             })
         })
     }

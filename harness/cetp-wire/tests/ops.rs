@@ -166,6 +166,7 @@ fn every_answer_round_trips() {
         sha256: "ab".into(),
         eof: false,
         error: Some("EPIPE".into()),
+        writable: Some(false),
     });
     ok_round_trip(ResolveOk {
         launched: true,

@@ -384,7 +384,7 @@ impl CaseRunner<'_> {
         max_bytes: Option<u64>,
         verify_against: Option<&str>,
         expect_ok: bool,
-        output_schema: bool,
+        (output_schema, read_only): (bool, bool),
     ) -> StepResult {
         let handle = expand_string(&self.bindings, handle).map_err(Stop::Infra)?;
         let declared = match verify_against {
@@ -418,7 +418,7 @@ impl CaseRunner<'_> {
             .map_err(device_stop)?;
         let got = sha256_hex(&read.bytes);
         self.answered(
-            json!({"bytes": read.bytes.len(), "sha256": got, "eof": read.eof, "error": read.error}),
+            json!({"bytes": read.bytes.len(), "sha256": got, "eof": read.eof, "error": read.error, "writable": read.writable}),
             started,
         );
         let mut problems = Vec::new();
@@ -438,6 +438,18 @@ impl CaseRunner<'_> {
         }
         if let Some(e) = &read.error {
             problems.push(format!("the writer reported an error: {e}"));
+        }
+        if read_only {
+            match read.writable {
+                Some(true) => problems.push("result_fd is open for writing, not read-only".into()),
+                Some(false) => {}
+                None => {
+                    return Err(Stop::setup(
+                        "a device that reports a descriptor's mode",
+                        "the device's read_fd does not say whether the descriptor was writable (probe-wire extension `writable`)",
+                    ))
+                }
+            }
         }
         if let (true, Some(doc)) = (problems.is_empty(), declared.as_ref()) {
             if let Ok(text) = std::str::from_utf8(&read.bytes) {

@@ -244,6 +244,8 @@ faults! {
     /// The file form carries a placeholder string instead of the validated
     /// result, against the output_schema.
     FileContentViolatesSchema => "file_content_violates_schema",
+    /// The result descriptor is opened read-write.
+    WritableResultFd => "writable_result_fd",
     // ---- the notes app only
     /// `delete_note` (declared confirmation=always) deletes without asking.
     DeleteNoteUnconfirmed => "delete_note_unconfirmed",

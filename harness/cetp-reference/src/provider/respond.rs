@@ -39,7 +39,15 @@ impl ReferenceProvider {
                             handle: handle.clone(),
                         }),
                     );
-                    attachments.push((handle, Attachment::File(FdSource::Bytes(bytes))));
+                    let src = FdSource::Bytes(bytes);
+                    attachments.push((
+                        handle,
+                        if self.has(Fault::WritableResultFd) {
+                            Attachment::WritableFile(src)
+                        } else {
+                            Attachment::File(src)
+                        },
+                    ));
                 }
                 b
             }
