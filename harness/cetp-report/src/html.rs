@@ -323,11 +323,7 @@ impl Reporter for HtmlReport {
     }
 
     fn finish(&mut self) -> std::io::Result<()> {
-        match &self.path {
-            Some(p) => std::fs::write(p, self.render())
-                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
-            None => Ok(()),
-        }
+        crate::write_report(self.path.as_deref(), &self.render())
     }
 }
 

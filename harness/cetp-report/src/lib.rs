@@ -23,3 +23,13 @@ pub mod ndjson;
 pub mod sarif;
 pub mod summary_md;
 pub mod terminal;
+
+/// Writes a rendered report where its reporter was told to (nowhere for an
+/// in-memory one), naming the file in the error.
+pub(crate) fn write_report(path: Option<&std::path::Path>, text: &str) -> std::io::Result<()> {
+    match path {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
+        None => Ok(()),
+    }
+}

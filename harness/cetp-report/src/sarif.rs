@@ -174,13 +174,7 @@ impl Reporter for SarifReport {
     }
 
     fn finish(&mut self) -> std::io::Result<()> {
-        match &self.path {
-            Some(p) => std::fs::write(
-                p,
-                serde_json::to_string_pretty(&self.document()).unwrap_or_default() + "\n",
-            )
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
-            None => Ok(()),
-        }
+        let text = serde_json::to_string_pretty(&self.document()).unwrap_or_default() + "\n";
+        crate::write_report(self.path.as_deref(), &text)
     }
 }

@@ -123,10 +123,6 @@ impl Reporter for SummaryMd {
     }
 
     fn finish(&mut self) -> std::io::Result<()> {
-        match &self.path {
-            Some(p) => std::fs::write(p, self.render())
-                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
-            None => Ok(()),
-        }
+        crate::write_report(self.path.as_deref(), &self.render())
     }
 }
