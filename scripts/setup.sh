@@ -10,6 +10,7 @@ command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 [ -n "$(ls /usr/share/java/junit-platform-console-standalone*.jar 2>/dev/null)" ] || need_apt+=(junit5)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt)"
   SUDO=""

@@ -2,7 +2,8 @@
 # Every test of the project, from a fresh machine: installs what is missing
 # (scripts/setup.sh), then formatting, lints, the Rust suites (including the
 # real-adb integration tests and one test per vector case), the probe app's
-# JVM tests, the coverage-report staleness check and the mutant self-test.
+# JVM tests, the installed binary, the HTML report in headless Chromium, the
+# coverage-report and proof staleness checks and the mutant self-test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

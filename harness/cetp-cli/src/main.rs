@@ -191,7 +191,8 @@ struct RunArgs {
     /// effect=read tools are executed (sim targets use profiles/reference.toml).
     #[arg(long)]
     profile: Option<PathBuf>,
-    /// Where the reports go: report.json, junit.xml, report.sarif, events.ndjson, summary.md.
+    /// Where the reports go: report.json, junit.xml, report.sarif, index.html,
+    /// events.ndjson, summary.md.
     #[arg(long)]
     report_dir: Option<PathBuf>,
     /// Only cases whose id matches (`*` wildcards); repeatable.
@@ -333,6 +334,13 @@ fn usage(message: impl Into<String>) -> Failure {
     }
 }
 
+fn infra(message: impl Into<String>) -> Failure {
+    Failure {
+        code: ExitCode::Infra,
+        message: message.into(),
+    }
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -347,10 +355,7 @@ fn repo_dir() -> PathBuf {
 fn vectors_or_default(vectors: &Option<PathBuf>) -> Result<PathBuf, Failure> {
     match vectors {
         Some(d) => Ok(d.clone()),
-        None => embedded::vectors_dir().map_err(|e| Failure {
-            code: ExitCode::Infra,
-            message: e,
-        }),
+        None => embedded::vectors_dir().map_err(infra),
     }
 }
 
@@ -520,10 +525,8 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
     } else {
         OpenOptions::default()
     };
-    let target = open_with(&spec, &opts).map_err(|e| Failure {
-        code: ExitCode::Infra,
-        message: format!("cannot open target {}: {e}", args.target),
-    })?;
+    let target = open_with(&spec, &opts)
+        .map_err(|e| infra(format!("cannot open target {}: {e}", args.target)))?;
     let cfg = RunConfig {
         seed: args.seed,
         attempts: args.attempts,
@@ -535,35 +538,32 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         lock,
     };
     let mut fanout = Fanout::default();
-    // Auto: NO_COLOR, CLICOLOR(_FORCE), TERM and whether the stream the
-    // terminal view goes to is a terminal.
-    let color = |auto: bool| match args.color {
+    // With --format other than text, stdout carries that document and the
+    // terminal view moves to stderr. Auto colour: NO_COLOR, CLICOLOR(_FORCE),
+    // TERM and whether that stream is a terminal.
+    let (view, auto_color): (Box<dyn std::io::Write + Send>, anstream::ColorChoice) =
+        if args.format == Format::Text {
+            let out = std::io::stdout();
+            let c = anstream::AutoStream::choice(&out);
+            (Box::new(out), c)
+        } else {
+            let err = std::io::stderr();
+            let c = anstream::AutoStream::choice(&err);
+            (Box::new(err), c)
+        };
+    let color = match args.color {
         ColorWhen::Always => true,
         ColorWhen::Never => false,
-        ColorWhen::Auto => auto,
+        ColorWhen::Auto => auto_color != anstream::ColorChoice::Never,
     };
     let progress = replay.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    // With --format other than text, stdout carries that document and the
-    // terminal view moves to stderr.
+    fanout.reporters.push(Box::new(
+        Terminal::new(view, args.verbose, replay.is_some())
+            .with_color(color)
+            .with_progress(progress),
+    ));
     let collected = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    if args.format == Format::Text {
-        fanout.reporters.push(Box::new(
-            Terminal::new(std::io::stdout(), args.verbose, replay.is_some())
-                .with_color(color(
-                    anstream::AutoStream::choice(&std::io::stdout())
-                        != anstream::ColorChoice::Never,
-                ))
-                .with_progress(progress),
-        ));
-    } else {
-        fanout.reporters.push(Box::new(
-            Terminal::new(std::io::stderr(), args.verbose, replay.is_some())
-                .with_color(color(
-                    anstream::AutoStream::choice(&std::io::stderr())
-                        != anstream::ColorChoice::Never,
-                ))
-                .with_progress(progress),
-        ));
+    if args.format != Format::Text {
         fanout
             .reporters
             .push(Box::new(SharedEvents(collected.clone())));
@@ -599,36 +599,32 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
                 sarif_rules(&vectors_dir)?,
             )));
     }
+    // The harness's own lines go where the terminal view goes.
+    let say = |line: &str| {
+        if args.format == Format::Text {
+            println!("{line}");
+        } else {
+            eprintln!("{line}");
+        }
+    };
     let outcome = run(&suite, &target, &profile, &cfg, &mut fanout);
     if args.format != Format::Text {
         let events = collected.lock().map(|e| e.clone()).unwrap_or_default();
         print!("{}", render_format(args.format, &events, &vectors_dir)?);
     }
     for r in &mut fanout.reporters {
-        r.finish().map_err(|e| Failure {
-            code: ExitCode::Infra,
-            message: format!("cannot write the report: {e}"),
-        })?;
+        r.finish()
+            .map_err(|e| infra(format!("cannot write the report: {e}")))?;
     }
     if replay.is_some() {
         println!("\nwire trace ({} frames):", trace.frames().len());
         print!("{}", trace.render());
     }
     if let Some(dir) = &args.report_dir {
-        let line = format!("report: {}", dir.join("report.json").display());
-        if args.format == Format::Text {
-            println!("{line}");
-        } else {
-            eprintln!("{line}");
-        }
+        say(&format!("report: {}", dir.join("report.json").display()));
     }
     if args.require_claim && !outcome.claim.cetp_v2 && outcome.exit == ExitCode::Ok {
-        let line = format!("--require-claim: {}", outcome.claim.statement);
-        if args.format == Format::Text {
-            println!("{line}");
-        } else {
-            eprintln!("{line}");
-        }
+        say(&format!("--require-claim: {}", outcome.claim.statement));
         return Ok(ExitCode::Fail);
     }
     Ok(outcome.exit)
@@ -644,18 +640,13 @@ fn open_target(
     spec: &TargetSpec,
     label: &str,
 ) -> Result<cetp_conformance::device::Target, Failure> {
-    open_with(spec, &OpenOptions::default()).map_err(|e| Failure {
-        code: ExitCode::Infra,
-        message: format!("cannot open target {label}: {e}"),
-    })
+    open_with(spec, &OpenOptions::default())
+        .map_err(|e| infra(format!("cannot open target {label}: {e}")))
 }
 
 fn fetch_failure(e: FetchError) -> Failure {
     match e {
-        FetchError::Infra(m) => Failure {
-            code: ExitCode::Infra,
-            message: escape::terminal(&m, 500),
-        },
+        FetchError::Infra(m) => infra(escape::terminal(&m, 500)),
         FetchError::Provider(m) => Failure {
             code: ExitCode::Fail,
             message: escape::terminal(&m, 500),
@@ -749,10 +740,7 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
         mutants.retain(|m| args.mutant.contains(&m.name));
         variants.retain(|v| args.variant.contains(&v.name));
     }
-    let profiles_dir = embedded::profiles_dir().map_err(|e| Failure {
-        code: ExitCode::Infra,
-        message: e,
-    })?;
+    let profiles_dir = embedded::profiles_dir().map_err(infra)?;
     let variants = variants
         .into_iter()
         .map(|v| {
@@ -810,10 +798,8 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
     print!("{}", report.render());
     let proof = serde_json::to_string_pretty(&report.proof()).unwrap_or_default() + "\n";
     if let Some(path) = &args.write_proof {
-        std::fs::write(path, &proof).map_err(|e| Failure {
-            code: ExitCode::Infra,
-            message: format!("cannot write {}: {e}", path.display()),
-        })?;
+        std::fs::write(path, &proof)
+            .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
         println!("wrote {}", path.display());
     }
     if let Some(path) = &args.check_proof {
@@ -1032,10 +1018,7 @@ fn main() {
                 Ok(()) => Ok(ExitCode::Ok),
                 // A port that cannot be bound is the machine's trouble, not
                 // a wrong argument; a wrong name is.
-                Err(e @ cetp_sim::SimError::Io { .. }) => Err(Failure {
-                    code: ExitCode::Infra,
-                    message: format!("sim: {e}"),
-                }),
+                Err(e @ cetp_sim::SimError::Io { .. }) => Err(infra(format!("sim: {e}"))),
                 Err(e) => Err(usage(format!("sim: {e}"))),
             }
         }

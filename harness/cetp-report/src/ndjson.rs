@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-/// serde_json leaves bidi controls as they are; written as `\uXXXX` (the
+/// serde_json leaves bidi controls as they are; written as `\u` escapes (the
 /// same JSON value), a `cat` or `less` of the file cannot be reordered.
 fn json_ascii_bidi(line: &str) -> String {
     let mut out = String::with_capacity(line.len());

@@ -477,65 +477,9 @@ impl CaseRunner<'_> {
 /// Milliseconds since the epoch of an RFC 3339 `date-time`
 /// (`2026-09-02T12:00:00Z`, `2026-09-02T14:00:00.250+02:00`).
 pub(super) fn parse_rfc3339_ms(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = s.get(r)?;
-        (!t.is_empty() && t.bytes().all(|c| c.is_ascii_digit())).then(|| t.parse().ok())?
-    };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut frac_ms = 0;
-    if b.get(i) == Some(&b'.') {
-        let start = i + 1;
-        i = start;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        let digits = &s[start..i.min(start + 3)];
-        frac_ms = digits.parse::<i64>().ok()? * 10_i64.pow(3 - digits.len() as u32);
-    }
-    let offset_min = match b.get(i)? {
-        b'Z' | b'z' if i + 1 == b.len() => 0,
-        sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
-            let (oh, om) = (num(i + 1..i + 3)?, num(i + 4..i + 6)?);
-            if oh > 23 || om > 59 {
-                return None;
-            }
-            let m = oh * 60 + om;
-            if *sign == b'+' {
-                m
-            } else {
-                -m
-            }
-        }
-        _ => return None,
-    };
-    // Days from the civil date (H. Hinnant's algorithm).
-    let (y, m) = if mo <= 2 {
-        (y - 1, mo + 9)
-    } else {
-        (y, mo - 3)
-    };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * m + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
-    Some(secs * 1000 + frac_ms)
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.timestamp_millis())
 }
 
 #[cfg(test)]
