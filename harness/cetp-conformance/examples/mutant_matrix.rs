@@ -26,6 +26,7 @@ fn main() {
         let mut cfg = ProviderConfig::default();
         let mut b = ProviderConfig::all_scopes();
         b.remove("portfolio.sync");
+        b.remove("history.read");
         cfg.grants
             .insert(IDENTITY_A.uid, ProviderConfig::all_scopes());
         cfg.grants.insert(IDENTITY_B.uid, b);

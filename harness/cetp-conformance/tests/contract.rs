@@ -279,6 +279,7 @@ fn with_the_lock_the_next_release_passes_everything_and_the_mutant_fails_only_lo
         };
         let mut b = ProviderConfig::all_scopes();
         b.remove("portfolio.sync");
+        b.remove("history.read");
         cfg.grants
             .insert(IDENTITY_A.uid, ProviderConfig::all_scopes());
         cfg.grants.insert(IDENTITY_B.uid, b);

@@ -14,6 +14,7 @@ pub fn reference_config() -> ProviderConfig {
     let mut cfg = ProviderConfig::default();
     let mut b = ProviderConfig::all_scopes();
     b.remove("portfolio.sync");
+    b.remove("history.read");
     cfg.grants
         .insert(IDENTITY_A.uid, ProviderConfig::all_scopes());
     cfg.grants.insert(IDENTITY_B.uid, b);
@@ -209,6 +210,7 @@ impl cetp_reference::app::ProviderApp for UiMisses {
             launched: true,
             decision_applied: false,
             result_code: 0,
+            launched_package: None,
         }
     }
     fn restart(&self) {

@@ -57,6 +57,23 @@ pub struct IntentTarget {
     pub confirmation: String,
 }
 
+/// The package of Android's intent resolver (`ResolverActivity` lives in the
+/// framework package `android`): what an implicit activity intent with more
+/// than one possible handler launches, and where a simulated device sends
+/// every implicit intent.
+pub const SYSTEM_RESOLVER_PACKAGE: &str = "android";
+
+impl IntentTarget {
+    /// The package whose activity launching this intent starts: the explicit
+    /// component's, or the system resolver's for an implicit intent.
+    pub fn launched_package(&self) -> &str {
+        match &self.component {
+            Some(c) => c.split('/').next().unwrap_or(c),
+            None => SYSTEM_RESOLVER_PACKAGE,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Attachment {
     File(FdSource),
@@ -122,6 +139,10 @@ pub struct ResolveOutcome {
     pub decision_applied: bool,
     /// Android's activity result code: -1 RESULT_OK, 0 RESULT_CANCELED.
     pub result_code: i32,
+    /// The package of the activity the intent brought to the foreground,
+    /// when the device can tell (§7.2: it must be the Provider's own).
+    /// `None` from a device that does not report it.
+    pub launched_package: Option<String>,
 }
 
 /// Manifest meta-data of one discovered service, as raw strings (probe-wire

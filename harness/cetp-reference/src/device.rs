@@ -516,8 +516,13 @@ impl DeviceConnection {
             .ok_or_else(|| unknown_handle(handle))?;
         let now_ms = self.device.now_ms();
         catch_unwind(AssertUnwindSafe(|| {
-            held.app
-                .resolve(&self.identity.caller, &held.target, decision, now_ms)
+            crate::app::launch_intent(
+                held.app.as_ref(),
+                &self.identity.caller,
+                &held.target,
+                decision,
+                now_ms,
+            )
         }))
         .map_err(|_| {
             let _ = catch_unwind(AssertUnwindSafe(|| held.app.restart()));

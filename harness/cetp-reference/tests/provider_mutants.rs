@@ -38,6 +38,15 @@ fn brief(o: &Outcome) -> String {
     )
 }
 
+/// Identity b without `history.read`, so that `export_history` is refused to it.
+fn b_without_history() -> ProviderConfig {
+    let mut c = ProviderConfig::default();
+    let mut b = ProviderConfig::all_scopes();
+    b.remove("history.read");
+    c.grants.insert(B, b);
+    c
+}
+
 fn slow() -> ProviderConfig {
     ProviderConfig {
         effect_delay_ms: 300,
@@ -343,6 +352,14 @@ mutants! {
         };
         format!("{kind} effects={}", w.effects())
     };
+    v1_skips_scope_check [b_without_history()] => |w| {
+        let b = cetp_proto::envelope::v1_execute_bundle("export_history", r#"{"rows":10}"#, None);
+        let o = w.call(B, "execute_tool", Some(b));
+        match V1Response::from_bundle(&o.bundle).unwrap() {
+            V1Response::Success(_) => "success".to_string(),
+            V1Response::Error { code, .. } => code,
+        }
+    };
     dual_stack_without_version_1 => |w| format!("{:?}", w.p.manifests()[0].meta);
     authority_package_mismatch => |w| format!("{:?}", w.p.manifests()[0].authority_package);
     // ---- idempotency
@@ -505,6 +522,11 @@ mutants! {
         let t = w.exec(A, &rid(1), "create_alert", HIGH).resolution().unwrap();
         format!("{} {:?}", t.creator_package, t.component)
     };
+    resolution_implicit_intent => |w| {
+        w.connect(A);
+        let t = w.exec(A, &rid(1), "create_alert", HIGH).resolution().unwrap();
+        format!("{} {}", t.creator_package, t.launched_package())
+    };
     no_resolution_on_user_action => |w| {
         w.connect(A);
         let o = w.exec(A, &rid(1), "create_alert", HIGH);
@@ -612,16 +634,24 @@ mutants! {
 
 // ---------------------------------------------------------------- the notes app
 
-fn notes_differs(name: &str, scenario: fn(&mut World) -> String) {
-    differs(name, ProviderConfig::notes(), scenario);
+/// Identity b without `notes.read`, so that `list_notes` is refused to it.
+fn notes_b_without_read() -> ProviderConfig {
+    let mut c = ProviderConfig::notes();
+    let mut b = FixtureSet::Notes.all_scopes();
+    b.remove("notes.read");
+    c.grants.insert(B, b);
+    c
 }
 
 macro_rules! notes_mutants {
-    ($( $test:ident : $name:ident => $scenario:expr; )*) => {
+    ($( $test:ident : $name:ident $([$cfg:expr])? => $scenario:expr; )*) => {
         $(
             #[test]
             fn $test() {
-                notes_differs(stringify!($name), $scenario);
+                #[allow(unused_mut, unused_assignments)]
+                let mut base = ProviderConfig::notes();
+                $( base = $cfg; )?
+                differs(stringify!($name), base, $scenario);
             }
         )*
         const NOTES_TESTED: &[&str] = &[$(stringify!($name)),*];
@@ -712,6 +742,14 @@ notes_mutants! {
         w.connect(A);
         let o = w.exec(A, &rid(1), "export_notes", r#"{"copies":5000}"#);
         format!("{} {}", brief(&o), o.data()["kind"])
+    };
+    notes_v1_skips_scope_check: v1_skips_scope_check [notes_b_without_read()] => |w| {
+        let b = cetp_proto::envelope::v1_execute_bundle("list_notes", "{}", None);
+        let o = w.call(B, "execute_tool", Some(b));
+        match V1Response::from_bundle(&o.bundle).unwrap() {
+            V1Response::Success(_) => "success".to_string(),
+            V1Response::Error { code, .. } => code,
+        }
     };
     notes_delete_note_unconfirmed: delete_note_unconfirmed => |w| {
         w.connect(A);

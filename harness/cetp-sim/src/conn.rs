@@ -12,6 +12,7 @@ use crate::{
     MAX_OUTSTANDING_REQUESTS, MAX_READ_BYTES, MAX_WAIT_MS, MODEL, PROBE_NAME, SDK_INT,
 };
 use cetp_proto::provider::{ProviderCall, Reply};
+use cetp_reference::app::launch_intent;
 use cetp_reference::device::DeviceIdentity;
 use cetp_wire::ops::{
     CallOk, CallParams, DeviceInfo, DiscoverOk, Empty, HelloOk, HostProviderParams, Identity,
@@ -517,7 +518,13 @@ impl Conn {
         let decision = p.decision;
         let job = tokio::task::spawn_blocking(move || {
             catch_unwind(AssertUnwindSafe(|| match &held.app {
-                AppRef::Installed(a) => Ok(a.resolve(&launcher, &held.target, decision, now_ms)),
+                AppRef::Installed(a) => Ok(launch_intent(
+                    a.as_ref(),
+                    &launcher,
+                    &held.target,
+                    decision,
+                    now_ms,
+                )),
                 AppRef::Hosted(h) => h.resolve(&launcher, &held.target, decision, now_ms),
             }))
         });
@@ -544,10 +551,11 @@ impl Conn {
         self.log(
             'I',
             &format!(
-                "resolve {} {} -> launched={} applied={} result_code={}",
+                "resolve {} {} -> launched={} ({}) applied={} result_code={}",
                 p.handle,
                 decision.as_str(),
                 outcome.launched,
+                outcome.launched_package.as_deref().unwrap_or("?"),
                 outcome.decision_applied,
                 outcome.result_code
             ),
@@ -556,6 +564,7 @@ impl Conn {
             launched: outcome.launched,
             decision_applied: outcome.decision_applied,
             result_code: outcome.result_code,
+            launched_package: outcome.launched_package,
         }
         .to_ok())
     }

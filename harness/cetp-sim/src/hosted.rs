@@ -280,6 +280,8 @@ impl HostedProvider {
             launched: true,
             decision_applied: decision != Decision::Dismiss,
             result_code: if decision == Decision::Approve { -1 } else { 0 },
+            // The scripted Provider's own confirmation activity.
+            launched_package: Some(self.package.clone()),
         })
     }
 }

@@ -5,9 +5,10 @@
 //! A [`Sim`] hosts the reference Provider (or one of its mutants) on a
 //! [`LocalDevice`] and offers the device's two caller identities: `a`
 //! (uid 10123, every scope) and `b` (uid 10200, every scope except
-//! `portfolio.sync`, so the conformance suite has a tool `b` lacks a scope
-//! for). With [`SimConfig::provider`] it hosts the notes app instead, where
-//! `b` lacks `notes.archive`. Each connection speaks for one identity and
+//! `portfolio.sync` and `history.read`, so the conformance suite has a write
+//! tool and a read tool `b` lacks a scope for). With [`SimConfig::provider`]
+//! it hosts the notes app instead, where `b` lacks `notes.archive` and
+//! `notes.read`. Each connection speaks for one identity and
 //! owns its `pi-N` / `fd-N` handles.
 //!
 //! What makes it a device rather than a function call:
@@ -67,17 +68,19 @@ pub const FINGERPRINT: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     ":userdebug/test-keys"
 );
-/// The scope identity `b` is not granted by the reference app.
-pub const SCOPE_WITHHELD_FROM_B: &str = "portfolio.sync";
-/// The scope identity `b` is not granted by the notes app.
-pub const NOTES_SCOPE_WITHHELD_FROM_B: &str = "notes.archive";
+/// The scopes identity `b` is not granted by the reference app: a write
+/// scope and a read scope.
+pub const SCOPES_WITHHELD_FROM_B: &[&str] = &["portfolio.sync", "history.read"];
+/// The scopes identity `b` is not granted by the notes app.
+pub const NOTES_SCOPES_WITHHELD_FROM_B: &[&str] = &["notes.archive", "notes.read"];
 
-/// The one write scope identity `b` lacks in `app`, so that the suite has a
-/// tool `b` may not run.
-pub fn scope_withheld_from_b(app: FixtureSet) -> &'static str {
+/// The scopes identity `b` lacks in `app`: one write scope, so that the suite
+/// has a tool `b` may not run (EXE-009), and one read scope, so that it has a
+/// read tool refused to `b` over v2 to ask for over v1 (V1-005, §8).
+pub fn scopes_withheld_from_b(app: FixtureSet) -> &'static [&'static str] {
     match app {
-        FixtureSet::Reference => SCOPE_WITHHELD_FROM_B,
-        FixtureSet::Notes => NOTES_SCOPE_WITHHELD_FROM_B,
+        FixtureSet::Reference => SCOPES_WITHHELD_FROM_B,
+        FixtureSet::Notes => NOTES_SCOPES_WITHHELD_FROM_B,
     }
 }
 
@@ -268,7 +271,9 @@ impl Sim {
         }
         let all = app.all_scopes();
         let mut b_scopes = all.clone();
-        b_scopes.remove(scope_withheld_from_b(app));
+        for scope in scopes_withheld_from_b(app) {
+            b_scopes.remove(*scope);
+        }
         let provider = Arc::new(ReferenceProvider::new(ProviderConfig {
             seed: cfg.seed,
             grants: BTreeMap::from([(IDENTITY_A.uid, all), (IDENTITY_B.uid, b_scopes)]),
@@ -568,19 +573,21 @@ mod tests {
     }
 
     #[test]
-    fn identity_b_lacks_exactly_one_scope() {
+    fn identity_b_lacks_exactly_the_withheld_scopes() {
         let sim = Sim::new(SimConfig::default()).unwrap();
         let grants = &sim.provider().config().grants;
         let a = &grants[&IDENTITY_A.uid];
         let b = &grants[&IDENTITY_B.uid];
         assert_eq!(a, &ProviderConfig::all_scopes());
-        assert_eq!(a.difference(b).collect::<Vec<_>>(), [SCOPE_WITHHELD_FROM_B]);
+        let mut withheld = SCOPES_WITHHELD_FROM_B.to_vec();
+        withheld.sort_unstable();
+        assert_eq!(a.difference(b).collect::<Vec<_>>(), withheld);
         assert!(sim.provider().config().faults.is_empty());
         assert_eq!(sim.provider().config().effect_delay_ms, 30);
     }
 
     #[test]
-    fn notes_identity_b_lacks_the_archive_scope() {
+    fn notes_identity_b_lacks_the_archive_and_read_scopes() {
         let sim = Sim::new(SimConfig {
             provider: FixtureSet::Notes,
             ..SimConfig::default()
@@ -591,7 +598,10 @@ mod tests {
         let a = &cfg.grants[&IDENTITY_A.uid];
         let b = &cfg.grants[&IDENTITY_B.uid];
         assert_eq!(a, &FixtureSet::Notes.all_scopes());
-        assert_eq!(a.difference(b).collect::<Vec<_>>(), ["notes.archive"]);
+        assert_eq!(
+            a.difference(b).collect::<Vec<_>>(),
+            ["notes.archive", "notes.read"]
+        );
     }
 
     #[test]

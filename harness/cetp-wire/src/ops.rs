@@ -632,15 +632,23 @@ pub struct ResolveOk {
     pub decision_applied: bool,
     /// -1 RESULT_OK, 0 RESULT_CANCELED.
     pub result_code: i32,
+    /// Optional extension: the package of the activity that came to the
+    /// foreground, when the device can tell. Absent from devices that do not
+    /// report it.
+    pub launched_package: Option<String>,
 }
 
 impl OkPayload for ResolveOk {
     fn to_ok(&self) -> Map {
-        map_of([
+        let mut m = map_of([
             ("launched", Json::Bool(self.launched)),
             ("decision_applied", Json::Bool(self.decision_applied)),
             ("result_code", Json::from(self.result_code)),
-        ])
+        ]);
+        if let Some(p) = &self.launched_package {
+            m.insert("launched_package".into(), Json::from(p.as_str()));
+        }
+        m
     }
 
     fn from_ok(ok: &Map) -> Result<Self> {
@@ -649,6 +657,7 @@ impl OkPayload for ResolveOk {
                 launched: f.boolean("launched")?,
                 decision_applied: f.boolean("decision_applied")?,
                 result_code: f.integer("result_code", I32)?,
+                launched_package: f.opt_string("launched_package")?,
             })
         })
     }
@@ -660,6 +669,7 @@ impl From<ResolveOk> for cetp_proto::provider::ResolveOutcome {
             launched: r.launched,
             decision_applied: r.decision_applied,
             result_code: r.result_code,
+            launched_package: r.launched_package,
         }
     }
 }

@@ -172,6 +172,13 @@ fn every_answer_round_trips() {
         launched: true,
         decision_applied: false,
         result_code: -1,
+        launched_package: None,
+    });
+    ok_round_trip(ResolveOk {
+        launched: true,
+        decision_applied: true,
+        result_code: -1,
+        launched_package: Some("com.example.provider".into()),
     });
     ok_round_trip(Empty);
 }

@@ -171,9 +171,18 @@ pub struct CaseRunner<'a> {
     step: usize,
     /// The requirements a FAIL cites: the failing step's.
     pub cited: Vec<String>,
+    /// Set by a step whose FAIL comes from a rule of its own rather than
+    /// from its expectation (a resolve that launched another app): the
+    /// requirement of that rule, cited instead of the step's.
+    cite_override: Option<Vec<String>>,
 }
 
 impl<'a> CaseRunner<'a> {
+    /// Makes the FAIL about to be returned cite `ids` alone.
+    fn cite_only(&mut self, ids: &[&str]) {
+        self.cite_override = Some(ids.iter().map(|s| s.to_string()).collect());
+    }
+
     pub fn new(
         target: &'a Target,
         profile: &'a Profile,
@@ -197,6 +206,7 @@ impl<'a> CaseRunner<'a> {
             snapshots: BTreeSet::new(),
             step: 0,
             cited: Vec::new(),
+            cite_override: None,
         }
     }
 
@@ -232,7 +242,10 @@ impl<'a> CaseRunner<'a> {
             self.step += 1;
             if let Err(stop) = self.run_step(&step.step, &case.needs) {
                 if matches!(stop, Stop::Fail(_)) {
-                    self.cited = step.cites(case).to_vec();
+                    self.cited = self
+                        .cite_override
+                        .take()
+                        .unwrap_or_else(|| step.cites(case).to_vec());
                 }
                 return Err(stop);
             }

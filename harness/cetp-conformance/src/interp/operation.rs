@@ -223,9 +223,23 @@ impl CaseRunner<'_> {
             .resolve(&handle, decision, ui.as_ref(), 30_000)
             .map_err(device_stop)?;
         self.answered(
-            json!({"launched": out.launched, "decision_applied": out.decision_applied, "result_code": out.result_code}),
+            json!({"launched": out.launched, "decision_applied": out.decision_applied, "result_code": out.result_code, "launched_package": out.launched_package}),
             started,
         );
+        // §7.2: the PendingIntent must name a component of the Provider's own
+        // package. Judged before the decision: another app's activity never
+        // shows the Provider's UI, so the decision could not be applied, and
+        // that is the Provider's doing, not the selectors'. A device that
+        // does not report the package leaves this to the creator check.
+        if let Some(pkg) = out.launched_package.as_deref() {
+            if pkg != self.env.package {
+                self.cite_only(&["CETP2-7.2-04"]);
+                return Err(Stop::Fail(format!(
+                    "the resolution PendingIntent launched an activity of {pkg:?}, not of the Provider's package {:?} (handle {handle})",
+                    self.env.package
+                )));
+            }
+        }
         if !out.launched {
             return Err(Stop::Fail(format!(
                 "the Provider's resolution PendingIntent did not launch (handle {handle})"

@@ -74,7 +74,7 @@ impl ReferenceProvider {
             creator_uid: if foreign { 10_666 } else { self.cfg.uid },
             immutable: !self.has(Fault::MutablePendingIntent),
             activity: true,
-            component: if foreign {
+            component: if foreign || self.has(Fault::ResolutionImplicitIntent) {
                 None
             } else {
                 Some(match purpose {
@@ -194,6 +194,7 @@ impl ReferenceProvider {
             launched: true,
             decision_applied: false,
             result_code: RESULT_CANCELED,
+            launched_package: Some(self.cfg.package.clone()),
         };
         if decision == Decision::Dismiss {
             return not_applied;
@@ -218,6 +219,7 @@ impl ReferenceProvider {
             launched: true,
             decision_applied: true,
             result_code: RESULT_OK,
+            launched_package: Some(self.cfg.package.clone()),
         }
     }
 }

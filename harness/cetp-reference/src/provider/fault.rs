@@ -139,6 +139,9 @@ faults! {
     V1ListsWriteTools => "v1_lists_write_tools",
     /// v1 `execute_tool` runs tools with side effects.
     V1ExecutesWriteTool => "v1_executes_write_tool",
+    /// v1 `execute_tool` skips the scope check that v2 applies, so a read
+    /// refused over v2 is served over v1.
+    V1SkipsScopeCheck => "v1_skips_scope_check",
     /// A dual-stack manifest drops the legacy `version=1`.
     DualStackWithoutVersion1 => "dual_stack_without_version_1",
     /// The declared authority belongs to another package.
@@ -199,6 +202,10 @@ faults! {
     MutablePendingIntent => "mutable_pending_intent",
     /// The resolution PendingIntent is implicit and created by another package.
     ForeignPendingIntent => "foreign_pending_intent",
+    /// The resolution PendingIntent is the Provider's own and immutable, but
+    /// wraps an implicit intent (a web login page to view), so another app
+    /// handles it.
+    ResolutionImplicitIntent => "resolution_implicit_intent",
     /// USER_ACTION_REQUIRED carries no `resolution`.
     NoResolutionOnUserAction => "no_resolution_on_user_action",
     // ---- background operations (§4.4)
@@ -278,6 +285,7 @@ pub const SHARED_WITH_NOTES: &[Fault] = &[
     Fault::OperationLostOnRestart,
     Fault::CancelReportsCancelledAfterEffect,
     Fault::InlineOverLimit,
+    Fault::V1SkipsScopeCheck,
 ];
 
 const NOTES_ONLY: &[Fault] = &[

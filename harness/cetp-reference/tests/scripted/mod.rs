@@ -252,6 +252,7 @@ impl ProviderApp for Scripted {
             launched: true,
             decision_applied: decision != Decision::Dismiss,
             result_code: if decision == Decision::Approve { -1 } else { 0 },
+            launched_package: None,
         }
     }
 

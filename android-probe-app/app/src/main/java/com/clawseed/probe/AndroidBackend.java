@@ -21,6 +21,9 @@ import android.os.Process;
 import android.os.RemoteException;
 import android.os.SystemClock;
 import android.os.TransactionTooLargeException;
+import android.system.ErrnoException;
+import android.system.Os;
+import android.system.OsConstants;
 import com.clawseed.probe.core.Abilities;
 import com.clawseed.probe.core.DeviceBackend;
 import com.clawseed.probe.core.DeviceError;
@@ -278,6 +281,16 @@ final class AndroidBackend implements DeviceBackend {
             }
 
             @Override
+            public Boolean writable() {
+                try {
+                    int mode = Os.fcntlInt(pfd.getFileDescriptor(), OsConstants.F_GETFL, 0) & OsConstants.O_ACCMODE;
+                    return mode != OsConstants.O_RDONLY;
+                } catch (ErrnoException e) {
+                    return null;
+                }
+            }
+
+            @Override
             public void close() throws IOException {
                 pfd.close();
             }
@@ -321,20 +334,24 @@ final class AndroidBackend implements DeviceBackend {
                 return new ResolveResult(false, false, 0);
             }
             return ui.withAccessibility(deadline, automation -> {
+                // Which app's screen came up, read before the decision is
+                // played (§7.2: it must be the Provider's own).
+                long look = Math.min(deadline, SystemClock.elapsedRealtime() + 10_000);
+                String front = UiDecider.foregroundPackage(automation, context.getPackageName(), look);
                 boolean applied = UiDecider.apply(automation, p.decision, p.ui, context.getPackageName(), deadline);
                 if (!applied) {
                     // Leave no confirmation screen behind; the result is whatever backing out gives.
                     UiDecider.back(automation);
                     Integer code = pending.awaitResult(
                             Math.min(5_000, Math.max(1_000, deadline - SystemClock.elapsedRealtime())));
-                    return new ResolveResult(true, false, code == null ? 0 : code);
+                    return new ResolveResult(true, false, code == null ? 0 : code, front);
                 }
                 Integer code = pending.awaitResult(deadline - SystemClock.elapsedRealtime());
                 if (code == null) {
                     throw new DeviceError(WireError.TIMEOUT,
                             "the confirmation activity did not finish within " + timeout + " ms");
                 }
-                return new ResolveResult(true, true, code);
+                return new ResolveResult(true, true, code, front);
             });
         } finally {
             // On every path, timeouts included: finishes the resolver activity

@@ -59,6 +59,26 @@ final class UiDecider {
         return ui != null && ui.performGlobalAction(AccessibilityService.GLOBAL_ACTION_BACK);
     }
 
+    /**
+     * The package of the first front window that is not the probe's: the
+     * activity the PendingIntent started (probe-wire {@code launched_package}),
+     * or null when none came up before {@code stop}. A Provider whose own
+     * activity at once hands over to another app's would be seen as that app.
+     */
+    static String foregroundPackage(UiAutomation ui, String ownPackage, long stop) throws InterruptedException {
+        if (ui == null) {
+            return null;
+        }
+        while (SystemClock.elapsedRealtime() < stop) {
+            AccessibilityNodeInfo root = ui.getRootInActiveWindow();
+            if (root != null && root.getPackageName() != null && !ownPackage.contentEquals(root.getPackageName())) {
+                return root.getPackageName().toString();
+            }
+            Thread.sleep(POLL_MS);
+        }
+        return null;
+    }
+
     /** Waits until the front window belongs to another app (the Provider's screen). */
     private static boolean waitForForeignWindow(UiAutomation ui, String ownPackage, long stop) throws InterruptedException {
         while (SystemClock.elapsedRealtime() < stop) {

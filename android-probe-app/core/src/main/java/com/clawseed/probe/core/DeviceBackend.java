@@ -50,11 +50,18 @@ public interface DeviceBackend {
         public final boolean launched;
         public final boolean decisionApplied;
         public final int resultCode;
+        /** The package of the activity that came up, or null when not known. */
+        public final String launchedPackage;
 
         public ResolveResult(boolean launched, boolean decisionApplied, int resultCode) {
+            this(launched, decisionApplied, resultCode, null);
+        }
+
+        public ResolveResult(boolean launched, boolean decisionApplied, int resultCode, String launchedPackage) {
             this.launched = launched;
             this.decisionApplied = decisionApplied;
             this.resultCode = resultCode;
+            this.launchedPackage = launchedPackage;
         }
     }
 

@@ -78,7 +78,7 @@ public final class Dispatcher {
             case "resolve": {
                 requireAbility(Abilities.RESOLVE);
                 DeviceBackend.ResolveResult r = backend.resolve((Ops.ResolveParams) params);
-                return Ops.resolveOk(r.launched, r.decisionApplied, r.resultCode);
+                return Ops.resolveOk(r.launched, r.decisionApplied, r.resultCode, r.launchedPackage);
             }
             case "restart_provider":
                 requireAbility(Abilities.RESTART_PROVIDER);
@@ -145,6 +145,8 @@ public final class Dispatcher {
         long total = 0;
         boolean eof = false;
         String error = null;
+        // Read before the descriptor is drained and closed.
+        Boolean writable = src.writable();
         try {
             InputStream in = src.stream();
             while (!eof && Long.compareUnsigned(total, p.maxBytes) < 0) {
@@ -180,7 +182,7 @@ public final class Dispatcher {
                 // Nothing left to report: the bytes and any writer error are in the answer.
             }
         }
-        return Ops.readFdOk(total, hex(sha.digest()), eof, error);
+        return Ops.readFdOk(total, hex(sha.digest()), eof, error, writable);
     }
 
     /** Sink failures are wrapped so that they are told apart from descriptor read errors. */

@@ -14,4 +14,12 @@ public interface FdSource extends Closeable {
      * before {@link #close()}.
      */
     String checkError();
+
+    /**
+     * Whether the descriptor is open for writing too (its access mode), or
+     * null when the device cannot tell. §4.5 asks for a read-only result_fd.
+     */
+    default Boolean writable() {
+        return null;
+    }
 }

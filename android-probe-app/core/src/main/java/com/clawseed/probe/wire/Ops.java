@@ -336,17 +336,39 @@ public final class Ops {
     }
 
     public static JsonObject readFdOk(long bytes, String sha256, boolean eof, String error) {
-        return new JsonObject()
+        return readFdOk(bytes, sha256, eof, error, null);
+    }
+
+    /** {@code writable}, when known, is written as such (a compatible extension). */
+    public static JsonObject readFdOk(long bytes, String sha256, boolean eof, String error, Boolean writable) {
+        JsonObject ok = new JsonObject()
                 .with("bytes", JsonNumber.ofUnsigned(bytes))
                 .with("sha256", sha256)
                 .with("eof", eof)
                 .with("error", Json.sanitize(error));
+        if (writable != null) {
+            ok.put("writable", writable.booleanValue());
+        }
+        return ok;
     }
 
     public static JsonObject resolveOk(boolean launched, boolean decisionApplied, int resultCode) {
-        return new JsonObject()
+        return resolveOk(launched, decisionApplied, resultCode, null);
+    }
+
+    /**
+     * {@code launchedPackage}, the package of the activity that came up, is
+     * written as {@code launched_package} when known (a compatible extension).
+     */
+    public static JsonObject resolveOk(boolean launched, boolean decisionApplied, int resultCode,
+            String launchedPackage) {
+        JsonObject ok = new JsonObject()
                 .with("launched", launched)
                 .with("decision_applied", decisionApplied)
                 .with("result_code", JsonNumber.of(resultCode));
+        if (launchedPackage != null) {
+            ok.put("launched_package", Json.sanitize(launchedPackage));
+        }
+        return ok;
     }
 }

@@ -20,6 +20,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class FakeBackend implements DeviceBackend {
     final HandleTable<byte[]> fds = new HandleTable<>("fd-");
     final HandleTable<String> intents = new HandleTable<>("pi-");
+    /** Descriptors reported open for writing; the others' mode is not known. */
+    final java.util.Set<String> writableFds = new java.util.HashSet<>();
+    /** What {@code resolve} reports as the activity that came up; null: not known. */
+    String launchedPackage;
     final Map<String, String> fdErrors = Collections.synchronizedMap(new HashMap<>());
     final CountDownLatch closed = new CountDownLatch(1);
     final AtomicInteger inCall = new AtomicInteger();
@@ -100,6 +104,11 @@ final class FakeBackend implements DeviceBackend {
             }
 
             @Override
+            public Boolean writable() {
+                return writableFds.contains(handle) ? Boolean.TRUE : null;
+            }
+
+            @Override
             public void close() {
                 // Nothing to release for bytes in memory.
             }
@@ -115,7 +124,7 @@ final class FakeBackend implements DeviceBackend {
     public ResolveResult resolve(Ops.ResolveParams p) throws DeviceError {
         intents.take(p.handle);
         return new ResolveResult(true, p.decision != Ops.Decision.DISMISS,
-                p.decision == Ops.Decision.APPROVE ? -1 : 0);
+                p.decision == Ops.Decision.APPROVE ? -1 : 0, launchedPackage);
     }
 
     @Override

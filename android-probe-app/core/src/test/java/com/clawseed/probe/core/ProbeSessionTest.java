@@ -217,6 +217,13 @@ class ProbeSessionTest {
         JsonObject ok = ok(next(), 2);
         assertEquals("{\"bytes\":10,\"eof\":false,\"error\":null,\"sha256\":\"" + sha256(expected(100), 10) + "\"}", text(ok));
 
+        // A descriptor open for writing says so; one whose mode is not known says nothing.
+        String rw = fileHandle(1, 5);
+        backend.writableFds.add(rw);
+        send("{\"id\":5,\"op\":\"read_fd\",\"handle\":\"" + rw + "\",\"max_bytes\":8}");
+        next();
+        assertEquals("true", text(ok(next(), 5).get("writable")));
+
         String broken = fileHandle(0, 3);
         backend.fdErrors.put(broken, "java.io.IOException: writer crashed");
         send("{\"id\":4,\"op\":\"read_fd\",\"handle\":\"" + broken + "\",\"max_bytes\":1}");
@@ -235,6 +242,12 @@ class ProbeSessionTest {
         assertEquals("{\"decision_applied\":true,\"launched\":true,\"result_code\":-1}", text(ok(next(), 4)));
         send("{\"id\":5,\"op\":\"resolve\",\"handle\":\"pi-1\",\"decision\":\"deny\",\"timeout_ms\":1000}");
         err(next(), 5, "unknown_handle");
+        // The launched package, when the backend knows it, is reported.
+        backend.launchedPackage = "com.example.app";
+        String second = backend.intents.add("confirm");
+        send("{\"id\":7,\"op\":\"resolve\",\"handle\":\"" + second + "\",\"decision\":\"approve\",\"timeout_ms\":1000}");
+        assertEquals("{\"decision_applied\":true,\"launched\":true,\"launched_package\":\"com.example.app\",\"result_code\":-1}",
+                text(ok(next(), 7)));
         send("{\"id\":6,\"op\":\"restart_provider\",\"package\":\"com.example.app\"}");
         assertEquals("{}", text(ok(next(), 6)));
         assertEquals(List.of("com.example.app"), backend.restarted);

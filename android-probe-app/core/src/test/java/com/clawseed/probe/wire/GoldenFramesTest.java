@@ -226,6 +226,7 @@ class GoldenFramesTest {
 
         Map<String, String> resolves = goldenAnswers("resolve-restart.jsonl");
         assertEquals(resolves.get("5"), encodeOk(5, Ops.resolveOk(true, true, -1)));
+        assertEquals(resolves.get("9"), encodeOk(9, Ops.resolveOk(true, false, 0, "android")));
         assertEquals(resolves.get("8"), encodeOk(8, new JsonObject()));
     }
 
