@@ -466,6 +466,14 @@ mutants! {
         let o = w.call(A, "execute_tool", Some(b));
         format!("{} effects={}", brief(&o), w.effects())
     };
+    claimed_caller_trusted => |w| {
+        w.connect(B);
+        let b = w
+            .exec_bundle(B, &rid(1), "create_alert", CREATE)
+            .with("calling_uid", Value::Int(A as i32));
+        let o = w.call(B, "execute_tool", Some(b));
+        format!("{} effects={}", brief(&o), w.effects())
+    };
     resume_token_not_bound_to_request => |w| {
         w.connect(A);
         let ask = w.exec(A, &rid(1), "create_alert", HIGH);

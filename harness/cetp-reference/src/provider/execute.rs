@@ -198,7 +198,11 @@ impl ReferenceProvider {
         }
 
         // §3.4, §7.2: every call checks every scope, whatever list_tools said.
-        let missing = self.missing_scopes(cx.uid, tool);
+        let scope_uid = match cx.extras.get("calling_uid") {
+            Some(Value::Int(uid)) if self.has(Fault::ClaimedCallerTrusted) => *uid as u32,
+            _ => cx.uid,
+        };
+        let missing = self.missing_scopes(scope_uid, tool);
         if !missing.is_empty() && !self.scope_check_skipped(cx, &targs) {
             if self.has(Fault::ScopeDegradedData) {
                 return degraded(tool.kind);

@@ -181,6 +181,9 @@ faults! {
     EffectBeforeConfirmation => "effect_before_confirmation",
     /// An extras key `confirmed`=true skips the Provider's confirmation.
     ConsumerConfirmedFlagTrusted => "consumer_confirmed_flag_trusted",
+    /// An extras key `calling_uid` (the caller the request says it is)
+    /// replaces the Binder UID in the scope check.
+    ClaimedCallerTrusted => "claimed_caller_trusted",
     /// A resume token is accepted with another request id.
     ResumeTokenNotBoundToRequest => "resume_token_not_bound_to_request",
     /// A resume token is accepted from another caller.
