@@ -1,6 +1,9 @@
 //! The `cetp` binary end to end: exit codes, the report and its schema,
 //! baselines, and errors that name what is wrong.
 
+#[path = "../../cetp-report/tests/support/junit_xsd.rs"]
+mod junit_xsd;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -571,6 +574,35 @@ fn drift_sarif_is_valid_sarif() {
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(!doc["runs"][0]["results"].as_array().unwrap().is_empty());
     assert_valid_sarif(&v, &doc, "drift sarif");
+}
+
+/// junit.xml from real runs meets the Jenkins JUnit schema CI tools read:
+/// one with failures and one whose cases are skipped (NOT_APPLICABLE). FLAKY
+/// needs attempts that disagree, which no run of the simulated device gives
+/// deterministically; `cetp-report`'s `junit_of_every_verdict_is_valid_junit`
+/// validates it.
+#[test]
+fn junit_xml_of_real_runs_is_valid_junit() {
+    let Some(xsd) = junit_xsd::junit_xsd() else {
+        return;
+    };
+    for (name, target, code, element) in [
+        ("fails", "sim:mutant=no_dedupe", 1, "<failure "),
+        ("skips", "sim:manifest=v1-only", 0, "<skipped>"),
+    ] {
+        let dir = tmp(&format!("junit-{name}"));
+        let o = cetp(&[
+            "run",
+            "--target",
+            target,
+            "--report-dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(code), "{target}: {}", text(&o));
+        let xml = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+        assert!(xml.contains(element), "{target}: no {element}: {xml}");
+        xsd.assert_valid(&xml, &format!("junit.xml of {target}"));
+    }
 }
 
 #[test]
