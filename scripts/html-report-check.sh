@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
-# Opens index.html in headless Chromium, twice: for a run whose Provider
-# strings try every way out (script and event-handler markup, ANSI/OSC,
-# bidi, XML breakers, a 1 MB string, instruction-like text), and for a live
-# run against a broken simulated Provider. Checks that no Provider markup
-# became an element, no script ran (the hostile script would mark <body>),
-# and the page rendered (its screenshot is not blank). The screenshots are
-# kept under target/html-check/ as artifacts.
+# Opens index.html in headless Chromium, three times: for a synthetic run
+# whose Provider strings try every way out (script and event-handler markup,
+# ANSI/OSC, bidi, XML breakers, a 1 MB string, instruction-like text), for a
+# live run against a broken simulated Provider, and for a live run against
+# the legal variant hostile_text, a conformant Provider whose own strings
+# carry all of that. Checks that no Provider markup became an element, no
+# script ran (the hostile scripts would mark <body>), and the page rendered
+# (its screenshot is not blank). The screenshots are kept under
+# target/html-check/ as artifacts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/html-check
-rm -rf "$out"; mkdir -p "$out/live"
+rm -rf "$out"; mkdir -p "$out/live" "$out/hostile-live"
 command -v chromium >/dev/null 2>&1 || { echo "html-report-check: chromium is not installed (scripts/setup.sh)" >&2; exit 1; }
 
 cargo run -q -p cetp-report --example hostile_html -- "$out/hostile.html"
 cargo run -q -p cetp-cli -- run --target sim:mutant=stack_trace_in_message --report-dir "$out/live" >/dev/null || true
+# A legal variant passes: a non-zero exit is a false verdict or a harness
+# failure, and either makes its page no evidence.
+if ! cargo run -q -p cetp-cli -- run --target sim:variant=hostile_text --report-dir "$out/hostile-live" >"$out/hostile-live.out" 2>&1; then
+  cat "$out/hostile-live.out" >&2
+  echo "html-report-check: the run against sim:variant=hostile_text did not exit 0" >&2
+  exit 1
+fi
 
 check() {
   local page=$1 name=$2
@@ -56,3 +65,4 @@ PY
 }
 check "$out/hostile.html" hostile
 check "$out/live/index.html" live
+check "$out/hostile-live/index.html" hostile-live

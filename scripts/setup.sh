@@ -11,6 +11,9 @@ command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+command -v xmllint >/dev/null 2>&1 || need_apt+=(libxml2-utils)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt)"
   SUDO=""
@@ -40,5 +43,20 @@ if [ ! -f "$sarif_dir/sarif-2.1.0-rtm.5.json" ]; then
   tar -xzf "$work"/*.tgz -C "$work"
   mkdir -p "$sarif_dir"
   cp "$work/package/lib/schemas/sarif-2.1.0-rtm.5.json" "$sarif_dir/"
+  rm -rf "$work"
+fi
+
+# The Jenkins JUnit XSD, for the tests that validate junit.xml with xmllint:
+# the JUnit team's junit5 sources ship it, and Debian's source tarball of
+# junit5 is where we take it from. Kept under target/ (never committed).
+junit_dir=target/test-tools/junit
+if [ ! -f "$junit_dir/jenkins-junit.xsd" ]; then
+  echo "setup: fetching the Jenkins JUnit XSD (Debian junit5 5.9.2 source)"
+  work=$(mktemp -d)
+  xsd=junit5-5.9.2/platform-tests/src/test/resources/jenkins-junit.xsd
+  (cd "$work" && curl -sSfO http://deb.debian.org/debian/pool/main/j/junit5/junit5_5.9.2.orig.tar.xz)
+  tar -xJf "$work/junit5_5.9.2.orig.tar.xz" -C "$work" "$xsd"
+  mkdir -p "$junit_dir"
+  cp "$work/$xsd" "$junit_dir/"
   rm -rf "$work"
 fi

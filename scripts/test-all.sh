@@ -10,6 +10,9 @@ scripts/setup.sh
 # The SARIF schema setup fetched: the SARIF tests must validate, not skip.
 export CETP_SARIF_SCHEMA="$PWD/target/test-tools/sarif/sarif-2.1.0-rtm.5.json"
 export CETP_REQUIRE_SARIF_SCHEMA=1
+# Likewise the JUnit XSD: junit.xml must validate, not skip.
+export CETP_JUNIT_XSD="$PWD/target/test-tools/junit/jenkins-junit.xsd"
+export CETP_REQUIRE_JUNIT_XSD=1
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

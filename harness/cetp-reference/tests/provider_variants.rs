@@ -373,6 +373,37 @@ variants! {
         let o = w.exec(A, &rid(1), "create_alert", HIGH);
         format!("{} immutable={:?}", brief(&o), resolution_immutable(&o))
     };
+    // ---- free text
+    hostile_text => |w| {
+        w.connect(A);
+        let marked = |s: &Json| {
+            let t = s.as_str().unwrap_or_default();
+            let has = |c: char| t.contains(c);
+            format!(
+                "script={} esc={} rlo={} isolate={}",
+                t.contains("<script>"),
+                has('\u{1b}'),
+                has('\u{202E}'),
+                has('\u{2067}')
+            )
+        };
+        let info = w.v2(A, "get_provider_info", &rid(1)).data();
+        let tools = w.v2(A, "list_tools", &rid(2)).data();
+        let export = w.exec(A, &rid(3), "export_history", r#"{"rows":2}"#);
+        let notes: Vec<usize> = export.value()["rows"]
+            .as_array()
+            .map(|rows| rows.iter().map(|r| r["note"].as_str().map_or(0, str::len)).collect())
+            .unwrap_or_default();
+        let error = w.exec(A, &rid(4), "teleport", "{}");
+        format!(
+            "name: {} tool: {} notes: {notes:?} {} error: {} {}",
+            marked(&info["provider_name"]),
+            marked(&tools["tools"][0]["description"]),
+            export.data()["kind"],
+            brief(&error),
+            marked(&Json::String(error.message())),
+        )
+    };
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! `junit.xml`: cases and checks as JUnit test cases, for CI systems that
 //! gate on JUnit, written with `quick-junit`. FAIL and FLAKY → `<failure>`,
-//! INFRA_ERROR → `<error>`, NOT_APPLICABLE → `<skipped>`, each with the
-//! reason as its message and in its body (with the requirements the finding
-//! cites and, for a case, the command that reproduces it); WARN passes with
-//! its reason in `<system-out>`. The suite carries the run's start time and
+//! INFRA_ERROR → `<error>`, each with the reason as its message and in its
+//! body (with the requirements the finding cites and, for a case, the
+//! command that reproduces it); NOT_APPLICABLE → `<skipped>` with the reason
+//! as its text only, since the Jenkins JUnit schema (the one the tests
+//! validate against) gives `<skipped>` no attributes; WARN passes with its
+//! reason in `<system-out>`. The suite carries the run's start time and
 //! duration. Provider text is first escaped as for a terminal (no control
 //! characters, which XML 1.0 cannot carry); quick-junit escapes the markup.
 
@@ -65,7 +67,7 @@ impl JunitReport {
             Verdict::Warn => TestCaseStatus::success(),
             Verdict::NotApplicable => {
                 let mut s = TestCaseStatus::skipped();
-                s.set_message(reason.clone());
+                s.set_description(reason.clone());
                 s
             }
             Verdict::Fail | Verdict::Flaky | Verdict::InfraError => {

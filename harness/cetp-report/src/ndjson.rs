@@ -4,19 +4,23 @@
 //!
 //! Each line is written and flushed as its event arrives, so a run that dies
 //! leaves every event up to its last one. JSON escaping makes Provider text
-//! safe here: no raw newline or control character reaches the file.
+//! safe here: no raw newline or control character reaches the file (the C1
+//! controls and bidi overrides serde_json leaves are escaped too).
 
 use cetp_conformance::event::{Event, Reporter};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-/// serde_json leaves bidi controls as they are; written as `\u` escapes (the
-/// same JSON value), a `cat` or `less` of the file cannot be reordered.
+/// serde_json escapes only the C0 controls; DEL, the C1 controls (U+009B is
+/// a CSI to a terminal that reads 8-bit controls) and bidi controls it
+/// leaves as they are. Written as `\u` escapes (the same JSON value), a `cat`
+/// or `less` of the file can neither be reordered nor drive the terminal.
 fn json_ascii_bidi(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     for c in line.chars() {
-        if matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+        if c.is_control()
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
         {
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
@@ -78,5 +82,30 @@ impl Reporter for NdjsonReport {
             )),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_serde_json_leaves_are_escaped_and_the_value_kept() {
+        let e = Event::CheckFinding {
+            case_id: "EXE-001".into(),
+            step: 1,
+            check: "CHK-ERROR-MESSAGE".into(),
+            requirements: vec![],
+            level: "MUST".into(),
+            message: "a\u{9b}31m\u{7f}\u{85}\u{202E}b\u{1b}[2J".into(),
+        };
+        let l = line(&e);
+        assert!(
+            !l.chars().any(|c| c.is_control() || c == '\u{202E}'),
+            "{l:?}"
+        );
+        assert!(l.contains("\\u009b31m"), "{l}");
+        let back: serde_json::Value = serde_json::from_str(&l).unwrap();
+        assert_eq!(back, serde_json::to_value(&e).unwrap());
     }
 }

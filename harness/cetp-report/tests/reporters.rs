@@ -1,6 +1,9 @@
 //! Snapshots of the reporters on one fixed run, with Provider text that
 //! tries to break out of each medium.
 
+#[path = "support/junit_xsd.rs"]
+mod junit_xsd;
+
 use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
 use cetp_report::ndjson::NdjsonReport;
 use cetp_report::summary_md::SummaryMd;
@@ -165,7 +168,65 @@ fn junit_snapshot() {
     let xml = r.render();
     assert!(!xml.contains("<script>") && !xml.contains('\u{1b}'));
     assert!(xml.contains("timestamp=\"2027-01-15T08:00:00"), "{xml}");
+    if let Some(xsd) = junit_xsd::junit_xsd() {
+        xsd.assert_valid(&xml, "junit.xml of the hostile fixed run");
+    }
     insta::assert_snapshot!(xml);
+}
+
+/// One case of each verdict (and a known failure), so that every element
+/// the reporter writes meets the schema CI tools read: FLAKY in particular,
+/// which no deterministic run of the CLI produces.
+#[test]
+fn junit_of_every_verdict_is_valid_junit() {
+    let mut r = cetp_report::junit::JunitReport::new(std::path::PathBuf::from("/nonexistent"));
+    let mut events = vec![fixed_run().remove(0)];
+    for (id, verdict, reason, baseline) in [
+        ("NEG-001", Verdict::Pass, "", None),
+        ("IDEM-001", Verdict::Fail, HOSTILE, None),
+        ("IDEM-002", Verdict::Fail, "known", Some("issue 7")),
+        (
+            "CANCEL-001",
+            Verdict::Flaky,
+            "attempt 1: FAIL (x); attempt 2: PASS",
+            None,
+        ),
+        ("NEG-009", Verdict::Warn, HOSTILE, None),
+        ("LARGE-001", Verdict::NotApplicable, HOSTILE, None),
+        ("DISC-001", Verdict::InfraError, "adb went away", None),
+    ] {
+        events.push(Event::CaseFinished {
+            case_id: id.into(),
+            title: format!("title of {id}"),
+            requirements: vec!["CETP2-6-01".into()],
+            cited: vec!["CETP2-6-01".into()],
+            verdict,
+            reason: reason.into(),
+            baseline: baseline.map(str::to_string),
+            duration_ms: 2,
+        });
+    }
+    for e in &events {
+        r.on_event(e);
+    }
+    let xml = r.render();
+    let count = |needle: &str| xml.matches(needle).count();
+    assert_eq!(count("<testcase "), 7, "{xml}");
+    assert_eq!(count("<failure "), 2, "{xml}");
+    assert_eq!(count("type=\"FLAKY\""), 1, "{xml}");
+    assert_eq!(count("<error "), 1, "{xml}");
+    // The reason of a skipped case is its text: the schema gives
+    // <skipped> no attributes.
+    assert_eq!(count("<skipped>rate &lt;script&gt;"), 1, "{xml}");
+    // WARN and the known failure pass, their reasons kept in <system-out>.
+    assert_eq!(count("<system-out>WARN: "), 2, "{xml}");
+    assert!(
+        !xml.contains("<script>") && !xml.contains('\u{1b}'),
+        "{xml}"
+    );
+    if let Some(xsd) = junit_xsd::junit_xsd() {
+        xsd.assert_valid(&xml, "junit.xml of every verdict");
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! confirmation, and the single-executor commit.
 
 use super::fixtures::{self, ToolDef, ToolKind, ESCALATION_PRICE, MAX_HISTORY_ROWS};
+use super::hostile;
 use super::notes::{self, NoteArgs};
 use super::state::{
     Alert, Answer, DedupeKey, DurableState, Failure, Job, Operation, Purpose, Record, RecordState,
@@ -675,7 +676,13 @@ impl ReferenceProvider {
                     json!({ "count": alerts.len(), "effects": d.effects, "alerts": alerts })
                 })
             }
-            ToolArgs::ExportHistory { rows } => Ok(fixtures::history(*rows)),
+            ToolArgs::ExportHistory { rows } => {
+                let mut history = fixtures::history(*rows);
+                if self.takes(Latitude::HostileText) {
+                    hostile::note_trades(&mut history);
+                }
+                Ok(history)
+            }
             ToolArgs::Notes(args) => self.notes_read(args),
             _ => Err(Failure::new(ErrorCode::InternalError, "Internal error.")),
         }

@@ -7,6 +7,7 @@
 //! `high_risk_without_always`) change the definition the Provider acts on.
 
 use super::fault::Fault;
+use super::hostile;
 use super::latitude::Latitude;
 use super::notes::{self, NoteTool};
 use super::FixtureSet;
@@ -29,8 +30,8 @@ pub(crate) enum ToolKind {
 pub(crate) struct ToolDef {
     pub kind: ToolKind,
     pub name: String,
-    pub title: &'static str,
-    pub description: &'static str,
+    pub title: String,
+    pub description: String,
     pub input_schema: Json,
     pub output_schema: Json,
     pub input: CompiledSchema,
@@ -398,6 +399,11 @@ impl Catalog {
                         s.output["required"] = json!(["count", "alerts"]);
                         s.description = "Your price alerts";
                     }
+                    // The trades carry the user's notes (see `history`).
+                    ToolKind::ExportHistory if latitudes.contains(&Latitude::HostileText) => {
+                        s.output["properties"]["rows"]["items"]["properties"]["note"] =
+                            json!({"type": "string"});
+                    }
                     _ => {}
                 }
                 // The fixtures are constants of this file; a schema that does
@@ -409,8 +415,8 @@ impl Catalog {
                 ToolDef {
                     kind: s.kind,
                     name: s.name.to_string(),
-                    title: s.title,
-                    description: s.description,
+                    title: hostile::vendor_text(s.title, latitudes),
+                    description: hostile::vendor_text(s.description, latitudes),
                     input_schema: s.input,
                     output_schema: s.output,
                     input,
@@ -569,7 +575,11 @@ fn published_scope_name(name: &str, faults: &BTreeSet<Fault>) -> String {
 }
 
 /// `get_provider_info` scope catalog (§3.2).
-pub(crate) fn scopes_json(set: FixtureSet, faults: &BTreeSet<Fault>) -> Json {
+pub(crate) fn scopes_json(
+    set: FixtureSet,
+    faults: &BTreeSet<Fault>,
+    latitudes: &BTreeSet<Latitude>,
+) -> Json {
     Json::Array(
         scope_defs(set)
             .iter()
@@ -583,8 +593,8 @@ pub(crate) fn scopes_json(set: FixtureSet, faults: &BTreeSet<Fault>) -> Json {
                 };
                 json!({
                     "name": published_scope_name(s.name, faults),
-                    "title": s.title,
-                    "description": s.description,
+                    "title": hostile::vendor_text(s.title, latitudes),
+                    "description": hostile::vendor_text(s.description, latitudes),
                     "access": s.access,
                     "sensitivity": sensitivity
                 })

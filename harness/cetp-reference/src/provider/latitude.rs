@@ -103,6 +103,13 @@ latitudes! {
     /// The device cannot report whether a PendingIntent is immutable
     /// (Android before 12): the resolution's `immutable` is unknown.
     PendingIntentMutabilityUnknown => "pending_intent_mutability_unknown",
+    // ---- free text (§3.2, §3.3, §4.4, §5, §7.3)
+    /// Every free text the spec leaves to the vendor carries script and
+    /// event-handler markup, ANSI/OSC escapes, a bidi override, XML and
+    /// Markdown breakers and instruction-like text (`hostile.rs`); a trade
+    /// note of the history is 1 MB, inline under a 1 MiB inline limit; error
+    /// messages get only what a safe user-facing description can hold.
+    HostileText => "hostile_text",
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ mod decisions;
 mod execute;
 pub mod fault;
 mod fixtures;
+mod hostile;
 pub mod latitude;
 mod notes;
 mod operations;
@@ -316,6 +317,9 @@ impl ProviderConfig {
             Latitude::SingleConcurrentRequest => self.limits.max_concurrent_requests = 1,
             Latitude::V2OnlyManifest => self.manifest = ManifestVariant::V2Only,
             Latitude::ProviderIdCustom => self.provider_id = format!("{}.tools", self.package),
+            // Room for the 1 MB trade note inline (§2.2 sets only a
+            // minimum); the profile's large export still needs a file.
+            Latitude::HostileText => self.limits.max_inline_result_bytes = 1 << 20,
             _ => {}
         }
         self.latitudes.insert(l);
@@ -470,6 +474,12 @@ impl ReferenceProvider {
 
     pub(crate) fn takes(&self, latitude: Latitude) -> bool {
         self.cfg.latitudes.contains(&latitude)
+    }
+
+    /// Free text of the Provider as published: the app's own messages
+    /// name it by its plain name, never by this (`hostile.rs`).
+    pub(crate) fn vendor_text(&self, text: &str) -> String {
+        hostile::vendor_text(text, &self.cfg.latitudes)
     }
 
     /// The reference taking one legal variant (a [`Latitude::name`]).
@@ -683,16 +693,18 @@ impl ReferenceProvider {
     }
 
     fn provider_info(&self) -> Answer {
+        let scopes =
+            fixtures::scopes_json(self.cfg.fixtures, &self.cfg.faults, &self.cfg.latitudes);
         let mut info = serde_json::json!({
             "provider_id": if self.has(Fault::ProviderIdUnstable) {
                 format!("{}.tools", self.provider_id())
             } else {
                 self.provider_id().to_string()
             },
-            "provider_name": self.cfg.provider_name,
-            "description": self.cfg.description,
+            "provider_name": self.vendor_text(&self.cfg.provider_name),
+            "description": self.vendor_text(&self.cfg.description),
             "schema_dialect": cetp_proto::schema::DEFAULT_DIALECT,
-            "scopes": fixtures::scopes_json(self.cfg.fixtures, &self.cfg.faults),
+            "scopes": scopes,
         });
         if self.takes(Latitude::DescriptorUnknownFields) {
             info["x_vendor"] =

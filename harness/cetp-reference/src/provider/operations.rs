@@ -222,6 +222,10 @@ impl ReferenceProvider {
         match d.operations.get(op_id) {
             Some(op) => {
                 let mut v = op_json(op_id, op, self.poll_after_ms());
+                // Progress is display data (§4.4): the vendor's text.
+                if let Some(m) = v.pointer_mut("/progress/message") {
+                    *m = json!(self.vendor_text(m.as_str().unwrap_or_default()));
+                }
                 if self.takes(Latitude::ProgressOmitted) {
                     if let Some(obj) = v.as_object_mut() {
                         obj.remove("progress");

@@ -93,7 +93,7 @@ impl ReferenceProvider {
         let message = if invalid_args && self.has(Fault::StackTraceInMessage) {
             format!("{}\n{LEAKED_TRACE}", f.message)
         } else {
-            f.message
+            self.error_message(f.message)
         };
         let retryable = f.retryable || (invalid_args && self.has(Fault::InvalidArgsRetryable));
         let mut attachment = None;
@@ -147,9 +147,17 @@ impl ReferenceProvider {
             Ok(data) => V1Response::Success(data),
             Err(f) => V1Response::Error {
                 code: f.code.as_str().to_string(),
-                message: f.message,
+                message: self.error_message(f.message),
             },
         };
         Reply::bundle(r.to_bundle())
+    }
+
+    /// The `error_message` of a v1 or v2 error answer.
+    fn error_message(&self, mut message: String) -> String {
+        if self.takes(Latitude::HostileText) {
+            message.push_str(super::hostile::ERROR_NOTE);
+        }
+        message
     }
 }

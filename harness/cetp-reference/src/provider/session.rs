@@ -188,7 +188,7 @@ impl ReferenceProvider {
         Answer::ok(json!({
             "selected_version": selected,
             "provider_id": self.provider_id(),
-            "provider_name": self.cfg.provider_name,
+            "provider_name": self.vendor_text(&self.cfg.provider_name),
             "session_token": token,
             "expires_at": rfc3339_utc(expires_ms),
             "capabilities": capabilities.iter().map(|c| c.as_str()).collect::<Vec<_>>(),

@@ -21,11 +21,16 @@ impl ReferenceProvider {
         let result = match method {
             "list_tools" => Ok(self.catalog.list_tools_v1(&self.cfg.faults)),
             "get_provider_info" => Ok(json!({
-                "provider_name": self.cfg.provider_name,
-                "description": self.cfg.description,
+                "provider_name": self.vendor_text(&self.cfg.provider_name),
+                "description": self.vendor_text(&self.cfg.description),
                 "scopes": super::fixtures::scope_defs(self.cfg.fixtures)
                     .iter()
-                    .map(|s| json!({"name": s.name, "description": s.description}))
+                    .map(|s| {
+                        json!({
+                            "name": s.name,
+                            "description": self.vendor_text(s.description),
+                        })
+                    })
                     .collect::<Vec<_>>(),
             })),
             "execute_tool" => self.v1_execute(caller, now_ms, extras),
