@@ -210,6 +210,10 @@ struct RunArgs {
     /// Attempts per case that does not pass; disagreeing attempts are FLAKY.
     #[arg(long, default_value_t = 1)]
     attempts: u32,
+    /// Bounds the whole run (`90s`, `20m`, `1h`): no step starts after it,
+    /// and the cases left are INFRA_ERROR.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    run_timeout: Option<std::time::Duration>,
     /// The vectors directory [default: the repository's vectors/].
     #[arg(long)]
     vectors: Option<PathBuf>,
@@ -536,6 +540,7 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         harness_version: format!("cetp {}", env!("CARGO_PKG_VERSION")),
         started_at_ms,
         lock,
+        run_timeout: args.run_timeout,
     };
     let mut fanout = Fanout::default();
     // With --format other than text, stdout carries that document and the

@@ -820,3 +820,92 @@ fn format_puts_one_document_on_stdout_and_the_terminal_view_on_stderr() {
         }
     }
 }
+
+fn report_of(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+}
+
+/// A Provider whose observer tool never answers: after a few timeouts the
+/// harness stops paying the wait, says why, and the cases that do not need
+/// the tool still run.
+#[test]
+fn a_provider_that_stops_answering_a_tool_is_not_waited_for_again() {
+    let dir = tmp("hang");
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:hang=list_alerts",
+        "--only",
+        "IDEM-001",
+        "--only",
+        "IDEM-002",
+        "--only",
+        "IDEM-003",
+        "--only",
+        "IDEM-004",
+        "--only",
+        "NEG-00*",
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let report = report_of(&dir);
+    let cases = report["cases"].as_array().unwrap();
+    let reason = |id: &str| {
+        let c = cases.iter().find(|c| c["id"] == id).unwrap();
+        (
+            c["verdict"].as_str().unwrap().to_string(),
+            c["reason"].as_str().unwrap().to_string(),
+        )
+    };
+    let waited = cases
+        .iter()
+        .filter(|c| c["reason"].as_str().unwrap().contains("stopped waiting"))
+        .count();
+    assert_eq!(waited, 3, "one wait per allowed timeout: {cases:#?}");
+    let (v, r) = reason("IDEM-004");
+    assert_eq!(v, "INFRA_ERROR");
+    assert!(
+        r.contains("the Provider stopped answering `list_alerts` (3 timeouts since"),
+        "{r}"
+    );
+    // Negotiation never needs the observer: judged as usual.
+    for id in ["NEG-001", "NEG-002", "NEG-003", "NEG-004"] {
+        assert_eq!(reason(id).0, "PASS", "{id}: {:?}", reason(id));
+    }
+}
+
+#[test]
+fn run_timeout_bounds_the_run_and_leaves_the_rest_infra() {
+    let dir = tmp("run-timeout");
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:hang=list_alerts",
+        "--only",
+        "IDEM-001",
+        "--only",
+        "IDEM-002",
+        "--only",
+        "IDEM-003",
+        "--run-timeout",
+        "2s",
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let report = report_of(&dir);
+    let reasons: Vec<&str> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["reason"].as_str().unwrap())
+        .collect();
+    // The first case pays its one wait; nothing starts after the deadline.
+    assert!(reasons[0].contains("stopped waiting"), "{reasons:?}");
+    for r in &reasons[1..] {
+        assert!(r.contains("reached its --run-timeout"), "{reasons:?}");
+    }
+    let o = cetp(&["run", "--target", "sim", "--run-timeout", "soon"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

@@ -16,6 +16,7 @@ pub mod local;
 pub mod profile;
 pub mod runner;
 pub mod selftest;
+pub mod stall;
 pub mod suite;
 pub mod template;
 pub mod vector;

@@ -32,6 +32,9 @@ pub struct RunConfig {
     pub started_at_ms: i64,
     /// A contract lock to hold the target to: adds `LOCK-001`.
     pub lock: Option<cetp_contract::Lock>,
+    /// Bounds the whole run (`--run-timeout`): no step starts after it, and
+    /// the cases left are INFRA_ERROR.
+    pub run_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -256,6 +259,8 @@ pub fn run(
     };
 
     let mut negotiated_caps: Option<BTreeSet<String>> = None;
+    let stalls = crate::stall::Stalls::new();
+    let deadline = cfg.run_timeout.map(|t| started + t);
     if let Some(env) = &env {
         for (i, case) in cases.iter().enumerate() {
             let case_started = Instant::now();
@@ -282,7 +287,8 @@ pub fn run(
                 let result = {
                     let mut emit = |e: Event| events.push(e);
                     let mut runner =
-                        CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng);
+                        CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng)
+                            .guarded(&stalls, deadline);
                     let r = runner.run(case);
                     if r.is_err() {
                         cited = runner.cited.clone();

@@ -365,6 +365,24 @@ impl Conn {
             )
         })?;
         let method = p.method.clone();
+        if let Some(hang) = self.sim.config().hang.as_deref() {
+            let tool = p
+                .extras
+                .as_ref()
+                .and_then(|b| b.opt_string("tool_name").ok().flatten());
+            if tool.as_deref().unwrap_or(&method) == hang {
+                // The Provider's binder thread never returns: the device
+                // waits as long as it was asked to, then gives up.
+                tokio::time::sleep(wait_for(p.timeout_ms)).await;
+                return Err(WireError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "stopped waiting for {hang:?} after {} ms; the provider never answered",
+                        wait_for(p.timeout_ms).as_millis()
+                    ),
+                ));
+            }
+        }
         let caller = self.identity.caller.clone();
         let now_ms = self.sim.now_ms();
         let call = ProviderCall {

@@ -115,6 +115,10 @@ pub struct SimConfig {
     pub effect_delay_ms: u64,
     /// Seeds every token the Provider issues.
     pub seed: u64,
+    /// A tool (an `execute_tool`'s `tool_name`, or a method) the Provider
+    /// never answers: each call of it hangs until the caller stops waiting,
+    /// as a Provider stuck on a lock or a dead backend would.
+    pub hang: Option<String>,
 }
 
 impl Default for SimConfig {
@@ -127,6 +131,7 @@ impl Default for SimConfig {
             clock_skew_ms: 0,
             effect_delay_ms: 30,
             seed: 0,
+            hang: None,
         }
     }
 }

@@ -45,6 +45,10 @@ pub struct SimOptions {
     /// Seed of the Provider's tokens.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
+    /// A tool (or method) the Provider never answers: its calls hang until
+    /// the caller stops waiting.
+    #[arg(long, value_name = "TOOL")]
+    pub hang: Option<String>,
 }
 
 impl Default for SimOptions {
@@ -61,6 +65,7 @@ impl Default for SimOptions {
             clock_skew_ms: cfg.clock_skew_ms,
             effect_delay_ms: cfg.effect_delay_ms,
             seed: cfg.seed,
+            hang: cfg.hang,
         }
     }
 }
@@ -83,6 +88,7 @@ impl SimOptions {
             clock_skew_ms: self.clock_skew_ms,
             effect_delay_ms: self.effect_delay_ms,
             seed: self.seed,
+            hang: self.hang.clone(),
         }
     }
 }

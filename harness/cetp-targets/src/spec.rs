@@ -4,6 +4,7 @@
 //! sim[:OPTION,...]                 in-process simulated device
 //!     provider=reference|notes     the app it hosts [reference]
 //!     mutant=NAME variant=NAME manifest=VARIANT clock_skew_ms=N effect_delay_ms=N seed=N
+//!     hang=TOOL                    the Provider never answers TOOL (a tool or method)
 //! tcp:HOST:PORT[,OPTION,...]       a probe-wire endpoint
 //!     b=HOST:PORT                  identity b's endpoint
 //! adb[:SERIAL][,OPTION,...]        a device behind an adb server
@@ -56,6 +57,7 @@ pub struct SimSpec {
     pub clock_skew_ms: i64,
     pub effect_delay_ms: u64,
     pub seed: u64,
+    pub hang: Option<String>,
     pub op_timeout_ms: u64,
 }
 
@@ -70,6 +72,7 @@ impl Default for SimSpec {
             clock_skew_ms: d.clock_skew_ms,
             effect_delay_ms: d.effect_delay_ms,
             seed: d.seed,
+            hang: d.hang,
             op_timeout_ms: DEFAULT_OP_TIMEOUT_MS,
         }
     }
@@ -85,6 +88,7 @@ impl SimSpec {
             clock_skew_ms: self.clock_skew_ms,
             effect_delay_ms: self.effect_delay_ms,
             seed: self.seed,
+            hang: self.hang.clone(),
         }
     }
 }
@@ -254,6 +258,9 @@ impl TargetSpec {
                 if let Some(v) = take(&mut opts, "seed")? {
                     s.seed = number(text, "seed", &v)?;
                 }
+                if let Some(v) = take(&mut opts, "hang")? {
+                    s.hang = Some(v);
+                }
                 if let Some(m) = &s.mutant {
                     cetp_sim::mutant_of(s.provider, m).map_err(|e| err(e.to_string()))?;
                 }
@@ -369,6 +376,9 @@ impl fmt::Display for TargetSpec {
                 }
                 if s.seed != d.seed {
                     opts.push(format!("seed={}", s.seed));
+                }
+                if let Some(h) = &s.hang {
+                    opts.push(format!("hang={h}"));
                 }
                 "sim".to_string()
             }

@@ -79,6 +79,9 @@ impl CaseRunner<'_> {
             prepared.push(self.prepare_call(s)?);
         }
         for p in &prepared {
+            self.stalled(&p.stall_key())?;
+        }
+        for p in &prepared {
             self.sent(&p.identity, &p.method, p.request_doc.clone());
         }
         let target = self.target;
@@ -116,6 +119,9 @@ impl CaseRunner<'_> {
                 .collect()
         });
         let mut first_stop = None;
+        for (p, a) in prepared.iter().zip(&answers) {
+            self.record_call(&p.stall_key(), a);
+        }
         for (p, a) in prepared.into_iter().zip(answers) {
             let answer = a.map_err(device_stop)?;
             self.answered(answer_json(&answer), started);
@@ -447,16 +453,18 @@ impl CaseRunner<'_> {
     pub(super) fn send(&mut self, p: &Prepared) -> Result<CallAnswer, Stop> {
         self.sent(&p.identity, &p.method, p.request_doc.clone());
         let started = Instant::now();
+        let key = p.stall_key();
+        self.stalled(&key)?;
         let dev = self.device(&p.identity)?;
-        let answer = dev
-            .call(
-                &self.env.authority,
-                &p.method,
-                p.arg.as_deref(),
-                p.extras.as_ref(),
-                CALL_TIMEOUT_MS,
-            )
-            .map_err(device_stop)?;
+        let answer = dev.call(
+            &self.env.authority,
+            &p.method,
+            p.arg.as_deref(),
+            p.extras.as_ref(),
+            CALL_TIMEOUT_MS,
+        );
+        self.record_call(&key, &answer);
+        let answer = answer.map_err(device_stop)?;
         self.answered(answer_json(&answer), started);
         Ok(answer)
     }

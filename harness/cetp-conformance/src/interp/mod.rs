@@ -117,6 +117,22 @@ struct Prepared {
     expect: Option<Expect>,
 }
 
+impl Prepared {
+    /// What the Provider may stop answering: the tool of an `execute_tool`,
+    /// else the method.
+    fn stall_key(&self) -> String {
+        self.tool
+            .as_ref()
+            .map(|t| t.name.clone())
+            .or_else(|| {
+                self.extras
+                    .as_ref()
+                    .and_then(|b| b.opt_string("tool_name").ok().flatten())
+            })
+            .unwrap_or_else(|| self.method.clone())
+    }
+}
+
 /// Check findings and answers counted per check across a run.
 #[derive(Default)]
 pub struct CheckTally {
@@ -175,9 +191,36 @@ pub struct CaseRunner<'a> {
     /// from its expectation (a resolve that launched another app): the
     /// requirement of that rule, cited instead of the step's.
     cite_override: Option<Vec<String>>,
+    /// The run's record of call timeouts: calls of a tool the Provider
+    /// stopped answering are not sent again.
+    stalls: Option<&'a crate::stall::Stalls>,
+    /// When the run's time is up (`--run-timeout`): no step starts after it.
+    deadline: Option<Instant>,
 }
 
 impl<'a> CaseRunner<'a> {
+    /// Shares the run's timeout record and bounds the case by the run's
+    /// deadline.
+    pub fn guarded(mut self, stalls: &'a crate::stall::Stalls, deadline: Option<Instant>) -> Self {
+        self.stalls = Some(stalls);
+        self.deadline = deadline;
+        self
+    }
+
+    /// Why a call of `tool` is not sent, if the Provider stopped answering it.
+    fn stalled(&self, tool: &str) -> Result<(), Stop> {
+        match self.stalls.and_then(|s| s.blocked(tool)) {
+            Some(why) => Err(Stop::Infra(why)),
+            None => Ok(()),
+        }
+    }
+
+    fn record_call<T>(&self, tool: &str, result: &Result<T, crate::device::DeviceError>) {
+        if let Some(s) = self.stalls {
+            s.record(tool, result);
+        }
+    }
+
     /// Makes the FAIL about to be returned cite `ids` alone.
     fn cite_only(&mut self, ids: &[&str]) {
         self.cite_override = Some(ids.iter().map(|s| s.to_string()).collect());
@@ -207,6 +250,8 @@ impl<'a> CaseRunner<'a> {
             step: 0,
             cited: Vec::new(),
             cite_override: None,
+            stalls: None,
+            deadline: None,
         }
     }
 
@@ -240,6 +285,12 @@ impl<'a> CaseRunner<'a> {
         }
         for step in &case.steps {
             self.step += 1;
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(Stop::Infra(format!(
+                    "the run reached its --run-timeout; this case stopped before step {}",
+                    self.step
+                )));
+            }
             if let Err(stop) = self.run_step(&step.step, &case.needs) {
                 if matches!(stop, Stop::Fail(_)) {
                     self.cited = self

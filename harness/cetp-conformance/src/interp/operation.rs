@@ -270,6 +270,9 @@ impl CaseRunner<'_> {
             .a
             .restart_provider(&self.env.package)
             .map_err(device_stop)?;
+        if let Some(s) = self.stalls {
+            s.restarted();
+        }
         self.answered(json!({}), started);
         Ok(())
     }
