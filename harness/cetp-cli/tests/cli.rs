@@ -821,8 +821,26 @@ fn format_puts_one_document_on_stdout_and_the_terminal_view_on_stderr() {
     }
 }
 
-fn report_of(dir: &std::path::Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+/// Runs the cases `ids` against a Provider that never answers its observer
+/// tool, with `extra` arguments; exit code 3 (INFRA_ERRORs) and the cases of
+/// report.json.
+fn run_against_hang(name: &str, ids: &[&str], extra: &[&str]) -> Vec<serde_json::Value> {
+    let dir = tmp(name);
+    let mut args = vec!["run", "--target", "sim:hang=list_alerts"];
+    for id in ids {
+        args.extend(["--only", id]);
+    }
+    args.extend(extra);
+    args.extend(["--report-dir", dir.to_str().unwrap()]);
+    let o = cetp(&args);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    report["cases"].as_array().unwrap().clone()
+}
+
+fn reason_of(c: &serde_json::Value) -> &str {
+    c["reason"].as_str().unwrap()
 }
 
 /// A Provider whose observer tool never answers: after a few timeouts the
@@ -830,77 +848,37 @@ fn report_of(dir: &std::path::Path) -> serde_json::Value {
 /// the tool still run.
 #[test]
 fn a_provider_that_stops_answering_a_tool_is_not_waited_for_again() {
-    let dir = tmp("hang");
-    let o = cetp(&[
-        "run",
-        "--target",
-        "sim:hang=list_alerts",
-        "--only",
-        "IDEM-001",
-        "--only",
-        "IDEM-002",
-        "--only",
-        "IDEM-003",
-        "--only",
-        "IDEM-004",
-        "--only",
-        "NEG-00*",
-        "--report-dir",
-        dir.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    let report = report_of(&dir);
-    let cases = report["cases"].as_array().unwrap();
-    let reason = |id: &str| {
-        let c = cases.iter().find(|c| c["id"] == id).unwrap();
-        (
-            c["verdict"].as_str().unwrap().to_string(),
-            c["reason"].as_str().unwrap().to_string(),
-        )
-    };
+    let cases = run_against_hang(
+        "hang",
+        &["IDEM-001", "IDEM-002", "IDEM-003", "IDEM-004", "NEG-00*"],
+        &[],
+    );
+    let case = |id: &str| cases.iter().find(|c| c["id"] == id).unwrap();
     let waited = cases
         .iter()
-        .filter(|c| c["reason"].as_str().unwrap().contains("stopped waiting"))
+        .filter(|c| reason_of(c).contains("stopped waiting"))
         .count();
     assert_eq!(waited, 3, "one wait per allowed timeout: {cases:#?}");
-    let (v, r) = reason("IDEM-004");
-    assert_eq!(v, "INFRA_ERROR");
+    assert_eq!(case("IDEM-004")["verdict"], "INFRA_ERROR");
+    let r = reason_of(case("IDEM-004"));
     assert!(
         r.contains("the Provider stopped answering `list_alerts` (3 timeouts since"),
         "{r}"
     );
     // Negotiation never needs the observer: judged as usual.
     for id in ["NEG-001", "NEG-002", "NEG-003", "NEG-004"] {
-        assert_eq!(reason(id).0, "PASS", "{id}: {:?}", reason(id));
+        assert_eq!(case(id)["verdict"], "PASS", "{id}: {:?}", case(id));
     }
 }
 
 #[test]
 fn run_timeout_bounds_the_run_and_leaves_the_rest_infra() {
-    let dir = tmp("run-timeout");
-    let o = cetp(&[
-        "run",
-        "--target",
-        "sim:hang=list_alerts",
-        "--only",
-        "IDEM-001",
-        "--only",
-        "IDEM-002",
-        "--only",
-        "IDEM-003",
-        "--run-timeout",
-        "2s",
-        "--report-dir",
-        dir.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    let report = report_of(&dir);
-    let reasons: Vec<&str> = report["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["reason"].as_str().unwrap())
-        .collect();
+    let cases = run_against_hang(
+        "run-timeout",
+        &["IDEM-001", "IDEM-002", "IDEM-003"],
+        &["--run-timeout", "2s"],
+    );
+    let reasons: Vec<&str> = cases.iter().map(reason_of).collect();
     // The first case pays its one wait; nothing starts after the deadline.
     assert!(reasons[0].contains("stopped waiting"), "{reasons:?}");
     for r in &reasons[1..] {
