@@ -887,3 +887,70 @@ fn run_timeout_bounds_the_run_and_leaves_the_rest_infra() {
     let o = cetp(&["run", "--target", "sim", "--run-timeout", "soon"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// The pin names what a run's verdicts depend on: another Provider build
+/// (its catalog revision) or another profile moves exactly those fields.
+#[test]
+fn the_pin_names_the_fields_another_build_or_profile_changes() {
+    let pin = |target: &str, profile: &str| {
+        let dir = tmp(&format!("pin-{}", target.replace([':', '='], "-")));
+        let o = cetp(&[
+            "run",
+            "--target",
+            target,
+            "--profile",
+            profile,
+            "--only",
+            "NEG-001",
+            "--report-dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap())
+                .unwrap();
+        let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        let hash = report["pin"]["hash"].as_str().unwrap().to_string();
+        assert!(md.contains(&format!("Pin `{hash}`")), "{md}");
+        report["pin"]["fields"].as_object().unwrap().clone()
+    };
+    let differ = |a: &serde_json::Map<String, serde_json::Value>,
+                  b: &serde_json::Map<String, serde_json::Value>| {
+        a.keys()
+            .chain(b.keys())
+            .filter(|k| a.get(*k) != b.get(*k))
+            .cloned()
+            .collect::<std::collections::BTreeSet<String>>()
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles");
+    let reference = root.join("reference.toml");
+    let no_counter = root.join("no-counter.toml");
+    let base = pin("sim", reference.to_str().unwrap());
+    for k in [
+        "harness",
+        "vectors",
+        "profile",
+        "package",
+        "manifest",
+        "negotiated_version",
+        "capabilities",
+        "revision",
+    ] {
+        assert!(base.contains_key(k), "{k} not pinned: {base:?}");
+    }
+    // The same configuration pins the same.
+    assert_eq!(
+        differ(&base, &pin("sim", reference.to_str().unwrap())),
+        Default::default()
+    );
+    assert_eq!(
+        differ(&base, &pin("sim", no_counter.to_str().unwrap())),
+        ["profile".to_string()].into()
+    );
+    // Another build of the Provider: its tool catalog has another revision.
+    let other = differ(
+        &base,
+        &pin("sim:variant=hostile_text", reference.to_str().unwrap()),
+    );
+    assert!(other.contains("revision"), "{other:?}");
+}

@@ -168,6 +168,12 @@ pub enum Event {
         id: String,
         reason: String,
     },
+    /// What the run's verdicts depend on, by name, and its hash
+    /// (`cetp_conformance::pin`): emitted once, before `RunFinished`.
+    RunPinned {
+        pin_hash: String,
+        fields: std::collections::BTreeMap<String, Json>,
+    },
     RunFinished {
         summary: Summary,
         claim: Claim,

@@ -13,6 +13,7 @@ pub mod event;
 pub mod exit;
 pub mod interp;
 pub mod local;
+pub mod pin;
 pub mod profile;
 pub mod runner;
 pub mod selftest;

@@ -69,6 +69,8 @@ pub struct CheckOutcome {
 pub struct RunOutcome {
     pub run_id: String,
     pub config_hash: String,
+    /// What the verdicts depend on ([`crate::pin`]).
+    pub pin: crate::pin::Pin,
     pub cases: Vec<CaseOutcome>,
     pub checks: Vec<CheckOutcome>,
     pub stale_baseline: Vec<String>,
@@ -218,8 +220,10 @@ pub fn run(
     let mut outcomes = Vec::new();
     let mut tally = CheckTally::new(suite.rules.clone());
     let identified = identify(target, profile);
+    let mut hello_a = None;
     let env = match identified {
         Ok((hello, env)) => {
+            hello_a = hello.clone();
             out.emit(Event::TargetIdentified {
                 hello,
                 package: Some(env.package.clone()),
@@ -258,7 +262,7 @@ pub fn run(
         }
     };
 
-    let mut negotiated_caps: Option<BTreeSet<String>> = None;
+    let mut negotiated: Option<crate::pin::Negotiated> = None;
     let stalls = crate::stall::Stalls::new();
     let deadline = cfg.run_timeout.map(|t| started + t);
     if let Some(env) = &env {
@@ -375,7 +379,7 @@ pub fn run(
             let o = crate::contract::run_lock_case(target, env, lock, cfg, out);
             outcomes.push(o);
         }
-        negotiated_caps = probe_capabilities(target, env);
+        negotiated = probe_capabilities(target, env);
     }
 
     // Checks: judged over every answer of the run.
@@ -487,7 +491,7 @@ pub fn run(
         env.as_ref(),
         &outcomes,
         &checks,
-        negotiated_caps.as_ref(),
+        negotiated.as_ref().map(|n| &n.capabilities),
         filtered,
     );
     let unbaselined_fail = outcomes
@@ -504,6 +508,18 @@ pub fn run(
     } else {
         ExitCode::Ok
     };
+    let pin = crate::pin::pin(
+        suite,
+        target,
+        profile,
+        cfg,
+        env.as_ref().map(|e| (e, hello_a.as_ref())),
+        negotiated.as_ref(),
+    );
+    out.emit(Event::RunPinned {
+        pin_hash: pin.hash(),
+        fields: pin.fields.clone(),
+    });
     out.emit(Event::RunFinished {
         summary: summary.clone(),
         claim: claim.clone(),
@@ -513,6 +529,7 @@ pub fn run(
     RunOutcome {
         run_id,
         config_hash,
+        pin,
         cases: outcomes,
         checks,
         stale_baseline: stale,
@@ -522,8 +539,9 @@ pub fn run(
     }
 }
 
-/// Which optional capabilities the target grants when offered all of them.
-fn probe_capabilities(target: &Target, env: &Env) -> Option<BTreeSet<String>> {
+/// What the target negotiates when offered every capability, and the tool
+/// list's revision in that session (for the capability claim and the pin).
+fn probe_capabilities(target: &Target, env: &Env) -> Option<crate::pin::Negotiated> {
     if !env.declares_v2() {
         return None;
     }
@@ -536,21 +554,47 @@ fn probe_capabilities(target: &Target, env: &Env) -> Option<BTreeSet<String>> {
         consumer_capabilities: offer,
     }
     .to_bundle();
-    let answer = target
-        .a
-        .call(&env.authority, "negotiate", None, Some(&extras), 10_000)
-        .ok()?;
-    let cetp_reference::port::CallAnswer::Result(Some(b)) = answer else {
-        return None;
+    let call = |method: &str, extras: &cetp_proto::Bundle| match target.a.call(
+        &env.authority,
+        method,
+        None,
+        Some(extras),
+        10_000,
+    ) {
+        Ok(cetp_reference::port::CallAnswer::Result(Some(b))) => b.get_json("data").ok(),
+        _ => None,
     };
-    let data = b.get_json("data").ok()?;
-    Some(
-        data.get("capabilities")?
-            .as_array()?
-            .iter()
-            .filter_map(|c| c.as_str().map(str::to_string))
-            .collect(),
-    )
+    let data = call("negotiate", &extras)?;
+    let capabilities = data
+        .get("capabilities")?
+        .as_array()?
+        .iter()
+        .filter_map(|c| c.as_str().map(str::to_string))
+        .collect();
+    let version = data
+        .get("selected_version")
+        .and_then(serde_json::Value::as_i64);
+    let revision = data
+        .get("session_token")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|token| {
+            let list = cetp_proto::envelope::V2Request::ListTools(cetp_proto::envelope::Common {
+                session_token: token.to_string(),
+                request_id: uuid::Uuid::new_v4().to_string(),
+                deadline_at_ms: target.a.now_ms().saturating_add(10_000),
+            });
+            call("list_tools", &list.to_bundle())
+        })
+        .and_then(|d| {
+            d.get("revision")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        });
+    Some(crate::pin::Negotiated {
+        version,
+        capabilities,
+        revision,
+    })
 }
 
 /// Judged and not failed. A NOT_APPLICABLE that the setup caused is not a

@@ -50,6 +50,8 @@ pub struct HtmlReport {
     traces: BTreeMap<String, Vec<String>>,
     cases: Vec<CaseView>,
     end: Option<(Summary, Claim, i32)>,
+    /// The run's pin hash (`RunPinned`).
+    pin: Option<String>,
 }
 
 /// Longest Provider value shown in a trace line.
@@ -68,6 +70,7 @@ impl HtmlReport {
             traces: BTreeMap::new(),
             cases: Vec::new(),
             end: None,
+            pin: None,
         }
     }
 
@@ -87,11 +90,15 @@ impl HtmlReport {
         o.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n");
         let _ = writeln!(o, "<title>cetp report {}</title>", html(&self.run_id, 80));
         o.push_str("<style>body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}code,pre{font:12px ui-monospace,monospace}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}details{margin:.2em 0}summary{cursor:pointer}.v{font-weight:bold;display:inline-block;width:7em}.PASS{color:#1a7f37}.FAIL,.FLAKY{color:#cf222e}.WARN{color:#9a6700}.NOT_APPLICABLE{color:#777}.INFRA_ERROR{color:#8250df}.claim{padding:.6em;border:2px solid #888;max-width:60em}p,summary{overflow-wrap:anywhere}</style>\n</head><body>\n");
-        let _ = writeln!(            o,            "<h1>cetp conformance report</h1>\n<p>Run <code>{}</code> of <code>{}</code> against <code>{}</code>, seed {}.</p>",
+        let _ = writeln!(            o,            "<h1>cetp conformance report</h1>\n<p>Run <code>{}</code> of <code>{}</code> against <code>{}</code>, seed {}{}.</p>",
             html(&self.run_id, 80),
             html(&self.harness, 80),
             html(&self.target, 200),
-            self.seed
+            self.seed,
+            match &self.pin {
+                Some(p) => format!(", pin <code>{}</code>", html(p, 80)),
+                None => String::new(),
+            }
         );
         match &self.end {
             Some((s, claim, code)) => {
@@ -247,6 +254,7 @@ impl Reporter for HtmlReport {
                 self.target = target.clone();
                 self.seed = *seed;
             }
+            Event::RunPinned { pin_hash, .. } => self.pin = Some(pin_hash.clone()),
             Event::StepSent {
                 case_id,
                 step,

@@ -64,6 +64,10 @@ impl Reporter for JsonReport {
                 self.doc.insert("started_at_ms".into(), json!(started_at_ms));
                 self.doc.insert("target".into(), json!({ "label": target }));
             }
+            Event::RunPinned { pin_hash, fields } => {
+                self.doc
+                    .insert("pin".into(), json!({"hash": pin_hash, "fields": fields}));
+            }
             Event::TargetIdentified {
                 hello,
                 package,

@@ -33,6 +33,8 @@ pub struct JunitReport {
     started_at_ms: i64,
     duration_ms: u64,
     rows: Vec<Row>,
+    /// The run's pin hash (`RunPinned`).
+    pin: Option<String>,
 }
 
 impl JunitReport {
@@ -45,6 +47,7 @@ impl JunitReport {
             started_at_ms: 0,
             duration_ms: 0,
             rows: Vec::new(),
+            pin: None,
         }
     }
 
@@ -98,6 +101,9 @@ impl JunitReport {
             suite.set_timestamp(t.fixed_offset());
         }
         suite.set_time(Duration::from_millis(self.duration_ms));
+        if let Some(pin) = &self.pin {
+            suite.add_property(quick_junit::Property::new("cetp.pin", pin.as_str()));
+        }
         for r in &self.rows {
             suite.add_test_case(self.case(r));
         }
@@ -163,6 +169,7 @@ impl Reporter for JunitReport {
                 cited: cited.clone(),
                 millis: 0,
             }),
+            Event::RunPinned { pin_hash, .. } => self.pin = Some(pin_hash.clone()),
             Event::RunFinished { duration_ms, .. } => self.duration_ms = *duration_ms,
             _ => {}
         }

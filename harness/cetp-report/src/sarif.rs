@@ -28,6 +28,8 @@ pub struct SarifReport {
     results: Vec<Json>,
     rules_used: Vec<String>,
     exit_code: Option<i32>,
+    /// The run's pin hash (`RunPinned`).
+    pin: Option<String>,
 }
 
 impl SarifReport {
@@ -42,6 +44,7 @@ impl SarifReport {
             results: Vec::new(),
             rules_used: Vec::new(),
             exit_code: None,
+            pin: None,
         }
     }
 
@@ -130,7 +133,7 @@ impl SarifReport {
                     "exitCode": self.exit_code.unwrap_or(-1),
                 }],
                 "results": self.results,
-                "properties": {"target": self.target, "seed": self.seed},
+                "properties": {"target": self.target, "seed": self.seed, "pin": self.pin},
             }],
         })
     }
@@ -168,6 +171,7 @@ impl Reporter for SarifReport {
                 reason,
                 ..
             } => self.result(check, "check", *verdict, requirements, cited, reason),
+            Event::RunPinned { pin_hash, .. } => self.pin = Some(pin_hash.clone()),
             Event::RunFinished { exit_code, .. } => self.exit_code = Some(*exit_code),
             _ => {}
         }

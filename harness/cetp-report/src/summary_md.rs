@@ -13,6 +13,8 @@ pub struct SummaryMd {
     target: String,
     seed: u64,
     run_id: String,
+    /// The run's pin hash (`RunPinned`).
+    pin: Option<String>,
     rows: Vec<String>,
     end: Option<(Summary, Claim, i32)>,
 }
@@ -25,6 +27,7 @@ impl SummaryMd {
             target: String::new(),
             seed: 0,
             run_id: String::new(),
+            pin: None,
             rows: Vec::new(),
             end: None,
         }
@@ -62,6 +65,9 @@ impl SummaryMd {
             self.seed,
             self.run_id.replace('`', "")
         ));
+        if let Some(pin) = &self.pin {
+            out.push_str(&format!("Pin `{}`.\n\n", pin.replace('`', "")));
+        }
         if let Some((s, claim, code)) = &self.end {
             out.push_str(&format!(
                 "| PASS | FAIL | FLAKY | WARN | N/A | INFRA | exit |\n|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {code} |\n\n",
@@ -112,6 +118,7 @@ impl Reporter for SummaryMd {
                 reason,
                 ..
             } => self.row(check, *verdict, cited, reason, false),
+            Event::RunPinned { pin_hash, .. } => self.pin = Some(pin_hash.clone()),
             Event::RunFinished {
                 summary,
                 claim,

@@ -64,6 +64,13 @@ fn fixed_run() -> Vec<Event> {
             reason: HOSTILE.into(),
             answers_checked: 3,
         },
+        Event::RunPinned {
+            pin_hash: "a".repeat(64),
+            fields: std::collections::BTreeMap::from([
+                ("harness".to_string(), json!("cetp test")),
+                ("revision".to_string(), json!(HOSTILE)),
+            ]),
+        },
         Event::RunFinished {
             summary: Summary {
                 pass: 1,
