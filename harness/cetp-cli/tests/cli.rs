@@ -954,3 +954,51 @@ fn the_pin_names_the_fields_another_build_or_profile_changes() {
     );
     assert!(other.contains("revision"), "{other:?}");
 }
+
+/// The journal (events.ndjson, flushed per event) holds a dispatch record
+/// for every call that may have a side effect, written before the call went
+/// out, and none for a read tool.
+#[test]
+fn every_side_effecting_call_has_a_dispatch_record_before_its_answer() {
+    let dir = tmp("dispatch");
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim",
+        "--only",
+        "IDEM-001",
+        "--only",
+        "EXE-001",
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("events.ndjson"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut records = 0;
+    for (i, e) in events.iter().enumerate() {
+        if e["event"] == "step_sent" && e["op"] == "execute_tool" {
+            let tool = e["request"]["extras"]["tool_name"].as_str().unwrap();
+            let next = &events[i + 1];
+            // The reference's read tools (the observer's list_alerts too).
+            if ["get_quote", "list_alerts", "export_history"].contains(&tool) {
+                assert_ne!(next["event"], "dispatched", "a read tool: {next}");
+                continue;
+            }
+            // Straight after the request, before its answer.
+            assert_eq!(next["event"], "dispatched", "{next}");
+            assert_eq!(next["tool"], tool);
+            assert_eq!(next["request_id"], e["request"]["extras"]["request_id"]);
+            assert_eq!(next["step"], e["step"]);
+            assert_eq!(next["args_sha256"].as_str().unwrap().len(), 64);
+            records += 1;
+        }
+    }
+    assert!(
+        records >= 3,
+        "IDEM-001 sends one request_id three times: {records}"
+    );
+}

@@ -132,6 +132,19 @@ pub enum Event {
         answer: Json,
         elapsed_us: u64,
     },
+    /// Written before a call that may cause a side effect leaves the
+    /// harness (`execute_tool` of a tool that is not read-only): which call,
+    /// so that a run that dies mid-call can be reconciled by repeating it
+    /// with the same `request_id`.
+    Dispatched {
+        case_id: String,
+        step: usize,
+        identity: String,
+        tool: String,
+        request_id: String,
+        /// SHA-256 of the args JSON text as sent.
+        args_sha256: String,
+    },
     CheckFinding {
         case_id: String,
         step: usize,

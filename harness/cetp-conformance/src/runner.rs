@@ -287,9 +287,11 @@ pub fn run(
                         ^ u64::from(attempt)
                         ^ (cfg.started_at_ms as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
                 );
-                let mut events = Vec::new();
+                // Straight to the reporters, so that the journal
+                // (events.ndjson, flushed per event) holds each step, and
+                // each dispatch record, before the next call goes out.
                 let result = {
-                    let mut emit = |e: Event| events.push(e);
+                    let mut emit = |e: Event| out.emit(e);
                     let mut runner =
                         CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng)
                             .guarded(&stalls, deadline);
@@ -299,9 +301,6 @@ pub fn run(
                     }
                     r
                 };
-                for e in events {
-                    out.emit(e);
-                }
                 let seen = match result {
                     Ok(()) => (Verdict::Pass, String::new(), None),
                     Err(Stop::Fail(r)) => (

@@ -83,6 +83,7 @@ impl CaseRunner<'_> {
         }
         for p in &prepared {
             self.sent(&p.identity, &p.method, p.request_doc.clone());
+            self.dispatched(p);
         }
         let target = self.target;
         let authority = self.env.authority.clone();
@@ -455,6 +456,7 @@ impl CaseRunner<'_> {
         let started = Instant::now();
         let key = p.stall_key();
         self.stalled(&key)?;
+        self.dispatched(p);
         let dev = self.device(&p.identity)?;
         let answer = dev.call(
             &self.env.authority,

@@ -459,6 +459,28 @@ impl<'a> CaseRunner<'a> {
         });
     }
 
+    /// The dispatch record of a call that may have a side effect: an
+    /// `execute_tool` (over v2 or v1) of a tool not known to be read-only.
+    fn dispatched(&mut self, p: &Prepared) {
+        if p.method != "execute_tool" || p.tool.as_ref().is_some_and(|t| t.effect == "read") {
+            return;
+        }
+        let text = |key: &str| {
+            p.extras
+                .as_ref()
+                .and_then(|b| b.opt_string(key).ok().flatten())
+                .unwrap_or_default()
+        };
+        (self.emit)(Event::Dispatched {
+            case_id: self.case_id.clone(),
+            step: self.step,
+            identity: p.identity.clone(),
+            tool: p.stall_key(),
+            request_id: text("request_id"),
+            args_sha256: cetp_proto::canonical::sha256_hex(text("args").as_bytes()),
+        });
+    }
+
     fn answered(&mut self, answer: Json, started: Instant) {
         (self.emit)(Event::StepAnswered {
             case_id: self.case_id.clone(),
