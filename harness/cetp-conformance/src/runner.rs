@@ -278,15 +278,7 @@ pub fn run(
             let mut outcomes_seen: Vec<(Verdict, String, Option<String>)> = Vec::new();
             let mut cited = Vec::new();
             for attempt in 0..cfg.attempts.max(1) {
-                // The run's start time is mixed in so two runs against one
-                // device never reuse a request id: a Provider rightly answers
-                // a reused id from its de-duplication record for a day (§6).
-                let rng = rand_chacha::ChaCha8Rng::seed_from_u64(
-                    cfg.seed
-                        ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                        ^ u64::from(attempt)
-                        ^ (cfg.started_at_ms as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
-                );
+                let rng = run_rng(cfg, i, attempt);
                 // Straight to the reporters, so that the journal
                 // (events.ndjson, flushed per event) holds each step, and
                 // each dispatch record, before the next call goes out.
@@ -378,7 +370,9 @@ pub fn run(
             let o = crate::contract::run_lock_case(target, env, lock, cfg, out);
             outcomes.push(o);
         }
-        negotiated = probe_capabilities(target, env);
+        // Its own stream, after every case's: the same seed and start
+        // give the same request ids here too.
+        negotiated = probe_capabilities(target, env, run_rng(cfg, cases.len(), 0));
     }
 
     // Checks: judged over every answer of the run.
@@ -538,9 +532,26 @@ pub fn run(
     }
 }
 
+/// The generator of the ids and values of case `i`'s attempt `attempt`.
+/// The run's start time is mixed in so two runs against one device never
+/// reuse a request id: a Provider rightly answers a reused id from its
+/// de-duplication record for a day (§6).
+fn run_rng(cfg: &RunConfig, i: usize, attempt: u32) -> rand_chacha::ChaCha8Rng {
+    rand_chacha::ChaCha8Rng::seed_from_u64(
+        cfg.seed
+            ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ u64::from(attempt)
+            ^ (cfg.started_at_ms as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
+    )
+}
+
 /// What the target negotiates when offered every capability, and the tool
 /// list's revision in that session (for the capability claim and the pin).
-fn probe_capabilities(target: &Target, env: &Env) -> Option<crate::pin::Negotiated> {
+fn probe_capabilities(
+    target: &Target,
+    env: &Env,
+    mut rng: rand_chacha::ChaCha8Rng,
+) -> Option<crate::pin::Negotiated> {
     if !env.declares_v2() {
         return None;
     }
@@ -579,7 +590,7 @@ fn probe_capabilities(target: &Target, env: &Env) -> Option<crate::pin::Negotiat
         .and_then(|token| {
             let list = cetp_proto::envelope::V2Request::ListTools(cetp_proto::envelope::Common {
                 session_token: token.to_string(),
-                request_id: uuid::Uuid::new_v4().to_string(),
+                request_id: crate::interp::seeded_uuid(&mut rng),
                 deadline_at_ms: target.a.now_ms().saturating_add(10_000),
             });
             call("list_tools", &list.to_bundle())

@@ -435,11 +435,7 @@ impl<'a> CaseRunner<'a> {
     }
 
     fn uuid(&mut self) -> String {
-        let mut bytes = [0u8; 16];
-        self.rng.fill_bytes(&mut bytes);
-        uuid::Builder::from_random_bytes(bytes)
-            .into_uuid()
-            .to_string()
+        seeded_uuid(&mut self.rng)
     }
 
     fn bound(&self, name: &str) -> Result<Json, Stop> {
@@ -511,6 +507,15 @@ fn internal_call(identity: &str, method: &str, session: &str) -> Step {
         bind: None,
         expect: None,
     }
+}
+
+/// A random-form UUID drawn from `rng`: request ids stay reproducible.
+pub(crate) fn seeded_uuid(rng: &mut ChaCha8Rng) -> String {
+    let mut bytes = [0u8; 16];
+    rng.fill_bytes(&mut bytes);
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
 }
 
 fn device_stop(e: crate::device::DeviceError) -> Stop {
