@@ -7,6 +7,7 @@ use cetp_conformance::contract::{self, FetchError};
 use cetp_conformance::coverage;
 use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
+use cetp_conformance::journal::{self, Journal, PausePoint};
 use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
 use cetp_conformance::selftest::{load_mutants, load_variants, selftest, Fixture};
@@ -52,6 +53,9 @@ struct Cli {
 enum Command {
     /// Certify a Provider: run the suite against a target and write the report.
     Run(RunArgs),
+    /// Continue a run that stopped (Ctrl-C, --run-timeout, or a harness that
+    /// died) from its journal, without executing a side effect twice.
+    Resume(ResumeArgs),
     /// Run one case and print its whole wire trace.
     Replay {
         /// The case id (e.g. IDEM-003).
@@ -211,7 +215,8 @@ struct RunArgs {
     #[arg(long, default_value_t = 1)]
     attempts: u32,
     /// Bounds the whole run (`90s`, `20m`, `1h`): no step starts after it,
-    /// and the cases left are INFRA_ERROR.
+    /// the cases left are INFRA_ERROR, and with --report-dir `cetp resume`
+    /// continues the run.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     run_timeout: Option<std::time::Duration>,
     /// The vectors directory [default: the repository's vectors/].
@@ -480,12 +485,17 @@ fn replayed(args: &RunArgs, path: &Path) -> Result<(RunArgs, i64), Failure> {
     Ok((a, nonce))
 }
 
-fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure> {
-    let (args, started_at_ms) = match &args.replay_run {
-        Some(path) => replayed(args, path)?,
-        None => (args.clone(), now_ms()),
-    };
-    let args = &args;
+/// A run's inputs, read and checked before anything is sent.
+struct Prepared {
+    args: RunArgs,
+    vectors_dir: PathBuf,
+    suite: Suite,
+    spec: TargetSpec,
+    profile: Profile,
+    cfg: RunConfig,
+}
+
+fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<Prepared, Failure> {
     let (vectors_dir, suite) = load_suite(&args.vectors)?;
     let spec = target_spec(args)?;
     let profile = load_profile(args, &spec)?;
@@ -523,14 +533,6 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
             }
         }
     }
-    let trace = WireTrace::new();
-    let opts = if replay.is_some() {
-        OpenOptions::traced(trace.clone())
-    } else {
-        OpenOptions::default()
-    };
-    let target = open_with(&spec, &opts)
-        .map_err(|e| infra(format!("cannot open target {}: {e}", args.target)))?;
     let cfg = RunConfig {
         seed: args.seed,
         attempts: args.attempts,
@@ -541,7 +543,150 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         started_at_ms,
         lock,
         run_timeout: args.run_timeout,
+        interrupt: None,
     };
+    Ok(Prepared {
+        args: args.clone(),
+        vectors_dir,
+        suite,
+        spec,
+        profile,
+        cfg,
+    })
+}
+
+fn absolute(p: &Option<PathBuf>) -> serde_json::Value {
+    match p {
+        Some(p) => serde_json::json!(std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+        None => serde_json::Value::Null,
+    }
+}
+
+/// What `cetp resume` needs to run the same run again: the journal's
+/// `run` record. Paths are made absolute so a resume from another
+/// directory reads the same files; the pin then checks their content.
+fn journal_config(args: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
+    serde_json::json!({
+        "target": args.target,
+        "target_b": args.target_b,
+        "adb_server": args.adb_server,
+        "profile": absolute(&args.profile),
+        "vectors": absolute(&args.vectors),
+        "baseline": absolute(&args.baseline),
+        "lock": absolute(&args.lock),
+        "seed": cfg.seed,
+        "started_at_ms": cfg.started_at_ms,
+        "only": cfg.only,
+        "skip": cfg.skip,
+        "attempts": cfg.attempts,
+        "require_claim": args.require_claim,
+    })
+}
+
+/// `CETP_PAUSE_AT` (crash tests only): see `cetp_conformance::journal::PausePoint`.
+fn pause_point() -> Result<Option<PausePoint>, Failure> {
+    match std::env::var("CETP_PAUSE_AT") {
+        Ok(s) if !s.is_empty() => PausePoint::parse(&s)
+            .map(Some)
+            .map_err(|e| usage(format!("CETP_PAUSE_AT: {e}"))),
+        _ => Ok(None),
+    }
+}
+
+/// Ctrl-C: the first asks the run to stop at its next step boundary; a
+/// second, while it winds down, ends the process at once (the journal is
+/// consistent at every record, so even that can be resumed).
+fn on_interrupt() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(
+            sig,
+            ExitCode::Interrupted.code(),
+            flag.clone(),
+        );
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+    flag
+}
+
+fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure> {
+    let (args, started_at_ms) = match &args.replay_run {
+        Some(path) => replayed(args, path)?,
+        None => (args.clone(), now_ms()),
+    };
+    let p = prepare(&args, replay, started_at_ms)?;
+    let pause = pause_point()?;
+    // A report directory holds the run's journal; one that holds a run
+    // that never ended is not overwritten: it may be resumed.
+    let journal_path = p
+        .args
+        .report_dir
+        .as_ref()
+        .map(|d| d.join(journal::FILE_NAME));
+    if let (Some(dir), Some(path)) = (&p.args.report_dir, &journal_path) {
+        if path.exists() {
+            match journal::read(path) {
+                Ok(rec) if rec.finished.is_some() => std::fs::remove_file(path)
+                    .map_err(|e| infra(format!("{}: {e}", path.display())))?,
+                _ => {
+                    return Err(usage(format!(
+                        "{} holds a run that did not end: continue it with `cetp resume {}`, or remove {} to start over",
+                        dir.display(),
+                        dir.display(),
+                        path.display()
+                    )))
+                }
+            }
+        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| infra(format!("cannot write the report to {}: {e}", dir.display())))?;
+    }
+    let trace = WireTrace::new();
+    let opts = if replay.is_some() {
+        OpenOptions::traced(trace.clone())
+    } else {
+        OpenOptions::default()
+    };
+    let target = open_with(&p.spec, &opts)
+        .map_err(|e| infra(format!("cannot open target {}: {e}", p.args.target)))?;
+    let journal = match &journal_path {
+        Some(path) => Some(
+            Journal::create(path, &journal_config(&p.args, &p.cfg), pause)
+                .map_err(|e| infra(format!("cannot start the journal {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    execute(p, target, journal, replay, Some(trace), false)
+}
+
+/// Writes the pin into the journal as soon as the run has one.
+struct JournalPin(std::sync::Arc<Journal>);
+
+impl cetp_conformance::event::Reporter for JournalPin {
+    fn on_event(&mut self, event: &cetp_conformance::event::Event) {
+        if let cetp_conformance::event::Event::RunPinned { fields, .. } = event {
+            let _ = self.0.record_pin(&cetp_conformance::pin::Pin {
+                fields: fields.clone(),
+            });
+        }
+    }
+}
+
+/// Runs a prepared run against an opened target and writes its reports.
+fn execute(
+    mut p: Prepared,
+    target: cetp_conformance::device::Target,
+    journal: Option<std::sync::Arc<Journal>>,
+    replay: Option<&str>,
+    trace: Option<std::sync::Arc<WireTrace>>,
+    resumed: bool,
+) -> Result<ExitCode, Failure> {
+    let args = &p.args.clone();
+    let target = match &journal {
+        Some(j) => j.wrap(target),
+        None => target,
+    };
+    p.cfg.interrupt = Some(on_interrupt());
     let mut fanout = Fanout::default();
     // With --format other than text, stdout carries that document and the
     // terminal view moves to stderr. Auto colour: NO_COLOR, CLICOLOR(_FORCE),
@@ -573,7 +718,22 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
             .reporters
             .push(Box::new(SharedEvents(collected.clone())));
     }
+    if let Some(j) = &journal {
+        fanout.reporters.push(Box::new(JournalPin(j.clone())));
+    }
     if let Some(dir) = &args.report_dir {
+        let events = dir.join("events.ndjson");
+        if resumed && events.exists() {
+            // The event stream of the run that died is kept as it was; the
+            // resumed run writes the whole stream again.
+            let mut n = 1;
+            while dir.join(format!("events.ndjson.{n}")).exists() {
+                n += 1;
+            }
+            let kept = dir.join(format!("events.ndjson.{n}"));
+            std::fs::rename(&events, &kept)
+                .map_err(|e| infra(format!("cannot keep {}: {e}", events.display())))?;
+        }
         fanout
             .reporters
             .push(Box::new(JsonReport::new(Some(dir.join("report.json")))));
@@ -584,9 +744,7 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
             )));
         fanout
             .reporters
-            .push(Box::new(cetp_report::ndjson::NdjsonReport::new(
-                dir.join("events.ndjson"),
-            )));
+            .push(Box::new(cetp_report::ndjson::NdjsonReport::new(events)));
         fanout
             .reporters
             .push(Box::new(cetp_report::summary_md::SummaryMd::new(Some(
@@ -601,7 +759,7 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
             .reporters
             .push(Box::new(cetp_report::sarif::SarifReport::new(
                 Some(dir.join("report.sarif")),
-                sarif_rules(&vectors_dir)?,
+                sarif_rules(&p.vectors_dir)?,
             )));
     }
     // The harness's own lines go where the terminal view goes.
@@ -612,18 +770,47 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
             eprintln!("{line}");
         }
     };
-    let outcome = run(&suite, &target, &profile, &cfg, &mut fanout);
+    let outcome = run(&p.suite, &target, &p.profile, &p.cfg, &mut fanout);
+    if let Some(why) = journal.as_ref().and_then(|j| j.diverged()) {
+        return Err(infra(format!(
+            "cannot resume: {}",
+            escape::terminal(&why, 2000)
+        )));
+    }
     if args.format != Format::Text {
         let events = collected.lock().map(|e| e.clone()).unwrap_or_default();
-        print!("{}", render_format(args.format, &events, &vectors_dir)?);
+        print!("{}", render_format(args.format, &events, &p.vectors_dir)?);
     }
     for r in &mut fanout.reporters {
         r.finish()
             .map_err(|e| infra(format!("cannot write the report: {e}")))?;
     }
-    if replay.is_some() {
+    if let Some(trace) = trace.filter(|_| replay.is_some()) {
         println!("\nwire trace ({} frames):", trace.frames().len());
         print!("{}", trace.render());
+    }
+    if let Some(j) = &journal {
+        if resumed {
+            let s = j.stats();
+            say(&format!(
+                "resumed: {} answer(s) replayed from the journal, {} in-flight call(s) sent again with their request_id, {} handle(s) re-obtained, {} new exchange(s)",
+                s.replayed, s.reconciled, s.revived, s.live
+            ));
+        }
+        if outcome.interrupted {
+            let dir = args.report_dir.as_deref().unwrap_or(Path::new("."));
+            say(&format!(
+                "the run stopped before its end; continue it with: cetp resume {}",
+                dir.display()
+            ));
+        } else {
+            j.record_end(outcome.exit.code())
+                .map_err(|e| infra(format!("cannot write the journal: {e}")))?;
+        }
+    } else if outcome.interrupted {
+        say(
+            "the run stopped before its end; without --report-dir it has no journal to resume from",
+        );
     }
     if let Some(dir) = &args.report_dir {
         say(&format!("report: {}", dir.join("report.json").display()));
@@ -633,6 +820,126 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         return Ok(ExitCode::Fail);
     }
     Ok(outcome.exit)
+}
+
+#[derive(Args)]
+struct ResumeArgs {
+    /// The run's report directory (it holds journal.ndjson).
+    dir: PathBuf,
+    /// Bounds the rest of the run.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    run_timeout: Option<std::time::Duration>,
+    /// Print passing cases too.
+    #[arg(short, long)]
+    verbose: bool,
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+    color: ColorWhen,
+}
+
+/// The run arguments a journal's `run` record holds.
+fn args_of_journal(config: &serde_json::Value, r: &ResumeArgs) -> Result<RunArgs, Failure> {
+    let bad = |what: &str| {
+        usage(format!(
+            "{}: the journal's run record has no valid {what}",
+            r.dir.display()
+        ))
+    };
+    let string = |k: &str| config[k].as_str().map(str::to_string);
+    let path = |k: &str| config[k].as_str().map(PathBuf::from);
+    let strings = |k: &str| -> Result<Vec<String>, Failure> {
+        config[k]
+            .as_array()
+            .ok_or_else(|| bad(k))?
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| bad(k)))
+            .collect()
+    };
+    Ok(RunArgs {
+        target: string("target").ok_or_else(|| bad("target"))?,
+        target_b: string("target_b"),
+        adb_server: string("adb_server"),
+        profile: path("profile"),
+        report_dir: Some(r.dir.clone()),
+        only: strings("only")?,
+        skip: strings("skip")?,
+        baseline: path("baseline"),
+        seed: config["seed"].as_u64().ok_or_else(|| bad("seed"))?,
+        attempts: config["attempts"]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| bad("attempts"))?,
+        run_timeout: r.run_timeout,
+        vectors: path("vectors"),
+        verbose: r.verbose,
+        require_claim: config["require_claim"].as_bool().unwrap_or(false),
+        lock: path("lock"),
+        replay_run: None,
+        color: r.color,
+        format: Format::Text,
+    })
+}
+
+fn resume_command(r: &ResumeArgs) -> Result<ExitCode, Failure> {
+    let path = r.dir.join(journal::FILE_NAME);
+    if !path.exists() {
+        return Err(usage(format!(
+            "{} holds no journal ({}): only a run with --report-dir can be resumed",
+            r.dir.display(),
+            journal::FILE_NAME
+        )));
+    }
+    let rec = journal::read(&path).map_err(|e| usage(format!("cannot resume: {e}")))?;
+    if let Some(exit) = rec.finished {
+        return Err(usage(format!(
+            "the run in {} ended (exit code {exit}); there is nothing to resume",
+            r.dir.display()
+        )));
+    }
+    let started_at_ms = rec.config["started_at_ms"]
+        .as_i64()
+        .ok_or_else(|| usage("the journal's run record has no started_at_ms"))?;
+    let args = args_of_journal(&rec.config, r)?;
+    let p = prepare(&args, None, started_at_ms)?;
+    if matches!(p.spec, TargetSpec::Sim(_)) {
+        return Err(usage(format!(
+            "the run in {} was against `{}`, a simulated device inside the harness process: the Provider's state died with it, so the run cannot be continued; run it again (serve `cetp sim` and use --target tcp:… for runs that can be resumed)",
+            r.dir.display(),
+            args.target
+        )));
+    }
+    let target = open_with(&p.spec, &OpenOptions::default())
+        .map_err(|e| infra(format!("cannot open target {}: {e}", args.target)))?;
+    // Fail-closed: the target, profile, vectors and harness must be those
+    // the run was pinned to, or it is refused before anything is replayed.
+    let live = cetp_conformance::runner::pin_of(&p.suite, &target, &p.profile, &p.cfg)
+        .map_err(|e| infra(format!("cannot identify the target to check the pin: {e}")))?;
+    if let Some(old) = &rec.pin {
+        let moved = old.differences(&live);
+        if !moved.is_empty() {
+            let show = |v: Option<&serde_json::Value>| {
+                escape::terminal(&v.map_or("(absent)".to_string(), |v| v.to_string()), 120)
+            };
+            let lines: Vec<String> = moved
+                .iter()
+                .map(|f| {
+                    format!(
+                        "  {f}: was {}, now {}",
+                        show(old.fields.get(f)),
+                        show(live.fields.get(f))
+                    )
+                })
+                .collect();
+            return Err(usage(format!(
+                "cannot resume {}: the run was pinned to another configuration; these fields differ ({}):\n{}",
+                r.dir.display(),
+                moved.join(", "),
+                lines.join("\n")
+            )));
+        }
+    }
+    let journal = Journal::resume(&path, &rec, pause_point()?, now_ms())
+        .map_err(|e| infra(format!("cannot open the journal {}: {e}", path.display())))?;
+    execute(p, target, Some(journal), None, None, true)
 }
 
 fn read_lock(path: &Path) -> Result<Lock, Failure> {
@@ -1002,6 +1309,7 @@ fn main() {
     let result = match &cli.command {
         Command::Run(args) => run_command(args, None),
         Command::Replay { case, run } => run_command(run, Some(case)),
+        Command::Resume(args) => resume_command(args),
         Command::Selftest(args) => selftest_command(args),
         Command::Coverage(args) => coverage_command(args),
         Command::List { what, vectors } => list_command(*what, vectors),

@@ -10,7 +10,7 @@ use cetp_reference::port::{CallAnswer, FdRead};
 use std::fmt;
 
 /// What `hello` told about the device and the caller identity it speaks for.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HelloInfo {
     pub probe: String,
     pub identity_name: String,

@@ -23,6 +23,9 @@ pub enum ExitCode {
     /// `cetp drift` only: the contract drifted, but compatibly (nothing
     /// breaking, no violation), so a CI gate may let it through.
     CompatibleDrift,
+    /// Ctrl-C stopped the run at a step boundary; its journal is left for
+    /// `cetp resume` (128 + SIGINT, as shells report it).
+    Interrupted,
 }
 
 impl ExitCode {
@@ -33,6 +36,7 @@ impl ExitCode {
             ExitCode::Usage => 2,
             ExitCode::Infra => 3,
             ExitCode::CompatibleDrift => 4,
+            ExitCode::Interrupted => 130,
         }
     }
 

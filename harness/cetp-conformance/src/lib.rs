@@ -12,6 +12,7 @@ pub mod device;
 pub mod event;
 pub mod exit;
 pub mod interp;
+pub mod journal;
 pub mod local;
 pub mod pin;
 pub mod profile;

@@ -35,6 +35,10 @@ pub struct RunConfig {
     /// Bounds the whole run (`--run-timeout`): no step starts after it, and
     /// the cases left are INFRA_ERROR.
     pub run_timeout: Option<std::time::Duration>,
+    /// Set from outside (Ctrl-C) to stop the run at the next step
+    /// boundary; the cases left are INFRA_ERROR and the run can be resumed
+    /// from its journal.
+    pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -77,6 +81,9 @@ pub struct RunOutcome {
     pub summary: Summary,
     pub claim: Claim,
     pub exit: ExitCode,
+    /// The run stopped before its end (Ctrl-C or `--run-timeout`): its
+    /// journal is left open for `cetp resume`.
+    pub interrupted: bool,
 }
 
 /// `*` matches any run of characters; everything else matches itself.
@@ -262,9 +269,28 @@ pub fn run(
         }
     };
 
-    let mut negotiated: Option<crate::pin::Negotiated> = None;
+    // The pin comes first, before any case: a run continued later
+    // (`cetp resume`) is checked against it before anything is sent. Its
+    // probe has its own stream of the seeded generator, so the same seed
+    // and start give the same request ids here too.
+    let negotiated = env
+        .as_ref()
+        .and_then(|env| probe_capabilities(target, env, run_rng(cfg, cases.len(), 0)));
+    let pin = crate::pin::pin(
+        suite,
+        target,
+        profile,
+        cfg,
+        env.as_ref().map(|e| (e, hello_a.as_ref())),
+        negotiated.as_ref(),
+    );
+    out.emit(Event::RunPinned {
+        pin_hash: pin.hash(),
+        fields: pin.fields.clone(),
+    });
     let stalls = crate::stall::Stalls::new();
     let deadline = cfg.run_timeout.map(|t| started + t);
+    let interrupt = cfg.interrupt.clone().unwrap_or_default();
     if let Some(env) = &env {
         for (i, case) in cases.iter().enumerate() {
             let case_started = Instant::now();
@@ -286,7 +312,7 @@ pub fn run(
                     let mut emit = |e: Event| out.emit(e);
                     let mut runner =
                         CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng)
-                            .guarded(&stalls, deadline);
+                            .guarded(&stalls, deadline, &interrupt);
                     let r = runner.run(case);
                     if r.is_err() {
                         cited = runner.cited.clone();
@@ -370,9 +396,6 @@ pub fn run(
             let o = crate::contract::run_lock_case(target, env, lock, cfg, out);
             outcomes.push(o);
         }
-        // Its own stream, after every case's: the same seed and start
-        // give the same request ids here too.
-        negotiated = probe_capabilities(target, env, run_rng(cfg, cases.len(), 0));
     }
 
     // Checks: judged over every answer of the run.
@@ -501,18 +524,13 @@ pub fn run(
     } else {
         ExitCode::Ok
     };
-    let pin = crate::pin::pin(
-        suite,
-        target,
-        profile,
-        cfg,
-        env.as_ref().map(|e| (e, hello_a.as_ref())),
-        negotiated.as_ref(),
-    );
-    out.emit(Event::RunPinned {
-        pin_hash: pin.hash(),
-        fields: pin.fields.clone(),
-    });
+    let interrupted = interrupt.load(std::sync::atomic::Ordering::SeqCst)
+        || deadline.is_some_and(|d| Instant::now() >= d);
+    let exit = if interrupt.load(std::sync::atomic::Ordering::SeqCst) {
+        ExitCode::Interrupted
+    } else {
+        exit
+    };
     out.emit(Event::RunFinished {
         summary: summary.clone(),
         claim: claim.clone(),
@@ -529,7 +547,30 @@ pub fn run(
         summary,
         claim,
         exit,
+        interrupted,
     }
+}
+
+/// The pin a run of `suite` against `target` would have now: the target
+/// identified and probed as a run does first (`cetp resume` compares it with
+/// the journaled run's before anything is replayed).
+pub fn pin_of(
+    suite: &Suite,
+    target: &Target,
+    profile: &Profile,
+    cfg: &RunConfig,
+) -> Result<crate::pin::Pin, String> {
+    let cases = selected(suite, cfg);
+    let (hello, env) = identify(target, profile)?;
+    let negotiated = probe_capabilities(target, &env, run_rng(cfg, cases.len(), 0));
+    Ok(crate::pin::pin(
+        suite,
+        target,
+        profile,
+        cfg,
+        Some((&env, hello.as_ref())),
+        negotiated.as_ref(),
+    ))
 }
 
 /// The generator of the ids and values of case `i`'s attempt `attempt`.

@@ -196,14 +196,22 @@ pub struct CaseRunner<'a> {
     stalls: Option<&'a crate::stall::Stalls>,
     /// When the run's time is up (`--run-timeout`): no step starts after it.
     deadline: Option<Instant>,
+    /// Set by Ctrl-C: no step starts after it.
+    interrupt: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 impl<'a> CaseRunner<'a> {
     /// Shares the run's timeout record and bounds the case by the run's
     /// deadline.
-    pub fn guarded(mut self, stalls: &'a crate::stall::Stalls, deadline: Option<Instant>) -> Self {
+    pub fn guarded(
+        mut self,
+        stalls: &'a crate::stall::Stalls,
+        deadline: Option<Instant>,
+        interrupt: &'a std::sync::atomic::AtomicBool,
+    ) -> Self {
         self.stalls = Some(stalls);
         self.deadline = deadline;
+        self.interrupt = Some(interrupt);
         self
     }
 
@@ -252,6 +260,7 @@ impl<'a> CaseRunner<'a> {
             cite_override: None,
             stalls: None,
             deadline: None,
+            interrupt: None,
         }
     }
 
@@ -285,6 +294,15 @@ impl<'a> CaseRunner<'a> {
         }
         for step in &case.steps {
             self.step += 1;
+            if self
+                .interrupt
+                .is_some_and(|i| i.load(std::sync::atomic::Ordering::SeqCst))
+            {
+                return Err(Stop::Infra(format!(
+                    "the run was interrupted; this case stopped before step {}",
+                    self.step
+                )));
+            }
             if self.deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(Stop::Infra(format!(
                     "the run reached its --run-timeout; this case stopped before step {}",
