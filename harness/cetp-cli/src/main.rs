@@ -544,6 +544,7 @@ fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<P
         lock,
         run_timeout: args.run_timeout,
         interrupt: None,
+        provider_apks: provider_apks(&spec)?,
     };
     Ok(Prepared {
         args: args.clone(),
@@ -553,6 +554,32 @@ fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<P
         profile,
         cfg,
     })
+}
+
+/// SHA-256 of each Provider APK an adb target installs, for the pin.
+fn provider_apks(spec: &TargetSpec) -> Result<Vec<String>, Failure> {
+    let TargetSpec::Adb(a) = spec else {
+        return Ok(Vec::new());
+    };
+    a.install
+        .iter()
+        .map(|path| {
+            use sha2::Digest;
+            let mut file = std::fs::File::open(path)
+                .map_err(|e| usage(format!("install={}: {e}", path.display())))?;
+            let mut h = sha2::Sha256::new();
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let n = std::io::Read::read(&mut file, &mut buf)
+                    .map_err(|e| usage(format!("install={}: {e}", path.display())))?;
+                if n == 0 {
+                    break;
+                }
+                h.update(&buf[..n]);
+            }
+            Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+        })
+        .collect()
 }
 
 fn absolute(p: &Option<PathBuf>) -> serde_json::Value {

@@ -932,6 +932,7 @@ fn the_pin_names_the_fields_another_build_or_profile_changes() {
         "profile",
         "package",
         "manifest",
+        "signing_cert",
         "negotiated_version",
         "capabilities",
         "revision",

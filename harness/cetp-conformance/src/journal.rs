@@ -1016,6 +1016,15 @@ fn manifest_json(m: &ServiceManifest) -> Json {
             ),
         ),
         ("authority_package", opt_str(m.authority_package.as_deref())),
+        (
+            "signing_cert_sha256",
+            Json::Array(
+                m.signing_cert_sha256
+                    .iter()
+                    .map(|c| Json::from(c.as_str()))
+                    .collect(),
+            ),
+        ),
     ])
 }
 
@@ -1036,6 +1045,16 @@ fn manifest_of(v: &Json) -> ServiceManifest {
             })
             .unwrap_or_default(),
         authority_package: s("authority_package"),
+        signing_cert_sha256: v
+            .get("signing_cert_sha256")
+            .and_then(Json::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Json::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 

@@ -11,9 +11,11 @@
 //!
 //! No secret goes in: the profile's fields are configuration (tool names,
 //! args, selectors, timings) and only its digest is recorded. The Provider's
-//! APK hash and signing certificate are not pinned: the probe wire reports
-//! neither; the manifest and the catalog revision (which §3.3 makes change
-//! with the tools) stand for the build.
+//! build is pinned by what is known of it: its manifest and catalog
+//! revision (which §3.3 makes change with the tools) always, the digests of
+//! its signing certificates when the device reports them (probe-wire
+//! extension `signing_cert_sha256` of `discover`), and the SHA-256 of its
+//! APK when the harness installs it (`install=`).
 
 use crate::device::{HelloInfo, Target};
 use crate::interp::Env;
@@ -85,6 +87,17 @@ pub fn pin(
         if let Some(h) = hello {
             f.insert("device".to_string(), json!(h.fingerprint));
         }
+        // Only a device that reports it (probe-wire `signing_cert_sha256`).
+        if let Some(m) = env
+            .manifest
+            .as_ref()
+            .filter(|m| !m.signing_cert_sha256.is_empty())
+        {
+            f.insert("signing_cert".to_string(), json!(m.signing_cert_sha256));
+        }
+    }
+    if !cfg.provider_apks.is_empty() {
+        f.insert("apk_sha256".to_string(), json!(cfg.provider_apks));
     }
     if let Some(n) = negotiated {
         f.insert("negotiated_version".to_string(), json!(n.version));

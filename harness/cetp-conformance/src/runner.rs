@@ -39,6 +39,9 @@ pub struct RunConfig {
     /// boundary; the cases left are INFRA_ERROR and the run can be resumed
     /// from its journal.
     pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// SHA-256 of each Provider APK the target installs before the run
+    /// (`adb:…,install=`), pinned: the build under test when it is known.
+    pub provider_apks: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -72,10 +72,12 @@ fn reference_passes_everything() {
     );
 }
 
-/// Throws on its first `negotiate`, then behaves: a flaky Provider.
+/// Throws on the first `negotiate` of the case, then behaves: a flaky
+/// Provider. (The run's own first negotiate, the pin's probe before any
+/// case, is answered.)
 struct FlakyOnce {
     inner: ReferenceProvider,
-    thrown: std::sync::atomic::AtomicBool,
+    negotiated: std::sync::atomic::AtomicU32,
 }
 
 impl cetp_reference::app::ProviderApp for FlakyOnce {
@@ -92,7 +94,10 @@ impl cetp_reference::app::ProviderApp for FlakyOnce {
         call: &cetp_proto::provider::ProviderCall,
     ) -> cetp_proto::provider::Reply {
         if call.method == "negotiate"
-            && !self.thrown.swap(true, std::sync::atomic::Ordering::SeqCst)
+            && self
+                .negotiated
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                == 1
         {
             return cetp_proto::provider::Reply::Threw {
                 class: "java.lang.IllegalStateException".into(),
@@ -121,7 +126,7 @@ fn disagreeing_attempts_are_flaky_never_a_pass() {
     let run_with = |attempts: u32| {
         let app = Arc::new(FlakyOnce {
             inner: ReferenceProvider::new(reference_config()),
-            thrown: Default::default(),
+            negotiated: Default::default(),
         });
         let target = local_target(app, DeviceClock::system(0));
         let cfg = RunConfig {

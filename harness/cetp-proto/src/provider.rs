@@ -156,4 +156,8 @@ pub struct ServiceManifest {
     pub meta: std::collections::BTreeMap<String, String>,
     /// Package owning the ContentProvider of the declared authority.
     pub authority_package: Option<String>,
+    /// SHA-256 (hex) of the certificates the service's package is signed
+    /// with now (probe-wire extension `signing_cert_sha256`); empty when the
+    /// device does not say.
+    pub signing_cert_sha256: Vec<String>,
 }

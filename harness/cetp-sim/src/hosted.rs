@@ -371,6 +371,7 @@ impl Registry {
             permission: extra_str(&params.extra, "permission")?,
             meta: params.meta.clone(),
             authority_package,
+            signing_cert_sha256: Vec::new(),
         };
         let mut all = lock(&self.by_authority);
         if taken(&authority) || all.contains_key(&authority) {

@@ -171,6 +171,12 @@ impl<'m, 'p> Fields<'m, 'p> {
         string_array(self.req(key, "an array of strings")?, &self.path.key(key))
     }
 
+    pub fn opt_string_array(&self, key: &str) -> Result<Option<Vec<String>>> {
+        self.opt(key)
+            .map(|v| string_array(v, &self.path.key(key)))
+            .transpose()
+    }
+
     pub fn string_map(&self, key: &str) -> Result<BTreeMap<String, String>> {
         string_map(self.req(key, "an object of strings")?, &self.path.key(key))
     }

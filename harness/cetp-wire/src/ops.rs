@@ -514,14 +514,27 @@ pub struct DiscoverOk {
 }
 
 fn manifest_to_json(m: &ServiceManifest) -> Json {
-    Json::Object(map_of([
+    let mut out = map_of([
         ("package", Json::from(m.package.as_str())),
         ("service", Json::from(m.service.as_str())),
         ("exported", Json::Bool(m.exported)),
         ("permission", Json::from(m.permission.clone())),
         ("meta", string_map(&m.meta)),
         ("authority_package", Json::from(m.authority_package.clone())),
-    ]))
+    ]);
+    // A compatible extension: written only when the device knows it.
+    if !m.signing_cert_sha256.is_empty() {
+        out.insert(
+            "signing_cert_sha256".into(),
+            Json::Array(
+                m.signing_cert_sha256
+                    .iter()
+                    .map(|c| Json::from(c.as_str()))
+                    .collect(),
+            ),
+        );
+    }
+    Json::Object(out)
 }
 
 fn manifest_from(f: &Fields<'_, '_>) -> Result<ServiceManifest> {
@@ -532,6 +545,9 @@ fn manifest_from(f: &Fields<'_, '_>) -> Result<ServiceManifest> {
         permission: f.opt_string("permission")?,
         meta: f.string_map("meta")?,
         authority_package: f.opt_string("authority_package")?,
+        signing_cert_sha256: f
+            .opt_string_array("signing_cert_sha256")?
+            .unwrap_or_default(),
     })
 }
 

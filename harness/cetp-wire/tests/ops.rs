@@ -151,6 +151,19 @@ fn every_answer_round_trips() {
             permission: None,
             meta: [("k".to_string(), "v".to_string())].into(),
             authority_package: Some("p".into()),
+            signing_cert_sha256: Vec::new(),
+        }],
+    });
+    // The signing certificate extension, when the device reports it.
+    ok_round_trip(DiscoverOk {
+        providers: vec![ServiceManifest {
+            package: "p".into(),
+            service: "p/.S".into(),
+            exported: true,
+            permission: None,
+            meta: Default::default(),
+            authority_package: None,
+            signing_cert_sha256: vec!["ab".repeat(32), "cd".repeat(32)],
         }],
     });
     ok_round_trip(CallOk {

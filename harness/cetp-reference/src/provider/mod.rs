@@ -750,6 +750,11 @@ impl ProviderApp for ReferenceProvider {
             } else {
                 self.cfg.package.clone()
             }),
+            // The simulated device's stand-in for the package's signing
+            // certificate: fixed per package, like a real release key.
+            signing_cert_sha256: vec![cetp_proto::canonical::sha256_hex(
+                format!("cetp-sim signing certificate of {}", self.cfg.package).as_bytes(),
+            )],
         }]
     }
 

@@ -211,6 +211,7 @@ impl ProviderApp for Scripted {
             permission: None,
             meta: self.meta.clone(),
             authority_package: self.authority_package.clone(),
+            signing_cert_sha256: Vec::new(),
         }]
     }
 

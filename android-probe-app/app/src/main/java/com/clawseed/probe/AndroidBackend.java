@@ -85,6 +85,15 @@ final class AndroidBackend implements DeviceBackend {
                 System.currentTimeMillis());
     }
 
+    /** A discovered package's signing certificates; none when it cannot be read. */
+    private static List<String> providerCerts(PackageManager pm, String pkg) {
+        try {
+            return signingCerts(pm, pkg);
+        } catch (DeviceError e) {
+            return new ArrayList<>();
+        }
+    }
+
     /** SHA-256 of the certificates this package is signed with now. */
     @SuppressWarnings("deprecation")
     private static List<String> signingCerts(PackageManager pm, String pkg) throws DeviceError {
@@ -157,7 +166,8 @@ final class AndroidBackend implements DeviceBackend {
             out.add(new Ops.ServiceInfo(si.packageName,
                     new ComponentName(si.packageName, si.name).flattenToShortString(),
                     si.exported, si.permission, meta,
-                    authority == null ? null : providerPackage(pm, authority)));
+                    authority == null ? null : providerPackage(pm, authority),
+                    providerCerts(pm, si.packageName)));
         }
         return out;
     }

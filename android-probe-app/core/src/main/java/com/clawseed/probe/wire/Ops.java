@@ -283,9 +283,21 @@ public final class Ops {
         public final String permission;
         public final Map<String, String> meta;
         public final String authorityPackage;
+        /**
+         * SHA-256 (hex) of the certificates the package is signed with now;
+         * written as {@code signing_cert_sha256} when known (a compatible
+         * extension), so the host can pin the build under test.
+         */
+        public final List<String> signingCertSha256;
 
         public ServiceInfo(String pkg, String service, boolean exported, String permission,
                 Map<String, String> meta, String authorityPackage) {
+            this(pkg, service, exported, permission, meta, authorityPackage, new ArrayList<>());
+        }
+
+        public ServiceInfo(String pkg, String service, boolean exported, String permission,
+                Map<String, String> meta, String authorityPackage, List<String> signingCertSha256) {
+            this.signingCertSha256 = signingCertSha256;
             this.pkg = pkg;
             this.service = service;
             this.exported = exported;
@@ -299,13 +311,21 @@ public final class Ops {
             for (Map.Entry<String, String> e : meta.entrySet()) {
                 m.put(Json.sanitize(e.getKey()), Json.sanitize(e.getValue()));
             }
-            return new JsonObject()
+            JsonObject out = new JsonObject()
                     .with("package", pkg)
                     .with("service", service)
                     .with("exported", exported)
                     .with("permission", permission)
                     .with("meta", m)
                     .with("authority_package", authorityPackage);
+            if (!signingCertSha256.isEmpty()) {
+                List<Object> certs = new ArrayList<>();
+                for (String c : signingCertSha256) {
+                    certs.add(Json.sanitize(c));
+                }
+                out.put("signing_cert_sha256", certs);
+            }
+            return out;
         }
     }
 

@@ -199,6 +199,11 @@ class GoldenFramesTest {
                 new Ops.ServiceInfo("com.example.app", "com.example.app/.cetp.ToolProviderService", true, null, meta, "com.example.app"),
                 new Ops.ServiceInfo("org.other", "org.other/org.other.Tools", false, "org.other.permission.TOOLS", new HashMap<>(), null)));
         assertEquals(discover.get("2"), encodeOk(2, discoverOk));
+        // The signing certificate extension, written when known.
+        JsonObject signed = Ops.discoverOk(Arrays.asList(
+                new Ops.ServiceInfo("com.example.app", "com.example.app/.cetp.ToolProviderService", true, null,
+                        new HashMap<>(), "com.example.app", Arrays.asList("89ba2f39c6af8a4343d57ee257af0e9c9b435909b500e219276a3649b1688a4b"))));
+        assertEquals(discover.get("4"), encodeOk(4, signed));
 
         Map<String, String> calls = goldenAnswers("call-typed-bundles.jsonl");
         WireBundle result = new WireBundle()
