@@ -424,10 +424,8 @@ impl Flat {
                         self.formats.push((p.to_string(), src("format")));
                     }
                 }
-                "uniqueItems" => {
-                    if v.as_bool() == Some(true) {
-                        self.unique = Some(src("uniqueItems"));
-                    }
+                "uniqueItems" if v.as_bool() == Some(true) => {
+                    self.unique = Some(src("uniqueItems"));
                 }
                 "prefixItems" => {
                     let part = array_part.get_or_insert(ArrayPart {

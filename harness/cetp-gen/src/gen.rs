@@ -41,9 +41,12 @@ const SMALL_WINDOW: i64 = 100;
 /// Floats without a bound come from this far around zero or the bound.
 const FLOAT_SPAN: f64 = 1e6;
 
+/// Strategies by (document locations of the conjunction, depth).
+type Memo = HashMap<(String, usize), Result<BoxedStrategy<Json>, GenError>>;
+
 pub(crate) struct Gen {
     pub doc: Doc,
-    memo: RefCell<HashMap<(String, usize), Result<BoxedStrategy<Json>, GenError>>>,
+    memo: RefCell<Memo>,
 }
 
 fn filler() -> BoxedStrategy<char> {
@@ -946,7 +949,13 @@ fn float_strategy(f: &Flat) -> Option<BoxedStrategy<Json>> {
         (None, Some(h)) => (h - FLOAT_SPAN, h),
         (None, None) => (-FLOAT_SPAN, FLOAT_SPAN),
     };
-    if !(lo <= hi) || !lo.is_finite() || !hi.is_finite() {
+    // NaN bounds compare false both ways: refused here too.
+    if lo
+        .partial_cmp(&hi)
+        .is_none_or(|o| o == std::cmp::Ordering::Greater)
+        || !lo.is_finite()
+        || !hi.is_finite()
+    {
         return None;
     }
     if lo == hi {

@@ -121,7 +121,7 @@ fn ref_cycles_without_a_way_out_are_too_deep() {
         Kind::TooDeep,
         "$ref",
         // The hop at which the chain was given up, named through the refs.
-        &format!("{}", "/$ref".repeat(32)),
+        &"/$ref".repeat(32),
     );
     let e = err(json!({
         "$defs": {"list": {"type": "object", "properties": {"next": {"$ref": "#/$defs/list"}}, "required": ["next"]}},
