@@ -23,11 +23,10 @@ use crate::doc::Loc;
 use crate::error::{GenError, Kind, Violation};
 use crate::flat::{expand, Bound, Flat, Force, Neg, Src, ALL, ARRAY, NUMBER, OBJECT, STRING};
 use crate::format;
-use crate::gen::{any_json, Gen, MAX_ITEMS, MAX_STRING};
+use crate::gen::{any_json, probe, Gen, MAX_ITEMS, MAX_STRING};
 use crate::pattern::Pattern;
 use proptest::prelude::*;
-use proptest::strategy::{Union, ValueTree};
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use proptest::strategy::Union;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 
@@ -37,8 +36,6 @@ const MAX_INVALID_DEPTH: usize = 4;
 /// Violations offered per schema, against schemas with thousands of
 /// constraints.
 const MAX_VIOLATIONS: usize = 512;
-/// Draws a strategy gets, on a fixed seed, to show it can make a value.
-const PROBE_REJECTS: u32 = 2_000;
 
 type Found = BTreeMap<Violation, Vec<BoxedStrategy<Json>>>;
 
@@ -467,16 +464,4 @@ impl Gen {
         }
         Ok(())
     }
-}
-
-/// Whether `s` makes a value on a fixed seed within a bounded number of
-/// rejections: a violation that cannot be shown is not offered.
-fn probe(s: &BoxedStrategy<Json>) -> bool {
-    let config = Config {
-        max_local_rejects: PROBE_REJECTS,
-        ..Config::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-    (0..4).any(|_| s.new_tree(&mut runner).map(|t| t.current()).is_ok())
 }
