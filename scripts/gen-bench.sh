@@ -43,4 +43,7 @@ n="$(ls "$schemas"/*.json | wc -l)"
 timeout $((n * 10 + 60)) "$target/release/cetp-gen-bench" "$schemas" "$rust_seconds" >"$rust_rows"
 echo "cetp-gen: $rust_seconds s per schema; hypothesis-jsonschema: $py_seconds s per schema (hypothesis $("$venv/bin/python" -c 'import hypothesis; print(hypothesis.__version__)'))"
 echo
-timeout $((n * 20 + 60)) "$venv/bin/python" harness/cetp-gen/bench/compare.py "$schemas" "$py_seconds" <"$rust_rows"
+# Hypothesis keeps a storage directory even without an example database:
+# under the target directory, not in the work tree.
+HYPOTHESIS_STORAGE_DIRECTORY="$target/test-tools/hypothesis" \
+    timeout $((n * 20 + 60)) "$venv/bin/python" harness/cetp-gen/bench/compare.py "$schemas" "$py_seconds" <"$rust_rows"
