@@ -1,0 +1,621 @@
+//! A conjunction of schemas applying to one instance, gathered into one
+//! record of constraints: `$ref` targets and `allOf` branches are folded in
+//! (bounds intersected, object and array keywords kept per schema so their
+//! per-schema meaning survives), `anyOf`/`oneOf` are kept as choices and
+//! expanded into disjuncts by [`expand`].
+//!
+//! Keywords whose effect is not generated constructively (`if`,
+//! `dependentRequired`, `propertyNames`, `unevaluated*`, ...) put their
+//! schema on the `inexact` list: generated values are then filtered with
+//! that schema's validator.
+
+use crate::doc::{Doc, Loc};
+use crate::error::{GenError, Kind};
+use proptest::strategy::BoxedStrategy;
+use serde_json::Value as Json;
+use std::sync::Arc;
+
+pub(crate) const NULL: u8 = 1;
+pub(crate) const BOOL: u8 = 2;
+pub(crate) const INT: u8 = 4;
+/// Numbers that are not integers; "number" is `INT | FLOAT`.
+pub(crate) const FLOAT: u8 = 8;
+pub(crate) const STRING: u8 = 16;
+pub(crate) const ARRAY: u8 = 32;
+pub(crate) const OBJECT: u8 = 64;
+pub(crate) const ALL: u8 = 127;
+pub(crate) const NUMBER: u8 = INT | FLOAT;
+
+/// `$ref` hops allowed without descending into the instance: past this the
+/// references go round in a cycle that never reaches a value.
+const MAX_REF_CHAIN: usize = 32;
+/// Schemas folded into one conjunction, against a schema built to explode.
+const MAX_NODES: usize = 512;
+/// Disjuncts an `anyOf`/`oneOf` expansion may produce; the rest are not
+/// generated (the values made are still valid, only less varied).
+const MAX_DISJUNCTS: usize = 64;
+
+pub(crate) fn type_bits(name: &str) -> Option<u8> {
+    Some(match name {
+        "null" => NULL,
+        "boolean" => BOOL,
+        "integer" => INT,
+        "number" => NUMBER,
+        "string" => STRING,
+        "array" => ARRAY,
+        "object" => OBJECT,
+        _ => return None,
+    })
+}
+
+pub(crate) fn type_of(v: &Json) -> u8 {
+    match v {
+        Json::Null => NULL,
+        Json::Bool(_) => BOOL,
+        Json::Number(n) => {
+            if n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) {
+                INT
+            } else {
+                FLOAT
+            }
+        }
+        Json::String(_) => STRING,
+        Json::Array(_) => ARRAY,
+        Json::Object(_) => OBJECT,
+    }
+}
+
+/// Where a keyword is: the schema holding it, its name, and whether it came
+/// in through an `anyOf`/`oneOf` branch (breaking such a keyword does not
+/// make a value invalid when another branch accepts it).
+#[derive(Clone, Debug)]
+pub(crate) struct Src {
+    pub loc: Loc,
+    pub kw: &'static str,
+    pub branch: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Bound {
+    pub v: f64,
+    pub excl: bool,
+    pub src: Src,
+}
+
+/// `prefixItems`/`items` of one schema: their meaning depends on each other,
+/// so they are kept together rather than merged across schemas.
+#[derive(Clone, Debug)]
+pub(crate) struct ArrayPart {
+    pub prefix: Vec<Loc>,
+    pub items: Option<Loc>,
+    pub branch: bool,
+}
+
+/// `properties`/`patternProperties`/`additionalProperties` of one schema.
+#[derive(Clone, Debug)]
+pub(crate) struct ObjPart {
+    pub props: Vec<(String, Loc)>,
+    pub patterns: Vec<(String, Loc)>,
+    pub additional: Option<Loc>,
+    /// The schema holding them: `additionalProperties` violations name it.
+    pub src: Src,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Choice {
+    pub src: Src,
+    pub branches: Vec<Loc>,
+    pub exclusive: bool,
+}
+
+/// A constraint negated for an invalid value, or a value forced into a
+/// slot of a container (the invalid child of an otherwise valid parent).
+#[derive(Clone)]
+pub(crate) enum Neg {
+    NotEnum(Vec<Json>),
+    NotPattern(Arc<regex::Regex>),
+    NotFormat(String),
+    NotMultipleOf(f64),
+    Duplicate,
+    NoContains(Vec<Loc>),
+}
+
+#[derive(Clone)]
+pub(crate) enum Force {
+    Prop(String, BoxedStrategy<Json>),
+    Item(usize, BoxedStrategy<Json>),
+    /// The first position past every `prefixItems`.
+    Tail(BoxedStrategy<Json>),
+    /// A property no schema declares or matches by pattern.
+    Extra(BoxedStrategy<Json>),
+}
+
+#[derive(Clone, Default)]
+pub(crate) struct Flat {
+    /// Every schema folded in; in valid mode, an enum member is kept only
+    /// when all of them accept it.
+    pub nodes: Vec<Loc>,
+    pub types: Option<(u8, Src)>,
+    pub enums: Vec<(Vec<Json>, Src)>,
+    pub min: Option<Bound>,
+    pub max: Option<Bound>,
+    pub multiple_of: Vec<(f64, Src)>,
+    pub min_len: Option<(u64, Src)>,
+    pub max_len: Option<(u64, Src)>,
+    pub patterns: Vec<(String, Src)>,
+    pub formats: Vec<(String, Src)>,
+    pub min_items: Option<(u64, Src)>,
+    pub max_items: Option<(u64, Src)>,
+    pub unique: Option<Src>,
+    pub arrays: Vec<ArrayPart>,
+    /// Schemas holding a `contains` that asks for at least one match.
+    pub contains: Vec<Src>,
+    pub min_props: Option<(u64, Src)>,
+    pub max_props: Option<(u64, Src)>,
+    pub required: Vec<(String, Src)>,
+    pub objects: Vec<ObjPart>,
+    pub property_names: Vec<Loc>,
+    /// `unevaluatedProperties: false`: no property beyond the declared ones.
+    pub no_extras: bool,
+    pub nots: Vec<(Loc, Src)>,
+    pub choices: Vec<Choice>,
+    /// `oneOf` branch lists already expanded: exactly one must match.
+    pub exclusive: Vec<Vec<Loc>>,
+    pub inexact: Vec<Loc>,
+    // Invalid mode.
+    pub negs: Vec<Neg>,
+    pub forbidden: Vec<String>,
+    pub force: Option<Force>,
+    /// Set once a constraint is negated: enum members can no longer be
+    /// checked against the whole schemas.
+    pub negated: bool,
+}
+
+fn count(v: &Json) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+            .map(|f| f as u64)
+    })
+}
+
+fn tighter_low(a: &Bound, b: &Bound) -> bool {
+    a.v > b.v || (a.v == b.v && a.excl && !b.excl)
+}
+
+fn tighter_high(a: &Bound, b: &Bound) -> bool {
+    a.v < b.v || (a.v == b.v && a.excl && !b.excl)
+}
+
+impl Flat {
+    pub fn of(doc: &Doc, conj: &[Loc]) -> Result<Flat, GenError> {
+        let mut f = Flat::default();
+        for loc in conj {
+            f.add_schema(doc, loc, false, 0)?;
+        }
+        Ok(f)
+    }
+
+    pub fn set_min(&mut self, b: Bound) {
+        if self.min.as_ref().is_none_or(|m| tighter_low(&b, m)) {
+            self.min = Some(b);
+        }
+    }
+
+    pub fn set_max(&mut self, b: Bound) {
+        if self.max.as_ref().is_none_or(|m| tighter_high(&b, m)) {
+            self.max = Some(b);
+        }
+    }
+
+    /// Without `type`, the types whose keywords appear: a schema that only
+    /// says `properties` is meant for objects, and any type would do.
+    pub fn inferred_types(&self) -> u8 {
+        let mut t = 0;
+        if self.min.is_some() || self.max.is_some() || !self.multiple_of.is_empty() {
+            t |= NUMBER;
+        }
+        if self.min_len.is_some()
+            || self.max_len.is_some()
+            || !self.patterns.is_empty()
+            || !self.formats.is_empty()
+        {
+            t |= STRING;
+        }
+        if self.min_items.is_some()
+            || self.max_items.is_some()
+            || self.unique.is_some()
+            || !self.arrays.is_empty()
+            || !self.contains.is_empty()
+        {
+            t |= ARRAY;
+        }
+        if self.min_props.is_some()
+            || self.max_props.is_some()
+            || !self.required.is_empty()
+            || !self.objects.is_empty()
+            || !self.property_names.is_empty()
+        {
+            t |= OBJECT;
+        }
+        if t == 0 {
+            ALL
+        } else {
+            t
+        }
+    }
+
+    pub fn types(&self) -> u8 {
+        self.types
+            .as_ref()
+            .map(|t| t.0)
+            .unwrap_or_else(|| self.inferred_types())
+    }
+
+    /// Folds the schema at `loc` in. `branch`: it is (inside) an
+    /// `anyOf`/`oneOf` branch.
+    pub fn add_schema(
+        &mut self,
+        doc: &Doc,
+        loc: &Loc,
+        branch: bool,
+        ref_chain: usize,
+    ) -> Result<(), GenError> {
+        let node = doc
+            .node(loc)
+            .ok_or_else(|| GenError::new(Kind::Invalid, "$ref", &loc.eval, "points to nowhere"))?;
+        let map = match node {
+            Json::Bool(true) => return Ok(()),
+            Json::Bool(false) => {
+                return Err(GenError::new(
+                    Kind::Unsatisfiable,
+                    "false",
+                    &loc.eval,
+                    "is the schema that accepts no value",
+                ))
+            }
+            Json::Object(map) => map,
+            _ => {
+                return Err(GenError::new(
+                    Kind::Invalid,
+                    "type",
+                    &loc.eval,
+                    "is not a schema: a schema is an object or a boolean",
+                ))
+            }
+        };
+        if self.nodes.len() >= MAX_NODES {
+            return Err(GenError::new(
+                Kind::Unsupported,
+                "allOf",
+                &loc.eval,
+                format!("folds more than {MAX_NODES} schemas into one value"),
+            ));
+        }
+        self.nodes.push(loc.clone());
+        let src = |kw: &'static str| Src {
+            loc: loc.clone(),
+            kw,
+            branch,
+        };
+        let unsat = |kw: &str, msg: String| GenError::new(Kind::Unsatisfiable, kw, &loc.eval, msg);
+        let mut array_part: Option<ArrayPart> = None;
+        let mut obj_part: Option<ObjPart> = None;
+        for (k, v) in map {
+            match k.as_str() {
+                "type" => {
+                    let names: Vec<&Json> = match v {
+                        Json::Array(a) => a.iter().collect(),
+                        other => vec![other],
+                    };
+                    let mut mask = 0;
+                    for n in names {
+                        mask |= n.as_str().and_then(type_bits).ok_or_else(|| {
+                            GenError::new(
+                                Kind::Invalid,
+                                "type",
+                                &loc.eval,
+                                format!("names no type: {n}"),
+                            )
+                        })?;
+                    }
+                    if mask == 0 {
+                        return Err(unsat("type", "lists no type, so no value has one".into()));
+                    }
+                    let before = self.types.as_ref().map_or(ALL, |t| t.0);
+                    if before & mask == 0 {
+                        return Err(unsat(
+                            "type",
+                            "allows no type that the schemas it is combined with allow".into(),
+                        ));
+                    }
+                    self.types = Some((before & mask, src("type")));
+                }
+                "enum" => {
+                    let vals = v.as_array().cloned().unwrap_or_default();
+                    if vals.is_empty() {
+                        return Err(unsat("enum", "is empty".into()));
+                    }
+                    self.enums.push((vals, src("enum")));
+                }
+                "const" => self.enums.push((vec![v.clone()], src("const"))),
+                "minimum" | "exclusiveMinimum" => {
+                    if let Some(x) = v.as_f64() {
+                        let kw = if k == "minimum" {
+                            "minimum"
+                        } else {
+                            "exclusiveMinimum"
+                        };
+                        self.set_min(Bound {
+                            v: x,
+                            excl: kw == "exclusiveMinimum",
+                            src: src(kw),
+                        });
+                    }
+                }
+                "maximum" | "exclusiveMaximum" => {
+                    if let Some(x) = v.as_f64() {
+                        let kw = if k == "maximum" {
+                            "maximum"
+                        } else {
+                            "exclusiveMaximum"
+                        };
+                        self.set_max(Bound {
+                            v: x,
+                            excl: kw == "exclusiveMaximum",
+                            src: src(kw),
+                        });
+                    }
+                }
+                "multipleOf" => {
+                    if let Some(m) = v.as_f64().filter(|m| *m > 0.0 && m.is_finite()) {
+                        self.multiple_of.push((m, src("multipleOf")));
+                    }
+                }
+                "minLength" => {
+                    if let Some(n) = count(v) {
+                        if self.min_len.as_ref().is_none_or(|m| n > m.0) {
+                            self.min_len = Some((n, src("minLength")));
+                        }
+                    }
+                }
+                "maxLength" => {
+                    if let Some(n) = count(v) {
+                        if self.max_len.as_ref().is_none_or(|m| n < m.0) {
+                            self.max_len = Some((n, src("maxLength")));
+                        }
+                    }
+                }
+                "minItems" => {
+                    if let Some(n) = count(v) {
+                        if self.min_items.as_ref().is_none_or(|m| n > m.0) {
+                            self.min_items = Some((n, src("minItems")));
+                        }
+                    }
+                }
+                "maxItems" => {
+                    if let Some(n) = count(v) {
+                        if self.max_items.as_ref().is_none_or(|m| n < m.0) {
+                            self.max_items = Some((n, src("maxItems")));
+                        }
+                    }
+                }
+                "minProperties" => {
+                    if let Some(n) = count(v) {
+                        if self.min_props.as_ref().is_none_or(|m| n > m.0) {
+                            self.min_props = Some((n, src("minProperties")));
+                        }
+                    }
+                }
+                "maxProperties" => {
+                    if let Some(n) = count(v) {
+                        if self.max_props.as_ref().is_none_or(|m| n < m.0) {
+                            self.max_props = Some((n, src("maxProperties")));
+                        }
+                    }
+                }
+                "pattern" => {
+                    if let Some(p) = v.as_str() {
+                        self.patterns.push((p.to_string(), src("pattern")));
+                    }
+                }
+                "format" => {
+                    if let Some(p) = v.as_str() {
+                        self.formats.push((p.to_string(), src("format")));
+                    }
+                }
+                "uniqueItems" if v.as_bool() == Some(true) => {
+                    self.unique = Some(src("uniqueItems"));
+                }
+                "prefixItems" => {
+                    let part = array_part.get_or_insert(ArrayPart {
+                        prefix: vec![],
+                        items: None,
+                        branch,
+                    });
+                    let n = v.as_array().map_or(0, Vec::len);
+                    part.prefix = (0..n).map(|i| loc.child("prefixItems").index(i)).collect();
+                }
+                "items" => {
+                    let part = array_part.get_or_insert(ArrayPart {
+                        prefix: vec![],
+                        items: None,
+                        branch,
+                    });
+                    match v {
+                        // Drafts before 2020-12: `items` as a list is what
+                        // `prefixItems` is now, `additionalItems` the rest.
+                        Json::Array(a) => {
+                            part.prefix =
+                                (0..a.len()).map(|i| loc.child("items").index(i)).collect();
+                            if map.contains_key("additionalItems") {
+                                part.items = Some(loc.child("additionalItems"));
+                            }
+                        }
+                        _ => part.items = Some(loc.child("items")),
+                    }
+                }
+                "contains" => {
+                    let min_contains = map.get("minContains").and_then(count).unwrap_or(1);
+                    if min_contains >= 1 {
+                        self.contains.push(src("contains"));
+                    }
+                    // The match count is left to the filter.
+                    if map.contains_key("minContains") || map.contains_key("maxContains") {
+                        self.inexact.push(loc.clone());
+                    }
+                }
+                "properties" | "patternProperties" | "additionalProperties" => {
+                    let part = obj_part.get_or_insert(ObjPart {
+                        props: vec![],
+                        patterns: vec![],
+                        additional: None,
+                        src: src("additionalProperties"),
+                    });
+                    match k.as_str() {
+                        "properties" => {
+                            if let Some(m) = v.as_object() {
+                                part.props = m
+                                    .keys()
+                                    .map(|name| (name.clone(), loc.child("properties").child(name)))
+                                    .collect();
+                            }
+                        }
+                        "patternProperties" => {
+                            if let Some(m) = v.as_object() {
+                                part.patterns = m
+                                    .keys()
+                                    .map(|p| (p.clone(), loc.child("patternProperties").child(p)))
+                                    .collect();
+                            }
+                        }
+                        _ => part.additional = Some(loc.child("additionalProperties")),
+                    }
+                }
+                "required" => {
+                    for name in v.as_array().into_iter().flatten().filter_map(Json::as_str) {
+                        self.required.push((name.to_string(), src("required")));
+                    }
+                }
+                "propertyNames" => {
+                    self.property_names.push(loc.child("propertyNames"));
+                    self.inexact.push(loc.clone());
+                }
+                "unevaluatedProperties" => {
+                    if v == &Json::Bool(false) {
+                        self.no_extras = true;
+                    }
+                    self.inexact.push(loc.clone());
+                }
+                "dependentRequired" | "dependentSchemas" | "dependencies" | "if"
+                | "unevaluatedItems" | "additionalItems" => self.inexact.push(loc.clone()),
+                "allOf" => {
+                    for i in 0..v.as_array().map_or(0, Vec::len) {
+                        self.add_schema(doc, &loc.child("allOf").index(i), branch, ref_chain)?;
+                    }
+                }
+                "anyOf" | "oneOf" => {
+                    let kw = if k == "anyOf" { "anyOf" } else { "oneOf" };
+                    let n = v.as_array().map_or(0, Vec::len);
+                    if n == 0 {
+                        return Err(unsat(kw, "has no branch".into()));
+                    }
+                    self.choices.push(Choice {
+                        src: src(kw),
+                        branches: (0..n).map(|i| loc.child(kw).index(i)).collect(),
+                        exclusive: kw == "oneOf",
+                    });
+                }
+                "not" => self.nots.push((loc.child("not"), src("not"))),
+                "$ref" => {
+                    let target = v.as_str().ok_or_else(|| {
+                        GenError::new(Kind::Invalid, "$ref", &loc.eval, "is not a string")
+                    })?;
+                    let doc_ptr = doc.resolve_ref(loc, target)?;
+                    if ref_chain >= MAX_REF_CHAIN {
+                        return Err(GenError::new(
+                            Kind::TooDeep,
+                            "$ref",
+                            &loc.eval,
+                            format!(
+                                "goes round a cycle of references ({MAX_REF_CHAIN} hops) that never reaches a value"
+                            ),
+                        ));
+                    }
+                    let to = Loc {
+                        doc: doc_ptr,
+                        eval: format!("{}/$ref", loc.eval),
+                    };
+                    self.add_schema(doc, &to, branch, ref_chain + 1)?;
+                }
+                "$dynamicRef" | "$recursiveRef" => {
+                    return Err(GenError::new(
+                        Kind::Unsupported,
+                        if k == "$dynamicRef" {
+                            "$dynamicRef"
+                        } else {
+                            "$recursiveRef"
+                        },
+                        &loc.eval,
+                        "is not supported: only same-document `$ref` is",
+                    ))
+                }
+                // Annotations, `$defs`, `then`/`else` (judged with `if`),
+                // `minContains`/`maxContains` (with `contains`) and unknown
+                // keywords, which assert nothing.
+                _ => {}
+            }
+        }
+        if let Some(p) = array_part {
+            self.arrays.push(p);
+        }
+        if let Some(p) = obj_part {
+            self.objects.push(p);
+        }
+        Ok(())
+    }
+}
+
+/// Expands the choices of `f` into combinator-free disjuncts (at most
+/// [`MAX_DISJUNCTS`]). A branch that cannot be satisfied with its siblings
+/// is dropped; a choice none of whose branches can is an error naming it.
+pub(crate) fn expand(doc: &Doc, mut f: Flat, out: &mut Vec<Flat>) -> Result<(), GenError> {
+    if f.choices.is_empty() {
+        out.push(f);
+        return Ok(());
+    }
+    let c = f.choices.remove(0);
+    if c.exclusive {
+        f.exclusive.push(c.branches.clone());
+    }
+    let before = out.len();
+    let mut first_err: Option<GenError> = None;
+    for b in &c.branches {
+        if out.len() >= MAX_DISJUNCTS {
+            break;
+        }
+        let mut g = f.clone();
+        let r = g
+            .add_schema(doc, b, true, 0)
+            .and_then(|()| expand(doc, g, out));
+        match r {
+            Ok(()) => {}
+            Err(e) if e.is_local() => {
+                first_err.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if out.len() == before {
+        let why = first_err
+            .map(|e| format!(" (first: {e})"))
+            .unwrap_or_default();
+        return Err(GenError::new(
+            Kind::Unsatisfiable,
+            c.src.kw,
+            &c.src.loc.eval,
+            format!("has no branch that can hold together with the schemas around it{why}"),
+        ));
+    }
+    Ok(())
+}

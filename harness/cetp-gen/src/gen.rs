@@ -1,0 +1,989 @@
+//! Strategies from flattened schemas.
+//!
+//! Values are built from the keywords (bounds, lengths, `pattern`,
+//! `format`, properties, items), so that almost nothing is generated and
+//! thrown away; what is not built that way is filtered with the validator of
+//! the schema that holds it. Everything is made of proptest combinators, so
+//! values shrink: numbers toward zero or their bound, strings and arrays
+//! toward their shortest, optional properties toward absent, unions toward
+//! their first branch.
+
+use crate::doc::{json_eq, Doc, Loc, Validator};
+use crate::error::{GenError, Kind};
+use crate::flat::{
+    expand, type_of, Flat, Force, Neg, ARRAY, BOOL, FLOAT, INT, NULL, NUMBER, OBJECT, STRING,
+};
+use crate::format;
+use crate::pattern::Pattern;
+use proptest::prelude::*;
+use proptest::strategy::Union;
+use serde_json::{Map, Value as Json};
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Nesting levels of arrays and objects. A recursive schema is cut here:
+/// optional properties and `anyOf` branches that would go deeper are not
+/// generated, arrays stay empty.
+pub(crate) const MAX_DEPTH: usize = 8;
+/// Longest `minLength`/`minItems`/`minProperties` the generator honours:
+/// every generated value stays small.
+pub(crate) const MAX_STRING: u64 = 16_384;
+pub(crate) const MAX_ITEMS: u64 = 1_024;
+/// Characters, items and properties drawn beyond the minimum, by depth:
+/// fewer deeper down, so that nested values stay small.
+const EXTRA_CHARS: u64 = 24;
+const EXTRA_ITEMS: [usize; MAX_DEPTH] = [4, 3, 3, 2, 2, 1, 1, 1];
+const EXTRA_PROPS: [usize; MAX_DEPTH] = [2, 1, 1, 1, 0, 0, 0, 0];
+/// Integers are drawn from the whole allowed range and, as often, from a
+/// window of this size at zero or the nearest bound.
+const SMALL_WINDOW: i64 = 100;
+/// Floats without a bound come from this far around zero or the bound.
+const FLOAT_SPAN: f64 = 1e6;
+
+/// Strategies by (document locations of the conjunction, depth).
+type Memo = HashMap<(String, usize), Result<BoxedStrategy<Json>, GenError>>;
+
+pub(crate) struct Gen {
+    pub doc: Doc,
+    memo: RefCell<Memo>,
+}
+
+fn filler() -> BoxedStrategy<char> {
+    prop_oneof![
+        8 => proptest::char::range(' ', '~'),
+        1 => proptest::char::any(),
+    ]
+    .boxed()
+}
+
+fn unsat(kw: &str, at: &str, msg: impl Into<String>) -> GenError {
+    GenError::new(Kind::Unsatisfiable, kw, at, msg)
+}
+
+/// Values of no particular schema (`{}`, `true`, an absent `items`): small
+/// and of every type.
+pub(crate) fn any_json(depth: usize) -> BoxedStrategy<Json> {
+    let leaf = prop_oneof![
+        Just(Json::Null),
+        any::<bool>().prop_map(Json::Bool),
+        (-1000i64..1000).prop_map(Json::from),
+        (-FLOAT_SPAN..FLOAT_SPAN).prop_map(Json::from),
+        proptest::string::string_regex("[ -~]{0,12}")
+            .expect("constant regex")
+            .prop_map(Json::String),
+    ]
+    .boxed();
+    if depth + 2 >= MAX_DEPTH {
+        return leaf;
+    }
+    leaf.prop_recursive(2, 12, 3, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..3).prop_map(Json::Array),
+            proptest::collection::btree_map("[a-z]{1,6}", inner, 0..3)
+                .prop_map(|m| Json::Object(m.into_iter().collect())),
+        ]
+    })
+    .boxed()
+}
+
+fn all_valid(vs: Vec<Validator>) -> impl Fn(&Json) -> bool {
+    move |v| vs.iter().all(|x| x.is_valid(v))
+}
+
+impl Gen {
+    pub fn new(doc: Doc) -> Gen {
+        Gen {
+            doc,
+            memo: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn validators<'a>(
+        &self,
+        locs: impl IntoIterator<Item = &'a Loc>,
+    ) -> Result<Vec<Validator>, GenError> {
+        let mut seen = BTreeSet::new();
+        locs.into_iter()
+            .filter(|l| seen.insert(l.doc.clone()))
+            .map(|l| self.doc.validator(l))
+            .collect()
+    }
+
+    /// Values valid under every schema of `conj`, nested `depth` levels deep.
+    /// Memoised per document location (not per `$ref` path), which keeps a
+    /// recursive schema linear to compile.
+    pub fn gen(&self, conj: &[Loc], depth: usize) -> Result<BoxedStrategy<Json>, GenError> {
+        if conj.is_empty() {
+            return Ok(any_json(depth));
+        }
+        let key = (
+            conj.iter()
+                .map(|l| l.doc.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            depth,
+        );
+        if let Some(r) = self.memo.borrow().get(&key) {
+            return r.clone();
+        }
+        let r = Flat::of(&self.doc, conj).and_then(|f| self.gen_disjuncts(f, depth));
+        self.memo.borrow_mut().insert(key, r.clone());
+        r
+    }
+
+    pub fn gen_disjuncts(&self, f: Flat, depth: usize) -> Result<BoxedStrategy<Json>, GenError> {
+        let mut ds = Vec::new();
+        expand(&self.doc, f, &mut ds)?;
+        let mut alts = Vec::new();
+        let mut first_err = None;
+        for d in &ds {
+            match self.gen_flat(d, depth) {
+                Ok(s) => alts.push(s),
+                Err(e) if e.is_local() => {
+                    first_err.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        match alts.len() {
+            0 => Err(first_err.expect("expand yields at least one disjunct")),
+            1 => Ok(alts.pop().expect("one")),
+            _ => Ok(Union::new(alts).boxed()),
+        }
+    }
+
+    /// One combinator-free conjunction.
+    pub fn gen_flat(&self, f: &Flat, depth: usize) -> Result<BoxedStrategy<Json>, GenError> {
+        let mut types = f.types();
+        match &f.force {
+            Some(Force::Prop(..)) | Some(Force::Extra(_)) => types &= OBJECT,
+            Some(Force::Item(..)) | Some(Force::Tail(_)) => types &= ARRAY,
+            None => {}
+        }
+        let base = if f.enums.is_empty() {
+            self.gen_typed(f, types, depth)?
+        } else {
+            self.gen_enum(f, types)?
+        };
+        self.filtered(f, base)
+    }
+
+    fn filtered(
+        &self,
+        f: &Flat,
+        mut s: BoxedStrategy<Json>,
+    ) -> Result<BoxedStrategy<Json>, GenError> {
+        if !f.inexact.is_empty() && !f.negated {
+            s = s
+                .prop_filter(
+                    "a keyword judged by the validator",
+                    all_valid(self.validators(&f.inexact)?),
+                )
+                .boxed();
+        }
+        if !f.nots.is_empty() {
+            let vs = self.validators(f.nots.iter().map(|n| &n.0))?;
+            s = s
+                .prop_filter("`not`", move |v| !vs.iter().any(|x| x.is_valid(v)))
+                .boxed();
+        }
+        for branches in &f.exclusive {
+            let vs = self.validators(branches)?;
+            s = s
+                .prop_filter("`oneOf` matched by more than one branch", move |v| {
+                    vs.iter().filter(|x| x.is_valid(v)).take(2).count() == 1
+                })
+                .boxed();
+        }
+        for n in &f.negs {
+            s = match n {
+                Neg::NotEnum(vals) => {
+                    let vals = vals.clone();
+                    s.prop_filter("a member of the enum", move |v| {
+                        !vals.iter().any(|e| json_eq(e, v))
+                    })
+                    .boxed()
+                }
+                Neg::NotPattern(re) => {
+                    let re = re.clone();
+                    s.prop_filter("matches the pattern", move |v| {
+                        v.as_str().is_some_and(|t| !re.is_match(t))
+                    })
+                    .boxed()
+                }
+                Neg::NotFormat(name) => {
+                    let fv = self.doc.format_validator(name)?;
+                    s.prop_filter("is of the format", move |v| {
+                        v.is_string() && !fv.is_valid(v)
+                    })
+                    .boxed()
+                }
+                Neg::NotMultipleOf(m) => {
+                    let fv = Arc::new(
+                        jsonschema::validator_for(&serde_json::json!({ "multipleOf": m }))
+                            .map_err(|e| unsat("multipleOf", "", e.to_string()))?,
+                    );
+                    s.prop_filter("a multiple", move |v| v.is_number() && !fv.is_valid(v))
+                        .boxed()
+                }
+                Neg::NoContains(locs) => {
+                    let vs = self.validators(locs)?;
+                    s.prop_filter("an item matches `contains`", move |v| {
+                        v.as_array()
+                            .is_some_and(|a| !a.iter().any(|i| vs.iter().any(|x| x.is_valid(i))))
+                    })
+                    .boxed()
+                }
+                Neg::Duplicate => s,
+            };
+        }
+        Ok(s)
+    }
+
+    /// `enum`/`const`: the members every schema accepts (in valid mode), or
+    /// that at least fit the types and every other `enum` (negated).
+    fn gen_enum(&self, f: &Flat, types: u8) -> Result<BoxedStrategy<Json>, GenError> {
+        let (first, src) = &f.enums[0];
+        let node_validators = if f.negated {
+            vec![]
+        } else {
+            self.validators(&f.nodes)?
+        };
+        let members: Vec<Json> = first
+            .iter()
+            .filter(|v| types & type_of(v) != 0)
+            .filter(|v| {
+                f.enums[1..]
+                    .iter()
+                    .all(|(o, _)| o.iter().any(|w| json_eq(v, w)))
+            })
+            .filter(|v| node_validators.iter().all(|x| x.is_valid(v)))
+            .cloned()
+            .collect();
+        if members.is_empty() {
+            return Err(unsat(
+                src.kw,
+                &src.loc.eval,
+                "has no member that the other keywords accept",
+            ));
+        }
+        Ok(proptest::sample::select(members).boxed())
+    }
+
+    fn gen_typed(
+        &self,
+        f: &Flat,
+        types: u8,
+        depth: usize,
+    ) -> Result<BoxedStrategy<Json>, GenError> {
+        let mut alts: Vec<BoxedStrategy<Json>> = Vec::new();
+        let mut first_err: Option<GenError> = None;
+        let mut keep = |r: Result<BoxedStrategy<Json>, GenError>| -> Result<(), GenError> {
+            match r {
+                Ok(s) => alts.push(s),
+                Err(e) if e.is_local() => {
+                    first_err.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
+            }
+            Ok(())
+        };
+        // Objects first: unions shrink toward their first branch, and the
+        // tool arguments this is for are objects.
+        if types & OBJECT != 0 {
+            keep(self.gen_object(f, depth))?;
+        }
+        if types & ARRAY != 0 {
+            keep(self.gen_array(f, depth))?;
+        }
+        if types & STRING != 0 {
+            keep(self.gen_string(f))?;
+        }
+        if types & NUMBER != 0 {
+            keep(self.gen_number(f, types))?;
+        }
+        if types & BOOL != 0 {
+            alts.push(any::<bool>().prop_map(Json::Bool).boxed());
+        }
+        if types & NULL != 0 {
+            alts.push(Just(Json::Null).boxed());
+        }
+        match alts.len() {
+            0 => Err(first_err.unwrap_or_else(|| {
+                let at = f
+                    .types
+                    .as_ref()
+                    .map(|t| t.1.loc.eval.clone())
+                    .unwrap_or_default();
+                unsat(
+                    "type",
+                    &at,
+                    "allows no type that the other keywords leave a value for",
+                )
+            })),
+            1 => Ok(alts.pop().expect("one")),
+            _ => Ok(Union::new(alts).boxed()),
+        }
+    }
+
+    fn gen_number(&self, f: &Flat, types: u8) -> Result<BoxedStrategy<Json>, GenError> {
+        if let (Some(lo), Some(hi)) = (&f.min, &f.max) {
+            if lo.v > hi.v || (lo.v == hi.v && (lo.excl || hi.excl)) {
+                return Err(unsat(
+                    hi.src.kw,
+                    &hi.src.loc.eval,
+                    format!(
+                        "({}) leaves no number above `{}` ({})",
+                        hi.v, lo.src.kw, lo.v
+                    ),
+                ));
+            }
+        }
+        let int_ms: Vec<i64> = f
+            .multiple_of
+            .iter()
+            .filter(|(m, _)| m.fract() == 0.0 && *m <= 9.0e15)
+            .map(|(m, _)| *m as i64)
+            .collect();
+        let frac_ms: Vec<&(f64, _)> = f
+            .multiple_of
+            .iter()
+            .filter(|(m, _)| m.fract() != 0.0 || *m > 9.0e15)
+            .collect();
+        let mut alts = Vec::new();
+        if frac_ms.is_empty() {
+            let m = int_ms
+                .iter()
+                .try_fold(1i64, |acc, &m| lcm(acc, m))
+                .ok_or_else(|| {
+                    GenError::new(
+                        Kind::Unsupported,
+                        "multipleOf",
+                        &f.multiple_of[0].1.loc.eval,
+                        "combines into a multiple larger than 64-bit integers",
+                    )
+                })?;
+            if types & INT != 0 {
+                if let Some(s) = int_strategy(f, m) {
+                    alts.push(s);
+                }
+            }
+            if types & FLOAT != 0 && int_ms.is_empty() {
+                if let Some(s) = float_strategy(f) {
+                    alts.push(s);
+                }
+            }
+        } else {
+            // Fractional multiples: k·m drawn, then judged by the validator,
+            // since k·m in floating point is not always a multiple of m the
+            // way the validator computes it.
+            let (m, src) = frac_ms[0];
+            let lo = f.min.as_ref().map_or(-FLOAT_SPAN, |b| b.v) / m;
+            let hi = f.max.as_ref().map_or(FLOAT_SPAN, |b| b.v) / m;
+            let (klo, khi) = (
+                lo.ceil().max(-FLOAT_SPAN) as i64,
+                hi.floor().min(FLOAT_SPAN) as i64,
+            );
+            if klo <= khi {
+                let m = *m;
+                let int_only = types & FLOAT == 0;
+                let vs = self.validators(f.multiple_of.iter().map(|x| &x.1.loc))?;
+                alts.push(
+                    (klo..=khi)
+                        .prop_map(move |k| Json::from(k as f64 * m))
+                        .prop_filter(
+                            "k·multipleOf is not a multiple in floating point",
+                            move |v| {
+                                (!int_only || type_of(v) == INT) && vs.iter().all(|x| x.is_valid(v))
+                            },
+                        )
+                        .boxed(),
+                );
+            } else {
+                return Err(unsat(
+                    src.kw,
+                    &src.loc.eval,
+                    "has no multiple within the bounds",
+                ));
+            }
+        }
+        if alts.is_empty() {
+            let (kw, at) = f
+                .multiple_of
+                .first()
+                .map(|(_, s)| (s.kw, s.loc.eval.clone()))
+                .or_else(|| f.max.as_ref().map(|b| (b.src.kw, b.src.loc.eval.clone())))
+                .unwrap_or(("type", String::new()));
+            return Err(unsat(
+                kw,
+                &at,
+                "leaves no number of the allowed type within the bounds",
+            ));
+        }
+        Ok(Union::new(alts).boxed())
+    }
+
+    fn gen_string(&self, f: &Flat) -> Result<BoxedStrategy<Json>, GenError> {
+        let lo = f.min_len.as_ref().map_or(0, |x| x.0);
+        if lo > MAX_STRING {
+            let src = &f.min_len.as_ref().expect("lo > 0").1;
+            return Err(GenError::new(
+                Kind::Unsupported,
+                "minLength",
+                &src.loc.eval,
+                format!(
+                    "asks for {lo} characters, more than the generator's bound of {MAX_STRING}"
+                ),
+            ));
+        }
+        let hi = f.max_len.as_ref().map(|x| x.0);
+        if let (Some(h), Some((_, src))) = (hi, &f.max_len) {
+            if h < lo {
+                return Err(unsat(
+                    src.kw,
+                    &src.loc.eval,
+                    format!("({h}) is below `minLength` ({lo})"),
+                ));
+            }
+        }
+        let (lo, hi_decl) = (lo as usize, hi.map(|h| h.min(usize::MAX as u64) as usize));
+        let gen_hi = hi_decl.unwrap_or(usize::MAX).min(lo + EXTRA_CHARS as usize);
+        let in_len = move |s: &str| {
+            let n = s.chars().count();
+            n >= lo && hi_decl.is_none_or(|h| n <= h)
+        };
+        let mut patterns = Vec::new();
+        for (p, src) in &f.patterns {
+            patterns.push(Pattern::compile(p, &src.loc.eval)?);
+        }
+        let checked: Vec<&str> = f
+            .formats
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .filter(|n| format::CHECKED.contains(n))
+            .collect();
+        let mut rest_patterns: Vec<Arc<regex::Regex>> = Vec::new();
+        let mut rest_formats: Vec<&str> = Vec::new();
+        let base: BoxedStrategy<String> = if let Some(first) = checked.first() {
+            rest_patterns.extend(patterns.iter().map(|p| p.regex.clone()));
+            rest_formats.extend(checked[1..].iter().copied());
+            let s = format::strategy(first).expect("every checked format has a generator");
+            s.prop_filter("format value outside the length bounds", move |s| in_len(s))
+                .boxed()
+        } else if let Some(first) = patterns.first() {
+            rest_patterns.extend(patterns[1..].iter().map(|p| p.regex.clone()));
+            first.strategy(lo, hi_decl.unwrap_or(MAX_STRING as usize * 2), filler())
+        } else {
+            proptest::collection::vec(filler(), lo..=gen_hi)
+                .prop_map(|cs| cs.into_iter().collect())
+                .boxed()
+        };
+        let mut s = base;
+        if !rest_patterns.is_empty() {
+            s = s
+                .prop_filter("another `pattern` does not match", move |t| {
+                    rest_patterns.iter().all(|r| r.is_match(t))
+                })
+                .boxed();
+        }
+        if !rest_formats.is_empty() {
+            let vs: Vec<Validator> = rest_formats
+                .iter()
+                .map(|n| self.doc.format_validator(n))
+                .collect::<Result<_, _>>()?;
+            s = s
+                .prop_filter("another `format` does not hold", move |t| {
+                    let j = Json::String(t.clone());
+                    vs.iter().all(|x| x.is_valid(&j))
+                })
+                .boxed();
+        }
+        Ok(s.prop_map(Json::String).boxed())
+    }
+
+    pub(crate) fn item_conj(f: &Flat, i: usize) -> Vec<Loc> {
+        let mut c = Vec::new();
+        for part in &f.arrays {
+            if let Some(l) = part.prefix.get(i) {
+                c.push(l.clone());
+            } else if let Some(l) = &part.items {
+                c.push(l.clone());
+            }
+        }
+        c
+    }
+
+    fn gen_array(&self, f: &Flat, depth: usize) -> Result<BoxedStrategy<Json>, GenError> {
+        let mut lo = f.min_items.as_ref().map_or(0, |x| x.0);
+        if lo > MAX_ITEMS {
+            let src = &f.min_items.as_ref().expect("lo > 0").1;
+            return Err(GenError::new(
+                Kind::Unsupported,
+                "minItems",
+                &src.loc.eval,
+                format!("asks for {lo} items, more than the generator's bound of {MAX_ITEMS}"),
+            ));
+        }
+        let prefix_len = f.arrays.iter().map(|p| p.prefix.len()).max().unwrap_or(0);
+        // Positions with their own strategy: the prefixes, the forced slot,
+        // and position 0 when `contains` needs a match.
+        let mut fixed_len = prefix_len;
+        let contains_at_0 = !f.contains.is_empty();
+        if contains_at_0 {
+            fixed_len = fixed_len.max(1);
+            lo = lo.max(1);
+        }
+        let forced_at = match &f.force {
+            Some(Force::Item(i, _)) => Some(*i),
+            Some(Force::Tail(_)) => Some(prefix_len),
+            _ => None,
+        };
+        if let Some(i) = forced_at {
+            fixed_len = fixed_len.max(i + 1);
+            lo = lo.max(i as u64 + 1);
+        }
+        if f.negs.iter().any(|n| matches!(n, Neg::Duplicate)) {
+            lo = lo.max(2);
+        }
+        let hi_decl = f.max_items.as_ref().map(|x| x.0);
+        if let (Some(h), Some((_, src))) = (hi_decl, &f.max_items) {
+            if h < lo {
+                return Err(unsat(
+                    src.kw,
+                    &src.loc.eval,
+                    format!("({h}) is below the {lo} items needed"),
+                ));
+            }
+        }
+        let lo = lo as usize;
+        if depth >= MAX_DEPTH {
+            if lo > 0 {
+                let at = f.nodes.first().map_or("", |l| l.eval.as_str());
+                return Err(GenError::new(
+                    Kind::TooDeep,
+                    "minItems",
+                    at,
+                    "needs items nested deeper than the generator's bound",
+                ));
+            }
+            return Ok(Just(Json::Array(vec![])).boxed());
+        }
+        let extra = EXTRA_ITEMS[depth];
+        // hi_decl >= lo was checked above.
+        let mut gen_hi = hi_decl
+            .map_or(usize::MAX, |h| h as usize)
+            .min(lo + extra)
+            .min(MAX_ITEMS as usize)
+            .max(lo);
+        let mut fixed: Vec<BoxedStrategy<Json>> = Vec::new();
+        for i in 0..fixed_len.min(gen_hi) {
+            let strat = if forced_at == Some(i) {
+                match &f.force {
+                    Some(Force::Item(_, s)) | Some(Force::Tail(s)) => Ok(s.clone()),
+                    _ => unreachable!("forced_at comes from an item force"),
+                }
+            } else {
+                let mut conj = Self::item_conj(f, i);
+                if i == 0 && contains_at_0 {
+                    conj.extend(f.contains.iter().map(|s| s.loc.child("contains")));
+                }
+                self.gen(&conj, depth + 1)
+            };
+            match strat {
+                Ok(s) => fixed.push(s),
+                Err(e) if e.is_local() && i >= lo => {
+                    gen_hi = i;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let k = fixed.len();
+        let tail = if gen_hi > k {
+            match self.gen(&Self::item_conj(f, fixed_len.max(prefix_len)), depth + 1) {
+                Ok(s) => Some(s),
+                Err(e) if e.is_local() && lo <= k => {
+                    gen_hi = k;
+                    None
+                }
+                Err(e) => return Err(e),
+            }
+        } else {
+            None
+        };
+        let tail_strategy = match tail {
+            Some(t) => proptest::collection::vec(t, lo.saturating_sub(k)..=gen_hi - k).boxed(),
+            None => Just(vec![]).boxed(),
+        };
+        let duplicate = f.negs.iter().any(|n| matches!(n, Neg::Duplicate));
+        let mut s = (fixed, tail_strategy, lo..=gen_hi)
+            .prop_map(move |(fixed, tail, n)| {
+                let mut v: Vec<Json> = fixed.into_iter().chain(tail).take(n).collect();
+                if duplicate && v.len() >= 2 {
+                    let last = v.len() - 1;
+                    v[last] = v[0].clone();
+                }
+                Json::Array(v)
+            })
+            .boxed();
+        if f.unique.is_some() && !duplicate {
+            s = s
+                .prop_filter("`uniqueItems`: a repeated item", |v| {
+                    let a = v.as_array().expect("an array");
+                    a.iter()
+                        .enumerate()
+                        .all(|(i, x)| a[..i].iter().all(|y| !json_eq(x, y)))
+                })
+                .boxed();
+        }
+        Ok(s)
+    }
+
+    /// The schemas a property called `name` must satisfy.
+    pub(crate) fn prop_conj(f: &Flat, name: &str, patterns: &[Vec<Pattern>]) -> Vec<Loc> {
+        let mut c = Vec::new();
+        for (part, pats) in f.objects.iter().zip(patterns) {
+            let mut matched = false;
+            if let Some((_, l)) = part.props.iter().find(|(n, _)| n == name) {
+                c.push(l.clone());
+                matched = true;
+            }
+            for (p, (_, l)) in pats.iter().zip(&part.patterns) {
+                if p.regex.is_match(name) {
+                    c.push(l.clone());
+                    matched = true;
+                }
+            }
+            if !matched {
+                if let Some(a) = &part.additional {
+                    c.push(a.clone());
+                }
+            }
+        }
+        c
+    }
+
+    fn gen_object(&self, f: &Flat, depth: usize) -> Result<BoxedStrategy<Json>, GenError> {
+        let forbidden: BTreeSet<&str> = f.forbidden.iter().map(String::as_str).collect();
+        let mut required: Vec<String> = Vec::new();
+        for (n, _) in &f.required {
+            if !required.contains(n) {
+                required.push(n.clone());
+            }
+        }
+        let forced_prop = match &f.force {
+            Some(Force::Prop(n, s)) => Some((n.clone(), s.clone())),
+            _ => None,
+        };
+        if let Some((n, _)) = &forced_prop {
+            if !required.contains(n) {
+                required.push(n.clone());
+            }
+        }
+        let forced_extra = match &f.force {
+            Some(Force::Extra(s)) => Some(s.clone()),
+            _ => None,
+        };
+        if let Some((max, src)) = &f.max_props {
+            let needed = required.len() as u64 + u64::from(forced_extra.is_some());
+            if *max < needed {
+                return Err(unsat(
+                    src.kw,
+                    &src.loc.eval,
+                    format!("({max}) is below the {needed} required properties"),
+                ));
+            }
+        }
+        let min_props = f.min_props.as_ref().map_or(0, |x| x.0);
+        if min_props > MAX_ITEMS {
+            let src = &f.min_props.as_ref().expect("> 0").1;
+            return Err(GenError::new(Kind::Unsupported, "minProperties", &src.loc.eval,
+                format!("asks for {min_props} properties, more than the generator's bound of {MAX_ITEMS}")));
+        }
+        if depth >= MAX_DEPTH {
+            if !required.is_empty() || min_props > 0 || forced_extra.is_some() {
+                let at = f.nodes.first().map_or("", |l| l.eval.as_str());
+                return Err(GenError::new(
+                    Kind::TooDeep,
+                    "required",
+                    at,
+                    "needs properties nested deeper than the generator's bound",
+                ));
+            }
+            return Ok(Just(Json::Object(Map::new())).boxed());
+        }
+        let mut patterns: Vec<Vec<Pattern>> = Vec::new();
+        for part in &f.objects {
+            let mut v = Vec::new();
+            for (p, l) in &part.patterns {
+                v.push(Pattern::compile(p, &l.eval)?);
+            }
+            patterns.push(v);
+        }
+        let declared: BTreeSet<String> = f
+            .objects
+            .iter()
+            .flat_map(|p| p.props.iter().map(|(n, _)| n.clone()))
+            .chain(required.iter().cloned())
+            .filter(|n| !forbidden.contains(n.as_str()))
+            .collect();
+
+        let mut req: Vec<(String, BoxedStrategy<Json>)> = Vec::new();
+        for name in &required {
+            if forbidden.contains(name.as_str()) {
+                continue;
+            }
+            let s = match &forced_prop {
+                Some((n, s)) if n == name => s.clone(),
+                _ => self.gen(&Self::prop_conj(f, name, &patterns), depth + 1)?,
+            };
+            req.push((name.clone(), s));
+        }
+        let mut opt: Vec<(String, BoxedStrategy<Json>)> = Vec::new();
+        for name in declared.iter().filter(|n| !required.contains(n)) {
+            match self.gen(&Self::prop_conj(f, name, &patterns), depth + 1) {
+                Ok(s) => opt.push((name.clone(), s)),
+                Err(e) if e.is_local() => {}
+                Err(e) => return Err(e),
+            }
+        }
+
+        let all_patterns: Vec<Arc<regex::Regex>> =
+            patterns.iter().flatten().map(|p| p.regex.clone()).collect();
+        let name_validators = self.validators(&f.property_names)?;
+        let fresh = {
+            let declared = declared.clone();
+            let forbidden: Vec<String> = f.forbidden.clone();
+            let all_patterns = all_patterns.clone();
+            let name_validators = name_validators.clone();
+            proptest::string::string_regex("[a-z][a-z0-9_]{0,9}")
+                .expect("constant regex")
+                .prop_filter("a name some schema declares or matches", move |n| {
+                    !declared.contains(n)
+                        && !forbidden.contains(n)
+                        && !all_patterns.iter().any(|r| r.is_match(n))
+                        && name_validators
+                            .iter()
+                            .all(|v| v.is_valid(&Json::String(n.clone())))
+                })
+                .boxed()
+        };
+        // Properties no schema names: each object part's
+        // `additionalProperties` applies.
+        let extra_conj: Vec<Loc> = f
+            .objects
+            .iter()
+            .filter_map(|p| p.additional.clone())
+            .collect();
+        let base_count = req.len() + opt.len();
+        let need =
+            (min_props as usize).saturating_sub(base_count + usize::from(forced_extra.is_some()));
+        let extras: BoxedStrategy<Vec<(String, Json)>> = if f.no_extras {
+            Just(vec![]).boxed()
+        } else {
+            match self.gen(&extra_conj, depth + 1) {
+                Ok(v) => {
+                    let hi = EXTRA_PROPS[depth].max(need);
+                    proptest::collection::vec((fresh.clone(), v), need..=hi).boxed()
+                }
+                Err(e) if e.is_local() => Just(vec![]).boxed(),
+                Err(e) => return Err(e),
+            }
+        };
+        // One property per pattern, named from the pattern, when no other
+        // pattern or declared name could claim it (then its schemas are
+        // exactly that pattern's and the other parts' additionalProperties).
+        let mut pat_extras: Vec<BoxedStrategy<Option<(String, Json)>>> = Vec::new();
+        if !f.no_extras && EXTRA_PROPS[depth] > 0 {
+            for (pi, (part, pats)) in f.objects.iter().zip(&patterns).enumerate() {
+                for (pj, (p, (_, loc))) in pats.iter().zip(&part.patterns).enumerate() {
+                    let mut conj = vec![loc.clone()];
+                    conj.extend(
+                        f.objects
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, _)| *i != pi)
+                            .filter_map(|(_, o)| o.additional.clone()),
+                    );
+                    let Ok(value) = self.gen(&conj, depth + 1) else {
+                        continue;
+                    };
+                    let others: Vec<Arc<regex::Regex>> = patterns
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(i, ps)| {
+                            ps.iter()
+                                .enumerate()
+                                .filter(move |(j, _)| (i, *j) != (pi, pj))
+                                .map(|(_, q)| q.regex.clone())
+                        })
+                        .collect();
+                    let declared = declared.clone();
+                    let forbidden = f.forbidden.clone();
+                    let nv = name_validators.clone();
+                    let name = p.strategy(1, 24, filler()).prop_filter(
+                        "a name another schema claims",
+                        move |n| {
+                            !declared.contains(n)
+                                && !forbidden.contains(n)
+                                && !others.iter().any(|r| r.is_match(n))
+                                && nv.iter().all(|v| v.is_valid(&Json::String(n.clone())))
+                        },
+                    );
+                    // `^ab` beside `^a`: every name of the one matches the
+                    // other, so this pattern gets no property of its own.
+                    let name = name.boxed();
+                    if !probe(&name) {
+                        continue;
+                    }
+                    pat_extras.push(proptest::option::of((name, value)).boxed());
+                }
+            }
+        }
+        let forced_extra = match forced_extra {
+            Some(v) => (fresh, v).prop_map(Some).boxed(),
+            None => Just(None).boxed(),
+        };
+        let (req_names, req_s): (Vec<String>, Vec<BoxedStrategy<Json>>) = req.into_iter().unzip();
+        let (opt_names, opt_s): (Vec<String>, Vec<BoxedStrategy<Json>>) = opt.into_iter().unzip();
+        let opt_s: Vec<BoxedStrategy<Option<Json>>> = opt_s
+            .into_iter()
+            .map(|s| proptest::option::of(s).boxed())
+            .collect();
+        let mut s = (req_s, opt_s, pat_extras, extras, forced_extra)
+            .prop_map(move |(r, o, p, e, fe)| {
+                let mut m = Map::new();
+                for (n, v) in req_names.iter().zip(r) {
+                    m.insert(n.clone(), v);
+                }
+                for (n, v) in opt_names.iter().zip(o) {
+                    if let Some(v) = v {
+                        m.insert(n.clone(), v);
+                    }
+                }
+                for (n, v) in p.into_iter().flatten().chain(e).chain(fe) {
+                    m.entry(n).or_insert(v);
+                }
+                Json::Object(m)
+            })
+            .boxed();
+        let max_props = f.max_props.as_ref().map(|x| x.0 as usize);
+        if min_props > 0 || max_props.is_some() {
+            let lo = min_props as usize;
+            s = s
+                .prop_filter(
+                    "property count outside minProperties..maxProperties",
+                    move |v| {
+                        let n = v.as_object().map_or(0, Map::len);
+                        n >= lo && max_props.is_none_or(|h| n <= h)
+                    },
+                )
+                .boxed();
+        }
+        Ok(s)
+    }
+}
+
+/// Rejections a probe tolerates.
+const PROBE_REJECTS: u32 = 2_000;
+
+/// Whether `s` makes a value on a fixed seed within a bounded number of
+/// rejections: a filtered strategy that cannot is left out rather than
+/// left to fail when a value is drawn.
+pub(crate) fn probe<T: std::fmt::Debug>(s: &BoxedStrategy<T>) -> bool {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let config = Config {
+        max_local_rejects: PROBE_REJECTS,
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    (0..4).any(|_| s.new_tree(&mut runner).map(|t| t.current()).is_ok())
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn lcm(a: i64, b: i64) -> Option<i64> {
+    (a / gcd(a, b)).checked_mul(b)
+}
+
+/// Integers in the bounds, multiples of `m`.
+fn int_strategy(f: &Flat, m: i64) -> Option<BoxedStrategy<Json>> {
+    const LIM: f64 = 9.2e18;
+    let lo = f.min.as_ref().map_or(i64::MIN as f64, |b| {
+        if b.excl {
+            b.v.floor() + 1.0
+        } else {
+            b.v.ceil()
+        }
+    });
+    let hi = f.max.as_ref().map_or(i64::MAX as f64, |b| {
+        if b.excl {
+            b.v.ceil() - 1.0
+        } else {
+            b.v.floor()
+        }
+    });
+    if lo > hi || lo > LIM || hi < -LIM {
+        return None;
+    }
+    let (lo, hi) = (lo.max(-LIM) as i64, hi.min(LIM) as i64);
+    let klo = lo.div_euclid(m) + i64::from(lo.rem_euclid(m) != 0);
+    let khi = hi.div_euclid(m);
+    if klo > khi {
+        return None;
+    }
+    let to_json = move |k: i64| Json::from(k * m);
+    let full = (klo..=khi).prop_map(to_json).boxed();
+    if khi.saturating_sub(klo) <= 2 * SMALL_WINDOW {
+        return Some(full);
+    }
+    // Small values near zero (or the bound nearest it) first, so that
+    // shrinking and most draws stay readable; the full range as often.
+    let (wlo, whi) = if klo > 0 {
+        (klo, klo + SMALL_WINDOW)
+    } else if khi < 0 {
+        (khi - SMALL_WINDOW, khi)
+    } else {
+        ((-SMALL_WINDOW).max(klo), SMALL_WINDOW.min(khi))
+    };
+    Some(Union::new(vec![(wlo..=whi).prop_map(to_json).boxed(), full]).boxed())
+}
+
+fn float_strategy(f: &Flat) -> Option<BoxedStrategy<Json>> {
+    let lo = f
+        .min
+        .as_ref()
+        .map(|b| if b.excl { b.v.next_up() } else { b.v });
+    let hi = f
+        .max
+        .as_ref()
+        .map(|b| if b.excl { b.v.next_down() } else { b.v });
+    let (lo, hi) = match (lo, hi) {
+        (Some(l), Some(h)) => (l, h),
+        (Some(l), None) => (l, l + FLOAT_SPAN),
+        (None, Some(h)) => (h - FLOAT_SPAN, h),
+        (None, None) => (-FLOAT_SPAN, FLOAT_SPAN),
+    };
+    // NaN bounds compare false both ways: refused here too.
+    if lo
+        .partial_cmp(&hi)
+        .is_none_or(|o| o == std::cmp::Ordering::Greater)
+        || !lo.is_finite()
+        || !hi.is_finite()
+    {
+        return None;
+    }
+    if lo == hi {
+        return Some(Just(Json::from(lo)).boxed());
+    }
+    Some((lo..=hi).prop_map(Json::from).boxed())
+}

@@ -1,0 +1,467 @@
+//! Values that break one named constraint and are valid everywhere else.
+//!
+//! For a keyword `k` of a conjunction, the conjunction is generated with `k`
+//! replaced by its negation (`minLength: n` by "at most n-1 characters",
+//! `required: [p]` by "p absent", `additionalProperties: false` by "one
+//! property nobody declares", ...), every other keyword kept. A constraint
+//! of a nested value is broken inside an otherwise valid container: the
+//! child's invalid strategy is forced into its slot (the property made
+//! present, the array long enough).
+//!
+//! Which constraints are offered:
+//! - keywords inside an `anyOf`/`oneOf` branch are not broken one by one
+//!   (another branch may accept the value); the combinator itself is, by a
+//!   value matching no branch, and for `oneOf` by one matching two;
+//! - at a level with `enum`/`const`, only those and `type` are broken: the
+//!   members are the only candidates there;
+//! - a constraint no value can break (`minLength: 0`, a `pattern` matching
+//!   every string of the allowed lengths) is left out: every strategy is
+//!   tried on a fixed seed before it is offered, and must yield a value the
+//!   whole schema rejects.
+
+use crate::doc::Loc;
+use crate::error::{GenError, Kind, Violation};
+use crate::flat::{expand, Bound, Flat, Force, Neg, Src, ALL, ARRAY, NUMBER, OBJECT, STRING};
+use crate::format;
+use crate::gen::{any_json, probe, Gen, MAX_ITEMS, MAX_STRING};
+use crate::pattern::Pattern;
+use proptest::prelude::*;
+use proptest::strategy::Union;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+
+/// Nesting levels whose constraints are broken: deeper ones repeat the
+/// shapes of those above in a recursive schema.
+const MAX_INVALID_DEPTH: usize = 4;
+/// Violations offered per schema, against schemas with thousands of
+/// constraints.
+const MAX_VIOLATIONS: usize = 512;
+
+type Found = BTreeMap<Violation, Vec<BoxedStrategy<Json>>>;
+
+fn violation(src: &Src) -> Violation {
+    Violation {
+        pointer: src.loc.eval.clone(),
+        keyword: src.kw.to_string(),
+    }
+}
+
+/// Each candidate is probed on its own: a union that holds one impossible
+/// alternative (a `oneOf` whose branches cannot overlap, asked for a value
+/// matching two) would otherwise fail on the draws that pick it.
+fn add(found: &mut Found, v: Violation, s: BoxedStrategy<Json>) {
+    if (found.len() < MAX_VIOLATIONS || found.contains_key(&v)) && probe(&s) {
+        found.entry(v).or_default().push(s);
+    }
+}
+
+/// `f` with its types narrowed to `bits` (the keyword applies to those
+/// only); None when nothing is left.
+fn narrowed(f: &Flat, bits: u8) -> Option<Flat> {
+    let t = f.types() & bits;
+    if t == 0 {
+        return None;
+    }
+    let mut g = f.clone();
+    let src = g.types.as_ref().map(|x| x.1.clone());
+    g.types = Some((
+        t,
+        src.unwrap_or(Src {
+            loc: Loc::root(),
+            kw: "type",
+            branch: false,
+        }),
+    ));
+    g.negated = true;
+    Some(g)
+}
+
+impl Gen {
+    pub fn invalid(&self) -> Result<Vec<(Violation, BoxedStrategy<Json>)>, GenError> {
+        let root = self.doc.validator(&Loc::root())?;
+        let mut found = Found::new();
+        self.level(&[Loc::root()], 0, &mut found)?;
+        let mut out = Vec::new();
+        for (v, strategies) in found {
+            let kept: Vec<BoxedStrategy<Json>> = strategies
+                .into_iter()
+                .map(|s| {
+                    let root = root.clone();
+                    s.prop_filter("accepted by the schema", move |x| !root.is_valid(x))
+                        .boxed()
+                })
+                .filter(probe)
+                .collect();
+            if !kept.is_empty() {
+                out.push((v, Union::new(kept).boxed()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Violations of the values `conj` describes, at `depth`.
+    fn level(&self, conj: &[Loc], depth: usize, found: &mut Found) -> Result<(), GenError> {
+        let flat = match Flat::of(&self.doc, conj) {
+            Ok(f) => f,
+            // The schema `false` (a property that must be absent): any value
+            // breaks it.
+            Err(e) if e.kind == Kind::Unsatisfiable && e.keyword == "false" => {
+                let v = Violation {
+                    pointer: e.pointer,
+                    keyword: "false".into(),
+                };
+                add(found, v, any_json(depth));
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        for (ci, c) in flat.choices.iter().enumerate() {
+            if c.src.branch {
+                continue;
+            }
+            let branches = self.validators_of(&c.branches)?;
+            let mut rest = flat.clone();
+            rest.choices.remove(ci);
+            if let Ok(s) = self.gen_disjuncts(rest, depth) {
+                let b = branches.clone();
+                let s = s
+                    .prop_filter("matches a branch", move |v| {
+                        !b.iter().any(|x| x.is_valid(v))
+                    })
+                    .boxed();
+                add(found, violation(&c.src), s);
+            }
+            if c.exclusive {
+                let mut both = flat.clone();
+                both.choices[ci].exclusive = false;
+                if let Ok(s) = self.gen_disjuncts(both, depth) {
+                    let s = s
+                        .prop_filter("matches fewer than two branches", move |v| {
+                            branches.iter().filter(|x| x.is_valid(v)).take(2).count() == 2
+                        })
+                        .boxed();
+                    add(found, violation(&c.src), s);
+                }
+            }
+        }
+        let mut ds = Vec::new();
+        match expand(&self.doc, flat, &mut ds) {
+            Ok(()) => {}
+            Err(e) if e.is_local() => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        for d in &ds {
+            for (v, f) in self.negations(d)? {
+                match self.gen_flat(&f, depth) {
+                    Ok(s) => add(found, v, s),
+                    Err(e) if e.is_local() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if depth < MAX_INVALID_DEPTH {
+                self.children(d, depth, found)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn validators_of(&self, locs: &[Loc]) -> Result<Vec<crate::doc::Validator>, GenError> {
+        locs.iter().map(|l| self.doc.validator(l)).collect()
+    }
+
+    /// The conjunction `d` with one of its own keywords negated, per keyword.
+    fn negations(&self, d: &Flat) -> Result<Vec<(Violation, Flat)>, GenError> {
+        let mut out: Vec<(Violation, Flat)> = Vec::new();
+        let mut base = d.clone();
+        base.negated = true;
+        if let Some((mask, src)) = &d.types {
+            if !src.branch && *mask != ALL {
+                let mut f = base.clone();
+                f.types = Some((ALL & !mask, src.clone()));
+                out.push((violation(src), f));
+            }
+        }
+        if !d.enums.is_empty() {
+            for (i, (vals, src)) in d.enums.iter().enumerate() {
+                if src.branch {
+                    continue;
+                }
+                let mut f = base.clone();
+                f.enums.remove(i);
+                f.negs.push(Neg::NotEnum(vals.clone()));
+                out.push((violation(src), f));
+            }
+            return Ok(out);
+        }
+        let mut push = |src: &Src, f: Option<Flat>| {
+            if let Some(f) = f {
+                if !src.branch {
+                    out.push((violation(src), f));
+                }
+            }
+        };
+        if let Some(b) = &d.min {
+            let f = narrowed(&base, NUMBER).map(|mut f| {
+                f.min = None;
+                f.set_max(Bound {
+                    v: b.v,
+                    excl: !b.excl,
+                    src: b.src.clone(),
+                });
+                f
+            });
+            push(&b.src, f);
+        }
+        if let Some(b) = &d.max {
+            let f = narrowed(&base, NUMBER).map(|mut f| {
+                f.max = None;
+                f.set_min(Bound {
+                    v: b.v,
+                    excl: !b.excl,
+                    src: b.src.clone(),
+                });
+                f
+            });
+            push(&b.src, f);
+        }
+        for (i, (m, src)) in d.multiple_of.iter().enumerate() {
+            let f = narrowed(&base, NUMBER).map(|mut f| {
+                f.multiple_of.remove(i);
+                f.negs.push(Neg::NotMultipleOf(*m));
+                f
+            });
+            push(src, f);
+        }
+        if let Some((n, src)) = &d.min_len {
+            if *n > 0 {
+                let f = narrowed(&base, STRING).map(|mut f| {
+                    f.min_len = None;
+                    if f.max_len.as_ref().is_none_or(|m| m.0 > n - 1) {
+                        f.max_len = Some((n - 1, src.clone()));
+                    }
+                    f
+                });
+                push(src, f);
+            }
+        }
+        if let Some((n, src)) = &d.max_len {
+            if *n < MAX_STRING {
+                let f = narrowed(&base, STRING).map(|mut f| {
+                    f.max_len = None;
+                    f.min_len = Some((n + 1, src.clone()));
+                    f
+                });
+                push(src, f);
+            }
+        }
+        for (i, (p, src)) in d.patterns.iter().enumerate() {
+            let re = Pattern::compile(p, &src.loc.eval)?.regex;
+            let f = narrowed(&base, STRING).map(|mut f| {
+                f.patterns.remove(i);
+                f.negs.push(Neg::NotPattern(re));
+                f
+            });
+            push(src, f);
+        }
+        for (i, (name, src)) in d.formats.iter().enumerate() {
+            if !format::CHECKED.contains(&name.as_str()) {
+                continue;
+            }
+            let f = narrowed(&base, STRING).map(|mut f| {
+                f.formats.remove(i);
+                f.negs.push(Neg::NotFormat(name.clone()));
+                f
+            });
+            push(src, f);
+        }
+        if let Some((n, src)) = &d.min_items {
+            if *n > 0 {
+                let f = narrowed(&base, ARRAY).map(|mut f| {
+                    f.min_items = None;
+                    if f.max_items.as_ref().is_none_or(|m| m.0 > n - 1) {
+                        f.max_items = Some((n - 1, src.clone()));
+                    }
+                    f
+                });
+                push(src, f);
+            }
+        }
+        if let Some((n, src)) = &d.max_items {
+            if *n < MAX_ITEMS {
+                let f = narrowed(&base, ARRAY).map(|mut f| {
+                    f.max_items = None;
+                    f.min_items = Some((n + 1, src.clone()));
+                    f
+                });
+                push(src, f);
+            }
+        }
+        if let Some(src) = &d.unique {
+            let f = narrowed(&base, ARRAY).map(|mut f| {
+                f.unique = None;
+                f.negs.push(Neg::Duplicate);
+                f
+            });
+            push(src, f);
+        }
+        for (i, src) in d.contains.iter().enumerate() {
+            let f = narrowed(&base, ARRAY).map(|mut f| {
+                f.contains.remove(i);
+                f.negs
+                    .push(Neg::NoContains(vec![src.loc.child("contains")]));
+                f
+            });
+            push(src, f);
+        }
+        if let Some((n, src)) = &d.min_props {
+            if *n > 0 {
+                let f = narrowed(&base, OBJECT).map(|mut f| {
+                    f.min_props = None;
+                    if f.max_props.as_ref().is_none_or(|m| m.0 > n - 1) {
+                        f.max_props = Some((n - 1, src.clone()));
+                    }
+                    f
+                });
+                push(src, f);
+            }
+        }
+        if let Some((n, src)) = &d.max_props {
+            if *n < MAX_ITEMS {
+                let f = narrowed(&base, OBJECT).map(|mut f| {
+                    f.max_props = None;
+                    f.min_props = Some((n + 1, src.clone()));
+                    f
+                });
+                push(src, f);
+            }
+        }
+        let mut names: Vec<&String> = Vec::new();
+        for (name, src) in &d.required {
+            if names.contains(&name) {
+                continue;
+            }
+            names.push(name);
+            let f = narrowed(&base, OBJECT).map(|mut f| {
+                f.required.retain(|(n, _)| n != name);
+                f.forbidden.push(name.clone());
+                f
+            });
+            push(src, f);
+        }
+        for part in &d.objects {
+            let closed = part
+                .additional
+                .as_ref()
+                .is_some_and(|l| self.doc.node(l) == Some(&Json::Bool(false)));
+            if closed {
+                let f = narrowed(&base, OBJECT).map(|mut f| {
+                    f.force = Some(Force::Extra(any_json(1)));
+                    f
+                });
+                push(&part.src, f);
+            }
+        }
+        for (i, (loc, src)) in d.nots.iter().enumerate() {
+            let mut f = base.clone();
+            f.nots.remove(i);
+            match f.add_schema(&self.doc, loc, src.branch, 0) {
+                Ok(()) => push(src, Some(f)),
+                Err(e) if e.is_local() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Constraints of the values nested in `d` (properties, items), each
+    /// broken inside an otherwise valid container.
+    fn children(&self, d: &Flat, depth: usize, found: &mut Found) -> Result<(), GenError> {
+        let forced = |force: Force| {
+            let mut f = d.clone();
+            f.negated = true;
+            f.force = Some(force);
+            f
+        };
+        let embed = |this: &Gen,
+                     conj: &[Loc],
+                     make: &dyn Fn(BoxedStrategy<Json>) -> Force,
+                     found: &mut Found|
+         -> Result<(), GenError> {
+            let mut inner = Found::new();
+            match this.level(conj, depth + 1, &mut inner) {
+                Ok(()) => {}
+                Err(e) if e.is_local() => return Ok(()),
+                Err(e) => return Err(e),
+            }
+            for (v, ss) in inner {
+                let child = Union::new(ss).boxed();
+                match this.gen_flat(&forced(make(child)), depth) {
+                    Ok(s) => add(found, v, s),
+                    Err(e) if e.is_local() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        };
+        if d.types() & OBJECT != 0 {
+            let mut patterns = Vec::new();
+            for part in &d.objects {
+                let mut v = Vec::new();
+                for (p, l) in &part.patterns {
+                    v.push(Pattern::compile(p, &l.eval)?);
+                }
+                patterns.push(v);
+            }
+            let mut names: Vec<String> = Vec::new();
+            for part in &d.objects {
+                for (n, _) in &part.props {
+                    if !names.contains(n) && !d.forbidden.contains(n) {
+                        names.push(n.clone());
+                    }
+                }
+            }
+            for name in names {
+                // A property a branch declares is judged by the branches.
+                let in_branch = d
+                    .objects
+                    .iter()
+                    .any(|p| p.src.branch && p.props.iter().any(|(n, _)| *n == name));
+                if in_branch {
+                    continue;
+                }
+                let conj = Gen::prop_conj(d, &name, &patterns);
+                let n = name.clone();
+                embed(self, &conj, &move |s| Force::Prop(n.clone(), s), found)?;
+            }
+            let extra: Vec<Loc> = d
+                .objects
+                .iter()
+                .filter(|p| !p.src.branch)
+                .filter_map(|p| p.additional.clone())
+                .filter(|l| self.doc.node(l) != Some(&Json::Bool(false)))
+                .collect();
+            if !extra.is_empty()
+                && !d.no_extras
+                && extra.len()
+                    == d.objects
+                        .iter()
+                        .filter_map(|p| p.additional.as_ref())
+                        .count()
+            {
+                embed(self, &extra, &|s| Force::Extra(s), found)?;
+            }
+        }
+        if d.types() & ARRAY != 0 && !d.arrays.iter().any(|p| p.branch) {
+            let prefix_len = d.arrays.iter().map(|p| p.prefix.len()).max().unwrap_or(0);
+            for i in 0..prefix_len {
+                let conj = Gen::item_conj(d, i);
+                embed(self, &conj, &move |s| Force::Item(i, s), found)?;
+            }
+            let tail = Gen::item_conj(d, prefix_len);
+            if !tail.is_empty() {
+                embed(self, &tail, &|s| Force::Tail(s), found)?;
+            }
+        }
+        Ok(())
+    }
+}
