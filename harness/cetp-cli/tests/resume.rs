@@ -101,6 +101,11 @@ fn run_args(h: &Hosted, dir: &Path, profile: &Path) -> Vec<String> {
         profile.to_str().unwrap(),
         "--color",
         "never",
+        // LIM-001 sends calls at once beyond the Provider's limit: each is
+        // served or RATE_LIMITED, both PASS, and which depends on how they
+        // overlap on the machine, so its effect count is not a run's own.
+        "--skip",
+        "LIM-001",
         "--report-dir",
         dir.to_str().unwrap(),
     ]
@@ -215,7 +220,7 @@ fn a_run_killed_anywhere_resumes_to_the_same_verdicts_and_effects() {
         &["before:execute_tool:70"],
         &["after:execute_tool:95"],
         &["before:execute_tool:120"],
-        &["after:execute_tool:150"],
+        &["after:execute_tool:130"],
         &["before:resolve:1"],
         &["after:resolve:2"],
         &["before:resolve:5"],
@@ -232,8 +237,19 @@ fn a_run_killed_anywhere_resumes_to_the_same_verdicts_and_effects() {
         // Killed, resumed, killed again while resuming, resumed again.
         &["after:execute_tool:30", "before:execute_tool:12"],
     ];
+    // CETP_RESUME_POINTS=P1,P2,... runs only those (single kills), when
+    // looking into one.
+    let chosen: Vec<Vec<&str>>;
+    let only = std::env::var("CETP_RESUME_POINTS").unwrap_or_default();
+    let points: &[&[&str]] = if only.is_empty() {
+        points
+    } else {
+        chosen = only.split(',').map(|p| vec![p]).collect();
+        let v: Vec<&[&str]> = chosen.iter().map(|p| p.as_slice()).collect();
+        Box::leak(v.into_boxed_slice())
+    };
     let started = Instant::now();
-    for (n, kills) in points.iter().enumerate() {
+    let trial = |n: usize, kills: &[&str]| {
         let h = Hosted::new(provider());
         let dir = tmp(&format!("kill-{n}"));
         let args = run_args(&h, &dir, &profile());
@@ -272,6 +288,11 @@ fn a_run_killed_anywhere_resumes_to_the_same_verdicts_and_effects() {
             "{}",
             text(&again)
         );
+    };
+    // One at a time: every trial is a full run, and two cores are all
+    // there is.
+    for (n, kills) in points.iter().enumerate() {
+        trial(n, kills);
     }
     eprintln!(
         "{} kill points resumed in {:.1} s",
