@@ -187,26 +187,30 @@ fn resume(dir: &Path) -> Output {
         .unwrap()
 }
 
+/// The verdicts and Provider effect count of a run nothing interrupted, on
+/// a fresh device.
+fn uninterrupted(name: &str) -> (BTreeMap<String, String>, u64) {
+    let base = Hosted::new(provider());
+    let dir = tmp(name);
+    let o = cetp()
+        .args(run_args(&base, &dir, &profile()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    (verdicts(&dir), base.effects())
+}
+
 /// SIGKILL at 24 points (between a dispatch record and its call, inside
 /// calls, during resolve, around restarts, clock moves and descriptor
 /// reads), and twice in one run; each resume reaches the uninterrupted
 /// verdicts and effect count.
 #[test]
 fn a_run_killed_anywhere_resumes_to_the_same_verdicts_and_effects() {
-    let base = Hosted::new(provider());
-    let dir = tmp("base");
-    let o = cetp()
-        .args(run_args(&base, &dir, &profile()))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let want = verdicts(&dir);
-    let want_effects = base.effects();
+    let (want, want_effects) = uninterrupted("base");
     assert!(
         want_effects > 10,
         "the run executes effects: {want_effects}"
     );
-    drop(base);
 
     // `before:` = its dispatch (send) record is on disk, the call not sent;
     // `after:` = the Provider answered, the harness never recorded it.
@@ -353,16 +357,7 @@ fn a_resume_against_another_profile_or_build_is_refused_naming_the_fields() {
 /// that can be resumed too.
 #[test]
 fn ctrl_c_stops_at_a_step_boundary_and_the_run_resumes() {
-    let base = Hosted::new(provider());
-    let dir = tmp("ctrl-c-base");
-    let o = cetp()
-        .args(run_args(&base, &dir, &profile()))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let want = verdicts(&dir);
-    let want_effects = base.effects();
-    drop(base);
+    let (want, want_effects) = uninterrupted("ctrl-c-base");
 
     let h = Hosted::new(provider());
     let dir = tmp("ctrl-c");
