@@ -161,42 +161,44 @@ pub fn read(path: &Path) -> Result<Recorded, ReadError> {
     };
     let file = File::open(path).map_err(io)?;
     let mut reader = BufReader::new(file);
-    let mut lines: Vec<(usize, Vec<u8>, bool)> = Vec::new();
     let mut n = 0;
-    loop {
+    // One record at a time, each bounded; a line is known to be the last
+    // (the only one that may be torn) when the next read finds nothing.
+    let mut next_line = || -> Result<Option<(usize, Vec<u8>, bool)>, ReadError> {
         let mut buf = Vec::new();
         let got = (&mut reader)
             .take(MAX_RECORD_BYTES as u64 + 1)
             .read_until(b'\n', &mut buf)
             .map_err(io)?;
         if got == 0 {
-            break;
+            return Ok(None);
         }
         n += 1;
+        let too = |why: String| ReadError::Corrupt {
+            path: shown.clone(),
+            line: n,
+            why,
+        };
         if buf.len() > MAX_RECORD_BYTES {
-            return Err(ReadError::Corrupt {
-                path: shown,
-                line: n,
-                why: format!("a record longer than {MAX_RECORD_BYTES} bytes"),
-            });
+            return Err(too(format!(
+                "a record longer than {MAX_RECORD_BYTES} bytes"
+            )));
         }
         if n > MAX_RECORDS {
-            return Err(ReadError::Corrupt {
-                path: shown,
-                line: n,
-                why: format!("more than {MAX_RECORDS} records"),
-            });
+            return Err(too(format!("more than {MAX_RECORDS} records")));
         }
         let complete = buf.last() == Some(&b'\n');
         if complete {
             buf.pop();
         }
-        lines.push((n, buf, complete));
-    }
+        Ok(Some((n, buf, complete)))
+    };
     let mut rec = Recorded::default();
     let mut by_seq: HashMap<u64, usize> = HashMap::new();
-    let last = lines.len();
-    for (i, (line, bytes, complete)) in lines.into_iter().enumerate() {
+    let mut ahead = next_line()?;
+    while let Some((line, bytes, complete)) = ahead.take() {
+        ahead = next_line()?;
+        let last = ahead.is_none();
         let corrupt = |why: String| ReadError::Corrupt {
             path: shown.clone(),
             line,
@@ -208,7 +210,7 @@ pub fn read(path: &Path) -> Result<Recorded, ReadError> {
         let v = match parsed {
             Ok(v) if complete => v,
             // Only the last line may be torn: the harness died writing it.
-            _ if i + 1 == last => {
+            _ if last => {
                 rec.torn_tail = true;
                 break;
             }
@@ -656,6 +658,14 @@ fn answer_of(ans: &Json) -> Result<&Json, DeviceError> {
     Err(DeviceError::new(&field("kind"), field("message")))
 }
 
+/// How an exchange's send record stands.
+enum Sent<'e> {
+    /// A new request: its send record is written first.
+    New(SendMeta),
+    /// An in-flight exchange sent again: its send record is in the journal.
+    Again(&'e Exchange),
+}
+
 enum Served {
     /// From the journal.
     Replayed(Exchange),
@@ -693,34 +703,26 @@ impl Journaled {
         Ok(Served::Live)
     }
 
-    /// Sends `req` to the device through `live`, journaled. Reconciling an
-    /// in-flight exchange reuses its send record. `what` names the request
-    /// for pause points: a call's method, else the op.
+    /// Sends `req` to the device through `live`, journaled: a new send
+    /// record, or the in-flight exchange's when reconciling it. `what`
+    /// names the request for pause points: a call's method, else the op.
     fn exchange(
         &self,
         what: &str,
         op: &str,
         req: &Json,
-        reconcile: Option<&Exchange>,
+        sent: Sent<'_>,
         live: impl FnOnce() -> Result<Json, DeviceError>,
     ) -> Result<Json, DeviceError> {
-        let seq = match reconcile {
-            Some(e) => e.seq,
-            None => {
+        let seq = match sent {
+            Sent::Again(e) => e.seq,
+            Sent::New(mut meta) => {
                 let seq = self.journal.next_seq();
                 // The dispatch record of a call that may have an effect
                 // reaches the disk before the call leaves the harness.
-                let sync = what == "execute_tool";
-                self.journal.send_record(
-                    seq,
-                    &self.dev,
-                    op,
-                    req,
-                    SendMeta {
-                        sync,
-                        ..SendMeta::default()
-                    },
-                )?;
+                meta.sync |= op == "call"
+                    && req.get("method").and_then(Json::as_str) == Some("execute_tool");
+                self.journal.send_record(seq, &self.dev, op, req, meta)?;
                 seq
             }
         };
@@ -735,6 +737,21 @@ impl Journaled {
         self.journal
             .recv_record(seq, &ans, started.elapsed().as_micros() as u64)?;
         result
+    }
+
+    /// A journaled `call` request sent to the device, its answer as JSON.
+    fn send_call(&self, req: &Json) -> Result<Json, DeviceError> {
+        let (authority, method, arg, extras, timeout) =
+            decode_call(req).map_err(|e| journal_error(format!("a request: {e}")))?;
+        self.inner
+            .call(
+                &authority,
+                &method,
+                arg.as_deref(),
+                extras.as_ref(),
+                timeout,
+            )
+            .map(|a| call_answer_json(&a))
     }
 
     /// The whole path of one request: the journal's answer (and the seq of
@@ -753,13 +770,15 @@ impl Journaled {
             }
             Served::Reconcile(e) => {
                 let req = self.live_handles(&self.refreshed(&req))?;
-                self.exchange(what, op, &req, Some(&e), || live(&req))
+                self.exchange(what, op, &req, Sent::Again(&e), || live(&req))
                     .map(|v| (v, None))
             }
             Served::Live => {
                 let req = self.live_handles(&req)?;
-                self.exchange(what, op, &req, None, || live(&req))
-                    .map(|v| (v, None))
+                self.exchange(what, op, &req, Sent::New(SendMeta::default()), || {
+                    live(&req)
+                })
+                .map(|v| (v, None))
             }
         }
     }
@@ -829,36 +848,17 @@ impl Journaled {
             .ok_or_else(|| cannot("its answer held no Bundle".into()))?;
         let path = find_handle(old, orig).ok_or_else(|| cannot("not in its answer".into()))?;
         let req = self.refreshed(&origin.req);
-        let (authority, method, arg, extras, timeout) =
-            decode_call(&req).map_err(|e| cannot(format!("its request: {e}")))?;
-        let seq = self.journal.next_seq();
-        self.journal.send_record(
-            seq,
-            &self.dev,
+        // Not a step of the run: no pause point counts it.
+        let result = self.exchange(
+            "revive",
             "call",
             &req,
-            SendMeta {
+            Sent::New(SendMeta {
                 revives: Some(origin_seq),
                 ..SendMeta::default()
-            },
-        )?;
-        let started = Instant::now();
-        let result = self
-            .inner
-            .call(
-                &authority,
-                &method,
-                arg.as_deref(),
-                extras.as_ref(),
-                timeout,
-            )
-            .map(|a| call_answer_json(&a));
-        let ans = match &result {
-            Ok(v) => ok(v.clone()),
-            Err(e) => err_json(e),
-        };
-        self.journal
-            .recv_record(seq, &ans, started.elapsed().as_micros() as u64)?;
+            }),
+            || self.send_call(&req),
+        );
         let fresh = result.map_err(|e| cannot(format!("sending it again failed: {e}")))?;
         let live = fresh
             .get("result")
@@ -1135,19 +1135,7 @@ impl Device for Journaled {
             ("extras", bundle_json(extras)),
             ("timeout_ms", Json::from(timeout_ms)),
         ]);
-        let (v, replayed) = self.io(method, "call", req, |req| {
-            let (authority, method, arg, extras, timeout) =
-                decode_call(req).map_err(|e| journal_error(format!("a request: {e}")))?;
-            self.inner
-                .call(
-                    &authority,
-                    &method,
-                    arg.as_deref(),
-                    extras.as_ref(),
-                    timeout,
-                )
-                .map(|a| call_answer_json(&a))
-        })?;
+        let (v, replayed) = self.io(method, "call", req, |req| self.send_call(req))?;
         call_answer_of(&v, replayed)
     }
 
@@ -1235,7 +1223,7 @@ impl Device for Journaled {
                 // applied; the case's next step (redeeming the decision)
                 // judges it. Anything else is the repeat's own outcome.
                 let req = self.live_handles(&req)?;
-                self.exchange("resolve", "resolve", &req, Some(&e), || {
+                self.exchange("resolve", "resolve", &req, Sent::Again(&e), || {
                     let mut v = send(&req)?;
                     let launched = v.get("launched").and_then(Json::as_bool) == Some(true);
                     let applied = v.get("decision_applied").and_then(Json::as_bool) == Some(true);
@@ -1253,7 +1241,13 @@ impl Device for Journaled {
             }
             Served::Live => {
                 let req = self.live_handles(&req)?;
-                self.exchange("resolve", "resolve", &req, None, || send(&req))?
+                self.exchange(
+                    "resolve",
+                    "resolve",
+                    &req,
+                    Sent::New(SendMeta::default()),
+                    || send(&req),
+                )?
             }
         };
         Ok(ResolveOutcome {
@@ -1298,44 +1292,39 @@ impl Device for Journaled {
             Served::Reconcile(e) => {
                 // By the clock: advance only by what the device still lacks
                 // of the time the lost advance was to reach.
-                let v = self.exchange("advance_clock", "advance_clock", &req, Some(&e), || {
-                    let now = self.inner.now_ms();
-                    let target = e.at.map(|at| at.saturating_add(ms as i64));
-                    match target {
-                        Some(t) if now >= t => Ok(obj([("now", int(now))])),
-                        Some(t) => self
-                            .inner
-                            .advance_clock((t - now) as u64)
-                            .map(|n| obj([("now", int(n))])),
-                        None => self.inner.advance_clock(ms).map(|n| obj([("now", int(n))])),
-                    }
-                })?;
+                let v = self.exchange(
+                    "advance_clock",
+                    "advance_clock",
+                    &req,
+                    Sent::Again(&e),
+                    || {
+                        let now = self.inner.now_ms();
+                        let target = e.at.map(|at| at.saturating_add(ms as i64));
+                        match target {
+                            Some(t) if now >= t => Ok(obj([("now", int(now))])),
+                            Some(t) => self
+                                .inner
+                                .advance_clock((t - now) as u64)
+                                .map(|n| obj([("now", int(n))])),
+                            None => self.inner.advance_clock(ms).map(|n| obj([("now", int(n))])),
+                        }
+                    },
+                )?;
                 answer(v)
             }
             Served::Live => {
-                let seq = self.journal.next_seq();
-                let at = self.inner.now_ms();
-                self.journal.send_record(
-                    seq,
-                    &self.dev,
+                let meta = SendMeta {
+                    at: Some(self.inner.now_ms()),
+                    ..SendMeta::default()
+                };
+                let v = self.exchange(
+                    "advance_clock",
                     "advance_clock",
                     &req,
-                    SendMeta {
-                        at: Some(at),
-                        ..SendMeta::default()
-                    },
+                    Sent::New(meta),
+                    || self.inner.advance_clock(ms).map(|n| obj([("now", int(n))])),
                 )?;
-                self.journal.pause_if(false, "advance_clock");
-                let started = Instant::now();
-                let result = self.inner.advance_clock(ms);
-                self.journal.pause_if(true, "advance_clock");
-                let ans = match &result {
-                    Ok(n) => ok(obj([("now", int(*n))])),
-                    Err(e) => err_json(e),
-                };
-                self.journal
-                    .recv_record(seq, &ans, started.elapsed().as_micros() as u64)?;
-                result
+                answer(v)
             }
         }
     }
@@ -1365,6 +1354,37 @@ mod tests {
         assert!(PausePoint::parse("during:x:1").is_err());
         assert!(PausePoint::parse("after:x:0").is_err());
         assert!(PausePoint::parse("after:x").is_err());
+    }
+
+    #[test]
+    fn a_torn_last_record_is_dropped_and_a_torn_middle_one_refused() {
+        let dir = std::env::temp_dir().join(format!("cetp-journal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(FILE_NAME);
+        let _ = std::fs::remove_file(&path);
+        let j = Journal::create(&path, &serde_json::json!({"seed": 1}), None).unwrap();
+        j.send_record(
+            7,
+            "a",
+            "call",
+            &obj([("method", "negotiate".into())]),
+            SendMeta::default(),
+        )
+        .unwrap();
+        drop(j);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"j\":\"recv\",\"seq\":7,\"an");
+        std::fs::write(&path, &text).unwrap();
+        let rec = read(&path).unwrap();
+        assert!(rec.torn_tail);
+        assert_eq!(rec.config["seed"], 1);
+        assert_eq!(rec.in_flight().map(|e| e.seq).collect::<Vec<_>>(), [7]);
+        // The same torn record with a complete one after it: corrupt.
+        text.push_str("\n{\"j\":\"end\",\"exit\":0}\n");
+        std::fs::write(&path, &text).unwrap();
+        let err = read(&path).unwrap_err().to_string();
+        assert!(err.contains("line 3"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -294,6 +294,8 @@ pub fn run(
     let stalls = crate::stall::Stalls::new();
     let deadline = cfg.run_timeout.map(|t| started + t);
     let interrupt = cfg.interrupt.clone().unwrap_or_default();
+    // Whether a case was stopped short: the run did not reach its end.
+    let mut cut = false;
     if let Some(env) = &env {
         for (i, case) in cases.iter().enumerate() {
             let case_started = Instant::now();
@@ -340,6 +342,10 @@ pub fn run(
                         Some(needs),
                     ),
                     Err(Stop::Infra(r)) => (Verdict::InfraError, r, None),
+                    Err(Stop::Cut(r)) => {
+                        cut = true;
+                        (Verdict::InfraError, r, None)
+                    }
                 };
                 let settled = matches!(seen.0, Verdict::Pass | Verdict::NotApplicable);
                 outcomes_seen.push(seen);
@@ -527,9 +533,8 @@ pub fn run(
     } else {
         ExitCode::Ok
     };
-    let interrupted = interrupt.load(std::sync::atomic::Ordering::SeqCst)
-        || deadline.is_some_and(|d| Instant::now() >= d);
-    let exit = if interrupt.load(std::sync::atomic::Ordering::SeqCst) {
+    // A Ctrl-C that came after the last step cut nothing: the run ended.
+    let exit = if cut && interrupt.load(std::sync::atomic::Ordering::SeqCst) {
         ExitCode::Interrupted
     } else {
         exit
@@ -550,7 +555,7 @@ pub fn run(
         summary,
         claim,
         exit,
-        interrupted,
+        interrupted: cut,
     }
 }
 

@@ -81,6 +81,9 @@ pub enum Stop {
         reason: String,
     },
     Infra(String),
+    /// The run was cut short before this step (Ctrl-C, `--run-timeout`):
+    /// an INFRA_ERROR, and the run is left to be resumed.
+    Cut(String),
 }
 
 impl Stop {
@@ -298,13 +301,13 @@ impl<'a> CaseRunner<'a> {
                 .interrupt
                 .is_some_and(|i| i.load(std::sync::atomic::Ordering::SeqCst))
             {
-                return Err(Stop::Infra(format!(
+                return Err(Stop::Cut(format!(
                     "the run was interrupted; this case stopped before step {}",
                     self.step
                 )));
             }
             if self.deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Stop::Infra(format!(
+                return Err(Stop::Cut(format!(
                     "the run reached its --run-timeout; this case stopped before step {}",
                     self.step
                 )));
