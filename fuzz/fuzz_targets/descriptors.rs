@@ -11,19 +11,32 @@ use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeSet;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let Ok(json) = cetp_proto::bundle::parse_json_text("data", text) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(json) = cetp_proto::bundle::parse_json_text("data", text) else {
+        return;
+    };
     let offered = vec!["async_operations".to_string()];
     let versions: BTreeSet<i32> = [1, 2].into();
     let _ = validate_negotiate(
         &json,
-        &NegotiateContext { consumer_versions: &[2, 1], consumer_capabilities: &offered, provider_versions: Some(&versions), package: Some("com.example") },
+        &NegotiateContext {
+            consumer_versions: &[2, 1],
+            consumer_capabilities: &offered,
+            provider_versions: Some(&versions),
+            package: Some("com.example"),
+        },
     );
     let _ = validate_provider_info(&json, Some("com.example"));
     let negotiated = BTreeSet::new();
     let (list, violations) = validate_tool_list(
         &json,
-        &ToolListContext { negotiated: &negotiated, known_scopes: None, dialect: cetp_proto::schema::DEFAULT_DIALECT },
+        &ToolListContext {
+            negotiated: &negotiated,
+            known_scopes: None,
+            dialect: cetp_proto::schema::DEFAULT_DIALECT,
+        },
     );
     if violations.is_empty() {
         assert!(list.tools.iter().all(|t| is_valid_tool_name(&t.name)));

@@ -21,6 +21,22 @@ pub struct VectorFile {
     pub cases: Vec<Case>,
 }
 
+impl VectorFile {
+    /// Parses one case file's text: the JSON shape, then the format version.
+    /// The one parser of the format, so that `Suite::load` and the
+    /// `vector_file` fuzz target judge the same bytes the same way.
+    pub fn from_json(text: &str) -> Result<VectorFile, String> {
+        let file: VectorFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if file.format_version != FORMAT_VERSION {
+            return Err(format!(
+                "format_version {} is not {FORMAT_VERSION}",
+                file.format_version
+            ));
+        }
+        Ok(file)
+    }
+}
+
 #[derive(
     Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize,
 )]

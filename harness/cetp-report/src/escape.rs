@@ -42,6 +42,26 @@ pub fn xml(s: &str) -> String {
     out
 }
 
+/// For XML 1.0 text that its writer escapes for markup itself (quick-junit
+/// in `junit.xml`): as for a terminal, and the two characters above the C0
+/// range that XML 1.0 cannot carry at all (U+FFFE, U+FFFF) shown as
+/// `\u{..}` too, since one of them makes the whole file unreadable to a
+/// conforming parser.
+pub fn xml_chars(s: &str, max_chars: usize) -> String {
+    let t = terminal(s, max_chars);
+    if !t.contains(['\u{FFFE}', '\u{FFFF}']) {
+        return t;
+    }
+    let mut out = String::with_capacity(t.len() + 16);
+    for c in t.chars() {
+        match c {
+            '\u{FFFE}' | '\u{FFFF}' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// For Markdown (a pull-request comment): first as for a terminal (no
 /// controls, no bidi overrides, capped), then every character Markdown or
 /// the HTML it may embed gives a meaning is backslash-escaped or an entity,
@@ -88,6 +108,15 @@ mod tests {
         assert!(!shown.contains('\u{202E}'));
         assert!(shown.contains("\\u{1b}[2J"));
         assert_eq!(terminal("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn xml_chars_keeps_only_what_xml_can_carry() {
+        // Found by the `reporters` fuzz target: U+FFFE from a Provider made
+        // junit.xml ill-formed.
+        let shown = xml_chars("a\u{fffe}b\u{ffff}\u{1b}c\u{202e}", 200);
+        assert_eq!(shown, "a\\u{fffe}b\\u{ffff}\\u{1b}c\\u{202e}");
+        assert_eq!(xml_chars("abcdef", 3), "abc…");
     }
 
     #[test]

@@ -6,10 +6,11 @@
 //! as its text only, since the Jenkins JUnit schema (the one the tests
 //! validate against) gives `<skipped>` no attributes; WARN passes with its
 //! reason in `<system-out>`. The suite carries the run's start time and
-//! duration. Provider text is first escaped as for a terminal (no control
-//! characters, which XML 1.0 cannot carry); quick-junit escapes the markup.
+//! duration. Provider text is first escaped as for a terminal, and for the
+//! characters XML 1.0 cannot carry ([`crate::escape::xml_chars`]);
+//! quick-junit escapes the markup.
 
-use crate::escape::terminal as esc;
+use crate::escape::xml_chars as esc;
 use cetp_conformance::event::{Event, Reporter, Verdict};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::PathBuf;
@@ -207,5 +208,26 @@ mod tests {
         assert!(xml.contains("failures=\"1\""), "{xml}");
         assert!(xml.contains("requirements: CETP2-5-13"), "{xml}");
         assert!(xml.contains("reproduce: cetp replay EXE-003"), "{xml}");
+    }
+
+    #[test]
+    fn characters_xml_cannot_carry_are_shown_not_written() {
+        // Found by the `reporters` fuzz target: a reason or title with
+        // U+FFFE or U+FFFF made the whole file ill-formed XML 1.0.
+        let mut j = JunitReport::new(PathBuf::from("/nonexistent/junit.xml"));
+        j.on_event(&Event::CaseFinished {
+            case_id: "EXE-003".into(),
+            title: "t\u{ffff}".into(),
+            requirements: vec![],
+            cited: vec![],
+            verdict: Verdict::Fail,
+            reason: "error_message \u{fffe}".into(),
+            baseline: None,
+            duration_ms: 5,
+        });
+        let xml = j.render();
+        assert!(!xml.contains(['\u{fffe}', '\u{ffff}']), "{xml}");
+        assert!(xml.contains("error_message \\u{fffe}"), "{xml}");
+        assert!(xml.contains("t\\u{ffff}"), "{xml}");
     }
 }
