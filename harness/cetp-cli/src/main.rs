@@ -2,6 +2,7 @@
 //! logic lives in the library crates. Exit codes: `cetp_conformance::exit`.
 
 mod embedded;
+mod fuzz_cmd;
 
 use cetp_conformance::contract::{self, FetchError};
 use cetp_conformance::coverage;
@@ -56,13 +57,18 @@ enum Command {
     /// Continue a run that stopped (Ctrl-C, --run-timeout, or a harness that
     /// died) from its journal, without executing a side effect twice.
     Resume(ResumeArgs),
-    /// Run one case and print its whole wire trace.
+    /// Run one case and print its whole wire trace; or run the cases of a
+    /// case file (a `cetp fuzz` finding, a regression) with every check.
     Replay {
-        /// The case id (e.g. IDEM-003).
+        /// A case id of the suite (e.g. IDEM-003), or a case file.
         case: String,
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Fuzz a Provider: generated stateful sequences and envelope mutations,
+    /// judged by the checks against what the reference Provider and its
+    /// legal variants answer; findings are shrunk and written as case files.
+    Fuzz(fuzz_cmd::FuzzArgs),
     /// Prove the suite can fail: run it against the reference and every mutant.
     Selftest(SelftestArgs),
     /// Serve the simulated device (probe wire over TCP, optional adb endpoint).
@@ -496,7 +502,21 @@ struct Prepared {
 }
 
 fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<Prepared, Failure> {
-    let (vectors_dir, suite) = load_suite(&args.vectors)?;
+    let (vectors_dir, mut suite) = load_suite(&args.vectors)?;
+    // `cetp replay FILE`: the cases of one case file (a fuzz finding, a
+    // regression) with the suite's checks and rules.
+    let replay = match replay {
+        Some(path) if path.ends_with(".json") || Path::new(path).is_file() => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage(format!("case file {path}: {e}")))?;
+            let file = cetp_conformance::vector::VectorFile::from_json(&text)
+                .map_err(|e| usage(format!("case file {path}: {e}")))?;
+            suite.cases = file.cases;
+            suite.fingerprint = cetp_proto::canonical::sha256_hex(text.as_bytes());
+            None
+        }
+        other => other,
+    };
     let spec = target_spec(args)?;
     let profile = load_profile(args, &spec)?;
     let baseline = match &args.baseline {
@@ -1337,6 +1357,7 @@ fn main() {
         Command::Run(args) => run_command(args, None),
         Command::Replay { case, run } => run_command(run, Some(case)),
         Command::Resume(args) => resume_command(args),
+        Command::Fuzz(args) => fuzz_cmd::fuzz_command(args),
         Command::Selftest(args) => selftest_command(args),
         Command::Coverage(args) => coverage_command(args),
         Command::List { what, vectors } => list_command(*what, vectors),

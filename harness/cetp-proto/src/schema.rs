@@ -75,9 +75,19 @@ fn walk_refs(node: &Json, pointer: &mut String, out: &mut Vec<Violation>) {
 }
 
 /// A schema compiled for validating instances.
+#[derive(Clone)]
 pub struct CompiledSchema {
-    validator: jsonschema::Validator,
+    validator: std::sync::Arc<jsonschema::Validator>,
 }
+
+/// Compiled schemas by (dialect, schema text): compiling is the costliest
+/// step of judging a tool list, and a run (a fuzz run above all) meets the
+/// same few schemas thousands of times. Bounded: emptied when full.
+type Compiled = std::sync::Mutex<
+    std::collections::HashMap<(String, String), std::sync::Arc<jsonschema::Validator>>,
+>;
+static COMPILED: std::sync::LazyLock<Compiled> = std::sync::LazyLock::new(Default::default);
+const MAX_COMPILED: usize = 512;
 
 impl std::fmt::Debug for CompiledSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -101,12 +111,26 @@ impl CompiledSchema {
         }
         let draft =
             draft_for(dialect).ok_or_else(|| format!("unknown schema dialect {dialect:?}"))?;
-        let validator = jsonschema::options()
-            .offline()
-            .with_draft(draft)
-            .should_validate_formats(true)
-            .build(schema)
-            .map_err(|e| format!("schema does not compile: {e}"))?;
+        let key = (dialect.to_string(), schema.to_string());
+        let cache = || COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = cache().get(&key) {
+            return Ok(CompiledSchema {
+                validator: v.clone(),
+            });
+        }
+        let validator = std::sync::Arc::new(
+            jsonschema::options()
+                .offline()
+                .with_draft(draft)
+                .should_validate_formats(true)
+                .build(schema)
+                .map_err(|e| format!("schema does not compile: {e}"))?,
+        );
+        let mut c = cache();
+        if c.len() >= MAX_COMPILED {
+            c.clear();
+        }
+        c.insert(key, validator.clone());
         Ok(CompiledSchema { validator })
     }
 

@@ -258,34 +258,44 @@ pub fn variant_named(name: &str) -> Result<Latitude, SimError> {
     })
 }
 
+/// The Provider a simulated device set up by `cfg` hosts: the app, its
+/// mutant or legal variant, its manifest, seed and the standard identities'
+/// grants, without the device's real-time effect delay. The fuzzer's oracle
+/// builds the same Provider in-process from it.
+pub fn provider_config(cfg: &SimConfig) -> Result<ProviderConfig, SimError> {
+    let app = cfg.provider;
+    let mut faults = BTreeSet::new();
+    if let Some(name) = &cfg.mutant {
+        faults.insert(mutant_of(app, name)?);
+    }
+    let mut base = ProviderConfig {
+        manifest: cfg.manifest,
+        ..ProviderConfig::of(app)
+    };
+    if let Some(name) = &cfg.variant {
+        base = base.with_latitude(variant_named(name)?);
+    }
+    let all = app.all_scopes();
+    let mut b_scopes = all.clone();
+    for scope in scopes_withheld_from_b(app) {
+        b_scopes.remove(*scope);
+    }
+    Ok(ProviderConfig {
+        seed: cfg.seed,
+        grants: BTreeMap::from([(IDENTITY_A.uid, all), (IDENTITY_B.uid, b_scopes)]),
+        faults,
+        ..base
+    })
+}
+
 impl Sim {
     /// A device hosting the app `cfg.provider`, or its mutant
     /// `cfg.mutant`; a fault the app has no place for is an unknown mutant.
     pub fn new(cfg: SimConfig) -> Result<Arc<Sim>, SimError> {
-        let app = cfg.provider;
-        let mut faults = BTreeSet::new();
-        if let Some(name) = &cfg.mutant {
-            faults.insert(mutant_of(app, name)?);
-        }
-        let mut base = ProviderConfig {
-            manifest: cfg.manifest,
-            ..ProviderConfig::of(app)
-        };
-        if let Some(name) = &cfg.variant {
-            base = base.with_latitude(variant_named(name)?);
-        }
-        let all = app.all_scopes();
-        let mut b_scopes = all.clone();
-        for scope in scopes_withheld_from_b(app) {
-            b_scopes.remove(*scope);
-        }
         let provider = Arc::new(ReferenceProvider::new(ProviderConfig {
-            seed: cfg.seed,
-            grants: BTreeMap::from([(IDENTITY_A.uid, all), (IDENTITY_B.uid, b_scopes)]),
             effect_delay_ms: cfg.effect_delay_ms,
             sleeper: thread_sleeper(),
-            faults,
-            ..base
+            ..provider_config(&cfg)?
         }));
         let app: Arc<dyn ProviderApp> = provider.clone();
         let device = LocalDevice::with_config(

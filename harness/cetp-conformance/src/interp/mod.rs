@@ -267,6 +267,17 @@ impl<'a> CaseRunner<'a> {
         }
     }
 
+    /// What the case has bound so far (answer documents, snapshots, ids):
+    /// the fuzzer's oracle reads the answers of its reference runs here.
+    pub fn bindings(&self) -> &Bindings {
+        &self.bindings
+    }
+
+    /// The 1-based index of the last top-level step started.
+    pub fn step_reached(&self) -> usize {
+        self.step
+    }
+
     /// Runs a case to its end or its first failed expectation.
     pub fn run(&mut self, case: &Case) -> StepResult {
         self.case_id = case.id.clone();

@@ -234,6 +234,17 @@ impl CaseRunner<'_> {
                 }
             }
             "bytes" => Value::Bytes(v.as_str().ok_or_else(bad)?.as_bytes().to_vec()),
+            // A nested Bundle of typed values: type confusion where the
+            // Provider expects a scalar (`cetp fuzz`).
+            "bundle" => {
+                let members = v.as_object().ok_or_else(bad)?;
+                let mut nested = Bundle::new();
+                for (k, m) in members {
+                    let tv: TypedValue = serde_json::from_value(m.clone()).map_err(|_| bad())?;
+                    nested.insert(k, self.typed_value(&tv)?);
+                }
+                Value::Bundle(nested)
+            }
             _ => return Err(bad()),
         })
     }

@@ -135,6 +135,10 @@ pub(crate) struct Catalog {
     /// The catalog whose list the revision is computed from, when it is not
     /// this one (the `schema_changed_revision_kept` mutant).
     revision_of: Option<Box<Catalog>>,
+    /// `list_tools` answers by their inputs: the list and its revision hash
+    /// depend on nothing else, and the oracle of `cetp fuzz` asks for them
+    /// thousands of times.
+    listed: std::sync::Mutex<std::collections::HashMap<String, Json>>,
 }
 
 /// A tool as a fixture set writes it down, before its schemas are compiled.
@@ -435,6 +439,7 @@ impl Catalog {
         Catalog {
             tools,
             revision_of: None,
+            listed: Default::default(),
         }
     }
 
@@ -453,6 +458,23 @@ impl Catalog {
     /// `hidden` names tools this caller may not discover (§7.2 lets a
     /// Provider hide them entirely).
     pub fn list_tools(
+        &self,
+        async_negotiated: bool,
+        faults: &BTreeSet<Fault>,
+        latitudes: &BTreeSet<Latitude>,
+        hidden: &BTreeSet<String>,
+    ) -> Json {
+        let key = format!("{async_negotiated}|{faults:?}|{latitudes:?}|{hidden:?}");
+        let memo = || self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(j) = memo().get(&key) {
+            return j.clone();
+        }
+        let list = self.list_uncached(async_negotiated, faults, latitudes, hidden);
+        memo().insert(key, list.clone());
+        list
+    }
+
+    fn list_uncached(
         &self,
         async_negotiated: bool,
         faults: &BTreeSet<Fault>,

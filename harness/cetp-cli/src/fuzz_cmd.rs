@@ -1,0 +1,231 @@
+//! `cetp fuzz`: the command around `cetp_fuzz` (target, profile, output
+//! directory, progress line, exit codes).
+
+use super::{infra, on_interrupt, parse_target, profile_for, usage, vectors_or_default, Failure};
+use cetp_conformance::exit::ExitCode;
+use cetp_conformance::suite::Suite;
+use cetp_fuzz::{FuzzConfig, Fuzzer, Mutator, Stats};
+use cetp_report::escape;
+use clap::{Args, ValueEnum};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum MutatorArg {
+    /// Stateful sequences and envelope mutations that know CETP.
+    Structured,
+    /// The baseline: random byte edits of a fixed seed sequence's envelopes.
+    Blind,
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("amount").required(true).args(["budget", "cases"])))]
+pub struct FuzzArgs {
+    /// sim[:mutant=NAME,variant=NAME,...] | tcp:HOST:PORT | adb[:SERIAL]
+    #[arg(long, default_value = "sim")]
+    target: String,
+    /// Endpoint of the second caller identity (tcp targets).
+    #[arg(long, value_name = "HOST:PORT")]
+    target_b: Option<String>,
+    /// Address of the adb server (adb targets).
+    #[arg(long, value_name = "HOST:PORT")]
+    adb_server: Option<String>,
+    /// Vendor profile (TOML): only the side-effecting tools it allows are
+    /// ever executed (sim targets use the built-in profile of their app).
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// How long to fuzz (`90s`, `10m`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    budget: Option<Duration>,
+    /// How many sequences to generate.
+    #[arg(long)]
+    cases: Option<u64>,
+    /// Seed of every sequence [default: from the clock, printed].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Where findings (`findings/FUZZ-*.json`, regular case files) and
+    /// `fuzz.json` go.
+    #[arg(long)]
+    out: PathBuf,
+    /// Moves per sequence, at most.
+    #[arg(long, default_value_t = 8)]
+    max_moves: usize,
+    /// Stop after this many distinct findings.
+    #[arg(long, default_value_t = 10)]
+    max_findings: usize,
+    #[arg(long, value_enum, default_value_t = MutatorArg::Structured)]
+    mutator: MutatorArg,
+    /// The vectors directory (checks, rules, catalog) [default: the repository's].
+    #[arg(long)]
+    vectors: Option<PathBuf>,
+    /// No progress line.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
+    let dir = vectors_or_default(&args.vectors)?;
+    let suite = Suite::load(&dir).map_err(|e| usage(format!("vectors: {e}")))?;
+    let levels = catalog_levels(&dir)?;
+    let spec = parse_target(&args.target, &args.target_b, &args.adb_server)?;
+    let profile = profile_for(&args.profile, &spec)?;
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+    });
+    std::fs::create_dir_all(args.out.join("findings"))
+        .map_err(|e| infra(format!("cannot write to {}: {e}", args.out.display())))?;
+    let target = cetp_targets::open(&spec)
+        .map_err(|e| infra(format!("cannot open target {}: {e}", args.target)))?;
+    let (_, env) = cetp_conformance::runner::identify(&target, &profile)
+        .map_err(|e| infra(format!("cannot identify the target: {e}")))?;
+    let cfg = FuzzConfig {
+        seed,
+        budget: args.budget,
+        cases: args.cases,
+        max_moves: args.max_moves.max(1),
+        max_findings: args.max_findings.max(1),
+        mutator: match args.mutator {
+            MutatorArg::Structured => Mutator::Structured,
+            MutatorArg::Blind => Mutator::Blind,
+        },
+        levels,
+        interrupt: Some(on_interrupt()),
+        ..FuzzConfig::default()
+    };
+    let mut fuzzer = match Fuzzer::new(target, &profile, env, &suite.rules, cfg) {
+        Ok(f) => f,
+        Err(e @ cetp_fuzz::FuzzError::Refused(_)) => return Err(usage(format!("fuzz: {e}"))),
+        Err(e) => return Err(infra(format!("fuzz: {e}"))),
+    };
+    let world = fuzzer.world();
+    eprintln!(
+        "cetp fuzz: seed {seed} · target {} · {} tools ({} executable, {} with side effects the profile allows) · oracle: {} members (reference + legal variants)",
+        escape::terminal(&args.target, 200),
+        world.tools.len(),
+        world.executable().count(),
+        world.side_effecting().count(),
+        fuzzer.oracle_members().len(),
+    );
+    let tty = std::io::stderr().is_terminal() && !args.quiet;
+    let started = Instant::now();
+    let mut last_line = Instant::now();
+    let quiet = args.quiet;
+    let mut progress = |s: &Stats| {
+        if quiet {
+            return;
+        }
+        let secs = (s.elapsed_ms as f64 / 1000.0).max(0.001);
+        let line = format!(
+            "cases {} · judged {} · findings {} · {:.1} cases/s · {:.0} envelopes/s · {:.0}s",
+            s.cases,
+            s.judged,
+            s.findings,
+            s.cases as f64 / secs,
+            s.envelopes as f64 / secs,
+            secs
+        );
+        if tty {
+            eprint!("\r{line}\x1b[K");
+            let _ = std::io::stderr().flush();
+        } else if last_line.elapsed() >= Duration::from_secs(10) {
+            eprintln!("{line}");
+            last_line = Instant::now();
+        }
+    };
+    let report = fuzzer.run(&mut progress);
+    if tty {
+        eprintln!();
+    }
+    for f in &report.findings {
+        let path = args.out.join("findings").join(format!("{}.json", f.id));
+        let text = serde_json::to_string_pretty(&f.file).unwrap_or_default();
+        std::fs::write(&path, text + "\n")
+            .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let mut summary = serde_json::to_value(&report).unwrap_or_default();
+    if let Some(fs) = summary.get_mut("findings").and_then(|f| f.as_array_mut()) {
+        for f in fs {
+            if let Some(o) = f.as_object_mut() {
+                o.remove("file");
+            }
+        }
+    }
+    let summary_path = args.out.join("fuzz.json");
+    std::fs::write(
+        &summary_path,
+        serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n",
+    )
+    .map_err(|e| infra(format!("cannot write {}: {e}", summary_path.display())))?;
+    let s = &report.stats;
+    println!(
+        "seed {seed}: {} sequences, {} judged, {} envelopes, {} findings in {:.1}s",
+        s.cases,
+        s.judged,
+        s.envelopes,
+        report.findings.len(),
+        started.elapsed().as_secs_f64()
+    );
+    match report.effects_observed {
+        Some(n) => println!(
+            "effects: {n} observed by the profile's observer; {} side-effecting calls sent",
+            s.dispatched
+        ),
+        None => println!(
+            "effects: {} side-effecting calls sent (the profile's observer does not count effects)",
+            s.dispatched
+        ),
+    }
+    for f in &report.findings {
+        println!(
+            "FINDING {} {} — {}\n  cites {}\n  shrunk from {} moves to {} ({} steps); replay: cetp replay {} --target {}",
+            f.id,
+            escape::terminal(&f.signature, 200),
+            escape::terminal(&f.message, 300),
+            if f.cited.is_empty() { "(the check's rule)".to_string() } else { f.cited.join(", ") },
+            f.moves_before,
+            f.moves_after,
+            f.steps_after,
+            args.out.join("findings").join(format!("{}.json", f.id)).display(),
+            escape::terminal(&args.target, 200),
+        );
+    }
+    for n in &report.oracle_notes {
+        println!(
+            "ORACLE NOTE (a check fired on a legal Provider; not charged): {}",
+            escape::terminal(n, 300)
+        );
+    }
+    if report.findings.is_empty() {
+        Ok(ExitCode::Ok)
+    } else {
+        Ok(ExitCode::Fail)
+    }
+}
+
+fn catalog_levels(
+    dir: &std::path::Path,
+) -> Result<std::collections::BTreeMap<String, String>, Failure> {
+    let path = dir.join("requirements/catalog.json");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let catalog = cetp_proto::catalog::Catalog::from_json(&text)
+        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    Ok(catalog
+        .active()
+        .map(|r| {
+            (
+                r.id.clone(),
+                if r.level.is_mandatory() {
+                    "MUST"
+                } else {
+                    "SHOULD"
+                }
+                .to_string(),
+            )
+        })
+        .collect())
+}

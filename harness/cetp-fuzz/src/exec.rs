@@ -1,0 +1,90 @@
+//! Running one case, generated or replayed, on one target: the regular
+//! interpreter with the regular checks on every answer, nothing added.
+
+use cetp_conformance::checks::Finding;
+use cetp_conformance::device::Target;
+use cetp_conformance::event::Event;
+use cetp_conformance::interp::{CaseRunner, CheckTally, Env, Stop};
+use cetp_conformance::profile::Profile;
+use cetp_conformance::template::Bindings;
+use cetp_conformance::vector::Case;
+use rand::SeedableRng;
+use std::collections::BTreeMap;
+
+/// What one case did on one target.
+#[derive(Debug)]
+pub struct CaseRun {
+    /// Why the case stopped before its end, if it did.
+    pub stop: Option<Stop>,
+    /// The top-level step the case stopped at (1-based), or the step count.
+    pub step: usize,
+    pub bindings: Bindings,
+    /// First finding of each check that fired: check id → (step, finding).
+    pub checks: BTreeMap<String, (usize, Finding)>,
+    /// Requirement ids a FAIL of the case cites (the failing step's).
+    pub cited: Vec<String>,
+    /// Calls sent (answers judged by the checks).
+    pub answers: usize,
+    /// `execute_tool` calls of tools not known to be read-only.
+    pub dispatched: usize,
+}
+
+impl CaseRun {
+    pub fn failed(&self) -> bool {
+        matches!(self.stop, Some(Stop::Fail(_))) || !self.checks.is_empty()
+    }
+}
+
+pub fn describe_stop(stop: &Stop) -> String {
+    match stop {
+        Stop::Fail(r) => format!("FAIL: {r}"),
+        Stop::NotApplicable(r) => format!("not applicable: {r}"),
+        Stop::Setup { needs, reason } => format!("not judged: {reason} (needs {needs})"),
+        Stop::Infra(r) => format!("infrastructure: {r}"),
+        Stop::Cut(r) => format!("cut: {r}"),
+    }
+}
+
+/// Runs `case` on `target` with a generator seeded by `seed`, so that the
+/// same case and seed send the same request ids wherever they run.
+pub fn run_case(
+    target: &Target,
+    profile: &Profile,
+    env: &Env,
+    rules: &BTreeMap<String, Vec<String>>,
+    case: &Case,
+    seed: u64,
+) -> CaseRun {
+    let mut tally = CheckTally::new(rules.clone());
+    let mut dispatched = 0usize;
+    let mut emit = |e: Event| {
+        if let Event::Dispatched { .. } = e {
+            dispatched += 1;
+        }
+    };
+    let rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let (stop, step, bindings, cited) = {
+        let mut runner = CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng);
+        let r = runner.run(case);
+        (
+            r.err(),
+            runner.step_reached(),
+            runner.bindings().clone(),
+            runner.cited.clone(),
+        )
+    };
+    let checks = tally
+        .first
+        .iter()
+        .map(|(id, (_, step, f))| (id.to_string(), (*step, f.clone())))
+        .collect();
+    CaseRun {
+        stop,
+        step,
+        bindings,
+        checks,
+        cited,
+        answers: tally.answers,
+        dispatched,
+    }
+}

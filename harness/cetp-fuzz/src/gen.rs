@@ -1,0 +1,1029 @@
+//! The generator: random stateful sequences of CETP calls in the vector
+//! format's own step language, so that a finding is a regular case.
+//!
+//! A sequence is a list of *moves*; a move is one or a few steps that belong
+//! together (a call and the observer snapshots around it, a resolve and the
+//! resumed call). Shrinking removes whole moves, then single steps.
+//! Expectations are not written here: the oracle compiles them from what the
+//! reference Provider and its legal variants answered (`oracle.rs`). Steps
+//! the oracle must vouch for before they judge (named judgements) are marked
+//! [`Meta::Judgement`].
+
+use crate::world::{ToolInfo, World};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value as Json};
+
+/// What the oracle does with a step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Meta {
+    /// Runs as written; a call bound with a placeholder expectation gets the
+    /// oracle's answers as its expectation.
+    Plain,
+    /// A named judgement (`same`, `tokens_unpredictable`, ...): kept only
+    /// when it holds on every oracle member.
+    Judgement,
+    /// An observer snapshot after an effectful move: becomes
+    /// `expect_effects` since `since` with the delta every oracle member
+    /// agrees on, or is dropped.
+    EffectsAfter {
+        since: String,
+        tool_of: Option<String>,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct GenStep {
+    pub step: Json,
+    pub meta: Meta,
+}
+
+#[derive(Clone, Debug)]
+pub struct Move {
+    /// A short name for reports (`execute`, `replay`, `envelope`, ...).
+    pub kind: &'static str,
+    pub steps: Vec<GenStep>,
+}
+
+/// A generated sequence.
+#[derive(Clone, Debug)]
+pub struct Sequence {
+    pub moves: Vec<Move>,
+}
+
+impl Sequence {
+    pub fn steps(&self) -> Vec<GenStep> {
+        self.moves.iter().flat_map(|m| m.steps.clone()).collect()
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Sess {
+    name: String,
+    ident: &'static str,
+}
+
+#[derive(Clone, Debug)]
+struct Exec {
+    bind: String,
+    tool: ToolInfo,
+    session: String,
+    ident: &'static str,
+    /// Could ask for a confirmation (confirmation=always, or escalating
+    /// args).
+    may_ask: bool,
+}
+
+#[derive(Default)]
+struct State {
+    sessions: Vec<Sess>,
+    execs: Vec<Exec>,
+    lists: Vec<String>,
+    infos: Vec<String>,
+    tokens: Vec<String>,
+    n: usize,
+}
+
+pub struct Generator<'w> {
+    world: &'w World,
+    rng: ChaCha8Rng,
+    st: State,
+}
+
+const KINDS: &[(&str, u32)] = &[
+    ("execute", 18),
+    ("replay", 12),
+    ("envelope", 12),
+    ("negotiate_odd", 6),
+    ("info", 4),
+    ("list", 4),
+    ("unknown_method", 3),
+    ("v1", 5),
+    ("operation", 8),
+    ("resolve", 8),
+    ("restart", 4),
+    ("advance", 5),
+    ("concurrent", 5),
+    ("tokens", 4),
+    ("revision", 2),
+    ("stable", 2),
+    ("expire", 2),
+    ("session", 6),
+];
+
+impl<'w> Generator<'w> {
+    pub fn new(world: &'w World, seed: u64) -> Self {
+        Generator {
+            world,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            st: State::default(),
+        }
+    }
+
+    /// One sequence of 2 to `max_moves` moves after a first session.
+    pub fn sequence(&mut self, max_moves: usize) -> Sequence {
+        self.st = State::default();
+        let mut moves = vec![self.session_move("a")];
+        let n = self.rng.random_range(1..=max_moves.max(1));
+        let total: u32 = KINDS.iter().map(|k| k.1).sum();
+        while moves.len() <= n {
+            let mut pick = self.rng.random_range(0..total);
+            let mut kind = KINDS[0].0;
+            for (k, w) in KINDS {
+                if pick < *w {
+                    kind = k;
+                    break;
+                }
+                pick -= w;
+            }
+            if let Some(m) = self.make(kind) {
+                moves.push(m);
+            }
+        }
+        Sequence { moves }
+    }
+
+    fn name(&mut self, prefix: &str) -> String {
+        self.st.n += 1;
+        format!("{prefix}{}", self.st.n)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        self.rng.random_bool(p)
+    }
+
+    fn pick<T: Clone>(&mut self, items: &[T]) -> Option<T> {
+        if items.is_empty() {
+            None
+        } else {
+            Some(items[self.rng.random_range(0..items.len())].clone())
+        }
+    }
+
+    fn ident(&mut self) -> &'static str {
+        if self.world.has_b && self.chance(0.3) {
+            "b"
+        } else {
+            "a"
+        }
+    }
+
+    /// A session of `ident`, made by a move pushed first when none exists.
+    fn session_of(&mut self, ident: &'static str, pre: &mut Vec<GenStep>) -> String {
+        let have: Vec<Sess> = self
+            .st
+            .sessions
+            .iter()
+            .filter(|s| s.ident == ident)
+            .cloned()
+            .collect();
+        if let Some(s) = self.pick(&have) {
+            return s.name;
+        }
+        let m = self.session_move(ident);
+        pre.extend(m.steps);
+        self.st
+            .sessions
+            .last()
+            .map(|s| s.name.clone())
+            .unwrap_or_default()
+    }
+
+    fn make(&mut self, kind: &str) -> Option<Move> {
+        let mut pre = Vec::new();
+        let steps = match kind {
+            "session" => {
+                let ident = self.ident();
+                return Some(self.session_move(ident));
+            }
+            "execute" => self.execute(&mut pre),
+            "replay" => self.replay(&mut pre)?,
+            "envelope" => self.envelope(&mut pre),
+            "negotiate_odd" => self.negotiate_odd(),
+            "info" | "list" => self.read_call(kind, &mut pre),
+            "unknown_method" => self.unknown_method(&mut pre),
+            "v1" => self.v1(&mut pre)?,
+            "operation" => self.operation(&mut pre)?,
+            "resolve" => self.resolve(&mut pre)?,
+            "restart" => vec![plain(json!({"do": "restart", "requirements": []}))],
+            "advance" => {
+                let ms = *[
+                    1_000u64,
+                    61_000,
+                    600_001,
+                    3_600_001,
+                    86_400_001,
+                    8 * 86_400_000,
+                ]
+                .get(self.rng.random_range(0..6))
+                .unwrap_or(&1_000);
+                vec![plain(
+                    json!({"do": "advance_clock", "ms": ms, "requirements": []}),
+                )]
+            }
+            "concurrent" => self.concurrent(&mut pre)?,
+            "tokens" => {
+                // Enough sessions to judge tokens by: a few negotiations.
+                while self.st.tokens.len() < 4 {
+                    let ident = self.ident();
+                    let m = self.session_move(ident);
+                    pre.extend(m.steps);
+                }
+                vec![GenStep {
+                    step: json!({"do": "tokens_unpredictable", "tokens": self.st.tokens.clone(),
+                                 "requirements": ["CETP2-2.2-07"]}),
+                    meta: Meta::Judgement,
+                }]
+            }
+            "revision" => {
+                let s = self.session_of("a", &mut pre);
+                let a = self.list_into(&s, "a", &mut pre);
+                let prior = self.st.lists.clone();
+                let b = self.pick(&prior).filter(|b| *b != a)?;
+                vec![GenStep {
+                    step: json!({"do": "revision_consistent", "a": b, "b": a,
+                                 "requirements": ["CETP2-3.3-03"]}),
+                    meta: Meta::Judgement,
+                }]
+            }
+            "stable" => {
+                let ident = self.ident();
+                let s = self.session_of(ident, &mut pre);
+                let a = self.name("i");
+                pre.push(call_step(
+                    json!({"do": "call", "as": ident, "method": "get_provider_info",
+                    "session": s, "bind": a, "requirements": ["CETP2-4-02"]}),
+                ));
+                let prior = self.st.infos.clone();
+                self.st.infos.push(a.clone());
+                let b = self.pick(&prior)?;
+                vec![GenStep {
+                    step: json!({"do": "same", "a": b, "b": a, "pointers": ["/data/provider_id"],
+                                 "requirements": ["CETP2-3.1-01"]}),
+                    meta: Meta::Judgement,
+                }]
+            }
+            "expire" => {
+                let sess = self.pick(&self.st.sessions.clone())?;
+                let l = self.name("x");
+                vec![
+                    plain(
+                        json!({"do": "advance_clock", "until": format!("${{{}/data/expires_at}}", sess.name),
+                                 "plus_ms": 1000, "requirements": []}),
+                    ),
+                    call_step(
+                        json!({"do": "call", "as": sess.ident, "method": "list_tools",
+                        "session": sess.name, "bind": l,
+                        "requirements": ["CETP2-2.2-13", "CETP2-5-06"]}),
+                    ),
+                ]
+            }
+            _ => return None,
+        };
+        pre.extend(steps);
+        Some(Move {
+            kind: static_kind(kind),
+            steps: pre,
+        })
+    }
+
+    fn session_move(&mut self, ident: &'static str) -> Move {
+        let name = self.name("s");
+        let mut step = json!({"do": "negotiate", "as": ident, "bind": name});
+        if self.chance(0.25) {
+            let caps: Vec<&str> = ["async_operations", "cancellation", "large_results"]
+                .into_iter()
+                .filter(|_| self.rng.random_bool(0.5))
+                .collect();
+            step["capabilities"] = json!(caps);
+        }
+        if self.chance(0.15) {
+            step["versions"] = json!([2]);
+        }
+        self.st.sessions.push(Sess {
+            name: name.clone(),
+            ident,
+        });
+        self.st
+            .tokens
+            .push(format!("${{{name}/data/session_token}}"));
+        Move {
+            kind: "session",
+            steps: vec![plain(step)],
+        }
+    }
+
+    fn list_into(&mut self, s: &str, ident: &str, pre: &mut Vec<GenStep>) -> String {
+        let l = self.name("l");
+        pre.push(call_step(
+            json!({"do": "call", "as": ident, "method": "list_tools",
+            "session": s, "bind": l, "requirements": ["CETP2-4-03"]}),
+        ));
+        self.st.lists.push(l.clone());
+        l
+    }
+
+    fn read_call(&mut self, kind: &str, pre: &mut Vec<GenStep>) -> Vec<GenStep> {
+        let ident = self.ident();
+        let s = self.session_of(ident, pre);
+        if kind == "list" {
+            self.list_into(&s, ident, pre);
+            return Vec::new();
+        }
+        let i = self.name("i");
+        self.st.infos.push(i.clone());
+        vec![call_step(
+            json!({"do": "call", "as": ident, "method": "get_provider_info",
+            "session": s, "bind": i, "requirements": ["CETP2-4-02", "CETP2-3.2-01"]}),
+        )]
+    }
+
+    /// Observer snapshots around `inner` when the move may have an effect.
+    fn observed(
+        &mut self,
+        inner: Vec<GenStep>,
+        tool_of: Option<String>,
+        tags: &[&str],
+    ) -> Vec<GenStep> {
+        if !self.world.observer {
+            return inner;
+        }
+        let before = self.name("o");
+        let after = self.name("p");
+        let mut out = vec![plain(json!({"do": "observe", "bind": before}))];
+        out.extend(inner);
+        out.push(GenStep {
+            step: json!({"do": "observe", "bind": after, "requirements": tags}),
+            meta: Meta::EffectsAfter {
+                since: before,
+                tool_of,
+            },
+        });
+        out
+    }
+
+    fn args_for(&mut self, tool: &ToolInfo) -> (Json, Vec<&'static str>) {
+        let r = self.rng.random_range(0..100);
+        match r {
+            0..=49 => (json!("valid"), vec![]),
+            50..=64 => (json!("invalid"), vec!["CETP2-5-13", "CETP2-7.3-04"]),
+            65..=74 if tool.escalating => {
+                (json!("escalating"), vec!["CETP2-3.4-12", "CETP2-4.3-01"])
+            }
+            75..=79 => (json!("oversize"), vec!["CETP2-4.1-06", "CETP2-2.2-16"]),
+            80..=89 => (
+                json!({"text": self.edge_text(tool)}),
+                vec!["CETP2-5-13", "CETP2-7.3-04"],
+            ),
+            _ => match self.generated(tool) {
+                Some(v) => (json!({"json": v}), vec![]),
+                None => (json!("valid"), vec![]),
+            },
+        }
+    }
+
+    /// Valid args drawn from the input schema by `cetp-gen`.
+    fn generated(&mut self, tool: &ToolInfo) -> Option<Json> {
+        let strategy = cetp_gen::valid(&tool.input_schema).ok()?;
+        let mut seed = [0u8; 32];
+        self.rng.fill_bytes(&mut seed);
+        let mut runner = TestRunner::new_with_rng(
+            Config::default(),
+            TestRng::from_seed(RngAlgorithm::ChaCha, &seed),
+        );
+        strategy.new_tree(&mut runner).ok().map(|t| t.current())
+    }
+
+    /// Args text at the edges: lone surrogates, BOM, NUL, bidi overrides,
+    /// huge numbers, duplicate keys, deep nesting, broken JSON, sizes just
+    /// under and over the negotiated `max_request_bytes`.
+    fn edge_text(&mut self, tool: &ToolInfo) -> String {
+        let base = self.generated(tool).unwrap_or(json!({}));
+        let limit = self.world.max_request_bytes;
+        let variants: Vec<String> = vec![
+            r#"{"k":"\ud800"}"#.into(),
+            format!("\u{feff}{base}"),
+            base.to_string().replacen('"', "\"\u{0}", 1),
+            base.to_string().replacen('"', "\"\u{202e}", 1),
+            r#"{"a":1,"a":2}"#.into(),
+            "1e400".into(),
+            "{".into(),
+            String::new(),
+            "null".into(),
+            "[]".into(),
+            format!("{}{}", "[".repeat(300), "]".repeat(300)),
+            pad_to(&base, limit.saturating_sub(600)),
+            pad_to(&base, limit + 1),
+            "\u{fffe}\u{ffff}".into(),
+        ];
+        let i = self.rng.random_range(0..variants.len());
+        variants[i].clone()
+    }
+
+    fn execute(&mut self, pre: &mut Vec<GenStep>) -> Vec<GenStep> {
+        let tools: Vec<ToolInfo> = self.world.executable().cloned().collect();
+        let Some(tool) = self.pick(&tools) else {
+            return Vec::new();
+        };
+        let ident = self.ident();
+        let s = self.session_of(ident, pre);
+        let e = self.name("e");
+        let (args, mut tags) = self.args_for(&tool);
+        tags.extend(["CETP2-4-04", "CETP2-4.2-02"]);
+        let mut step = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
+            "tool": {"name": tool.name}, "args": args, "bind": e});
+        if self.chance(0.15) {
+            // Around the device's now, but never within the time a call
+            // takes to arrive: a deadline a few ms away is exceeded or not
+            // by the transport's whim, on the target and not in the oracle.
+            let d = *[-60_000i64, -1_000, 5_000, 3_600_000]
+                .get(self.rng.random_range(0..4))
+                .unwrap_or(&5_000);
+            step["deadline_in_ms"] = json!(d);
+            tags.extend(["CETP2-4.1-09", "CETP2-5-17"]);
+        }
+        step["requirements"] = json!(tags);
+        let may_ask = tool.confirmation == "always" || args == json!("escalating");
+        self.st.execs.push(Exec {
+            bind: e.clone(),
+            tool: tool.clone(),
+            session: s,
+            ident,
+            may_ask,
+        });
+        let inner = vec![call_step(step)];
+        if tool.effect == "read" {
+            inner
+        } else {
+            self.observed(
+                inner,
+                Some(e),
+                &["CETP2-6-01", "CETP2-4.1-09", "CETP2-3.4-12"],
+            )
+        }
+    }
+
+    fn replay(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        let prior = self.pick(&self.st.execs.clone())?;
+        let other_ident = self.world.has_b && self.chance(0.2);
+        let ident = if other_ident {
+            if prior.ident == "a" {
+                "b"
+            } else {
+                "a"
+            }
+        } else {
+            prior.ident
+        };
+        let s = if other_ident || self.chance(0.3) {
+            self.session_of(ident, pre)
+        } else {
+            prior.session.clone()
+        };
+        let others: Vec<ToolInfo> = self
+            .world
+            .executable()
+            .filter(|t| t.name != prior.tool.name)
+            .cloned()
+            .collect();
+        let other_tool = if self.chance(0.15) {
+            self.pick(&others)
+        } else {
+            None
+        };
+        let tool = other_tool.clone().unwrap_or(prior.tool.clone());
+        let args_kind = self.rng.random_range(0..4);
+        let args = match (args_kind, &other_tool) {
+            (_, Some(_)) => json!("valid"),
+            (0 | 1, _) => json!({"same_as": prior.bind}),
+            (2, _) => json!({"altered_from": prior.bind}),
+            _ => json!({"reordered_from": prior.bind}),
+        };
+        let mut tags = vec!["CETP2-6-01", "CETP2-6-04"];
+        if other_tool.is_some() || args_kind == 2 {
+            tags.push("CETP2-6-03");
+        }
+        if other_ident {
+            tags.push("CETP2-6-02");
+        }
+        let r = self.name("r");
+        let step = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
+            "tool": {"name": tool.name}, "args": args, "bind": r,
+            "request_id": format!("${{{}/_request/request_id}}", prior.bind),
+            "requirements": tags});
+        let mut inner = vec![call_step(step)];
+        if other_tool.is_none() && !other_ident && args_kind != 2 {
+            inner.push(GenStep {
+                step: json!({"do": "same", "a": prior.bind, "b": r,
+                    "unless_code": ["RATE_LIMITED", "NEGOTIATION_REQUIRED"], "requirements": ["CETP2-6-04"]}),
+                meta: Meta::Judgement,
+            });
+        }
+        self.st.execs.push(Exec {
+            bind: r.clone(),
+            tool: tool.clone(),
+            session: s,
+            ident,
+            may_ask: prior.may_ask,
+        });
+        Some(if tool.effect == "read" && prior.tool.effect == "read" {
+            inner
+        } else {
+            self.observed(inner, Some(r), &["CETP2-6-01", "CETP2-6-03", "CETP2-6-02"])
+        })
+    }
+
+    fn envelope(&mut self, pre: &mut Vec<GenStep>) -> Vec<GenStep> {
+        let ident = self.ident();
+        let s = self.session_of(ident, pre);
+        let reads: Vec<ToolInfo> = self
+            .world
+            .executable()
+            .filter(|t| t.effect == "read")
+            .cloned()
+            .collect();
+        let methods = [
+            "get_provider_info",
+            "list_tools",
+            "execute_tool",
+            "get_operation",
+            "cancel_operation",
+        ];
+        let mut method = methods[self.rng.random_range(0..methods.len())];
+        let read = self.pick(&reads);
+        if method == "execute_tool" && read.is_none() {
+            method = "list_tools";
+        }
+        let b = self.name("v");
+        let mut step =
+            json!({"do": "call", "as": ident, "method": method, "session": s, "bind": b});
+        if method == "execute_tool" {
+            if let Some(t) = &read {
+                step["tool"] = json!({"name": t.name});
+                step["args"] = json!("valid");
+            }
+        }
+        if matches!(method, "get_operation" | "cancel_operation") {
+            step["operation_id"] = json!(
+                ["op-unknown", "", "00000000-0000-4000-8000-000000000000"]
+                    [self.rng.random_range(0..3)]
+            );
+        }
+        let mut tags = vec!["CETP2-5-14"];
+        let mut extras = serde_json::Map::new();
+        let mut omit = Vec::new();
+        for _ in 0..self.rng.random_range(1..=2) {
+            match self.rng.random_range(0..6) {
+                0 => {
+                    let mut keys = vec![
+                        "protocol_version",
+                        "session_token",
+                        "request_id",
+                        "deadline_at_ms",
+                    ];
+                    if method == "execute_tool" {
+                        keys.extend(["tool_name", "args"]);
+                    }
+                    let k = keys[self.rng.random_range(0..keys.len())];
+                    omit.push(k);
+                    tags.extend(["CETP2-2.2-13", "CETP2-4-08"]);
+                }
+                1 => {
+                    let (k, v) = self.confused();
+                    extras.insert(k.into(), v);
+                    tags.push("CETP2-4-08");
+                }
+                2 => {
+                    extras.insert(
+                        ["x_unknown", "confirmed", "caller_uid", "PROTOCOL_VERSION"]
+                            [self.rng.random_range(0..4)]
+                        .into(),
+                        json!({"t": "string", "v": "true"}),
+                    );
+                    tags.extend(["CETP2-4.3-07", "CETP2-7.1-02"]);
+                }
+                3 => {
+                    let others: Vec<String> = self
+                        .st
+                        .sessions
+                        .iter()
+                        .filter(|x| x.ident != ident)
+                        .map(|x| format!("${{{}/data/session_token}}", x.name))
+                        .collect();
+                    let forged = ["", "AAAA", "forged-token-0000000000000000", "x"]
+                        [self.rng.random_range(0..4)]
+                    .to_string();
+                    let long = "t".repeat(300);
+                    let v = self
+                        .pick(&others)
+                        .filter(|_| self.rng.random_bool(0.6))
+                        .unwrap_or(if self.rng.random_bool(0.2) {
+                            long
+                        } else {
+                            forged
+                        });
+                    extras.insert("session_token".into(), json!({"t": "string", "v": v}));
+                    tags.extend(["CETP2-2.2-13", "CETP2-2.2-09"]);
+                }
+                4 => {
+                    step["deadline_in_ms"] =
+                        json!([-86_400_000i64, -1_000, 5_000][self.rng.random_range(0..3)]);
+                    tags.extend(["CETP2-4.1-09", "CETP2-5-17"]);
+                }
+                _ => {
+                    let rid = [
+                        "",
+                        "not-a-uuid",
+                        "00000000-0000-0000-0000-000000000000",
+                        "F47AC10B-58CC-4372-A567-0E02B2C3D479",
+                        "f47ac10b-58cc-4372-a567-0e02b2c3d4790",
+                        "f47ac10b58cc4372a5670e02b2c3d479",
+                    ][self.rng.random_range(0..6)];
+                    extras.insert("request_id".into(), json!({"t": "string", "v": rid}));
+                    tags.push("CETP2-4.1-03");
+                }
+            }
+        }
+        if !extras.is_empty() {
+            step["extras"] = Json::Object(extras);
+        }
+        if !omit.is_empty() {
+            step["omit"] = json!(omit);
+        }
+        tags.sort();
+        tags.dedup();
+        step["requirements"] = json!(tags);
+        vec![call_step(step)]
+    }
+
+    /// A common field with a value of another Bundle type.
+    fn confused(&mut self) -> (&'static str, Json) {
+        let options: Vec<(&str, Json)> = vec![
+            ("protocol_version", json!({"t": "long", "v": 2})),
+            ("protocol_version", json!({"t": "string", "v": "2"})),
+            ("protocol_version", json!({"t": "int", "v": 1})),
+            ("protocol_version", json!({"t": "int", "v": 3})),
+            ("protocol_version", json!({"t": "double", "v": 2.0})),
+            ("protocol_version", json!({"t": "int[]", "v": [2]})),
+            (
+                "protocol_version",
+                json!({"t": "bundle", "v": {"v": {"t": "int", "v": 2}}}),
+            ),
+            ("session_token", json!({"t": "int", "v": 7})),
+            ("session_token", json!({"t": "string[]", "v": ["a"]})),
+            ("request_id", json!({"t": "long", "v": 1})),
+            ("request_id", json!({"t": "bundle", "v": {}})),
+            ("deadline_at_ms", json!({"t": "int", "v": 5})),
+            ("deadline_at_ms", json!({"t": "string", "v": "soon"})),
+            ("deadline_at_ms", json!({"t": "double", "v": 1.5})),
+            ("deadline_at_ms", json!({"t": "null", "v": null})),
+        ];
+        let i = self.rng.random_range(0..options.len());
+        (options[i].0, options[i].1.clone())
+    }
+
+    fn negotiate_odd(&mut self) -> Vec<GenStep> {
+        let ident = self.ident();
+        let n = self.name("n");
+        let mut step = json!({"do": "negotiate", "as": ident, "bind": n, "expect": {}});
+        let tags: Vec<&str>;
+        if self.chance(0.6) {
+            let offers = [
+                json!([]),
+                json!([1]),
+                json!([3]),
+                json!([0]),
+                json!([3, 2]),
+                json!([2, 2]),
+                json!([99, 2]),
+                json!([-1]),
+                json!([1, 2]),
+            ];
+            step["versions"] = offers[self.rng.random_range(0..offers.len())].clone();
+            let caps: Vec<&str> = [
+                "async_operations",
+                "cancellation",
+                "large_results",
+                "bogus_capability",
+                "",
+            ]
+            .into_iter()
+            .filter(|_| self.rng.random_bool(0.4))
+            .collect();
+            step["capabilities"] = json!(caps);
+            tags = vec!["CETP2-2.2-05", "CETP2-2.2-06", "CETP2-2.2-14", "CETP2-5-04"];
+        } else {
+            let versions = [
+                json!({"t": "int[]", "v": [2]}),
+                json!({"t": "string", "v": "2"}),
+                json!({"t": "int", "v": 2}),
+                json!({"t": "long[]", "v": [2]}),
+                json!({"t": "string[]", "v": ["2"]}),
+                json!({"t": "bundle", "v": {}}),
+            ];
+            let caps = [
+                json!({"t": "string", "v": "[\"async_operations\"]"}),
+                json!({"t": "string[]", "v": ["async_operations"]}),
+                json!({"t": "string", "v": "["}),
+                json!({"t": "int", "v": 1}),
+                json!({"t": "string", "v": "{}"}),
+            ];
+            let mut extras = serde_json::Map::new();
+            if self.chance(0.85) {
+                extras.insert(
+                    "consumer_versions".into(),
+                    versions[self.rng.random_range(0..versions.len())].clone(),
+                );
+            }
+            if self.chance(0.85) {
+                extras.insert(
+                    "consumer_capabilities".into(),
+                    caps[self.rng.random_range(0..caps.len())].clone(),
+                );
+            }
+            if self.chance(0.2) {
+                extras.insert("protocol_version".into(), json!({"t": "int", "v": 2}));
+            }
+            step["extras"] = Json::Object(extras);
+            tags = vec!["CETP2-2.2-14", "CETP2-5-14", "CETP2-2.2-04"];
+        }
+        step["requirements"] = json!(tags);
+        vec![call_step(step)]
+    }
+
+    fn unknown_method(&mut self, pre: &mut Vec<GenStep>) -> Vec<GenStep> {
+        let ident = self.ident();
+        let s = self.session_of(ident, pre);
+        let methods = [
+            "frobnicate",
+            "LIST_TOOLS",
+            "list_tools ",
+            "execute",
+            "authorize_intent",
+            "getOperation",
+            "negotiate2",
+            "resume_tool",
+        ];
+        let m = methods[self.rng.random_range(0..methods.len())];
+        let b = self.name("u");
+        vec![call_step(
+            json!({"do": "call", "as": ident, "method": m, "session": s, "bind": b,
+            "requirements": ["CETP2-4-07", "CETP2-5-12"]}),
+        )]
+    }
+
+    fn v1(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        let ident = self.ident();
+        let s = self.session_of(ident, pre);
+        let b = self.name("w");
+        if self.chance(0.4) {
+            return Some(vec![call_step(
+                json!({"do": "call", "as": ident, "method": "list_tools",
+                "v1": true, "bind": b, "requirements": ["CETP2-2.1-05", "CETP2-4-08"]}),
+            )]);
+        }
+        let tools: Vec<ToolInfo> = self.world.executable().cloned().collect();
+        let tool = self.pick(&tools)?;
+        let step = call_step(
+            json!({"do": "call", "as": ident, "method": "execute_tool", "v1": true,
+            "session": s, "tool": {"name": tool.name}, "args": "valid", "bind": b,
+            "requirements": ["CETP2-8-02", "CETP2-8-07", "CETP2-4-08"]}),
+        );
+        Some(if tool.effect == "read" {
+            vec![step]
+        } else {
+            self.observed(vec![step], None, &["CETP2-8-02", "CETP2-8-07"])
+        })
+    }
+
+    fn operation(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        let candidates: Vec<Exec> = self
+            .st
+            .execs
+            .iter()
+            .filter(|e| e.tool.execution != "sync")
+            .cloned()
+            .collect();
+        let e = self.pick(&candidates)?;
+        let other = self.world.has_b && self.chance(0.25);
+        let ident = if other {
+            if e.ident == "a" {
+                "b"
+            } else {
+                "a"
+            }
+        } else {
+            e.ident
+        };
+        let s = if other {
+            self.session_of(ident, pre)
+        } else {
+            e.session.clone()
+        };
+        let op = format!("${{{}/data/operation_id}}", e.bind);
+        let r = self.rng.random_range(0..3);
+        let b = self.name("g");
+        let mut tags = vec!["CETP2-4.4-04", "CETP2-4.4-06"];
+        if other {
+            tags.push("CETP2-4.4-11");
+        }
+        let step = match r {
+            0 => json!({"do": "call", "as": ident, "method": "get_operation", "session": s,
+                        "operation_id": op, "bind": b, "requirements": tags}),
+            1 => {
+                tags.extend(["CETP2-4.4-09", "CETP2-4.4-17"]);
+                json!({"do": "call", "as": ident, "method": "cancel_operation", "session": s,
+                        "operation_id": op, "bind": b, "requirements": tags})
+            }
+            _ => {
+                json!({"do": "settle", "as": e.ident, "session": e.session, "of": e.bind, "bind": b,
+                        "expect": {}, "requirements": ["CETP2-4.4-05", "CETP2-4.4-08"]})
+            }
+        };
+        let inner = vec![call_step(step)];
+        Some(if e.tool.effect == "read" {
+            inner
+        } else {
+            self.observed(inner, Some(e.bind), &["CETP2-4.4-17", "CETP2-4.4-11"])
+        })
+    }
+
+    fn resolve(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        let candidates: Vec<Exec> = self
+            .st
+            .execs
+            .iter()
+            .filter(|e| e.may_ask)
+            .cloned()
+            .collect();
+        let e = match self.pick(&candidates) {
+            Some(e) => e,
+            None => {
+                // Make a call that asks first.
+                let tools: Vec<ToolInfo> = self
+                    .world
+                    .executable()
+                    .filter(|t| t.confirmation == "always" || t.escalating)
+                    .cloned()
+                    .collect();
+                let tool = self.pick(&tools)?;
+                let s = self.session_of("a", pre);
+                let bind = self.name("e");
+                let args = if tool.escalating {
+                    "escalating"
+                } else {
+                    "valid"
+                };
+                pre.extend(self.observed(
+                    vec![call_step(
+                        json!({"do": "call", "as": "a", "method": "execute_tool", "session": s,
+                        "tool": {"name": tool.name}, "args": args, "bind": bind,
+                        "requirements": ["CETP2-4.3-01", "CETP2-4.3-05", "CETP2-3.4-12"]}),
+                    )],
+                    Some(bind.clone()),
+                    &["CETP2-4.3-05", "CETP2-3.4-12"],
+                ));
+                let ex = Exec {
+                    bind,
+                    tool,
+                    session: s,
+                    ident: "a",
+                    may_ask: true,
+                };
+                self.st.execs.push(ex.clone());
+                ex
+            }
+        };
+        let decision = ["approve", "approve", "deny", "dismiss"][self.rng.random_range(0..4)];
+        let other = self.world.has_b && self.chance(0.15);
+        let ident = if other {
+            if e.ident == "a" {
+                "b"
+            } else {
+                "a"
+            }
+        } else {
+            e.ident
+        };
+        let s = if other {
+            self.session_of(ident, pre)
+        } else {
+            e.session.clone()
+        };
+        let altered = self.chance(0.2);
+        let args = if altered {
+            json!({"altered_from": e.bind})
+        } else {
+            json!({"same_as": e.bind})
+        };
+        let mut tags = vec!["CETP2-4.3-05", "CETP2-4.3-12", "CETP2-4.3-03"];
+        if altered {
+            tags.push("CETP2-4.3-11");
+        }
+        if other {
+            tags.push("CETP2-4.3-03");
+        }
+        let r = self.name("r");
+        let mut inner = vec![
+            plain(
+                json!({"do": "resolve", "as": e.ident, "handle": format!("${{{}/resolution/handle}}", e.bind),
+                         "decision": decision, "requirements": ["CETP2-4.3-02", "CETP2-7.2-04", "CETP2-7.2-05"]}),
+            ),
+            call_step(
+                json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
+                "tool": {"name": e.tool.name}, "args": args,
+                "request_id": format!("${{{}/_request/request_id}}", e.bind),
+                "resume_token": format!("${{{}/resume_token}}", e.bind), "bind": r,
+                "requirements": tags}),
+            ),
+        ];
+        if self.chance(0.3) {
+            let r2 = self.name("r");
+            inner.push(call_step(json!({"do": "call", "as": e.ident, "method": "execute_tool",
+                "session": e.session, "tool": {"name": e.tool.name}, "args": {"altered_or_same_from": e.bind},
+                "resume_token": format!("${{{}/resume_token}}", e.bind), "bind": r2,
+                "requirements": ["CETP2-4.3-10", "CETP2-4.3-11"]})));
+        }
+        Some(self.observed(
+            inner,
+            Some(r),
+            &["CETP2-4.3-05", "CETP2-4.3-12", "CETP2-4.3-10"],
+        ))
+    }
+
+    fn concurrent(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        let tools: Vec<ToolInfo> = self.world.executable().cloned().collect();
+        let tool = self.pick(&tools)?;
+        let ident = self.ident();
+        let s = self.session_of(ident, pre);
+        let same_rid = self.chance(0.7);
+        let u = self.name("u");
+        let mut out = Vec::new();
+        if same_rid {
+            out.push(plain(json!({"do": "uuid", "bind": u, "requirements": []})));
+        }
+        let first = self.name("c");
+        let n = self.rng.random_range(2..=3);
+        let calls: Vec<Json> = (0..n)
+            .map(|i| {
+                let mut c = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
+                    "tool": {"name": tool.name}, "args": "valid",
+                    "bind": if i == 0 { first.clone() } else { format!("{first}_{i}") }});
+                if same_rid {
+                    c["request_id"] = json!(format!("${{{u}}}"));
+                }
+                c
+            })
+            .collect();
+        out.push(plain(
+            json!({"do": "concurrent", "steps": calls, "requirements": ["CETP2-6-05"]}),
+        ));
+        Some(if tool.effect == "read" {
+            out
+        } else {
+            self.observed(out, Some(first), &["CETP2-6-05"])
+        })
+    }
+}
+
+fn static_kind(kind: &str) -> &'static str {
+    KINDS
+        .iter()
+        .find(|k| k.0 == kind)
+        .map(|k| k.0)
+        .unwrap_or("move")
+}
+
+fn plain(step: Json) -> GenStep {
+    GenStep {
+        step,
+        meta: Meta::Plain,
+    }
+}
+
+/// A call whose expectation the oracle fills in: a placeholder `expect`
+/// marks it.
+fn call_step(mut step: Json) -> GenStep {
+    if step.get("expect").is_none() {
+        step["expect"] = json!({});
+    }
+    GenStep {
+        step,
+        meta: Meta::Plain,
+    }
+}
+
+/// `base` as JSON text padded with a string member to about `size` bytes.
+fn pad_to(base: &Json, size: usize) -> String {
+    let mut v = base.clone();
+    let text = v.to_string();
+    let room = size.saturating_sub(text.len() + 16);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("_pad".into(), json!("p".repeat(room)));
+        v.to_string()
+    } else {
+        text
+    }
+}

@@ -1,0 +1,618 @@
+//! `cetp fuzz`: structure-aware, stateful fuzzing of a live Provider.
+//!
+//! Each fuzz case is a generated sequence of moves ([`gen`]) written in the
+//! vector format's step language. The oracle ([`oracle`]) runs it on the
+//! reference Provider and every legal variant, in-process, and compiles the
+//! expectations they all allow; the regular interpreter then runs the
+//! compiled case on the target, with the regular checks on every answer. A
+//! FAIL there is a *finding*: it is shrunk to the fewest moves and steps
+//! that still fail the same way, and written as a regular case file that
+//! `cetp replay` runs and `vectors/regressions/` keeps.
+//!
+//! The fuzzer never executes a tool with a side effect that the profile
+//! does not allow: the generator only names tools [`world::World`] marks
+//! executable, and the interpreter refuses any other.
+
+pub mod blind;
+pub mod exec;
+pub mod gen;
+pub mod oracle;
+pub mod world;
+
+use cetp_conformance::device::Target;
+use cetp_conformance::interp::{Env, Stop};
+use cetp_conformance::profile::Profile;
+use cetp_conformance::vector::Case;
+use exec::{run_case, CaseRun};
+use gen::{Move, Sequence};
+use oracle::Oracle;
+use serde_json::{json, Value as Json};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How sequences are made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mutator {
+    /// Stateful, structure-aware generation ([`gen`]).
+    Structured,
+    /// The blind byte-level baseline ([`blind`]).
+    Blind,
+}
+
+#[derive(Clone, Debug)]
+pub struct FuzzConfig {
+    pub seed: u64,
+    pub budget: Option<Duration>,
+    pub cases: Option<u64>,
+    /// Moves per sequence, at most.
+    pub max_moves: usize,
+    /// Stop after this many distinct findings.
+    pub max_findings: usize,
+    /// Target runs a shrink may spend on one finding.
+    pub shrink_runs: usize,
+    pub mutator: Mutator,
+    /// Requirement id → catalog level (`MUST`, `MUST_NOT`, `SHOULD`, `MAY`):
+    /// a finding citing only SHOULD requirements is a SHOULD case.
+    pub levels: BTreeMap<String, String>,
+    pub interrupt: Option<Arc<AtomicBool>>,
+}
+
+impl Default for FuzzConfig {
+    fn default() -> Self {
+        FuzzConfig {
+            seed: 0,
+            budget: None,
+            cases: Some(100),
+            max_moves: 8,
+            max_findings: 10,
+            shrink_runs: 48,
+            mutator: Mutator::Structured,
+            levels: BTreeMap::new(),
+            interrupt: None,
+        }
+    }
+}
+
+/// Running totals, for the progress line.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Stats {
+    /// Sequences generated.
+    pub cases: u64,
+    /// Compiled cases run on the target.
+    pub judged: u64,
+    /// Sequences the oracle left nothing to judge in, or the target left
+    /// unjudged (a setup it lacks).
+    pub unjudged: u64,
+    pub findings: usize,
+    /// Envelopes sent to the target (answers judged).
+    pub envelopes: u64,
+    /// `execute_tool` calls of tools with side effects sent to the target.
+    pub dispatched: u64,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Finding {
+    /// `FZ<hex>-NNN`, from a digest of the minimal case's steps.
+    pub id: String,
+    /// What failed: a check and its rule, or a step's kind and requirements.
+    pub signature: String,
+    pub message: String,
+    pub cited: Vec<String>,
+    /// The regular vector file holding the minimal case.
+    pub file: Json,
+    /// Sequence index and seed it was found with.
+    pub case_index: u64,
+    pub case_seed: u64,
+    pub found_after_ms: u64,
+    pub moves_before: usize,
+    pub moves_after: usize,
+    pub steps_after: usize,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FuzzReport {
+    pub seed: u64,
+    pub mutator: String,
+    /// The oracle's members (`reference` and each legal variant).
+    pub oracle: Vec<String>,
+    pub stats: Stats,
+    pub findings: Vec<Finding>,
+    /// Checks that fired on an oracle member: defects of the harness's own
+    /// judgement on some input, never charged to the target.
+    pub oracle_notes: Vec<String>,
+    pub first_finding_ms: Option<u64>,
+    /// Observed effects on the target over the whole run, when the
+    /// profile's observer counts them.
+    pub effects_observed: Option<i64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FuzzError {
+    /// The profile and the target leave nothing the fuzzer may call.
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Target(String),
+}
+
+/// The seed of sequence `i` of a run seeded `seed` (SplitMix64 of both):
+/// any sequence can be regenerated alone.
+pub fn case_seed(seed: u64, i: u64) -> u64 {
+    let mut z = seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn header(index: u64) -> Json {
+    json!({"id": format!("FUZZ-{index}"), "title": "generated sequence", "role": "provider",
+           "level": "MUST", "requirements": [], "steps": []})
+}
+
+pub struct Fuzzer<'a> {
+    target: Target,
+    profile: &'a Profile,
+    env: Env,
+    rules: &'a BTreeMap<String, Vec<String>>,
+    cfg: FuzzConfig,
+    oracle: Oracle,
+    world: world::World,
+    blind: Option<blind::Mutations>,
+    /// Fresh seeds for target re-runs (shrinking): a re-run must not reuse
+    /// request ids the target has already recorded.
+    reruns: u64,
+}
+
+impl<'a> Fuzzer<'a> {
+    /// Learns the target and builds the oracle. Refuses when nothing may be
+    /// called, or when no oracle matches the target's app.
+    pub fn new(
+        target: Target,
+        profile: &'a Profile,
+        env: Env,
+        rules: &'a BTreeMap<String, Vec<String>>,
+        cfg: FuzzConfig,
+    ) -> Result<Self, FuzzError> {
+        let oracle = Oracle::for_package(&env.package, &env.manifest_kind).ok_or_else(|| {
+            FuzzError::Refused(format!(
+                "no oracle for {}: the reference implements only com.clawseed.reference and com.clawseed.notes, and a fuzz verdict needs an oracle that knows the tools' behaviour",
+                env.package
+            ))
+        })?;
+        // A target that cannot even list its tools still gets fuzzed: the
+        // oracle's reference hosts the same app, so its tools are the ones to
+        // generate for (and the failure shows again as a finding).
+        let world = match world::learn(&target, profile, &env, cfg.seed) {
+            Ok(w) => w,
+            Err(e) => {
+                let (t, _) = oracle
+                    .reference_target(0)
+                    .ok_or_else(|| FuzzError::Target(e.clone()))?;
+                let (_, renv) = cetp_conformance::runner::identify(&t, profile)
+                    .map_err(|_| FuzzError::Target(e.clone()))?;
+                let mut w =
+                    world::learn(&t, profile, &renv, cfg.seed).map_err(|_| FuzzError::Target(e))?;
+                w.has_b = target.b.is_some();
+                w
+            }
+        };
+        if world.executable().next().is_none() {
+            return Err(FuzzError::Refused(format!(
+                "nothing to fuzz: {} lists no read tool and the profile's [execute] allow lets the harness execute none of its tools",
+                env.package
+            )));
+        }
+        let (target, blind) = match cfg.mutator {
+            Mutator::Structured => (target, None),
+            Mutator::Blind => {
+                let m = blind::Mutations::new(profile.observer.as_ref().map(|o| o.tool.clone()));
+                (m.wrap(target), Some(m))
+            }
+        };
+        Ok(Fuzzer {
+            target,
+            profile,
+            env,
+            rules,
+            cfg,
+            oracle,
+            world,
+            blind,
+            reruns: 0,
+        })
+    }
+
+    pub fn world(&self) -> &world::World {
+        &self.world
+    }
+
+    pub fn oracle_members(&self) -> Vec<String> {
+        self.oracle.members.iter().map(|m| m.name.clone()).collect()
+    }
+
+    fn sequence(&self, seed: u64) -> Sequence {
+        match self.cfg.mutator {
+            Mutator::Structured => {
+                gen::Generator::new(&self.world, seed).sequence(self.cfg.max_moves)
+            }
+            Mutator::Blind => blind::sequence(&self.world),
+        }
+    }
+
+    /// Compiles `moves` with the oracle and runs the result on the target,
+    /// everything seeded by `seed`.
+    fn attempt(&mut self, moves: &[Move], index: u64, seed: u64) -> Attempt {
+        let seq = Sequence {
+            moves: moves.to_vec(),
+        };
+        let steps = seq.steps();
+        let start_ms = self.target.a.now_ms();
+        // Each oracle member gets a mutator of its own, seeded like the
+        // target's: they run in parallel and must see the same edits.
+        let skip = self
+            .blind
+            .as_ref()
+            .map(|_| self.profile.observer.as_ref().map(|o| o.tool.clone()));
+        let wrap = move |t: Target| -> Target {
+            match &skip {
+                Some(skip) => {
+                    let m = blind::Mutations::new(skip.clone());
+                    m.reseed(seed);
+                    m.wrap(t)
+                }
+                None => t,
+            }
+        };
+        let compiled = self.oracle.compile(
+            &steps,
+            &header(index),
+            self.profile,
+            self.rules,
+            seed,
+            start_ms,
+            &wrap,
+        );
+        if !compiled.oracle_findings.is_empty() {
+            // For looking into the harness's own misjudgement: the sequence
+            // that made a check fire on a legal Provider.
+            if let Some(dir) = std::env::var_os("CETP_FUZZ_DUMP") {
+                let steps: Vec<Json> = steps.iter().map(|s| s.step.clone()).collect();
+                let _ = std::fs::write(
+                    std::path::Path::new(&dir).join(format!("oracle-note-{index}-{seed}.json")),
+                    serde_json::to_string_pretty(
+                        &json!({"notes": compiled.oracle_findings, "steps": steps}),
+                    )
+                    .unwrap_or_default(),
+                );
+            }
+            return Attempt::OracleNotes(compiled.oracle_findings);
+        }
+        let Some(case_json) = compiled.case else {
+            return Attempt::Nothing;
+        };
+        let case: Case = match serde_json::from_value(case_json.clone()) {
+            Ok(c) => c,
+            Err(_) => return Attempt::Nothing,
+        };
+        if let Some(m) = &self.blind {
+            m.reseed(seed);
+        }
+        let run = run_case(
+            &self.target,
+            self.profile,
+            &self.env,
+            self.rules,
+            &case,
+            seed,
+        );
+        Attempt::Ran {
+            case: case_json,
+            run,
+        }
+    }
+
+    /// Runs until the budget, the case count or `max_findings` is reached.
+    pub fn run(&mut self, progress: &mut dyn FnMut(&Stats)) -> FuzzReport {
+        let started = Instant::now();
+        let mut stats = Stats::default();
+        let mut findings: Vec<Finding> = Vec::new();
+        let mut signatures = BTreeSet::new();
+        let mut notes: BTreeSet<String> = BTreeSet::new();
+        let mut first_finding_ms = None;
+        let before = self.observe_total();
+        let mut last_tick = Instant::now();
+        for index in 0.. {
+            if self.cfg.cases.is_some_and(|n| index >= n)
+                || self.cfg.budget.is_some_and(|b| started.elapsed() >= b)
+                || findings.len() >= self.cfg.max_findings
+                || self
+                    .cfg
+                    .interrupt
+                    .as_ref()
+                    .is_some_and(|i| i.load(Ordering::SeqCst))
+            {
+                break;
+            }
+            let seed = case_seed(self.cfg.seed, index);
+            let seq = self.sequence(seed);
+            stats.cases += 1;
+            match self.attempt(&seq.moves, index, seed) {
+                Attempt::OracleNotes(n) => {
+                    stats.unjudged += 1;
+                    for x in n {
+                        if notes.len() < 50 {
+                            notes.insert(x);
+                        }
+                    }
+                }
+                Attempt::Nothing => stats.unjudged += 1,
+                Attempt::Ran { case, run } => {
+                    stats.judged += 1;
+                    stats.envelopes += run.answers as u64;
+                    stats.dispatched += run.dispatched as u64;
+                    if matches!(run.stop, Some(Stop::Setup { .. } | Stop::NotApplicable(_))) {
+                        stats.unjudged += 1;
+                    }
+                    if let Some((sig, message)) = signature(&case, &run) {
+                        if signatures.insert(sig.clone()) {
+                            first_finding_ms.get_or_insert(started.elapsed().as_millis() as u64);
+                            let f = self.shrink(
+                                seq.moves.clone(),
+                                index,
+                                seed,
+                                &sig,
+                                message,
+                                case,
+                                run,
+                                &mut stats,
+                                started,
+                            );
+                            signatures.insert(f.signature.clone());
+                            findings.push(f);
+                            stats.findings = findings.len();
+                        }
+                    }
+                }
+            }
+            stats.elapsed_ms = started.elapsed().as_millis() as u64;
+            if last_tick.elapsed() >= Duration::from_millis(500) {
+                progress(&stats);
+                last_tick = Instant::now();
+            }
+        }
+        stats.elapsed_ms = started.elapsed().as_millis() as u64;
+        progress(&stats);
+        let after = self.observe_total();
+        FuzzReport {
+            seed: self.cfg.seed,
+            mutator: match self.cfg.mutator {
+                Mutator::Structured => "structured".into(),
+                Mutator::Blind => "blind".into(),
+            },
+            oracle: self.oracle_members(),
+            stats,
+            findings,
+            oracle_notes: notes.into_iter().collect(),
+            first_finding_ms,
+            effects_observed: before.zip(after).map(|(b, a)| a - b),
+        }
+    }
+
+    /// The observer's counter of effects, when the profile has one.
+    fn observe_total(&mut self) -> Option<i64> {
+        let o = self.profile.observer.as_ref()?;
+        if o.counts != cetp_conformance::profile::Counts::Effects {
+            return None;
+        }
+        let case: Case =
+            serde_json::from_value(json!({"id": "FUZZ-OBSERVE", "title": "effects so far",
+            "role": "provider", "level": "MUST", "requirements": [],
+            "steps": [{"do": "observe", "bind": "o"}]}))
+            .ok()?;
+        let run = run_case(
+            &self.target,
+            self.profile,
+            &self.env,
+            self.rules,
+            &case,
+            self.cfg.seed,
+        );
+        run.bindings.get("o")?.as_i64()
+    }
+
+    fn next_seed(&mut self, seed: u64) -> u64 {
+        self.reruns += 1;
+        case_seed(seed ^ 0xA5A5_5A5A, self.reruns)
+    }
+
+    /// Removes moves, then steps, as long as the same failure remains.
+    #[allow(clippy::too_many_arguments)]
+    fn shrink(
+        &mut self,
+        moves: Vec<Move>,
+        index: u64,
+        seed: u64,
+        sig: &str,
+        message: String,
+        case: Json,
+        run: CaseRun,
+        stats: &mut Stats,
+        started: Instant,
+    ) -> Finding {
+        let moves_before = moves.len();
+        let mut best = (moves, case, message, run.cited.clone(), seed);
+        let mut budget = self.cfg.shrink_runs;
+        let try_candidate = |me: &mut Self,
+                             cand: Vec<Move>,
+                             stats: &mut Stats,
+                             budget: &mut usize|
+         -> Option<Shrunk> {
+            if *budget == 0 {
+                return None;
+            }
+            *budget -= 1;
+            let s = me.next_seed(seed);
+            match me.attempt(&cand, index, s) {
+                Attempt::Ran { case, run } => {
+                    stats.envelopes += run.answers as u64;
+                    stats.dispatched += run.dispatched as u64;
+                    match signature(&case, &run) {
+                        Some((got, msg)) if got == sig => {
+                            Some((cand, case, msg, run.cited.clone(), s))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+        };
+        let mut progress = true;
+        while progress && budget > 0 {
+            progress = false;
+            // Whole moves, last first (later moves depend on earlier ones).
+            let mut i = best.0.len();
+            while i > 0 && budget > 0 {
+                i -= 1;
+                if best.0.len() <= 1 {
+                    break;
+                }
+                let mut cand = best.0.clone();
+                cand.remove(i);
+                if let Some(b) = try_candidate(self, cand, stats, &mut budget) {
+                    best = b;
+                    progress = true;
+                }
+            }
+            // Single steps inside the moves left.
+            for m in 0..best.0.len() {
+                let mut k = best.0[m].steps.len();
+                while k > 0 && budget > 0 {
+                    k -= 1;
+                    if best.0[m].steps.len() <= 1 {
+                        break;
+                    }
+                    let mut cand = best.0.clone();
+                    cand[m].steps.remove(k);
+                    if let Some(b) = try_candidate(self, cand, stats, &mut budget) {
+                        best = b;
+                        progress = true;
+                    }
+                }
+            }
+        }
+        let (moves, case, message, cited, final_seed) = best;
+        let steps_after = case
+            .get("steps")
+            .and_then(Json::as_array)
+            .map_or(0, Vec::len);
+        let file = finding_file(
+            &case,
+            sig,
+            &message,
+            &cited,
+            &self.cfg,
+            index,
+            final_seed,
+            self.oracle.members.len(),
+        );
+        let id = file
+            .pointer("/cases/0/id")
+            .and_then(Json::as_str)
+            .unwrap_or("FUZZ")
+            .to_string();
+        Finding {
+            id,
+            signature: sig.to_string(),
+            message,
+            cited,
+            file,
+            case_index: index,
+            case_seed: final_seed,
+            found_after_ms: started.elapsed().as_millis() as u64,
+            moves_before,
+            moves_after: moves.len(),
+            steps_after,
+        }
+    }
+}
+
+/// The smallest failing sequence so far: its moves, compiled case,
+/// message, cited requirements and the seed it failed with.
+type Shrunk = (Vec<Move>, Json, String, Vec<String>, u64);
+
+enum Attempt {
+    OracleNotes(Vec<String>),
+    Nothing,
+    Ran { case: Json, run: CaseRun },
+}
+
+/// What failed, in a form that stays the same while a finding shrinks: the
+/// check and its rule, or the failing step's kind, method and requirements.
+fn signature(case: &Json, run: &CaseRun) -> Option<(String, String)> {
+    if let Some((check, (_, f))) = run.checks.iter().next() {
+        return Some((format!("check {check} ({})", f.rule), f.message.clone()));
+    }
+    let Some(Stop::Fail(reason)) = &run.stop else {
+        return None;
+    };
+    let step = case
+        .get("steps")
+        .and_then(Json::as_array)
+        .and_then(|s| s.get(run.step.saturating_sub(1)))?;
+    let what = step.get("do").and_then(Json::as_str).unwrap_or("?");
+    let method = step.get("method").and_then(Json::as_str).unwrap_or("");
+    let mut reqs: Vec<String> = run.cited.clone();
+    reqs.sort();
+    Some((
+        format!(
+            "step {what}{}{} [{}]",
+            if method.is_empty() { "" } else { " " },
+            method,
+            reqs.join(" ")
+        ),
+        reason.clone(),
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finding_file(
+    case: &Json,
+    sig: &str,
+    message: &str,
+    cited: &[String],
+    cfg: &FuzzConfig,
+    index: u64,
+    seed: u64,
+    members: usize,
+) -> Json {
+    let mut case = case.clone();
+    let steps = case.get("steps").cloned().unwrap_or(json!([]));
+    let digest = hex::encode(Sha256::digest(steps.to_string().as_bytes()));
+    // The case-id shape of the format (`PREFIX-NNN`): a prefix and number
+    // from the digest of the steps, so the same finding keeps its id.
+    let n = u64::from_str_radix(&digest[8..16], 16).unwrap_or(0) % 1000;
+    let id = format!("FZ{}-{n:03}", digest[..8].to_uppercase());
+    let only_should = !cited.is_empty()
+        && cited.iter().all(|c| {
+            matches!(
+                cfg.levels.get(c).map(String::as_str),
+                Some("SHOULD" | "MAY")
+            )
+        });
+    case["id"] = json!(id);
+    case["title"] = json!(format!("fuzz finding: {sig}"));
+    case["level"] = json!(if only_should { "SHOULD" } else { "MUST" });
+    let shown: String = message.chars().take(300).collect();
+    case["notes"] = json!(format!(
+        "Found by cetp fuzz --seed {} (sequence {index}, replay seed {seed}); expectations compiled from the reference Provider and {} legal variants. First seen: {shown}",
+        cfg.seed,
+        members.saturating_sub(1)
+    ));
+    json!({"format_version": 1, "group": "fuzz-findings",
+           "description": format!("A minimal sequence cetp fuzz found: {sig}"),
+           "cases": [case]})
+}

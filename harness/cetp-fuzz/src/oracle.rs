@@ -1,0 +1,427 @@
+//! The oracle: the reference Provider (with the target's app and manifest)
+//! and every legal variant of it, each in-process on a manual clock, run on
+//! the same sequence. What they answered, together, is what the target may
+//! answer: a step's expectation is the union of their answer classes
+//! (status, error code), an effect count is expected only where they all
+//! agree, and a named judgement is kept only where it holds on all of them.
+//! So a fuzz FAIL is never a choice one of the legal variants makes.
+
+use crate::exec::{run_case, CaseRun};
+use crate::gen::{GenStep, Meta};
+use cetp_conformance::device::Target;
+use cetp_conformance::profile::{Counts, Profile};
+use cetp_conformance::vector::Case;
+use cetp_reference::device::DeviceClock;
+use cetp_reference::provider::{FixtureSet, Latitude, ManifestVariant, ReferenceProvider};
+use cetp_sim::{provider_config, SimConfig};
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Rounds of dropping steps some member could not run before the rest is cut.
+const MAX_ROUNDS: usize = 12;
+
+/// One Provider of the oracle.
+#[derive(Clone, Debug)]
+pub struct Member {
+    /// `reference`, or the latitude's name.
+    pub name: String,
+    cfg: SimConfig,
+}
+
+pub struct Oracle {
+    pub app: FixtureSet,
+    pub members: Vec<Member>,
+}
+
+/// What the oracle made of a sequence.
+#[derive(Debug)]
+pub struct Compiled {
+    /// The case to run on the target, expectations filled in; `None` when
+    /// nothing of the sequence is left to judge.
+    pub case: Option<Json>,
+    /// Checks that fired on an oracle member: the reference and its
+    /// variants are conforming by construction, so each one is a defect of
+    /// the checks (or of the reference) on this input, reported, and the
+    /// sequence is not judged.
+    pub oracle_findings: Vec<String>,
+    /// Steps kept (top-level), after judgements the oracle could not vouch
+    /// for were dropped and the sequence was cut where a member stopped.
+    pub kept: usize,
+}
+
+impl Oracle {
+    /// The oracle for a target hosting `package` with manifest `manifest`,
+    /// when one of the reference's apps is that package.
+    pub fn for_package(package: &str, manifest: &str) -> Option<Oracle> {
+        let app = [FixtureSet::Reference, FixtureSet::Notes]
+            .into_iter()
+            .find(|a| a.package() == package)?;
+        let manifest = match manifest {
+            "v2_only" => ManifestVariant::V2Only,
+            _ => ManifestVariant::DualStack,
+        };
+        let base = SimConfig {
+            provider: app,
+            manifest,
+            effect_delay_ms: 0,
+            ..SimConfig::default()
+        };
+        let mut members = vec![Member {
+            name: "reference".into(),
+            cfg: base.clone(),
+        }];
+        for l in Latitude::ALL {
+            // A v2-only manifest is the target's own shape, not a latitude
+            // the oracle adds: discovery and v1 answers depend on it.
+            if *l == Latitude::V2OnlyManifest {
+                continue;
+            }
+            members.push(Member {
+                name: l.name().to_string(),
+                cfg: SimConfig {
+                    variant: Some(l.name().to_string()),
+                    ..base.clone()
+                },
+            });
+        }
+        Some(Oracle { app, members })
+    }
+
+    /// The unmutated reference member, in-process.
+    pub fn reference_target(&self, start_ms: i64) -> Option<(Target, Arc<ReferenceProvider>)> {
+        self.target(self.members.first()?, start_ms)
+    }
+
+    /// A fresh in-process target for `m` whose clock starts at `start_ms`.
+    fn target(&self, m: &Member, start_ms: i64) -> Option<(Target, Arc<ReferenceProvider>)> {
+        let cfg = provider_config(&m.cfg).ok()?;
+        let provider = Arc::new(ReferenceProvider::new(cfg));
+        let app: Arc<dyn cetp_reference::app::ProviderApp> = provider.clone();
+        let target = cetp_conformance::local::local_target(app, DeviceClock::manual(start_ms));
+        Some((target, provider))
+    }
+
+    /// Runs `steps` on every member and compiles the case for the target.
+    #[allow(clippy::too_many_arguments)]
+    pub fn compile(
+        &self,
+        steps: &[GenStep],
+        header: &Json,
+        profile: &Profile,
+        rules: &BTreeMap<String, Vec<String>>,
+        seed: u64,
+        start_ms: i64,
+        wrap: &(dyn Fn(Target) -> Target + Sync),
+    ) -> Compiled {
+        let mut steps: Vec<GenStep> = steps.to_vec();
+        let mut runs: Vec<CaseRun> = Vec::new();
+        let mut oracle_findings = Vec::new();
+        // A step some member could not run to its end (a judgement that
+        // does not hold there, a template naming what that member never
+        // answered, a setup it lacks) is dropped and the sequence run again;
+        // after a few rounds the rest is cut at the first such step.
+        for round in 0..=MAX_ROUNDS {
+            runs.clear();
+            let Some(case) = to_case(header, &oracle_steps(&steps)) else {
+                break;
+            };
+            let mut first_stop: Option<usize> = None;
+            // Members are independent: run them on every core.
+            let threads = std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(8);
+            let chunk = self.members.len().div_ceil(threads.max(1)).max(1);
+            let results: Vec<(String, CaseRun)> = std::thread::scope(|scope| {
+                let handles: Vec<_> = self
+                    .members
+                    .chunks(chunk)
+                    .map(|ms| {
+                        let case = &case;
+                        scope.spawn(move || {
+                            ms.iter()
+                                .filter_map(|m| {
+                                    let (target, _provider) = self.target(m, start_ms)?;
+                                    let target = wrap(target);
+                                    let (_, env) =
+                                        cetp_conformance::runner::identify(&target, profile)
+                                            .ok()?;
+                                    Some((
+                                        m.name.clone(),
+                                        run_case(&target, profile, &env, rules, case, seed),
+                                    ))
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_default())
+                    .collect()
+            });
+            for (name, run) in results {
+                for (check, (step, f)) in &run.checks {
+                    oracle_findings.push(format!(
+                        "{check} fired on oracle member {name} at step {step}: {} ({})",
+                        f.message, f.rule
+                    ));
+                }
+                if run.stop.is_some() {
+                    let i = run.step.saturating_sub(1);
+                    first_stop = Some(first_stop.map_or(i, |f| f.min(i)));
+                }
+                runs.push(run);
+            }
+            if !oracle_findings.is_empty() {
+                return Compiled {
+                    case: None,
+                    oracle_findings,
+                    kept: 0,
+                };
+            }
+            match first_stop {
+                None => break,
+                Some(i) if i >= steps.len() => break,
+                Some(i) if round < MAX_ROUNDS => {
+                    steps.remove(i);
+                }
+                Some(i) => steps.truncate(i),
+            }
+        }
+        if runs.is_empty()
+            || steps
+                .iter()
+                .all(|s| s.meta == Meta::Plain && is_setup(&s.step))
+        {
+            return Compiled {
+                case: None,
+                oracle_findings,
+                kept: 0,
+            };
+        }
+        let counts = profile.observer.as_ref().map(|o| o.counts);
+        let compiled: Vec<Json> = steps
+            .iter()
+            .filter_map(|s| compile_step(s, &runs, counts))
+            .collect();
+        let kept = compiled.len();
+        Compiled {
+            case: Some(with_steps(header, compiled)),
+            oracle_findings,
+            kept,
+        }
+    }
+}
+
+fn is_setup(step: &Json) -> bool {
+    matches!(
+        step.get("do").and_then(Json::as_str),
+        Some("negotiate" | "observe" | "uuid")
+    ) && step.get("expect").is_none()
+}
+
+/// The steps as the oracle runs them: a call's placeholder expectation is
+/// removed (every answer is recorded, none judged), except the marker that
+/// keeps an operation unsettled and a negotiate's (without one, negotiate
+/// must succeed).
+fn oracle_steps(steps: &[GenStep]) -> Vec<Json> {
+    steps
+        .iter()
+        .map(|s| {
+            let mut j = s.step.clone();
+            strip_placeholder(&mut j);
+            if let Some(sub) = j.get_mut("steps").and_then(Json::as_array_mut) {
+                for c in sub {
+                    strip_placeholder(c);
+                }
+            }
+            j
+        })
+        .collect()
+}
+
+fn strip_placeholder(j: &mut Json) {
+    let is_negotiate = j.get("do").and_then(Json::as_str) == Some("negotiate");
+    if !is_negotiate && j.get("expect") == Some(&json!({})) {
+        if let Some(o) = j.as_object_mut() {
+            o.remove("expect");
+        }
+    }
+}
+
+fn to_case(header: &Json, steps: &[Json]) -> Option<Case> {
+    serde_json::from_value(with_steps(header, steps.to_vec())).ok()
+}
+
+pub fn with_steps(header: &Json, steps: Vec<Json>) -> Json {
+    let mut case = header.clone();
+    let mut reqs: BTreeSet<String> = BTreeSet::new();
+    let mut b = false;
+    for s in &steps {
+        collect(s, &mut reqs, &mut b);
+    }
+    case["requirements"] = json!(reqs);
+    case["identities"] = if b { json!(["a", "b"]) } else { json!(["a"]) };
+    case["steps"] = Json::Array(steps);
+    case
+}
+
+fn collect(s: &Json, reqs: &mut BTreeSet<String>, b: &mut bool) {
+    if let Some(r) = s.get("requirements").and_then(Json::as_array) {
+        reqs.extend(r.iter().filter_map(|x| x.as_str().map(str::to_string)));
+    }
+    if s.get("as").and_then(Json::as_str) == Some("b") {
+        *b = true;
+    }
+    if let Some(sub) = s.get("steps").and_then(Json::as_array) {
+        for c in sub {
+            collect(c, reqs, b);
+        }
+    }
+}
+
+/// The answer class of a bound document: (status or `threw`/`null`/`v1`,
+/// error code).
+fn class(doc: &Json) -> (String, Option<String>) {
+    if doc.get("_threw").is_some() {
+        return ("threw".into(), None);
+    }
+    if doc.get("_null").is_some() {
+        return ("null".into(), None);
+    }
+    match doc.get("status").and_then(Json::as_str) {
+        Some(s) => (
+            s.to_string(),
+            doc.get("error_code")
+                .and_then(Json::as_str)
+                .map(str::to_string),
+        ),
+        None => ("v1".into(), None),
+    }
+}
+
+fn compile_step(s: &GenStep, runs: &[CaseRun], counts: Option<Counts>) -> Option<Json> {
+    let mut j = s.step.clone();
+    match &s.meta {
+        Meta::Judgement => Some(j),
+        Meta::EffectsAfter { since, tool_of } => {
+            let after = j.get("bind").and_then(Json::as_str)?.to_string();
+            let mut deltas = BTreeSet::new();
+            for r in runs {
+                let (a, b) = (r.bindings.get(since)?, r.bindings.get(&after)?);
+                deltas.insert(effect_delta(a, b, counts, tool_of.as_deref(), r)?);
+            }
+            if deltas.len() != 1 {
+                return None;
+            }
+            let delta = deltas.into_iter().next()?;
+            let mut e = json!({"do": "expect_effects", "since": since, "delta": delta,
+                               "requirements": j.get("requirements").cloned().unwrap_or(json!([]))});
+            if let Some(t) = tool_of {
+                e["tool_of"] = json!(t);
+            }
+            Some(e)
+        }
+        Meta::Plain => {
+            if j.get("do").and_then(Json::as_str) == Some("concurrent") {
+                if let Some(sub) = j.get_mut("steps").and_then(Json::as_array_mut) {
+                    for c in sub {
+                        compile_expect(c, runs);
+                    }
+                }
+            } else {
+                compile_expect(&mut j, runs);
+            }
+            Some(j)
+        }
+    }
+}
+
+/// Replaces a placeholder (or the operation marker) with the union of the
+/// members' answer classes.
+fn compile_expect(j: &mut Json, runs: &[CaseRun]) {
+    let Some(e) = j.get("expect").cloned() else {
+        return;
+    };
+    let Some(bind) = j.get("bind").and_then(Json::as_str).map(str::to_string) else {
+        return;
+    };
+    let marker = e.get("status").is_some();
+    if e != json!({}) && !marker {
+        return;
+    }
+    let mut statuses = BTreeSet::new();
+    let mut codes = BTreeSet::new();
+    for r in runs {
+        let Some(doc) = r.bindings.get(&bind) else {
+            // A member that never reached the step (concurrent sub-calls
+            // in another order): no expectation is safe.
+            set_expect(j, None);
+            return;
+        };
+        let (s, c) = class(doc);
+        statuses.insert(s);
+        if let Some(c) = c {
+            codes.insert(c);
+        }
+    }
+    let is_negotiate = j.get("do").and_then(Json::as_str) == Some("negotiate");
+    let expect = if statuses.len() == 1 && statuses.contains("threw") {
+        Some(json!({"threw": true}))
+    } else if statuses.len() == 1 && statuses.contains("null") {
+        Some(json!({"null_result": true}))
+    } else if statuses
+        .iter()
+        .all(|s| matches!(s.as_str(), "success" | "accepted" | "error"))
+    {
+        let mut e = json!({"status": statuses});
+        if !codes.is_empty() {
+            e["error_code"] = json!(codes);
+        }
+        Some(e)
+    } else if is_negotiate {
+        Some(json!({}))
+    } else {
+        None
+    };
+    set_expect(j, expect);
+}
+
+fn set_expect(j: &mut Json, e: Option<Json>) {
+    if let Some(o) = j.as_object_mut() {
+        match e {
+            Some(e) => {
+                o.insert("expect".into(), e);
+            }
+            None => {
+                o.remove("expect");
+            }
+        }
+    }
+}
+
+/// The effects between two observer snapshots, in the unit
+/// `expect_effects` takes.
+fn effect_delta(
+    before: &Json,
+    after: &Json,
+    counts: Option<Counts>,
+    tool_of: Option<&str>,
+    run: &CaseRun,
+) -> Option<i64> {
+    if before == after {
+        return Some(0);
+    }
+    let n = |v: &Json| v.as_i64().or_else(|| v.as_array().map(|a| a.len() as i64));
+    match counts? {
+        Counts::Effects => Some(n(after)? - n(before)?),
+        // A count of objects moves by the effect's direction, which
+        // `expect_effects` derives from the tool itself: only "no change"
+        // (above) is compiled for it, and for a snapshot.
+        Counts::Objects | Counts::Snapshot => {
+            let _ = (tool_of, run);
+            None
+        }
+    }
+}

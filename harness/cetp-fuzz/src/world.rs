@@ -1,0 +1,117 @@
+//! What the fuzzer learns about the target before generating anything: its
+//! tools (names, annotations, input schemas), the negotiated limits, and
+//! which tools the profile lets it execute.
+
+use cetp_conformance::device::Target;
+use cetp_conformance::interp::Env;
+use cetp_conformance::profile::Profile;
+use serde_json::{json, Value as Json};
+
+#[derive(Clone, Debug)]
+pub struct ToolInfo {
+    pub name: String,
+    pub effect: String,
+    pub execution: String,
+    pub confirmation: String,
+    pub input_schema: Json,
+    /// The profile lets the fuzzer execute it: a read tool always, a tool
+    /// with a side effect only when `[execute] allow` lists it.
+    pub executable: bool,
+    /// The profile has an escalating sample for it (a call its policy must
+    /// confirm).
+    pub escalating: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct World {
+    pub tools: Vec<ToolInfo>,
+    /// A second caller identity is connected (`--target-b`).
+    pub has_b: bool,
+    pub max_request_bytes: usize,
+    /// Capabilities the target granted when all three were offered.
+    pub capabilities: Vec<String>,
+    pub observer: bool,
+}
+
+impl World {
+    pub fn executable(&self) -> impl Iterator<Item = &ToolInfo> {
+        self.tools.iter().filter(|t| t.executable)
+    }
+
+    pub fn side_effecting(&self) -> impl Iterator<Item = &ToolInfo> {
+        self.executable().filter(|t| t.effect != "read")
+    }
+
+    pub fn granted(&self, cap: &str) -> bool {
+        self.capabilities.iter().any(|c| c == cap)
+    }
+}
+
+/// Learns the target's tools with one negotiate and one `list_tools`,
+/// judged like any case (a target that cannot do this much is an error the
+/// run reports, not a finding).
+pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result<World, String> {
+    let case = json!({
+        "id": "FUZZ-SETUP", "title": "learn the target", "role": "provider",
+        "level": "MUST", "requirements": [],
+        "steps": [
+            {"do": "negotiate", "bind": "s"},
+            {"do": "call", "method": "list_tools", "session": "s", "bind": "l",
+             "expect": {"status": ["success"]}, "requirements": []}
+        ]
+    });
+    let case = serde_json::from_value(case).map_err(|e| e.to_string())?;
+    let run = crate::exec::run_case(target, profile, env, &Default::default(), &case, seed);
+    if let Some(stop) = &run.stop {
+        return Err(format!(
+            "could not list the target's tools: {}",
+            crate::exec::describe_stop(stop)
+        ));
+    }
+    let session = run.bindings.get("s").cloned().unwrap_or(Json::Null);
+    let list = run.bindings.get("l").cloned().unwrap_or(Json::Null);
+    let tools = list
+        .pointer("/data/tools")
+        .and_then(Json::as_array)
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|t| {
+            let name = t.get("name")?.as_str()?.to_string();
+            let ann = t.get("annotations").cloned().unwrap_or(Json::Null);
+            let text =
+                |k: &str, d: &str| ann.get(k).and_then(Json::as_str).unwrap_or(d).to_string();
+            let effect = text("effect", "read");
+            Some(ToolInfo {
+                executable: profile.may_execute(&name, &effect),
+                escalating: profile.escalating_args(&name).is_some(),
+                effect,
+                execution: text("execution", "sync"),
+                confirmation: text("confirmation", "never"),
+                input_schema: t.get("input_schema").cloned().unwrap_or(json!({})),
+                name,
+            })
+        })
+        .collect();
+    let max_request_bytes = session
+        .pointer("/data/limits/max_request_bytes")
+        .and_then(Json::as_u64)
+        .unwrap_or(65_536)
+        .clamp(1024, 16 << 20) as usize;
+    let capabilities = session
+        .pointer("/data/capabilities")
+        .and_then(Json::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(World {
+        tools,
+        has_b: target.b.is_some(),
+        max_request_bytes,
+        capabilities,
+        observer: profile.observer.is_some(),
+    })
+}

@@ -1,0 +1,144 @@
+//! `cetp fuzz` end to end against the simulated device: no finding on the
+//! reference, a finding on a mutant that replays as a regular case (FAIL on
+//! the mutant, PASS on the reference), and reproducible generation.
+
+use cetp_conformance::event::Fanout;
+use cetp_conformance::profile::Profile;
+use cetp_conformance::runner::{run, RunConfig};
+use cetp_conformance::suite::Suite;
+use cetp_conformance::vector::VectorFile;
+use cetp_fuzz::{FuzzConfig, Fuzzer};
+use cetp_targets::{open, TargetSpec};
+use std::path::PathBuf;
+
+fn vectors() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../vectors")
+}
+
+fn profile() -> Profile {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../profiles/reference.toml");
+    Profile::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn fuzz(target: &str, cases: u64, seed: u64) -> cetp_fuzz::FuzzReport {
+    let suite = Suite::load(&vectors()).unwrap();
+    let profile = profile();
+    let t = open(&TargetSpec::parse(target).unwrap()).unwrap();
+    let (_, env) = cetp_conformance::runner::identify(&t, &profile).unwrap();
+    let cfg = FuzzConfig {
+        seed,
+        cases: Some(cases),
+        max_findings: 1,
+        shrink_runs: 24,
+        ..FuzzConfig::default()
+    };
+    let mut f = Fuzzer::new(t, &profile, env, &suite.rules, cfg).unwrap();
+    f.run(&mut |_| {})
+}
+
+/// Runs a finding's case file as `cetp replay FILE` does.
+fn replay(file: &serde_json::Value, target: &str) -> cetp_conformance::runner::RunOutcome {
+    let mut suite = Suite::load(&vectors()).unwrap();
+    suite.cases = VectorFile::from_json(&file.to_string()).unwrap().cases;
+    let t = open(&TargetSpec::parse(target).unwrap()).unwrap();
+    let cfg = RunConfig {
+        seed: 99,
+        attempts: 1,
+        started_at_ms: 1_700_000_000_000,
+        ..RunConfig::default()
+    };
+    run(&suite, &t, &profile(), &cfg, &mut Fanout::default())
+}
+
+#[test]
+fn the_reference_gets_no_finding_and_no_oracle_note() {
+    let r = fuzz("sim", 12, 3);
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    assert!(r.oracle_notes.is_empty(), "{:#?}", r.oracle_notes);
+    assert!(r.stats.judged >= 10, "{:?}", r.stats);
+    assert!(r.stats.envelopes > 50, "{:?}", r.stats);
+    assert_eq!(r.oracle.len(), 28);
+}
+
+#[test]
+fn a_mutant_is_found_and_its_finding_replays_as_a_case() {
+    let r = fuzz("sim:mutant=negotiate_limits_below_minimum", 10, 3);
+    let f = r.findings.first().expect("the mutant is found");
+    assert!(f.signature.contains("CHK-NEGOTIATION"), "{}", f.signature);
+    // The file is a regular case file, valid against the published schema.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(vectors().join("schema/cases.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&f.file)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let on_mutant = replay(&f.file, "sim:mutant=negotiate_limits_below_minimum");
+    assert!(
+        on_mutant
+            .checks
+            .iter()
+            .any(|c| c.id == "CHK-NEGOTIATION"
+                && c.verdict == cetp_conformance::event::Verdict::Fail),
+        "the replay reproduces the finding"
+    );
+    let on_reference = replay(&f.file, "sim");
+    assert!(
+        on_reference
+            .cases
+            .iter()
+            .all(|c| c.verdict == cetp_conformance::event::Verdict::Pass),
+        "{:?}",
+        on_reference.cases
+    );
+    assert!(on_reference
+        .checks
+        .iter()
+        .all(|c| c.verdict == cetp_conformance::event::Verdict::Pass));
+}
+
+#[test]
+fn a_semantic_mutant_is_found_by_a_compiled_expectation() {
+    // Tokens that are no longer checked: only a sequence (negotiate, then a
+    // call with a forged or foreign token) and the oracle's expectation
+    // (NEGOTIATION_REQUIRED) can tell.
+    let r = fuzz("sim:mutant=session_not_checked", 60, 5);
+    let f = r.findings.first().expect("the mutant is found");
+    assert!(f.signature.starts_with("step "), "{}", f.signature);
+    let on_mutant = replay(&f.file, "sim:mutant=session_not_checked");
+    assert!(on_mutant
+        .cases
+        .iter()
+        .any(|c| c.verdict == cetp_conformance::event::Verdict::Fail));
+    let on_reference = replay(&f.file, "sim");
+    assert!(on_reference
+        .cases
+        .iter()
+        .all(|c| c.verdict == cetp_conformance::event::Verdict::Pass));
+}
+
+#[test]
+fn the_same_seed_generates_the_same_sequences_and_only_allowed_tools() {
+    let profile = profile();
+    let t = open(&TargetSpec::parse("sim").unwrap()).unwrap();
+    let (_, env) = cetp_conformance::runner::identify(&t, &profile).unwrap();
+    let world = cetp_fuzz::world::learn(&t, &profile, &env, 1).unwrap();
+    let allowed: Vec<&str> = world.executable().map(|t| t.name.as_str()).collect();
+    for seed in 0..40 {
+        let a = cetp_fuzz::gen::Generator::new(&world, seed).sequence(8);
+        let b = cetp_fuzz::gen::Generator::new(&world, seed).sequence(8);
+        let text = |s: &cetp_fuzz::gen::Sequence| {
+            serde_json::to_string(&s.steps().iter().map(|g| g.step.clone()).collect::<Vec<_>>())
+                .unwrap()
+        };
+        assert_eq!(text(&a), text(&b));
+        for g in a.steps() {
+            if let Some(name) = g.step.pointer("/tool/name").and_then(|n| n.as_str()) {
+                assert!(allowed.contains(&name), "{name} is not allowed");
+            }
+        }
+    }
+}

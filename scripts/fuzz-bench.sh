@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Time to first finding per mutant, `cetp fuzz` (structured) beside the
+# blind byte-level baseline, with no vectors; then fuzz runs against the
+# reference and each legal variant, which must report no finding.
+#
+#   BUDGET=60s        per mutant and mutator
+#   CLEAN_BUDGET=600s per clean run (reference, each legal variant)
+#   MUTANTS="a b"     only these mutants (default: every non-equivalent one)
+#   VARIANTS="a b"    only these variants (default: all); VARIANTS=none skips
+#   SEED=7
+set -euo pipefail
+cd "$(dirname "$0")/.."
+budget=${BUDGET:-60s}
+clean=${CLEAN_BUDGET:-600s}
+seed=${SEED:-7}
+cargo build -q --release -p cetp-cli
+cetp=target/release/cetp
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# fixture/mutant pairs from the mutants' documentation
+pairs=$(python3 - "$@" <<'PY'
+import json, os
+ms = json.load(open("vectors/mutants/mutants.json"))["mutants"]
+only = os.environ.get("MUTANTS", "").split()
+for m in ms:
+    if m.get("equivalent"):
+        continue
+    if only and m["name"] not in only:
+        continue
+    for p in m.get("providers", ["reference"]):
+        print(f"{p} {m['name']}")
+PY
+)
+
+first_ms() { python3 -c "import json,sys;r=json.load(open(sys.argv[1]));v=r['first_finding_ms'];print('-' if v is None else f'{v/1000:.1f}')" "$1" 2>/dev/null || echo "err"; }
+
+target_of() { if [ "$1" = reference ]; then echo "sim:mutant=$2"; else echo "sim:provider=$1,mutant=$2"; fi; }
+
+printf '%-8s %-42s %12s %12s\n' fixture mutant "structured s" "blind s"
+found=0; total=0; s_times=(); b_times=()
+while read -r fixture mutant; do
+  [ -z "$fixture" ] && continue
+  total=$((total+1))
+  t=$(target_of "$fixture" "$mutant")
+  "$cetp" fuzz --target "$t" --budget "$budget" --seed "$seed" --max-findings 1 --out "$work/s" -q >/dev/null 2>&1 || true
+  s=$(first_ms "$work/s/fuzz.json")
+  "$cetp" fuzz --target "$t" --budget "$budget" --seed "$seed" --max-findings 1 --mutator blind --out "$work/b" -q >/dev/null 2>&1 || true
+  b=$(first_ms "$work/b/fuzz.json")
+  printf '%-8s %-42s %12s %12s\n' "$fixture" "$mutant" "$s" "$b"
+  [ "$s" != "-" ] && [ "$s" != "err" ] && found=$((found+1))
+  s_times+=("$s"); b_times+=("$b")
+done <<< "$pairs"
+python3 - "$budget" "${s_times[@]}" -- "${b_times[@]}" <<'PY'
+import sys, statistics
+args = sys.argv[2:]
+i = args.index("--")
+def secs(x, cap):
+    return cap if x in ("-", "err") else float(x)
+cap = float(sys.argv[1].rstrip("s"))
+s = [secs(x, cap) for x in args[:i]]
+b = [secs(x, cap) for x in args[i+1:]]
+if s:
+    print(f"structured: found {sum(1 for x in args[:i] if x not in ('-','err'))}/{len(s)} within {cap:.0f}s, median {statistics.median(s):.1f}s (a miss counts as the budget)")
+    print(f"blind:      found {sum(1 for x in args[i+1:] if x not in ('-','err'))}/{len(b)} within {cap:.0f}s, median {statistics.median(b):.1f}s")
+    ms, mb = statistics.median(s), statistics.median(b)
+    print(f"median speed-up: {mb/ms:.1f}x (at least; the blind median is capped at the budget)" if ms > 0 else "")
+PY
+
+if [ "${VARIANTS:-}" != none ]; then
+  echo
+  printf '%-36s %10s %10s %9s\n' "clean run (${clean})" sequences envelopes findings
+  variants=${VARIANTS:-$(python3 -c "import json;print(' '.join(v['name'] for v in json.load(open('vectors/variants/variants.json'))['variants']))")}
+  for v in reference $variants; do
+    if [ "$v" = reference ]; then t=sim; p=(); else
+      t=$(python3 -c "import json,sys;print(next(x['target'] for x in json.load(open('vectors/variants/variants.json'))['variants'] if x['name']==sys.argv[1]))" "$v")
+      prof=$(python3 -c "import json,sys;print(next(x['profile'] for x in json.load(open('vectors/variants/variants.json'))['variants'] if x['name']==sys.argv[1]))" "$v")
+      p=(--profile "profiles/$prof")
+    fi
+    "$cetp" fuzz --target "$t" "${p[@]}" --budget "$clean" --seed "$seed" --out "$work/c" -q >/dev/null 2>&1 || true
+    python3 -c "import json,sys;r=json.load(open(sys.argv[1]));s=r['stats'];print(f\"{sys.argv[2]:<36} {s['cases']:>10} {s['envelopes']:>10} {len(r['findings']):>9}\")" "$work/c/fuzz.json" "$v"
+  done
+fi
