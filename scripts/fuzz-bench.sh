@@ -3,7 +3,8 @@
 # blind byte-level baseline, with no vectors; then fuzz runs against the
 # reference and each legal variant, which must report no finding.
 #
-#   BUDGET=60s        per mutant and mutator
+#   BUDGET=60s        per mutant, structured mutator
+#   BLIND_BUDGET=...  per mutant, blind mutator (default BUDGET); BLIND=0 skips it
 #   CLEAN_BUDGET=600s per clean run (reference, each legal variant)
 #   MUTANTS="a b"     only these mutants (default: every non-equivalent one)
 #   VARIANTS="a b"    only these variants (default: all); VARIANTS=none skips
@@ -11,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 budget=${BUDGET:-60s}
+blind_budget=${BLIND_BUDGET:-$budget}
 clean=${CLEAN_BUDGET:-600s}
 seed=${SEED:-7}
 cargo build -q --release -p cetp-cli
@@ -45,27 +47,36 @@ while read -r fixture mutant; do
   t=$(target_of "$fixture" "$mutant")
   "$cetp" fuzz --target "$t" --budget "$budget" --seed "$seed" --max-findings 1 --out "$work/s" -q >/dev/null 2>&1 || true
   s=$(first_ms "$work/s/fuzz.json")
-  "$cetp" fuzz --target "$t" --budget "$budget" --seed "$seed" --max-findings 1 --mutator blind --out "$work/b" -q >/dev/null 2>&1 || true
-  b=$(first_ms "$work/b/fuzz.json")
+  if [ "${BLIND:-1}" = 0 ]; then b=skipped; else
+    "$cetp" fuzz --target "$t" --budget "$blind_budget" --seed "$seed" --max-findings 1 --mutator blind --out "$work/b" -q >/dev/null 2>&1 || true
+    b=$(first_ms "$work/b/fuzz.json")
+  fi
   printf '%-8s %-42s %12s %12s\n' "$fixture" "$mutant" "$s" "$b"
   [ "$s" != "-" ] && [ "$s" != "err" ] && found=$((found+1))
   s_times+=("$s"); b_times+=("$b")
 done <<< "$pairs"
-python3 - "$budget" "${s_times[@]}" -- "${b_times[@]}" <<'PY'
+python3 - "$budget" "$blind_budget" "${s_times[@]}" -- "${b_times[@]}" <<'PY'
 import sys, statistics
-args = sys.argv[2:]
+args = sys.argv[3:]
 i = args.index("--")
 def secs(x, cap):
     return cap if x in ("-", "err") else float(x)
 cap = float(sys.argv[1].rstrip("s"))
-s = [secs(x, cap) for x in args[:i]]
-b = [secs(x, cap) for x in args[i+1:]]
+bcap = float(sys.argv[2].rstrip("s"))
+sa, ba = args[:i], [x for x in args[i+1:] if x != "skipped"]
+s = [secs(x, cap) for x in sa]
+b = [secs(x, bcap) for x in ba]
 if s:
-    print(f"structured: found {sum(1 for x in args[:i] if x not in ('-','err'))}/{len(s)} within {cap:.0f}s, median {statistics.median(s):.1f}s (a miss counts as the budget)")
-    print(f"blind:      found {sum(1 for x in args[i+1:] if x not in ('-','err'))}/{len(b)} within {cap:.0f}s, median {statistics.median(b):.1f}s")
+    print(f"structured: found {sum(1 for x in sa if x not in ('-','err'))}/{len(s)} within {cap:.0f}s, median {statistics.median(s):.2f}s, max {max(s):.1f}s (a miss counts as the budget)")
+if b:
+    print(f"blind:      found {sum(1 for x in ba if x not in ('-','err'))}/{len(b)} within {bcap:.0f}s, median {statistics.median(b):.2f}s (a miss counts as the budget)")
     ms, mb = statistics.median(s), statistics.median(b)
-    print(f"median speed-up: {mb/ms:.1f}x (at least; the blind median is capped at the budget)" if ms > 0 else "")
+    print(f"median speed-up: at least {mb/max(ms,0.01):.0f}x (the blind median is capped at its budget)")
 PY
+
+echo
+cargo build -q --release -p cetp-fuzz --example fuzz_throughput
+target/release/examples/fuzz_throughput --ms 2000
 
 if [ "${VARIANTS:-}" != none ]; then
   echo

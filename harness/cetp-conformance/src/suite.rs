@@ -77,6 +77,17 @@ impl Suite {
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
             .collect();
         files.sort();
+        // Regressions (`cetp fuzz` findings kept as they were written) are
+        // cases like any other, after the groups.
+        let regressions = dir.join("regressions");
+        if let Ok(entries) = std::fs::read_dir(&regressions) {
+            let mut more: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            more.sort();
+            files.extend(more);
+        }
         let mut all = Vec::new();
         let mut hasher_input = String::new();
         let mut ids = BTreeSet::new();

@@ -257,24 +257,41 @@ impl<'a> Fuzzer<'a> {
             .blind
             .as_ref()
             .map(|_| self.profile.observer.as_ref().map(|o| o.tool.clone()));
-        let wrap = move |t: Target| -> Target {
-            match &skip {
-                Some(skip) => {
-                    let m = blind::Mutations::new(skip.clone());
-                    m.reseed(seed);
-                    m.wrap(t)
-                }
-                None => t,
+        let skip2 = skip.clone();
+        let wrap = move |t: Target| -> Target { wrap_blind(&skip, seed, t) };
+        // First against the reference alone (the strictest case); only a
+        // target that fails it is judged again against the whole oracle,
+        // with fresh request ids, and only that verdict counts.
+        let first = self.compile_and_run(true, &steps, index, seed, start_ms, &wrap);
+        match &first {
+            Attempt::Ran { run, .. } if run.failed() => {
+                let again = self.next_seed(seed);
+                let start_ms = self.target.a.now_ms();
+                let wrap = move |t: Target| -> Target { wrap_blind(&skip2, again, t) };
+                self.compile_and_run(false, &steps, index, again, start_ms, &wrap)
             }
-        };
+            _ => first,
+        }
+    }
+
+    fn compile_and_run(
+        &mut self,
+        reference_only: bool,
+        steps: &[gen::GenStep],
+        index: u64,
+        seed: u64,
+        start_ms: i64,
+        wrap: &(dyn Fn(Target) -> Target + Sync),
+    ) -> Attempt {
         let compiled = self.oracle.compile(
-            &steps,
+            reference_only,
+            steps,
             &header(index),
             self.profile,
             self.rules,
             seed,
             start_ms,
-            &wrap,
+            wrap,
         );
         if !compiled.oracle_findings.is_empty() {
             // For looking into the harness's own misjudgement: the sequence
@@ -543,6 +560,19 @@ impl<'a> Fuzzer<'a> {
 /// The smallest failing sequence so far: its moves, compiled case,
 /// message, cited requirements and the seed it failed with.
 type Shrunk = (Vec<Move>, Json, String, Vec<String>, u64);
+
+/// A target through a blind mutator of its own seeded `seed` (blind mode:
+/// `skip` is then the observer's tool, or none), or the target itself.
+fn wrap_blind(skip: &Option<Option<String>>, seed: u64, t: Target) -> Target {
+    match skip {
+        Some(skip) => {
+            let m = blind::Mutations::new(skip.clone());
+            m.reseed(seed);
+            m.wrap(t)
+        }
+        None => t,
+    }
+}
 
 enum Attempt {
     OracleNotes(Vec<String>),
