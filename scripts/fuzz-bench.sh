@@ -37,6 +37,12 @@ PY
 
 first_ms() { python3 -c "import json,sys;r=json.load(open(sys.argv[1]));v=r['first_finding_ms'];print('-' if v is None else f'{v/1000:.1f}')" "$1" 2>/dev/null || echo "err"; }
 
+# Each fixture's lock, as the release before: every mutant is held to it, as
+# `cetp selftest` holds every run (a schema changed under the same revision
+# shows only against the release before).
+"$cetp" lock --target sim --out "$work/reference.lock" >/dev/null
+"$cetp" lock --target sim:provider=notes --out "$work/notes.lock" >/dev/null
+
 target_of() { if [ "$1" = reference ]; then echo "sim:mutant=$2"; else echo "sim:provider=$1,mutant=$2"; fi; }
 
 printf '%-8s %-42s %12s %12s\n' fixture mutant "structured s" "blind s"
@@ -45,10 +51,10 @@ while read -r fixture mutant; do
   [ -z "$fixture" ] && continue
   total=$((total+1))
   t=$(target_of "$fixture" "$mutant")
-  "$cetp" fuzz --target "$t" --budget "$budget" --seed "$seed" --max-findings 1 --out "$work/s" -q >/dev/null 2>&1 || true
+  "$cetp" fuzz --target "$t" --lock "$work/$fixture.lock" --budget "$budget" --seed "$seed" --max-findings 1 --out "$work/s" -q >/dev/null 2>&1 || true
   s=$(first_ms "$work/s/fuzz.json")
   if [ "${BLIND:-1}" = 0 ]; then b=skipped; else
-    "$cetp" fuzz --target "$t" --budget "$blind_budget" --seed "$seed" --max-findings 1 --mutator blind --out "$work/b" -q >/dev/null 2>&1 || true
+    "$cetp" fuzz --target "$t" --lock "$work/$fixture.lock" --budget "$blind_budget" --seed "$seed" --max-findings 1 --mutator blind --out "$work/b" -q >/dev/null 2>&1 || true
     b=$(first_ms "$work/b/fuzz.json")
   fi
   printf '%-8s %-42s %12s %12s\n' "$fixture" "$mutant" "$s" "$b"

@@ -59,6 +59,10 @@ pub struct FuzzArgs {
     /// The vectors directory (checks, rules, catalog) [default: the repository's].
     #[arg(long)]
     vectors: Option<PathBuf>,
+    /// The contract lock of the release before (`cetp lock`): the target
+    /// is held to it (LOCK-001, §3.3) before fuzzing.
+    #[arg(long)]
+    lock: Option<PathBuf>,
     /// No progress line.
     #[arg(short, long)]
     quiet: bool,
@@ -94,6 +98,7 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
         },
         levels,
         interrupt: Some(on_interrupt()),
+        lock: args.lock.as_deref().map(super::read_lock).transpose()?,
         ..FuzzConfig::default()
     };
     let mut fuzzer = match Fuzzer::new(target, &profile, env, &suite.rules, cfg) {
@@ -140,7 +145,7 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
     if tty {
         eprintln!();
     }
-    for f in &report.findings {
+    for f in report.findings.iter().filter(|f| f.moves_before > 0) {
         let path = args.out.join("findings").join(format!("{}.json", f.id));
         let text = serde_json::to_string_pretty(&f.file).unwrap_or_default();
         std::fs::write(&path, text + "\n")
@@ -179,7 +184,21 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
             s.dispatched
         ),
     }
-    for f in &report.findings {
+    for f in report.findings.iter().filter(|f| f.moves_before == 0) {
+        println!(
+            "FINDING {} — {}\n  cites {}\n  replay: cetp run --target {} --lock {} --only {}",
+            f.id,
+            escape::terminal(&f.message, 300),
+            f.cited.join(", "),
+            escape::terminal(&args.target, 200),
+            args.lock
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            f.id
+        );
+    }
+    for f in report.findings.iter().filter(|f| f.moves_before > 0) {
         println!(
             "FINDING {} {} — {}\n  cites {}\n  shrunk from {} moves to {} ({} steps); replay: cetp replay {} --target {}",
             f.id,

@@ -100,7 +100,7 @@ const KINDS: &[(&str, u32)] = &[
     ("info", 4),
     ("list", 4),
     ("unknown_method", 3),
-    ("v1", 5),
+    ("v1", 8),
     ("operation", 8),
     ("resolve", 8),
     ("restart", 4),
@@ -111,6 +111,7 @@ const KINDS: &[(&str, u32)] = &[
     ("stable", 2),
     ("expire", 2),
     ("session", 6),
+    ("discover", 2),
 ];
 
 impl<'w> Generator<'w> {
@@ -207,7 +208,41 @@ impl<'w> Generator<'w> {
             "v1" => self.v1(&mut pre)?,
             "operation" => self.operation(&mut pre)?,
             "resolve" => self.resolve(&mut pre)?,
-            "restart" => vec![plain(json!({"do": "restart", "requirements": []}))],
+            "restart" => {
+                // Sessions may end with the process (§2.2): the moves after
+                // a restart work in new ones, so that what must survive it
+                // (de-duplication records, §4.4) is what they meet.
+                let mut out = vec![plain(json!({"do": "restart", "requirements": []}))];
+                let idents: Vec<&'static str> = self.st.sessions.iter().map(|x| x.ident).collect();
+                self.st.sessions.clear();
+                for ident in ["a", "b"] {
+                    if idents.contains(&ident) {
+                        out.extend(self.session_move(ident).steps);
+                    }
+                }
+                for e in &mut self.st.execs {
+                    if let Some(n) = self.st.sessions.iter().find(|x| x.ident == e.ident) {
+                        e.session = n.name.clone();
+                    }
+                }
+                out
+            }
+            // What discovery must show (§2.1): each judged on its own, kept
+            // where every member's manifest (the target's shape) holds it.
+            "discover" => [
+                (json!({"found": true}), "CETP2-2.1-01"),
+                (json!({"found": true, "same_package": true}), "CETP2-2.1-07"),
+                (
+                    json!({"found": true, "legacy_version_kept": true}),
+                    "CETP2-2.1-02",
+                ),
+            ]
+            .into_iter()
+            .map(|(expect, req)| GenStep {
+                step: json!({"do": "discover", "expect": expect, "requirements": [req]}),
+                meta: Meta::Judgement,
+            })
+            .collect(),
             "advance" => {
                 let ms = *[
                     1_000u64,
@@ -238,7 +273,16 @@ impl<'w> Generator<'w> {
                 }]
             }
             "revision" => {
-                let s = self.session_of("a", &mut pre);
+                // A fresh session, often with other capabilities: another
+                // list (execution annotations follow async_operations).
+                let m = self.session_move("a");
+                pre.extend(m.steps);
+                let s = self
+                    .st
+                    .sessions
+                    .last()
+                    .map(|x| x.name.clone())
+                    .unwrap_or_default();
                 let a = self.list_into(&s, "a", &mut pre);
                 let prior = self.st.lists.clone();
                 let b = self.pick(&prior).filter(|b| *b != a)?;
@@ -258,12 +302,22 @@ impl<'w> Generator<'w> {
                 ));
                 let prior = self.st.infos.clone();
                 self.st.infos.push(a.clone());
-                let b = self.pick(&prior)?;
-                vec![GenStep {
-                    step: json!({"do": "same", "a": b, "b": a, "pointers": ["/data/provider_id"],
+                // The same identity in negotiate and in get_provider_info,
+                // and across calls, sessions, identities and restarts.
+                let mut out = vec![GenStep {
+                    step: json!({"do": "equal", "a": format!("${{{s}/data/provider_id}}"),
+                                 "b": format!("${{{a}/data/provider_id}}"),
                                  "requirements": ["CETP2-3.1-01"]}),
                     meta: Meta::Judgement,
-                }]
+                }];
+                if let Some(b) = self.pick(&prior) {
+                    out.push(GenStep {
+                        step: json!({"do": "same", "a": b, "b": a, "pointers": ["/data/provider_id"],
+                                     "requirements": ["CETP2-3.1-01"]}),
+                        meta: Meta::Judgement,
+                    });
+                }
+                out
             }
             "expire" => {
                 let sess = self.pick(&self.st.sessions.clone())?;
@@ -292,7 +346,7 @@ impl<'w> Generator<'w> {
     fn session_move(&mut self, ident: &'static str) -> Move {
         let name = self.name("s");
         let mut step = json!({"do": "negotiate", "as": ident, "bind": name});
-        if self.chance(0.25) {
+        if self.chance(0.5) {
             let caps: Vec<&str> = ["async_operations", "cancellation", "large_results"]
                 .into_iter()
                 .filter(|_| self.rng.random_bool(0.5))
@@ -779,10 +833,17 @@ impl<'w> Generator<'w> {
         let s = self.session_of(ident, pre);
         let b = self.name("w");
         if self.chance(0.4) {
-            return Some(vec![call_step(
-                json!({"do": "call", "as": ident, "method": "list_tools",
-                "v1": true, "bind": b, "requirements": ["CETP2-2.1-05", "CETP2-4-08"]}),
-            )]);
+            // The v1 list holds only tools the v2 list declares read-only.
+            let l = self.list_into(&s, ident, pre);
+            return Some(vec![
+                call_step(json!({"do": "call", "as": ident, "method": "list_tools",
+                    "v1": true, "bind": b, "requirements": ["CETP2-2.1-05", "CETP2-4-08"]})),
+                GenStep {
+                    step: json!({"do": "v1_read_only", "v1": b, "v2": l,
+                                 "requirements": ["CETP2-2.1-05", "CETP2-8-08"]}),
+                    meta: Meta::Judgement,
+                },
+            ]);
         }
         let tools: Vec<ToolInfo> = self.world.executable().cloned().collect();
         let tool = self.pick(&tools)?;
@@ -965,7 +1026,9 @@ impl<'w> Generator<'w> {
             out.push(plain(json!({"do": "uuid", "bind": u, "requirements": []})));
         }
         let first = self.name("c");
-        let n = self.rng.random_range(2..=3);
+        // Up to more calls than the minimum max_concurrent_requests (4):
+        // one request id (one executor, §6) or several (RATE_LIMITED, §5).
+        let n = self.rng.random_range(2..=6);
         let calls: Vec<Json> = (0..n)
             .map(|i| {
                 let mut c = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
@@ -980,7 +1043,10 @@ impl<'w> Generator<'w> {
         out.push(plain(
             json!({"do": "concurrent", "steps": calls, "requirements": ["CETP2-6-05"]}),
         ));
-        Some(if tool.effect == "read" {
+        // Only one request id makes the count independent of timing: one
+        // executor, whatever the overlap (§6). With several, how many run
+        // depends on how they overlap the Provider's limit.
+        Some(if tool.effect == "read" || !same_rid {
             out
         } else {
             self.observed(out, Some(first), &["CETP2-6-05"])

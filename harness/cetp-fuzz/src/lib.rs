@@ -58,6 +58,11 @@ pub struct FuzzConfig {
     /// a finding citing only SHOULD requirements is a SHOULD case.
     pub levels: BTreeMap<String, String>,
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// The contract lock of the release before (`cetp lock`): the target is
+    /// held to it once, as `cetp run --lock` does (LOCK-001, §3.3): a
+    /// contract that changed under the same revision is a finding no single
+    /// release shows.
+    pub lock: Option<cetp_contract::Lock>,
 }
 
 impl Default for FuzzConfig {
@@ -72,6 +77,7 @@ impl Default for FuzzConfig {
             mutator: Mutator::Structured,
             levels: BTreeMap::new(),
             interrupt: None,
+            lock: None,
         }
     }
 }
@@ -341,6 +347,37 @@ impl<'a> Fuzzer<'a> {
         let mut notes: BTreeSet<String> = BTreeSet::new();
         let mut first_finding_ms = None;
         let before = self.observe_total();
+        if let Some(lock) = self.cfg.lock.clone() {
+            let cfg = cetp_conformance::runner::RunConfig::default();
+            let o = cetp_conformance::contract::run_lock_case(
+                &self.target,
+                &self.env,
+                &lock,
+                &cfg,
+                &mut cetp_conformance::event::Fanout::default(),
+            );
+            if o.verdict == cetp_conformance::event::Verdict::Fail {
+                let sig = format!("case {}", o.id);
+                signatures.insert(sig.clone());
+                first_finding_ms.get_or_insert(started.elapsed().as_millis() as u64);
+                findings.push(Finding {
+                    id: o.id.clone(),
+                    signature: sig,
+                    message: o.reason.clone(),
+                    cited: o.cited.clone(),
+                    // Not a case file: the lock is the evidence; `cetp run
+                    // --lock FILE --only LOCK-001` replays it.
+                    file: json!({"lock_case": o.id, "reason": o.reason, "requirements": o.requirements}),
+                    case_index: 0,
+                    case_seed: self.cfg.seed,
+                    found_after_ms: started.elapsed().as_millis() as u64,
+                    moves_before: 0,
+                    moves_after: 0,
+                    steps_after: 0,
+                });
+                stats.findings = findings.len();
+            }
+        }
         let mut last_tick = Instant::now();
         for index in 0.. {
             if self.cfg.cases.is_some_and(|n| index >= n)

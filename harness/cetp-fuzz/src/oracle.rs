@@ -9,6 +9,7 @@
 use crate::exec::{run_case, CaseRun};
 use crate::gen::{GenStep, Meta};
 use cetp_conformance::device::Target;
+use cetp_conformance::interp::Stop;
 use cetp_conformance::profile::{Counts, Profile};
 use cetp_conformance::vector::Case;
 use cetp_reference::device::DeviceClock;
@@ -75,6 +76,13 @@ impl Oracle {
             // A v2-only manifest is the target's own shape, not a latitude
             // the oracle adds: discovery and v1 answers depend on it.
             if *l == Latitude::V2OnlyManifest {
+                continue;
+            }
+            // Whether list_alerts counts effects is what the target's own
+            // profile says about its observer; a Provider without the
+            // counter comes with another profile (no-counter.toml), so under
+            // this one it could not be observed at all.
+            if *l == Latitude::NoEffectCounter {
                 continue;
             }
             members.push(Member {
@@ -171,16 +179,25 @@ impl Oracle {
                     .flat_map(|h| h.join().unwrap_or_default())
                     .collect()
             });
-            for (name, run) in results {
+            for (k, (name, run)) in results.into_iter().enumerate() {
                 for (check, (step, f)) in &run.checks {
                     oracle_findings.push(format!(
                         "{check} fired on oracle member {name} at step {step}: {} ({})",
                         f.message, f.rule
                     ));
                 }
-                if run.stop.is_some() {
+                if let Some(stop) = &run.stop {
                     let i = run.step.saturating_sub(1);
-                    first_stop = Some(first_stop.map_or(i, |f| f.min(i)));
+                    // A variant that cannot go on by its own latitude (a tool
+                    // it hides, a case its choice makes inapplicable) stops
+                    // there: it vouches for the steps it ran, and a target
+                    // taking the same latitude stops there unjudged too. Any
+                    // other stop, or the reference's, drops the step.
+                    let latitude_stop =
+                        k > 0 && matches!(stop, Stop::Setup { .. } | Stop::NotApplicable(_));
+                    if !latitude_stop {
+                        first_stop = Some(first_stop.map_or(i, |f| f.min(i)));
+                    }
                 }
                 runs.push(run);
             }
@@ -214,7 +231,14 @@ impl Oracle {
         let counts = profile.observer.as_ref().map(|o| o.counts);
         let compiled: Vec<Json> = steps
             .iter()
-            .filter_map(|s| compile_step(s, &runs, counts))
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let reached: Vec<&CaseRun> = runs
+                    .iter()
+                    .filter(|r| r.stop.is_none() || r.step > i + 1)
+                    .collect();
+                compile_step(s, &reached, counts)
+            })
             .collect();
         let kept = compiled.len();
         Compiled {
@@ -312,7 +336,7 @@ fn class(doc: &Json) -> (String, Option<String>) {
     }
 }
 
-fn compile_step(s: &GenStep, runs: &[CaseRun], counts: Option<Counts>) -> Option<Json> {
+fn compile_step(s: &GenStep, runs: &[&CaseRun], counts: Option<Counts>) -> Option<Json> {
     let mut j = s.step.clone();
     match &s.meta {
         Meta::Judgement => Some(j),
@@ -336,9 +360,13 @@ fn compile_step(s: &GenStep, runs: &[CaseRun], counts: Option<Counts>) -> Option
         }
         Meta::Plain => {
             if j.get("do").and_then(Json::as_str) == Some("concurrent") {
+                // Which of several overlapping calls is served, refused as
+                // RATE_LIMITED or met as in progress is the machine's timing,
+                // not the Provider's choice: the checks judge each answer,
+                // the effect count the whole.
                 if let Some(sub) = j.get_mut("steps").and_then(Json::as_array_mut) {
                     for c in sub {
-                        compile_expect(c, runs);
+                        set_expect(c, None);
                     }
                 }
             } else {
@@ -351,7 +379,7 @@ fn compile_step(s: &GenStep, runs: &[CaseRun], counts: Option<Counts>) -> Option
 
 /// Replaces a placeholder (or the operation marker) with the union of the
 /// members' answer classes.
-fn compile_expect(j: &mut Json, runs: &[CaseRun]) {
+fn compile_expect(j: &mut Json, runs: &[&CaseRun]) {
     let Some(e) = j.get("expect").cloned() else {
         return;
     };
