@@ -30,6 +30,7 @@ pub struct World {
     pub max_request_bytes: usize,
     /// Capabilities the target granted when all three were offered.
     pub capabilities: Vec<String>,
+    /// The profile's observer counts effects: moves are observed.
     pub observer: bool,
 }
 
@@ -112,6 +113,13 @@ pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result
         has_b: target.b.is_some(),
         max_request_bytes,
         capabilities,
-        observer: profile.observer.is_some(),
+        // Only a counter of effects gives a count that sequences before
+        // this one cannot disturb: a list of objects or a snapshot also
+        // moves when an earlier sequence's background work finishes, which
+        // the oracle (fresh each time) never sees.
+        observer: profile
+            .observer
+            .as_ref()
+            .is_some_and(|o| o.counts == cetp_conformance::profile::Counts::Effects),
     })
 }
