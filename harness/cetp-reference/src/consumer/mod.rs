@@ -18,12 +18,15 @@
 //! kept as [`ProviderText`], and a Provider that breaks a MUST is reported,
 //! never followed.
 
+mod act;
 mod call;
 mod config;
 mod error;
 mod execute;
+mod fault;
 mod session;
 
+pub use act::{ActOutcome, Action, DrivenConsumer};
 pub use config::{uuid_v4_from_bytes, ConsumerConfig, LocalLimits, SeededUuids, UuidSource};
 pub use error::{
     CetpError, ConsumerError, DeviceFault, Fault, ProtocolFault, ProviderText, Refusal,
@@ -32,6 +35,7 @@ pub use execute::{
     ConfirmationRequest, Delivery, Execution, Operation, Outcome, Progress, Started, ToolOutput,
     Unattended, UserAgent,
 };
+pub use fault::ConsumerFault;
 
 use cetp_proto::descriptor::{ToolSummary, Violation};
 use cetp_proto::discovery::Plan;
@@ -275,6 +279,23 @@ impl Consumer {
     }
 
     fn fresh_request_id(&mut self) -> String {
-        self.uuids.next_uuid()
+        let id = self.uuids.next_uuid();
+        if self.has(ConsumerFault::RequestIdNotUuid) {
+            return format!("req-{}", &id[..8]);
+        }
+        id
+    }
+
+    /// Whether a mutation is switched on.
+    pub(crate) fn has(&self, fault: ConsumerFault) -> bool {
+        self.config.faults.contains(&fault)
+    }
+
+    /// The reference Consumer with one fault switched on.
+    pub fn mutant(config: ConsumerConfig, fault: ConsumerFault) -> Self {
+        Consumer::new(ConsumerConfig {
+            faults: vec![fault],
+            ..config
+        })
     }
 }

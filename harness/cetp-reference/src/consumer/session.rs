@@ -4,8 +4,8 @@
 use super::call::{Budget, Site, V2Call};
 use super::error::{ConsumerError, DeviceFault, ProtocolFault, ProviderText, Refusal};
 use super::{
-    Connected, Consumer, DiscoveredProvider, DiscoveryReport, Mode, ProviderEntry, ProviderInfo,
-    RejectedService, ScopeInfo, Session, ToolCache, ToolCatalog, ToolInfo, V2State,
+    Connected, Consumer, ConsumerFault, DiscoveredProvider, DiscoveryReport, Mode, ProviderEntry,
+    ProviderInfo, RejectedService, ScopeInfo, Session, ToolCache, ToolCatalog, ToolInfo, V2State,
 };
 use crate::port::ConsumerPort;
 use cetp_proto::descriptor::{
@@ -88,16 +88,24 @@ impl Consumer {
                 ));
                 continue;
             }
-            let declared = match parse_declared(&m.meta) {
+            let mut declared = match parse_declared(&m.meta) {
                 Ok(d) => d,
                 Err(e) => {
                     reject(e.to_string());
                     continue;
                 }
             };
+            if let (Some(v), true) = (
+                declared.legacy_version,
+                self.has(ConsumerFault::LegacyVersionMetaUsed),
+            ) {
+                declared.versions = BTreeSet::from([v]);
+            }
             if let Err(e) = check_same_package(&m) {
-                reject(format!("§2.1: {e}"));
-                continue;
+                if !self.has(ConsumerFault::SamePackageNotChecked) {
+                    reject(format!("§2.1: {e}"));
+                    continue;
+                }
             }
             let p = plan(&declared, &self.config.versions);
             if let Plan::Unusable(why) = &p {
@@ -164,6 +172,22 @@ impl Consumer {
         }
         match entry.found.plan.clone() {
             Plan::NegotiateV2 => {
+                if self.has(ConsumerFault::NoNegotiateFirst) {
+                    let authority = entry.found.authority.clone();
+                    let probe = cetp_proto::envelope::Common {
+                        session_token: String::new(),
+                        request_id: self.fresh_request_id(),
+                        deadline_at_ms: port.now_ms().saturating_add(30_000),
+                    }
+                    .to_bundle();
+                    let _ = port.call(
+                        &authority,
+                        Method::GetProviderInfo.as_str(),
+                        None,
+                        Some(&probe),
+                        self.config.request_budget_ms.max(1),
+                    );
+                }
                 self.negotiate_at(port, idx)?;
                 match &self.providers[idx].mode {
                     Mode::V2(st) => Ok(Connected {
@@ -195,6 +219,9 @@ impl Consumer {
     fn offered_versions(&self) -> Vec<i32> {
         let mut v = self.config.versions.clone();
         v.sort_unstable_by(|a, b| b.cmp(a));
+        if self.has(ConsumerFault::VersionsAscending) {
+            v.reverse();
+        }
         v.dedup();
         v
     }
@@ -219,8 +246,13 @@ impl Consumer {
     ) -> Result<(), ConsumerError> {
         let result = self.negotiate_inner(port, idx);
         if let Err(e @ (ConsumerError::Protocol(_) | ConsumerError::Cetp(_))) = &result {
-            self.providers[idx].mode =
-                Mode::Disabled(format!("§8: v2 negotiation failed, no fallback to v1: {e}"));
+            self.providers[idx].mode = if self.has(ConsumerFault::V1FallbackAfterFailedNegotiation)
+                && self.providers[idx].found.versions.contains(&1)
+            {
+                Mode::V1 { tools: None }
+            } else {
+                Mode::Disabled(format!("§8: v2 negotiation failed, no fallback to v1: {e}"))
+            };
         }
         result
     }
@@ -237,7 +269,13 @@ impl Consumer {
             consumer_versions: self.offered_versions(),
             consumer_capabilities: self.offered_capabilities(),
         };
-        let extras = request.to_bundle();
+        let mut extras = request.to_bundle();
+        if self.has(ConsumerFault::CapabilitiesAsStringArray) {
+            extras.insert(
+                cetp_proto::envelope::keys::CONSUMER_CAPABILITIES,
+                cetp_proto::Value::StringArray(request.consumer_capabilities.clone()),
+            );
+        }
         let mut tries = 0u32;
         let data = loop {
             let b = self.call_plain(port, idx, name, &extras, &budget)?;
@@ -347,11 +385,17 @@ impl Consumer {
             warnings,
             token: n.session_token.clone(),
         };
+        let stale = self.has(ConsumerFault::StaleTokenAfterRenegotiation);
         let entry = &mut self.providers[idx];
         match &mut entry.mode {
             // Info and tools survive; the tool list is re-checked for the
             // new generation before it is trusted again (§3.3).
-            Mode::V2(st) => st.session = session,
+            Mode::V2(st) => {
+                let old = std::mem::replace(&mut st.session, session);
+                if stale {
+                    st.session.token = old.token;
+                }
+            }
             other => {
                 *other = Mode::V2(Box::new(V2State {
                     session,
@@ -370,7 +414,7 @@ impl Consumer {
         text: &str,
         limit: usize,
     ) -> Result<(), ConsumerError> {
-        if text.len() > limit {
+        if text.len() > limit && !self.has(ConsumerFault::TextLengthUnbounded) {
             return Err(ConsumerError::refused(Refusal::TextTooLong {
                 provider: provider.to_string(),
                 at: at.to_string(),
@@ -547,10 +591,10 @@ impl Consumer {
         budget: &Budget,
     ) -> Result<(), ConsumerError> {
         let fresh = match &self.providers[idx].mode {
-            Mode::V2(st) => st
-                .tools
-                .as_ref()
-                .is_some_and(|t| t.checked_generation == st.session.generation),
+            Mode::V2(st) => st.tools.as_ref().is_some_and(|t| {
+                t.checked_generation == st.session.generation
+                    || self.has(ConsumerFault::ToolListNotRechecked)
+            }),
             _ => false,
         };
         if fresh {
