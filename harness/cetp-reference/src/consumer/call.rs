@@ -372,7 +372,18 @@ impl Consumer {
         let mut error_tries = 0u32;
         let mut renegotiated = false;
         let mut request_id = call.request_id.to_string();
+        let mut refreshed = false;
         loop {
+            // §2.2: a session past its expires_at is over; negotiate again
+            // (once per request) rather than send a dead token.
+            let expired = match &self.providers[idx].mode {
+                Mode::V2(st) => st.session.expires_at_ms.is_some_and(|t| port.now_ms() >= t),
+                _ => false,
+            };
+            if expired && !refreshed {
+                refreshed = true;
+                self.negotiate_at(port, idx)?;
+            }
             let (authority, token, provider) = self.v2_target(idx, call.method)?;
             let now = port.now_ms();
             if now >= budget.deadline_ms {

@@ -79,6 +79,9 @@ pub struct Session {
     pub capabilities: BTreeSet<Capability>,
     pub limits: BTreeMap<String, i64>,
     pub negotiated_at_ms: i64,
+    /// The session's `expires_at` (§2.2), epoch ms: from then on the
+    /// Consumer negotiates again before using it.
+    pub expires_at_ms: Option<i64>,
     /// Counts negotiations with this Provider; a tool list is trusted only
     /// for the generation it was checked in (§3.3).
     pub generation: u64,

@@ -381,6 +381,11 @@ impl Consumer {
                 .collect(),
             limits: n.limits.clone(),
             negotiated_at_ms: port.now_ms(),
+            expires_at_ms: data
+                .get("expires_at")
+                .and_then(Json::as_str)
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.timestamp_millis()),
             generation: previous.map_or(1, |(_, g)| g + 1),
             warnings,
             token: n.session_token.clone(),

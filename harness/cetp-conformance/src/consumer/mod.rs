@@ -1,0 +1,274 @@
+//! Consumer conformance: the harness plays a scripted hostile Provider
+//! ([`hostile`]), makes the Consumer under test act (the `consumer_act`
+//! shape), and judges what it observably did ([`judge`]) against each
+//! scenario (`vectors/consumer/`), citing requirement ids.
+//!
+//! In-process, the Consumer under test is the reference Consumer or one of
+//! its mutants ([`ConsumerFault`]); [`selftest`] proves that every mutant is
+//! caught by a scenario citing the requirement it breaks.
+
+pub mod hostile;
+pub mod judge;
+pub mod port;
+pub mod scenario;
+
+use crate::event::Verdict;
+use cetp_reference::consumer::{ActOutcome, Action, ConsumerConfig, ConsumerFault, DrivenConsumer};
+use hostile::{Hostile, AUTHORITY, T0};
+use judge::{judge, ActRecord, Judged, Trace};
+use port::HostilePort;
+use scenario::Scenario;
+use serde::Deserialize;
+use serde_json::{json, Value as Json};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// One broken expectation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    pub check: String,
+    /// The requirement ids it cites.
+    pub cited: Vec<String>,
+    pub message: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct ScenarioResult {
+    pub id: String,
+    pub title: String,
+    pub verdict: Verdict,
+    pub findings: Vec<Finding>,
+    /// Expectations this target could not judge, with why.
+    pub not_judged: Vec<String>,
+    pub acts: Vec<ActRecord>,
+    pub calls: usize,
+}
+
+impl ScenarioResult {
+    pub fn cited(&self) -> BTreeSet<&str> {
+        self.findings
+            .iter()
+            .flat_map(|f| f.cited.iter().map(String::as_str))
+            .collect()
+    }
+}
+
+/// The action an act of a scenario stands for (`authority` defaults to the
+/// hostile Provider's); `None` for harness-side acts.
+pub fn action_of(act: &Json) -> Result<Option<Action>, String> {
+    match act.get("do").and_then(Json::as_str) {
+        Some("advance_clock") => Ok(None),
+        _ => {
+            let mut a = act.clone();
+            if let Some(o) = a.as_object_mut() {
+                o.entry("authority").or_insert_with(|| json!(AUTHORITY));
+            }
+            Action::from_json(&a).map(Some)
+        }
+    }
+}
+
+/// Judges a finished run of `s`.
+pub fn judge_run(s: &Scenario, trace: &Trace<'_>) -> ScenarioResult {
+    let mut findings = Vec::new();
+    let mut not_judged = Vec::new();
+    for e in &s.expect {
+        match judge(trace, e) {
+            Judged::Pass => {}
+            Judged::Broken(message) => findings.push(Finding {
+                check: e.check.clone(),
+                cited: e
+                    .requirements
+                    .clone()
+                    .unwrap_or_else(|| s.requirements.clone()),
+                message,
+            }),
+            Judged::NotJudged(why) => not_judged.push(format!("{}: {why}", e.check)),
+        }
+    }
+    let verdict = if findings.is_empty() {
+        Verdict::Pass
+    } else if s.level == "SHOULD" {
+        Verdict::Warn
+    } else {
+        Verdict::Fail
+    };
+    ScenarioResult {
+        id: s.id.clone(),
+        title: s.title.clone(),
+        verdict,
+        findings,
+        not_judged,
+        acts: trace.acts.to_vec(),
+        calls: trace.calls.len(),
+    }
+}
+
+/// Runs `s` in-process against the reference Consumer configured by
+/// `config` (a mutant when its `faults` say so).
+pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioResult, String> {
+    let hostile = Hostile::new(s.provider.clone(), s.script.clone());
+    let mut port = HostilePort::new(hostile, T0);
+    let mut consumer = DrivenConsumer::new(config.clone());
+    let mut acts = Vec::new();
+    for (i, act) in s.acts.iter().enumerate() {
+        port.hostile.act = i;
+        let outcome = match action_of(act).map_err(|e| format!("{}: act {i}: {e}", s.id))? {
+            None => {
+                let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
+                cetp_reference::port::ConsumerPort::sleep_ms(&mut port, ms);
+                None
+            }
+            Some(action) => {
+                if action == Action::Reset {
+                    port.hostile.life += 1;
+                }
+                Some(consumer.act(&mut port, &action))
+            }
+        };
+        acts.push(ActRecord {
+            action: act.clone(),
+            outcome,
+        });
+    }
+    let trace = Trace {
+        calls: &port.hostile.log,
+        acts: &acts,
+        intents: &port.hostile.intents,
+        fds: Some(&port.fds),
+        resolves: Some(&port.resolves),
+    };
+    Ok(judge_run(s, &trace))
+}
+
+/// A Consumer mutant as documented in `vectors/mutants/consumer-mutants.json`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerMutantDoc {
+    pub name: String,
+    pub sections: Vec<String>,
+    pub description: String,
+    pub requirements: Vec<String>,
+    #[serde(default)]
+    pub observed_in_the_wild: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerMutantsFile {
+    pub format_version: u32,
+    pub consumer: String,
+    pub description: String,
+    pub mutants: Vec<ConsumerMutantDoc>,
+}
+
+pub fn load_mutants(path: &Path) -> Result<Vec<ConsumerMutantDoc>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_mutants(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+pub fn parse_mutants(text: &str) -> Result<Vec<ConsumerMutantDoc>, String> {
+    let f: ConsumerMutantsFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    Ok(f.mutants)
+}
+
+/// One scenario finding that kills a mutant: it cites a requirement the
+/// mutant breaks.
+#[derive(Clone, Debug)]
+pub struct Kill {
+    pub scenario: String,
+    pub check: String,
+    pub cited: Vec<String>,
+    pub message: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct MutantResult {
+    pub name: String,
+    pub requirements: Vec<String>,
+    pub kills: Vec<Kill>,
+    /// Findings that cite none of its requirements (not proof).
+    pub other_findings: usize,
+}
+
+impl MutantResult {
+    pub fn killed(&self) -> bool {
+        !self.kills.is_empty()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ConsumerSelftest {
+    /// The reference Consumer on every scenario: each must pass.
+    pub reference: Vec<ScenarioResult>,
+    pub mutants: Vec<MutantResult>,
+}
+
+impl ConsumerSelftest {
+    pub fn reference_clean(&self) -> bool {
+        self.reference.iter().all(|r| r.verdict == Verdict::Pass)
+    }
+    pub fn killed(&self) -> usize {
+        self.mutants.iter().filter(|m| m.killed()).count()
+    }
+    pub fn ok(&self) -> bool {
+        self.reference_clean() && self.killed() == self.mutants.len()
+    }
+}
+
+/// Runs every scenario against the reference Consumer and each documented
+/// mutant. A mutant is killed by a finding citing one of its requirements.
+pub fn selftest(
+    scenarios: &[Scenario],
+    mutants: &[ConsumerMutantDoc],
+) -> Result<ConsumerSelftest, String> {
+    let base = ConsumerConfig::default();
+    let reference = scenarios
+        .iter()
+        .map(|s| run_in_process(s, &base))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Vec::new();
+    for m in mutants {
+        let fault = ConsumerFault::parse(&m.name)
+            .ok_or_else(|| format!("unknown Consumer mutant {:?}", m.name))?;
+        let config = ConsumerConfig {
+            faults: vec![fault],
+            ..base.clone()
+        };
+        let mut kills = Vec::new();
+        let mut other = 0;
+        for s in scenarios {
+            let r = run_in_process(s, &config)?;
+            for f in r.findings {
+                if f.cited.iter().any(|c| m.requirements.contains(c)) {
+                    kills.push(Kill {
+                        scenario: s.id.clone(),
+                        check: f.check,
+                        cited: f.cited,
+                        message: f.message,
+                    });
+                } else {
+                    other += 1;
+                }
+            }
+        }
+        out.push(MutantResult {
+            name: m.name.clone(),
+            requirements: m.requirements.clone(),
+            kills,
+            other_findings: other,
+        });
+    }
+    Ok(ConsumerSelftest {
+        reference,
+        mutants: out,
+    })
+}
+
+/// Outcome kinds an act may end in, as `consumer_act` names them.
+pub const OUTCOMES: &[&str] = &["success", "error", "needs_user", "refused", "crashed"];
+
+#[doc(hidden)]
+pub fn outcome_kind(o: &ActOutcome) -> &'static str {
+    o.kind()
+}
