@@ -1003,3 +1003,37 @@ fn every_side_effecting_call_has_a_dispatch_record_before_its_answer() {
         "IDEM-001 sends one request_id three times: {records}"
     );
 }
+
+#[test]
+fn consumer_selftest_kills_every_consumer_mutant_and_its_proof_is_current() {
+    let proof = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reports/consumer-proof.json");
+    let o = cetp(&[
+        "selftest",
+        "--consumer-only",
+        "--check-proof",
+        proof.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("reference Consumer: every scenario PASS"), "{t}");
+    assert!(t.contains("consumer mutation score: 33/33 killed"), "{t}");
+    assert!(
+        t.contains("file_read_uncapped") && t.contains("proves CETP2-4.5-06"),
+        "{t}"
+    );
+    assert!(!t.contains("SURVIVED"), "{t}");
+    // A stale Consumer proof fails the run.
+    let dir = tmp("consumer-proof");
+    let stale = dir.join("consumer-proof.json");
+    std::fs::write(&stale, "{}\n").unwrap();
+    let o = cetp(&[
+        "selftest",
+        "--consumer-only",
+        "--check-proof",
+        stale.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    // Provider filters do not mix with the Consumer half.
+    let o = cetp(&["selftest", "--consumer-only", "--mutant", "no_dedupe"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

@@ -214,6 +214,119 @@ impl ConsumerSelftest {
     pub fn ok(&self) -> bool {
         self.reference_clean() && self.killed() == self.mutants.len()
     }
+
+    /// The Consumer proof (`reports/consumer-proof.json`): requirement →
+    /// the Consumer mutants a finding citing it caught, same shape as the
+    /// Provider's `reports/proof.json` plus `role`.
+    pub fn proof(&self) -> Json {
+        let mut by_req: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+        let mut mutants = serde_json::Map::new();
+        for m in &self.mutants {
+            let proved = m.proved();
+            for r in &proved {
+                by_req.entry(r.clone()).or_default().push(m.name.as_str());
+            }
+            mutants.insert(m.name.clone(), json!(proved));
+        }
+        json!({
+            "format_version": 1,
+            "role": "consumer",
+            "generated_by": "cetp selftest --consumer-only --write-proof",
+            "mutants": mutants,
+            "requirements": by_req,
+        })
+    }
+
+    /// Two tables: the reference Consumer per scenario, and mutant →
+    /// killing scenarios with the requirements their findings cite.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let bad: Vec<&ScenarioResult> = self
+            .reference
+            .iter()
+            .filter(|r| r.verdict != Verdict::Pass)
+            .collect();
+        if bad.is_empty() {
+            out.push_str(&format!(
+                "reference Consumer: every scenario PASS ({} scenarios)\n",
+                self.reference.len()
+            ));
+        } else {
+            out.push_str("reference Consumer: NOT CLEAN\n");
+            for r in bad {
+                for f in &r.findings {
+                    out.push_str(&format!(
+                        "  {} {} {}: {}\n",
+                        r.id,
+                        r.verdict.as_str(),
+                        f.check,
+                        f.message
+                    ));
+                }
+            }
+        }
+        let width = self
+            .mutants
+            .iter()
+            .map(|m| m.name.len())
+            .max()
+            .unwrap_or(6)
+            .max("consumer mutant".len());
+        out.push_str(&format!(
+            "\n{:<width$}  {:<8}  killing scenarios / checks\n",
+            "consumer mutant", "result"
+        ));
+        for m in &self.mutants {
+            let (result, detail) = if m.killed() {
+                let mut by: Vec<String> = m
+                    .kills
+                    .iter()
+                    .map(|k| format!("{} {}", k.scenario, k.check))
+                    .collect();
+                by.dedup();
+                (
+                    "killed",
+                    format!("{}  proves {}", by.join(", "), m.proved().join(", ")),
+                )
+            } else if m.other_findings > 0 {
+                (
+                    "SURVIVED",
+                    format!(
+                        "{} finding(s), none citing {}",
+                        m.other_findings,
+                        m.requirements.join(", ")
+                    ),
+                )
+            } else {
+                ("SURVIVED", "no scenario fails".to_string())
+            };
+            out.push_str(&format!("{:<width$}  {:<8}  {}\n", m.name, result, detail));
+        }
+        let n = self.mutants.len();
+        let k = self.killed();
+        out.push_str(&format!(
+            "\nconsumer mutation score: {k}/{n} killed ({:.1}%)\n",
+            if n == 0 {
+                0.0
+            } else {
+                100.0 * k as f64 / n as f64
+            }
+        ));
+        out
+    }
+}
+
+impl MutantResult {
+    /// The mutant's requirements some finding cited while catching it.
+    pub fn proved(&self) -> Vec<String> {
+        let set: BTreeSet<&String> = self
+            .kills
+            .iter()
+            .flat_map(|k| k.cited.iter())
+            .filter(|c| self.requirements.contains(c))
+            .collect();
+        set.into_iter().cloned().collect()
+    }
 }
 
 /// Runs every scenario against the reference Consumer and each documented
@@ -263,6 +376,24 @@ pub fn selftest(
         reference,
         mutants: out,
     })
+}
+
+/// Requirement → the scenarios whose expectations cite it.
+pub fn requirement_index(
+    scenarios: &[Scenario],
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut index: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for s in scenarios {
+        let cited: BTreeSet<&String> = s
+            .expect
+            .iter()
+            .flat_map(|e| e.requirements.as_ref().unwrap_or(&s.requirements).iter())
+            .collect();
+        for r in cited {
+            index.entry(r.clone()).or_default().push(s.id.clone());
+        }
+    }
+    index
 }
 
 /// Outcome kinds an act may end in, as `consumer_act` names them.
