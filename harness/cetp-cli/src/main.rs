@@ -1,6 +1,7 @@
 //! `cetp`: the CETP v2 conformance harness. Parsing and wiring only; the
 //! logic lives in the library crates. Exit codes: `cetp_conformance::exit`.
 
+mod consumer_cmd;
 mod embedded;
 
 use cetp_conformance::contract::{self, FetchError};
@@ -63,6 +64,9 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Certify a Consumer: play the scripted hostile Provider of every
+    /// Consumer scenario and judge what the Consumer under test does.
+    Consumer(consumer_cmd::ConsumerArgs),
     /// Prove the suite can fail: run it against the reference and every mutant.
     Selftest(SelftestArgs),
     /// Serve the simulated device (probe wire over TCP, optional adb endpoint).
@@ -1407,6 +1411,7 @@ fn main() {
         Command::Replay { case, run } => run_command(run, Some(case)),
         Command::Resume(args) => resume_command(args),
         Command::Selftest(args) => selftest_command(args),
+        Command::Consumer(args) => consumer_cmd::consumer_command(args),
         Command::Coverage(args) => coverage_command(args),
         Command::List { what, vectors } => list_command(*what, vectors),
         Command::Catalog { ids, spec, vectors } => catalog_command(ids, spec, vectors),

@@ -36,6 +36,7 @@
 
 mod adb;
 mod conn;
+pub mod consumer;
 mod handles;
 mod hosted;
 mod log;

@@ -403,3 +403,167 @@ pub const OUTCOMES: &[&str] = &["success", "error", "needs_user", "refused", "cr
 pub fn outcome_kind(o: &ActOutcome) -> &'static str {
     o.kind()
 }
+
+/// What a device hosting the hostile Provider reports while the Consumer
+/// under test acts.
+#[derive(Clone, Debug)]
+pub enum DeviceEvent {
+    /// The Consumer called the hosted Provider (`incoming_call`).
+    Call {
+        method: String,
+        extras: cetp_proto::Bundle,
+        now_ms: i64,
+    },
+    /// The Consumer launched one of its PendingIntents (`intent_launched`,
+    /// named by the script's handle).
+    Launched { handle: String, decision: String },
+}
+
+/// The hosted Provider's answer to one call, as the probe wire's `reply`
+/// carries it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WireAnswer {
+    Result {
+        bundle: cetp_proto::Bundle,
+        fd_data: Option<Vec<u8>>,
+    },
+    Throw {
+        class: String,
+    },
+}
+
+/// A device that hosts the hostile Provider and a Consumer under test
+/// (`host_provider` + `consumer_act`, or a vendor's driver).
+pub trait ConsumerDevice {
+    fn host(
+        &mut self,
+        meta: &std::collections::BTreeMap<String, String>,
+        package: &str,
+        authority_package: &str,
+    ) -> Result<(), String>;
+    /// Makes the Consumer perform `action` (the `consumer_act` action
+    /// shape); every event meanwhile goes to `on`, whose answer to a call is
+    /// sent back as its `reply`.
+    fn act(
+        &mut self,
+        action: &Json,
+        on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
+    ) -> Result<ActOutcome, String>;
+    fn advance_clock(&mut self, ms: u64) -> Result<(), String>;
+}
+
+/// Why a scenario cannot be played over the probe wire, if it cannot: the
+/// wire has no reply that times out within the Consumer's timeout, kills the
+/// Provider mid-call, or never ends a descriptor.
+pub fn wire_unplayable(s: &Scenario) -> Option<&'static str> {
+    for rule in &s.script {
+        if rule.reply.get("timeout").is_some() {
+            return Some("a call that times out (needs an in-process Consumer)");
+        }
+        if rule.reply.get("disconnect").is_some() {
+            return Some("a Provider that dies mid-call (needs an in-process Consumer)");
+        }
+        if rule
+            .reply
+            .get("file")
+            .and_then(|f| f.get("endless"))
+            .and_then(Json::as_bool)
+            == Some(true)
+        {
+            return Some("a descriptor that never ends (needs an in-process Consumer)");
+        }
+    }
+    None
+}
+
+/// Plays `s` on a device: the hostile Provider answers there, the Consumer
+/// under test acts there. Descriptor reads are not visible, so the checks
+/// about them are not judged; launched resolutions are.
+pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<ScenarioResult, String> {
+    if let Some(why) = wire_unplayable(s) {
+        return Ok(ScenarioResult {
+            id: s.id.clone(),
+            title: s.title.clone(),
+            verdict: Verdict::NotApplicable,
+            findings: Vec::new(),
+            not_judged: vec![format!("not judged: the scenario scripts {why}")],
+            acts: Vec::new(),
+            calls: 0,
+        });
+    }
+    let mut hostile = Hostile::new(s.provider.clone(), s.script.clone());
+    dev.host(
+        &hostile.meta(),
+        hostile::PACKAGE,
+        &hostile.authority_package(),
+    )?;
+    let mut resolves: Vec<port::ResolveRecord> = Vec::new();
+    let mut acts = Vec::new();
+    let mut now_ms = T0;
+    for (i, act) in s.acts.iter().enumerate() {
+        hostile.act = i;
+        let outcome = match action_of(act).map_err(|e| format!("{}: act {i}: {e}", s.id))? {
+            None => {
+                let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
+                dev.advance_clock(ms)?;
+                None
+            }
+            Some(action) => {
+                if action == Action::Reset {
+                    hostile.life += 1;
+                }
+                let mut on = |ev: DeviceEvent| match ev {
+                    DeviceEvent::Call {
+                        method,
+                        extras,
+                        now_ms: at,
+                    } => {
+                        now_ms = at;
+                        Some(match hostile.on_call(&method, &extras, at) {
+                            hostile::Scripted::Reply { mut bundle, fd, .. } => {
+                                let fd_data = fd.map(|(_, spec)| {
+                                    bundle.remove(cetp_proto::envelope::keys::RESULT_FD);
+                                    match spec {
+                                        hostile::FdSpec::Bytes(b) => b,
+                                        hostile::FdSpec::Endless { prefix, .. } => prefix,
+                                    }
+                                });
+                                WireAnswer::Result { bundle, fd_data }
+                            }
+                            hostile::Scripted::Throw { class, .. } => WireAnswer::Throw { class },
+                            // Unplayable scenarios were set aside above.
+                            hostile::Scripted::Timeout | hostile::Scripted::Died => {
+                                WireAnswer::Throw {
+                                    class: "android.os.DeadObjectException".into(),
+                                }
+                            }
+                        })
+                    }
+                    DeviceEvent::Launched { handle, decision } => {
+                        resolves.push(port::ResolveRecord {
+                            handle,
+                            decision: cetp_proto::provider::Decision::parse(&decision)
+                                .unwrap_or(cetp_proto::provider::Decision::Dismiss),
+                            after_calls: hostile.log.len(),
+                        });
+                        None
+                    }
+                };
+                Some(dev.act(&action.to_json(), &mut on)?)
+            }
+        };
+        acts.push(ActRecord {
+            action: act.clone(),
+            outcome,
+        });
+    }
+    let _ = now_ms;
+    let trace = Trace {
+        calls: &hostile.log,
+        acts: &acts,
+        intents: &hostile.intents,
+        fds: None,
+        resolves: Some(&resolves),
+    };
+    Ok(judge_run(s, &trace))
+}

@@ -1,0 +1,191 @@
+//! A device that hosts the hostile Provider and a Consumer under test over
+//! the probe wire (`host_provider`, `incoming_call`, `reply`,
+//! `intent_launched`, `consumer_act`): the simulated device's built-in
+//! Consumer, or any device that offers `consumer_act`.
+
+use cetp_conformance::consumer::{ConsumerDevice, DeviceEvent, WireAnswer};
+use cetp_reference::consumer::ActOutcome;
+use cetp_transport::client::{ClientConfig, EventStream, ProbeClient};
+use cetp_wire::json::Json as WireJson;
+use cetp_wire::ops::{HostProviderParams, IncomingCall, OpRequest, ReplyOutcome, ReplyParams};
+use cetp_wire::Map;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::runtime::Runtime;
+
+/// How long one act may take, the Consumer's retries and waits included.
+const ACT_TIMEOUT: Duration = Duration::from_secs(120);
+const OP_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct WireConsumer {
+    rt: Runtime,
+    client: ProbeClient,
+    events: EventStream,
+    consumer: String,
+    /// The Consumers the device offers (`hello`'s `consumers`).
+    pub offered: Vec<String>,
+}
+
+fn to_wire(v: Json) -> Map {
+    match WireJson::from(v) {
+        WireJson::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+impl WireConsumer {
+    /// Connects to `addr` (HOST:PORT) and checks that the device offers
+    /// `consumer_act` and the Consumer named `consumer`.
+    pub fn connect_tcp(addr: &str, consumer: &str) -> Result<WireConsumer, String> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let (client, events) = rt.block_on(async {
+            let stream = cetp_transport::tcp::connect(addr, Duration::from_secs(10))
+                .await
+                .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+            let client = ProbeClient::connect(stream, ClientConfig::default());
+            let events = client
+                .take_events()
+                .ok_or("the event stream was already taken")?;
+            Ok::<_, String>((client, events))
+        })?;
+        let mut w = WireConsumer {
+            rt,
+            client,
+            events,
+            consumer: consumer.to_string(),
+            offered: Vec::new(),
+        };
+        let hello = w.op("hello", Map::new(), OP_TIMEOUT)?;
+        let ops: Vec<String> = hello
+            .get("ops")
+            .and_then(WireJson::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !ops.iter().any(|o| o == "consumer_act") || !ops.iter().any(|o| o == "host_provider") {
+            return Err(format!(
+                "the device at {addr} offers no consumer_act/host_provider: it hosts no Consumer under test"
+            ));
+        }
+        w.offered = hello
+            .get("consumers")
+            .and_then(WireJson::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !w.offered.iter().any(|c| c == consumer) {
+            return Err(format!(
+                "the device offers no Consumer named {consumer:?} (it offers {:?})",
+                w.offered
+            ));
+        }
+        Ok(w)
+    }
+
+    fn op(&self, op: &str, params: Map, timeout: Duration) -> Result<Map, String> {
+        let reply = self
+            .rt
+            .block_on(self.client.request(op, params, 0, timeout))
+            .map_err(|e| format!("{op}: {e}"))?;
+        reply.result.map_err(|e| format!("{op}: {e}"))
+    }
+}
+
+impl ConsumerDevice for WireConsumer {
+    fn host(
+        &mut self,
+        meta: &BTreeMap<String, String>,
+        package: &str,
+        authority_package: &str,
+    ) -> Result<(), String> {
+        let mut extra = Map::new();
+        extra.insert("package".into(), WireJson::from(package));
+        extra.insert(
+            "authority_package".into(),
+            WireJson::from(authority_package),
+        );
+        let p = HostProviderParams {
+            authority: meta
+                .get("com.clawseed.tools.authority")
+                .cloned()
+                .unwrap_or_default(),
+            meta: meta.clone(),
+            extra,
+        };
+        let req = OpRequest::HostProvider(p);
+        self.op(req.op(), req.params(), OP_TIMEOUT).map(|_| ())
+    }
+
+    fn advance_clock(&mut self, ms: u64) -> Result<(), String> {
+        let mut p = Map::new();
+        p.insert("ms".into(), WireJson::from(ms));
+        self.op("advance_clock", p, OP_TIMEOUT).map(|_| ())
+    }
+
+    fn act(
+        &mut self,
+        action: &Json,
+        on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
+    ) -> Result<ActOutcome, String> {
+        let params = to_wire(serde_json::json!({
+            "consumer": self.consumer,
+            "timeout_ms": ACT_TIMEOUT.as_millis() as u64,
+            "action": action,
+        }));
+        let client = &self.client;
+        let events = &mut self.events;
+        self.rt.block_on(async {
+            let act = client.request("consumer_act", params, 0, ACT_TIMEOUT + OP_TIMEOUT);
+            tokio::pin!(act);
+            loop {
+                tokio::select! {
+                    done = &mut act => {
+                        let reply = done.map_err(|e| format!("consumer_act: {e}"))?;
+                        let ok = reply.result.map_err(|e| format!("consumer_act: {e}"))?;
+                        let v = WireJson::Object(ok).to_serde().map_err(|e| format!("consumer_act: {e:?}"))?;
+                        return ActOutcome::from_json(&v);
+                    }
+                    ev = events.recv() => {
+                        let Some(ev) = ev else {
+                            return Err("the device closed the connection".to_string());
+                        };
+                        match ev.event.as_str() {
+                            "incoming_call" => {
+                                let call = IncomingCall::from_event(&ev).map_err(|e| format!("incoming_call: {e}"))?;
+                                let answer = on(DeviceEvent::Call {
+                                    method: call.method.clone(),
+                                    extras: call.extras.clone().unwrap_or_default(),
+                                    now_ms: call.now_ms,
+                                });
+                                let outcome = match answer {
+                                    Some(WireAnswer::Result { bundle, fd_data }) => ReplyOutcome::Result { result: Some(bundle), fd_data },
+                                    Some(WireAnswer::Throw { class }) => ReplyOutcome::Throw { class, message: None },
+                                    None => ReplyOutcome::Result { result: None, fd_data: None },
+                                };
+                                let req = OpRequest::Reply(ReplyParams { call: call.call, outcome, delay_ms: 0 });
+                                let r = client.request(req.op(), req.params(), 0, OP_TIMEOUT).await.map_err(|e| format!("reply: {e}"))?;
+                                r.result.map_err(|e| format!("reply: {e}"))?;
+                            }
+                            "intent_launched" => {
+                                let s = |k: &str| ev.fields.get(k).and_then(WireJson::as_str).unwrap_or_default().to_string();
+                                on(DeviceEvent::Launched { handle: s("handle"), decision: s("decision") });
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
