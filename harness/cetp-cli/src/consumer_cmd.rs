@@ -44,11 +44,75 @@ pub(crate) struct ConsumerArgs {
     /// Print passing scenarios too.
     #[arg(short, long)]
     verbose: bool,
+    /// A Consumer profile (TOML) naming the driver command that makes the
+    /// Consumer under test act (`[driver] command`, README "Pointing the
+    /// suite at your Consumer app"); the target then only hosts the
+    /// hostile Provider.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+}
+
+/// `cetp consumer-act`: a driver for any device offering `consumer_act`.
+/// Sends one action to the named Consumer and prints the outcome line.
+#[derive(Args, Clone)]
+pub(crate) struct ConsumerActArgs {
+    /// `tcp:HOST:PORT`
+    #[arg(long)]
+    target: String,
+    #[arg(long, default_value = "default")]
+    consumer: String,
+    /// The action, JSON (`{"do":"call_tool",...}`).
+    #[arg(long)]
+    action: String,
+}
+
+pub(crate) fn consumer_act_command(args: &ConsumerActArgs) -> Result<ExitCode, Failure> {
+    let addr = args
+        .target
+        .strip_prefix("tcp:")
+        .ok_or_else(|| usage("consumer-act needs --target tcp:HOST:PORT"))?;
+    let action: serde_json::Value =
+        serde_json::from_str(&args.action).map_err(|e| usage(format!("--action: {e}")))?;
+    let mut dev =
+        cetp_targets::consumer::WireConsumer::connect_tcp(addr, &args.consumer).map_err(infra)?;
+    let outcome = cetp_conformance::consumer::ConsumerDevice::act(&mut dev, &action, &mut |_| None)
+        .map_err(infra)?;
+    println!("{}", outcome.to_json());
+    Ok(ExitCode::Ok)
 }
 
 enum Where {
     InProcess(ConsumerConfig),
     Tcp { addr: String },
+}
+
+/// Who makes the Consumer act, and the Consumer's name for the claim.
+fn actor_of(
+    profile: &Option<PathBuf>,
+    consumer: &str,
+) -> Result<(cetp_targets::consumer::Actor, String), Failure> {
+    let Some(path) = profile else {
+        return Ok((
+            cetp_targets::consumer::Actor::Device(consumer.to_string()),
+            consumer.to_string(),
+        ));
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let p = consumer::ConsumerProfile::from_toml(&text)
+        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let name = p
+        .consumer
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("the Consumer driven by {}", path.display()));
+    Ok((
+        cetp_targets::consumer::Actor::Driver {
+            command: p.driver.command,
+            timeout: std::time::Duration::from_millis(p.driver.timeout_ms),
+        },
+        name,
+    ))
 }
 
 fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
@@ -113,7 +177,13 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
         .filter(|s| args.only.is_empty() || args.only.iter().any(|p| wildcard(p, &s.id)))
         .filter(|s| !args.skip.iter().any(|p| wildcard(p, &s.id)))
         .collect();
-    let (place, consumer_name) = parse_target(&args.target, args.seed)?;
+    let (place, target_consumer) = parse_target(&args.target, args.seed)?;
+    if args.profile.is_some() && matches!(place, Where::InProcess(_)) {
+        return Err(usage(
+            "--profile names a driver for a device: use --target tcp:HOST:PORT",
+        ));
+    }
+    let (actor, consumer_name) = actor_of(&args.profile, &target_consumer)?;
     if let Some(d) = &args.report_dir {
         std::fs::create_dir_all(d)
             .map_err(|e| infra(format!("cannot write the report to {}: {e}", d.display())))?;
@@ -184,7 +254,7 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
         let r = match &place {
             Where::InProcess(config) => consumer::run_in_process(s, config),
             Where::Tcp { addr } => {
-                cetp_targets::consumer::WireConsumer::connect_tcp(addr, &consumer_name)
+                cetp_targets::consumer::WireConsumer::connect(addr, actor.clone())
                     .and_then(|mut dev| consumer::run_on_device(s, &mut dev))
             }
         };

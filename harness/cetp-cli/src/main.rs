@@ -67,6 +67,10 @@ enum Command {
     /// Certify a Consumer: play the scripted hostile Provider of every
     /// Consumer scenario and judge what the Consumer under test does.
     Consumer(consumer_cmd::ConsumerArgs),
+    /// A driver for any device offering `consumer_act`: one action to the
+    /// named Consumer, the outcome printed as one JSON line.
+    #[command(name = "consumer-act")]
+    ConsumerAct(consumer_cmd::ConsumerActArgs),
     /// Prove the suite can fail: run it against the reference and every mutant.
     Selftest(SelftestArgs),
     /// Serve the simulated device (probe wire over TCP, optional adb endpoint).
@@ -1412,6 +1416,7 @@ fn main() {
         Command::Resume(args) => resume_command(args),
         Command::Selftest(args) => selftest_command(args),
         Command::Consumer(args) => consumer_cmd::consumer_command(args),
+        Command::ConsumerAct(args) => consumer_cmd::consumer_act_command(args),
         Command::Coverage(args) => coverage_command(args),
         Command::List { what, vectors } => list_command(*what, vectors),
         Command::Catalog { ids, spec, vectors } => catalog_command(ids, spec, vectors),

@@ -1210,3 +1210,75 @@ fn the_reference_consumer_passes_in_process_and_over_tcp_and_mutants_fail_citing
     let o = cetp(&["consumer", "--target", &target, "--only", "CSES-001"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
 }
+
+#[test]
+fn a_consumer_profile_driver_makes_the_consumer_act_while_the_device_hosts_the_provider() {
+    // The driver contract end to end: the device only hosts the hostile
+    // Provider; the driver named in the Consumer profile (here `cetp
+    // consumer-act`, the driver of any device offering consumer_act) is run
+    // once per act and prints the outcome line.
+    let sim = ServedSim::start();
+    let dir = tmp("consumer-driver");
+    let profile = |consumer: &str| {
+        let p = dir.join(format!("{consumer}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "[consumer]\nname = \"{consumer} via its driver\"\n[driver]\ncommand = [{:?}, \"consumer-act\", \"--target\", \"tcp:{}\", \"--consumer\", \"{consumer}\", \"--action\", \"{{action}}\"]\ntimeout_ms = 60000\n",
+                env!("CARGO_BIN_EXE_cetp"),
+                sim.1
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let target = format!("tcp:{}", sim.1);
+    let good = profile("default");
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--profile",
+        good.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("26 passed, 0 failed"), "{t}");
+    assert!(t.contains("default via its driver"), "{t}");
+    let bad = profile("obeys_provider_text");
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--profile",
+        bad.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("FAIL  CDATA-005"), "{t}");
+    // A driver that prints no outcome is an infrastructure error.
+    let broken = dir.join("broken.toml");
+    std::fs::write(&broken, "[driver]\ncommand = [\"true\"]\n").unwrap();
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--profile",
+        broken.to_str().unwrap(),
+        "--only",
+        "CSES-001",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    // A profile with an unknown field is a usage error naming it.
+    let typo = dir.join("typo.toml");
+    std::fs::write(&typo, "[driver]\ncomand = [\"x\"]\n").unwrap();
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--profile",
+        typo.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("comand"), "{}", text(&o));
+}

@@ -50,7 +50,7 @@ pub(crate) const OPS: [&str; 11] = [
 ];
 
 /// A built-in Consumer of this connection and its view of the device.
-type BuiltIn = Arc<
+pub(crate) type BuiltIn = Arc<
     Mutex<(
         cetp_reference::consumer::DrivenConsumer,
         crate::consumer::SimPort,
@@ -63,7 +63,6 @@ pub(crate) struct Conn {
     number: u64,
     handles: Mutex<Handles>,
     out: mpsc::Sender<Vec<u8>>,
-    consumers: Mutex<std::collections::BTreeMap<String, BuiltIn>>,
 }
 
 fn bad_request(message: impl Into<String>) -> WireError {
@@ -106,7 +105,6 @@ where
         number,
         handles: Mutex::new(Handles::default()),
         out: tx,
-        consumers: Mutex::new(Default::default()),
     });
     conn.log('I', "connected");
     // Also runs when this future is dropped (a runtime shutting down):
@@ -378,8 +376,8 @@ impl Conn {
         }
     }
 
-    /// `consumer_act`: the named built-in Consumer (one per name and
-    /// connection, kept between acts) performs one action.
+    /// `consumer_act`: the named built-in Consumer (one per name on the
+    /// device, kept between acts and connections) performs one action.
     async fn consumer_act(&self, params: &Map) -> Result<Map, WireError> {
         let name = params
             .get("consumer")
@@ -400,7 +398,7 @@ impl Conn {
             .and_then(cetp_wire::json::Json::as_u64)
             .unwrap_or(60_000);
         let built_in = {
-            let mut all = lock(&self.consumers);
+            let mut all = lock(&self.sim.consumers);
             match all.get(&name) {
                 Some(c) => Arc::clone(c),
                 None => {

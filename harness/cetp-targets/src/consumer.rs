@@ -18,11 +18,24 @@ use tokio::runtime::Runtime;
 const ACT_TIMEOUT: Duration = Duration::from_secs(120);
 const OP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Who makes the Consumer act.
+#[derive(Clone, Debug)]
+pub enum Actor {
+    /// The device's own `consumer_act`, for the Consumer of this name.
+    Device(String),
+    /// A vendor's driver command (a Consumer profile), run on the host once
+    /// per act; it prints the outcome as its last stdout line.
+    Driver {
+        command: Vec<String>,
+        timeout: Duration,
+    },
+}
+
 pub struct WireConsumer {
     rt: Runtime,
     client: ProbeClient,
     events: EventStream,
-    consumer: String,
+    actor: Actor,
     /// The Consumers the device offers (`hello`'s `consumers`).
     pub offered: Vec<String>,
 }
@@ -38,6 +51,12 @@ impl WireConsumer {
     /// Connects to `addr` (HOST:PORT) and checks that the device offers
     /// `consumer_act` and the Consumer named `consumer`.
     pub fn connect_tcp(addr: &str, consumer: &str) -> Result<WireConsumer, String> {
+        WireConsumer::connect(addr, Actor::Device(consumer.to_string()))
+    }
+
+    /// Connects to `addr` (HOST:PORT), a device that hosts the hostile
+    /// Provider; `actor` makes the Consumer under test act.
+    pub fn connect(addr: &str, actor: Actor) -> Result<WireConsumer, String> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -57,7 +76,7 @@ impl WireConsumer {
             rt,
             client,
             events,
-            consumer: consumer.to_string(),
+            actor,
             offered: Vec::new(),
         };
         let hello = w.op("hello", Map::new(), OP_TIMEOUT)?;
@@ -70,9 +89,18 @@ impl WireConsumer {
                     .collect()
             })
             .unwrap_or_default();
-        if !ops.iter().any(|o| o == "consumer_act") || !ops.iter().any(|o| o == "host_provider") {
+        if !ops.iter().any(|o| o == "host_provider") {
             return Err(format!(
-                "the device at {addr} offers no consumer_act/host_provider: it hosts no Consumer under test"
+                "the device at {addr} offers no host_provider: it cannot host the hostile Provider"
+            ));
+        }
+        let Actor::Device(consumer) = &w.actor else {
+            return Ok(w);
+        };
+        let consumer = consumer.clone();
+        if !ops.iter().any(|o| o == "consumer_act") {
+            return Err(format!(
+                "the device at {addr} offers no consumer_act: it hosts no Consumer under test (name a driver in a Consumer profile)"
             ));
         }
         w.offered = hello
@@ -84,7 +112,7 @@ impl WireConsumer {
                     .collect()
             })
             .unwrap_or_default();
-        if !w.offered.iter().any(|c| c == consumer) {
+        if !w.offered.contains(&consumer) {
             return Err(format!(
                 "the device offers no Consumer named {consumer:?} (it offers {:?})",
                 w.offered
@@ -138,24 +166,43 @@ impl ConsumerDevice for WireConsumer {
         action: &Json,
         on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
     ) -> Result<ActOutcome, String> {
-        let params = to_wire(serde_json::json!({
-            "consumer": self.consumer,
-            "timeout_ms": ACT_TIMEOUT.as_millis() as u64,
-            "action": action,
-        }));
         let client = &self.client;
         let events = &mut self.events;
+        let actor = self.actor.clone();
         self.rt.block_on(async {
-            let act = client.request("consumer_act", params, 0, ACT_TIMEOUT + OP_TIMEOUT);
+            let act = async {
+                match actor {
+                    Actor::Device(consumer) => {
+                        let params = to_wire(serde_json::json!({
+                            "consumer": consumer,
+                            "timeout_ms": ACT_TIMEOUT.as_millis() as u64,
+                            "action": action,
+                        }));
+                        let reply = client
+                            .request("consumer_act", params, 0, ACT_TIMEOUT + OP_TIMEOUT)
+                            .await
+                            .map_err(|e| format!("consumer_act: {e}"))?;
+                        let ok = reply.result.map_err(|e| format!("consumer_act: {e}"))?;
+                        let v = WireJson::Object(ok)
+                            .to_serde()
+                            .map_err(|e| format!("consumer_act: {e:?}"))?;
+                        ActOutcome::from_json(&v)
+                    }
+                    Actor::Driver { command, timeout } => {
+                        let argv = cetp_conformance::consumer::driver_argv(&command, action);
+                        let (tx, rx) = tokio::sync::oneshot::channel();
+                        std::thread::spawn(move || {
+                            let _ = tx.send(run_driver(&argv, timeout));
+                        });
+                        let stdout = rx.await.map_err(|_| "the driver thread died".to_string())??;
+                        cetp_conformance::consumer::driver_outcome(&stdout)
+                    }
+                }
+            };
             tokio::pin!(act);
             loop {
                 tokio::select! {
-                    done = &mut act => {
-                        let reply = done.map_err(|e| format!("consumer_act: {e}"))?;
-                        let ok = reply.result.map_err(|e| format!("consumer_act: {e}"))?;
-                        let v = WireJson::Object(ok).to_serde().map_err(|e| format!("consumer_act: {e:?}"))?;
-                        return ActOutcome::from_json(&v);
-                    }
+                    done = &mut act => return done,
                     ev = events.recv() => {
                         let Some(ev) = ev else {
                             return Err("the device closed the connection".to_string());
@@ -188,4 +235,56 @@ impl ConsumerDevice for WireConsumer {
             }
         })
     }
+}
+
+/// Runs a driver command to its end (killed after `timeout`) and returns
+/// its stdout.
+fn run_driver(argv: &[String], timeout: Duration) -> Result<String, String> {
+    use std::io::Read;
+    let (prog, rest) = argv.split_first().ok_or("the driver command is empty")?;
+    let mut child = std::process::Command::new(prog)
+        .args(rest)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run the driver {prog:?}: {e}"))?;
+    let mut out = child.stdout.take().ok_or("no driver stdout")?;
+    let mut err = child.stderr.take().ok_or("no driver stderr")?;
+    // Bounded: a driver's outcome is one line, its log is not the harness's.
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out.by_ref().take(16 * 1024 * 1024).read_to_end(&mut buf);
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err.by_ref().take(64 * 1024).read_to_end(&mut buf);
+        buf
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the driver {prog:?} did not finish within {} ms",
+                    timeout.as_millis()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(format!("waiting for the driver: {e}")),
+        }
+    };
+    let stdout = String::from_utf8_lossy(&reader.join().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    if !status.success() && stdout.trim().is_empty() {
+        return Err(format!(
+            "the driver {prog:?} failed ({status}): {}",
+            stderr.lines().last().unwrap_or_default()
+        ));
+    }
+    Ok(stdout)
 }

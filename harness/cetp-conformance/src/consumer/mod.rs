@@ -492,6 +492,9 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
         });
     }
     let mut hostile = Hostile::new(s.provider.clone(), s.script.clone());
+    // The Consumer under test may remember the previous scenario's Provider:
+    // it starts afresh, as a restarted app.
+    dev.act(&Action::Reset.to_json(), &mut |_| None)?;
     dev.host(
         &hostile.meta(),
         hostile::PACKAGE,
@@ -499,7 +502,6 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
     )?;
     let mut resolves: Vec<port::ResolveRecord> = Vec::new();
     let mut acts = Vec::new();
-    let mut now_ms = T0;
     for (i, act) in s.acts.iter().enumerate() {
         hostile.act = i;
         let outcome = match action_of(act).map_err(|e| format!("{}: act {i}: {e}", s.id))? {
@@ -518,7 +520,6 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
                         extras,
                         now_ms: at,
                     } => {
-                        now_ms = at;
                         Some(match hostile.on_call(&method, &extras, at) {
                             hostile::Scripted::Reply { mut bundle, fd, .. } => {
                                 let fd_data = fd.map(|(_, spec)| {
@@ -557,7 +558,6 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
             outcome,
         });
     }
-    let _ = now_ms;
     let trace = Trace {
         calls: &hostile.log,
         acts: &acts,
@@ -566,4 +566,131 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
         resolves: Some(&resolves),
     };
     Ok(judge_run(s, &trace))
+}
+
+/// A Consumer profile (TOML): who the Consumer under test is, and the
+/// driver command that makes it act on a real device.
+///
+/// ```toml
+/// [consumer]
+/// name = "com.vendor.agent"
+/// [driver]
+/// command = ["adb", "shell", "am", "broadcast", "-a", "com.vendor.agent.TEST",
+///            "--es", "do", "{do}", "--es", "tool", "{tool}", "--es", "args", "{args}"]
+/// timeout_ms = 120000
+/// ```
+///
+/// Placeholders in every argument: `{do}`, `{authority}`, `{tool}`,
+/// `{args}` (JSON text), `{decision}`, `{action}` (the whole action, JSON).
+/// The command's last non-empty line on stdout is the outcome, in the
+/// `consumer_act` shape.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerProfile {
+    #[serde(default)]
+    pub consumer: ConsumerInfo,
+    pub driver: DriverSpec,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerInfo {
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DriverSpec {
+    pub command: Vec<String>,
+    #[serde(default = "driver_timeout")]
+    pub timeout_ms: u64,
+}
+
+fn driver_timeout() -> u64 {
+    120_000
+}
+
+impl ConsumerProfile {
+    pub fn from_toml(text: &str) -> Result<ConsumerProfile, String> {
+        let p: ConsumerProfile = toml::from_str(text).map_err(|e| e.to_string())?;
+        if p.driver.command.is_empty() {
+            return Err("driver.command: empty".into());
+        }
+        Ok(p)
+    }
+}
+
+/// The driver's argv for one action (placeholders filled in).
+pub fn driver_argv(command: &[String], action: &Json) -> Vec<String> {
+    let s = |k: &str| {
+        action
+            .get(k)
+            .map(|v| match v {
+                Json::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .unwrap_or_default()
+    };
+    let args = action
+        .get("args")
+        .map(Json::to_string)
+        .unwrap_or_else(|| "{}".into());
+    command
+        .iter()
+        .map(|a| {
+            a.replace("{action}", &action.to_string())
+                .replace("{do}", &s("do"))
+                .replace("{authority}", &s("authority"))
+                .replace("{tool}", &s("tool"))
+                .replace("{decision}", &s("decision"))
+                .replace("{args}", &args)
+        })
+        .collect()
+}
+
+/// The outcome a driver printed: its last non-empty stdout line.
+pub fn driver_outcome(stdout: &str) -> Result<ActOutcome, String> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .ok_or("the driver printed no outcome")?;
+    let v: Json = serde_json::from_str(line.trim())
+        .map_err(|e| format!("the driver's last line is not a JSON outcome: {e}"))?;
+    ActOutcome::from_json(&v)
+}
+
+#[cfg(test)]
+mod driver_tests {
+    use super::*;
+
+    #[test]
+    fn argv_placeholders_and_outcome_lines() {
+        let a =
+            json!({"do": "call_tool", "authority": "x.y", "tool": "get_value", "args": {"k": [1]}});
+        let argv = driver_argv(
+            &[
+                "d".into(),
+                "--do={do}".into(),
+                "{tool}".into(),
+                "{args}".into(),
+                "{action}".into(),
+            ],
+            &a,
+        );
+        assert_eq!(argv[1], "--do=call_tool");
+        assert_eq!(argv[2], "get_value");
+        assert_eq!(argv[3], r#"{"k":[1]}"#);
+        assert_eq!(serde_json::from_str::<Json>(&argv[4]).unwrap(), a);
+        let o = driver_outcome("log line\n{\"outcome\":\"refused\",\"detail\":\"sha256\"}\n\n")
+            .unwrap();
+        assert_eq!(o.kind(), "refused");
+        assert!(driver_outcome("no json here").is_err());
+        assert!(driver_outcome("").is_err());
+        let p = ConsumerProfile::from_toml("[driver]\ncommand = [\"x\", \"{do}\"]\n").unwrap();
+        assert_eq!(p.driver.timeout_ms, 120_000);
+        assert!(ConsumerProfile::from_toml("[driver]\ncommand = []\n").is_err());
+        assert!(ConsumerProfile::from_toml("[driver]\ncomand = [\"x\"]\n").is_err());
+    }
 }
