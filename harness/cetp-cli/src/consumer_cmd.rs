@@ -84,6 +84,7 @@ pub(crate) fn consumer_act_command(args: &ConsumerActArgs) -> Result<ExitCode, F
 enum Where {
     InProcess(ConsumerConfig),
     Tcp { addr: String },
+    Adb { target: String },
 }
 
 /// Who makes the Consumer act, and the Consumer's name for the claim.
@@ -122,8 +123,11 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
     for (i, part) in rest.split(',').filter(|p| !p.is_empty()).enumerate() {
         match part.split_once('=') {
             Some(("consumer", name)) => consumer = name.to_string(),
+            // adb options (`server=`, `timeout_ms=`) are read as for `cetp run`.
+            Some(_) if kind == "adb" => {}
             Some((k, _)) => return Err(usage(format!("unknown target option {k:?} in {t:?}"))),
             None if kind == "tcp" && i == 0 => addr = part.to_string(),
+            None if kind == "adb" && i == 0 => {}
             None => return Err(usage(format!("cannot read {part:?} in target {t:?}"))),
         }
     }
@@ -147,8 +151,18 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
             // first colon of the address.
             Ok((Where::Tcp { addr }, consumer))
         }
+        "adb" => Ok((
+            Where::Adb {
+                target: t
+                    .split(',')
+                    .filter(|p| !p.starts_with("consumer="))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            },
+            consumer,
+        )),
         _ => Err(usage(format!(
-            "unknown Consumer target {t:?}: use sim[:consumer=NAME] or tcp:HOST:PORT[,consumer=NAME]"
+            "unknown Consumer target {t:?}: use sim[:consumer=NAME], tcp:HOST:PORT[,consumer=NAME] or adb[:SERIAL][,server=HOST:PORT][,consumer=NAME]"
         ))),
     }
 }
@@ -255,6 +269,10 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
             Where::InProcess(config) => consumer::run_in_process(s, config),
             Where::Tcp { addr } => {
                 cetp_targets::consumer::WireConsumer::connect(addr, actor.clone())
+                    .and_then(|mut dev| consumer::run_on_device(s, &mut dev))
+            }
+            Where::Adb { target } => {
+                cetp_targets::consumer::WireConsumer::connect_adb(target, actor.clone())
                     .and_then(|mut dev| consumer::run_on_device(s, &mut dev))
             }
         };

@@ -1282,3 +1282,88 @@ fn a_consumer_profile_driver_makes_the_consumer_act_while_the_device_hosts_the_p
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("comand"), "{}", text(&o));
 }
+
+#[test]
+fn the_reference_consumer_passes_through_a_real_adb_server() {
+    // The simulated device behind Debian's real `adb` (a private server on a
+    // free port with a private HOME, killed at the end).
+    let adb = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("adb"))
+            .find(|p| p.is_file())
+    });
+    let Some(adb) = adb else {
+        assert!(
+            std::env::var_os("CETP_SKIP_ADB").is_some_and(|v| v == "1"),
+            "adb is missing (set CETP_SKIP_ADB=1 to skip)"
+        );
+        return;
+    };
+    use std::io::BufRead;
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_cetp"))
+        .args([
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--adb-listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(sim.stdout.take().unwrap()).lines();
+    let dev = loop {
+        let line = lines
+            .next()
+            .expect("the sim says where it listens")
+            .unwrap();
+        if let Some(a) = line.strip_prefix("listening adb addr=") {
+            break a.to_string();
+        }
+    };
+    let home = tmp("consumer-adb-home");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let run_adb = |args: &[&str]| {
+        Command::new(&adb)
+            .arg("-P")
+            .arg(port.to_string())
+            .args(args)
+            .env("HOME", &home)
+            .env("ANDROID_ADB_SERVER_PORT", port.to_string())
+            .env_remove("ANDROID_SERIAL")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    struct Kill<'a>(&'a dyn Fn(&[&str]) -> Output, std::process::Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            (self.0)(&["kill-server"]);
+            let _ = self.1.kill();
+            let _ = self.1.wait();
+        }
+    }
+    let guard = Kill(&run_adb, sim);
+    assert!(run_adb(&["start-server"]).status.success());
+    let c = run_adb(&["connect", &dev]);
+    assert!(
+        String::from_utf8_lossy(&c.stdout).contains("connected"),
+        "{c:?}"
+    );
+    let target = format!("adb:{dev},server=127.0.0.1:{port}");
+    let o = cetp(&["consumer", "--target", &target]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("26 passed, 0 failed"), "{t}");
+    let target = format!("adb:{dev},server=127.0.0.1:{port},consumer=retries_not_retryable");
+    let o = cetp(&["consumer", "--target", &target, "--only", "CRET-*"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("FAIL  CRET-002"), "{t}");
+    drop(guard);
+}

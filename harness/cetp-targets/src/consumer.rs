@@ -38,6 +38,17 @@ pub struct WireConsumer {
     actor: Actor,
     /// The Consumers the device offers (`hello`'s `consumers`).
     pub offered: Vec<String>,
+    /// The adb forward this connection goes through, removed on drop.
+    forward: Option<(cetp_transport::adb::Adb, u16)>,
+}
+
+impl Drop for WireConsumer {
+    fn drop(&mut self) {
+        self.client.close();
+        if let Some((adb, port)) = self.forward.take() {
+            let _ = self.rt.block_on(adb.forward_remove(port));
+        }
+    }
 }
 
 fn to_wire(v: Json) -> Map {
@@ -57,15 +68,44 @@ impl WireConsumer {
     /// Connects to `addr` (HOST:PORT), a device that hosts the hostile
     /// Provider; `actor` makes the Consumer under test act.
     pub fn connect(addr: &str, actor: Actor) -> Result<WireConsumer, String> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
+        let rt = runtime()?;
+        let stream = rt
+            .block_on(cetp_transport::tcp::connect(addr, Duration::from_secs(10)))
+            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        WireConsumer::over(rt, stream, addr, actor, None)
+    }
+
+    /// Connects through an adb server to the probe of a device
+    /// (`adb:SERIAL[,server=HOST:PORT]`, as for `cetp run`).
+    pub fn connect_adb(target: &str, actor: Actor) -> Result<WireConsumer, String> {
+        let spec = match crate::TargetSpec::parse(target).map_err(|e| e.to_string())? {
+            crate::TargetSpec::Adb(s) => s,
+            _ => return Err(format!("{target:?} is not an adb target")),
+        };
+        let adb = cetp_transport::adb::Adb::new(cetp_transport::adb::AdbConfig {
+            server: spec.server,
+            serial: spec.serial.clone(),
+            op_timeout: Duration::from_millis(spec.op_timeout_ms),
+            ..cetp_transport::adb::AdbConfig::default()
+        });
+        let rt = runtime()?;
+        rt.block_on(adb.check_device())
+            .map_err(|e| format!("adb server {}: {e}", spec.server))?;
+        let (stream, port) = rt
+            .block_on(adb.connect_socket(cetp_transport::adb::PROBE_SOCKET_A))
+            .map_err(|e| format!("the probe of {}: {e}", adb.device_label()))?;
+        let label = adb.device_label();
+        WireConsumer::over(rt, stream, &label, actor, Some((adb, port)))
+    }
+
+    fn over(
+        rt: Runtime,
+        stream: tokio::net::TcpStream,
+        addr: &str,
+        actor: Actor,
+        forward: Option<(cetp_transport::adb::Adb, u16)>,
+    ) -> Result<WireConsumer, String> {
         let (client, events) = rt.block_on(async {
-            let stream = cetp_transport::tcp::connect(addr, Duration::from_secs(10))
-                .await
-                .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
             let client = ProbeClient::connect(stream, ClientConfig::default());
             let events = client
                 .take_events()
@@ -78,6 +118,7 @@ impl WireConsumer {
             events,
             actor,
             offered: Vec::new(),
+            forward,
         };
         let hello = w.op("hello", Map::new(), OP_TIMEOUT)?;
         let ops: Vec<String> = hello
@@ -235,6 +276,14 @@ impl ConsumerDevice for WireConsumer {
             }
         })
     }
+}
+
+fn runtime() -> Result<Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// Runs a driver command to its end (killed after `timeout`) and returns
