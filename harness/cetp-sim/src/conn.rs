@@ -371,6 +371,11 @@ impl Conn {
                     "consumers".into(),
                     cetp_wire::json::Json::from(serde_json::Value::from(crate::consumer::names())),
                 );
+                // Compatible extensions of `reply` this device plays.
+                extra.insert(
+                    "reply_extensions".into(),
+                    cetp_wire::json::Json::from(serde_json::json!(["fail", "fd_endless"])),
+                );
                 extra
             },
         }

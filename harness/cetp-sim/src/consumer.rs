@@ -124,7 +124,7 @@ impl ConsumerPort for SimPort {
         method: &str,
         arg: Option<&str>,
         extras: Option<&Bundle>,
-        _timeout_ms: u64,
+        timeout_ms: u64,
     ) -> Result<CallAnswer, PortError> {
         let app = self.sim.app_for(authority).ok_or_else(|| {
             PortError::new(
@@ -140,7 +140,16 @@ impl ConsumerPort for SimPort {
         let now = self.sim.now_ms();
         let reply = match &app {
             AppRef::Installed(a) => a.call(&self.caller, now, &call),
-            AppRef::Hosted(h) => h.call(&self.caller, now, &call).map_err(port_error)?,
+            AppRef::Hosted(h) => match h.call(&self.caller, now, &call) {
+                Ok(r) => r,
+                Err(e) => {
+                    if e.kind == cetp_wire::ErrorKind::Timeout {
+                        // The Consumer waited its whole timeout, in device time.
+                        self.sim.device().clock().advance(timeout_ms);
+                    }
+                    return Err(port_error(e));
+                }
+            },
         };
         match reply {
             Reply::Threw { class, message } => Ok(CallAnswer::Threw { class, message }),

@@ -38,6 +38,8 @@ pub struct WireConsumer {
     actor: Actor,
     /// The Consumers the device offers (`hello`'s `consumers`).
     pub offered: Vec<String>,
+    /// The `reply` extensions it plays (`hello`'s `reply_extensions`).
+    pub extensions: Vec<String>,
     /// The adb forward this connection goes through, removed on drop.
     forward: Option<(cetp_transport::adb::Adb, u16)>,
 }
@@ -118,11 +120,21 @@ impl WireConsumer {
             events,
             actor,
             offered: Vec::new(),
+            extensions: Vec::new(),
             forward,
         };
         let hello = w.op("hello", Map::new(), OP_TIMEOUT)?;
         let ops: Vec<String> = hello
             .get("ops")
+            .and_then(WireJson::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        w.extensions = hello
+            .get("reply_extensions")
             .and_then(WireJson::as_array)
             .map(|a| {
                 a.iter()
@@ -196,6 +208,10 @@ impl ConsumerDevice for WireConsumer {
         self.op(req.op(), req.params(), OP_TIMEOUT).map(|_| ())
     }
 
+    fn reply_extensions(&self) -> Vec<String> {
+        self.extensions.clone()
+    }
+
     fn advance_clock(&mut self, ms: u64) -> Result<(), String> {
         let mut p = Map::new();
         p.insert("ms".into(), WireJson::from(ms));
@@ -259,6 +275,8 @@ impl ConsumerDevice for WireConsumer {
                                 let outcome = match answer {
                                     Some(WireAnswer::Result { bundle, fd_data }) => ReplyOutcome::Result { result: Some(bundle), fd_data },
                                     Some(WireAnswer::Throw { class }) => ReplyOutcome::Throw { class, message: None },
+                                    Some(WireAnswer::Fail { kind }) => ReplyOutcome::Fail { kind },
+                                    Some(WireAnswer::EndlessFd { bundle, fill }) => ReplyOutcome::EndlessFd { result: Some(bundle), fill },
                                     None => ReplyOutcome::Result { result: None, fd_data: None },
                                 };
                                 let req = OpRequest::Reply(ReplyParams { call: call.call, outcome, delay_ms: 0 });

@@ -430,6 +430,16 @@ pub enum WireAnswer {
     Throw {
         class: String,
     },
+    /// The call fails as this device error (`timeout`, `provider_died`):
+    /// the `fail` reply extension.
+    Fail {
+        kind: String,
+    },
+    /// A result whose descriptor never ends: the `fd_endless` extension.
+    EndlessFd {
+        bundle: cetp_proto::Bundle,
+        fill: u8,
+    },
 }
 
 /// A device that hosts the hostile Provider and a Consumer under test
@@ -450,17 +460,22 @@ pub trait ConsumerDevice {
         on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
     ) -> Result<ActOutcome, String>;
     fn advance_clock(&mut self, ms: u64) -> Result<(), String>;
+    /// The `reply` extensions the device plays (`fail`, `fd_endless`).
+    fn reply_extensions(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Why a scenario cannot be played over the probe wire, if it cannot: the
 /// wire has no reply that times out within the Consumer's timeout, kills the
 /// Provider mid-call, or never ends a descriptor.
-pub fn wire_unplayable(s: &Scenario) -> Option<&'static str> {
+pub fn wire_unplayable(s: &Scenario, extensions: &[String]) -> Option<&'static str> {
+    let has = |e: &str| extensions.iter().any(|x| x == e);
     for rule in &s.script {
-        if rule.reply.get("timeout").is_some() {
+        if rule.reply.get("timeout").is_some() && !has("fail") {
             return Some("a call that times out (needs an in-process Consumer)");
         }
-        if rule.reply.get("disconnect").is_some() {
+        if rule.reply.get("disconnect").is_some() && !has("fail") {
             return Some("a Provider that dies mid-call (needs an in-process Consumer)");
         }
         if rule
@@ -469,6 +484,7 @@ pub fn wire_unplayable(s: &Scenario) -> Option<&'static str> {
             .and_then(|f| f.get("endless"))
             .and_then(Json::as_bool)
             == Some(true)
+            && !has("fd_endless")
         {
             return Some("a descriptor that never ends (needs an in-process Consumer)");
         }
@@ -480,7 +496,7 @@ pub fn wire_unplayable(s: &Scenario) -> Option<&'static str> {
 /// under test acts there. Descriptor reads are not visible, so the checks
 /// about them are not judged; launched resolutions are.
 pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<ScenarioResult, String> {
-    if let Some(why) = wire_unplayable(s) {
+    if let Some(why) = wire_unplayable(s, &dev.reply_extensions()) {
         return Ok(ScenarioResult {
             id: s.id.clone(),
             title: s.title.clone(),
@@ -519,27 +535,33 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
                         method,
                         extras,
                         now_ms: at,
-                    } => {
-                        Some(match hostile.on_call(&method, &extras, at) {
-                            hostile::Scripted::Reply { mut bundle, fd, .. } => {
-                                let fd_data = fd.map(|(_, spec)| {
-                                    bundle.remove(cetp_proto::envelope::keys::RESULT_FD);
-                                    match spec {
-                                        hostile::FdSpec::Bytes(b) => b,
-                                        hostile::FdSpec::Endless { prefix, .. } => prefix,
-                                    }
-                                });
-                                WireAnswer::Result { bundle, fd_data }
+                    } => Some(match hostile.on_call(&method, &extras, at) {
+                        hostile::Scripted::Reply { mut bundle, fd, .. } => {
+                            if fd.is_some() {
+                                bundle.remove(cetp_proto::envelope::keys::RESULT_FD);
                             }
-                            hostile::Scripted::Throw { class, .. } => WireAnswer::Throw { class },
-                            // Unplayable scenarios were set aside above.
-                            hostile::Scripted::Timeout | hostile::Scripted::Died => {
-                                WireAnswer::Throw {
-                                    class: "android.os.DeadObjectException".into(),
+                            match fd.map(|(_, spec)| spec) {
+                                Some(hostile::FdSpec::Endless { fill, .. }) => {
+                                    WireAnswer::EndlessFd { bundle, fill }
                                 }
+                                Some(hostile::FdSpec::Bytes(b)) => WireAnswer::Result {
+                                    bundle,
+                                    fd_data: Some(b),
+                                },
+                                None => WireAnswer::Result {
+                                    bundle,
+                                    fd_data: None,
+                                },
                             }
-                        })
-                    }
+                        }
+                        hostile::Scripted::Throw { class, .. } => WireAnswer::Throw { class },
+                        hostile::Scripted::Timeout => WireAnswer::Fail {
+                            kind: "timeout".into(),
+                        },
+                        hostile::Scripted::Died => WireAnswer::Fail {
+                            kind: "provider_died".into(),
+                        },
+                    }),
                     DeviceEvent::Launched { handle, decision } => {
                         resolves.push(port::ResolveRecord {
                             handle,
