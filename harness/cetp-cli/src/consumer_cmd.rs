@@ -257,6 +257,7 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
         manifest: format!("role: consumer ({consumer_name}) against the scripted hostile Provider"),
         declared_versions: vec![1, 2],
     });
+    let quiet = matches!(place, Where::InProcess(_)).then(QuietConsumerPanics::install);
     let mut results = Vec::new();
     let mut infra_errors = 0usize;
     for s in &selected {
@@ -325,6 +326,7 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
             calls: 0,
         });
     }
+    drop(quiet);
     let summary = summary_of(&results);
     let filtered = !args.only.is_empty() || !args.skip.is_empty();
     let established = summary.fail == 0
@@ -370,4 +372,40 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
             .map_err(|e| infra(format!("cannot write a report: {e}")))?;
     }
     Ok(exit)
+}
+
+/// While the built-in Consumers run in this process, a panic of one (a
+/// mutant's crash, reported as the `crashed` outcome) prints nothing; any
+/// other panic still prints as usual.
+pub(crate) struct QuietConsumerPanics {
+    previous: Option<Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>>,
+}
+
+impl QuietConsumerPanics {
+    pub(crate) fn install() -> QuietConsumerPanics {
+        let previous = std::panic::take_hook();
+        let shared: std::sync::Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send> =
+            std::sync::Arc::from(previous);
+        let inner = shared.clone();
+        std::panic::set_hook(Box::new(move |info| {
+            let in_consumer = info
+                .location()
+                .is_some_and(|l| l.file().contains("cetp-reference/src/consumer/"));
+            if !in_consumer {
+                inner(info);
+            }
+        }));
+        QuietConsumerPanics {
+            previous: Some(Box::new(move |info| shared(info))),
+        }
+    }
+}
+
+impl Drop for QuietConsumerPanics {
+    fn drop(&mut self) {
+        if let Some(p) = self.previous.take() {
+            let _ = std::panic::take_hook();
+            std::panic::set_hook(p);
+        }
+    }
 }

@@ -1085,7 +1085,10 @@ fn consumer_selftest(
         scenarios.len(),
         mutants.len()
     );
-    let report = cetp_conformance::consumer::selftest(&scenarios, &mutants).map_err(usage)?;
+    let quiet = consumer_cmd::QuietConsumerPanics::install();
+    let report = cetp_conformance::consumer::selftest(&scenarios, &mutants).map_err(usage);
+    drop(quiet);
+    let report = report?;
     print!("{}", report.render());
     let proof = serde_json::to_string_pretty(&report.proof()).unwrap_or_default() + "\n";
     if let Some(path) = write {
