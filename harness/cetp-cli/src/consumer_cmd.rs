@@ -377,8 +377,10 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
 /// While the built-in Consumers run in this process, a panic of one (a
 /// mutant's crash, reported as the `crashed` outcome) prints nothing; any
 /// other panic still prints as usual.
+type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
+
 pub(crate) struct QuietConsumerPanics {
-    previous: Option<Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>>,
+    previous: Option<PanicHook>,
 }
 
 impl QuietConsumerPanics {
