@@ -164,3 +164,46 @@ fn scenarios_cite_consumer_requirements_at_their_level() {
         }
     }
 }
+
+#[test]
+fn scenario_files_follow_their_schema_and_the_schema_knows_every_check() {
+    let schema: Json = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("vectors/schema/consumer.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let mut n = 0;
+    for entry in std::fs::read_dir(repo().join("vectors/consumer")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let doc: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .take(5)
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+        n += 1;
+    }
+    assert!(n >= 5);
+    let in_schema: BTreeSet<&str> = schema["$defs"]["expect"]["properties"]["check"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let known: BTreeSet<&str> = CHECKS.iter().map(|(k, _)| *k).collect();
+    assert_eq!(in_schema, known);
+    // A scenario the schema refuses: an unknown reply form.
+    let bad = serde_json::json!({"format_version": 1, "group": "x", "scenarios": [
+        {"id": "CX-001", "title": "t", "role": "consumer", "level": "MUST",
+         "requirements": ["CETP2-5-23"], "acts": [{"do": "connect"}],
+         "script": [{"when": {"method": "execute_tool"}, "reply": {"explode": true}}],
+         "expect": [{"check": "no_crash"}]}]});
+    assert!(!validator.is_valid(&bad));
+}
