@@ -18,6 +18,7 @@ pub const CHECKS: &[(&str, &str)] = &[
     ("protocol_version_int", "every v2 call but negotiate carries protocol_version as Int 2"),
     ("current_token", "every v2 call carries the session token the Provider holds valid, never a dead or superseded one"),
     ("request_id_uuid", "every v2 call but negotiate carries a UUID request_id"),
+    ("fresh_read_ids", "a new read of `method` (after an answered one) carries a new request_id"),
     ("deadline_absolute", "deadline_at_ms is a Long, an epoch time after the call and within a day"),
     ("same_request_id", "all calls of `method` (and `tool`) carry one request_id"),
     ("calls", "the number of calls of `method` (`tool`, `act`, `v1`) is `count` / within `min`..`max`"),
@@ -158,9 +159,8 @@ pub fn judge(t: &Trace<'_>, e: &Expect) -> Judged {
                 .collect(),
         ),
         "current_token" => first(
-            t.calls
-                .iter()
-                .enumerate()
+            selected(t, e)
+                .into_iter()
                 .filter(|(_, c)| c.is_v2_common())
                 .filter(|(_, c)| {
                     // A call before any negotiation is negotiate_first's.
@@ -181,6 +181,29 @@ pub fn judge(t: &Trace<'_>, e: &Expect) -> Judged {
                 })
                 .collect(),
         ),
+        "fresh_read_ids" => {
+            let calls = selected(t, e);
+            first(
+                calls
+                    .windows(2)
+                    .filter(|w| {
+                        // The earlier one was answered (no retry is due) and
+                        // the later one is a new read under the same id.
+                        w[0].1.answered != "timeout"
+                            && w[0].1.answered != "died"
+                            && w[0].1.error_code.is_none()
+                            && w[0].1.str(keys::REQUEST_ID) == w[1].1.str(keys::REQUEST_ID)
+                    })
+                    .map(|w| {
+                        format!(
+                            "{} is a new read under the request id of the answered {}",
+                            label(w[1].0, w[1].1),
+                            label(w[0].0, w[0].1)
+                        )
+                    })
+                    .collect(),
+            )
+        }
         "request_id_uuid" => first(
             t.calls
                 .iter()

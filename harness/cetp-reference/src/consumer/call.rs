@@ -407,6 +407,9 @@ impl Consumer {
             if self.has(ConsumerFault::DeadlineRelative) {
                 extras.insert(keys::DEADLINE_AT_MS, Value::Long(request_budget));
             }
+            if call.method == Method::ListTools && self.has(ConsumerFault::ListToolsWithoutToken) {
+                extras.remove(keys::SESSION_TOKEN);
+            }
             for (k, v) in &call.fields {
                 extras.insert(k, v.clone());
             }

@@ -48,6 +48,8 @@ consumer_faults! {
     SamePackageNotChecked => "same_package_not_checked",
     /// Reads the legacy `version` meta-data over `versions`.
     LegacyVersionMetaUsed => "legacy_version_meta_used",
+    /// Takes a lone legacy `version=1` for "v1 and v2", and negotiates.
+    LegacyVersionAsV2 => "legacy_version_as_v2",
     /// Falls back to v1 when a declared v2 fails to negotiate.
     V1FallbackAfterFailedNegotiation => "v1_fallback_after_failed_negotiation",
     /// Repeats a call over v1 after v2 answered PERMISSION_DENIED.
@@ -65,6 +67,10 @@ consumer_faults! {
     RequestIdNotUuid => "request_id_not_uuid",
     /// Sends `deadline_at_ms` as a relative budget, not an epoch time.
     DeadlineRelative => "deadline_relative",
+    /// Sends v2 `list_tools` without its `session_token`.
+    ListToolsWithoutToken => "list_tools_without_token",
+    /// Reuses the request id of its first read for every later read.
+    ReadReusesRequestId => "read_reuses_request_id",
     // ---- retries (§5, §6)
     /// Retries a retryable error under a fresh request id.
     NewRequestIdOnRetry => "new_request_id_on_retry",

@@ -197,6 +197,8 @@ pub struct Consumer {
     config: ConsumerConfig,
     uuids: Box<dyn UuidSource>,
     providers: Vec<ProviderEntry>,
+    /// The first read's request id (kept only for a mutant's bug).
+    first_read_id: Option<String>,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -223,6 +225,7 @@ impl Consumer {
             config,
             uuids,
             providers: Vec::new(),
+            first_read_id: None,
         }
     }
 

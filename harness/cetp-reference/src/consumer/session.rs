@@ -101,6 +101,11 @@ impl Consumer {
             ) {
                 declared.versions = BTreeSet::from([v]);
             }
+            if declared.source == cetp_proto::discovery::VersionSource::Version
+                && self.has(ConsumerFault::LegacyVersionAsV2)
+            {
+                declared.versions.insert(2);
+            }
             if let Err(e) = check_same_package(&m) {
                 if !self.has(ConsumerFault::SamePackageNotChecked) {
                     reject(format!("§2.1: {e}"));
@@ -452,7 +457,10 @@ impl Consumer {
         method: Method,
         budget: &Budget,
     ) -> Result<Json, ConsumerError> {
-        let request_id = self.fresh_request_id();
+        let mut request_id = self.fresh_request_id();
+        if self.has(ConsumerFault::ReadReusesRequestId) {
+            request_id = self.first_read_id.get_or_insert(request_id).clone();
+        }
         let answer = self.call_v2(
             port,
             idx,
