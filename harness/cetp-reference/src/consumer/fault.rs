@@ -57,6 +57,8 @@ consumer_faults! {
     /// Trusts a cached tool list across negotiations without re-checking
     /// its revision.
     ToolListNotRechecked => "tool_list_not_rechecked",
+    /// Refuses tool descriptors that carry members it does not know.
+    UnknownMembersRefused => "unknown_members_refused",
     /// Uses optional-capability behaviour (operations, file results) the
     /// session did not negotiate.
     CapabilityNotNegotiatedUsed => "capability_not_negotiated_used",

@@ -651,6 +651,32 @@ impl Consumer {
             .unwrap_or_default();
         // Counted before validation: validating compiles every schema.
         self.check_count(&label, "/tools", raw_tools.len())?;
+        if self.has(ConsumerFault::UnknownMembersRefused) {
+            const KNOWN: [&str; 7] = [
+                "name",
+                "title",
+                "description",
+                "input_schema",
+                "output_schema",
+                "scopes",
+                "annotations",
+            ];
+            let unknown = raw_tools.iter().enumerate().find_map(|(i, t)| {
+                t.as_object()?
+                    .keys()
+                    .find(|k| !KNOWN.contains(&k.as_str()))
+                    .map(|k| format!("/tools/{i}/{k}"))
+            });
+            if let Some(at) = unknown {
+                return Err(ConsumerError::violation(
+                    &label,
+                    name,
+                    "descriptor.member.unknown",
+                    "3.2",
+                    format!("unknown member at {at}"),
+                ));
+            }
+        }
         let (list, violations) = validate_tool_list(
             &data,
             &ToolListContext {
