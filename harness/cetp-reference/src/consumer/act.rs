@@ -22,6 +22,14 @@ pub enum Action {
         tool: String,
         args: Json,
     },
+    /// Extension: execute `tool` with `args`, and when it runs as a
+    /// background operation, cancel it (the user changed their mind) and
+    /// follow it to its end.
+    CancelTool {
+        authority: String,
+        tool: String,
+        args: Json,
+    },
     /// The user's decision on the resolution the Consumer is waiting for.
     UserDecision { decision: Decision },
     /// Forget sessions and caches, as a restarted app would.
@@ -40,6 +48,11 @@ impl Action {
                 tool,
                 args,
             } => json!({"do": "call_tool", "authority": authority, "tool": tool, "args": args}),
+            Action::CancelTool {
+                authority,
+                tool,
+                args,
+            } => json!({"do": "cancel_tool", "authority": authority, "tool": tool, "args": args}),
             Action::UserDecision { decision } => {
                 json!({"do": "user_decision", "decision": decision.as_str()})
             }
@@ -62,6 +75,11 @@ impl Action {
                 authority: s("authority")?,
             }),
             Some("call_tool") => Ok(Action::CallTool {
+                authority: s("authority")?,
+                tool: s("tool")?,
+                args: v.get("args").cloned().unwrap_or_else(|| json!({})),
+            }),
+            Some("cancel_tool") => Ok(Action::CancelTool {
                 authority: s("authority")?,
                 tool: s("tool")?,
                 args: v.get("args").cloned().unwrap_or_else(|| json!({})),
@@ -255,6 +273,22 @@ impl DrivenConsumer {
                     Err(e) => return ActOutcome::of_error(&e),
                 };
                 let r = self.consumer.run_to_end(port, &exec, &mut Unattended);
+                self.finish(exec, r)
+            }
+            Action::CancelTool {
+                authority,
+                tool,
+                args,
+            } => {
+                let exec = match self.consumer.prepare(authority, tool, args) {
+                    Ok(e) => e,
+                    Err(e) => return ActOutcome::of_error(&e),
+                };
+                let r = match self.consumer.run(port, &exec, &mut Unattended) {
+                    Ok(super::Started::Pending(mut op)) => self.consumer.cancel(port, &mut op),
+                    Ok(super::Started::Done(outcome)) => Ok(outcome),
+                    Err(e) => Err(e),
+                };
                 self.finish(exec, r)
             }
             Action::UserDecision { decision } => {

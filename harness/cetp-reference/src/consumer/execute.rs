@@ -916,6 +916,11 @@ impl Consumer {
             }
         }
         op.cancel_requested = true;
+        if self.has(ConsumerFault::StopsPollingAfterCancel) {
+            return Ok(Outcome::Cancelled {
+                operation_id: op.operation_id.clone(),
+            });
+        }
         self.wait_until(port, op, &budget)
     }
 

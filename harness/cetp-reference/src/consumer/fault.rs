@@ -95,6 +95,9 @@ consumer_faults! {
     // ---- operations (§4.4)
     /// Takes progress `current == total` for success.
     ProgressTakenAsSuccess => "progress_taken_as_success",
+    /// Reports an operation cancelled as soon as `cancel_operation` is
+    /// accepted, without querying its terminal state.
+    StopsPollingAfterCancel => "stops_polling_after_cancel",
     // ---- file results (§4.5)
     /// Accepts a file whose length differs from `size_bytes`.
     FileSizeNotChecked => "file_size_not_checked",
