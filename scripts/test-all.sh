@@ -50,6 +50,9 @@ scripts/fuzz-smoke.sh
 echo "== selftest: the suite kills every mutant"
 cargo run -q -p cetp-cli -- selftest --jobs 8 --check-proof reports/proof.json
 
+echo "== selftest (Consumer half): every Consumer mutant killed, its proof current"
+cargo run -q -p cetp-cli -- selftest --consumer-only --check-proof reports/consumer-proof.json
+
 # One closing line for CI: the sum over every runner above.
 # cargo's "N passed; N failed" lines plus JUnit's "[ N tests successful ]".
 passed=$(grep -hoE '([0-9]+) (passed|tests successful)' "$log" | awk '{s+=$1} END {print s+0}')

@@ -1,6 +1,7 @@
 //! `cetp`: the CETP v2 conformance harness. Parsing and wiring only; the
 //! logic lives in the library crates. Exit codes: `cetp_conformance::exit`.
 
+mod consumer_cmd;
 mod embedded;
 mod fuzz_cmd;
 
@@ -69,6 +70,13 @@ enum Command {
     /// judged by the checks against what the reference Provider and its
     /// legal variants answer; findings are shrunk and written as case files.
     Fuzz(fuzz_cmd::FuzzArgs),
+    /// Certify a Consumer: play the scripted hostile Provider of every
+    /// Consumer scenario and judge what the Consumer under test does.
+    Consumer(consumer_cmd::ConsumerArgs),
+    /// A driver for any device offering `consumer_act`: one action to the
+    /// named Consumer, the outcome printed as one JSON line.
+    #[command(name = "consumer-act")]
+    ConsumerAct(consumer_cmd::ConsumerActArgs),
     /// Prove the suite can fail: run it against the reference and every mutant.
     Selftest(SelftestArgs),
     /// Serve the simulated device (probe wire over TCP, optional adb endpoint).
@@ -319,6 +327,12 @@ struct SelftestArgs {
     /// Fail (exit 1) when this proof file differs from what the run observed.
     #[arg(long)]
     check_proof: Option<PathBuf>,
+    /// Only the Consumer half: the reference Consumer and its mutants on the
+    /// Consumer scenarios (`vectors/consumer/`); `--write-proof` /
+    /// `--check-proof` then name the Consumer proof
+    /// (`reports/consumer-proof.json`).
+    #[arg(long)]
+    consumer_only: bool,
 }
 
 #[derive(Args)]
@@ -1074,7 +1088,60 @@ fn drift_command(args: &DriftArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::for_drift(report.worst()))
 }
 
+/// The Consumer half of the self-test, its table, and (when asked) its
+/// proof record.
+fn consumer_selftest(
+    dir: &std::path::Path,
+    write: Option<&PathBuf>,
+    check: Option<&PathBuf>,
+) -> Result<ExitCode, Failure> {
+    let scenarios =
+        cetp_conformance::consumer::scenario::load_dir(&dir.join("consumer")).map_err(usage)?;
+    let mutants =
+        cetp_conformance::consumer::load_mutants(&dir.join("mutants/consumer-mutants.json"))
+            .map_err(usage)?;
+    eprintln!(
+        "selftest: Consumer: {} scenarios, reference + {} mutants",
+        scenarios.len(),
+        mutants.len()
+    );
+    let quiet = consumer_cmd::QuietConsumerPanics::install();
+    let report = cetp_conformance::consumer::selftest(&scenarios, &mutants).map_err(usage);
+    drop(quiet);
+    let report = report?;
+    print!("{}", report.render());
+    let proof = serde_json::to_string_pretty(&report.proof()).unwrap_or_default() + "\n";
+    if let Some(path) = write {
+        std::fs::write(path, &proof)
+            .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(path) = check {
+        if std::fs::read_to_string(path).ok().as_deref() != Some(proof.as_str()) {
+            eprintln!(
+                "Consumer proof record {} is stale: run `cetp selftest --consumer-only --write-proof {}`, then `cetp coverage --write`, and commit both",
+                path.display(),
+                path.display()
+            );
+            return Ok(ExitCode::Fail);
+        }
+        println!("Consumer proof record {} matches this run", path.display());
+    }
+    Ok(if report.ok() {
+        ExitCode::Ok
+    } else {
+        ExitCode::Fail
+    })
+}
+
 fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
+    if args.consumer_only {
+        if !args.mutant.is_empty() || !args.variant.is_empty() {
+            return Err(usage("--consumer-only runs no Provider mutant or variant"));
+        }
+        let dir = vectors_or_default(&args.vectors)?;
+        return consumer_selftest(&dir, args.write_proof.as_ref(), args.check_proof.as_ref());
+    }
     let (dir, suite) = load_suite(&args.vectors)?;
     let profile = Profile::from_toml(REFERENCE_PROFILE).map_err(|e| usage(e.to_string()))?;
     let mut mutants = load_mutants(&dir.join("mutants/mutants.json")).map_err(usage)?;
@@ -1172,7 +1239,14 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
         }
         println!("proof record {} matches this run", path.display());
     }
-    Ok(if report.ok() {
+    // The Consumer half runs with the whole self-test (it takes a second).
+    let consumer = if filtered {
+        ExitCode::Ok
+    } else {
+        println!();
+        consumer_selftest(&dir, None, None)?
+    };
+    Ok(if report.ok() && consumer == ExitCode::Ok {
         ExitCode::Ok
     } else {
         ExitCode::Fail
@@ -1193,7 +1267,13 @@ fn coverage_command(args: &CoverageArgs) -> Result<ExitCode, Failure> {
     let proof = coverage::load_proof(&out.join("proof.json")).map_err(usage)?;
     let exemptions =
         coverage::load_exemptions(&dir.join("coverage/exemptions.json")).map_err(usage)?;
-    let rows = coverage::rows(&catalog, &suite, &proof, &exemptions);
+    let scenarios =
+        cetp_conformance::consumer::scenario::load_dir(&dir.join("consumer")).map_err(usage)?;
+    let consumer = coverage::ConsumerCoverage {
+        index: cetp_conformance::consumer::requirement_index(&scenarios),
+        proof: coverage::load_proof(&out.join("consumer-proof.json")).map_err(usage)?,
+    };
+    let rows = coverage::rows_with_consumer(&catalog, &suite, &proof, &exemptions, &consumer);
     let md = coverage::render_markdown(&rows);
     let json =
         serde_json::to_string_pretty(&coverage::render_json(&rows)).unwrap_or_default() + "\n";
@@ -1359,6 +1439,8 @@ fn main() {
         Command::Resume(args) => resume_command(args),
         Command::Fuzz(args) => fuzz_cmd::fuzz_command(args),
         Command::Selftest(args) => selftest_command(args),
+        Command::Consumer(args) => consumer_cmd::consumer_command(args),
+        Command::ConsumerAct(args) => consumer_cmd::consumer_act_command(args),
         Command::Coverage(args) => coverage_command(args),
         Command::List { what, vectors } => list_command(*what, vectors),
         Command::Catalog { ids, spec, vectors } => catalog_command(ids, spec, vectors),

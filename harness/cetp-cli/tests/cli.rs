@@ -1003,3 +1003,360 @@ fn every_side_effecting_call_has_a_dispatch_record_before_its_answer() {
         "IDEM-001 sends one request_id three times: {records}"
     );
 }
+
+#[test]
+fn consumer_selftest_kills_every_consumer_mutant_and_its_proof_is_current() {
+    let proof = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reports/consumer-proof.json");
+    let o = cetp(&[
+        "selftest",
+        "--consumer-only",
+        "--check-proof",
+        proof.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("reference Consumer: every scenario PASS"), "{t}");
+    assert!(t.contains("consumer mutation score: 38/38 killed"), "{t}");
+    assert!(
+        t.contains("file_read_uncapped") && t.contains("proves CETP2-4.5-06"),
+        "{t}"
+    );
+    assert!(!t.contains("SURVIVED"), "{t}");
+    // A stale Consumer proof fails the run.
+    let dir = tmp("consumer-proof");
+    let stale = dir.join("consumer-proof.json");
+    std::fs::write(&stale, "{}\n").unwrap();
+    let o = cetp(&[
+        "selftest",
+        "--consumer-only",
+        "--check-proof",
+        stale.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    // Provider filters do not mix with the Consumer half.
+    let o = cetp(&["selftest", "--consumer-only", "--mutant", "no_dedupe"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+/// `cetp sim --listen` on a free port, killed when dropped.
+struct ServedSim(std::process::Child, String);
+
+impl ServedSim {
+    fn start() -> ServedSim {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let child = Command::new(env!("CARGO_BIN_EXE_cetp"))
+            .args(["sim", "--listen", &addr])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(&addr).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        ServedSim(child, addr)
+    }
+}
+
+impl Drop for ServedSim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn report_of(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+}
+
+fn verdicts(report: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_string(),
+                c["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_reference_consumer_passes_in_process_and_over_tcp_and_mutants_fail_citing_their_requirement()
+{
+    // In-process: every scenario judged and passed, the Consumer claim made.
+    let dir = tmp("consumer-sim");
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        "sim",
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("Consumer half of §9: established for default"),
+        "{t}"
+    );
+    let r = report_of(&dir);
+    assert!(
+        r["harness"].as_str().unwrap().contains("role: consumer"),
+        "{r}"
+    );
+    let v = verdicts(&r);
+    assert!(v.len() >= 35 && v.values().all(|x| x == "PASS"), "{v:?}");
+    for f in [
+        "junit.xml",
+        "events.ndjson",
+        "report.sarif",
+        "summary.md",
+        "index.html",
+    ] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+
+    // Over TCP against the simulated device's built-in Consumer: every
+    // scenario is played (timeouts, dead Binders and endless descriptors by
+    // the device's `reply` extensions) and passes.
+    let sim = ServedSim::start();
+    let dir = tmp("consumer-tcp");
+    let target = format!("tcp:{}", sim.1);
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let v = verdicts(&report_of(&dir));
+    assert!(v.len() >= 35 && v.values().all(|x| x == "PASS"), "{t}");
+    assert!(t.contains("established for default"), "{t}");
+    // A timeout played over the wire: a Consumer that guesses with a new
+    // request id is caught.
+    let target = format!("tcp:{},consumer=new_request_id_after_timeout", sim.1);
+    let o = cetp(&["consumer", "--target", &target, "--only", "CRET-003"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+
+    // A mutant over TCP: FAIL citing the requirement it breaks, exit 1, the
+    // reproduce line names the Consumer command.
+    let dir = tmp("consumer-tcp-mutant");
+    let target = format!("tcp:{},consumer=ignores_retry_after", sim.1);
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("reproduce: cetp consumer --only CRET-001"),
+        "{t}"
+    );
+    let r = report_of(&dir);
+    let case = r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "CRET-001")
+        .unwrap()
+        .clone();
+    assert_eq!(case["verdict"], "FAIL", "{case}");
+    assert!(case.to_string().contains("CETP2-5-24"), "{case}");
+
+    // The resolution path over the wire: a Consumer that resumes without
+    // launching the PendingIntent is caught from intent_launched events.
+    let target = format!("tcp:{},consumer=resume_without_resolution", sim.1);
+    let o = cetp(&["consumer", "--target", &target, "--only", "CCONF-001"]);
+    let t = text(&o);
+    assert!(
+        t.contains("WARN") && t.contains("resolved_before_resume"),
+        "{t}"
+    );
+
+    // Usage errors: an unknown mutant, a pattern that selects nothing.
+    let o = cetp(&["consumer", "--target", "sim:consumer=no_such"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = cetp(&["consumer", "--only", "NOPE-*"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    drop(sim);
+    // No device there: an infrastructure error, never charged to the Consumer.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let target = format!("tcp:127.0.0.1:{closed}");
+    let o = cetp(&["consumer", "--target", &target, "--only", "CSES-001"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+}
+
+#[test]
+fn a_consumer_profile_driver_makes_the_consumer_act_while_the_device_hosts_the_provider() {
+    // The driver contract end to end: the device only hosts the hostile
+    // Provider; the driver named in the Consumer profile (here `cetp
+    // consumer-act`, the driver of any device offering consumer_act) is run
+    // once per act and prints the outcome line.
+    let sim = ServedSim::start();
+    let dir = tmp("consumer-driver");
+    let profile = |consumer: &str| {
+        let p = dir.join(format!("{consumer}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "[consumer]\nname = \"{consumer} via its driver\"\n[driver]\ncommand = [{:?}, \"consumer-act\", \"--target\", \"tcp:{}\", \"--consumer\", \"{consumer}\", \"--action\", \"{{action}}\"]\ntimeout_ms = 60000\n",
+                env!("CARGO_BIN_EXE_cetp"),
+                sim.1
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let target = format!("tcp:{}", sim.1);
+    let good = profile("default");
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--profile",
+        good.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("35 passed, 0 failed"), "{t}");
+    assert!(t.contains("default via its driver"), "{t}");
+    let bad = profile("obeys_provider_text");
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--profile",
+        bad.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("FAIL  CDATA-005"), "{t}");
+    // A driver that prints no outcome is an infrastructure error.
+    let broken = dir.join("broken.toml");
+    std::fs::write(&broken, "[driver]\ncommand = [\"true\"]\n").unwrap();
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--profile",
+        broken.to_str().unwrap(),
+        "--only",
+        "CSES-001",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    // A profile with an unknown field is a usage error naming it.
+    let typo = dir.join("typo.toml");
+    std::fs::write(&typo, "[driver]\ncomand = [\"x\"]\n").unwrap();
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--profile",
+        typo.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("comand"), "{}", text(&o));
+}
+
+#[test]
+fn the_reference_consumer_passes_through_a_real_adb_server() {
+    // The simulated device behind Debian's real `adb` (a private server on a
+    // free port with a private HOME, killed at the end).
+    let adb = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("adb"))
+            .find(|p| p.is_file())
+    });
+    let Some(adb) = adb else {
+        assert!(
+            std::env::var_os("CETP_SKIP_ADB").is_some_and(|v| v == "1"),
+            "adb is missing (set CETP_SKIP_ADB=1 to skip)"
+        );
+        return;
+    };
+    use std::io::BufRead;
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_cetp"))
+        .args([
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--adb-listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(sim.stdout.take().unwrap()).lines();
+    let dev = loop {
+        let line = lines
+            .next()
+            .expect("the sim says where it listens")
+            .unwrap();
+        if let Some(a) = line.strip_prefix("listening adb addr=") {
+            break a.to_string();
+        }
+    };
+    let home = tmp("consumer-adb-home");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let run_adb = |args: &[&str]| {
+        Command::new(&adb)
+            .arg("-P")
+            .arg(port.to_string())
+            .args(args)
+            .env("HOME", &home)
+            .env("ANDROID_ADB_SERVER_PORT", port.to_string())
+            .env_remove("ANDROID_SERIAL")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    struct Kill<'a>(&'a dyn Fn(&[&str]) -> Output, std::process::Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            (self.0)(&["kill-server"]);
+            let _ = self.1.kill();
+            let _ = self.1.wait();
+        }
+    }
+    let guard = Kill(&run_adb, sim);
+    assert!(run_adb(&["start-server"]).status.success());
+    let c = run_adb(&["connect", &dev]);
+    assert!(
+        String::from_utf8_lossy(&c.stdout).contains("connected"),
+        "{c:?}"
+    );
+    let target = format!("adb:{dev},server=127.0.0.1:{port}");
+    let o = cetp(&["consumer", "--target", &target]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("35 passed, 0 failed"), "{t}");
+    let target = format!("adb:{dev},server=127.0.0.1:{port},consumer=retries_not_retryable");
+    let o = cetp(&["consumer", "--target", &target, "--only", "CRET-*"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("FAIL  CRET-002"), "{t}");
+    drop(guard);
+}

@@ -6,6 +6,7 @@
 pub mod answer;
 pub mod args;
 pub mod checks;
+pub mod consumer;
 pub mod contract;
 pub mod coverage;
 pub mod device;

@@ -21,6 +21,15 @@ pub struct Terminal<W: Write + Send> {
     /// The run's target and seed, for the command that reproduces a FAIL.
     target: String,
     seed: u64,
+    /// The command that reruns one case (`cetp replay CASE`) or, for the
+    /// Consumer suite, one scenario (`cetp consumer --only CASE`).
+    rerun: Rerun,
+}
+
+#[derive(Clone, Copy)]
+enum Rerun {
+    Replay,
+    Consumer,
 }
 
 impl<W: Write + Send> Terminal<W> {
@@ -34,7 +43,15 @@ impl<W: Write + Send> Terminal<W> {
             want_progress: false,
             target: String::new(),
             seed: 0,
+            rerun: Rerun::Replay,
         }
+    }
+
+    /// Reproduce lines name `cetp consumer --only SCENARIO` (the Consumer
+    /// suite) instead of `cetp replay CASE`.
+    pub fn for_consumer(mut self) -> Self {
+        self.rerun = Rerun::Consumer;
+        self
     }
 
     /// Colour the marks.
@@ -199,12 +216,20 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                     let again = if matches!(verdict, Verdict::Fail | Verdict::Flaky | Verdict::Warn)
                         && !self.trace
                     {
-                        format!(
-                            "\n        reproduce: cetp replay {} --target {} --seed {}",
-                            esc(case_id, 40),
-                            esc(&self.target, 200),
-                            self.seed
-                        )
+                        match self.rerun {
+                            Rerun::Replay => format!(
+                                "\n        reproduce: cetp replay {} --target {} --seed {}",
+                                esc(case_id, 40),
+                                esc(&self.target, 200),
+                                self.seed
+                            ),
+                            Rerun::Consumer => format!(
+                                "\n        reproduce: cetp consumer --only {} --target {} --seed {}",
+                                esc(case_id, 40),
+                                esc(&self.target, 200),
+                                self.seed
+                            ),
+                        }
                     } else {
                         String::new()
                     };

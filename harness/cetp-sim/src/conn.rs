@@ -35,7 +35,7 @@ use tokio::task::JoinSet;
 const OUT_QUEUE: usize = 8;
 
 /// The ops this device serves, as `hello` lists them.
-pub(crate) const OPS: [&str; 10] = [
+pub(crate) const OPS: [&str; 11] = [
     "hello",
     "discover",
     "call",
@@ -46,7 +46,16 @@ pub(crate) const OPS: [&str; 10] = [
     "host_provider",
     "reply",
     "advance_clock",
+    "consumer_act",
 ];
+
+/// A built-in Consumer of this connection and its view of the device.
+pub(crate) type BuiltIn = Arc<
+    Mutex<(
+        cetp_reference::consumer::DrivenConsumer,
+        crate::consumer::SimPort,
+    )>,
+>;
 
 pub(crate) struct Conn {
     sim: Arc<Sim>,
@@ -319,6 +328,9 @@ impl Conn {
             OpRequest::Unknown { op, params } if op == "advance_clock" => {
                 self.advance_clock(&params)
             }
+            OpRequest::Unknown { op, params } if op == "consumer_act" => {
+                self.consumer_act(&params).await
+            }
             OpRequest::Unknown { op, .. } => Err(WireError::new(
                 ErrorKind::UnknownOp,
                 format!("this device does not know op {op:?}"),
@@ -353,7 +365,88 @@ impl Conn {
             },
             now_ms: self.sim.now_ms(),
             ops: OPS.iter().map(|s| s.to_string()).collect(),
-            extra: Map::new(),
+            extra: {
+                let mut extra = Map::new();
+                extra.insert(
+                    "consumers".into(),
+                    cetp_wire::json::Json::from(serde_json::Value::from(crate::consumer::names())),
+                );
+                // Compatible extensions of `reply` this device plays.
+                extra.insert(
+                    "reply_extensions".into(),
+                    cetp_wire::json::Json::from(serde_json::json!(["fail", "fd_endless"])),
+                );
+                extra
+            },
+        }
+    }
+
+    /// `consumer_act`: the named built-in Consumer (one per name on the
+    /// device, kept between acts and connections) performs one action.
+    async fn consumer_act(&self, params: &Map) -> Result<Map, WireError> {
+        let name = params
+            .get("consumer")
+            .and_then(cetp_wire::json::Json::as_str)
+            .unwrap_or("default")
+            .to_string();
+        let action = params
+            .get("action")
+            .ok_or_else(|| bad_request("consumer_act needs an action"))
+            .and_then(|a| {
+                let a = a
+                    .to_serde()
+                    .map_err(|_| bad_request("the action is not valid Unicode"))?;
+                cetp_reference::consumer::Action::from_json(&a).map_err(bad_request)
+            })?;
+        let timeout_ms = params
+            .get("timeout_ms")
+            .and_then(cetp_wire::json::Json::as_u64)
+            .unwrap_or(60_000);
+        let built_in = {
+            let mut all = lock(&self.sim.consumers);
+            match all.get(&name) {
+                Some(c) => Arc::clone(c),
+                None => {
+                    let consumer = crate::consumer::built_in(&name).ok_or_else(|| {
+                        WireError::new(
+                            ErrorKind::Unsupported,
+                            format!("this device hosts no Consumer named {name:?}"),
+                        )
+                    })?;
+                    let port = crate::consumer::SimPort::new(
+                        Arc::clone(&self.sim),
+                        self.identity.caller.clone(),
+                    );
+                    let c = Arc::new(Mutex::new((consumer, port)));
+                    all.insert(name.clone(), Arc::clone(&c));
+                    c
+                }
+            }
+        };
+        let job = tokio::task::spawn_blocking(move || {
+            let mut guard = lock(&built_in);
+            let (consumer, port) = &mut *guard;
+            consumer.act(port, &action)
+        });
+        let outcome = match tokio::time::timeout(wait_for(timeout_ms), job).await {
+            Err(_) => {
+                return Err(WireError::new(
+                    ErrorKind::Timeout,
+                    format!("the Consumer {name:?} did not finish within {timeout_ms} ms"),
+                ))
+            }
+            Ok(Err(e)) => {
+                return Err(WireError::new(
+                    ErrorKind::ProviderDied,
+                    format!("the Consumer {name:?} died: {e}"),
+                ))
+            }
+            Ok(Ok(o)) => o,
+        };
+        self.log('I', &format!("consumer_act {name} -> {}", outcome.kind()));
+        match cetp_wire::json::Json::from(outcome.to_json()) {
+            cetp_wire::json::Json::Object(m) => Ok(m),
+            _ => Ok(Map::new()),
         }
     }
 

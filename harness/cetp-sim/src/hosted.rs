@@ -17,6 +17,11 @@
 //!   script's, default true). When a Consumer launches it (`resolve`), the
 //!   host gets an `intent_launched` event naming the script's `handle` and
 //!   the decision played.
+//! - `reply` may carry `"fail": "timeout"|"provider_died"` instead of a
+//!   result (the Consumer's call fails as that device error: a Provider that
+//!   never answers, or dies mid-call), or `"fd_endless": BYTE` with a result
+//!   (its `result_fd` never reaches EOF). `hello` lists them under
+//!   `reply_extensions`.
 
 use crate::lock;
 use cetp_proto::provider::{
@@ -178,11 +183,52 @@ impl HostedProvider {
         if self.closed.load(Ordering::SeqCst) {
             return Err(died(&self.authority));
         }
+        if let ReplyOutcome::Fail { kind } = &reply.outcome {
+            return Err(match kind.as_str() {
+                "timeout" => WireError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the scripted provider of {:?} never answered",
+                        self.authority
+                    ),
+                ),
+                _ => died(&self.authority),
+            });
+        }
         Ok(self.reply_of(reply.outcome))
     }
 
     fn reply_of(&self, outcome: ReplyOutcome) -> Reply {
         match outcome {
+            // Answered by `call` before a reply is made.
+            ReplyOutcome::Fail { .. } => Reply::Result {
+                bundle: None,
+                attachments: Vec::new(),
+            },
+            ReplyOutcome::EndlessFd { result, fill } => {
+                let mut attachments = Vec::new();
+                let mut bundle = result;
+                if let Some(b) = bundle.as_mut() {
+                    self.own_intents(b, &mut attachments, 0);
+                }
+                bundle.get_or_insert_with(Bundle::new).insert(
+                    cetp_proto::envelope::keys::RESULT_FD,
+                    Value::Fd(FdValue {
+                        handle: SCRIPTED_FD.to_string(),
+                    }),
+                );
+                attachments.push((
+                    SCRIPTED_FD.to_string(),
+                    Attachment::File(FdSource::Pattern {
+                        len: None,
+                        byte: fill,
+                    }),
+                ));
+                Reply::Result {
+                    bundle,
+                    attachments,
+                }
+            }
             ReplyOutcome::Throw { class, message } => Reply::Threw {
                 class,
                 message: message.unwrap_or_default(),

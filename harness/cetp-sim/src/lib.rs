@@ -36,6 +36,7 @@
 
 mod adb;
 mod conn;
+pub mod consumer;
 mod handles;
 mod hosted;
 mod log;
@@ -222,6 +223,9 @@ pub struct Sim {
     /// signal that ends one as a force-stop of its package would.
     instrumentations: Mutex<BTreeMap<u64, RunningInstrumentation>>,
     next_instrumentation: AtomicU64,
+    /// The built-in Consumers under test (`consumer_act`), one per name,
+    /// kept between acts and connections as an installed app would be.
+    pub(crate) consumers: Mutex<BTreeMap<String, conn::BuiltIn>>,
 }
 
 impl fmt::Debug for Sim {
@@ -316,6 +320,7 @@ impl Sim {
             next_connection: AtomicU64::new(0),
             instrumentations: Mutex::new(BTreeMap::new()),
             next_instrumentation: AtomicU64::new(0),
+            consumers: Mutex::new(BTreeMap::new()),
             cfg,
         });
         sim.log(

@@ -22,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod consumer;
 mod device;
 pub mod spec;
 pub mod trace;

@@ -315,6 +315,14 @@ pub enum ReplyOutcome {
         class: String,
         message: Option<String>,
     },
+    /// Extension (simulated device, `hello`'s `reply_extensions`): the
+    /// caller's call fails as this device error instead of returning:
+    /// `timeout` (the Provider never answers within the caller's timeout) or
+    /// `provider_died` (its process dies during the call).
+    Fail { kind: String },
+    /// Extension: return this Bundle with a `result_fd` that never reaches
+    /// EOF (`fill` repeated forever).
+    EndlessFd { result: Option<Bundle>, fill: u8 },
 }
 
 impl ReplyParams {
@@ -337,12 +345,47 @@ impl ReplyParams {
                 }
                 m.insert("throw".into(), Json::Object(t));
             }
+            ReplyOutcome::Fail { kind } => {
+                m.insert("fail".into(), Json::from(kind.as_str()));
+            }
+            ReplyOutcome::EndlessFd { result, fill } => {
+                m.insert("result".into(), opt_bundle_to_json(result.as_ref()));
+                m.insert("fd_endless".into(), Json::from(u64::from(*fill)));
+            }
         }
         m
     }
 
     fn decode(f: &Fields<'_, '_>) -> Result<ReplyParams> {
         let call = f.string("call")?;
+        if let Some(kind) = f.opt_string("fail")? {
+            if f.map.contains_key("result") || f.map.contains_key("throw") {
+                return Err(WireDecodeError::BadValue {
+                    path: f.path.key("fail").render(),
+                    expected: "`fail` alone, without `result` or `throw`",
+                    found: "both".into(),
+                });
+            }
+            return Ok(ReplyParams {
+                call,
+                outcome: ReplyOutcome::Fail { kind },
+                delay_ms: f.opt_integer("delay_ms", U64)?.unwrap_or(0),
+            });
+        }
+        if let Some(fill) = f.opt_integer::<u64>("fd_endless", U64)? {
+            return Ok(ReplyParams {
+                call,
+                outcome: ReplyOutcome::EndlessFd {
+                    result: opt_bundle(f, "result")?,
+                    fill: u8::try_from(fill).map_err(|_| WireDecodeError::BadValue {
+                        path: f.path.key("fd_endless").render(),
+                        expected: "a byte value 0..=255",
+                        found: fill.to_string(),
+                    })?,
+                },
+                delay_ms: f.opt_integer("delay_ms", U64)?.unwrap_or(0),
+            });
+        }
         let outcome = match (f.map.contains_key("result"), f.map.contains_key("throw")) {
             (true, true) => {
                 return Err(WireDecodeError::BadValue {

@@ -111,6 +111,22 @@ fn every_request_round_trips() {
         },
         delay_ms: 0,
     }));
+    // The simulated device's `reply` extensions (hello's reply_extensions).
+    request_round_trip(OpRequest::Reply(ReplyParams {
+        call: "c-4".into(),
+        outcome: ReplyOutcome::Fail {
+            kind: "timeout".into(),
+        },
+        delay_ms: 0,
+    }));
+    request_round_trip(OpRequest::Reply(ReplyParams {
+        call: "c-5".into(),
+        outcome: ReplyOutcome::EndlessFd {
+            result: Some(sample_bundle()),
+            fill: b' ',
+        },
+        delay_ms: 0,
+    }));
     let mut params = Map::new();
     params.insert("level".into(), Json::from(3u64));
     request_round_trip(OpRequest::Unknown {

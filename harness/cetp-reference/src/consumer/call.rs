@@ -4,10 +4,11 @@
 //! every descriptor nobody asked for (§4.5).
 
 use super::error::{CetpError, ConsumerError, DeviceFault, Refusal};
-use super::{Consumer, Mode};
+use super::{Consumer, ConsumerFault, Mode};
 use crate::port::{CallAnswer, ConsumerPort, PortError};
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::descriptor::Violation;
+use cetp_proto::envelope::Capability;
 use cetp_proto::envelope::{keys, Common, ErrorEnvelope, Method, Response};
 use cetp_proto::{Bundle, ErrorCode, Value};
 
@@ -77,12 +78,23 @@ fn collect_fds(b: &Bundle, out: &mut Vec<String>) {
     }
 }
 
-pub(super) fn close_quietly(port: &mut dyn ConsumerPort, handle: &str) {
-    // Closing is best effort: a handle the device no longer holds is closed.
-    let _ = port.close_fd(handle);
-}
-
 impl Consumer {
+    pub(super) fn close_quietly(&self, port: &mut dyn ConsumerPort, handle: &str) {
+        if self.has(ConsumerFault::FileFdNotClosed) {
+            return;
+        }
+        // Closing is best effort: a handle the device no longer holds is closed.
+        let _ = port.close_fd(handle);
+    }
+
+    /// Whether the current session of Provider `idx` negotiated `cap`.
+    pub(super) fn negotiated(&self, idx: usize, cap: Capability) -> bool {
+        if self.has(ConsumerFault::CapabilityNotNegotiatedUsed) {
+            return true;
+        }
+        matches!(&self.providers[idx].mode, Mode::V2(st) if st.session.has(cap))
+    }
+
     pub(super) fn budget(&self, port: &mut dyn ConsumerPort) -> Budget {
         let budget = i64::try_from(self.config.execution_budget_ms).unwrap_or(i64::MAX);
         Budget {
@@ -151,7 +163,7 @@ impl Consumer {
                 };
                 for h in fds {
                     if keep.as_deref() != Some(h.as_str()) {
-                        close_quietly(port, &h);
+                        self.close_quietly(port, &h);
                     }
                 }
                 Ok(Exchange::Answer(b, keep))
@@ -173,7 +185,9 @@ impl Consumer {
                         limit: lim.max_inline_bytes as u64,
                     }));
                 }
-                if exceeds_depth(s, lim.json_depth()).is_some() {
+                if exceeds_depth(s, lim.json_depth()).is_some()
+                    && !self.has(ConsumerFault::JsonDepthUnbounded)
+                {
                     return Err(ConsumerError::refused(Refusal::JsonTooDeep {
                         provider: provider.to_string(),
                         at: key.to_string(),
@@ -195,6 +209,9 @@ impl Consumer {
     ) -> Result<ErrorCode, ConsumerError> {
         let shown = super::ProviderText::truncated(&env.code, self.config.limits.max_name_bytes);
         let Some(code) = env.known_code() else {
+            if self.has(ConsumerFault::UnknownErrorCodePanics) {
+                panic!("unknown error code {:?}", shown.as_str());
+            }
             return Err(ConsumerError::violation(
                 provider,
                 method,
@@ -242,7 +259,7 @@ impl Consumer {
         match &entry.mode {
             Mode::V2(st) => {
                 if let Some(cap) = method.capability() {
-                    if !st.session.has(cap) {
+                    if !self.negotiated(idx, cap) {
                         return Err(ConsumerError::refused(Refusal::CapabilityNotNegotiated {
                             provider: st.session.provider_id.clone(),
                             capability: cap,
@@ -354,13 +371,25 @@ impl Consumer {
         let mut transport_tries = 0u32;
         let mut error_tries = 0u32;
         let mut renegotiated = false;
+        let mut request_id = call.request_id.to_string();
+        let mut refreshed = false;
         loop {
+            // §2.2: a session past its expires_at is over; negotiate again
+            // (once per request) rather than send a dead token.
+            let expired = match &self.providers[idx].mode {
+                Mode::V2(st) => st.session.expires_at_ms.is_some_and(|t| port.now_ms() >= t),
+                _ => false,
+            };
+            if expired && !refreshed {
+                refreshed = true;
+                self.negotiate_at(port, idx)?;
+            }
             let (authority, token, provider) = self.v2_target(idx, call.method)?;
             let now = port.now_ms();
             if now >= budget.deadline_ms {
                 return Err(ConsumerError::refused(Refusal::BudgetExhausted {
                     provider,
-                    request_id: call.request_id.to_string(),
+                    request_id: request_id.clone(),
                     operation_id: None,
                 }));
             }
@@ -368,10 +397,19 @@ impl Consumer {
             let deadline_at_ms = now.saturating_add(request_budget).min(budget.deadline_ms);
             let mut extras = Common {
                 session_token: token,
-                request_id: call.request_id.to_string(),
+                request_id: request_id.clone(),
                 deadline_at_ms,
             }
             .to_bundle();
+            if self.has(ConsumerFault::ProtocolVersionLong) {
+                extras.insert(keys::PROTOCOL_VERSION, Value::Long(2));
+            }
+            if self.has(ConsumerFault::DeadlineRelative) {
+                extras.insert(keys::DEADLINE_AT_MS, Value::Long(request_budget));
+            }
+            if call.method == Method::ListTools && self.has(ConsumerFault::ListToolsWithoutToken) {
+                extras.remove(keys::SESSION_TOKEN);
+            }
             for (k, v) in &call.fields {
                 extras.insert(k, v.clone());
             }
@@ -395,21 +433,28 @@ impl Consumer {
                         && self.wait_within(port, self.config.default_backoff_ms, budget)
                     {
                         transport_tries += 1;
+                        let fresh = match e.kind.as_str() {
+                            "timeout" => self.has(ConsumerFault::NewRequestIdAfterTimeout),
+                            _ => self.has(ConsumerFault::NewRequestIdAfterDisconnect),
+                        };
+                        if fresh {
+                            request_id = self.fresh_request_id();
+                        }
                         continue;
                     }
                     return Err(ConsumerError::Device(DeviceFault {
                         provider: Some(provider),
                         op: name.to_string(),
-                        request_id: Some(call.request_id.to_string()),
+                        request_id: Some(request_id.clone()),
                         error: e,
                     }));
                 }
             };
-            let response = match self.decode_v2(&provider, call.method, call.request_id, &bundle) {
+            let response = match self.decode_v2(&provider, call.method, &request_id, &bundle) {
                 Ok(r) => r,
                 Err(e) => {
                     if let Some(h) = &result_fd {
-                        close_quietly(port, h);
+                        self.close_quietly(port, h);
                     }
                     return Err(e);
                 }
@@ -422,15 +467,27 @@ impl Consumer {
             };
             // An error answer carries no result.
             if let Some(h) = &result_fd {
-                close_quietly(port, h);
+                self.close_quietly(port, h);
             }
             let code = self.check_error(&provider, name, env)?;
-            if code == ErrorCode::NegotiationRequired && !renegotiated {
+            if code == ErrorCode::NegotiationRequired
+                && self.has(ConsumerFault::RetriesWithDeadToken)
+            {
+                if error_tries < self.config.max_retries
+                    && self.wait_within(port, self.config.default_backoff_ms, budget)
+                {
+                    error_tries += 1;
+                    continue;
+                }
+            } else if code == ErrorCode::NegotiationRequired && !renegotiated {
                 renegotiated = true;
                 self.negotiate_at(port, idx)?;
                 continue;
             }
             if self.retry_after(port, site, code, env, &mut error_tries, budget)? {
+                if self.has(ConsumerFault::NewRequestIdOnRetry) {
+                    request_id = self.fresh_request_id();
+                }
                 continue;
             }
             return Ok(Answer {
@@ -500,10 +557,14 @@ impl Consumer {
         budget: &Budget,
     ) -> Result<bool, ConsumerError> {
         let Site { provider, method } = site;
-        if !(env.retryable && auto_retryable(code) && *tries < self.config.max_retries) {
+        let retryable = env.retryable || self.has(ConsumerFault::RetriesNotRetryable);
+        if !(retryable && auto_retryable(code) && *tries < self.config.max_retries) {
             return Ok(false);
         }
         let wait = match env.retry_after_ms {
+            Some(ms) if ms >= 0 && self.has(ConsumerFault::IgnoresRetryAfter) => {
+                self.config.default_backoff_ms
+            }
             Some(ms) if ms < 0 => {
                 return Err(ConsumerError::violation(
                     provider,

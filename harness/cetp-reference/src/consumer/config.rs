@@ -1,5 +1,6 @@
 //! What a Consumer offers and what it will put up with.
 
+use super::fault::ConsumerFault;
 use cetp_proto::bundle::MAX_JSON_DEPTH;
 use cetp_proto::envelope::Capability;
 
@@ -80,6 +81,9 @@ pub struct ConsumerConfig {
     /// Seed of the request-id generator: equal seeds give equal ids, so runs
     /// replay exactly.
     pub uuid_seed: u64,
+    /// Mutations switched on (none for the reference Consumer): each breaks
+    /// one consumer-side requirement, for the self-test.
+    pub faults: Vec<ConsumerFault>,
 }
 
 impl Default for ConsumerConfig {
@@ -96,6 +100,7 @@ impl Default for ConsumerConfig {
             min_poll_ms: 50,
             limits: LocalLimits::default(),
             uuid_seed: 0x00c3_e7b2_0000_0001,
+            faults: Vec::new(),
         }
     }
 }

@@ -1,9 +1,9 @@
 //! Tool execution: requests and retries (§4.1, §5, §6), results (§4.2,
 //! §4.5), Provider confirmation (§4.3) and background operations (§4.4).
 
-use super::call::{close_quietly, Budget, V2Call};
+use super::call::{Budget, V2Call};
 use super::error::{ConsumerError, DeviceFault, ProtocolFault, ProviderText, Refusal};
-use super::{Consumer, Mode};
+use super::{Consumer, ConsumerFault, Mode};
 use crate::port::ConsumerPort;
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::canonical::sha256_hex;
@@ -207,9 +207,55 @@ impl Consumer {
         agent: &mut dyn UserAgent,
     ) -> Result<Outcome, ConsumerError> {
         let exec = self.prepare(provider_id, tool_name, args)?;
-        match self.run(port, &exec, agent)? {
-            Started::Done(outcome) => Ok(outcome),
-            Started::Pending(mut op) => self.wait(port, &mut op),
+        self.run_to_end(port, &exec, agent)
+    }
+
+    /// Runs an execution and waits for its background operation, if any.
+    pub fn run_to_end(
+        &mut self,
+        port: &mut dyn ConsumerPort,
+        exec: &Execution,
+        agent: &mut dyn UserAgent,
+    ) -> Result<Outcome, ConsumerError> {
+        let provider_id = exec.provider_id.as_str();
+        let outcome = match self.run(port, exec, agent)? {
+            Started::Done(outcome) => outcome,
+            Started::Pending(mut op) => self.wait(port, &mut op)?,
+        };
+        if self.has(ConsumerFault::ObeysProviderText) {
+            self.obey(port, provider_id, &outcome, agent);
+        }
+        Ok(outcome)
+    }
+
+    /// The mutant's bug: a result that says "call TOOL" makes it call TOOL.
+    fn obey(
+        &mut self,
+        port: &mut dyn ConsumerPort,
+        provider_id: &str,
+        outcome: &Outcome,
+        agent: &mut dyn UserAgent,
+    ) {
+        let Outcome::Succeeded(out) = outcome else {
+            return;
+        };
+        let text = out.value.to_string();
+        let named: Vec<String> = self
+            .cached_tools(provider_id)
+            .map(|c| {
+                c.tools
+                    .iter()
+                    .filter(|t| {
+                        t.name != out.tool_name && text.contains(&format!("call {}", t.name))
+                    })
+                    .map(|t| t.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for tool in named {
+            if let Ok(exec) = self.prepare(provider_id, &tool, &Json::Object(Default::default())) {
+                let _ = self.run(port, &exec, agent);
+            }
         }
     }
 
@@ -244,6 +290,7 @@ impl Consumer {
         let name = Method::ExecuteTool.as_str();
         let mut resume_token: Option<String> = None;
         let mut rounds = 0u32;
+        let mut request_id = exec.request_id.clone();
         loop {
             let mut fields = vec![
                 (keys::TOOL_NAME, Value::str(&exec.tool_name)),
@@ -258,7 +305,7 @@ impl Consumer {
                 idx,
                 &V2Call {
                     method: Method::ExecuteTool,
-                    request_id: &exec.request_id,
+                    request_id: &request_id,
                     fields,
                     keep_result_fd: true,
                 },
@@ -273,7 +320,7 @@ impl Consumer {
                     Ok(t) => tool = t,
                     Err(e) => {
                         if let Some(h) = result_fd.take() {
-                            close_quietly(port, &h);
+                            self.close_quietly(port, &h);
                         }
                         return Err(e);
                     }
@@ -284,7 +331,7 @@ impl Consumer {
                     let finished =
                         self.finish_result(port, idx, &tool, name, &data, &mut result_fd);
                     if let Some(h) = result_fd.take() {
-                        close_quietly(port, &h);
+                        self.close_quietly(port, &h);
                     }
                     let (value, delivery) = finished?;
                     return Ok(Started::Done(Outcome::Succeeded(ToolOutput {
@@ -298,13 +345,20 @@ impl Consumer {
                 }
                 Response::Accepted { data, .. } => {
                     if let Some(h) = result_fd.take() {
-                        close_quietly(port, &h);
+                        self.close_quietly(port, &h);
                     }
                     let op = self.accept_operation(idx, &tool, exec, &data)?;
                     return Ok(Started::Pending(op));
                 }
                 Response::Error(env) => {
                     let code = self.check_error(&label, name, &env)?;
+                    if code == ErrorCode::PermissionDenied
+                        && self.has(ConsumerFault::V1AfterPermissionDenied)
+                        && self.providers[idx].found.versions.contains(&1)
+                    {
+                        self.providers[idx].mode = Mode::V1 { tools: None };
+                        return self.run_v1(port, idx, exec, &budget);
+                    }
                     if !matches!(
                         code,
                         ErrorCode::AuthRequired | ErrorCode::UserActionRequired
@@ -312,8 +366,23 @@ impl Consumer {
                         return Err(self.cetp_error(&label, name, code, &env));
                     }
                     rounds += 1;
-                    let token =
-                        self.confirm(port, &label, &package, exec, code, &env, rounds, agent)?;
+                    let token = match self
+                        .confirm(port, &label, &package, exec, code, &env, rounds, agent)
+                    {
+                        Ok(token) => token,
+                        Err(ConsumerError::Cetp(e))
+                            if e.code == code
+                                && self.has(ConsumerFault::RetriesUserAction)
+                                && rounds <= self.config.max_retries =>
+                        {
+                            resume_token = None;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    if self.has(ConsumerFault::ResumeWithNewRequestId) {
+                        request_id = self.fresh_request_id();
+                    }
                     resume_token = Some(token);
                 }
             }
@@ -431,6 +500,9 @@ impl Consumer {
         let Some(decision) = agent.decide(&request) else {
             return Err(self.cetp_error(label, name, code, env));
         };
+        if self.has(ConsumerFault::ResumeWithoutResolution) {
+            return Ok(token.clone());
+        }
         let outcome = port.resolve(&pi.handle, decision).map_err(|e| {
             ConsumerError::Device(DeviceFault {
                 provider: Some(label.to_string()),
@@ -468,7 +540,7 @@ impl Consumer {
         match result {
             ExecResult::Inline(value) => {
                 self.check_inline_size(idx, &label, method, &value)?;
-                check_output(&label, method, tool, &value)?;
+                self.check_output(&label, method, tool, &value)?;
                 Ok((value, Delivery::Inline))
             }
             ExecResult::File {
@@ -537,9 +609,7 @@ impl Consumer {
         sha256: &str,
         fd: &mut Option<String>,
     ) -> Result<Json, ConsumerError> {
-        let negotiated = self
-            .current_session(idx)
-            .is_some_and(|s| s.has(Capability::LargeResults));
+        let negotiated = self.negotiated(idx, Capability::LargeResults);
         if !negotiated {
             return Err(ConsumerError::violation(
                 label,
@@ -572,8 +642,8 @@ impl Consumer {
             ));
         };
         let local = self.config.limits.max_file_bytes;
-        if size_bytes > local {
-            close_quietly(port, &handle);
+        if size_bytes > local && !self.has(ConsumerFault::FileReadUncapped) {
+            self.close_quietly(port, &handle);
             return Err(ConsumerError::refused(Refusal::TooLarge {
                 provider: label.to_string(),
                 at: "result_fd".into(),
@@ -581,10 +651,16 @@ impl Consumer {
                 limit: local,
             }));
         }
-        let read = match port.read_fd(&handle, size_bytes.saturating_add(1)) {
+        let tail_unread = self.has(ConsumerFault::FileTailNotRead);
+        let ask = if tail_unread {
+            size_bytes
+        } else {
+            size_bytes.saturating_add(1)
+        };
+        let read = match port.read_fd(&handle, ask) {
             Ok(r) => r,
             Err(e) => {
-                close_quietly(port, &handle);
+                self.close_quietly(port, &handle);
                 return Err(ConsumerError::Device(DeviceFault {
                     provider: Some(label.to_string()),
                     op: "read_fd".into(),
@@ -594,7 +670,7 @@ impl Consumer {
             }
         };
         let got = read.bytes.len() as u64;
-        if got <= size_bytes && !read.eof {
+        if got <= size_bytes && !read.eof && !tail_unread {
             // Fewer bytes than asked for and no EOF: the device cut the read,
             // which says nothing about the Provider.
             return Err(ConsumerError::Device(DeviceFault {
@@ -619,7 +695,7 @@ impl Consumer {
                 ),
             ));
         }
-        if got != size_bytes {
+        if got != size_bytes && !self.has(ConsumerFault::FileSizeNotChecked) {
             violations.push(Violation::must(
                 "result.file.size",
                 "4.5",
@@ -630,7 +706,9 @@ impl Consumer {
                     format!("the file holds {got} bytes, not the declared {size_bytes}")
                 },
             ));
-        } else if sha256_hex(&read.bytes) != sha256 {
+        } else if sha256_hex(&read.bytes) != sha256
+            && !self.has(ConsumerFault::FileSha256NotChecked)
+        {
             violations.push(Violation::must(
                 "result.file.sha256",
                 "4.5",
@@ -659,7 +737,7 @@ impl Consumer {
         let value: Json = serde_json::from_str(text).map_err(|e| {
             ConsumerError::violation(label, method, "result.file.json", "4.5", e.to_string())
         })?;
-        check_output(label, method, tool, &value)?;
+        self.check_output(label, method, tool, &value)?;
         Ok(value)
     }
 
@@ -674,9 +752,7 @@ impl Consumer {
     ) -> Result<Operation, ConsumerError> {
         let label = self.providers[idx].label();
         let name = Method::ExecuteTool.as_str();
-        let negotiated = self
-            .current_session(idx)
-            .is_some_and(|s| s.has(Capability::AsyncOperations));
+        let negotiated = self.negotiated(idx, Capability::AsyncOperations);
         if !negotiated {
             return Err(ConsumerError::violation(
                 &label,
@@ -840,6 +916,11 @@ impl Consumer {
             }
         }
         op.cancel_requested = true;
+        if self.has(ConsumerFault::StopsPollingAfterCancel) {
+            return Ok(Outcome::Cancelled {
+                operation_id: op.operation_id.clone(),
+            });
+        }
         self.wait_until(port, op, &budget)
     }
 
@@ -866,7 +947,7 @@ impl Consumer {
         let mut fd = answer.result_fd;
         let r = self.operation_state(port, idx, op, name, &answer.response, &mut fd, budget);
         if let Some(h) = fd.take() {
-            close_quietly(port, &h);
+            self.close_quietly(port, &h);
         }
         r
     }
@@ -911,6 +992,20 @@ impl Consumer {
         op.poll_after_ms = poll_after(&label, name, data)?;
         if let Some(p) = data.get("progress") {
             op.progress = Some(progress(p, self.config.limits.max_message_bytes));
+        }
+        let looks_done = op
+            .progress
+            .as_ref()
+            .is_some_and(|p| p.total.is_some_and(|t| t > 0.0 && p.current == Some(t)));
+        if looks_done && self.has(ConsumerFault::ProgressTakenAsSuccess) && !state.is_terminal() {
+            return Ok(Some(Outcome::Succeeded(ToolOutput {
+                provider_id: label,
+                tool_name: op.tool_name.clone(),
+                request_id: op.request_id.clone(),
+                operation_id: Some(op.operation_id.clone()),
+                value: data.get("result").cloned().unwrap_or(Json::Null),
+                delivery: Delivery::Inline,
+            })));
         }
         match state {
             OpState::Succeeded => {
@@ -1043,8 +1138,23 @@ fn verify_resolution(
     Ok(())
 }
 
-/// §4.2: the Provider must validate its own output; the Consumer checks
-/// anyway.
+impl Consumer {
+    /// §4.2: the Provider must validate its own output; the Consumer checks
+    /// anyway.
+    fn check_output(
+        &self,
+        label: &str,
+        method: &'static str,
+        tool: &ToolRef,
+        value: &Json,
+    ) -> Result<(), ConsumerError> {
+        if self.has(ConsumerFault::OutputSchemaNotChecked) {
+            return Ok(());
+        }
+        check_output(label, method, tool, value)
+    }
+}
+
 fn check_output(
     label: &str,
     method: &'static str,

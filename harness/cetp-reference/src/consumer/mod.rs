@@ -18,12 +18,15 @@
 //! kept as [`ProviderText`], and a Provider that breaks a MUST is reported,
 //! never followed.
 
+mod act;
 mod call;
 mod config;
 mod error;
 mod execute;
+mod fault;
 mod session;
 
+pub use act::{ActOutcome, Action, DrivenConsumer};
 pub use config::{uuid_v4_from_bytes, ConsumerConfig, LocalLimits, SeededUuids, UuidSource};
 pub use error::{
     CetpError, ConsumerError, DeviceFault, Fault, ProtocolFault, ProviderText, Refusal,
@@ -32,6 +35,7 @@ pub use execute::{
     ConfirmationRequest, Delivery, Execution, Operation, Outcome, Progress, Started, ToolOutput,
     Unattended, UserAgent,
 };
+pub use fault::ConsumerFault;
 
 use cetp_proto::descriptor::{ToolSummary, Violation};
 use cetp_proto::discovery::Plan;
@@ -75,6 +79,9 @@ pub struct Session {
     pub capabilities: BTreeSet<Capability>,
     pub limits: BTreeMap<String, i64>,
     pub negotiated_at_ms: i64,
+    /// The session's `expires_at` (§2.2), epoch ms: from then on the
+    /// Consumer negotiates again before using it.
+    pub expires_at_ms: Option<i64>,
     /// Counts negotiations with this Provider; a tool list is trusted only
     /// for the generation it was checked in (§3.3).
     pub generation: u64,
@@ -190,6 +197,8 @@ pub struct Consumer {
     config: ConsumerConfig,
     uuids: Box<dyn UuidSource>,
     providers: Vec<ProviderEntry>,
+    /// The first read's request id (kept only for a mutant's bug).
+    first_read_id: Option<String>,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -216,6 +225,7 @@ impl Consumer {
             config,
             uuids,
             providers: Vec::new(),
+            first_read_id: None,
         }
     }
 
@@ -275,6 +285,23 @@ impl Consumer {
     }
 
     fn fresh_request_id(&mut self) -> String {
-        self.uuids.next_uuid()
+        let id = self.uuids.next_uuid();
+        if self.has(ConsumerFault::RequestIdNotUuid) {
+            return format!("req-{}", &id[..8]);
+        }
+        id
+    }
+
+    /// Whether a mutation is switched on.
+    pub(crate) fn has(&self, fault: ConsumerFault) -> bool {
+        self.config.faults.contains(&fault)
+    }
+
+    /// The reference Consumer with one fault switched on.
+    pub fn mutant(config: ConsumerConfig, fault: ConsumerFault) -> Self {
+        Consumer::new(ConsumerConfig {
+            faults: vec![fault],
+            ..config
+        })
     }
 }

@@ -4,8 +4,8 @@
 use super::call::{Budget, Site, V2Call};
 use super::error::{ConsumerError, DeviceFault, ProtocolFault, ProviderText, Refusal};
 use super::{
-    Connected, Consumer, DiscoveredProvider, DiscoveryReport, Mode, ProviderEntry, ProviderInfo,
-    RejectedService, ScopeInfo, Session, ToolCache, ToolCatalog, ToolInfo, V2State,
+    Connected, Consumer, ConsumerFault, DiscoveredProvider, DiscoveryReport, Mode, ProviderEntry,
+    ProviderInfo, RejectedService, ScopeInfo, Session, ToolCache, ToolCatalog, ToolInfo, V2State,
 };
 use crate::port::ConsumerPort;
 use cetp_proto::descriptor::{
@@ -88,16 +88,29 @@ impl Consumer {
                 ));
                 continue;
             }
-            let declared = match parse_declared(&m.meta) {
+            let mut declared = match parse_declared(&m.meta) {
                 Ok(d) => d,
                 Err(e) => {
                     reject(e.to_string());
                     continue;
                 }
             };
+            if let (Some(v), true) = (
+                declared.legacy_version,
+                self.has(ConsumerFault::LegacyVersionMetaUsed),
+            ) {
+                declared.versions = BTreeSet::from([v]);
+            }
+            if declared.source == cetp_proto::discovery::VersionSource::Version
+                && self.has(ConsumerFault::LegacyVersionAsV2)
+            {
+                declared.versions.insert(2);
+            }
             if let Err(e) = check_same_package(&m) {
-                reject(format!("§2.1: {e}"));
-                continue;
+                if !self.has(ConsumerFault::SamePackageNotChecked) {
+                    reject(format!("§2.1: {e}"));
+                    continue;
+                }
             }
             let p = plan(&declared, &self.config.versions);
             if let Plan::Unusable(why) = &p {
@@ -164,6 +177,22 @@ impl Consumer {
         }
         match entry.found.plan.clone() {
             Plan::NegotiateV2 => {
+                if self.has(ConsumerFault::NoNegotiateFirst) {
+                    let authority = entry.found.authority.clone();
+                    let probe = cetp_proto::envelope::Common {
+                        session_token: String::new(),
+                        request_id: self.fresh_request_id(),
+                        deadline_at_ms: port.now_ms().saturating_add(30_000),
+                    }
+                    .to_bundle();
+                    let _ = port.call(
+                        &authority,
+                        Method::GetProviderInfo.as_str(),
+                        None,
+                        Some(&probe),
+                        self.config.request_budget_ms.max(1),
+                    );
+                }
                 self.negotiate_at(port, idx)?;
                 match &self.providers[idx].mode {
                     Mode::V2(st) => Ok(Connected {
@@ -195,6 +224,9 @@ impl Consumer {
     fn offered_versions(&self) -> Vec<i32> {
         let mut v = self.config.versions.clone();
         v.sort_unstable_by(|a, b| b.cmp(a));
+        if self.has(ConsumerFault::VersionsAscending) {
+            v.reverse();
+        }
         v.dedup();
         v
     }
@@ -219,8 +251,13 @@ impl Consumer {
     ) -> Result<(), ConsumerError> {
         let result = self.negotiate_inner(port, idx);
         if let Err(e @ (ConsumerError::Protocol(_) | ConsumerError::Cetp(_))) = &result {
-            self.providers[idx].mode =
-                Mode::Disabled(format!("§8: v2 negotiation failed, no fallback to v1: {e}"));
+            self.providers[idx].mode = if self.has(ConsumerFault::V1FallbackAfterFailedNegotiation)
+                && self.providers[idx].found.versions.contains(&1)
+            {
+                Mode::V1 { tools: None }
+            } else {
+                Mode::Disabled(format!("§8: v2 negotiation failed, no fallback to v1: {e}"))
+            };
         }
         result
     }
@@ -237,7 +274,13 @@ impl Consumer {
             consumer_versions: self.offered_versions(),
             consumer_capabilities: self.offered_capabilities(),
         };
-        let extras = request.to_bundle();
+        let mut extras = request.to_bundle();
+        if self.has(ConsumerFault::CapabilitiesAsStringArray) {
+            extras.insert(
+                cetp_proto::envelope::keys::CONSUMER_CAPABILITIES,
+                cetp_proto::Value::StringArray(request.consumer_capabilities.clone()),
+            );
+        }
         let mut tries = 0u32;
         let data = loop {
             let b = self.call_plain(port, idx, name, &extras, &budget)?;
@@ -343,15 +386,26 @@ impl Consumer {
                 .collect(),
             limits: n.limits.clone(),
             negotiated_at_ms: port.now_ms(),
+            expires_at_ms: data
+                .get("expires_at")
+                .and_then(Json::as_str)
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.timestamp_millis()),
             generation: previous.map_or(1, |(_, g)| g + 1),
             warnings,
             token: n.session_token.clone(),
         };
+        let stale = self.has(ConsumerFault::StaleTokenAfterRenegotiation);
         let entry = &mut self.providers[idx];
         match &mut entry.mode {
             // Info and tools survive; the tool list is re-checked for the
             // new generation before it is trusted again (§3.3).
-            Mode::V2(st) => st.session = session,
+            Mode::V2(st) => {
+                let old = std::mem::replace(&mut st.session, session);
+                if stale {
+                    st.session.token = old.token;
+                }
+            }
             other => {
                 *other = Mode::V2(Box::new(V2State {
                     session,
@@ -370,7 +424,7 @@ impl Consumer {
         text: &str,
         limit: usize,
     ) -> Result<(), ConsumerError> {
-        if text.len() > limit {
+        if text.len() > limit && !self.has(ConsumerFault::TextLengthUnbounded) {
             return Err(ConsumerError::refused(Refusal::TextTooLong {
                 provider: provider.to_string(),
                 at: at.to_string(),
@@ -403,7 +457,10 @@ impl Consumer {
         method: Method,
         budget: &Budget,
     ) -> Result<Json, ConsumerError> {
-        let request_id = self.fresh_request_id();
+        let mut request_id = self.fresh_request_id();
+        if self.has(ConsumerFault::ReadReusesRequestId) {
+            request_id = self.first_read_id.get_or_insert(request_id).clone();
+        }
         let answer = self.call_v2(
             port,
             idx,
@@ -547,10 +604,10 @@ impl Consumer {
         budget: &Budget,
     ) -> Result<(), ConsumerError> {
         let fresh = match &self.providers[idx].mode {
-            Mode::V2(st) => st
-                .tools
-                .as_ref()
-                .is_some_and(|t| t.checked_generation == st.session.generation),
+            Mode::V2(st) => st.tools.as_ref().is_some_and(|t| {
+                t.checked_generation == st.session.generation
+                    || self.has(ConsumerFault::ToolListNotRechecked)
+            }),
             _ => false,
         };
         if fresh {
@@ -594,6 +651,32 @@ impl Consumer {
             .unwrap_or_default();
         // Counted before validation: validating compiles every schema.
         self.check_count(&label, "/tools", raw_tools.len())?;
+        if self.has(ConsumerFault::UnknownMembersRefused) {
+            const KNOWN: [&str; 7] = [
+                "name",
+                "title",
+                "description",
+                "input_schema",
+                "output_schema",
+                "scopes",
+                "annotations",
+            ];
+            let unknown = raw_tools.iter().enumerate().find_map(|(i, t)| {
+                t.as_object()?
+                    .keys()
+                    .find(|k| !KNOWN.contains(&k.as_str()))
+                    .map(|k| format!("/tools/{i}/{k}"))
+            });
+            if let Some(at) = unknown {
+                return Err(ConsumerError::violation(
+                    &label,
+                    name,
+                    "descriptor.member.unknown",
+                    "3.2",
+                    format!("unknown member at {at}"),
+                ));
+            }
+        }
         let (list, violations) = validate_tool_list(
             &data,
             &ToolListContext {

@@ -1,0 +1,413 @@
+//! `cetp consumer`: the Consumer half of the suite. The harness plays the
+//! scripted hostile Provider of every scenario in `vectors/consumer/`, the
+//! Consumer under test acts, and the findings are reported with the same
+//! event stream, reporters and exit codes as `cetp run`.
+//!
+//! Targets: `sim[:consumer=NAME]` (the reference Consumer or a mutant,
+//! in-process, on a manual clock: everything is judged), and
+//! `tcp:HOST:PORT[,consumer=NAME]` (any device offering `host_provider`
+//! and `consumer_act`, e.g. `cetp sim --listen`; descriptor reads are not
+//! visible there, and scenarios the wire cannot script are not judged).
+
+use super::{infra, sarif_rules, usage, vectors_or_default, Failure};
+use cetp_conformance::consumer::{self, scenario::Scenario, ScenarioResult};
+use cetp_conformance::event::{Claim, Event, Fanout, Summary, Verdict};
+use cetp_conformance::exit::ExitCode;
+use cetp_conformance::runner::wildcard;
+use cetp_reference::consumer::{ConsumerConfig, ConsumerFault};
+use cetp_report::json::JsonReport;
+use cetp_report::terminal::Terminal;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Clone)]
+pub(crate) struct ConsumerArgs {
+    /// `sim[:consumer=NAME]` or `tcp:HOST:PORT[,consumer=NAME]`; NAME is
+    /// `default` (the reference Consumer) or a Consumer mutant.
+    #[arg(long, default_value = "sim")]
+    target: String,
+    /// Where the reports go (as for `cetp run`).
+    #[arg(long)]
+    report_dir: Option<PathBuf>,
+    /// Only scenarios whose id matches (`*` wildcards); repeatable.
+    #[arg(long)]
+    only: Vec<String>,
+    /// Skip scenarios whose id matches; repeatable.
+    #[arg(long)]
+    skip: Vec<String>,
+    /// Seed of the in-process Consumer's request ids.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The vectors directory [default: the repository's vectors/].
+    #[arg(long)]
+    vectors: Option<PathBuf>,
+    /// Print passing scenarios too.
+    #[arg(short, long)]
+    verbose: bool,
+    /// A Consumer profile (TOML) naming the driver command that makes the
+    /// Consumer under test act (`[driver] command`, README "Pointing the
+    /// suite at your Consumer app"); the target then only hosts the
+    /// hostile Provider.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+}
+
+/// `cetp consumer-act`: a driver for any device offering `consumer_act`.
+/// Sends one action to the named Consumer and prints the outcome line.
+#[derive(Args, Clone)]
+pub(crate) struct ConsumerActArgs {
+    /// `tcp:HOST:PORT`
+    #[arg(long)]
+    target: String,
+    #[arg(long, default_value = "default")]
+    consumer: String,
+    /// The action, JSON (`{"do":"call_tool",...}`).
+    #[arg(long)]
+    action: String,
+}
+
+pub(crate) fn consumer_act_command(args: &ConsumerActArgs) -> Result<ExitCode, Failure> {
+    let addr = args
+        .target
+        .strip_prefix("tcp:")
+        .ok_or_else(|| usage("consumer-act needs --target tcp:HOST:PORT"))?;
+    let action: serde_json::Value =
+        serde_json::from_str(&args.action).map_err(|e| usage(format!("--action: {e}")))?;
+    let mut dev =
+        cetp_targets::consumer::WireConsumer::connect_tcp(addr, &args.consumer).map_err(infra)?;
+    let outcome = cetp_conformance::consumer::ConsumerDevice::act(&mut dev, &action, &mut |_| None)
+        .map_err(infra)?;
+    println!("{}", outcome.to_json());
+    Ok(ExitCode::Ok)
+}
+
+enum Where {
+    InProcess(ConsumerConfig),
+    Tcp { addr: String },
+    Adb { target: String },
+}
+
+/// Who makes the Consumer act, and the Consumer's name for the claim.
+fn actor_of(
+    profile: &Option<PathBuf>,
+    consumer: &str,
+) -> Result<(cetp_targets::consumer::Actor, String), Failure> {
+    let Some(path) = profile else {
+        return Ok((
+            cetp_targets::consumer::Actor::Device(consumer.to_string()),
+            consumer.to_string(),
+        ));
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let p = consumer::ConsumerProfile::from_toml(&text)
+        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let name = p
+        .consumer
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("the Consumer driven by {}", path.display()));
+    Ok((
+        cetp_targets::consumer::Actor::Driver {
+            command: p.driver.command,
+            timeout: std::time::Duration::from_millis(p.driver.timeout_ms),
+        },
+        name,
+    ))
+}
+
+fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
+    let (kind, rest) = t.split_once(':').unwrap_or((t, ""));
+    let mut consumer = "default".to_string();
+    let mut addr = String::new();
+    for (i, part) in rest.split(',').filter(|p| !p.is_empty()).enumerate() {
+        match part.split_once('=') {
+            Some(("consumer", name)) => consumer = name.to_string(),
+            // adb options (`server=`, `timeout_ms=`) are read as for `cetp run`.
+            Some(_) if kind == "adb" => {}
+            Some((k, _)) => return Err(usage(format!("unknown target option {k:?} in {t:?}"))),
+            None if kind == "tcp" && i == 0 => addr = part.to_string(),
+            None if kind == "adb" && i == 0 => {}
+            None => return Err(usage(format!("cannot read {part:?} in target {t:?}"))),
+        }
+    }
+    if consumer != "default" && ConsumerFault::parse(&consumer).is_none() {
+        return Err(usage(format!("no Consumer mutant named {consumer:?}")));
+    }
+    match kind {
+        "sim" => {
+            let faults = ConsumerFault::parse(&consumer).into_iter().collect();
+            Ok((
+                Where::InProcess(ConsumerConfig {
+                    faults,
+                    uuid_seed: seed,
+                    ..ConsumerConfig::default()
+                }),
+                consumer,
+            ))
+        }
+        "tcp" if addr.contains(':') => {
+            // A rest like "127.0.0.1:7000,consumer=x": the port followed the
+            // first colon of the address.
+            Ok((Where::Tcp { addr }, consumer))
+        }
+        "adb" => Ok((
+            Where::Adb {
+                target: t
+                    .split(',')
+                    .filter(|p| !p.starts_with("consumer="))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            },
+            consumer,
+        )),
+        _ => Err(usage(format!(
+            "unknown Consumer target {t:?}: use sim[:consumer=NAME], tcp:HOST:PORT[,consumer=NAME] or adb[:SERIAL][,server=HOST:PORT][,consumer=NAME]"
+        ))),
+    }
+}
+
+fn summary_of(results: &[ScenarioResult]) -> Summary {
+    let mut s = Summary::default();
+    for r in results {
+        s.add(r.verdict);
+    }
+    s
+}
+
+pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure> {
+    let started = std::time::Instant::now();
+    let dir = vectors_or_default(&args.vectors)?;
+    let all = consumer::scenario::load_dir(&dir.join("consumer")).map_err(usage)?;
+    for p in args.only.iter().chain(&args.skip) {
+        if !all.iter().any(|s| wildcard(p, &s.id)) {
+            return Err(usage(format!(
+                "--only/--skip pattern {p:?} selects no scenario"
+            )));
+        }
+    }
+    let selected: Vec<&Scenario> = all
+        .iter()
+        .filter(|s| args.only.is_empty() || args.only.iter().any(|p| wildcard(p, &s.id)))
+        .filter(|s| !args.skip.iter().any(|p| wildcard(p, &s.id)))
+        .collect();
+    let (place, target_consumer) = parse_target(&args.target, args.seed)?;
+    if args.profile.is_some() && matches!(place, Where::InProcess(_)) {
+        return Err(usage(
+            "--profile names a driver for a device: use --target tcp:HOST:PORT",
+        ));
+    }
+    let (actor, consumer_name) = actor_of(&args.profile, &target_consumer)?;
+    if let Some(d) = &args.report_dir {
+        std::fs::create_dir_all(d)
+            .map_err(|e| infra(format!("cannot write the report to {}: {e}", d.display())))?;
+    }
+    let mut fanout = Fanout::default();
+    fanout.reporters.push(Box::new(
+        Terminal::new(std::io::stdout(), args.verbose, false).for_consumer(),
+    ));
+    if let Some(d) = &args.report_dir {
+        fanout
+            .reporters
+            .push(Box::new(JsonReport::new(Some(d.join("report.json")))));
+        fanout
+            .reporters
+            .push(Box::new(cetp_report::junit::JunitReport::new(
+                d.join("junit.xml"),
+            )));
+        fanout
+            .reporters
+            .push(Box::new(cetp_report::ndjson::NdjsonReport::new(
+                d.join("events.ndjson"),
+            )));
+        fanout
+            .reporters
+            .push(Box::new(cetp_report::summary_md::SummaryMd::new(Some(
+                d.join("summary.md"),
+            ))));
+        fanout
+            .reporters
+            .push(Box::new(cetp_report::html::HtmlReport::new(Some(
+                d.join("index.html"),
+            ))));
+        fanout
+            .reporters
+            .push(Box::new(cetp_report::sarif::SarifReport::new(
+                Some(d.join("report.sarif")),
+                sarif_rules(&dir)?,
+            )));
+    }
+    let started_at_ms = super::now_ms();
+    fanout.emit(Event::RunStarted {
+        run_id: format!("consumer-{started_at_ms}"),
+        harness: format!("cetp {} (role: consumer)", env!("CARGO_PKG_VERSION")),
+        target: args.target.clone(),
+        seed: args.seed,
+        config_hash: String::new(),
+        started_at_ms,
+        cases: selected.len(),
+        only: args.only.clone(),
+        skip: args.skip.clone(),
+        attempts: 1,
+    });
+    fanout.emit(Event::TargetIdentified {
+        hello: None,
+        package: Some(consumer::hostile::PACKAGE.to_string()),
+        authority: Some(consumer::hostile::AUTHORITY.to_string()),
+        manifest: format!("role: consumer ({consumer_name}) against the scripted hostile Provider"),
+        declared_versions: vec![1, 2],
+    });
+    let quiet = matches!(place, Where::InProcess(_)).then(QuietConsumerPanics::install);
+    let mut results = Vec::new();
+    let mut infra_errors = 0usize;
+    for s in &selected {
+        let t0 = std::time::Instant::now();
+        fanout.emit(Event::CaseStarted {
+            case_id: s.id.clone(),
+            title: s.title.clone(),
+        });
+        let r = match &place {
+            Where::InProcess(config) => consumer::run_in_process(s, config),
+            Where::Tcp { addr } => {
+                cetp_targets::consumer::WireConsumer::connect(addr, actor.clone())
+                    .and_then(|mut dev| consumer::run_on_device(s, &mut dev))
+            }
+            Where::Adb { target } => {
+                cetp_targets::consumer::WireConsumer::connect_adb(target, actor.clone())
+                    .and_then(|mut dev| consumer::run_on_device(s, &mut dev))
+            }
+        };
+        let (verdict, reason, cited, findings) = match r {
+            Ok(r) => {
+                let cited: Vec<String> = r.cited().into_iter().map(str::to_string).collect();
+                let reason = if let Some(f) = r.findings.first() {
+                    format!("{}: {}", f.check, f.message)
+                } else if r.verdict == Verdict::NotApplicable {
+                    r.not_judged.join("; ")
+                } else if !r.not_judged.is_empty() {
+                    format!("passed; {}", r.not_judged.join("; "))
+                } else {
+                    "every expectation held".to_string()
+                };
+                (r.verdict, reason, cited, r.findings)
+            }
+            Err(e) => {
+                infra_errors += 1;
+                (Verdict::InfraError, e, Vec::new(), Vec::new())
+            }
+        };
+        for f in &findings {
+            fanout.emit(Event::CheckFinding {
+                case_id: s.id.clone(),
+                step: 0,
+                check: f.check.clone(),
+                requirements: f.cited.clone(),
+                level: s.level.clone(),
+                message: f.message.clone(),
+            });
+        }
+        fanout.emit(Event::CaseFinished {
+            case_id: s.id.clone(),
+            title: s.title.clone(),
+            requirements: s.requirements.clone(),
+            cited,
+            verdict,
+            reason: reason.clone(),
+            baseline: None,
+            duration_ms: t0.elapsed().as_millis() as u64,
+        });
+        results.push(ScenarioResult {
+            id: s.id.clone(),
+            title: s.title.clone(),
+            verdict,
+            findings,
+            not_judged: Vec::new(),
+            acts: Vec::new(),
+            calls: 0,
+        });
+    }
+    drop(quiet);
+    let summary = summary_of(&results);
+    let filtered = !args.only.is_empty() || !args.skip.is_empty();
+    let established = summary.fail == 0
+        && summary.infra_error == 0
+        && summary.not_applicable == 0
+        && summary.warn == 0
+        && !filtered;
+    let statement = if filtered {
+        "Consumer half of §9: no claim (a filtered run)".to_string()
+    } else if established {
+        format!(
+            "Consumer half of §9: established for {consumer_name}: every Consumer scenario passed"
+        )
+    } else {
+        format!(
+            "Consumer half of §9: not established for {consumer_name}: {} FAIL, {} WARN, {} not judged, {} infra errors",
+            summary.fail, summary.warn, summary.not_applicable, summary.infra_error
+        )
+    };
+    let exit = if summary.fail > 0 {
+        ExitCode::Fail
+    } else if infra_errors > 0 {
+        ExitCode::Infra
+    } else {
+        ExitCode::Ok
+    };
+    fanout.emit(Event::RunFinished {
+        summary,
+        claim: Claim {
+            v2_declared: true,
+            cetp_v2: established,
+            capabilities: Vec::new(),
+            v1_passed: None,
+            unjudged: Vec::new(),
+            filtered,
+            statement,
+        },
+        exit_code: exit.code(),
+        duration_ms: started.elapsed().as_millis() as u64,
+    });
+    for r in &mut fanout.reporters {
+        r.finish()
+            .map_err(|e| infra(format!("cannot write a report: {e}")))?;
+    }
+    Ok(exit)
+}
+
+/// While the built-in Consumers run in this process, a panic of one (a
+/// mutant's crash, reported as the `crashed` outcome) prints nothing; any
+/// other panic still prints as usual.
+type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
+
+pub(crate) struct QuietConsumerPanics {
+    previous: Option<PanicHook>,
+}
+
+impl QuietConsumerPanics {
+    pub(crate) fn install() -> QuietConsumerPanics {
+        let previous = std::panic::take_hook();
+        let shared: std::sync::Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send> =
+            std::sync::Arc::from(previous);
+        let inner = shared.clone();
+        std::panic::set_hook(Box::new(move |info| {
+            let in_consumer = info
+                .location()
+                .is_some_and(|l| l.file().contains("cetp-reference/src/consumer/"));
+            if !in_consumer {
+                inner(info);
+            }
+        }));
+        QuietConsumerPanics {
+            previous: Some(Box::new(move |info| shared(info))),
+        }
+    }
+}
+
+impl Drop for QuietConsumerPanics {
+    fn drop(&mut self) {
+        if let Some(p) = self.previous.take() {
+            let _ = std::panic::take_hook();
+            std::panic::set_hook(p);
+        }
+    }
+}

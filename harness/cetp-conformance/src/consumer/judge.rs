@@ -1,0 +1,501 @@
+//! Judgements of a Consumer's observable behaviour: the calls it made (with
+//! their fields, request ids and device times), the descriptors it read and
+//! closed, the confirmations it launched, and the outcome of every act.
+
+use super::hostile::{CallRecord, IssuedIntent};
+use super::port::{FdTrace, ResolveRecord};
+use super::scenario::Expect;
+use cetp_proto::envelope::{is_uuid, keys};
+use cetp_proto::Value;
+use cetp_reference::consumer::ActOutcome;
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Every check a scenario may name, with what it judges.
+pub const CHECKS: &[(&str, &str)] = &[
+    ("negotiate_first", "no v2 call but negotiate before a negotiation of the same Consumer life"),
+    ("negotiate_request", "consumer_versions an int[] in descending order, consumer_capabilities a JSON text of a string array"),
+    ("protocol_version_int", "every v2 call but negotiate carries protocol_version as Int 2"),
+    ("current_token", "every v2 call carries the session token the Provider holds valid, never a dead or superseded one"),
+    ("request_id_uuid", "every v2 call but negotiate carries a UUID request_id"),
+    ("fresh_read_ids", "a new read of `method` (after an answered one) carries a new request_id"),
+    ("deadline_absolute", "deadline_at_ms is a Long, an epoch time after the call and within a day"),
+    ("same_request_id", "all calls of `method` (and `tool`) carry one request_id"),
+    ("calls", "the number of calls of `method` (`tool`, `act`, `v1`) is `count` / within `min`..`max`"),
+    ("retry_waited", "consecutive calls of `method` (`tool`) are at least `ms` of device time apart"),
+    ("no_v1", "no v1 call (a call without protocol_version) reaches the Provider"),
+    ("no_calls", "the Consumer makes no call to the Provider at all"),
+    ("list_after_negotiate", "every renegotiation is followed by a v2 list_tools before the act that made it ends in success"),
+    ("outcome", "act `act` ends in one of the outcomes `is` (with `code`)"),
+    ("no_crash", "no act ends in `crashed`"),
+    ("only_asked_tools", "execute_tool is called only for tools an act asked for"),
+    ("fds_closed", "every descriptor handed to the Consumer is read or closed (in-process only)"),
+    ("read_bounded", "no descriptor read asks for more than `max_bytes` (in-process only)"),
+    ("resolved_before_resume", "a call carrying a resume_token comes after the resolution issued with it was launched"),
+    ("no_unnegotiated", "no operation method and no file read unless its capability was granted"),
+];
+
+/// What an act of the scenario was and what came of it.
+#[derive(Clone, Debug)]
+pub struct ActRecord {
+    pub action: Json,
+    /// None for harness-side acts (`advance_clock`).
+    pub outcome: Option<ActOutcome>,
+}
+
+/// Everything observed in one scenario run.
+pub struct Trace<'a> {
+    pub calls: &'a [CallRecord],
+    pub acts: &'a [ActRecord],
+    pub intents: &'a [IssuedIntent],
+    /// Descriptors and resolutions, when the harness could see them.
+    pub fds: Option<&'a BTreeMap<String, FdTrace>>,
+    pub resolves: Option<&'a [ResolveRecord]>,
+}
+
+/// The result of one expectation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Judged {
+    Pass,
+    Broken(String),
+    NotJudged(String),
+}
+
+fn param_str<'a>(e: &'a Expect, k: &str) -> Option<&'a str> {
+    e.params.get(k).and_then(Json::as_str)
+}
+
+fn param_u64(e: &Expect, k: &str) -> Option<u64> {
+    e.params.get(k).and_then(Json::as_u64)
+}
+
+fn first(mut problems: Vec<String>) -> Judged {
+    if problems.is_empty() {
+        return Judged::Pass;
+    }
+    let more = problems.len().saturating_sub(3);
+    problems.truncate(3);
+    let mut msg = problems.join("; ");
+    if more > 0 {
+        msg.push_str(&format!(" (and {more} more)"));
+    }
+    Judged::Broken(msg)
+}
+
+fn label(i: usize, c: &CallRecord) -> String {
+    format!("call #{} ({} in act {})", i + 1, c.method, c.act)
+}
+
+fn selected<'a>(t: &'a Trace<'_>, e: &Expect) -> Vec<(usize, &'a CallRecord)> {
+    let method = param_str(e, "method");
+    let tool = param_str(e, "tool");
+    let act = param_u64(e, "act");
+    let v1 = e.params.get("v1").and_then(Json::as_bool);
+    t.calls
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| method.is_none_or(|m| c.method == m))
+        .filter(|(_, c)| tool.is_none_or(|x| c.tool().as_deref() == Some(x)))
+        .filter(|(_, c)| act.is_none_or(|a| c.act as u64 == a))
+        .filter(|(_, c)| v1.is_none_or(|w| c.is_v1() == w))
+        .collect()
+}
+
+/// Judges one expectation against a trace.
+pub fn judge(t: &Trace<'_>, e: &Expect) -> Judged {
+    match e.check.as_str() {
+        "negotiate_first" => {
+            let mut negotiated: BTreeSet<u32> = BTreeSet::new();
+            let mut bad = Vec::new();
+            for (i, c) in t.calls.iter().enumerate() {
+                if c.method == "negotiate" {
+                    negotiated.insert(c.life);
+                } else if c.is_v2_common() && !negotiated.contains(&c.life) {
+                    bad.push(format!("{} came before any negotiate", label(i, c)));
+                }
+            }
+            first(bad)
+        }
+        "negotiate_request" => {
+            let mut bad = Vec::new();
+            for (i, c) in t.calls.iter().enumerate().filter(|(_, c)| c.method == "negotiate") {
+                match c.extras.get(keys::CONSUMER_VERSIONS) {
+                    Some(Value::IntArray(v)) if v.windows(2).all(|w| w[0] > w[1]) && !v.is_empty() => {}
+                    Some(Value::IntArray(v)) => {
+                        bad.push(format!("{}: consumer_versions {v:?} is not in descending order", label(i, c)))
+                    }
+                    other => bad.push(format!(
+                        "{}: consumer_versions is {}, not an int[]",
+                        label(i, c),
+                        other.map_or("absent", Value::type_tag)
+                    )),
+                }
+                match c.extras.get(keys::CONSUMER_CAPABILITIES) {
+                    Some(Value::String(s))
+                        if serde_json::from_str::<Vec<String>>(s).is_ok() => {}
+                    other => bad.push(format!(
+                        "{}: consumer_capabilities is {}, not a String holding a JSON array of strings",
+                        label(i, c),
+                        other.map_or("absent", Value::type_tag)
+                    )),
+                }
+            }
+            first(bad)
+        }
+        "protocol_version_int" => first(
+            t.calls
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.is_v2_common())
+                .filter(|(_, c)| c.extras.get(keys::PROTOCOL_VERSION) != Some(&Value::Int(2)))
+                .map(|(i, c)| {
+                    format!(
+                        "{}: protocol_version is {} {:?}, not Int 2",
+                        label(i, c),
+                        c.extras.get(keys::PROTOCOL_VERSION).map_or("absent", Value::type_tag),
+                        c.extras.get(keys::PROTOCOL_VERSION)
+                    )
+                })
+                .collect(),
+        ),
+        "current_token" => first(
+            selected(t, e)
+                .into_iter()
+                .filter(|(_, c)| c.is_v2_common())
+                .filter(|(_, c)| {
+                    // A call before any negotiation is negotiate_first's.
+                    t.calls.iter().any(|o| o.method == "negotiate" && o.life == c.life)
+                })
+                .filter(|(_, c)| c.valid_token.is_none() || c.str(keys::SESSION_TOKEN) != c.valid_token)
+                .map(|(i, c)| match &c.valid_token {
+                    None => format!(
+                        "{} carried {:?} while no session was valid (it had been answered NEGOTIATION_REQUIRED or expired): negotiate first",
+                        label(i, c),
+                        c.str(keys::SESSION_TOKEN)
+                    ),
+                    Some(v) => format!(
+                        "{} carried {:?}, not the current session token {v:?}",
+                        label(i, c),
+                        c.str(keys::SESSION_TOKEN)
+                    ),
+                })
+                .collect(),
+        ),
+        "fresh_read_ids" => {
+            let calls = selected(t, e);
+            first(
+                calls
+                    .windows(2)
+                    .filter(|w| {
+                        // The earlier one was answered (no retry is due) and
+                        // the later one is a new read under the same id.
+                        w[0].1.answered != "timeout"
+                            && w[0].1.answered != "died"
+                            && w[0].1.error_code.is_none()
+                            && w[0].1.str(keys::REQUEST_ID) == w[1].1.str(keys::REQUEST_ID)
+                    })
+                    .map(|w| {
+                        format!(
+                            "{} is a new read under the request id of the answered {}",
+                            label(w[1].0, w[1].1),
+                            label(w[0].0, w[0].1)
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        "request_id_uuid" => first(
+            t.calls
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.is_v2_common())
+                .filter(|(_, c)| !c.str(keys::REQUEST_ID).is_some_and(|r| is_uuid(&r)))
+                .map(|(i, c)| format!("{}: request_id {:?} is not a UUID", label(i, c), c.str(keys::REQUEST_ID)))
+                .collect(),
+        ),
+        "deadline_absolute" => first(
+            t.calls
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.is_v2_common())
+                .filter_map(|(i, c)| match c.extras.get(keys::DEADLINE_AT_MS) {
+                    Some(Value::Long(d)) if *d > c.now_ms && *d <= c.now_ms + 86_400_000 => None,
+                    Some(Value::Long(d)) => Some(format!(
+                        "{}: deadline_at_ms {d} is not an epoch time after the call (device time {})",
+                        label(i, c),
+                        c.now_ms
+                    )),
+                    other => Some(format!(
+                        "{}: deadline_at_ms is {}, not a Long",
+                        label(i, c),
+                        other.map_or("absent", Value::type_tag)
+                    )),
+                })
+                .collect(),
+        ),
+        "same_request_id" => {
+            let calls = selected(t, e);
+            let ids: BTreeSet<Option<String>> =
+                calls.iter().map(|(_, c)| c.str(keys::REQUEST_ID)).collect();
+            if calls.is_empty() {
+                return Judged::Broken("no such call was made".into());
+            }
+            if ids.len() == 1 {
+                Judged::Pass
+            } else {
+                Judged::Broken(format!(
+                    "{} calls of one logical execution carried {} request ids: {:?}",
+                    calls.len(),
+                    ids.len(),
+                    ids.iter().flatten().collect::<Vec<_>>()
+                ))
+            }
+        }
+        "calls" => {
+            let n = selected(t, e).len() as u64;
+            let count = param_u64(e, "count");
+            let min = param_u64(e, "min").or(count).unwrap_or(0);
+            let max = param_u64(e, "max").or(count).unwrap_or(u64::MAX);
+            if (min..=max).contains(&n) {
+                Judged::Pass
+            } else {
+                Judged::Broken(format!(
+                    "{n} matching calls ({}), expected {}",
+                    e.params
+                        .iter()
+                        .filter(|(k, _)| ["method", "tool", "act", "v1"].contains(&k.as_str()))
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if min == max {
+                        format!("{min}")
+                    } else if max == u64::MAX {
+                        format!("at least {min}")
+                    } else {
+                        format!("{min}..{max}")
+                    }
+                ))
+            }
+        }
+        "retry_waited" => {
+            let ms = param_u64(e, "ms").unwrap_or(0) as i64;
+            let calls = selected(t, e);
+            if calls.len() < 2 {
+                return Judged::NotJudged("no retry was made".into());
+            }
+            first(
+                calls
+                    .windows(2)
+                    .filter(|w| w[1].1.now_ms - w[0].1.now_ms < ms)
+                    .map(|w| {
+                        format!(
+                            "{} came {} ms after {}, not the {ms} ms retry_after_ms asked",
+                            label(w[1].0, w[1].1),
+                            w[1].1.now_ms - w[0].1.now_ms,
+                            label(w[0].0, w[0].1)
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        "no_v1" => first(
+            t.calls
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.is_v1())
+                .map(|(i, c)| format!("{} is a v1 call to a Provider that declared v2", label(i, c)))
+                .collect(),
+        ),
+        "no_calls" => first(
+            t.calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{} reached a Provider that must not be used", label(i, c)))
+                .collect(),
+        ),
+        "list_after_negotiate" => {
+            let mut bad = Vec::new();
+            for (i, c) in t.calls.iter().enumerate() {
+                let renegotiation = c.method == "negotiate"
+                    && t.calls[..i].iter().any(|o| o.method == "negotiate" && o.life == c.life);
+                if !renegotiation {
+                    continue;
+                }
+                let succeeded = t
+                    .acts
+                    .get(c.act)
+                    .and_then(|a| a.outcome.as_ref())
+                    .is_some_and(|o| matches!(o, ActOutcome::Success { .. }));
+                let listed = t.calls[i + 1..]
+                    .iter()
+                    .take_while(|o| o.act == c.act)
+                    .any(|o| o.method == "list_tools" && o.is_v2_common());
+                if succeeded && !listed {
+                    bad.push(format!(
+                        "after the renegotiation at {} the act ended in success without checking list_tools",
+                        label(i, c)
+                    ));
+                }
+            }
+            first(bad)
+        }
+        "outcome" => {
+            let Some(i) = param_u64(e, "act").map(|a| a as usize) else {
+                return Judged::Broken("outcome needs `act`".into());
+            };
+            let Some(o) = t.acts.get(i).and_then(|a| a.outcome.as_ref()) else {
+                return Judged::Broken(format!("act {i} has no outcome"));
+            };
+            let allowed: Vec<&str> = e
+                .params
+                .get("is")
+                .and_then(Json::as_array)
+                .map(|a| a.iter().filter_map(Json::as_str).collect())
+                .unwrap_or_default();
+            if !allowed.contains(&o.kind()) {
+                return Judged::Broken(format!(
+                    "act {i} ended in {} ({}), expected one of {allowed:?}",
+                    o.kind(),
+                    describe(o)
+                ));
+            }
+            match (param_str(e, "code"), o) {
+                (Some(want), ActOutcome::Error { error_code, .. }) if error_code != want => {
+                    Judged::Broken(format!("act {i} surfaced {error_code}, expected {want}"))
+                }
+                _ => Judged::Pass,
+            }
+        }
+        "no_crash" => first(
+            t.acts
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| match &a.outcome {
+                    Some(o @ ActOutcome::Crashed { .. }) => {
+                        Some(format!("act {i} crashed: {}", describe(o)))
+                    }
+                    _ => None,
+                })
+                .collect(),
+        ),
+        "only_asked_tools" => {
+            let asked: BTreeSet<&str> = t
+                .acts
+                .iter()
+                .filter(|a| a.action.get("do").and_then(Json::as_str) == Some("call_tool"))
+                .filter_map(|a| a.action.get("tool").and_then(Json::as_str))
+                .collect();
+            first(
+                t.calls
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.method == "execute_tool")
+                    .filter(|(_, c)| !c.tool().is_some_and(|x| asked.contains(x.as_str())))
+                    .map(|(i, c)| {
+                        format!(
+                            "{} executed {:?}, which no user request asked for",
+                            label(i, c),
+                            c.tool()
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        "fds_closed" => {
+            let Some(fds) = t.fds else {
+                return Judged::NotJudged("descriptors are not visible on this target".into());
+            };
+            first(
+                fds.values()
+                    .filter(|f| !f.closed)
+                    .map(|f| format!("descriptor {} was never read or closed", f.handle))
+                    .collect(),
+            )
+        }
+        "read_bounded" => {
+            let Some(fds) = t.fds else {
+                return Judged::NotJudged("descriptor reads are not visible on this target".into());
+            };
+            let cap = param_u64(e, "max_bytes").unwrap_or(u64::MAX);
+            first(
+                fds.values()
+                    .flat_map(|f| f.reads.iter().map(move |r| (f, *r)))
+                    .filter(|(_, r)| *r > cap)
+                    .map(|(f, r)| format!("descriptor {} was read asking for {r} bytes, over {cap}", f.handle))
+                    .collect(),
+            )
+        }
+        "resolved_before_resume" => {
+            let Some(resolves) = t.resolves else {
+                return Judged::NotJudged("resolutions are not visible on this target".into());
+            };
+            first(
+                t.calls
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| c.str(keys::RESUME_TOKEN).map(|tok| (i, c, tok)))
+                    .filter(|(i, _, tok)| {
+                        !t.intents.iter().filter(|p| p.resume_token == *tok).any(|p| {
+                            resolves
+                                .iter()
+                                .any(|r| r.handle == p.handle && r.after_calls <= *i)
+                        })
+                    })
+                    .map(|(i, c, _)| {
+                        format!("{} resumed before the user's resolution was launched", label(i, c))
+                    })
+                    .collect(),
+            )
+        }
+        "no_unnegotiated" => {
+            let mut bad: Vec<String> = t
+                .calls
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    let cap = match c.method.as_str() {
+                        "get_operation" => "async_operations",
+                        "cancel_operation" => "cancellation",
+                        _ => return None,
+                    };
+                    (!c.granted.iter().any(|g| g == cap))
+                        .then(|| format!("{} used {cap}, which was not negotiated", label(i, c)))
+                })
+                .collect();
+            if let Some(fds) = t.fds {
+                bad.extend(
+                    fds.values()
+                        .filter(|f| !f.reads.is_empty() && !f.granted.iter().any(|g| g == "large_results"))
+                        .map(|f| format!("descriptor {} was read as a file result without large_results negotiated", f.handle)),
+                );
+            }
+            first(bad)
+        }
+        other => Judged::Broken(format!("unknown check {other:?}")),
+    }
+}
+
+/// A short, bounded description of an outcome.
+pub fn describe(o: &ActOutcome) -> String {
+    let s = match o {
+        ActOutcome::Success { value } => value.to_string(),
+        ActOutcome::Error {
+            error_code,
+            message,
+        } => format!("{error_code}: {message}"),
+        ActOutcome::NeedsUser { detail } | ActOutcome::Refused { detail } => detail.clone(),
+        ActOutcome::Crashed { class, message } => format!("{class}: {message}"),
+    };
+    clip(&s, 200)
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}

@@ -1,0 +1,718 @@
+//! Consumer conformance: the harness plays a scripted hostile Provider
+//! ([`hostile`]), makes the Consumer under test act (the `consumer_act`
+//! shape), and judges what it observably did ([`judge`]) against each
+//! scenario (`vectors/consumer/`), citing requirement ids.
+//!
+//! In-process, the Consumer under test is the reference Consumer or one of
+//! its mutants ([`ConsumerFault`]); [`selftest`] proves that every mutant is
+//! caught by a scenario citing the requirement it breaks.
+
+pub mod hostile;
+pub mod judge;
+pub mod port;
+pub mod scenario;
+
+use crate::event::Verdict;
+use cetp_reference::consumer::{ActOutcome, Action, ConsumerConfig, ConsumerFault, DrivenConsumer};
+use hostile::{Hostile, AUTHORITY, T0};
+use judge::{judge, ActRecord, Judged, Trace};
+use port::HostilePort;
+use scenario::Scenario;
+use serde::Deserialize;
+use serde_json::{json, Value as Json};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// One broken expectation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    pub check: String,
+    /// The requirement ids it cites.
+    pub cited: Vec<String>,
+    pub message: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct ScenarioResult {
+    pub id: String,
+    pub title: String,
+    pub verdict: Verdict,
+    pub findings: Vec<Finding>,
+    /// Expectations this target could not judge, with why.
+    pub not_judged: Vec<String>,
+    pub acts: Vec<ActRecord>,
+    pub calls: usize,
+}
+
+impl ScenarioResult {
+    pub fn cited(&self) -> BTreeSet<&str> {
+        self.findings
+            .iter()
+            .flat_map(|f| f.cited.iter().map(String::as_str))
+            .collect()
+    }
+}
+
+/// The action an act of a scenario stands for (`authority` defaults to the
+/// hostile Provider's); `None` for harness-side acts.
+pub fn action_of(act: &Json) -> Result<Option<Action>, String> {
+    match act.get("do").and_then(Json::as_str) {
+        Some("advance_clock") => Ok(None),
+        _ => {
+            let mut a = act.clone();
+            if let Some(o) = a.as_object_mut() {
+                o.entry("authority").or_insert_with(|| json!(AUTHORITY));
+            }
+            Action::from_json(&a).map(Some)
+        }
+    }
+}
+
+/// Judges a finished run of `s`.
+pub fn judge_run(s: &Scenario, trace: &Trace<'_>) -> ScenarioResult {
+    let mut findings = Vec::new();
+    let mut not_judged = Vec::new();
+    for e in &s.expect {
+        match judge(trace, e) {
+            Judged::Pass => {}
+            Judged::Broken(message) => findings.push(Finding {
+                check: e.check.clone(),
+                cited: e
+                    .requirements
+                    .clone()
+                    .unwrap_or_else(|| s.requirements.clone()),
+                message,
+            }),
+            Judged::NotJudged(why) => not_judged.push(format!("{}: {why}", e.check)),
+        }
+    }
+    let verdict = if findings.is_empty() {
+        Verdict::Pass
+    } else if s.level == "SHOULD" {
+        Verdict::Warn
+    } else {
+        Verdict::Fail
+    };
+    ScenarioResult {
+        id: s.id.clone(),
+        title: s.title.clone(),
+        verdict,
+        findings,
+        not_judged,
+        acts: trace.acts.to_vec(),
+        calls: trace.calls.len(),
+    }
+}
+
+/// Runs `s` in-process against the reference Consumer configured by
+/// `config` (a mutant when its `faults` say so).
+pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioResult, String> {
+    let hostile = Hostile::new(s.provider.clone(), s.script.clone());
+    let mut port = HostilePort::new(hostile, T0);
+    let mut consumer = DrivenConsumer::new(config.clone());
+    let mut acts = Vec::new();
+    for (i, act) in s.acts.iter().enumerate() {
+        port.hostile.act = i;
+        let outcome = match action_of(act).map_err(|e| format!("{}: act {i}: {e}", s.id))? {
+            None => {
+                let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
+                cetp_reference::port::ConsumerPort::sleep_ms(&mut port, ms);
+                None
+            }
+            Some(action) => {
+                if action == Action::Reset {
+                    port.hostile.life += 1;
+                }
+                Some(consumer.act(&mut port, &action))
+            }
+        };
+        acts.push(ActRecord {
+            action: act.clone(),
+            outcome,
+        });
+    }
+    let trace = Trace {
+        calls: &port.hostile.log,
+        acts: &acts,
+        intents: &port.hostile.intents,
+        fds: Some(&port.fds),
+        resolves: Some(&port.resolves),
+    };
+    Ok(judge_run(s, &trace))
+}
+
+/// A Consumer mutant as documented in `vectors/mutants/consumer-mutants.json`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerMutantDoc {
+    pub name: String,
+    pub sections: Vec<String>,
+    pub description: String,
+    pub requirements: Vec<String>,
+    #[serde(default)]
+    pub observed_in_the_wild: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerMutantsFile {
+    pub format_version: u32,
+    pub consumer: String,
+    pub description: String,
+    pub mutants: Vec<ConsumerMutantDoc>,
+}
+
+pub fn load_mutants(path: &Path) -> Result<Vec<ConsumerMutantDoc>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_mutants(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+pub fn parse_mutants(text: &str) -> Result<Vec<ConsumerMutantDoc>, String> {
+    let f: ConsumerMutantsFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    Ok(f.mutants)
+}
+
+/// One scenario finding that kills a mutant: it cites a requirement the
+/// mutant breaks.
+#[derive(Clone, Debug)]
+pub struct Kill {
+    pub scenario: String,
+    pub check: String,
+    pub cited: Vec<String>,
+    pub message: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct MutantResult {
+    pub name: String,
+    pub requirements: Vec<String>,
+    pub kills: Vec<Kill>,
+    /// Findings that cite none of its requirements (not proof).
+    pub other_findings: usize,
+}
+
+impl MutantResult {
+    pub fn killed(&self) -> bool {
+        !self.kills.is_empty()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ConsumerSelftest {
+    /// The reference Consumer on every scenario: each must pass.
+    pub reference: Vec<ScenarioResult>,
+    pub mutants: Vec<MutantResult>,
+}
+
+impl ConsumerSelftest {
+    pub fn reference_clean(&self) -> bool {
+        self.reference.iter().all(|r| r.verdict == Verdict::Pass)
+    }
+    pub fn killed(&self) -> usize {
+        self.mutants.iter().filter(|m| m.killed()).count()
+    }
+    pub fn ok(&self) -> bool {
+        self.reference_clean() && self.killed() == self.mutants.len()
+    }
+
+    /// The Consumer proof (`reports/consumer-proof.json`): requirement →
+    /// the Consumer mutants a finding citing it caught, same shape as the
+    /// Provider's `reports/proof.json` plus `role`.
+    pub fn proof(&self) -> Json {
+        let mut by_req: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+        let mut mutants = serde_json::Map::new();
+        for m in &self.mutants {
+            let proved = m.proved();
+            for r in &proved {
+                by_req.entry(r.clone()).or_default().push(m.name.as_str());
+            }
+            mutants.insert(m.name.clone(), json!(proved));
+        }
+        json!({
+            "format_version": 1,
+            "role": "consumer",
+            "generated_by": "cetp selftest --consumer-only --write-proof",
+            "mutants": mutants,
+            "requirements": by_req,
+        })
+    }
+
+    /// Two tables: the reference Consumer per scenario, and mutant →
+    /// killing scenarios with the requirements their findings cite.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let bad: Vec<&ScenarioResult> = self
+            .reference
+            .iter()
+            .filter(|r| r.verdict != Verdict::Pass)
+            .collect();
+        if bad.is_empty() {
+            out.push_str(&format!(
+                "reference Consumer: every scenario PASS ({} scenarios)\n",
+                self.reference.len()
+            ));
+        } else {
+            out.push_str("reference Consumer: NOT CLEAN\n");
+            for r in bad {
+                for f in &r.findings {
+                    out.push_str(&format!(
+                        "  {} {} {}: {}\n",
+                        r.id,
+                        r.verdict.as_str(),
+                        f.check,
+                        f.message
+                    ));
+                }
+            }
+        }
+        let width = self
+            .mutants
+            .iter()
+            .map(|m| m.name.len())
+            .max()
+            .unwrap_or(6)
+            .max("consumer mutant".len());
+        out.push_str(&format!(
+            "\n{:<width$}  {:<8}  killing scenarios / checks\n",
+            "consumer mutant", "result"
+        ));
+        for m in &self.mutants {
+            let (result, detail) = if m.killed() {
+                let mut by: Vec<String> = m
+                    .kills
+                    .iter()
+                    .map(|k| format!("{} {}", k.scenario, k.check))
+                    .collect();
+                by.dedup();
+                (
+                    "killed",
+                    format!("{}  proves {}", by.join(", "), m.proved().join(", ")),
+                )
+            } else if m.other_findings > 0 {
+                (
+                    "SURVIVED",
+                    format!(
+                        "{} finding(s), none citing {}",
+                        m.other_findings,
+                        m.requirements.join(", ")
+                    ),
+                )
+            } else {
+                ("SURVIVED", "no scenario fails".to_string())
+            };
+            out.push_str(&format!("{:<width$}  {:<8}  {}\n", m.name, result, detail));
+        }
+        let n = self.mutants.len();
+        let k = self.killed();
+        out.push_str(&format!(
+            "\nconsumer mutation score: {k}/{n} killed ({:.1}%)\n",
+            if n == 0 {
+                0.0
+            } else {
+                100.0 * k as f64 / n as f64
+            }
+        ));
+        out
+    }
+}
+
+impl MutantResult {
+    /// The mutant's requirements some finding cited while catching it.
+    pub fn proved(&self) -> Vec<String> {
+        let set: BTreeSet<&String> = self
+            .kills
+            .iter()
+            .flat_map(|k| k.cited.iter())
+            .filter(|c| self.requirements.contains(c))
+            .collect();
+        set.into_iter().cloned().collect()
+    }
+}
+
+/// Runs every scenario against the reference Consumer and each documented
+/// mutant. A mutant is killed by a finding citing one of its requirements.
+pub fn selftest(
+    scenarios: &[Scenario],
+    mutants: &[ConsumerMutantDoc],
+) -> Result<ConsumerSelftest, String> {
+    let base = ConsumerConfig::default();
+    let reference = scenarios
+        .iter()
+        .map(|s| run_in_process(s, &base))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Vec::new();
+    for m in mutants {
+        let fault = ConsumerFault::parse(&m.name)
+            .ok_or_else(|| format!("unknown Consumer mutant {:?}", m.name))?;
+        let config = ConsumerConfig {
+            faults: vec![fault],
+            ..base.clone()
+        };
+        let mut kills = Vec::new();
+        let mut other = 0;
+        for s in scenarios {
+            let r = run_in_process(s, &config)?;
+            for f in r.findings {
+                if f.cited.iter().any(|c| m.requirements.contains(c)) {
+                    kills.push(Kill {
+                        scenario: s.id.clone(),
+                        check: f.check,
+                        cited: f.cited,
+                        message: f.message,
+                    });
+                } else {
+                    other += 1;
+                }
+            }
+        }
+        out.push(MutantResult {
+            name: m.name.clone(),
+            requirements: m.requirements.clone(),
+            kills,
+            other_findings: other,
+        });
+    }
+    Ok(ConsumerSelftest {
+        reference,
+        mutants: out,
+    })
+}
+
+/// Requirement → the scenarios whose expectations cite it.
+pub fn requirement_index(
+    scenarios: &[Scenario],
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut index: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for s in scenarios {
+        let cited: BTreeSet<&String> = s
+            .expect
+            .iter()
+            .flat_map(|e| e.requirements.as_ref().unwrap_or(&s.requirements).iter())
+            .collect();
+        for r in cited {
+            index.entry(r.clone()).or_default().push(s.id.clone());
+        }
+    }
+    index
+}
+
+/// Outcome kinds an act may end in, as `consumer_act` names them.
+pub const OUTCOMES: &[&str] = &["success", "error", "needs_user", "refused", "crashed"];
+
+#[doc(hidden)]
+pub fn outcome_kind(o: &ActOutcome) -> &'static str {
+    o.kind()
+}
+
+/// What a device hosting the hostile Provider reports while the Consumer
+/// under test acts.
+#[derive(Clone, Debug)]
+pub enum DeviceEvent {
+    /// The Consumer called the hosted Provider (`incoming_call`).
+    Call {
+        method: String,
+        extras: cetp_proto::Bundle,
+        now_ms: i64,
+    },
+    /// The Consumer launched one of its PendingIntents (`intent_launched`,
+    /// named by the script's handle).
+    Launched { handle: String, decision: String },
+}
+
+/// The hosted Provider's answer to one call, as the probe wire's `reply`
+/// carries it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WireAnswer {
+    Result {
+        bundle: cetp_proto::Bundle,
+        fd_data: Option<Vec<u8>>,
+    },
+    Throw {
+        class: String,
+    },
+    /// The call fails as this device error (`timeout`, `provider_died`):
+    /// the `fail` reply extension.
+    Fail {
+        kind: String,
+    },
+    /// A result whose descriptor never ends: the `fd_endless` extension.
+    EndlessFd {
+        bundle: cetp_proto::Bundle,
+        fill: u8,
+    },
+}
+
+/// A device that hosts the hostile Provider and a Consumer under test
+/// (`host_provider` + `consumer_act`, or a vendor's driver).
+pub trait ConsumerDevice {
+    fn host(
+        &mut self,
+        meta: &std::collections::BTreeMap<String, String>,
+        package: &str,
+        authority_package: &str,
+    ) -> Result<(), String>;
+    /// Makes the Consumer perform `action` (the `consumer_act` action
+    /// shape); every event meanwhile goes to `on`, whose answer to a call is
+    /// sent back as its `reply`.
+    fn act(
+        &mut self,
+        action: &Json,
+        on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
+    ) -> Result<ActOutcome, String>;
+    fn advance_clock(&mut self, ms: u64) -> Result<(), String>;
+    /// The `reply` extensions the device plays (`fail`, `fd_endless`).
+    fn reply_extensions(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Why a scenario cannot be played over the probe wire, if it cannot: the
+/// wire has no reply that times out within the Consumer's timeout, kills the
+/// Provider mid-call, or never ends a descriptor.
+pub fn wire_unplayable(s: &Scenario, extensions: &[String]) -> Option<&'static str> {
+    let has = |e: &str| extensions.iter().any(|x| x == e);
+    for rule in &s.script {
+        if rule.reply.get("timeout").is_some() && !has("fail") {
+            return Some("a call that times out (needs an in-process Consumer)");
+        }
+        if rule.reply.get("disconnect").is_some() && !has("fail") {
+            return Some("a Provider that dies mid-call (needs an in-process Consumer)");
+        }
+        if rule
+            .reply
+            .get("file")
+            .and_then(|f| f.get("endless"))
+            .and_then(Json::as_bool)
+            == Some(true)
+            && !has("fd_endless")
+        {
+            return Some("a descriptor that never ends (needs an in-process Consumer)");
+        }
+    }
+    None
+}
+
+/// Plays `s` on a device: the hostile Provider answers there, the Consumer
+/// under test acts there. Descriptor reads are not visible, so the checks
+/// about them are not judged; launched resolutions are.
+pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<ScenarioResult, String> {
+    if let Some(why) = wire_unplayable(s, &dev.reply_extensions()) {
+        return Ok(ScenarioResult {
+            id: s.id.clone(),
+            title: s.title.clone(),
+            verdict: Verdict::NotApplicable,
+            findings: Vec::new(),
+            not_judged: vec![format!("not judged: the scenario scripts {why}")],
+            acts: Vec::new(),
+            calls: 0,
+        });
+    }
+    let mut hostile = Hostile::new(s.provider.clone(), s.script.clone());
+    // The Consumer under test may remember the previous scenario's Provider:
+    // it starts afresh, as a restarted app.
+    dev.act(&Action::Reset.to_json(), &mut |_| None)?;
+    dev.host(
+        &hostile.meta(),
+        hostile::PACKAGE,
+        &hostile.authority_package(),
+    )?;
+    let mut resolves: Vec<port::ResolveRecord> = Vec::new();
+    let mut acts = Vec::new();
+    for (i, act) in s.acts.iter().enumerate() {
+        hostile.act = i;
+        let outcome = match action_of(act).map_err(|e| format!("{}: act {i}: {e}", s.id))? {
+            None => {
+                let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
+                dev.advance_clock(ms)?;
+                None
+            }
+            Some(action) => {
+                if action == Action::Reset {
+                    hostile.life += 1;
+                }
+                let mut on = |ev: DeviceEvent| match ev {
+                    DeviceEvent::Call {
+                        method,
+                        extras,
+                        now_ms: at,
+                    } => Some(match hostile.on_call(&method, &extras, at) {
+                        hostile::Scripted::Reply { mut bundle, fd, .. } => {
+                            if fd.is_some() {
+                                bundle.remove(cetp_proto::envelope::keys::RESULT_FD);
+                            }
+                            match fd.map(|(_, spec)| spec) {
+                                Some(hostile::FdSpec::Endless { fill, .. }) => {
+                                    WireAnswer::EndlessFd { bundle, fill }
+                                }
+                                Some(hostile::FdSpec::Bytes(b)) => WireAnswer::Result {
+                                    bundle,
+                                    fd_data: Some(b),
+                                },
+                                None => WireAnswer::Result {
+                                    bundle,
+                                    fd_data: None,
+                                },
+                            }
+                        }
+                        hostile::Scripted::Throw { class, .. } => WireAnswer::Throw { class },
+                        hostile::Scripted::Timeout => WireAnswer::Fail {
+                            kind: "timeout".into(),
+                        },
+                        hostile::Scripted::Died => WireAnswer::Fail {
+                            kind: "provider_died".into(),
+                        },
+                    }),
+                    DeviceEvent::Launched { handle, decision } => {
+                        resolves.push(port::ResolveRecord {
+                            handle,
+                            decision: cetp_proto::provider::Decision::parse(&decision)
+                                .unwrap_or(cetp_proto::provider::Decision::Dismiss),
+                            after_calls: hostile.log.len(),
+                        });
+                        None
+                    }
+                };
+                Some(dev.act(&action.to_json(), &mut on)?)
+            }
+        };
+        acts.push(ActRecord {
+            action: act.clone(),
+            outcome,
+        });
+    }
+    let trace = Trace {
+        calls: &hostile.log,
+        acts: &acts,
+        intents: &hostile.intents,
+        fds: None,
+        resolves: Some(&resolves),
+    };
+    Ok(judge_run(s, &trace))
+}
+
+/// A Consumer profile (TOML): who the Consumer under test is, and the
+/// driver command that makes it act on a real device.
+///
+/// ```toml
+/// [consumer]
+/// name = "com.vendor.agent"
+/// [driver]
+/// command = ["adb", "shell", "am", "broadcast", "-a", "com.vendor.agent.TEST",
+///            "--es", "do", "{do}", "--es", "tool", "{tool}", "--es", "args", "{args}"]
+/// timeout_ms = 120000
+/// ```
+///
+/// Placeholders in every argument: `{do}`, `{authority}`, `{tool}`,
+/// `{args}` (JSON text), `{decision}`, `{action}` (the whole action, JSON).
+/// The command's last non-empty line on stdout is the outcome, in the
+/// `consumer_act` shape.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerProfile {
+    #[serde(default)]
+    pub consumer: ConsumerInfo,
+    pub driver: DriverSpec,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerInfo {
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DriverSpec {
+    pub command: Vec<String>,
+    #[serde(default = "driver_timeout")]
+    pub timeout_ms: u64,
+}
+
+fn driver_timeout() -> u64 {
+    120_000
+}
+
+impl ConsumerProfile {
+    pub fn from_toml(text: &str) -> Result<ConsumerProfile, String> {
+        let p: ConsumerProfile = toml::from_str(text).map_err(|e| e.to_string())?;
+        if p.driver.command.is_empty() {
+            return Err("driver.command: empty".into());
+        }
+        Ok(p)
+    }
+}
+
+/// The driver's argv for one action (placeholders filled in).
+pub fn driver_argv(command: &[String], action: &Json) -> Vec<String> {
+    let s = |k: &str| {
+        action
+            .get(k)
+            .map(|v| match v {
+                Json::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .unwrap_or_default()
+    };
+    let args = action
+        .get("args")
+        .map(Json::to_string)
+        .unwrap_or_else(|| "{}".into());
+    command
+        .iter()
+        .map(|a| {
+            a.replace("{action}", &action.to_string())
+                .replace("{do}", &s("do"))
+                .replace("{authority}", &s("authority"))
+                .replace("{tool}", &s("tool"))
+                .replace("{decision}", &s("decision"))
+                .replace("{args}", &args)
+        })
+        .collect()
+}
+
+/// The outcome a driver printed: its last non-empty stdout line.
+pub fn driver_outcome(stdout: &str) -> Result<ActOutcome, String> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .ok_or("the driver printed no outcome")?;
+    let v: Json = serde_json::from_str(line.trim())
+        .map_err(|e| format!("the driver's last line is not a JSON outcome: {e}"))?;
+    ActOutcome::from_json(&v)
+}
+
+#[cfg(test)]
+mod driver_tests {
+    use super::*;
+
+    #[test]
+    fn argv_placeholders_and_outcome_lines() {
+        let a =
+            json!({"do": "call_tool", "authority": "x.y", "tool": "get_value", "args": {"k": [1]}});
+        let argv = driver_argv(
+            &[
+                "d".into(),
+                "--do={do}".into(),
+                "{tool}".into(),
+                "{args}".into(),
+                "{action}".into(),
+            ],
+            &a,
+        );
+        assert_eq!(argv[1], "--do=call_tool");
+        assert_eq!(argv[2], "get_value");
+        assert_eq!(argv[3], r#"{"k":[1]}"#);
+        assert_eq!(serde_json::from_str::<Json>(&argv[4]).unwrap(), a);
+        let o = driver_outcome("log line\n{\"outcome\":\"refused\",\"detail\":\"sha256\"}\n\n")
+            .unwrap();
+        assert_eq!(o.kind(), "refused");
+        assert!(driver_outcome("no json here").is_err());
+        assert!(driver_outcome("").is_err());
+        let p = ConsumerProfile::from_toml("[driver]\ncommand = [\"x\", \"{do}\"]\n").unwrap();
+        assert_eq!(p.driver.timeout_ms, 120_000);
+        assert!(ConsumerProfile::from_toml("[driver]\ncommand = []\n").is_err());
+        assert!(ConsumerProfile::from_toml("[driver]\ncomand = [\"x\"]\n").is_err());
+    }
+}

@@ -1,0 +1,186 @@
+//! The hostile Provider in-process: a [`ConsumerPort`] whose device is the
+//! scripted Provider, on a manual clock, recording every descriptor read
+//! and close and every confirmation launched.
+
+use super::hostile::{FdSpec, Hostile, Scripted, AUTHORITY, PACKAGE};
+use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
+use cetp_proto::Bundle;
+use cetp_reference::port::{CallAnswer, ConsumerPort, FdRead, PortError};
+use std::collections::BTreeMap;
+
+/// Most bytes one `read_fd` serves, whatever is asked: the harness never
+/// allocates what a Consumer mutant asks for.
+pub const SERVE_CAP: u64 = 17 * 1024 * 1024;
+
+/// A result descriptor handed to the Consumer.
+#[derive(Clone, Debug)]
+pub struct FdTrace {
+    pub handle: String,
+    pub spec: FdSpec,
+    /// `max_bytes` of every read (a read uses the descriptor up).
+    pub reads: Vec<u64>,
+    pub served: u64,
+    pub closed: bool,
+    /// Capabilities granted when it was handed out.
+    pub granted: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ResolveRecord {
+    pub handle: String,
+    pub decision: Decision,
+    /// Calls in the log when it was launched.
+    pub after_calls: usize,
+}
+
+pub struct HostilePort {
+    pub hostile: Hostile,
+    pub now_ms: i64,
+    pub fds: BTreeMap<String, FdTrace>,
+    pub resolves: Vec<ResolveRecord>,
+}
+
+impl HostilePort {
+    pub fn new(hostile: Hostile, start_ms: i64) -> Self {
+        HostilePort {
+            hostile,
+            now_ms: start_ms,
+            fds: BTreeMap::new(),
+            resolves: Vec::new(),
+        }
+    }
+}
+
+impl ConsumerPort for HostilePort {
+    fn now_ms(&mut self) -> i64 {
+        self.now_ms
+    }
+
+    fn sleep_ms(&mut self, ms: u64) {
+        self.now_ms = self
+            .now_ms
+            .saturating_add(i64::try_from(ms).unwrap_or(i64::MAX));
+    }
+
+    fn discover(&mut self) -> Result<Vec<ServiceManifest>, PortError> {
+        Ok(vec![ServiceManifest {
+            package: PACKAGE.into(),
+            service: format!("{PACKAGE}/.cetp.ToolProviderService"),
+            exported: true,
+            permission: None,
+            meta: self.hostile.meta(),
+            authority_package: Some(self.hostile.authority_package()),
+            signing_cert_sha256: Vec::new(),
+        }])
+    }
+
+    fn call(
+        &mut self,
+        authority: &str,
+        method: &str,
+        _arg: Option<&str>,
+        extras: Option<&Bundle>,
+        timeout_ms: u64,
+    ) -> Result<CallAnswer, PortError> {
+        if authority != AUTHORITY {
+            return Err(PortError::new(
+                "unknown_authority",
+                format!("no ContentProvider answers on {authority:?}"),
+            ));
+        }
+        let extras = extras.cloned().unwrap_or_default();
+        match self.hostile.on_call(method, &extras, self.now_ms) {
+            Scripted::Timeout => {
+                self.sleep_ms(timeout_ms);
+                Err(PortError::new(
+                    "timeout",
+                    "the Provider did not answer in time",
+                ))
+            }
+            Scripted::Died => Err(PortError::new(
+                "provider_died",
+                "the Provider's process died",
+            )),
+            Scripted::Throw { class, message } => Ok(CallAnswer::Threw { class, message }),
+            Scripted::Reply { bundle, fd, .. } => {
+                if let Some((handle, spec)) = fd {
+                    let granted = self.hostile.log.last().map(|r| r.granted.clone());
+                    self.fds.insert(
+                        handle.clone(),
+                        FdTrace {
+                            handle,
+                            spec,
+                            reads: Vec::new(),
+                            served: 0,
+                            closed: false,
+                            granted: granted.unwrap_or_default(),
+                        },
+                    );
+                }
+                Ok(CallAnswer::Result(Some(bundle)))
+            }
+        }
+    }
+
+    fn read_fd(&mut self, handle: &str, max_bytes: u64) -> Result<FdRead, PortError> {
+        let fd = self
+            .fds
+            .get_mut(handle)
+            .filter(|f| !f.closed)
+            .ok_or_else(|| PortError::new("unknown_handle", format!("no open fd {handle:?}")))?;
+        fd.reads.push(max_bytes);
+        fd.closed = true;
+        let limit = max_bytes.min(SERVE_CAP);
+        let (bytes, eof) = match &fd.spec {
+            FdSpec::Bytes(b) => {
+                let n = (b.len() as u64).min(limit) as usize;
+                (b[..n].to_vec(), b.len() as u64 <= limit)
+            }
+            FdSpec::Endless { prefix, fill } => {
+                let mut v: Vec<u8> = prefix.iter().copied().take(limit as usize).collect();
+                v.resize(limit as usize, *fill);
+                (v, false)
+            }
+        };
+        fd.served = bytes.len() as u64;
+        Ok(FdRead {
+            bytes,
+            eof,
+            error: None,
+            writable: Some(false),
+        })
+    }
+
+    fn close_fd(&mut self, handle: &str) -> Result<(), PortError> {
+        match self.fds.get_mut(handle).filter(|f| !f.closed) {
+            Some(f) => {
+                f.closed = true;
+                Ok(())
+            }
+            None => Err(PortError::new(
+                "unknown_handle",
+                format!("no open fd {handle:?}"),
+            )),
+        }
+    }
+
+    fn resolve(&mut self, handle: &str, decision: Decision) -> Result<ResolveOutcome, PortError> {
+        if !self.hostile.intents.iter().any(|i| i.handle == handle) {
+            return Err(PortError::new(
+                "unknown_handle",
+                format!("no PendingIntent {handle:?}"),
+            ));
+        }
+        self.resolves.push(ResolveRecord {
+            handle: handle.to_string(),
+            decision,
+            after_calls: self.hostile.log.len(),
+        });
+        Ok(ResolveOutcome {
+            launched: true,
+            decision_applied: decision != Decision::Dismiss,
+            result_code: if decision == Decision::Approve { -1 } else { 0 },
+            launched_package: Some(PACKAGE.into()),
+        })
+    }
+}

@@ -1,0 +1,145 @@
+//! The Consumer mutants: named switches that each make the reference
+//! Consumer break one consumer-side requirement of the spec.
+//!
+//! Every fault is checked at exactly one place of the Consumer, so reading a
+//! `self.has(ConsumerFault::X)` site shows the whole mutation. The
+//! requirement each fault breaks, and a description of the broken
+//! behaviour, live as data in `vectors/mutants/consumer-mutants.json`, which
+//! a test keeps in step with [`ConsumerFault::ALL`].
+
+use std::fmt;
+
+macro_rules! consumer_faults {
+    ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
+        /// One mutation of the reference Consumer.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum ConsumerFault { $( $(#[$doc])* $variant, )* }
+
+        impl ConsumerFault {
+            /// Every fault, in a stable order.
+            pub const ALL: &'static [ConsumerFault] = &[ $( ConsumerFault::$variant, )* ];
+
+            /// Stable snake_case name (the mutant's id in vectors and reports).
+            pub fn name(self) -> &'static str {
+                match self { $( ConsumerFault::$variant => $name, )* }
+            }
+
+            pub fn parse(name: &str) -> Option<ConsumerFault> {
+                match name { $( $name => Some(ConsumerFault::$variant), )* _ => None }
+            }
+        }
+    };
+}
+
+consumer_faults! {
+    // ---- discovery and negotiation (§2.1, §2.2, §8)
+    /// Sends a v2 `get_provider_info` (with an empty token) before negotiating.
+    NoNegotiateFirst => "no_negotiate_first",
+    /// Offers `consumer_versions` in ascending order.
+    VersionsAscending => "versions_ascending",
+    /// Sends `consumer_capabilities` as a String[] instead of a JSON text.
+    CapabilitiesAsStringArray => "capabilities_as_string_array",
+    /// Keeps sending the first session token after a renegotiation.
+    StaleTokenAfterRenegotiation => "stale_token_after_renegotiation",
+    /// On NEGOTIATION_REQUIRED retries with the dead token instead of
+    /// negotiating again.
+    RetriesWithDeadToken => "retries_with_dead_token",
+    /// Ignores the `service`/authority same-package check of discovery.
+    SamePackageNotChecked => "same_package_not_checked",
+    /// Reads the legacy `version` meta-data over `versions`.
+    LegacyVersionMetaUsed => "legacy_version_meta_used",
+    /// Takes a lone legacy `version=1` for "v1 and v2", and negotiates.
+    LegacyVersionAsV2 => "legacy_version_as_v2",
+    /// Falls back to v1 when a declared v2 fails to negotiate.
+    V1FallbackAfterFailedNegotiation => "v1_fallback_after_failed_negotiation",
+    /// Repeats a call over v1 after v2 answered PERMISSION_DENIED.
+    V1AfterPermissionDenied => "v1_after_permission_denied",
+    /// Trusts a cached tool list across negotiations without re-checking
+    /// its revision.
+    ToolListNotRechecked => "tool_list_not_rechecked",
+    /// Refuses tool descriptors that carry members it does not know.
+    UnknownMembersRefused => "unknown_members_refused",
+    /// Uses optional-capability behaviour (operations, file results) the
+    /// session did not negotiate.
+    CapabilityNotNegotiatedUsed => "capability_not_negotiated_used",
+    // ---- request envelope (§4.1)
+    /// Sends `protocol_version` as a Long.
+    ProtocolVersionLong => "protocol_version_long",
+    /// Makes request ids that are not UUIDs.
+    RequestIdNotUuid => "request_id_not_uuid",
+    /// Sends `deadline_at_ms` as a relative budget, not an epoch time.
+    DeadlineRelative => "deadline_relative",
+    /// Sends v2 `list_tools` without its `session_token`.
+    ListToolsWithoutToken => "list_tools_without_token",
+    /// Reuses the request id of its first read for every later read.
+    ReadReusesRequestId => "read_reuses_request_id",
+    // ---- retries (§5, §6)
+    /// Retries a retryable error under a fresh request id.
+    NewRequestIdOnRetry => "new_request_id_on_retry",
+    /// Retries after a port timeout under a fresh request id.
+    NewRequestIdAfterTimeout => "new_request_id_after_timeout",
+    /// Retries after a dead Binder under a fresh request id.
+    NewRequestIdAfterDisconnect => "new_request_id_after_disconnect",
+    /// Retries errors whose `retryable` is false.
+    RetriesNotRetryable => "retries_not_retryable",
+    /// Retries after its own backoff, ignoring `retry_after_ms`.
+    IgnoresRetryAfter => "ignores_retry_after",
+    /// Re-sends a call answered AUTH_REQUIRED / USER_ACTION_REQUIRED when no
+    /// user acted.
+    RetriesUserAction => "retries_user_action",
+    // ---- confirmation (§4.3)
+    /// Resumes after a resolution under a fresh request id.
+    ResumeWithNewRequestId => "resume_with_new_request_id",
+    /// Resumes with the resume token without launching the resolution.
+    ResumeWithoutResolution => "resume_without_resolution",
+    // ---- operations (§4.4)
+    /// Takes progress `current == total` for success.
+    ProgressTakenAsSuccess => "progress_taken_as_success",
+    /// Reports an operation cancelled as soon as `cancel_operation` is
+    /// accepted, without querying its terminal state.
+    StopsPollingAfterCancel => "stops_polling_after_cancel",
+    // ---- file results (§4.5)
+    /// Accepts a file whose length differs from `size_bytes`.
+    FileSizeNotChecked => "file_size_not_checked",
+    /// Accepts a file whose SHA-256 differs from `sha256`.
+    FileSha256NotChecked => "file_sha256_not_checked",
+    /// Reads exactly `size_bytes`, so bytes beyond the declared size go
+    /// unnoticed.
+    FileTailNotRead => "file_tail_not_read",
+    /// Reads as much as the Provider declares, with no local cap.
+    FileReadUncapped => "file_read_uncapped",
+    /// Leaves the result descriptor open.
+    FileFdNotClosed => "file_fd_not_closed",
+    // ---- untrusted Provider data (§4.2, §7.3)
+    /// Accepts Provider text of any length.
+    TextLengthUnbounded => "text_length_unbounded",
+    /// Accepts Provider JSON of any nesting depth.
+    JsonDepthUnbounded => "json_depth_unbounded",
+    /// Hands on results without checking them against the output schema.
+    OutputSchemaNotChecked => "output_schema_not_checked",
+    /// Panics on an error code it does not know.
+    UnknownErrorCodePanics => "unknown_error_code_panics",
+    /// Executes a tool a Provider's result text names ("call TOOL").
+    ObeysProviderText => "obeys_provider_text",
+}
+
+impl fmt::Display for ConsumerFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for f in ConsumerFault::ALL {
+            assert_eq!(ConsumerFault::parse(f.name()), Some(*f));
+            assert!(seen.insert(f.name()), "{f}");
+        }
+        assert!(ConsumerFault::ALL.len() >= 20);
+    }
+}

@@ -1,0 +1,357 @@
+//! A device that hosts the hostile Provider and a Consumer under test over
+//! the probe wire (`host_provider`, `incoming_call`, `reply`,
+//! `intent_launched`, `consumer_act`): the simulated device's built-in
+//! Consumer, or any device that offers `consumer_act`.
+
+use cetp_conformance::consumer::{ConsumerDevice, DeviceEvent, WireAnswer};
+use cetp_reference::consumer::ActOutcome;
+use cetp_transport::client::{ClientConfig, EventStream, ProbeClient};
+use cetp_wire::json::Json as WireJson;
+use cetp_wire::ops::{HostProviderParams, IncomingCall, OpRequest, ReplyOutcome, ReplyParams};
+use cetp_wire::Map;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::runtime::Runtime;
+
+/// How long one act may take, the Consumer's retries and waits included.
+const ACT_TIMEOUT: Duration = Duration::from_secs(120);
+const OP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Who makes the Consumer act.
+#[derive(Clone, Debug)]
+pub enum Actor {
+    /// The device's own `consumer_act`, for the Consumer of this name.
+    Device(String),
+    /// A vendor's driver command (a Consumer profile), run on the host once
+    /// per act; it prints the outcome as its last stdout line.
+    Driver {
+        command: Vec<String>,
+        timeout: Duration,
+    },
+}
+
+pub struct WireConsumer {
+    rt: Runtime,
+    client: ProbeClient,
+    events: EventStream,
+    actor: Actor,
+    /// The Consumers the device offers (`hello`'s `consumers`).
+    pub offered: Vec<String>,
+    /// The `reply` extensions it plays (`hello`'s `reply_extensions`).
+    pub extensions: Vec<String>,
+    /// The adb forward this connection goes through, removed on drop.
+    forward: Option<(cetp_transport::adb::Adb, u16)>,
+}
+
+impl Drop for WireConsumer {
+    fn drop(&mut self) {
+        self.client.close();
+        if let Some((adb, port)) = self.forward.take() {
+            let _ = self.rt.block_on(adb.forward_remove(port));
+        }
+    }
+}
+
+fn to_wire(v: Json) -> Map {
+    match WireJson::from(v) {
+        WireJson::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+impl WireConsumer {
+    /// Connects to `addr` (HOST:PORT) and checks that the device offers
+    /// `consumer_act` and the Consumer named `consumer`.
+    pub fn connect_tcp(addr: &str, consumer: &str) -> Result<WireConsumer, String> {
+        WireConsumer::connect(addr, Actor::Device(consumer.to_string()))
+    }
+
+    /// Connects to `addr` (HOST:PORT), a device that hosts the hostile
+    /// Provider; `actor` makes the Consumer under test act.
+    pub fn connect(addr: &str, actor: Actor) -> Result<WireConsumer, String> {
+        let rt = runtime()?;
+        let stream = rt
+            .block_on(cetp_transport::tcp::connect(addr, Duration::from_secs(10)))
+            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        WireConsumer::over(rt, stream, addr, actor, None)
+    }
+
+    /// Connects through an adb server to the probe of a device
+    /// (`adb:SERIAL[,server=HOST:PORT]`, as for `cetp run`).
+    pub fn connect_adb(target: &str, actor: Actor) -> Result<WireConsumer, String> {
+        let spec = match crate::TargetSpec::parse(target).map_err(|e| e.to_string())? {
+            crate::TargetSpec::Adb(s) => s,
+            _ => return Err(format!("{target:?} is not an adb target")),
+        };
+        let adb = cetp_transport::adb::Adb::new(cetp_transport::adb::AdbConfig {
+            server: spec.server,
+            serial: spec.serial.clone(),
+            op_timeout: Duration::from_millis(spec.op_timeout_ms),
+            ..cetp_transport::adb::AdbConfig::default()
+        });
+        let rt = runtime()?;
+        rt.block_on(adb.check_device())
+            .map_err(|e| format!("adb server {}: {e}", spec.server))?;
+        let (stream, port) = rt
+            .block_on(adb.connect_socket(cetp_transport::adb::PROBE_SOCKET_A))
+            .map_err(|e| format!("the probe of {}: {e}", adb.device_label()))?;
+        let label = adb.device_label();
+        WireConsumer::over(rt, stream, &label, actor, Some((adb, port)))
+    }
+
+    fn over(
+        rt: Runtime,
+        stream: tokio::net::TcpStream,
+        addr: &str,
+        actor: Actor,
+        forward: Option<(cetp_transport::adb::Adb, u16)>,
+    ) -> Result<WireConsumer, String> {
+        let (client, events) = rt.block_on(async {
+            let client = ProbeClient::connect(stream, ClientConfig::default());
+            let events = client
+                .take_events()
+                .ok_or("the event stream was already taken")?;
+            Ok::<_, String>((client, events))
+        })?;
+        let mut w = WireConsumer {
+            rt,
+            client,
+            events,
+            actor,
+            offered: Vec::new(),
+            extensions: Vec::new(),
+            forward,
+        };
+        let hello = w.op("hello", Map::new(), OP_TIMEOUT)?;
+        let ops: Vec<String> = hello
+            .get("ops")
+            .and_then(WireJson::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        w.extensions = hello
+            .get("reply_extensions")
+            .and_then(WireJson::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !ops.iter().any(|o| o == "host_provider") {
+            return Err(format!(
+                "the device at {addr} offers no host_provider: it cannot host the hostile Provider"
+            ));
+        }
+        let Actor::Device(consumer) = &w.actor else {
+            return Ok(w);
+        };
+        let consumer = consumer.clone();
+        if !ops.iter().any(|o| o == "consumer_act") {
+            return Err(format!(
+                "the device at {addr} offers no consumer_act: it hosts no Consumer under test (name a driver in a Consumer profile)"
+            ));
+        }
+        w.offered = hello
+            .get("consumers")
+            .and_then(WireJson::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !w.offered.contains(&consumer) {
+            return Err(format!(
+                "the device offers no Consumer named {consumer:?} (it offers {:?})",
+                w.offered
+            ));
+        }
+        Ok(w)
+    }
+
+    fn op(&self, op: &str, params: Map, timeout: Duration) -> Result<Map, String> {
+        let reply = self
+            .rt
+            .block_on(self.client.request(op, params, 0, timeout))
+            .map_err(|e| format!("{op}: {e}"))?;
+        reply.result.map_err(|e| format!("{op}: {e}"))
+    }
+}
+
+impl ConsumerDevice for WireConsumer {
+    fn host(
+        &mut self,
+        meta: &BTreeMap<String, String>,
+        package: &str,
+        authority_package: &str,
+    ) -> Result<(), String> {
+        let mut extra = Map::new();
+        extra.insert("package".into(), WireJson::from(package));
+        extra.insert(
+            "authority_package".into(),
+            WireJson::from(authority_package),
+        );
+        let p = HostProviderParams {
+            authority: meta
+                .get("com.clawseed.tools.authority")
+                .cloned()
+                .unwrap_or_default(),
+            meta: meta.clone(),
+            extra,
+        };
+        let req = OpRequest::HostProvider(p);
+        self.op(req.op(), req.params(), OP_TIMEOUT).map(|_| ())
+    }
+
+    fn reply_extensions(&self) -> Vec<String> {
+        self.extensions.clone()
+    }
+
+    fn advance_clock(&mut self, ms: u64) -> Result<(), String> {
+        let mut p = Map::new();
+        p.insert("ms".into(), WireJson::from(ms));
+        self.op("advance_clock", p, OP_TIMEOUT).map(|_| ())
+    }
+
+    fn act(
+        &mut self,
+        action: &Json,
+        on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
+    ) -> Result<ActOutcome, String> {
+        let client = &self.client;
+        let events = &mut self.events;
+        let actor = self.actor.clone();
+        self.rt.block_on(async {
+            let act = async {
+                match actor {
+                    Actor::Device(consumer) => {
+                        let params = to_wire(serde_json::json!({
+                            "consumer": consumer,
+                            "timeout_ms": ACT_TIMEOUT.as_millis() as u64,
+                            "action": action,
+                        }));
+                        let reply = client
+                            .request("consumer_act", params, 0, ACT_TIMEOUT + OP_TIMEOUT)
+                            .await
+                            .map_err(|e| format!("consumer_act: {e}"))?;
+                        let ok = reply.result.map_err(|e| format!("consumer_act: {e}"))?;
+                        let v = WireJson::Object(ok)
+                            .to_serde()
+                            .map_err(|e| format!("consumer_act: {e:?}"))?;
+                        ActOutcome::from_json(&v)
+                    }
+                    Actor::Driver { command, timeout } => {
+                        let argv = cetp_conformance::consumer::driver_argv(&command, action);
+                        let (tx, rx) = tokio::sync::oneshot::channel();
+                        std::thread::spawn(move || {
+                            let _ = tx.send(run_driver(&argv, timeout));
+                        });
+                        let stdout = rx.await.map_err(|_| "the driver thread died".to_string())??;
+                        cetp_conformance::consumer::driver_outcome(&stdout)
+                    }
+                }
+            };
+            tokio::pin!(act);
+            loop {
+                tokio::select! {
+                    done = &mut act => return done,
+                    ev = events.recv() => {
+                        let Some(ev) = ev else {
+                            return Err("the device closed the connection".to_string());
+                        };
+                        match ev.event.as_str() {
+                            "incoming_call" => {
+                                let call = IncomingCall::from_event(&ev).map_err(|e| format!("incoming_call: {e}"))?;
+                                let answer = on(DeviceEvent::Call {
+                                    method: call.method.clone(),
+                                    extras: call.extras.clone().unwrap_or_default(),
+                                    now_ms: call.now_ms,
+                                });
+                                let outcome = match answer {
+                                    Some(WireAnswer::Result { bundle, fd_data }) => ReplyOutcome::Result { result: Some(bundle), fd_data },
+                                    Some(WireAnswer::Throw { class }) => ReplyOutcome::Throw { class, message: None },
+                                    Some(WireAnswer::Fail { kind }) => ReplyOutcome::Fail { kind },
+                                    Some(WireAnswer::EndlessFd { bundle, fill }) => ReplyOutcome::EndlessFd { result: Some(bundle), fill },
+                                    None => ReplyOutcome::Result { result: None, fd_data: None },
+                                };
+                                let req = OpRequest::Reply(ReplyParams { call: call.call, outcome, delay_ms: 0 });
+                                let r = client.request(req.op(), req.params(), 0, OP_TIMEOUT).await.map_err(|e| format!("reply: {e}"))?;
+                                r.result.map_err(|e| format!("reply: {e}"))?;
+                            }
+                            "intent_launched" => {
+                                let s = |k: &str| ev.fields.get(k).and_then(WireJson::as_str).unwrap_or_default().to_string();
+                                on(DeviceEvent::Launched { handle: s("handle"), decision: s("decision") });
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+fn runtime() -> Result<Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Runs a driver command to its end (killed after `timeout`) and returns
+/// its stdout.
+fn run_driver(argv: &[String], timeout: Duration) -> Result<String, String> {
+    use std::io::Read;
+    let (prog, rest) = argv.split_first().ok_or("the driver command is empty")?;
+    let mut child = std::process::Command::new(prog)
+        .args(rest)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run the driver {prog:?}: {e}"))?;
+    let mut out = child.stdout.take().ok_or("no driver stdout")?;
+    let mut err = child.stderr.take().ok_or("no driver stderr")?;
+    // Bounded: a driver's outcome is one line, its log is not the harness's.
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out.by_ref().take(16 * 1024 * 1024).read_to_end(&mut buf);
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err.by_ref().take(64 * 1024).read_to_end(&mut buf);
+        buf
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the driver {prog:?} did not finish within {} ms",
+                    timeout.as_millis()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(format!("waiting for the driver: {e}")),
+        }
+    };
+    let stdout = String::from_utf8_lossy(&reader.join().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    if !status.success() && stdout.trim().is_empty() {
+        return Err(format!(
+            "the driver {prog:?} failed ({status}): {}",
+            stderr.lines().last().unwrap_or_default()
+        ));
+    }
+    Ok(stdout)
+}
