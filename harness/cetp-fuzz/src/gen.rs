@@ -192,6 +192,21 @@ impl<'w> Generator<'w> {
             .unwrap_or_default()
     }
 
+    /// Who calls about an earlier execution: its own caller in its own
+    /// session, or (`other`) the other identity in a session of its own.
+    fn caller_for(
+        &mut self,
+        e: &Exec,
+        other: bool,
+        pre: &mut Vec<GenStep>,
+    ) -> (&'static str, String) {
+        if !other {
+            return (e.ident, e.session.clone());
+        }
+        let ident = if e.ident == "a" { "b" } else { "a" };
+        (ident, self.session_of(ident, pre))
+    }
+
     fn make(&mut self, kind: &str) -> Option<Move> {
         let mut pre = Vec::new();
         let steps = match kind {
@@ -869,20 +884,7 @@ impl<'w> Generator<'w> {
             .collect();
         let e = self.pick(&candidates)?;
         let other = self.world.has_b && self.chance(0.25);
-        let ident = if other {
-            if e.ident == "a" {
-                "b"
-            } else {
-                "a"
-            }
-        } else {
-            e.ident
-        };
-        let s = if other {
-            self.session_of(ident, pre)
-        } else {
-            e.session.clone()
-        };
+        let (ident, s) = self.caller_for(&e, other, pre);
         let op = format!("${{{}/data/operation_id}}", e.bind);
         let r = self.rng.random_range(0..3);
         let b = self.name("g");
@@ -959,20 +961,7 @@ impl<'w> Generator<'w> {
         };
         let decision = ["approve", "approve", "deny", "dismiss"][self.rng.random_range(0..4)];
         let other = self.world.has_b && self.chance(0.15);
-        let ident = if other {
-            if e.ident == "a" {
-                "b"
-            } else {
-                "a"
-            }
-        } else {
-            e.ident
-        };
-        let s = if other {
-            self.session_of(ident, pre)
-        } else {
-            e.session.clone()
-        };
+        let (ident, s) = self.caller_for(&e, other, pre);
         let altered = self.chance(0.2);
         let args = if altered {
             json!({"altered_from": e.bind})
