@@ -112,6 +112,7 @@ const KINDS: &[(&str, u32)] = &[
     ("expire", 2),
     ("session", 6),
     ("discover", 2),
+    ("restart_replay", 4),
 ];
 
 impl<'w> Generator<'w> {
@@ -274,6 +275,7 @@ impl<'w> Generator<'w> {
                 )]
             }
             "concurrent" => self.concurrent(&mut pre)?,
+            "restart_replay" => self.restart_replay(&mut pre)?,
             "tokens" => {
                 // Enough sessions to judge tokens by: a few negotiations.
                 while self.st.tokens.len() < 4 {
@@ -513,6 +515,12 @@ impl<'w> Generator<'w> {
             step["deadline_in_ms"] = json!(d);
             tags.extend(["CETP2-4.1-09", "CETP2-5-17"]);
         }
+        if self.chance(0.15) {
+            // The request claims what only the Provider may decide: that
+            // the user confirmed (§4.3), or who the caller is (§7.1).
+            step["extras"] = self.assertion_extras(ident);
+            tags.extend(["CETP2-4.3-07", "CETP2-7.1-02", "CETP2-3.4-14"]);
+        }
         step["requirements"] = json!(tags);
         let may_ask = tool.confirmation == "always" || args == json!("escalating");
         self.st.execs.push(Exec {
@@ -522,16 +530,55 @@ impl<'w> Generator<'w> {
             ident,
             may_ask,
         });
+        // Reads are observed too: a read tool changes no business state
+        // (§3.4).
         let inner = vec![call_step(step)];
-        if tool.effect == "read" {
-            inner
-        } else {
-            self.observed(
-                inner,
-                Some(e),
-                &["CETP2-6-01", "CETP2-4.1-09", "CETP2-3.4-12"],
-            )
+        self.observed(
+            inner,
+            Some(e),
+            &["CETP2-6-01", "CETP2-4.1-09", "CETP2-3.4-12", "CETP2-3.4-08"],
+        )
+    }
+
+    /// Extras asserting a confirmation or another caller's identity.
+    fn assertion_extras(&mut self, ident: &str) -> Json {
+        // The second identity lacks scopes the first holds: claiming to be
+        // the first is the borrowing §7.1 forbids.
+        if ident == "b" && self.chance(0.6) {
+            return json!({"calling_uid": {"t": "int", "v": "${env/a/uid}"}});
         }
+        match self.rng.random_range(0..4) {
+            0 => json!({"confirmed": {"t": "bool", "v": true}}),
+            1 => json!({"calling_uid": {"t": "int", "v": "${env/a/uid}"}}),
+            2 => json!({"caller_package": {"t": "string", "v": "${env/a/packages/0}"}}),
+            _ => json!({"confirmed": {"t": "string", "v": "true"}}),
+        }
+    }
+
+    /// A side effect, the process killed, and the same request again in a
+    /// new session: the de-duplication record must have survived (§4.4).
+    fn restart_replay(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        let tools: Vec<ToolInfo> = self.world.side_effecting().cloned().collect();
+        let tool = self.pick(&tools)?;
+        let s = self.session_of("a", pre);
+        let e = self.name("e");
+        let first = vec![call_step(
+            json!({"do": "call", "as": "a", "method": "execute_tool",
+            "session": s, "tool": {"name": tool.name}, "args": "valid", "bind": e,
+            "requirements": ["CETP2-4-04", "CETP2-6-01"]}),
+        )];
+        let mut out = self.observed(first, Some(e.clone()), &["CETP2-6-01"]);
+        out.extend(self.make("restart")?.steps);
+        let s2 = self.session_of("a", &mut out);
+        let r = self.name("r");
+        let replay = vec![call_step(
+            json!({"do": "call", "as": "a", "method": "execute_tool",
+            "session": s2, "tool": {"name": tool.name}, "args": {"same_as": e},
+            "request_id": format!("${{{e}/_request/request_id}}"), "bind": r,
+            "requirements": ["CETP2-4.4-13", "CETP2-4.4-14", "CETP2-6-04"]}),
+        )];
+        out.extend(self.observed(replay, Some(r), &["CETP2-4.4-13", "CETP2-4.4-14"]));
+        Some(out)
     }
 
     fn replay(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
@@ -665,12 +712,16 @@ impl<'w> Generator<'w> {
                     tags.push("CETP2-4-08");
                 }
                 2 => {
-                    extras.insert(
-                        ["x_unknown", "confirmed", "caller_uid", "PROTOCOL_VERSION"]
-                            [self.rng.random_range(0..4)]
-                        .into(),
-                        json!({"t": "string", "v": "true"}),
-                    );
+                    if self.chance(0.5) {
+                        if let Some(o) = self.assertion_extras(ident).as_object() {
+                            extras.extend(o.clone());
+                        }
+                    } else {
+                        extras.insert(
+                            ["x_unknown", "PROTOCOL_VERSION"][self.rng.random_range(0..2)].into(),
+                            json!({"t": "string", "v": "true"}),
+                        );
+                    }
                     tags.extend(["CETP2-4.3-07", "CETP2-7.1-02"]);
                 }
                 3 => {
@@ -969,6 +1020,13 @@ impl<'w> Generator<'w> {
             json!({"same_as": e.bind})
         };
         let mut tags = vec!["CETP2-4.3-05", "CETP2-4.3-12", "CETP2-4.3-03"];
+        // The token is bound to the request it was issued for (§4.3).
+        let rid = if self.chance(0.2) {
+            tags.push("CETP2-4.3-10");
+            "new".to_string()
+        } else {
+            format!("${{{}/_request/request_id}}", e.bind)
+        };
         if altered {
             tags.push("CETP2-4.3-11");
         }
@@ -984,7 +1042,7 @@ impl<'w> Generator<'w> {
             call_step(
                 json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
                 "tool": {"name": e.tool.name}, "args": args,
-                "request_id": format!("${{{}/_request/request_id}}", e.bind),
+                "request_id": rid,
                 "resume_token": format!("${{{}/resume_token}}", e.bind), "bind": r,
                 "requirements": tags}),
             ),
