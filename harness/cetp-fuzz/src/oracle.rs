@@ -193,8 +193,12 @@ impl Oracle {
                     // there: it vouches for the steps it ran, and a target
                     // taking the same latitude stops there unjudged too. Any
                     // other stop, or the reference's, drops the step.
-                    let latitude_stop =
-                        k > 0 && matches!(stop, Stop::Setup { .. } | Stop::NotApplicable(_));
+                    // A variant's earlier answer can also leave a later
+                    // template empty (its refusal has no resolution to
+                    // launch). A FAIL is never one: the step's own
+                    // expectation does not hold for a legal Provider, so it
+                    // goes.
+                    let latitude_stop = k > 0 && !matches!(stop, Stop::Fail(_) | Stop::Cut(_));
                     if !latitude_stop {
                         first_stop = Some(first_stop.map_or(i, |f| f.min(i)));
                     }
