@@ -522,6 +522,12 @@ impl<'w> Generator<'w> {
             tags.extend(["CETP2-4.3-07", "CETP2-7.1-02", "CETP2-3.4-14"]);
         }
         step["requirements"] = json!(tags);
+        if tool.execution != "sync" {
+            // `accepted` among the expected statuses keeps an operation
+            // unsettled, so later moves can read or cancel it by its id;
+            // the oracle replaces the set with what its members answered.
+            step["expect"] = json!({"status": ["success", "accepted", "error"]});
+        }
         let may_ask = tool.confirmation == "always" || args == json!("escalating");
         self.st.execs.push(Exec {
             bind: e.clone(),
@@ -1053,6 +1059,26 @@ impl<'w> Generator<'w> {
                 "session": e.session, "tool": {"name": e.tool.name}, "args": {"altered_or_same_from": e.bind},
                 "resume_token": format!("${{{}/resume_token}}", e.bind), "bind": r2,
                 "requirements": ["CETP2-4.3-10", "CETP2-4.3-11"]})));
+        }
+        if self.chance(0.2) {
+            // The token outlived: past the lifetime the vendor names
+            // (`[timing] resume_token_ttl_ms`), a resume must be refused.
+            inner.insert(
+                1,
+                plain(
+                    json!({"do": "advance_clock", "profile": "resume_token_ttl_ms",
+                             "plus_ms": 1000, "requirements": []}),
+                ),
+            );
+            if let Some(step) = inner.get_mut(2) {
+                if let Some(reqs) = step
+                    .step
+                    .get_mut("requirements")
+                    .and_then(Json::as_array_mut)
+                {
+                    reqs.push(json!("CETP2-4.3-03"));
+                }
+            }
         }
         Some(self.observed(
             inner,
