@@ -52,10 +52,7 @@ pub fn sequence(world: &World) -> Sequence {
         }
     }
     Sequence {
-        moves: vec![Move {
-            kind: "seed",
-            steps,
-        }],
+        moves: vec![Move { steps }],
     }
 }
 

@@ -42,8 +42,6 @@ pub struct GenStep {
 
 #[derive(Clone, Debug)]
 pub struct Move {
-    /// A short name for reports (`execute`, `replay`, `envelope`, ...).
-    pub kind: &'static str,
     pub steps: Vec<GenStep>,
 }
 
@@ -354,10 +352,7 @@ impl<'w> Generator<'w> {
             _ => return None,
         };
         pre.extend(steps);
-        Some(Move {
-            kind: static_kind(kind),
-            steps: pre,
-        })
+        Some(Move { steps: pre })
     }
 
     fn session_move(&mut self, ident: &'static str) -> Move {
@@ -381,7 +376,6 @@ impl<'w> Generator<'w> {
             .tokens
             .push(format!("${{{name}/data/session_token}}"));
         Move {
-            kind: "session",
             steps: vec![plain(step)],
         }
     }
@@ -1125,14 +1119,6 @@ impl<'w> Generator<'w> {
             self.observed(out, Some(first), &["CETP2-6-05"])
         })
     }
-}
-
-fn static_kind(kind: &str) -> &'static str {
-    KINDS
-        .iter()
-        .find(|k| k.0 == kind)
-        .map(|k| k.0)
-        .unwrap_or("move")
 }
 
 fn plain(step: Json) -> GenStep {

@@ -46,9 +46,6 @@ pub struct Compiled {
     /// the checks (or of the reference) on this input, reported, and the
     /// sequence is not judged.
     pub oracle_findings: Vec<String>,
-    /// Steps kept (top-level), after judgements the oracle could not vouch
-    /// for were dropped and the sequence was cut where a member stopped.
-    pub kept: usize,
 }
 
 impl Oracle {
@@ -209,7 +206,6 @@ impl Oracle {
                 return Compiled {
                     case: None,
                     oracle_findings,
-                    kept: 0,
                 };
             }
             match first_stop {
@@ -229,7 +225,6 @@ impl Oracle {
             return Compiled {
                 case: None,
                 oracle_findings,
-                kept: 0,
             };
         }
         let counts = profile.observer.as_ref().map(|o| o.counts);
@@ -244,11 +239,9 @@ impl Oracle {
                 compile_step(s, &reached, counts)
             })
             .collect();
-        let kept = compiled.len();
         Compiled {
             case: Some(with_steps(header, compiled)),
             oracle_findings,
-            kept,
         }
     }
 }
@@ -349,7 +342,7 @@ fn compile_step(s: &GenStep, runs: &[&CaseRun], counts: Option<Counts>) -> Optio
             let mut deltas = BTreeSet::new();
             for r in runs {
                 let (a, b) = (r.bindings.get(since)?, r.bindings.get(&after)?);
-                deltas.insert(effect_delta(a, b, counts, tool_of.as_deref(), r)?);
+                deltas.insert(effect_delta(a, b, counts)?);
             }
             if deltas.len() != 1 {
                 return None;
@@ -445,26 +438,14 @@ fn set_expect(j: &mut Json, e: Option<Json>) {
 }
 
 /// The effects between two observer snapshots, in the unit
-/// `expect_effects` takes.
-fn effect_delta(
-    before: &Json,
-    after: &Json,
-    counts: Option<Counts>,
-    tool_of: Option<&str>,
-    run: &CaseRun,
-) -> Option<i64> {
+/// `expect_effects` takes. Moves are observed only with an observer that
+/// counts effects (`World::observer`); any other shows only "no change".
+fn effect_delta(before: &Json, after: &Json, counts: Option<Counts>) -> Option<i64> {
     if before == after {
         return Some(0);
     }
-    let n = |v: &Json| v.as_i64().or_else(|| v.as_array().map(|a| a.len() as i64));
     match counts? {
-        Counts::Effects => Some(n(after)? - n(before)?),
-        // A count of objects moves by the effect's direction, which
-        // `expect_effects` derives from the tool itself: only "no change"
-        // (above) is compiled for it, and for a snapshot.
-        Counts::Objects | Counts::Snapshot => {
-            let _ = (tool_of, run);
-            None
-        }
+        Counts::Effects => Some(after.as_i64()? - before.as_i64()?),
+        Counts::Objects | Counts::Snapshot => None,
     }
 }

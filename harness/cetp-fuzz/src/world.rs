@@ -28,8 +28,6 @@ pub struct World {
     /// A second caller identity is connected (`--target-b`).
     pub has_b: bool,
     pub max_request_bytes: usize,
-    /// Capabilities the target granted when all three were offered.
-    pub capabilities: Vec<String>,
     /// The profile's observer counts effects: moves are observed.
     pub observer: bool,
 }
@@ -41,10 +39,6 @@ impl World {
 
     pub fn side_effecting(&self) -> impl Iterator<Item = &ToolInfo> {
         self.executable().filter(|t| t.effect != "read")
-    }
-
-    pub fn granted(&self, cap: &str) -> bool {
-        self.capabilities.iter().any(|c| c == cap)
     }
 }
 
@@ -99,20 +93,10 @@ pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result
         .and_then(Json::as_u64)
         .unwrap_or(65_536)
         .clamp(1024, 16 << 20) as usize;
-    let capabilities = session
-        .pointer("/data/capabilities")
-        .and_then(Json::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|c| c.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
     Ok(World {
         tools,
         has_b: target.b.is_some(),
         max_request_bytes,
-        capabilities,
         // Only a counter of effects gives a count that sequences before
         // this one cannot disturb: a list of objects or a snapshot also
         // moves when an earlier sequence's background work finishes, which

@@ -176,3 +176,28 @@ fn the_same_seed_generates_the_same_sequences_and_only_allowed_tools() {
         }
     }
 }
+
+/// The first harness defect the oracle found: a call without
+/// `protocol_version` is a v1 call (§4), and its answer was held to v2's
+/// echo rules. Judged as v1 now, on the reference no check fires.
+#[test]
+fn a_call_without_protocol_version_is_judged_as_v1() {
+    let suite = Suite::load(&vectors()).unwrap();
+    let profile = profile();
+    let t = open(&TargetSpec::parse("sim").unwrap()).unwrap();
+    let (_, env) = cetp_conformance::runner::identify(&t, &profile).unwrap();
+    let case = serde_json::from_value(serde_json::json!({
+        "id": "FZV1-001", "title": "v1 by omission", "role": "provider", "level": "MUST",
+        "requirements": ["CETP2-4-08"],
+        "steps": [
+            {"do": "negotiate", "bind": "s"},
+            {"do": "call", "method": "execute_tool", "session": "s", "omit": ["protocol_version"],
+             "tool": {"name": "get_quote"}, "args": "valid", "bind": "v"}
+        ]
+    }))
+    .unwrap();
+    let run = cetp_fuzz::exec::run_case(&t, &profile, &env, &suite.rules, &case, 1);
+    assert!(run.stop.is_none(), "{:?}", run.stop);
+    assert!(run.checks.is_empty(), "{:?}", run.checks);
+    assert!(run.answers >= 2);
+}
