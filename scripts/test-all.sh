@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# Disk is the resource a CI machine has run out of: say what there is.
+df -h . | sed 's/^/disk: /'
 # The SARIF schema setup fetched: the SARIF tests must validate, not skip.
 export CETP_SARIF_SCHEMA="$PWD/target/test-tools/sarif/sarif-2.1.0-rtm.5.json"
 export CETP_REQUIRE_SARIF_SCHEMA=1
@@ -25,6 +27,12 @@ cargo clippy --workspace --all-targets -q -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace 2>&1 | tee "$log"
+if [ -n "${CI:-}" ]; then
+  # The test binaries have run; nothing below needs them, and the fuzz build
+  # that follows needs the room.
+  find target/debug/deps -maxdepth 1 -type f -executable -delete
+  df -h . | sed 's/^/disk after cargo test: /'
+fi
 
 echo "== cargo install: a cetp that works outside the source tree"
 inst=$(mktemp -d)
