@@ -9,7 +9,10 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
@@ -27,13 +30,27 @@ public final class Dispatcher {
         void send(Frame frame) throws IOException;
     }
 
+    /** The optional ops of a device that hosts a scripted Provider, in the order {@code hello} lists them. */
+    static final List<String> HOSTING_OPS = Collections.unmodifiableList(Arrays.asList("host_provider", "reply"));
+
     private final DeviceBackend backend;
     private final ExecutorService workers;
+    /** This connection's side of the hosted Provider; null when the device hosts none. */
+    private final HostedProvider.Connection hosted;
+    private final HostedProvider hosting;
 
     /** {@code workers} runs the backend call while the request thread waits with its timeout. */
     public Dispatcher(DeviceBackend backend, ExecutorService workers) {
+        this(backend, workers, null, null);
+    }
+
+    /** A device that hosts {@code hosting}; {@code hosted} is this connection's side of it. */
+    public Dispatcher(DeviceBackend backend, ExecutorService workers, HostedProvider hosting,
+            HostedProvider.Connection hosted) {
         this.backend = backend;
         this.workers = workers;
+        this.hosting = hosting;
+        this.hosted = hosted;
     }
 
     /**
@@ -64,7 +81,16 @@ public final class Dispatcher {
             case "hello": {
                 DeviceBackend.Hello h = backend.hello();
                 Abilities abilities = backend.abilities();
-                return Ops.helloOk(h.probe, h.identity, h.device, h.nowMs, abilities.ops(), abilities.unavailable());
+                List<String> ops = new ArrayList<>(abilities.ops());
+                JsonObject extra = new JsonObject();
+                if (hosted != null) {
+                    // Listed only where they work: the host then knows at
+                    // once whether it can test a Consumer here. `consumer_act`
+                    // stays out: a phone cannot make another app act.
+                    ops.addAll(HOSTING_OPS);
+                    extra = hosting.helloMembers();
+                }
+                return Ops.helloOk(h.probe, h.identity, h.device, h.nowMs, ops, abilities.unavailable(), extra);
             }
             case "discover":
                 return Ops.discoverOk(backend.discover());
@@ -84,6 +110,16 @@ public final class Dispatcher {
                 requireAbility(Abilities.RESTART_PROVIDER);
                 backend.restartProvider(((Ops.RestartProviderParams) params).pkg);
                 return new JsonObject();
+            case "host_provider":
+                if (hosted == null) {
+                    throw DeviceError.unsupported("this device does not host a scripted provider");
+                }
+                return hosted.host((Ops.HostProviderParams) params);
+            case "reply":
+                if (hosted == null) {
+                    throw DeviceError.unsupported("this device does not host a scripted provider");
+                }
+                return hosted.reply((Ops.ReplyParams) params);
             default:
                 if (Ops.isKnown(op)) {
                     throw DeviceError.unsupported("this device does not perform `" + op + "`");

@@ -32,14 +32,22 @@ public final class ProbeSession implements Runnable {
     private final InputStream in;
     private final OutputStream out;
     private final DeviceBackend backend;
+    /** The device's hosted Provider, shared by its connections; null when it hosts none. */
+    private final HostedProvider hosting;
     private final Log log;
     private final Object writeLock = new Object();
     private final Semaphore inFlight = new Semaphore(MAX_IN_FLIGHT);
 
     public ProbeSession(InputStream in, OutputStream out, DeviceBackend backend, Log log) {
+        this(in, out, backend, null, log);
+    }
+
+    /** A session of a device that hosts a scripted Provider ({@code host_provider}, {@code reply}). */
+    public ProbeSession(InputStream in, OutputStream out, DeviceBackend backend, HostedProvider hosting, Log log) {
         this.in = in;
         this.out = out;
         this.backend = backend;
+        this.hosting = hosting;
         this.log = log;
     }
 
@@ -66,7 +74,8 @@ public final class ProbeSession implements Runnable {
             t.setDaemon(true);
             return t;
         });
-        Dispatcher dispatcher = new Dispatcher(backend, workers);
+        HostedProvider.Connection hosted = hosting == null ? null : hosting.attach(this::send);
+        Dispatcher dispatcher = new Dispatcher(backend, workers, hosting, hosted);
         FrameReader reader = new FrameReader(in);
         try {
             byte[] line;
@@ -124,6 +133,11 @@ public final class ProbeSession implements Runnable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally {
+            if (hosted != null) {
+                // Before the workers stop: a Consumer's call waiting on this
+                // connection must fail now, not when its wait runs out.
+                hosted.close();
+            }
             workers.shutdownNow();
             backend.close();
             closeQuietly();

@@ -37,7 +37,7 @@ public final class Ops {
             case "restart_provider":
                 return new RestartProviderParams(f.string("package"));
             case "host_provider":
-                return new HostProviderParams(f.string("authority"), f.stringMap("meta"));
+                return HostProviderParams.decode(f);
             case "reply":
                 return ReplyParams.decode(f);
             default:
@@ -149,36 +149,110 @@ public final class Ops {
     public static final class HostProviderParams {
         public final String authority;
         public final Map<String, String> meta;
+        /**
+         * Every other member, undecoded: the simulated device reads optional
+         * ones from here ({@code package}, {@code service}, {@code exported},
+         * {@code permission}, {@code authority_package}).
+         */
+        public final JsonObject extra;
 
         public HostProviderParams(String authority, Map<String, String> meta) {
+            this(authority, meta, new JsonObject());
+        }
+
+        public HostProviderParams(String authority, Map<String, String> meta, JsonObject extra) {
             this.authority = authority;
             this.meta = meta;
+            this.extra = extra;
+        }
+
+        static HostProviderParams decode(Fields f) throws WireDecodeException {
+            String authority = f.string("authority");
+            Map<String, String> meta = f.stringMap("meta");
+            JsonObject extra = new JsonObject(f.map);
+            extra.remove("authority");
+            extra.remove("meta");
+            return new HostProviderParams(authority, meta, extra);
         }
     }
 
     public static final class ReplyParams {
+        /** What the scripted Provider does with the call. */
+        public enum Kind {
+            /** Returns {@link #result} (possibly null), with {@link #fdData} as its result_fd if given. */
+            RESULT,
+            /** Throws {@link #throwClass}. */
+            THROW,
+            /**
+             * Extension {@code fail} (as the simulated device): the call fails
+             * as the device error {@link #failKind} instead of returning.
+             */
+            FAIL,
+            /**
+             * Extension {@code fd_endless}: returns {@link #result} with a
+             * result_fd that never reaches EOF ({@link #endlessFill} forever).
+             */
+            ENDLESS
+        }
+
         public final String call;
-        /** True for a result (possibly null), false for a throw. */
+        public final Kind kind;
+        /** True for a result (possibly null), false for a throw or a failure. */
         public final boolean returns;
         public final WireBundle result;
         public final byte[] fdData;
         public final String throwClass;
         public final String throwMessage;
+        public final String failKind;
+        /** The byte an endless descriptor repeats, 0 to 255; -1 unless {@link Kind#ENDLESS}. */
+        public final int endlessFill;
         public final long delayMs;
 
-        ReplyParams(String call, boolean returns, WireBundle result, byte[] fdData, String throwClass,
-                String throwMessage, long delayMs) {
+        ReplyParams(String call, Kind kind, WireBundle result, byte[] fdData, String throwClass,
+                String throwMessage, String failKind, int endlessFill, long delayMs) {
             this.call = call;
-            this.returns = returns;
+            this.kind = kind;
+            this.returns = kind == Kind.RESULT || kind == Kind.ENDLESS;
             this.result = result;
             this.fdData = fdData;
             this.throwClass = throwClass;
             this.throwMessage = throwMessage;
+            this.failKind = failKind;
+            this.endlessFill = endlessFill;
             this.delayMs = delayMs;
         }
 
+        private static long delay(Fields f) throws WireDecodeException {
+            Object delay = f.opt("delay_ms");
+            return delay == null ? 0 : Fields.uint64(delay, "/delay_ms");
+        }
+
+        /**
+         * The order of checks is the Rust codec's ({@code cetp-wire}
+         * {@code ReplyParams::decode}): {@code fail}, then {@code fd_endless},
+         * then {@code result} / {@code throw}, so both sides report the same
+         * first fault.
+         */
         static ReplyParams decode(Fields f) throws WireDecodeException {
             String call = f.string("call");
+            String fail = f.optString("fail");
+            if (fail != null) {
+                if (f.map.containsKey("result") || f.map.containsKey("throw")) {
+                    throw new WireDecodeException(WireDecodeException.BAD_VALUE,
+                            "at `/fail`: expected `fail` alone, without `result` or `throw`, found both");
+                }
+                return new ReplyParams(call, Kind.FAIL, null, null, null, null, fail, -1, delay(f));
+            }
+            Object endless = f.opt("fd_endless");
+            if (endless != null) {
+                long fill = Fields.uint64(endless, "/fd_endless");
+                if (fill < 0 || fill > 255) {
+                    throw new WireDecodeException(WireDecodeException.BAD_VALUE,
+                            "at `/fd_endless`: expected a byte value 0..=255, found " + Long.toUnsignedString(fill));
+                }
+                WireBundle result = BundleCodec.optBundle(f, "result");
+                return new ReplyParams(call, Kind.ENDLESS, result, null, null, null, null, (int) fill, delay(f));
+            }
             boolean hasResult = f.map.containsKey("result");
             boolean hasThrow = f.map.containsKey("throw");
             if (hasResult && hasThrow) {
@@ -189,23 +263,42 @@ public final class Ops {
                 throw new WireDecodeException(WireDecodeException.MISSING_FIELD,
                         "missing field `/result`: expected a Bundle, null, or a `throw` object instead");
             }
-            WireBundle result = null;
-            byte[] fdData = null;
-            String throwClass = null;
-            String throwMessage = null;
             if (hasResult) {
-                result = BundleCodec.optBundle(f, "result");
+                WireBundle result = BundleCodec.optBundle(f, "result");
                 Object fd = f.opt("fd_data");
-                fdData = fd == null ? null : Fields.base64(fd, "/fd_data");
-            } else {
-                Fields t = new Fields(f.object("throw"), "/throw");
-                throwClass = t.string("class");
-                throwMessage = t.optString("message");
+                byte[] fdData = fd == null ? null : Fields.base64(fd, "/fd_data");
+                return new ReplyParams(call, Kind.RESULT, result, fdData, null, null, null, -1, delay(f));
             }
-            Object delay = f.opt("delay_ms");
-            long delayMs = delay == null ? 0 : Fields.uint64(delay, "/delay_ms");
-            return new ReplyParams(call, hasResult, result, fdData, throwClass, throwMessage, delayMs);
+            Fields t = new Fields(f.object("throw"), "/throw");
+            String throwClass = t.string("class");
+            String throwMessage = t.optString("message");
+            return new ReplyParams(call, Kind.THROW, null, null, throwClass, throwMessage, null, -1, delay(f));
         }
+    }
+
+    // Events
+
+    /**
+     * {@code incoming_call}: a Consumer called the hosted Provider. Text from
+     * the Consumer other than Bundle {@code string} values is sanitized: the
+     * host reads {@code method}, {@code arg} and package names as Unicode
+     * strings, and a lone surrogate there would make it drop the event.
+     */
+    public static Frame.Event incomingCall(String call, long callerUid, List<String> callerPackages, String method,
+            String arg, WireBundle extras, long nowMs) {
+        List<Object> pkgs = new ArrayList<>();
+        for (String p : callerPackages) {
+            pkgs.add(Json.sanitize(p));
+        }
+        return new Frame.Event("incoming_call", new JsonObject()
+                .with("call", call)
+                .with("caller", new JsonObject()
+                        .with("uid", JsonNumber.of(callerUid))
+                        .with("packages", pkgs))
+                .with("method", Json.sanitize(method))
+                .with("arg", Json.sanitize(arg))
+                .with("extras", BundleCodec.toJsonOrNull(extras))
+                .with("now_ms", JsonNumber.of(nowMs)));
     }
 
     // Answers
@@ -255,8 +348,18 @@ public final class Ops {
      */
     public static JsonObject helloOk(String probe, Identity identity, DeviceInfo device, long nowMs, List<String> ops,
             Map<String, String> unavailable) {
-        JsonObject ok = new JsonObject()
-                .with("wire", JsonNumber.of(FrameCodec.WIRE_VERSION))
+        return helloOk(probe, identity, device, nowMs, ops, unavailable, new JsonObject());
+    }
+
+    /**
+     * {@code extra} holds further optional members (compatible extensions,
+     * such as {@code reply_extensions}); the documented members win over
+     * any of the same name.
+     */
+    public static JsonObject helloOk(String probe, Identity identity, DeviceInfo device, long nowMs, List<String> ops,
+            Map<String, String> unavailable, JsonObject extra) {
+        JsonObject ok = new JsonObject(extra);
+        ok.with("wire", JsonNumber.of(FrameCodec.WIRE_VERSION))
                 .with("probe", probe)
                 .with("identity", identity.toJson())
                 .with("device", new JsonObject()

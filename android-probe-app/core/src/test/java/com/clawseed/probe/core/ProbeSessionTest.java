@@ -270,8 +270,12 @@ class ProbeSessionTest {
         Frame ev = next();
         assertTrue(ev instanceof Frame.Event);
         assertEquals("bad_frame", ((Frame.Event) ev).event);
+        // A session without a hosted Provider (HostedProviderTest has one):
+        // the hosting ops are known, decoded, and refused as not performed here.
         send("{\"id\":5,\"op\":\"host_provider\",\"authority\":\"h\",\"meta\":{}}");
-        err(next(), 5, "unsupported");
+        assertTrue(err(next(), 5, "unsupported").error.message.contains("scripted provider"));
+        send("{\"id\":8,\"op\":\"reply\",\"call\":\"c-1\",\"result\":null}");
+        err(next(), 8, "unsupported");
         send("{\"id\":6,\"ok\":{}}");
         err(next(), 6, "bad_request");
         send("{\"id\":7,\"op\":\"hello\"}");

@@ -1,0 +1,804 @@
+package com.clawseed.probe.core;
+
+import com.clawseed.probe.wire.Frame;
+import com.clawseed.probe.wire.FrameCodec;
+import com.clawseed.probe.wire.JsonObject;
+import com.clawseed.probe.wire.Ops;
+import com.clawseed.probe.wire.WireBundle;
+import com.clawseed.probe.wire.WireError;
+import com.clawseed.probe.wire.WireValue;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.LongSupplier;
+
+/**
+ * The hostile Provider a host scripts over the probe wire ({@code host_provider},
+ * the {@code incoming_call} event, {@code reply}; probe-wire.md, "Optional:
+ * hosting a hostile Provider"), for testing Consumers. One per process: the
+ * Android ContentProvider that a Consumer calls hands each {@code call()} to
+ * {@link #call}, which forwards it to the connection that hosts the Provider
+ * and blocks that Binder thread until the host's reply, within bounds.
+ *
+ * <p>The behaviour follows the simulated device ({@code harness/cetp-sim},
+ * {@code hosted.rs}) where a phone can do the same: call ids {@code c-N},
+ * one waiting slot per call, {@code unknown_handle} for a reply nobody
+ * waits for, a Provider that goes away with the connection that hosts it.
+ * What a phone cannot do differently:
+ * <ul>
+ * <li>The authority and the discovery meta-data are declared in the
+ * manifest, so {@code host_provider} must name the declared authority, and
+ * its {@code meta} must be one of the declared services' meta-data sets
+ * ({@link Variant}); that service is then enabled, and disabled again when
+ * the hosting connection closes (a Consumer never discovers a Provider that
+ * no host answers for).</li>
+ * <li>The Provider runs in the probe's own process, so it cannot die mid-call
+ * ({@code fail: "provider_died"} is refused) and errors the simulated device
+ * reports as device errors (no host, no reply in time, host gone) reach the
+ * Consumer as an {@code IllegalStateException} from {@code call()}.</li>
+ * <li>A reply result can hold only values Android can build from the wire:
+ * no {@code pending_intent}, {@code fd} or {@code other} values (the
+ * descriptor of a reply is {@code fd_data} or {@code fd_endless}).</li>
+ * </ul>
+ */
+public final class HostedProvider {
+    /** The exception classes a reply may make the Provider throw: those that cross Binder as themselves. */
+    public static final List<String> THROWABLE = Collections.unmodifiableList(Arrays.asList(
+            "java.lang.SecurityException",
+            "java.lang.IllegalArgumentException",
+            "java.lang.IllegalStateException",
+            "java.lang.NullPointerException",
+            "java.lang.UnsupportedOperationException",
+            "java.lang.RuntimeException"));
+
+    /** The {@code fail} kinds of a reply this device plays. */
+    public static final List<String> FAIL_KINDS = Collections.singletonList("timeout");
+
+    /** The {@code reply} extensions of the simulated device this one plays in full (hello's {@code reply_extensions}). */
+    public static final List<String> REPLY_EXTENSIONS = Collections.singletonList("fd_endless");
+
+    /** Longest authority, in UTF-8 bytes, as the simulated device. */
+    static final int MAX_AUTHORITY_BYTES = 256;
+
+    /** Why {@link #call} failed without a scripted answer (for logs and tests). */
+    public enum Failure {
+        /** No connection hosts the Provider now. */
+        NOT_HOSTED,
+        /** Too many Binder threads are waiting in this Provider already. */
+        BUSY,
+        /** The call is too large for an {@code incoming_call} frame. */
+        TOO_LARGE,
+        /** The host did not take the event, or did not reply, in time. */
+        NO_REPLY,
+        /** The hosting connection closed while the call waited. */
+        HOST_GONE,
+        /** The reply asked for a call that never answers ({@code fail: "timeout"}); the hold is over. */
+        NEVER_ANSWERED
+    }
+
+    /** A discovery service the device declares for the hosted authority, with its meta-data. */
+    public static final class Variant {
+        /** The component, as {@code discover} reports it ({@code package/.Class}). */
+        public final String service;
+        public final Map<String, String> meta;
+
+        public Variant(String service, Map<String, String> meta) {
+            this.service = service;
+            this.meta = Collections.unmodifiableMap(new LinkedHashMap<>(meta));
+        }
+    }
+
+    /** What this device can host, fixed by its manifest. */
+    public static final class Hostable {
+        public final String authority;
+        /** The package of the Provider and of every variant's service. */
+        public final String pkg;
+        public final List<Variant> variants;
+
+        public Hostable(String authority, String pkg, List<Variant> variants) {
+            this.authority = authority;
+            this.pkg = pkg;
+            this.variants = Collections.unmodifiableList(new ArrayList<>(variants));
+        }
+    }
+
+    /** Makes one variant's discovery service visible (null: none). */
+    public interface Exposer {
+        void expose(Variant variant) throws DeviceError;
+    }
+
+    /**
+     * One pipe for a result descriptor. Closing must be idempotent and safe
+     * from any thread: a watchdog closes the write end of a writer that is
+     * blocked, and closing must wake it.
+     */
+    public interface Pipe<R> {
+        /** The read end, handed to the caller in the result. */
+        R reader();
+
+        OutputStream writer();
+
+        /**
+         * Closes this process's copy of the read end once the answer has been
+         * sent: while it stays open, a writer never sees the caller close its
+         * copy.
+         */
+        void closeReader();
+
+        /** Closes the write end; a non-null {@code error} is reported to a reader that checks (reliable pipes). */
+        void closeWriter(String error);
+    }
+
+    public interface Pipes<R> {
+        Pipe<R> open() throws IOException;
+    }
+
+    /** Bounds; every wait and every buffer of a hosted Provider has one. Not to be changed once in use. */
+    public static final class Limits {
+        /**
+         * Binder threads inside {@link #call} at once. Small on a phone: the
+         * probe's own Binder pool (about 15 threads) also serves its other
+         * incoming transactions.
+         */
+        int maxBusy = 8;
+        /** How long a call waits for the host's reply (the simulated device's REPLY_WAIT). */
+        long replyWaitMs = 120_000;
+        /** Longest {@code delay_ms} played; longer ones are cut, as on the simulated device. */
+        long maxDelayMs = 120_000;
+        /** How long {@code fail: "timeout"} holds the caller before giving up. */
+        long holdMs = 120_000;
+        /** Largest {@code fd_data} accepted. */
+        int maxFdDataBytes = 8 << 20;
+        /** Descriptors being written at once. */
+        int maxFdWriters = 4;
+        /** A descriptor not written to its end by then is closed with an error. */
+        long fdDeadlineMs = 120_000;
+        /** An endless descriptor stops, with an error, after this many bytes. */
+        long endlessCapBytes = 1L << 32;
+        /** Events waiting for the host's connection. */
+        int eventQueue = 32;
+        /** How long after the answer this process's copy of a result's read end is closed. */
+        long readerCloseDelayMs = 5_000;
+
+        public static Limits defaults() {
+            return new Limits();
+        }
+
+        public Limits maxBusy(int n) {
+            maxBusy = n;
+            return this;
+        }
+
+        public Limits replyWaitMs(long ms) {
+            replyWaitMs = ms;
+            return this;
+        }
+
+        public Limits maxDelayMs(long ms) {
+            maxDelayMs = ms;
+            return this;
+        }
+
+        public Limits holdMs(long ms) {
+            holdMs = ms;
+            return this;
+        }
+
+        public Limits maxFdDataBytes(int n) {
+            maxFdDataBytes = n;
+            return this;
+        }
+
+        public Limits maxFdWriters(int n) {
+            maxFdWriters = n;
+            return this;
+        }
+
+        public Limits fdDeadlineMs(long ms) {
+            fdDeadlineMs = ms;
+            return this;
+        }
+
+        public Limits endlessCapBytes(long n) {
+            endlessCapBytes = n;
+            return this;
+        }
+
+        public Limits eventQueue(int n) {
+            eventQueue = n;
+            return this;
+        }
+
+        public Limits readerCloseDelayMs(long ms) {
+            readerCloseDelayMs = ms;
+            return this;
+        }
+    }
+
+    /** What a result descriptor holds: these bytes, or {@code fill} without end. */
+    public static final class FdPayload {
+        private final byte[] data;
+        /** 0 to 255 for an endless descriptor, else -1. */
+        public final int fill;
+
+        private FdPayload(byte[] data, int fill) {
+            this.data = data;
+            this.fill = fill;
+        }
+
+        public boolean endless() {
+            return fill >= 0;
+        }
+
+        public int length() {
+            return data == null ? -1 : data.length;
+        }
+    }
+
+    /** What {@code call()} does: return {@link #result} (with {@link #fd} as its result_fd), or throw. */
+    public static final class Answer {
+        public final WireBundle result;
+        public final FdPayload fd;
+        /** Non-null when {@code call()} must throw instead. */
+        public final String throwClass;
+        public final String message;
+        /** Why the call failed, when no scripted answer came; null for a scripted answer. */
+        public final Failure failure;
+
+        private Answer(WireBundle result, FdPayload fd, String throwClass, String message, Failure failure) {
+            this.result = result;
+            this.fd = fd;
+            this.throwClass = throwClass;
+            this.message = message;
+            this.failure = failure;
+        }
+
+        static Answer failed(Failure why, String message) {
+            return new Answer(null, null, "java.lang.IllegalStateException", message, why);
+        }
+
+        public boolean throwsException() {
+            return throwClass != null;
+        }
+
+        /**
+         * The exception to throw: one of {@link #THROWABLE}, which are all in
+         * {@code java.lang}, so it is built here and tested on the JVM.
+         */
+        public RuntimeException exception() {
+            String m = message;
+            switch (throwClass) {
+                case "java.lang.SecurityException":
+                    return new SecurityException(m);
+                case "java.lang.IllegalArgumentException":
+                    return new IllegalArgumentException(m);
+                case "java.lang.NullPointerException":
+                    return new NullPointerException(m);
+                case "java.lang.UnsupportedOperationException":
+                    return new UnsupportedOperationException(m);
+                case "java.lang.RuntimeException":
+                    return new RuntimeException(m);
+                case "java.lang.IllegalStateException":
+                default:
+                    return new IllegalStateException(m);
+            }
+        }
+    }
+
+    /** One call waiting for its reply. */
+    private static final class Waiter {
+        final Connection owner;
+        final CountDownLatch answered = new CountDownLatch(1);
+        /** Null after the latch opened: the hosting connection closed. */
+        volatile Ops.ReplyParams reply;
+
+        Waiter(Connection owner) {
+            this.owner = owner;
+        }
+    }
+
+    private final Hostable hostable;
+    private final Exposer exposer;
+    private final Limits limits;
+    private final LongSupplier clock;
+    private final Semaphore writers;
+    private final ScheduledThreadPoolExecutor timers;
+
+    // Guarded by this.
+    private Connection owner;
+    private Variant exposed;
+    private int busy;
+    private long calls;
+    private final Map<String, Waiter> pending = new LinkedHashMap<>();
+
+    /** {@code clock} gives the device time written as {@code now_ms} (Unix epoch ms). */
+    public HostedProvider(Hostable hostable, Exposer exposer, Limits limits, LongSupplier clock) {
+        this.hostable = hostable;
+        this.exposer = exposer;
+        this.limits = limits;
+        this.clock = clock;
+        this.writers = new Semaphore(limits.maxFdWriters);
+        this.timers = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "cetp-hosted-timer");
+            t.setDaemon(true);
+            return t;
+        });
+        timers.setRemoveOnCancelPolicy(true);
+    }
+
+    public Hostable hostable() {
+        return hostable;
+    }
+
+    /**
+     * Hides every variant: at start-up, a service left enabled by a probe
+     * that died while hosting would let Consumers discover a Provider no one
+     * answers for.
+     */
+    public void reset() throws DeviceError {
+        exposer.expose(null);
+    }
+
+    /** The hello members that describe hosting here (compatible extensions; see the app's README). */
+    public JsonObject helloMembers() {
+        List<Object> metas = new ArrayList<>();
+        for (Variant v : hostable.variants) {
+            JsonObject m = new JsonObject();
+            m.putAll(v.meta);
+            metas.add(m);
+        }
+        return new JsonObject()
+                .with("reply_extensions", new ArrayList<Object>(REPLY_EXTENSIONS))
+                .with("reply_fail", new ArrayList<Object>(FAIL_KINDS))
+                .with("hosted_provider", new JsonObject()
+                        .with("authority", hostable.authority)
+                        .with("package", hostable.pkg)
+                        .with("metas", metas)
+                        .with("throw_classes", new ArrayList<Object>(THROWABLE)));
+    }
+
+    /** One connection's side of the broker; {@code events} carries its {@code incoming_call} events. */
+    public Connection attach(Dispatcher.Sink events) {
+        return new Connection(events);
+    }
+
+    /** Calls waiting for a reply now (for tests and logs). */
+    public synchronized int waiting() {
+        return pending.size();
+    }
+
+    /** Binder threads inside {@link #call} now. */
+    public synchronized int busy() {
+        return busy;
+    }
+
+    /** The variant exposed now, or null. */
+    public synchronized Variant exposed() {
+        return exposed;
+    }
+
+    /**
+     * {@code ContentProvider.call()} of the hosted Provider, from a Binder
+     * thread: tells the host and waits for its reply. Never blocks longer
+     * than the limits allow, and never throws: failures are answers that
+     * throw {@code IllegalStateException}. {@code callerUid} must be read
+     * with {@code Binder.getCallingUid()} on entry (§7.1).
+     */
+    public Answer call(long callerUid, List<String> callerPackages, String method, String arg, WireBundle extras) {
+        Connection host;
+        Waiter w;
+        String id;
+        synchronized (this) {
+            host = owner;
+            if (host == null) {
+                return Answer.failed(Failure.NOT_HOSTED,
+                        "no host scripts the provider of " + hostable.authority + " now");
+            }
+            if (busy >= limits.maxBusy) {
+                return Answer.failed(Failure.BUSY,
+                        "at most " + limits.maxBusy + " calls may wait for a scripted reply at once");
+            }
+            busy++;
+            id = "c-" + (++calls);
+            w = new Waiter(host);
+            pending.put(id, w);
+        }
+        try {
+            return await(host, w, id, callerUid, callerPackages, method, arg, extras);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Answer.failed(Failure.HOST_GONE, "the probe is shutting down");
+        } finally {
+            synchronized (this) {
+                busy--;
+                pending.remove(id, w);
+            }
+        }
+    }
+
+    private Answer await(Connection host, Waiter w, String id, long callerUid, List<String> callerPackages,
+            String method, String arg, WireBundle extras) throws InterruptedException {
+        Frame event = Ops.incomingCall(id, callerUid, callerPackages, method, arg, extras, clock.getAsLong());
+        if (FrameCodec.encode(event).length > FrameCodec.MAX_FRAME_BYTES) {
+            return Answer.failed(Failure.TOO_LARGE, "the call is too large to forward to the host");
+        }
+        long start = System.nanoTime();
+        if (!host.events.offer(event, limits.replyWaitMs, TimeUnit.MILLISECONDS)) {
+            return Answer.failed(Failure.NO_REPLY, "the host does not read its connection");
+        }
+        long left = limits.replyWaitMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        if (!w.answered.await(Math.max(0, left), TimeUnit.MILLISECONDS)) {
+            return Answer.failed(Failure.NO_REPLY,
+                    "the host did not reply to " + id + " within " + limits.replyWaitMs + " ms");
+        }
+        Ops.ReplyParams r = w.reply;
+        if (r == null) {
+            return gone();
+        }
+        if (r.delayMs != 0) {
+            long delay = Long.compareUnsigned(r.delayMs, limits.maxDelayMs) > 0 ? limits.maxDelayMs : r.delayMs;
+            if (host.closed.await(delay, TimeUnit.MILLISECONDS)) {
+                return gone();
+            }
+        }
+        if (host.isClosed()) {
+            return gone();
+        }
+        switch (r.kind) {
+            case FAIL:
+                // A Provider that never answers: the caller's own timeout must
+                // fire first; the Binder thread is given back after the hold.
+                if (host.closed.await(limits.holdMs, TimeUnit.MILLISECONDS)) {
+                    return gone();
+                }
+                return Answer.failed(Failure.NEVER_ANSWERED, "the scripted provider of " + hostable.authority
+                        + " never answered (held " + limits.holdMs + " ms)");
+            case THROW:
+                return new Answer(null, null, r.throwClass, r.throwMessage, null);
+            case ENDLESS:
+                return new Answer(withFd(r.result), new FdPayload(null, r.endlessFill), null, null, null);
+            case RESULT:
+            default:
+                if (r.fdData != null) {
+                    return new Answer(withFd(r.result), new FdPayload(r.fdData, -1), null, null, null);
+                }
+                return new Answer(r.result, null, null, null, null);
+        }
+    }
+
+    /**
+     * A result with a descriptor is a Bundle even when the script says null
+     * (the simulated device does the same); the key is put there by the
+     * Android side, as a ParcelFileDescriptor.
+     */
+    private static WireBundle withFd(WireBundle result) {
+        return result == null ? new WireBundle() : result;
+    }
+
+    private Answer gone() {
+        return Answer.failed(Failure.HOST_GONE,
+                "the scripted provider of " + hostable.authority + " is gone: its hosting connection closed");
+    }
+
+    /**
+     * Starts writing {@code payload} into a new pipe and returns its read
+     * end for the result. The writer stops at the end of the bytes, when the
+     * reader goes away, after {@link Limits#endlessCapBytes} of an endless
+     * descriptor, or at {@link Limits#fdDeadlineMs}, whichever comes first;
+     * this process's copy of the read end is closed shortly after the answer.
+     */
+    public <R> R openFd(FdPayload payload, Pipes<R> pipes) throws IOException {
+        if (!writers.tryAcquire()) {
+            throw new IOException("at most " + limits.maxFdWriters + " result descriptors are written at once");
+        }
+        Pipe<R> pipe;
+        try {
+            pipe = pipes.open();
+        } catch (IOException | RuntimeException e) {
+            writers.release();
+            throw e;
+        }
+        AtomicBoolean done = new AtomicBoolean();
+        Thread t = new Thread(() -> {
+            try {
+                write(payload, pipe);
+            } finally {
+                done.set(true);
+                writers.release();
+            }
+        }, "cetp-hosted-fd");
+        t.setDaemon(true);
+        t.start();
+        timers.schedule(pipe::closeReader, limits.readerCloseDelayMs, TimeUnit.MILLISECONDS);
+        timers.schedule(() -> {
+            if (!done.get()) {
+                pipe.closeWriter("the result descriptor was not read to its end within " + limits.fdDeadlineMs + " ms");
+            }
+        }, limits.fdDeadlineMs, TimeUnit.MILLISECONDS);
+        return pipe.reader();
+    }
+
+    private void write(FdPayload payload, Pipe<?> pipe) {
+        String error = null;
+        try {
+            OutputStream out = pipe.writer();
+            if (!payload.endless()) {
+                int step = 64 * 1024;
+                for (int off = 0; off < payload.data.length; off += step) {
+                    out.write(payload.data, off, Math.min(step, payload.data.length - off));
+                }
+            } else {
+                byte[] block = new byte[64 * 1024];
+                Arrays.fill(block, (byte) payload.fill);
+                long written = 0;
+                while (written < limits.endlessCapBytes) {
+                    int n = (int) Math.min(block.length, limits.endlessCapBytes - written);
+                    out.write(block, 0, n);
+                    written += n;
+                }
+                // Not a clean EOF: a reader that checks learns the data was cut.
+                error = "the endless result descriptor stopped after " + written + " bytes";
+            }
+            out.flush();
+        } catch (IOException e) {
+            // The reader closed its end (what a Consumer does with an endless
+            // descriptor) or the watchdog closed ours: no one is left to tell.
+            error = null;
+        } finally {
+            pipe.closeWriter(error);
+        }
+    }
+
+    /** Whether a result holds only values Android can build from the wire alone. */
+    private static String unbuildable(WireBundle b) {
+        for (Map.Entry<String, WireValue> e : b.entrySet()) {
+            WireValue v = e.getValue();
+            switch (v.type) {
+                case PENDING_INTENT:
+                case FD:
+                case OTHER:
+                    return "`" + v.type.tag + "` (key " + e.getKey() + ")";
+                case BUNDLE: {
+                    String inner = unbuildable(v.asBundle());
+                    if (inner != null) {
+                        return inner;
+                    }
+                    break;
+                }
+                default:
+                    break;
+            }
+        }
+        return null;
+    }
+
+    private void check(Ops.ReplyParams p) throws DeviceError {
+        switch (p.kind) {
+            case THROW:
+                if (!THROWABLE.contains(p.throwClass)) {
+                    throw DeviceError.unsupported("this device's scripted provider throws only " + THROWABLE
+                            + ", not " + p.throwClass);
+                }
+                break;
+            case FAIL:
+                if (!FAIL_KINDS.contains(p.failKind)) {
+                    throw DeviceError.unsupported("this device plays `fail` only as " + FAIL_KINDS + ", not \""
+                            + p.failKind + "\": its scripted provider runs in the probe's own process, which must"
+                            + " outlive the call");
+                }
+                break;
+            case RESULT:
+            case ENDLESS:
+            default:
+                if (p.fdData != null && p.fdData.length > limits.maxFdDataBytes) {
+                    throw DeviceError.unsupported("`fd_data` of " + p.fdData.length + " bytes: this device hands out"
+                            + " at most " + limits.maxFdDataBytes + " bytes through a scripted descriptor");
+                }
+                String bad = p.result == null ? null : unbuildable(p.result);
+                if (bad != null) {
+                    throw DeviceError.unsupported("a scripted result cannot hold a " + bad + " value on this device");
+                }
+                break;
+        }
+    }
+
+    private static DeviceError badRequest(String message) {
+        return new DeviceError(WireError.BAD_REQUEST, message);
+    }
+
+    /** A string member of {@code host_provider} beyond the contract, or null when absent or null. */
+    private static String extraString(JsonObject extra, String key) throws DeviceError {
+        Object v = extra.get(key);
+        if (com.clawseed.probe.wire.Json.isNull(v)) {
+            return null;
+        }
+        if (!(v instanceof String)) {
+            throw badRequest("`" + key + "` must be a string, found " + com.clawseed.probe.wire.Json.kind(v));
+        }
+        return (String) v;
+    }
+
+    /** One connection's side: it hosts the Provider, receives its events and replies to its calls. */
+    public final class Connection {
+        private final Dispatcher.Sink sink;
+        final BlockingQueue<Frame> events = new ArrayBlockingQueue<>(limits.eventQueue);
+        final CountDownLatch closed = new CountDownLatch(1);
+        // Guarded by HostedProvider.this.
+        private Thread writer;
+
+        Connection(Dispatcher.Sink sink) {
+            this.sink = sink;
+        }
+
+        boolean isClosed() {
+            return closed.getCount() == 0;
+        }
+
+        /** {@code host_provider}. */
+        public JsonObject host(Ops.HostProviderParams p) throws DeviceError {
+            int bytes = p.authority.getBytes(StandardCharsets.UTF_8).length;
+            if (bytes == 0 || bytes > MAX_AUTHORITY_BYTES) {
+                throw badRequest("`authority` must hold 1 to " + MAX_AUTHORITY_BYTES + " bytes");
+            }
+            // The simulated device's shaping members: read (and type-checked)
+            // as there, honoured only where they say what this device is.
+            String pkg = extraString(p.extra, "package");
+            String service = extraString(p.extra, "service");
+            String permission = extraString(p.extra, "permission");
+            String authorityPackage = extraString(p.extra, "authority_package");
+            Object exported = p.extra.get("exported");
+            if (!com.clawseed.probe.wire.Json.isNull(exported) && !(exported instanceof Boolean)) {
+                throw badRequest("`exported` must be a boolean, found " + com.clawseed.probe.wire.Json.kind(exported));
+            }
+            if (!p.authority.equals(hostable.authority)) {
+                throw DeviceError.unsupported("this device hosts a scripted provider only on authority "
+                        + hostable.authority + ", fixed by the probe's manifest; name it in host_provider");
+            }
+            if (pkg != null && !pkg.equals(hostable.pkg)) {
+                throw DeviceError.unsupported("the scripted provider's package is " + hostable.pkg
+                        + " here (the probe's own), not " + pkg);
+            }
+            if (p.extra.containsKey("authority_package") && !hostable.pkg.equals(authorityPackage)) {
+                throw DeviceError.unsupported("the ContentProvider of " + hostable.authority + " belongs to "
+                        + hostable.pkg + " here, not " + authorityPackage);
+            }
+            if (Boolean.FALSE.equals(exported)) {
+                throw DeviceError.unsupported("the scripted provider's services are exported on this device");
+            }
+            if (permission != null) {
+                throw DeviceError.unsupported("the scripted provider's services need no permission on this device");
+            }
+            Variant chosen = null;
+            for (Variant v : hostable.variants) {
+                if (v.meta.equals(p.meta) && (service == null || service.equals(v.service))) {
+                    chosen = v;
+                    break;
+                }
+            }
+            if (chosen == null) {
+                List<Map<String, String>> metas = new ArrayList<>();
+                for (Variant v : hostable.variants) {
+                    metas.add(v.meta);
+                }
+                throw DeviceError.unsupported("this device declares its scripted provider's meta-data in its"
+                        + " manifest; `meta` must be one of " + metas
+                        + (service == null ? "" : " (and `service` the one declaring it)"));
+            }
+            synchronized (HostedProvider.this) {
+                if (isClosed()) {
+                    throw new DeviceError(DeviceError.DEVICE_ERROR, "the connection is closing");
+                }
+                if (owner != null) {
+                    throw badRequest("a provider already answers on authority " + hostable.authority
+                            + (owner == this ? " (hosted by this connection)" : " (hosted by another connection)"));
+                }
+                // Exposed under the lock: a connection closing meanwhile must
+                // not leave this variant enabled with no owner.
+                exposer.expose(chosen);
+                owner = this;
+                exposed = chosen;
+                if (writer == null) {
+                    writer = new Thread(this::writeEvents, "cetp-hosted-events");
+                    writer.setDaemon(true);
+                    writer.start();
+                }
+            }
+            return new JsonObject();
+        }
+
+        private void writeEvents() {
+            try {
+                while (true) {
+                    Frame f = events.take();
+                    sink.send(f);
+                }
+            } catch (InterruptedException e) {
+                // The connection closed.
+            } catch (IOException e) {
+                // The connection is failing; its session ends it.
+            }
+        }
+
+        /** {@code reply}. */
+        public JsonObject reply(Ops.ReplyParams p) throws DeviceError {
+            synchronized (HostedProvider.this) {
+                Waiter w = pending.get(p.call);
+                if (w == null || w.owner != this || w.answered.getCount() == 0) {
+                    throw notWaiting(p.call);
+                }
+            }
+            // A reply this device cannot play leaves the call waiting, so the
+            // host can still answer it another way.
+            check(p);
+            synchronized (HostedProvider.this) {
+                Waiter w = pending.get(p.call);
+                // The call may have timed out since the first look.
+                if (w == null || w.owner != this || w.answered.getCount() == 0) {
+                    throw notWaiting(p.call);
+                }
+                pending.remove(p.call);
+                w.reply = p;
+                w.answered.countDown();
+            }
+            return new JsonObject();
+        }
+
+        private DeviceError notWaiting(String call) {
+            return new DeviceError(WireError.UNKNOWN_HANDLE,
+                    "no call \"" + call + "\" is waiting for a reply from this connection");
+        }
+
+        /**
+         * The connection closed: its Provider goes away, every call waiting
+         * on it is woken (and fails), and its discovery service is hidden.
+         */
+        public void close() {
+            boolean hide = false;
+            Thread t;
+            synchronized (HostedProvider.this) {
+                if (isClosed()) {
+                    return;
+                }
+                closed.countDown();
+                for (Iterator<Waiter> it = pending.values().iterator(); it.hasNext();) {
+                    Waiter w = it.next();
+                    if (w.owner == this) {
+                        it.remove();
+                        w.answered.countDown();
+                    }
+                }
+                if (owner == this) {
+                    owner = null;
+                    exposed = null;
+                    hide = true;
+                }
+                if (hide) {
+                    try {
+                        exposer.expose(null);
+                    } catch (DeviceError e) {
+                        // Nothing to answer: the connection is gone. The next
+                        // host_provider or start-up sets the state again.
+                    }
+                }
+                t = writer;
+            }
+            if (t != null) {
+                t.interrupt();
+            }
+        }
+    }
+}
