@@ -9,8 +9,13 @@ import android.net.LocalSocket;
 import android.os.Bundle;
 import android.os.Process;
 import android.util.Log;
+import com.clawseed.probe.core.DeviceError;
+import com.clawseed.probe.core.Dispatcher;
+import com.clawseed.probe.core.HostedProvider;
 import com.clawseed.probe.core.ProbeSession;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The probe's entry point, started by the host with
@@ -43,6 +48,7 @@ public final class ProbeInstrumentation extends Instrumentation {
     public void onStart() {
         super.onStart();
         final UiAccess ui = UiAccess.connect(this);
+        final HostedProvider hosting = startHosting();
         LocalServerSocket server = null;
         try {
             // Not try-with-resources: LocalServerSocket is Closeable only from API 29.
@@ -53,7 +59,12 @@ public final class ProbeInstrumentation extends Instrumentation {
             Bundle status = new Bundle();
             status.putString("cetp-probe", "listening");
             status.putString("socket", "localabstract:" + BuildConfig.SOCKET_NAME);
-            status.putString("ops", String.join(",", ui.abilities().ops()));
+            List<String> ops = new ArrayList<>(ui.abilities().ops());
+            if (hosting != null) {
+                ops.addAll(Dispatcher.HOSTING_OPS);
+                status.putString("hosted_authority", hosting.hostable().authority);
+            }
+            status.putString("ops", String.join(",", ops));
             sendStatus(0, status);
             while (true) {
                 LocalSocket socket = server.accept();
@@ -65,7 +76,7 @@ public final class ProbeInstrumentation extends Instrumentation {
                     closeQuietly(socket);
                     continue;
                 }
-                Thread t = new Thread(() -> serve(socket, ui), "cetp-probe-connection");
+                Thread t = new Thread(() -> serve(socket, ui, hosting), "cetp-probe-connection");
                 t.setDaemon(true);
                 t.start();
             }
@@ -94,10 +105,28 @@ public final class ProbeInstrumentation extends Instrumentation {
         }
     }
 
-    private void serve(LocalSocket socket, UiAccess ui) {
+    /**
+     * The hostile Provider this app declares, or null when it cannot be set
+     * up (the probe then serves without host_provider, and hello says so by
+     * leaving it out). Its discovery services are hidden first: a probe that
+     * died while hosting leaves one enabled, and Consumers would discover a
+     * Provider no host answers for.
+     */
+    private HostedProvider startHosting() {
+        try {
+            HostedProvider hosting = Hosting.get(getTargetContext());
+            hosting.reset();
+            return hosting;
+        } catch (DeviceError e) {
+            Log.e(TAG, "no hostile provider: " + e.getMessage());
+            return null;
+        }
+    }
+
+    private void serve(LocalSocket socket, UiAccess ui, HostedProvider hosting) {
         try {
             AndroidBackend backend = new AndroidBackend(getTargetContext(), ui);
-            new ProbeSession(socket.getInputStream(), socket.getOutputStream(), backend,
+            new ProbeSession(socket.getInputStream(), socket.getOutputStream(), backend, hosting,
                     message -> Log.i(TAG, message)).run();
         } catch (IOException e) {
             Log.w(TAG, "connection failed", e);

@@ -31,7 +31,7 @@ public final class Dispatcher {
     }
 
     /** The optional ops of a device that hosts a scripted Provider, in the order {@code hello} lists them. */
-    static final List<String> HOSTING_OPS = Collections.unmodifiableList(Arrays.asList("host_provider", "reply"));
+    public static final List<String> HOSTING_OPS = Collections.unmodifiableList(Arrays.asList("host_provider", "reply"));
 
     private final DeviceBackend backend;
     private final ExecutorService workers;

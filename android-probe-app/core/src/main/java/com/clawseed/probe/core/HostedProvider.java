@@ -432,7 +432,11 @@ public final class HostedProvider {
 
     private Answer await(Connection host, Waiter w, String id, long callerUid, List<String> callerPackages,
             String method, String arg, WireBundle extras) throws InterruptedException {
-        Frame event = Ops.incomingCall(id, callerUid, callerPackages, method, arg, extras, clock.getAsLong());
+        // A raw Binder caller can send a null method, which ContentResolver
+        // never does; the event needs a string for the host to read it.
+        Frame event = Ops.incomingCall(id, callerUid,
+                callerPackages == null ? Collections.<String>emptyList() : callerPackages,
+                method == null ? "" : method, arg, extras, clock.getAsLong());
         if (FrameCodec.encode(event).length > FrameCodec.MAX_FRAME_BYTES) {
             return Answer.failed(Failure.TOO_LARGE, "the call is too large to forward to the host");
         }
