@@ -441,8 +441,15 @@ public final class HostedProvider {
             return Answer.failed(Failure.TOO_LARGE, "the call is too large to forward to the host");
         }
         long start = System.nanoTime();
-        if (!host.events.offer(event, limits.replyWaitMs, TimeUnit.MILLISECONDS)) {
-            return Answer.failed(Failure.NO_REPLY, "the host does not read its connection");
+        // In slices: a queue left full by a connection that closed meanwhile
+        // must not keep this thread for the whole wait.
+        while (!host.events.offer(event, 50, TimeUnit.MILLISECONDS)) {
+            if (host.isClosed()) {
+                return gone();
+            }
+            if (System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(limits.replyWaitMs)) {
+                return Answer.failed(Failure.NO_REPLY, "the host does not read its connection");
+            }
         }
         long left = limits.replyWaitMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
         if (!w.answered.await(Math.max(0, left), TimeUnit.MILLISECONDS)) {

@@ -659,4 +659,37 @@ class HostedProviderTest {
         assertEquals(0, h.busy());
         c.close();
     }
+
+    @Test
+    void callsQueuedForAStuckHostFailOnceItsConnectionCloses() throws Exception {
+        HostedProvider h = new HostedProvider(hostable(), v -> { }, fast().replyWaitMs(30_000).eventQueue(1), () -> NOW);
+        CountDownLatch never = new CountDownLatch(1);
+        HostedProvider.Connection c = h.attach(f -> {
+            try {
+                never.await();
+            } catch (InterruptedException e) {
+                throw new IOException("interrupted");
+            }
+        });
+        c.host(new com.clawseed.probe.wire.Ops.HostProviderParams(AUTHORITY,
+                meta("com.clawseed.tools.version", "1", "com.clawseed.tools.versions", "1,2")));
+        List<CompletableFuture<HostedProvider.Answer>> calls = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            CompletableFuture<HostedProvider.Answer> f = new CompletableFuture<>();
+            new Thread(() -> f.complete(h.call(1, List.of(), "m", null, null))).start();
+            calls.add(f);
+        }
+        // One event is in the stuck sink, one in the queue, one waits to be queued.
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (h.busy() < 3 && System.nanoTime() < until) {
+            Thread.sleep(10);
+        }
+        Thread.sleep(100);
+        long t0 = System.nanoTime();
+        c.close();
+        for (CompletableFuture<HostedProvider.Answer> f : calls) {
+            assertEquals(HostedProvider.Failure.HOST_GONE, get(f).failure);
+        }
+        assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < 2_000, "callers must not wait out the reply wait");
+    }
 }
