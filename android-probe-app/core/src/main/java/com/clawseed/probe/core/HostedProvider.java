@@ -2,6 +2,7 @@ package com.clawseed.probe.core;
 
 import com.clawseed.probe.wire.Frame;
 import com.clawseed.probe.wire.FrameCodec;
+import com.clawseed.probe.wire.Json;
 import com.clawseed.probe.wire.JsonObject;
 import com.clawseed.probe.wire.Ops;
 import com.clawseed.probe.wire.WireBundle;
@@ -574,7 +575,10 @@ public final class HostedProvider {
         }
     }
 
-    /** Whether a result holds only values Android can build from the wire alone. */
+    /**
+     * The first value of a result that Android cannot build from the wire
+     * alone (it would stand for an object the host does not have), or null.
+     */
     private static String unbuildable(WireBundle b) {
         for (Map.Entry<String, WireValue> e : b.entrySet()) {
             WireValue v = e.getValue();
@@ -634,11 +638,11 @@ public final class HostedProvider {
     /** A string member of {@code host_provider} beyond the contract, or null when absent or null. */
     private static String extraString(JsonObject extra, String key) throws DeviceError {
         Object v = extra.get(key);
-        if (com.clawseed.probe.wire.Json.isNull(v)) {
+        if (Json.isNull(v)) {
             return null;
         }
         if (!(v instanceof String)) {
-            throw badRequest("`" + key + "` must be a string, found " + com.clawseed.probe.wire.Json.kind(v));
+            throw badRequest("`" + key + "` must be a string, found " + Json.kind(v));
         }
         return (String) v;
     }
@@ -672,8 +676,8 @@ public final class HostedProvider {
             String permission = extraString(p.extra, "permission");
             String authorityPackage = extraString(p.extra, "authority_package");
             Object exported = p.extra.get("exported");
-            if (!com.clawseed.probe.wire.Json.isNull(exported) && !(exported instanceof Boolean)) {
-                throw badRequest("`exported` must be a boolean, found " + com.clawseed.probe.wire.Json.kind(exported));
+            if (!Json.isNull(exported) && !(exported instanceof Boolean)) {
+                throw badRequest("`exported` must be a boolean, found " + Json.kind(exported));
             }
             if (!p.authority.equals(hostable.authority)) {
                 throw DeviceError.unsupported("this device hosts a scripted provider only on authority "
