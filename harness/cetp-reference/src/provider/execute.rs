@@ -131,7 +131,7 @@ impl ReferenceProvider {
         if !self.has(Fault::NoDedupe) && !self.takes(Latitude::ValidateBeforeDedupe) {
             let d = lock(&self.durable.state);
             if let (mut d, Some(answer)) = self.settle(d, cx, &key, tool_name, &digest) {
-                return self.replayed(&mut d, cx.now_ms, answer);
+                return self.replayed(&mut d, cx, answer);
             }
         }
         // §4.1: the deadline is checked before any business effect.
@@ -289,35 +289,52 @@ impl ReferenceProvider {
 
     /// §6 lets a replay answer "the same operation or the terminal result":
     /// the replay_returns_terminal variant answers the latter once the
-    /// operation has ended.
-    fn replayed(&self, d: &mut DurableState, now_ms: i64, answer: Answer) -> Answer {
+    /// operation has ended. A replay into a session that did not negotiate
+    /// async_operations never gets `accepted` (§2.3, §4.4 allow it only
+    /// after that negotiation): it gets the terminal result, or, while the
+    /// operation still runs, a retryable UNAVAILABLE that asks for the same
+    /// request_id again.
+    fn replayed(&self, d: &mut DurableState, cx: &Cx<'_>, answer: Answer) -> Answer {
         let Answer::Accepted { data } = &answer else {
             return answer;
         };
-        if !self.takes(Latitude::ReplayReturnsTerminal) {
+        let async_ok = cx.caps.contains(&Capability::AsyncOperations)
+            || self.has(Fault::AsyncWithoutNegotiation);
+        if async_ok && !self.takes(Latitude::ReplayReturnsTerminal) {
             return answer;
         }
         let Some(id) = data.get("operation_id").and_then(Json::as_str) else {
             return answer;
         };
-        self.advance_op(d, id, now_ms);
-        match d.operations.get(id) {
-            Some(op) if op.state == OpState::Succeeded => match &op.outcome {
-                Some(result) => Answer::Success {
+        self.advance_op(d, id, cx.now_ms);
+        let terminal = match d.operations.get(id) {
+            Some(op) if op.state == OpState::Succeeded => {
+                op.outcome.as_ref().map(|result| Answer::Success {
                     data: result.clone(),
                     file: op.file.clone(),
-                },
-                None => answer,
-            },
+                })
+            }
             Some(op) if op.state == OpState::Failed => op
                 .outcome
                 .as_ref()
                 .and_then(Failure::from_json)
-                .map_or(answer, Answer::Error),
+                .map(Answer::Error),
             Some(op) if op.state == OpState::Cancelled => {
-                Failure::new(ErrorCode::Cancelled, "The operation was cancelled.").into()
+                Some(Failure::new(ErrorCode::Cancelled, "The operation was cancelled.").into())
             }
-            _ => answer,
+            _ => None,
+        };
+        match terminal {
+            Some(t) => t,
+            None if async_ok => answer,
+            None => {
+                let mut f = Failure::new(
+                    ErrorCode::Unavailable,
+                    "The execution started under this request_id is still running; ask again with the same request_id.",
+                );
+                f.retry_after_ms = Some(self.poll_after_ms());
+                f.into()
+            }
         }
     }
 
