@@ -97,6 +97,7 @@ pub const RULES: &[(&str, &str)] = &[
     (ENVELOPE, "error.retry_after_ms"),
     (ENVELOPE, "accepted.method"),
     (ENVELOPE, "accepted.operation_id"),
+    (ENVELOPE, "accepted.poll_after_ms"),
     (ENVELOPE, "operation.state"),
     (ENVELOPE, "operation.result"),
     (ENVELOPE, "operation.error"),
@@ -316,6 +317,19 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
                     ENVELOPE,
                     "accepted.operation_id",
                     "accepted data has no string operation_id",
+                ));
+            }
+            // §4.4's acceptance names when to poll; a Consumer told nothing
+            // can only guess (CETP2-4.4-03, as the operation_id above).
+            if !data
+                .get("poll_after_ms")
+                .and_then(Json::as_f64)
+                .is_some_and(|ms| ms >= 0.0)
+            {
+                out.push(Finding::must(
+                    ENVELOPE,
+                    "accepted.poll_after_ms",
+                    "accepted data has no non-negative poll_after_ms",
                 ));
             }
         }

@@ -111,6 +111,8 @@ const KINDS: &[(&str, u32)] = &[
     ("session", 6),
     ("discover", 2),
     ("restart_replay", 4),
+    ("async_flow", 10),
+    ("large", 4),
 ];
 
 impl<'w> Generator<'w> {
@@ -273,6 +275,8 @@ impl<'w> Generator<'w> {
                 )]
             }
             "concurrent" => self.concurrent(&mut pre)?,
+            "async_flow" => self.async_flow(&mut pre)?,
+            "large" => self.large(&mut pre)?,
             "restart_replay" => self.restart_replay(&mut pre)?,
             "tokens" => {
                 // Enough sessions to judge tokens by: a few negotiations.
@@ -934,22 +938,52 @@ impl<'w> Generator<'w> {
             .cloned()
             .collect();
         let e = self.pick(&candidates)?;
-        let other = self.world.has_b && self.chance(0.25);
-        let (ident, s) = self.caller_for(&e, other, pre);
+        let r = self.rng.random_range(0..10);
+        // Who asks: the creator in its own session, the other identity
+        // (§4.4: the operation is bound to the caller), or the creator in
+        // another of its sessions, which may lack async_operations or
+        // cancellation (§2.3).
+        let other = self.world.has_b && r < 3;
+        let (ident, s) = if r >= 7 {
+            let m = self.session_move(e.ident);
+            pre.extend(m.steps);
+            let s = self
+                .st
+                .sessions
+                .last()
+                .map(|x| x.name.clone())
+                .unwrap_or_default();
+            (e.ident, s)
+        } else {
+            self.caller_for(&e, other, pre)
+        };
         let op = format!("${{{}/data/operation_id}}", e.bind);
-        let r = self.rng.random_range(0..3);
+        // Mostly the execution's own request id, which the operation is
+        // bound to (§4.1, §5), so that what is judged is the caller or the
+        // capability; sometimes a new one.
+        let rid = if self.chance(0.7) {
+            format!("${{{}/_request/request_id}}", e.bind)
+        } else {
+            "new".to_string()
+        };
+        let r = self.rng.random_range(0..4);
         let b = self.name("g");
-        let mut tags = vec!["CETP2-4.4-04", "CETP2-4.4-06"];
+        let mut tags = vec![
+            "CETP2-4.4-04",
+            "CETP2-4.4-06",
+            "CETP2-4.1-07",
+            "CETP2-2.3-02",
+        ];
         if other {
             tags.push("CETP2-4.4-11");
         }
         let step = match r {
             0 => json!({"do": "call", "as": ident, "method": "get_operation", "session": s,
-                        "operation_id": op, "bind": b, "requirements": tags}),
+                        "request_id": rid, "operation_id": op, "bind": b, "requirements": tags}),
             1 => {
                 tags.extend(["CETP2-4.4-09", "CETP2-4.4-17"]);
                 json!({"do": "call", "as": ident, "method": "cancel_operation", "session": s,
-                        "operation_id": op, "bind": b, "requirements": tags})
+                        "request_id": rid, "operation_id": op, "bind": b, "requirements": tags})
             }
             _ => {
                 json!({"do": "settle", "as": e.ident, "session": e.session, "of": e.bind, "bind": b,
@@ -1013,9 +1047,14 @@ impl<'w> Generator<'w> {
         let decision = ["approve", "approve", "deny", "dismiss"][self.rng.random_range(0..4)];
         let other = self.world.has_b && self.chance(0.15);
         let (ident, s) = self.caller_for(&e, other, pre);
-        let altered = self.chance(0.2);
-        let args = if altered {
+        // The token is bound to the args bytes (§4.3): other args, or the
+        // same members in another order, must both be refused.
+        let r = self.rng.random_range(0..100);
+        let altered = r < 35;
+        let args = if r < 20 {
             json!({"altered_from": e.bind})
+        } else if altered {
+            json!({"reordered_from": e.bind})
         } else {
             json!({"same_as": e.bind})
         };
@@ -1079,6 +1118,217 @@ impl<'w> Generator<'w> {
             Some(r),
             &["CETP2-4.3-05", "CETP2-4.3-12", "CETP2-4.3-10"],
         ))
+    }
+
+    /// A session negotiated with exactly `caps`, bound before the move.
+    fn session_with(
+        &mut self,
+        ident: &'static str,
+        caps: &[&str],
+        pre: &mut Vec<GenStep>,
+    ) -> String {
+        let name = self.name("s");
+        pre.push(plain(
+            json!({"do": "negotiate", "as": ident, "bind": name, "capabilities": caps}),
+        ));
+        self.st.sessions.push(Sess {
+            name: name.clone(),
+            ident,
+        });
+        self.st
+            .tokens
+            .push(format!("${{{name}/data/session_token}}"));
+        name
+    }
+
+    /// A background operation's life (§4.4) in one move: an execution in a
+    /// session with async_operations, then reads and cancellations by its
+    /// creator, by the other identity, under another request id, from a
+    /// session without the capability, after time has passed, and a settle;
+    /// after a cancellation, the final state is held to the effects seen.
+    fn async_flow(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        let tools: Vec<ToolInfo> = self
+            .world
+            .executable()
+            .filter(|t| t.execution != "sync")
+            .cloned()
+            .collect();
+        let tool = self.pick(&tools)?;
+        let ident = self.ident();
+        let mut caps = vec!["async_operations"];
+        if self.chance(0.7) {
+            caps.push("cancellation");
+        }
+        if self.chance(0.5) {
+            caps.push("large_results");
+        }
+        let s = self.session_with(ident, &caps, pre);
+        let e = self.name("e");
+        let roles: Vec<String> = self
+            .world
+            .roles
+            .iter()
+            .filter(|(_, t)| **t == tool.name)
+            .map(|(r, _)| r.clone())
+            .collect();
+        let (tool_ref, args) = match self.pick(&roles) {
+            Some(r) if self.chance(0.5) => (json!({"profile_role": r}), json!("valid")),
+            _ => {
+                let args = match self.generated(&tool) {
+                    Some(v) if self.chance(0.4) => json!({"json": v}),
+                    _ => json!("valid"),
+                };
+                (json!({"name": tool.name}), args)
+            }
+        };
+        let mut inner = vec![call_step(json!({
+            "do": "call", "as": ident, "method": "execute_tool", "session": s,
+            "tool": tool_ref, "args": args, "bind": e,
+            "expect": {"status": ["success", "accepted", "error"]},
+            "requirements": ["CETP2-4.4-01", "CETP2-4.4-02", "CETP2-4-04"]}))];
+        self.st.execs.push(Exec {
+            bind: e.clone(),
+            tool: tool.clone(),
+            session: s.clone(),
+            ident,
+            may_ask: tool.confirmation == "always",
+        });
+        let op = format!("${{{e}/data/operation_id}}");
+        let own_rid = format!("${{{e}/_request/request_id}}");
+        let mut cancelled = false;
+        for _ in 0..self.rng.random_range(1..=3) {
+            let b = self.name("g");
+            let what = self.rng.random_range(0..9);
+            let (who, sess, rid, method) = match what {
+                0 => (ident, s.clone(), own_rid.clone(), "get_operation"),
+                1 | 5 if self.world.has_b => {
+                    let other = if ident == "a" { "b" } else { "a" };
+                    let os = self.session_with(other, &caps, &mut inner);
+                    let m = if what == 1 {
+                        "get_operation"
+                    } else {
+                        "cancel_operation"
+                    };
+                    (other, os, own_rid.clone(), m)
+                }
+                2 | 6 => {
+                    let m = if what == 2 {
+                        "get_operation"
+                    } else {
+                        "cancel_operation"
+                    };
+                    (ident, s.clone(), "new".to_string(), m)
+                }
+                3 => {
+                    // Another session of the creator, without async_operations.
+                    let few: Vec<&str> = ["cancellation", "large_results"]
+                        .into_iter()
+                        .filter(|_| self.rng.random_bool(0.5))
+                        .collect();
+                    let os = self.session_with(ident, &few, &mut inner);
+                    (ident, os, own_rid.clone(), "get_operation")
+                }
+                7 => {
+                    // Time passes, well inside the idempotency window the
+                    // operation must outlive (§4.4).
+                    let ms = *[61_000u64, 600_000, 3_600_000]
+                        .get(self.rng.random_range(0..3))
+                        .unwrap_or(&61_000);
+                    inner.push(plain(
+                        json!({"do": "advance_clock", "ms": ms, "requirements": []}),
+                    ));
+                    (ident, s.clone(), own_rid.clone(), "get_operation")
+                }
+                _ => (ident, s.clone(), own_rid.clone(), "cancel_operation"),
+            };
+            if method == "cancel_operation" && who == ident && rid == own_rid {
+                cancelled = true;
+            }
+            let mut tags = vec![
+                "CETP2-4.4-04",
+                "CETP2-4.4-06",
+                "CETP2-4.4-11",
+                "CETP2-4.1-07",
+                "CETP2-2.3-02",
+            ];
+            if method == "cancel_operation" {
+                tags.extend(["CETP2-4.4-09", "CETP2-4.4-17"]);
+            }
+            inner.push(call_step(json!({
+                "do": "call", "as": who, "method": method, "session": sess,
+                "request_id": rid, "operation_id": op, "bind": b, "requirements": tags})));
+        }
+        let fin = self.name("f");
+        inner.push(call_step(json!({
+            "do": "settle", "as": ident, "session": s, "of": e, "bind": fin,
+            "expect": {}, "requirements": ["CETP2-4.4-05", "CETP2-4.4-08"]})));
+        if !self.world.observer {
+            return Some(inner);
+        }
+        let before = self.name("o");
+        let mut out = vec![plain(json!({"do": "observe", "bind": before}))];
+        out.extend(inner);
+        if cancelled {
+            out.push(GenStep {
+                step: json!({"do": "cancel_consistent", "final": fin, "since": before,
+                             "requirements": ["CETP2-4.4-17"]}),
+                meta: Meta::Judgement,
+            });
+        }
+        let after = self.name("p");
+        out.push(GenStep {
+            step: json!({"do": "observe", "bind": after,
+                         "requirements": ["CETP2-4.4-17", "CETP2-4.4-11", "CETP2-6-01"]}),
+            meta: Meta::EffectsAfter {
+                since: before,
+                tool_of: Some(e),
+            },
+        });
+        Some(out)
+    }
+
+    /// A large result (§4.5) through the profile's `large_result` role:
+    /// in a session with or without large_results, and when it comes as a
+    /// file, the descriptor read back and held to its declared size, digest,
+    /// output_schema and read-only mode.
+    fn large(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        self.world.roles.get("large_result")?;
+        let ident = self.ident();
+        let mut caps = vec![];
+        if self.chance(0.8) {
+            caps.push("large_results");
+        }
+        if self.chance(0.3) {
+            caps.push("async_operations");
+        }
+        let s = self.session_with(ident, &caps, pre);
+        let big = self.name("e");
+        let mut out = vec![call_step(json!({
+            "do": "call", "as": ident, "method": "execute_tool", "session": s,
+            "tool": {"profile_role": "large_result"}, "args": "valid", "bind": big,
+            "expect": {"status": ["success", "accepted", "error"]},
+            "requirements": ["CETP2-4.5-01", "CETP2-4.5-02", "CETP2-2.3-05"]}))];
+        let (of, settled) = if caps.contains(&"async_operations") {
+            let f = self.name("f");
+            out.push(call_step(json!({
+                "do": "settle", "as": ident, "session": s, "of": big, "bind": f,
+                "expect": {}, "requirements": ["CETP2-4.4-05"]})));
+            (f, true)
+        } else {
+            (big.clone(), false)
+        };
+        if caps.contains(&"large_results") {
+            let mut read = json!({"do": "read_fd", "as": ident,
+                "handle": format!("${{{of}/result_fd}}"),
+                "requirements": ["CETP2-4.5-03", "CETP2-4.5-04"]});
+            if !settled {
+                read["verify_against"] = json!(big);
+                read["output_schema"] = json!(true);
+                read["read_only"] = json!(true);
+            }
+            out.push(plain(read));
+        }
+        Some(out)
     }
 
     fn concurrent(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {

@@ -332,6 +332,19 @@ impl<'a> Fuzzer<'a> {
             &case,
             seed,
         );
+        // For looking into what the generator reaches: every compiled case
+        // with the target's outcome (a developer's aid, off by default).
+        if let Some(dir) = std::env::var_os("CETP_FUZZ_TRACE") {
+            let _ = std::fs::write(
+                std::path::Path::new(&dir).join(format!("case-{index}-{seed}.json")),
+                serde_json::to_string_pretty(&json!({
+                    "case": case_json,
+                    "stop": run.stop.as_ref().map(crate::exec::describe_stop),
+                    "failed": run.failed(),
+                }))
+                .unwrap_or_default(),
+            );
+        }
         Attempt::Ran {
             case: case_json,
             run,

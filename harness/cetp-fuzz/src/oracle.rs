@@ -389,6 +389,11 @@ fn compile_expect(j: &mut Json, runs: &[&CaseRun]) {
     }
     let mut statuses = BTreeSet::new();
     let mut codes = BTreeSet::new();
+    // A successful cancel_operation says only that the request was taken
+    // (§4.4 names its state): the states the members answered are expected
+    // too, absence included where one of them refused.
+    let mut states = BTreeSet::new();
+    let cancel = j.get("method").and_then(Json::as_str) == Some("cancel_operation");
     for r in runs {
         let Some(doc) = r.bindings.get(&bind) else {
             // A member that never reached the step (concurrent sub-calls
@@ -397,6 +402,14 @@ fn compile_expect(j: &mut Json, runs: &[&CaseRun]) {
             return;
         };
         let (s, c) = class(doc);
+        if cancel {
+            states.insert(
+                doc.pointer("/data/state")
+                    .cloned()
+                    .unwrap_or(Json::Null)
+                    .to_string(),
+            );
+        }
         statuses.insert(s);
         if let Some(c) = c {
             codes.insert(c);
@@ -414,6 +427,13 @@ fn compile_expect(j: &mut Json, runs: &[&CaseRun]) {
         let mut e = json!({"status": statuses});
         if !codes.is_empty() {
             e["error_code"] = json!(codes);
+        }
+        if cancel {
+            let one_of: Vec<Json> = states
+                .iter()
+                .filter_map(|t| serde_json::from_str(t).ok())
+                .collect();
+            e["data"] = json!([{"pointer": "/data/state", "one_of": one_of}]);
         }
         Some(e)
     } else if is_negotiate {

@@ -30,6 +30,9 @@ pub struct World {
     pub max_request_bytes: usize,
     /// The profile's observer counts effects: moves are observed.
     pub observer: bool,
+    /// The profile's roles (`large_result`, `failing_operation`, ...) whose
+    /// tool the fuzzer may execute: role name to tool name.
+    pub roles: std::collections::BTreeMap<String, String>,
 }
 
 impl World {
@@ -65,7 +68,7 @@ pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result
     }
     let session = run.bindings.get("s").cloned().unwrap_or(Json::Null);
     let list = run.bindings.get("l").cloned().unwrap_or(Json::Null);
-    let tools = list
+    let tools: Vec<ToolInfo> = list
         .pointer("/data/tools")
         .and_then(Json::as_array)
         .cloned()
@@ -93,7 +96,14 @@ pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result
         .and_then(Json::as_u64)
         .unwrap_or(65_536)
         .clamp(1024, 16 << 20) as usize;
+    let roles = profile
+        .roles
+        .iter()
+        .filter(|(_, r)| tools.iter().any(|t| t.name == r.tool && t.executable))
+        .map(|(name, r)| (name.clone(), r.tool.clone()))
+        .collect();
     Ok(World {
+        roles,
         tools,
         has_b: target.b.is_some(),
         max_request_bytes,

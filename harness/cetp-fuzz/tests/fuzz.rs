@@ -54,16 +54,11 @@ fn replay(file: &serde_json::Value, target: &str) -> cetp_conformance::runner::R
 fn the_reference_gets_no_finding_and_no_oracle_note() {
     let r = fuzz("sim", 80, 3);
     assert!(r.findings.is_empty(), "{:#?}", r.findings);
-    // One defect of the reference itself that the fuzzer found and that is
-    // not fixed yet: a request first answered `accepted` in a session with
-    // async_operations, retried in a session without it, is answered
-    // `accepted` again (§2.3 forbids the capability there). Any other note
-    // is new and fails the test.
-    let known = |n: &String| {
-        n.starts_with("CHK-CAPABILITY-USE")
-            && n.contains("status=accepted without a negotiated async_operations")
-    };
-    assert!(r.oracle_notes.iter().all(known), "{:#?}", r.oracle_notes);
+    // Any note is a check firing on a legal Provider (or a defect of the
+    // reference): none is expected. The one the fuzzer found first (an
+    // `accepted` replayed into a session without async_operations, §2.3)
+    // is fixed in the reference.
+    assert!(r.oracle_notes.is_empty(), "{:#?}", r.oracle_notes);
     assert!(r.stats.judged >= 70, "{:?}", r.stats);
     assert!(r.stats.envelopes > 500, "{:?}", r.stats);
     assert_eq!(r.oracle.len(), 27);
@@ -84,13 +79,7 @@ fn legal_variants_get_no_finding() {
     ] {
         let r = fuzz(&format!("sim:variant={v}"), 40, 11);
         assert!(r.findings.is_empty(), "{v}: {:#?}", r.findings);
-        assert!(
-            r.oracle_notes
-                .iter()
-                .all(|n| n.starts_with("CHK-CAPABILITY-USE")),
-            "{v}: {:#?}",
-            r.oracle_notes
-        );
+        assert!(r.oracle_notes.is_empty(), "{v}: {:#?}", r.oracle_notes);
     }
 }
 
@@ -200,4 +189,42 @@ fn a_call_without_protocol_version_is_judged_as_v1() {
     assert!(run.stop.is_none(), "{:?}", run.stop);
     assert!(run.checks.is_empty(), "{:?}", run.checks);
     assert!(run.answers >= 2);
+}
+
+/// Mutants only a background operation's life or a large result's
+/// descriptor reveals (the generator's async_flow and large moves): each is
+/// found within a few dozen sequences, and its finding replays as FAIL on
+/// the mutant and PASS on the reference.
+#[test]
+fn operation_and_file_mutants_are_found() {
+    for (mutant, cases) in [
+        ("operation_other_caller", 60),
+        ("cancel_reports_cancelled_after_effect", 40),
+        ("poll_after_ms_missing", 40),
+        ("writable_result_fd", 20),
+    ] {
+        let target = format!("sim:mutant={mutant}");
+        let r = fuzz(&target, cases, 7);
+        let f = r
+            .findings
+            .first()
+            .unwrap_or_else(|| panic!("{mutant} is not found"));
+        // A case's expectation or a check's rule: either reproduces it.
+        let on_mutant = replay(&f.file, &target);
+        let fail = cetp_conformance::event::Verdict::Fail;
+        assert!(
+            on_mutant.cases.iter().any(|c| c.verdict == fail)
+                || on_mutant.checks.iter().any(|c| c.verdict == fail),
+            "{mutant}: the finding does not replay"
+        );
+        let on_reference = replay(&f.file, "sim");
+        assert!(
+            on_reference
+                .cases
+                .iter()
+                .all(|c| c.verdict == cetp_conformance::event::Verdict::Pass),
+            "{mutant}: the finding fails the reference too"
+        );
+        assert!(on_reference.checks.iter().all(|c| c.verdict != fail));
+    }
 }
