@@ -372,16 +372,22 @@ impl<'w> Generator<'w> {
         if self.chance(0.15) {
             step["versions"] = json!([2]);
         }
+        self.remember_session(&name, ident);
+        Move {
+            steps: vec![plain(step)],
+        }
+    }
+
+    /// A negotiated session later moves may use, and its token for the
+    /// unpredictability judgement.
+    fn remember_session(&mut self, name: &str, ident: &'static str) {
         self.st.sessions.push(Sess {
-            name: name.clone(),
+            name: name.to_string(),
             ident,
         });
         self.st
             .tokens
             .push(format!("${{{name}/data/session_token}}"));
-        Move {
-            steps: vec![plain(step)],
-        }
     }
 
     fn list_into(&mut self, s: &str, ident: &str, pre: &mut Vec<GenStep>) -> String {
@@ -1131,13 +1137,7 @@ impl<'w> Generator<'w> {
         pre.push(plain(
             json!({"do": "negotiate", "as": ident, "bind": name, "capabilities": caps}),
         ));
-        self.st.sessions.push(Sess {
-            name: name.clone(),
-            ident,
-        });
-        self.st
-            .tokens
-            .push(format!("${{{name}/data/session_token}}"));
+        self.remember_session(&name, ident);
         name
     }
 
