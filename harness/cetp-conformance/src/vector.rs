@@ -353,8 +353,12 @@ pub enum Step {
         profile: Option<String>,
         /// Move the clock to an RFC 3339 time (a template over a bound
         /// answer, e.g. a session's `expires_at`), then `plus_ms` further.
+        /// A list moves it to the latest of its times: every session it
+        /// names is then past its lifetime, however long the device took
+        /// between their negotiations (one time alone leaves a session
+        /// negotiated later alive or not by the device's speed).
         #[serde(default)]
-        until: Option<String>,
+        until: Option<Until>,
         #[serde(default)]
         plus_ms: u64,
     },
@@ -517,4 +521,21 @@ pub struct DiscoverExpect {
     /// The manifest declares v1 (a read-only v1 path is kept).
     #[serde(default)]
     pub v1_declared: bool,
+}
+
+/// `advance_clock`'s `until`: one time, or several (the latest counts).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Until {
+    One(String),
+    Latest(Vec<String>),
+}
+
+impl Until {
+    pub fn templates(&self) -> &[String] {
+        match self {
+            Until::One(t) => std::slice::from_ref(t),
+            Until::Latest(ts) => ts,
+        }
+    }
 }

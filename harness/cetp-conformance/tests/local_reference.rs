@@ -279,3 +279,53 @@ fn a_provider_that_refuses_by_throwing_fails_the_refusal_cases() {
     assert_eq!(env.cited, vec!["CETP2-5-01".to_string()]);
     assert!(!out.claim.cetp_v2);
 }
+
+/// `advance_clock` with a list of `until` times moves to the latest: a
+/// session negotiated a second and a half after another has expired too,
+/// where a jump past the first one's `expires_at` alone leaves it alive
+/// (the fuzzer's false finding on slow devices came from that).
+#[test]
+fn advance_until_a_list_passes_every_lifetime_named() {
+    let case = |until: serde_json::Value, second: &str| {
+        serde_json::json!({"format_version": 1, "group": "until-test", "description": "until", "cases": [{
+            "id": "UNTIL-1", "title": "until", "role": "provider", "level": "MUST",
+            "requirements": ["CETP2-2.2-13"],
+            "steps": [
+                {"do": "negotiate", "bind": "s1"},
+                {"do": "sleep", "ms": 1500},
+                {"do": "negotiate", "bind": "s2"},
+                {"do": "advance_clock", "until": until, "plus_ms": 1000},
+                {"do": "call", "method": "list_tools", "session": "s1",
+                 "expect": {"status": ["error"], "error_code": ["NEGOTIATION_REQUIRED"]}},
+                {"do": "call", "method": "list_tools", "session": "s2",
+                 "expect": {"status": [second]}}
+            ]
+        }]})
+    };
+    let run_case = |file: serde_json::Value| {
+        let mut suite = Suite::load(&default_vectors_dir()).unwrap();
+        suite.cases = cetp_conformance::vector::VectorFile::from_json(&file.to_string())
+            .unwrap()
+            .cases;
+        let app = Arc::new(ReferenceProvider::new(reference_config()));
+        let target = local_target(app, DeviceClock::system(0));
+        let cfg = RunConfig {
+            seed: 7,
+            harness_version: "test".into(),
+            ..Default::default()
+        };
+        let out = run(&suite, &target, &profile(), &cfg, &mut Fanout::default());
+        (out.cases[0].verdict, out.cases[0].reason.clone())
+    };
+    let only_first = run_case(case(serde_json::json!("${s1/data/expires_at}"), "success"));
+    assert_eq!(only_first.0, Verdict::Pass, "{}", only_first.1);
+    let both = case(
+        serde_json::json!(["${s1/data/expires_at}", "${s2/data/expires_at}"]),
+        "error",
+    );
+    let latest = run_case(both);
+    assert_eq!(latest.0, Verdict::Pass, "{}", latest.1);
+    // Nothing to wait for: the case is not applicable, never a verdict.
+    let na = run_case(case(serde_json::json!(["${s1/data/nothing}"]), "error"));
+    assert_eq!(na.0, Verdict::NotApplicable, "{}", na.1);
+}

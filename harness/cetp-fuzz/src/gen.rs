@@ -341,11 +341,18 @@ impl<'w> Generator<'w> {
             "expire" => {
                 let sess = self.pick(&self.st.sessions.clone())?;
                 let l = self.name("x");
+                // Past the lifetime of every session so far, not only of
+                // the one judged: a session negotiated after it would
+                // otherwise outlive the jump or not by how long the device
+                // took in between, and the oracle's members are faster.
+                let until: Vec<String> = std::iter::once(&sess)
+                    .chain(self.st.sessions.iter().filter(|s| s.name != sess.name))
+                    .take(64)
+                    .map(|s| format!("${{{}/data/expires_at}}", s.name))
+                    .collect();
                 vec![
-                    plain(
-                        json!({"do": "advance_clock", "until": format!("${{{}/data/expires_at}}", sess.name),
-                                 "plus_ms": 1000, "requirements": []}),
-                    ),
+                    plain(json!({"do": "advance_clock", "until": until,
+                                 "plus_ms": 1000, "requirements": []})),
                     call_step(
                         json!({"do": "call", "as": sess.ident, "method": "list_tools",
                         "session": sess.name, "bind": l,

@@ -73,9 +73,7 @@ fn legal_variants_get_no_finding() {
         "single_concurrent_request",
         "sync_for_async_tool",
         "sessions_survive_restart",
-        // unknown_extras_rejected is out until its false finding is
-        // explained: in a debug build seed 11 gets "list_tools expected
-        // error, answered success" (timing-dependent; release passes).
+        "unknown_extras_rejected",
         "confirm_with_auth_required",
         "hide_tools_without_scope",
     ] {

@@ -343,27 +343,43 @@ impl CaseRunner<'_> {
     /// Moves the device clock past an RFC 3339 time a bound answer names.
     /// Nothing there (a time the Provider need not declare) is not
     /// applicable; a time the harness cannot read leaves the case unjudged.
-    pub(super) fn advance_clock_until(&mut self, until: &str, plus_ms: u64) -> StepResult {
-        let text = match crate::template::expand(&self.bindings, until) {
-            Ok(Json::String(t)) => t,
-            Ok(other) => {
+    pub(super) fn advance_clock_until(
+        &mut self,
+        until: &crate::vector::Until,
+        plus_ms: u64,
+    ) -> StepResult {
+        let mut latest: Option<i64> = None;
+        let mut absent = Vec::new();
+        for until in until.templates() {
+            let text = match crate::template::expand(&self.bindings, until) {
+                Ok(Json::String(t)) => t,
+                Ok(other) => {
+                    return Err(Stop::setup(
+                        "an RFC 3339 time",
+                        format!("{until} is {other}, not an RFC 3339 date-time"),
+                    ))
+                }
+                // A lifetime is optional (§2.2 "可以有有效期"): a session
+                // without one has nothing to wait for.
+                Err(e) if e.contains("has nothing at") => {
+                    absent.push(format!("{until} ({e})"));
+                    continue;
+                }
+                Err(e) => return Err(Stop::Infra(e)),
+            };
+            let Some(t) = parse_rfc3339_ms(&text) else {
                 return Err(Stop::setup(
                     "an RFC 3339 time",
-                    format!("{until} is {other}, not an RFC 3339 date-time"),
-                ))
-            }
-            Err(e) if e.contains("has nothing at") => {
-                return Err(Stop::NotApplicable(format!(
-                    "the Provider declares no {until} ({e})"
-                )))
-            }
-            Err(e) => return Err(Stop::Infra(e)),
-        };
-        let Some(target) = parse_rfc3339_ms(&text) else {
-            return Err(Stop::setup(
-                "an RFC 3339 time",
-                format!("{until} = {text:?} is not an RFC 3339 date-time"),
-            ));
+                    format!("{until} = {text:?} is not an RFC 3339 date-time"),
+                ));
+            };
+            latest = Some(latest.map_or(t, |l| l.max(t)));
+        }
+        let Some(target) = latest else {
+            return Err(Stop::NotApplicable(format!(
+                "the Provider declares no {}",
+                absent.join(", no ")
+            )));
         };
         let now = self.target.a.now_ms();
         let ms = u64::try_from(target.saturating_sub(now)).unwrap_or(0);
