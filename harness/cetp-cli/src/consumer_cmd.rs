@@ -250,10 +250,35 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
         skip: args.skip.clone(),
         attempts: 1,
     });
+    // Where the hostile Provider lives: a phone's probe names what it can
+    // host (`hello`'s hosted_provider); an unreachable device is an infra
+    // error before any scenario.
+    let hosted = match &place {
+        Where::InProcess(_) => None,
+        Where::Tcp { addr } => cetp_targets::consumer::WireConsumer::connect(addr, actor.clone())
+            .map_err(infra)?
+            .hosted
+            .clone(),
+        Where::Adb { target } => {
+            cetp_targets::consumer::WireConsumer::connect_adb(target, actor.clone())
+                .map_err(infra)?
+                .hosted
+                .clone()
+        }
+    };
+    let (package, authority) = hosted.map_or_else(
+        || {
+            (
+                consumer::hostile::PACKAGE.to_string(),
+                consumer::hostile::AUTHORITY.to_string(),
+            )
+        },
+        |h| (h.package, h.authority),
+    );
     fanout.emit(Event::TargetIdentified {
         hello: None,
-        package: Some(consumer::hostile::PACKAGE.to_string()),
-        authority: Some(consumer::hostile::AUTHORITY.to_string()),
+        package: Some(package),
+        authority: Some(authority),
         manifest: format!("role: consumer ({consumer_name}) against the scripted hostile Provider"),
         declared_versions: vec![1, 2],
     });

@@ -1043,6 +1043,10 @@ struct ServedSim(std::process::Child, String);
 
 impl ServedSim {
     fn start() -> ServedSim {
+        ServedSim::start_with(&[])
+    }
+
+    fn start_with(extra: &[&str]) -> ServedSim {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -1051,6 +1055,7 @@ impl ServedSim {
         let addr = format!("127.0.0.1:{port}");
         let child = Command::new(env!("CARGO_BIN_EXE_cetp"))
             .args(["sim", "--listen", &addr])
+            .args(extra)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -1202,6 +1207,58 @@ fn the_reference_consumer_passes_in_process_and_over_tcp_and_mutants_fail_citing
     let target = format!("tcp:127.0.0.1:{closed}");
     let o = cetp(&["consumer", "--target", &target, "--only", "CSES-001"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+}
+
+#[test]
+fn the_phone_path_hosts_where_the_probe_app_can_and_judges_what_a_phone_plays() {
+    // The simulated device with the probe app's hosting rules: hello names
+    // the one authority and package it hosts, and it refuses what a phone's
+    // probe cannot play. The host must read that, play every scenario a
+    // phone can, and leave the rest not judged, with the reason, never
+    // an infra error and never a claim.
+    let sim = ServedSim::start_with(&["--hosting", "probe-app"]);
+    let dir = tmp("consumer-probe-app");
+    let target = format!("tcp:{}", sim.1);
+    let o = cetp(&[
+        "consumer",
+        "--target",
+        &target,
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let r = report_of(&dir);
+    let v = verdicts(&r);
+    let passed = v.values().filter(|x| *x == "PASS").count();
+    let na: Vec<&serde_json::Value> = r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == "NOT_APPLICABLE")
+        .collect();
+    assert_eq!(passed + na.len(), v.len(), "{v:?}");
+    assert!(passed >= 25, "{passed} passed: {t}");
+    assert!(!na.is_empty(), "a phone plays no dying Provider: {t}");
+    for c in &na {
+        let why = c["reason"].as_str().unwrap_or_default();
+        assert!(
+            ["dies mid-call", "PendingIntent", "hosts it only in"]
+                .iter()
+                .any(|w| why.contains(w)),
+            "{}: {why}",
+            c["id"]
+        );
+    }
+    assert!(t.contains("not established"), "{t}");
+    assert!(
+        t.contains("provider com.clawseed.probe "),
+        "the run names the package the phone hosts in: {t}"
+    );
+    // A mutant is still caught on the phone path.
+    let target = format!("tcp:{},consumer=obeys_provider_text", sim.1);
+    let o = cetp(&["consumer", "--target", &target, "--only", "CDATA-005"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
 
 #[test]

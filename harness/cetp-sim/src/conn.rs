@@ -371,11 +371,10 @@ impl Conn {
                     "consumers".into(),
                     cetp_wire::json::Json::from(serde_json::Value::from(crate::consumer::names())),
                 );
-                // Compatible extensions of `reply` this device plays.
-                extra.insert(
-                    "reply_extensions".into(),
-                    cetp_wire::json::Json::from(serde_json::json!(["fail", "fd_endless"])),
-                );
+                // Compatible extensions of `reply` this device plays
+                // (`pending_intent`: a result value it turns into a real
+                // PendingIntent), and what it lets a host shape (hosted.rs).
+                self.sim.cfg.hosting.hello_members(&mut extra);
                 extra
             },
         }
@@ -712,6 +711,7 @@ impl Conn {
 
     fn host_provider(&self, p: &HostProviderParams) -> Result<Map, WireError> {
         let sim = &self.sim;
+        sim.cfg.hosting.check_host(p)?;
         let hosted = sim
             .hosted
             .host(self.number, p, self.out.clone(), |authority| {
@@ -733,6 +733,9 @@ impl Conn {
 
     fn reply(&self, p: ReplyParams) -> Result<Map, WireError> {
         let call = p.call.clone();
+        // A reply this device cannot play is refused and leaves the call
+        // waiting, so the host can still answer it.
+        self.sim.cfg.hosting.check_reply(&p)?;
         self.sim.hosted.reply(self.number, p)?;
         self.log('I', &format!("reply to {call}"));
         Ok(Empty.to_ok())

@@ -16,7 +16,8 @@
 //!   whatever the script claims; `immutable` and `activity` are the
 //!   script's, default true). When a Consumer launches it (`resolve`), the
 //!   host gets an `intent_launched` event naming the script's `handle` and
-//!   the decision played.
+//!   the decision played. `hello` lists it as `pending_intent` under
+//!   `reply_extensions`.
 //! - `reply` may carry `"fail": "timeout"|"provider_died"` instead of a
 //!   result (the Consumer's call fails as that device error: a Provider that
 //!   never answers, or dies mid-call), or `"fd_endless": BYTE` with a result
@@ -332,6 +333,170 @@ impl HostedProvider {
     }
 }
 
+/// What a host may shape when it hosts a Provider on this device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hosting {
+    /// The simulated device's own latitude: any authority, package and
+    /// manifest shape, every `reply` extension.
+    #[default]
+    Open,
+    /// What the probe app allows on a phone (android-probe-app/README.md,
+    /// "What `host_provider` accepts"): its one declared authority in its
+    /// own package, one of its declared meta-data sets, the exceptions that
+    /// cross Binder as themselves, `fd_endless`, `fail: timeout`, and no
+    /// PendingIntent, descriptor or foreign value in a result. `hello`
+    /// says so as the app does (`hosted_provider`, `reply_fail`), so the
+    /// host's phone path is tested end to end here.
+    ProbeApp,
+}
+
+/// The probe app's package (its `applicationId`) and hostile authority.
+pub const PROBE_PACKAGE: &str = "com.clawseed.probe";
+pub const PROBE_HOSTED_AUTHORITY: &str = "com.clawseed.probe.hostile.clawseed.tools";
+/// The classes the probe app's hosted Provider may throw.
+const PROBE_THROWABLE: [&str; 6] = [
+    "java.lang.SecurityException",
+    "java.lang.IllegalArgumentException",
+    "java.lang.IllegalStateException",
+    "java.lang.NullPointerException",
+    "java.lang.UnsupportedOperationException",
+    "java.lang.RuntimeException",
+];
+
+impl Hosting {
+    pub fn parse(s: &str) -> Result<Hosting, String> {
+        match s {
+            "open" => Ok(Hosting::Open),
+            "probe-app" => Ok(Hosting::ProbeApp),
+            _ => Err(format!("unknown hosting {s:?}: use open or probe-app")),
+        }
+    }
+
+    /// The meta-data sets of the probe app's three discovery services.
+    fn probe_metas() -> Vec<BTreeMap<String, String>> {
+        let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            std::iter::once(("com.clawseed.tools.authority", PROBE_HOSTED_AUTHORITY))
+                .chain(pairs.iter().copied())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        vec![
+            set(&[
+                ("com.clawseed.tools.version", "1"),
+                ("com.clawseed.tools.versions", "1,2"),
+            ]),
+            set(&[("com.clawseed.tools.version", "1")]),
+            set(&[("com.clawseed.tools.versions", "2")]),
+        ]
+    }
+
+    /// `hello` members that describe hosting here.
+    pub(crate) fn hello_members(self, extra: &mut Map) {
+        let json = |v: serde_json::Value| Json::from(v);
+        match self {
+            Hosting::Open => {
+                extra.insert(
+                    "reply_extensions".into(),
+                    json(serde_json::json!(["fail", "fd_endless", "pending_intent"])),
+                );
+            }
+            Hosting::ProbeApp => {
+                extra.insert(
+                    "reply_extensions".into(),
+                    json(serde_json::json!(["fd_endless"])),
+                );
+                extra.insert("reply_fail".into(), json(serde_json::json!(["timeout"])));
+                extra.insert(
+                    "hosted_provider".into(),
+                    json(serde_json::json!({
+                        "authority": PROBE_HOSTED_AUTHORITY,
+                        "package": PROBE_PACKAGE,
+                        "metas": Hosting::probe_metas(),
+                        "throw_classes": PROBE_THROWABLE,
+                    })),
+                );
+            }
+        }
+    }
+
+    /// Refuses a `host_provider` the probe app would refuse.
+    pub(crate) fn check_host(self, p: &HostProviderParams) -> Result<(), WireError> {
+        if self == Hosting::Open {
+            return Ok(());
+        }
+        let unsupported = |m: String| Err(WireError::new(ErrorKind::Unsupported, m));
+        if p.authority != PROBE_HOSTED_AUTHORITY {
+            return unsupported(format!(
+                "this device hosts its scripted provider only on {PROBE_HOSTED_AUTHORITY:?}"
+            ));
+        }
+        let metas = Hosting::probe_metas();
+        if !metas.contains(&p.meta) {
+            return unsupported(format!(
+                "this device declares its scripted provider's meta-data in its manifest; `meta` must be one of {metas:?}"
+            ));
+        }
+        for key in ["package", "authority_package"] {
+            match extra_str(&p.extra, key)? {
+                None => {}
+                Some(v) if v == PROBE_PACKAGE => {}
+                Some(v) => {
+                    return unsupported(format!(
+                        "`{key}` {v:?}: this device hosts the provider only in its own package {PROBE_PACKAGE:?}"
+                    ))
+                }
+            }
+        }
+        if matches!(p.extra.get("exported"), Some(Json::Bool(false))) {
+            return unsupported("`exported` false: the declared provider is exported".into());
+        }
+        if extra_str(&p.extra, "permission")?.is_some() {
+            return unsupported("`permission`: the declared provider needs none".into());
+        }
+        Ok(())
+    }
+
+    /// Refuses a `reply` the probe app cannot play.
+    pub(crate) fn check_reply(self, p: &ReplyParams) -> Result<(), WireError> {
+        if self == Hosting::Open {
+            return Ok(());
+        }
+        let unsupported = |m: String| Err(WireError::new(ErrorKind::Unsupported, m));
+        match &p.outcome {
+            ReplyOutcome::Throw { class, .. } if !PROBE_THROWABLE.contains(&class.as_str()) => {
+                unsupported(format!(
+                    "`throw` {class:?}: this device throws only {PROBE_THROWABLE:?}"
+                ))
+            }
+            ReplyOutcome::Fail { kind } if kind != "timeout" => unsupported(format!(
+                "`fail` {kind:?}: the provider runs in the probe's own process, which must not die"
+            )),
+            ReplyOutcome::Result {
+                result: Some(b), ..
+            }
+            | ReplyOutcome::EndlessFd {
+                result: Some(b), ..
+            } => match foreign_value(b) {
+                Some(tag) => unsupported(format!(
+                    "a result holding a {tag} value: this device returns plain Bundle values only"
+                )),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The first value in `b` (nested Bundles too) a phone's probe cannot put
+/// in a result: a PendingIntent, a descriptor or a foreign class.
+fn foreign_value(b: &Bundle) -> Option<&'static str> {
+    b.0.values().find_map(|v| match v {
+        Value::PendingIntent(_) | Value::Fd(_) | Value::Other { .. } => Some(v.type_tag()),
+        Value::Bundle(inner) => foreign_value(inner),
+        _ => None,
+    })
+}
+
 /// The scripted Providers of one device.
 #[derive(Default)]
 pub(crate) struct Registry {
@@ -488,5 +653,136 @@ impl Registry {
                 params.call
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+mod hosting_tests {
+    use super::*;
+
+    fn params(
+        authority: &str,
+        meta: &BTreeMap<String, String>,
+        extra: &[(&str, Json)],
+    ) -> HostProviderParams {
+        HostProviderParams {
+            authority: authority.into(),
+            meta: meta.clone(),
+            extra: extra
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        }
+    }
+
+    fn reply(outcome: ReplyOutcome) -> ReplyParams {
+        ReplyParams {
+            call: "c-1".into(),
+            outcome,
+            delay_ms: 0,
+        }
+    }
+
+    #[test]
+    fn the_probe_apps_rules_refuse_what_a_phone_cannot_host_or_play() {
+        let p = Hosting::ProbeApp;
+        let metas = Hosting::probe_metas();
+        let ok = params(
+            PROBE_HOSTED_AUTHORITY,
+            &metas[0],
+            &[("package", Json::from(PROBE_PACKAGE))],
+        );
+        assert!(p.check_host(&ok).is_ok());
+        let mut other = metas[0].clone();
+        other.insert("com.clawseed.tools.versions".into(), "2,1".into());
+        for bad in [
+            params("org.cetp.hostile.clawseed.tools", &metas[0], &[]),
+            params(PROBE_HOSTED_AUTHORITY, &other, &[]),
+            params(
+                PROBE_HOSTED_AUTHORITY,
+                &metas[1],
+                &[("authority_package", Json::from("com.attacker.app"))],
+            ),
+            params(
+                PROBE_HOSTED_AUTHORITY,
+                &metas[1],
+                &[("exported", Json::Bool(false))],
+            ),
+            params(
+                PROBE_HOSTED_AUTHORITY,
+                &metas[2],
+                &[("permission", Json::from("x.P"))],
+            ),
+        ] {
+            let e = p.check_host(&bad).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Unsupported, "{bad:?}");
+            assert!(Hosting::Open.check_host(&bad).is_ok());
+        }
+        let mut pi = Bundle::default();
+        let mut inner = Bundle::default();
+        inner.0.insert(
+            "resolution".into(),
+            Value::PendingIntent(cetp_proto::PendingIntentValue {
+                handle: "pi-1".into(),
+                creator_package: None,
+                creator_uid: None,
+                immutable: None,
+                activity: None,
+            }),
+        );
+        pi.0.insert("error".into(), Value::Bundle(inner));
+        for (outcome, played) in [
+            (
+                ReplyOutcome::Throw {
+                    class: "java.lang.SecurityException".into(),
+                    message: None,
+                },
+                true,
+            ),
+            (
+                ReplyOutcome::Throw {
+                    class: "java.io.IOException".into(),
+                    message: None,
+                },
+                false,
+            ),
+            (
+                ReplyOutcome::Fail {
+                    kind: "timeout".into(),
+                },
+                true,
+            ),
+            (
+                ReplyOutcome::Fail {
+                    kind: "provider_died".into(),
+                },
+                false,
+            ),
+            (
+                ReplyOutcome::Result {
+                    result: Some(Bundle::default()),
+                    fd_data: Some(vec![1]),
+                },
+                true,
+            ),
+            (
+                ReplyOutcome::Result {
+                    result: Some(pi.clone()),
+                    fd_data: None,
+                },
+                false,
+            ),
+            (
+                ReplyOutcome::EndlessFd {
+                    result: None,
+                    fill: b' ',
+                },
+                true,
+            ),
+        ] {
+            let r = reply(outcome.clone());
+            assert_eq!(p.check_reply(&r).is_ok(), played, "{outcome:?}");
+            assert!(Hosting::Open.check_reply(&r).is_ok());
+        }
     }
 }

@@ -39,6 +39,7 @@ mod conn;
 pub mod consumer;
 mod handles;
 mod hosted;
+pub use hosted::Hosting;
 mod log;
 mod run;
 
@@ -120,6 +121,9 @@ pub struct SimConfig {
     /// never answers: each call of it hangs until the caller stops waiting,
     /// as a Provider stuck on a lock or a dead backend would.
     pub hang: Option<String>,
+    /// What a host may shape when it hosts a Provider here: anything (the
+    /// simulated device), or only what the probe app allows on a phone.
+    pub hosting: hosted::Hosting,
 }
 
 impl Default for SimConfig {
@@ -133,6 +137,7 @@ impl Default for SimConfig {
             effect_delay_ms: 30,
             seed: 0,
             hang: None,
+            hosting: hosted::Hosting::Open,
         }
     }
 }

@@ -49,6 +49,13 @@ pub struct SimOptions {
     /// the caller stops waiting.
     #[arg(long, value_name = "TOOL")]
     pub hang: Option<String>,
+    /// What a host may shape when it hosts a hostile Provider: `open`
+    /// (any authority, package, manifest and reply) or `probe-app` (only
+    /// what the probe app allows on a phone: its own authority and package,
+    /// its declared meta-data sets, its throwable classes, no scripted
+    /// PendingIntent and no dying Provider).
+    #[arg(long, value_name = "RULES", default_value = "open", value_parser = parse_hosting_arg)]
+    pub hosting: crate::hosted::Hosting,
 }
 
 impl Default for SimOptions {
@@ -66,12 +73,17 @@ impl Default for SimOptions {
             effect_delay_ms: cfg.effect_delay_ms,
             seed: cfg.seed,
             hang: cfg.hang,
+            hosting: cfg.hosting,
         }
     }
 }
 
 fn parse_provider_arg(s: &str) -> Result<FixtureSet, String> {
     parse_provider(s).map_err(|e| e.to_string())
+}
+
+fn parse_hosting_arg(s: &str) -> Result<crate::hosted::Hosting, String> {
+    crate::hosted::Hosting::parse(s)
 }
 
 fn parse_manifest_arg(s: &str) -> Result<ManifestVariant, String> {
@@ -89,6 +101,7 @@ impl SimOptions {
             effect_delay_ms: self.effect_delay_ms,
             seed: self.seed,
             hang: self.hang.clone(),
+            hosting: self.hosting,
         }
     }
 }

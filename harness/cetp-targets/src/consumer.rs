@@ -3,7 +3,7 @@
 //! `intent_launched`, `consumer_act`): the simulated device's built-in
 //! Consumer, or any device that offers `consumer_act`.
 
-use cetp_conformance::consumer::{ConsumerDevice, DeviceEvent, WireAnswer};
+use cetp_conformance::consumer::{ConsumerDevice, DeviceEvent, HostedAs, WireAnswer};
 use cetp_reference::consumer::ActOutcome;
 use cetp_transport::client::{ClientConfig, EventStream, ProbeClient};
 use cetp_wire::json::Json as WireJson;
@@ -40,6 +40,10 @@ pub struct WireConsumer {
     pub offered: Vec<String>,
     /// The `reply` extensions it plays (`hello`'s `reply_extensions`).
     pub extensions: Vec<String>,
+    /// The `fail` kinds it plays (`hello`'s `reply_fail`).
+    pub fail_kinds: Vec<String>,
+    /// What it hosts the Provider as (`hello`'s `hosted_provider`).
+    pub hosted: Option<HostedAs>,
     /// The adb forward this connection goes through, removed on drop.
     forward: Option<(cetp_transport::adb::Adb, u16)>,
 }
@@ -121,27 +125,30 @@ impl WireConsumer {
             actor,
             offered: Vec::new(),
             extensions: Vec::new(),
+            fail_kinds: Vec::new(),
+            hosted: None,
             forward,
         };
         let hello = w.op("hello", Map::new(), OP_TIMEOUT)?;
-        let ops: Vec<String> = hello
-            .get("ops")
-            .and_then(WireJson::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|o| o.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
-        w.extensions = hello
-            .get("reply_extensions")
-            .and_then(WireJson::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|o| o.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let strings = |key: &str| -> Vec<String> {
+            hello
+                .get(key)
+                .and_then(WireJson::as_array)
+                .map(|a| {
+                    a.iter()
+                        .take(256)
+                        .filter_map(|o| o.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let ops = strings("ops");
+        w.extensions = strings("reply_extensions");
+        w.fail_kinds = strings("reply_fail");
+        let hello_json = WireJson::Object(hello.clone())
+            .to_serde()
+            .map_err(|e| format!("hello: {e:?}"))?;
+        w.hosted = HostedAs::from_hello(&hello_json)?;
         if !ops.iter().any(|o| o == "host_provider") {
             return Err(format!(
                 "the device at {addr} offers no host_provider: it cannot host the hostile Provider"
@@ -156,15 +163,7 @@ impl WireConsumer {
                 "the device at {addr} offers no consumer_act: it hosts no Consumer under test (name a driver in a Consumer profile)"
             ));
         }
-        w.offered = hello
-            .get("consumers")
-            .and_then(WireJson::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|o| o.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        w.offered = strings("consumers");
         if !w.offered.contains(&consumer) {
             return Err(format!(
                 "the device offers no Consumer named {consumer:?} (it offers {:?})",
@@ -210,6 +209,14 @@ impl ConsumerDevice for WireConsumer {
 
     fn reply_extensions(&self) -> Vec<String> {
         self.extensions.clone()
+    }
+
+    fn reply_fail(&self) -> Vec<String> {
+        self.fail_kinds.clone()
+    }
+
+    fn hosted_as(&self) -> Option<HostedAs> {
+        self.hosted.clone()
     }
 
     fn advance_clock(&mut self, ms: u64) -> Result<(), String> {

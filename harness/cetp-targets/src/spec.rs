@@ -89,6 +89,8 @@ impl SimSpec {
             effect_delay_ms: self.effect_delay_ms,
             seed: self.seed,
             hang: self.hang.clone(),
+            // An in-process target hosts no Provider for a host to script.
+            hosting: cetp_sim::Hosting::Open,
         }
     }
 }

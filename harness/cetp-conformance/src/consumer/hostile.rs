@@ -105,6 +105,10 @@ pub struct Hostile {
     pub life: u32,
     pub log: Vec<CallRecord>,
     pub intents: Vec<IssuedIntent>,
+    /// The authority and package it is hosted as: [`AUTHORITY`] and
+    /// [`PACKAGE`], or what a device can host (`hello`'s `hosted_provider`).
+    authority: String,
+    package: String,
 }
 
 pub fn default_tools() -> Json {
@@ -173,7 +177,26 @@ impl Hostile {
             life: 0,
             log: Vec::new(),
             intents: Vec::new(),
+            authority: AUTHORITY.to_string(),
+            package: PACKAGE.to_string(),
         }
+    }
+
+    /// Hosted as `authority` in `package` (a phone's probe can host only its
+    /// own): the discovery meta-data, the default `authority_package` and
+    /// the `provider_id` it answers follow.
+    pub fn hosted_as(mut self, authority: &str, package: &str) -> Self {
+        self.authority = authority.to_string();
+        self.package = package.to_string();
+        self
+    }
+
+    pub fn authority(&self) -> &str {
+        &self.authority
+    }
+
+    pub fn package(&self) -> &str {
+        &self.package
     }
 
     pub fn spec(&self) -> &ProviderSpec {
@@ -185,7 +208,7 @@ impl Hostile {
         let mut meta = BTreeMap::new();
         meta.insert(
             "com.clawseed.tools.authority".to_string(),
-            AUTHORITY.to_string(),
+            self.authority.clone(),
         );
         match self.spec.manifest.as_str() {
             "v2_only" => {
@@ -207,7 +230,7 @@ impl Hostile {
         self.spec
             .authority_package
             .clone()
-            .unwrap_or_else(|| PACKAGE.to_string())
+            .unwrap_or_else(|| self.package.clone())
     }
 
     fn next_handle(&mut self, kind: &str) -> String {
@@ -324,7 +347,7 @@ impl Hostile {
         self.tokens_issued += 1;
         let token = format!("tok-{}", self.tokens_issued);
         let mut data = json!({
-            "selected_version": 2, "provider_id": PACKAGE, "provider_name": "Hostile",
+            "selected_version": 2, "provider_id": self.package, "provider_name": "Hostile",
             "session_token": token, "capabilities": granted,
             "limits": {"max_request_bytes": 65536, "max_inline_result_bytes": 262144,
                        "max_concurrent_requests": 4, "idempotency_window_seconds": 86400}
@@ -399,7 +422,7 @@ impl Hostile {
         match rec.method.as_str() {
             "get_provider_info" => Self::ok(
                 rec,
-                json!({"provider_id": PACKAGE, "provider_name": "Hostile", "description": "A scripted Provider",
+                json!({"provider_id": self.package, "provider_name": "Hostile", "description": "A scripted Provider",
                     "scopes": [
                         {"name": "things.read", "access": "read", "sensitivity": "personal"},
                         {"name": "things.write", "access": "write", "sensitivity": "personal"}]}),
@@ -506,7 +529,7 @@ impl Hostile {
             e.message = "confirm in the Provider's screen".into();
             e.resolution = Some(PendingIntentValue {
                 handle: handle.clone(),
-                creator_package: Some(PACKAGE.into()),
+                creator_package: Some(self.package.clone()),
                 creator_uid: Some(10_300),
                 immutable: Some(true),
                 activity: Some(true),

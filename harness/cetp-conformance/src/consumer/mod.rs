@@ -20,6 +20,7 @@ use port::HostilePort;
 use scenario::Scenario;
 use serde::Deserialize;
 use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -56,12 +57,17 @@ impl ScenarioResult {
 /// The action an act of a scenario stands for (`authority` defaults to the
 /// hostile Provider's); `None` for harness-side acts.
 pub fn action_of(act: &Json) -> Result<Option<Action>, String> {
+    action_at(act, AUTHORITY)
+}
+
+/// [`action_of`] for a hostile Provider hosted on `authority`.
+pub fn action_at(act: &Json, authority: &str) -> Result<Option<Action>, String> {
     match act.get("do").and_then(Json::as_str) {
         Some("advance_clock") => Ok(None),
         _ => {
             let mut a = act.clone();
             if let Some(o) = a.as_object_mut() {
-                o.entry("authority").or_insert_with(|| json!(AUTHORITY));
+                o.entry("authority").or_insert_with(|| json!(authority));
             }
             Action::from_json(&a).map(Some)
         }
@@ -460,23 +466,131 @@ pub trait ConsumerDevice {
         on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
     ) -> Result<ActOutcome, String>;
     fn advance_clock(&mut self, ms: u64) -> Result<(), String>;
-    /// The `reply` extensions the device plays (`fail`, `fd_endless`).
+    /// The `reply` extensions the device plays (`fail`, `fd_endless`,
+    /// `pending_intent`).
     fn reply_extensions(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// The `fail` kinds it plays when it does not play `fail` in full
+    /// (`hello`'s `reply_fail`).
+    fn reply_fail(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// What it can host the hostile Provider as, when it cannot host any
+    /// authority and package (`hello`'s `hosted_provider`).
+    fn hosted_as(&self) -> Option<HostedAs> {
+        None
+    }
+}
+
+/// What a device can host the hostile Provider as (`hello`'s
+/// `hosted_provider`, a compatible extension of the probe wire that the
+/// probe app writes): a phone's probe exports one declared authority in its
+/// own package, with declared meta-data sets, and throws only the classes
+/// that cross Binder as themselves.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostedAs {
+    pub authority: String,
+    pub package: String,
+    pub metas: Vec<BTreeMap<String, String>>,
+    pub throw_classes: Vec<String>,
+}
+
+impl HostedAs {
+    /// Reads `hello`'s `hosted_provider`; `Ok(None)` when it is absent. The
+    /// member comes from the device: every string and list is bounded.
+    pub fn from_hello(hello: &Json) -> Result<Option<HostedAs>, String> {
+        const MAX_TEXT: usize = 256;
+        const MAX_ITEMS: usize = 64;
+        let Some(h) = hello.get("hosted_provider") else {
+            return Ok(None);
+        };
+        let text = |v: &Json, what: &str| -> Result<String, String> {
+            match v.as_str() {
+                Some(t) if !t.is_empty() && t.len() <= MAX_TEXT => Ok(t.to_string()),
+                _ => Err(format!(
+                    "hello: hosted_provider.{what} is not a string of 1 to {MAX_TEXT} bytes"
+                )),
+            }
+        };
+        let list = |key: &str| -> Result<Vec<Json>, String> {
+            match h.get(key) {
+                None => Ok(Vec::new()),
+                Some(Json::Array(a)) if a.len() <= MAX_ITEMS => Ok(a.clone()),
+                Some(_) => Err(format!(
+                    "hello: hosted_provider.{key} is not a list of at most {MAX_ITEMS}"
+                )),
+            }
+        };
+        let authority = text(h.get("authority").unwrap_or(&Json::Null), "authority")?;
+        let package = text(h.get("package").unwrap_or(&Json::Null), "package")?;
+        let mut metas = Vec::new();
+        for m in list("metas")? {
+            let Some(o) = m.as_object().filter(|o| o.len() <= MAX_ITEMS) else {
+                return Err(
+                    "hello: hosted_provider.metas holds something not a small object".into(),
+                );
+            };
+            let mut set = BTreeMap::new();
+            for (k, v) in o {
+                if k.len() > MAX_TEXT {
+                    return Err("hello: hosted_provider.metas has an oversized key".into());
+                }
+                set.insert(k.clone(), text(v, "metas")?);
+            }
+            metas.push(set);
+        }
+        let throw_classes = list("throw_classes")?
+            .iter()
+            .map(|c| text(c, "throw_classes"))
+            .collect::<Result<_, _>>()?;
+        Ok(Some(HostedAs {
+            authority,
+            package,
+            metas,
+            throw_classes,
+        }))
+    }
+}
+
+/// What a device plays of the scripts: its `reply` extensions and `fail`
+/// kinds, and what it hosts the Provider as.
+#[derive(Clone, Debug, Default)]
+pub struct Playable {
+    pub extensions: Vec<String>,
+    pub fail_kinds: Vec<String>,
+    pub hosted: Option<HostedAs>,
+}
+
+impl Playable {
+    pub fn of(dev: &dyn ConsumerDevice) -> Playable {
+        Playable {
+            extensions: dev.reply_extensions(),
+            fail_kinds: dev.reply_fail(),
+            hosted: dev.hosted_as(),
+        }
+    }
+
+    fn fails(&self, kind: &str) -> bool {
+        self.extensions.iter().any(|e| e == "fail") || self.fail_kinds.iter().any(|k| k == kind)
+    }
+
+    fn has(&self, extension: &str) -> bool {
+        self.extensions.iter().any(|e| e == extension)
     }
 }
 
 /// Why a scenario cannot be played over the probe wire, if it cannot: the
-/// wire has no reply that times out within the Consumer's timeout, kills the
-/// Provider mid-call, or never ends a descriptor.
-pub fn wire_unplayable(s: &Scenario, extensions: &[String]) -> Option<&'static str> {
-    let has = |e: &str| extensions.iter().any(|x| x == e);
+/// device plays no reply that times out within the Consumer's timeout,
+/// kills the Provider mid-call, never ends a descriptor or creates a
+/// PendingIntent, or it cannot host the Provider the scenario shapes.
+pub fn wire_unplayable(s: &Scenario, dev: &Playable) -> Option<String> {
     for rule in &s.script {
-        if rule.reply.get("timeout").is_some() && !has("fail") {
-            return Some("a call that times out (needs an in-process Consumer)");
+        if rule.reply.get("timeout").is_some() && !dev.fails("timeout") {
+            return Some("a call that times out (needs an in-process Consumer)".into());
         }
-        if rule.reply.get("disconnect").is_some() && !has("fail") {
-            return Some("a Provider that dies mid-call (needs an in-process Consumer)");
+        if rule.reply.get("disconnect").is_some() && !dev.fails("provider_died") {
+            return Some("a Provider that dies mid-call (needs an in-process Consumer)".into());
         }
         if rule
             .reply
@@ -484,9 +598,41 @@ pub fn wire_unplayable(s: &Scenario, extensions: &[String]) -> Option<&'static s
             .and_then(|f| f.get("endless"))
             .and_then(Json::as_bool)
             == Some(true)
-            && !has("fd_endless")
+            && !dev.has("fd_endless")
         {
-            return Some("a descriptor that never ends (needs an in-process Consumer)");
+            return Some("a descriptor that never ends (needs an in-process Consumer)".into());
+        }
+        if rule.reply.get("needs_user").is_some() && !dev.has("pending_intent") {
+            return Some("a confirmation PendingIntent, which this device does not create".into());
+        }
+        if let (Some(class), Some(h)) =
+            (rule.reply.get("throw").and_then(Json::as_str), &dev.hosted)
+        {
+            if !h.throw_classes.iter().any(|c| c == class) {
+                return Some(format!("a {class} thrown, which this device cannot throw"));
+            }
+        }
+    }
+    if let Some(h) = &dev.hosted {
+        if let Some(p) = s
+            .provider
+            .authority_package
+            .as_deref()
+            .filter(|p| *p != h.package)
+        {
+            return Some(format!(
+                "a ContentProvider of package {p:?}, and this device hosts it only in {:?}",
+                h.package
+            ));
+        }
+        let meta = Hostile::new(s.provider.clone(), Vec::new())
+            .hosted_as(&h.authority, &h.package)
+            .meta();
+        if !h.metas.contains(&meta) {
+            return Some(format!(
+                "a {} manifest, whose meta-data this device does not declare",
+                s.provider.manifest
+            ));
         }
     }
     None
@@ -496,7 +642,8 @@ pub fn wire_unplayable(s: &Scenario, extensions: &[String]) -> Option<&'static s
 /// under test acts there. Descriptor reads are not visible, so the checks
 /// about them are not judged; launched resolutions are.
 pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<ScenarioResult, String> {
-    if let Some(why) = wire_unplayable(s, &dev.reply_extensions()) {
+    let playable = Playable::of(dev);
+    if let Some(why) = wire_unplayable(s, &playable) {
         return Ok(ScenarioResult {
             id: s.id.clone(),
             title: s.title.clone(),
@@ -508,73 +655,75 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
         });
     }
     let mut hostile = Hostile::new(s.provider.clone(), s.script.clone());
+    if let Some(h) = &playable.hosted {
+        hostile = hostile.hosted_as(&h.authority, &h.package);
+    }
     // The Consumer under test may remember the previous scenario's Provider:
     // it starts afresh, as a restarted app.
     dev.act(&Action::Reset.to_json(), &mut |_| None)?;
-    dev.host(
-        &hostile.meta(),
-        hostile::PACKAGE,
-        &hostile.authority_package(),
-    )?;
+    let package = hostile.package().to_string();
+    dev.host(&hostile.meta(), &package, &hostile.authority_package())?;
+    let authority = hostile.authority().to_string();
     let mut resolves: Vec<port::ResolveRecord> = Vec::new();
     let mut acts = Vec::new();
     for (i, act) in s.acts.iter().enumerate() {
         hostile.act = i;
-        let outcome = match action_of(act).map_err(|e| format!("{}: act {i}: {e}", s.id))? {
-            None => {
-                let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
-                dev.advance_clock(ms)?;
-                None
-            }
-            Some(action) => {
-                if action == Action::Reset {
-                    hostile.life += 1;
+        let outcome =
+            match action_at(act, &authority).map_err(|e| format!("{}: act {i}: {e}", s.id))? {
+                None => {
+                    let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
+                    dev.advance_clock(ms)?;
+                    None
                 }
-                let mut on = |ev: DeviceEvent| match ev {
-                    DeviceEvent::Call {
-                        method,
-                        extras,
-                        now_ms: at,
-                    } => Some(match hostile.on_call(&method, &extras, at) {
-                        hostile::Scripted::Reply { mut bundle, fd, .. } => {
-                            if fd.is_some() {
-                                bundle.remove(cetp_proto::envelope::keys::RESULT_FD);
-                            }
-                            match fd.map(|(_, spec)| spec) {
-                                Some(hostile::FdSpec::Endless { fill, .. }) => {
-                                    WireAnswer::EndlessFd { bundle, fill }
-                                }
-                                Some(hostile::FdSpec::Bytes(b)) => WireAnswer::Result {
-                                    bundle,
-                                    fd_data: Some(b),
-                                },
-                                None => WireAnswer::Result {
-                                    bundle,
-                                    fd_data: None,
-                                },
-                            }
-                        }
-                        hostile::Scripted::Throw { class, .. } => WireAnswer::Throw { class },
-                        hostile::Scripted::Timeout => WireAnswer::Fail {
-                            kind: "timeout".into(),
-                        },
-                        hostile::Scripted::Died => WireAnswer::Fail {
-                            kind: "provider_died".into(),
-                        },
-                    }),
-                    DeviceEvent::Launched { handle, decision } => {
-                        resolves.push(port::ResolveRecord {
-                            handle,
-                            decision: cetp_proto::provider::Decision::parse(&decision)
-                                .unwrap_or(cetp_proto::provider::Decision::Dismiss),
-                            after_calls: hostile.log.len(),
-                        });
-                        None
+                Some(action) => {
+                    if action == Action::Reset {
+                        hostile.life += 1;
                     }
-                };
-                Some(dev.act(&action.to_json(), &mut on)?)
-            }
-        };
+                    let mut on = |ev: DeviceEvent| match ev {
+                        DeviceEvent::Call {
+                            method,
+                            extras,
+                            now_ms: at,
+                        } => Some(match hostile.on_call(&method, &extras, at) {
+                            hostile::Scripted::Reply { mut bundle, fd, .. } => {
+                                if fd.is_some() {
+                                    bundle.remove(cetp_proto::envelope::keys::RESULT_FD);
+                                }
+                                match fd.map(|(_, spec)| spec) {
+                                    Some(hostile::FdSpec::Endless { fill, .. }) => {
+                                        WireAnswer::EndlessFd { bundle, fill }
+                                    }
+                                    Some(hostile::FdSpec::Bytes(b)) => WireAnswer::Result {
+                                        bundle,
+                                        fd_data: Some(b),
+                                    },
+                                    None => WireAnswer::Result {
+                                        bundle,
+                                        fd_data: None,
+                                    },
+                                }
+                            }
+                            hostile::Scripted::Throw { class, .. } => WireAnswer::Throw { class },
+                            hostile::Scripted::Timeout => WireAnswer::Fail {
+                                kind: "timeout".into(),
+                            },
+                            hostile::Scripted::Died => WireAnswer::Fail {
+                                kind: "provider_died".into(),
+                            },
+                        }),
+                        DeviceEvent::Launched { handle, decision } => {
+                            resolves.push(port::ResolveRecord {
+                                handle,
+                                decision: cetp_proto::provider::Decision::parse(&decision)
+                                    .unwrap_or(cetp_proto::provider::Decision::Dismiss),
+                                after_calls: hostile.log.len(),
+                            });
+                            None
+                        }
+                    };
+                    Some(dev.act(&action.to_json(), &mut on)?)
+                }
+            };
         acts.push(ActRecord {
             action: act.clone(),
             outcome,
@@ -714,5 +863,123 @@ mod driver_tests {
         assert_eq!(p.driver.timeout_ms, 120_000);
         assert!(ConsumerProfile::from_toml("[driver]\ncommand = []\n").is_err());
         assert!(ConsumerProfile::from_toml("[driver]\ncomand = [\"x\"]\n").is_err());
+    }
+}
+
+#[cfg(test)]
+mod hosted_tests {
+    use super::*;
+
+    fn phone() -> Json {
+        json!({"hosted_provider": {
+            "authority": "com.clawseed.probe.hostile.clawseed.tools",
+            "package": "com.clawseed.probe",
+            "metas": [
+                {"com.clawseed.tools.authority": "com.clawseed.probe.hostile.clawseed.tools",
+                 "com.clawseed.tools.version": "1", "com.clawseed.tools.versions": "1,2"},
+                {"com.clawseed.tools.authority": "com.clawseed.probe.hostile.clawseed.tools",
+                 "com.clawseed.tools.versions": "2"}],
+            "throw_classes": ["java.lang.SecurityException"]}})
+    }
+
+    fn scenario(provider: Json, script: Json) -> Scenario {
+        serde_json::from_value(json!({
+            "id": "T-1", "title": "t", "role": "consumer", "level": "MUST",
+            "requirements": ["CETP2-2.1-04"], "provider": provider, "script": script,
+            "acts": [{"do": "connect"}], "expect": [{"check": "no_crash"}]}))
+        .unwrap()
+    }
+
+    #[test]
+    fn hello_hosted_provider_is_read_and_bounded() {
+        let h = HostedAs::from_hello(&phone()).unwrap().unwrap();
+        assert_eq!(h.package, "com.clawseed.probe");
+        assert_eq!(h.metas.len(), 2);
+        assert_eq!(h.throw_classes, ["java.lang.SecurityException"]);
+        assert_eq!(HostedAs::from_hello(&json!({"ops": []})).unwrap(), None);
+        for bad in [
+            json!({"hosted_provider": {"package": "p"}}),
+            json!({"hosted_provider": {"authority": "", "package": "p"}}),
+            json!({"hosted_provider": {"authority": "a".repeat(257), "package": "p"}}),
+            json!({"hosted_provider": {"authority": "a", "package": "p", "metas": [1]}}),
+            json!({"hosted_provider": {"authority": "a", "package": "p",
+                   "throw_classes": vec!["x"; 65]}}),
+        ] {
+            assert!(HostedAs::from_hello(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn what_a_phone_cannot_host_or_play_is_not_played() {
+        let dev = Playable {
+            extensions: vec!["fd_endless".into()],
+            fail_kinds: vec!["timeout".into()],
+            hosted: HostedAs::from_hello(&phone()).unwrap(),
+        };
+        let plain = |manifest: &str| json!({"manifest": manifest});
+        // Played: the default dual stack, a v2-only manifest, a timeout
+        // (reply_fail), a listed throw, an endless descriptor.
+        for (provider, script) in [
+            (plain("dual_stack"), json!([])),
+            (plain("v2_only"), json!([])),
+            (
+                plain("dual_stack"),
+                json!([{"when": {"method": "negotiate"}, "reply": {"timeout": true}}]),
+            ),
+            (
+                plain("dual_stack"),
+                json!([{"when": {"method": "negotiate"},
+                                          "reply": {"throw": "java.lang.SecurityException"}}]),
+            ),
+            (
+                plain("dual_stack"),
+                json!([{"when": {"method": "execute_tool"},
+                                          "reply": {"file": {"content": {}, "endless": true}}}]),
+            ),
+        ] {
+            let s = scenario(provider.clone(), script.clone());
+            assert_eq!(wire_unplayable(&s, &dev), None, "{provider} {script}");
+        }
+        for (provider, script, why) in [
+            (plain("v1_only"), json!([]), "manifest"),
+            (
+                json!({"manifest": "dual_stack", "authority_package": "com.attacker.app"}),
+                json!([]),
+                "only in",
+            ),
+            (
+                plain("dual_stack"),
+                json!([{"when": {"method": "negotiate"}, "reply": {"disconnect": true}}]),
+                "dies",
+            ),
+            (
+                plain("dual_stack"),
+                json!([{"when": {"method": "negotiate"}, "reply": {"throw": "java.io.IOException"}}]),
+                "cannot throw",
+            ),
+            (
+                plain("dual_stack"),
+                json!([{"when": {"method": "execute_tool"},
+                                          "reply": {"needs_user": {"code": "USER_ACTION_REQUIRED"}}}]),
+                "PendingIntent",
+            ),
+        ] {
+            let s = scenario(provider.clone(), script.clone());
+            let got = wire_unplayable(&s, &dev);
+            assert!(
+                got.as_deref().is_some_and(|g| g.contains(why)),
+                "{provider} {script}: {got:?}"
+            );
+        }
+        // The simulated device plays them all.
+        let sim = Playable {
+            extensions: vec!["fail".into(), "fd_endless".into(), "pending_intent".into()],
+            ..Playable::default()
+        };
+        let s = scenario(
+            json!({"manifest": "v1_only", "authority_package": "com.attacker.app"}),
+            json!([{"when": {"method": "negotiate"}, "reply": {"disconnect": true}}]),
+        );
+        assert_eq!(wire_unplayable(&s, &sim), None);
     }
 }

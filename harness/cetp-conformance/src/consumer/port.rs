@@ -2,7 +2,7 @@
 //! scripted Provider, on a manual clock, recording every descriptor read
 //! and close and every confirmation launched.
 
-use super::hostile::{FdSpec, Hostile, Scripted, AUTHORITY, PACKAGE};
+use super::hostile::{FdSpec, Hostile, Scripted};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
 use cetp_reference::port::{CallAnswer, ConsumerPort, FdRead, PortError};
@@ -63,9 +63,10 @@ impl ConsumerPort for HostilePort {
     }
 
     fn discover(&mut self) -> Result<Vec<ServiceManifest>, PortError> {
+        let package = self.hostile.package();
         Ok(vec![ServiceManifest {
-            package: PACKAGE.into(),
-            service: format!("{PACKAGE}/.cetp.ToolProviderService"),
+            package: package.into(),
+            service: format!("{package}/.cetp.ToolProviderService"),
             exported: true,
             permission: None,
             meta: self.hostile.meta(),
@@ -82,7 +83,7 @@ impl ConsumerPort for HostilePort {
         extras: Option<&Bundle>,
         timeout_ms: u64,
     ) -> Result<CallAnswer, PortError> {
-        if authority != AUTHORITY {
+        if authority != self.hostile.authority() {
             return Err(PortError::new(
                 "unknown_authority",
                 format!("no ContentProvider answers on {authority:?}"),
@@ -180,7 +181,7 @@ impl ConsumerPort for HostilePort {
             launched: true,
             decision_applied: decision != Decision::Dismiss,
             result_code: if decision == Decision::Approve { -1 } else { 0 },
-            launched_package: Some(PACKAGE.into()),
+            launched_package: Some(self.hostile.package().into()),
         })
     }
 }
