@@ -18,6 +18,8 @@
 //!   host gets an `intent_launched` event naming the script's `handle` and
 //!   the decision played. `hello` lists it as `pending_intent` under
 //!   `reply_extensions`.
+//! - `incoming_call` names the `authority` called: one connection may host
+//!   several Providers (a Consumer scenario's decoy, §3.1 routing).
 //! - `reply` may carry `"fail": "timeout"|"provider_died"` instead of a
 //!   result (the Consumer's call fails as that device error: a Provider that
 //!   never answers, or dies mid-call), or `"fd_endless": BYTE` with a result
@@ -136,7 +138,10 @@ impl HostedProvider {
             arg: call.arg.clone(),
             extras: call.extras.clone(),
             now_ms,
-            extra: Map::new(),
+            // Which hosted Provider was called: a connection may host several.
+            extra: [("authority".to_string(), Json::from(self.authority.as_str()))]
+                .into_iter()
+                .collect(),
         };
         let line = encode_frame_checked(&event.to_frame()).map_err(|_| {
             WireError::new(

@@ -275,6 +275,7 @@ impl ConsumerDevice for WireConsumer {
                             "incoming_call" => {
                                 let call = IncomingCall::from_event(&ev).map_err(|e| format!("incoming_call: {e}"))?;
                                 let answer = on(DeviceEvent::Call {
+                                    authority: call.extra.get("authority").and_then(WireJson::as_str).map(str::to_string),
                                     method: call.method.clone(),
                                     extras: call.extras.clone().unwrap_or_default(),
                                     now_ms: call.now_ms,

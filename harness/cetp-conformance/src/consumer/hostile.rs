@@ -13,6 +13,11 @@ use std::collections::BTreeMap;
 
 pub const PACKAGE: &str = "org.cetp.hostile";
 pub const AUTHORITY: &str = "org.cetp.hostile.clawseed.tools";
+/// The decoy Provider of a scenario with `provider.decoy` (§3.1 routing).
+pub const DECOY_PACKAGE: &str = "org.cetp.decoy";
+pub const DECOY_AUTHORITY: &str = "org.cetp.decoy.clawseed.tools";
+/// How acts name the decoy's authority.
+pub const DECOY_PLACEHOLDER: &str = "$decoy";
 /// Device time the scenarios start at (manual clock).
 pub const T0: i64 = 1_800_000_000_000;
 
@@ -193,6 +198,12 @@ impl Hostile {
 
     pub fn authority(&self) -> &str {
         &self.authority
+    }
+
+    /// The decoy of a scenario with `provider.decoy`: the default,
+    /// well-behaved dual-stack Provider, unscripted, in its own package.
+    pub fn decoy() -> Self {
+        Hostile::new(ProviderSpec::default(), Vec::new()).hosted_as(DECOY_AUTHORITY, DECOY_PACKAGE)
     }
 
     pub fn package(&self) -> &str {

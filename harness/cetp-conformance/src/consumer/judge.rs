@@ -29,6 +29,7 @@ pub const CHECKS: &[(&str, &str)] = &[
     ("outcome", "act `act` ends in one of the outcomes `is` (with `code`)"),
     ("no_crash", "no act ends in `crashed`"),
     ("only_asked_tools", "execute_tool is called only for tools an act asked for"),
+    ("no_decoy_calls", "no call of `method` (default: any) reached the decoy Provider unless an act named it"),
     ("fds_closed", "every descriptor handed to the Consumer is read or closed (in-process only)"),
     ("read_bounded", "no descriptor read asks for more than `max_bytes` (in-process only)"),
     ("resolved_before_resume", "a call carrying a resume_token comes after the resolution issued with it was launched"),
@@ -51,6 +52,8 @@ pub struct Trace<'a> {
     /// Descriptors and resolutions, when the harness could see them.
     pub fds: Option<&'a BTreeMap<String, FdTrace>>,
     pub resolves: Option<&'a [ResolveRecord]>,
+    /// Calls that reached the decoy Provider, and the acts that named it.
+    pub decoy_calls: &'a [CallRecord],
 }
 
 /// The result of one expectation.
@@ -378,6 +381,36 @@ pub fn judge(t: &Trace<'_>, e: &Expect) -> Judged {
                 })
                 .collect(),
         ),
+        "no_decoy_calls" => {
+            let method = e.params.get("method").and_then(Json::as_str);
+            // A call made during an act that named the decoy was asked for.
+            let named: BTreeSet<usize> = t
+                .acts
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| {
+                    a.action.get("authority").and_then(Json::as_str)
+                        == Some(super::hostile::DECOY_AUTHORITY)
+                })
+                .map(|(i, _)| i)
+                .collect();
+            first(
+                t.decoy_calls
+                    .iter()
+                    .filter(|c| method.is_none_or(|m| c.method == m))
+                    .filter(|c| !named.contains(&c.act))
+                    .map(|c| {
+                        format!(
+                            "act {}: {}{} went to the decoy Provider ({}), which has the same tools and name, instead of the one the act named",
+                            c.act,
+                            c.method,
+                            c.tool().map(|t| format!(" {t:?}")).unwrap_or_default(),
+                            super::hostile::DECOY_PACKAGE
+                        )
+                    })
+                    .collect(),
+            )
+        }
         "only_asked_tools" => {
             let asked: BTreeSet<&str> = t
                 .acts

@@ -65,13 +65,24 @@ pub fn action_at(act: &Json, authority: &str) -> Result<Option<Action>, String> 
     match act.get("do").and_then(Json::as_str) {
         Some("advance_clock") => Ok(None),
         _ => {
-            let mut a = act.clone();
+            let mut a = resolved(act);
             if let Some(o) = a.as_object_mut() {
                 o.entry("authority").or_insert_with(|| json!(authority));
             }
             Action::from_json(&a).map(Some)
         }
     }
+}
+
+/// `act` with `$decoy` turned into the decoy Provider's authority.
+fn resolved(act: &Json) -> Json {
+    let mut a = act.clone();
+    if let Some(v) = a.get_mut("authority") {
+        if v.as_str() == Some(hostile::DECOY_PLACEHOLDER) {
+            *v = json!(hostile::DECOY_AUTHORITY);
+        }
+    }
+    a
 }
 
 /// Judges a finished run of `s`.
@@ -115,10 +126,14 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>) -> ScenarioResult {
 pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioResult, String> {
     let hostile = Hostile::new(s.provider.clone(), s.script.clone());
     let mut port = HostilePort::new(hostile, T0);
+    port.decoy = s.provider.decoy.then(Hostile::decoy);
     let mut consumer = DrivenConsumer::new(config.clone());
     let mut acts = Vec::new();
     for (i, act) in s.acts.iter().enumerate() {
         port.hostile.act = i;
+        if let Some(d) = port.decoy.as_mut() {
+            d.act = i;
+        }
         let outcome = match action_of(act).map_err(|e| format!("{}: act {i}: {e}", s.id))? {
             None => {
                 let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
@@ -133,7 +148,7 @@ pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioR
             }
         };
         acts.push(ActRecord {
-            action: act.clone(),
+            action: resolved(act),
             outcome,
         });
     }
@@ -143,6 +158,7 @@ pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioR
         intents: &port.hostile.intents,
         fds: Some(&port.fds),
         resolves: Some(&port.resolves),
+        decoy_calls: port.decoy.as_ref().map_or(&[], |d| &d.log),
     };
     Ok(judge_run(s, &trace))
 }
@@ -416,6 +432,9 @@ pub fn outcome_kind(o: &ActOutcome) -> &'static str {
 pub enum DeviceEvent {
     /// The Consumer called the hosted Provider (`incoming_call`).
     Call {
+        /// The authority called, when the device says (`incoming_call`'s
+        /// `authority`, an extension needed once two Providers are hosted).
+        authority: Option<String>,
         method: String,
         extras: cetp_proto::Bundle,
         now_ms: i64,
@@ -614,6 +633,12 @@ pub fn wire_unplayable(s: &Scenario, dev: &Playable) -> Option<String> {
         }
     }
     if let Some(h) = &dev.hosted {
+        if s.provider.decoy {
+            return Some(format!(
+                "a second Provider, and this device hosts only {:?}",
+                h.authority
+            ));
+        }
         if let Some(p) = s
             .provider
             .authority_package
@@ -662,29 +687,57 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
     // it starts afresh, as a restarted app.
     dev.act(&Action::Reset.to_json(), &mut |_| None)?;
     let package = hostile.package().to_string();
+    let mut decoy = s.provider.decoy.then(Hostile::decoy);
+    if let Some(d) = &decoy {
+        dev.host(&d.meta(), d.package(), &d.authority_package())?;
+    }
     dev.host(&hostile.meta(), &package, &hostile.authority_package())?;
     let authority = hostile.authority().to_string();
     let mut resolves: Vec<port::ResolveRecord> = Vec::new();
     let mut acts = Vec::new();
+    let mut unrouted = false;
     for (i, act) in s.acts.iter().enumerate() {
         hostile.act = i;
-        let outcome =
-            match action_at(act, &authority).map_err(|e| format!("{}: act {i}: {e}", s.id))? {
-                None => {
-                    let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
-                    dev.advance_clock(ms)?;
-                    None
+        if let Some(d) = decoy.as_mut() {
+            d.act = i;
+        }
+        let outcome = match action_at(act, &authority)
+            .map_err(|e| format!("{}: act {i}: {e}", s.id))?
+        {
+            None => {
+                let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
+                dev.advance_clock(ms)?;
+                None
+            }
+            Some(action) => {
+                if action == Action::Reset {
+                    hostile.life += 1;
                 }
-                Some(action) => {
-                    if action == Action::Reset {
-                        hostile.life += 1;
-                    }
-                    let mut on = |ev: DeviceEvent| match ev {
-                        DeviceEvent::Call {
-                            method,
-                            extras,
-                            now_ms: at,
-                        } => Some(match hostile.on_call(&method, &extras, at) {
+                let mut on = |ev: DeviceEvent| match ev {
+                    DeviceEvent::Call {
+                        authority: called,
+                        method,
+                        extras,
+                        now_ms: at,
+                    } => Some(match (decoy.as_mut(), called.as_deref()) {
+                        (Some(d), Some(a)) if a == d.authority() => {
+                            match d.on_call(&method, &extras, at) {
+                                hostile::Scripted::Reply { bundle, .. } => WireAnswer::Result {
+                                    bundle,
+                                    fd_data: None,
+                                },
+                                _ => WireAnswer::Throw {
+                                    class: "java.lang.IllegalStateException".into(),
+                                },
+                            }
+                        }
+                        (Some(_), None) => {
+                            unrouted = true;
+                            WireAnswer::Throw {
+                                class: "java.lang.IllegalStateException".into(),
+                            }
+                        }
+                        _ => match hostile.on_call(&method, &extras, at) {
                             hostile::Scripted::Reply { mut bundle, fd, .. } => {
                                 if fd.is_some() {
                                     bundle.remove(cetp_proto::envelope::keys::RESULT_FD);
@@ -710,22 +763,29 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
                             hostile::Scripted::Died => WireAnswer::Fail {
                                 kind: "provider_died".into(),
                             },
-                        }),
-                        DeviceEvent::Launched { handle, decision } => {
-                            resolves.push(port::ResolveRecord {
-                                handle,
-                                decision: cetp_proto::provider::Decision::parse(&decision)
-                                    .unwrap_or(cetp_proto::provider::Decision::Dismiss),
-                                after_calls: hostile.log.len(),
-                            });
-                            None
-                        }
-                    };
-                    Some(dev.act(&action.to_json(), &mut on)?)
-                }
-            };
+                        },
+                    }),
+                    DeviceEvent::Launched { handle, decision } => {
+                        resolves.push(port::ResolveRecord {
+                            handle,
+                            decision: cetp_proto::provider::Decision::parse(&decision)
+                                .unwrap_or(cetp_proto::provider::Decision::Dismiss),
+                            after_calls: hostile.log.len(),
+                        });
+                        None
+                    }
+                };
+                Some(dev.act(&action.to_json(), &mut on)?)
+            }
+        };
+        if unrouted {
+            return Err(format!(
+                "{}: the device's incoming_call names no authority, so calls to the two hosted Providers cannot be told apart",
+                s.id
+            ));
+        }
         acts.push(ActRecord {
-            action: act.clone(),
+            action: resolved(act),
             outcome,
         });
     }
@@ -735,6 +795,7 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
         intents: &hostile.intents,
         fds: None,
         resolves: Some(&resolves),
+        decoy_calls: decoy.as_ref().map_or(&[], |d| &d.log),
     };
     Ok(judge_run(s, &trace))
 }

@@ -35,6 +35,8 @@ pub struct ResolveRecord {
 
 pub struct HostilePort {
     pub hostile: Hostile,
+    /// The decoy Provider, discovered first, when the scenario has one.
+    pub decoy: Option<Hostile>,
     pub now_ms: i64,
     pub fds: BTreeMap<String, FdTrace>,
     pub resolves: Vec<ResolveRecord>,
@@ -44,6 +46,7 @@ impl HostilePort {
     pub fn new(hostile: Hostile, start_ms: i64) -> Self {
         HostilePort {
             hostile,
+            decoy: None,
             now_ms: start_ms,
             fds: BTreeMap::new(),
             resolves: Vec::new(),
@@ -63,16 +66,22 @@ impl ConsumerPort for HostilePort {
     }
 
     fn discover(&mut self) -> Result<Vec<ServiceManifest>, PortError> {
-        let package = self.hostile.package();
-        Ok(vec![ServiceManifest {
-            package: package.into(),
-            service: format!("{package}/.cetp.ToolProviderService"),
+        let manifest = |h: &Hostile| ServiceManifest {
+            package: h.package().into(),
+            service: format!("{}/.cetp.ToolProviderService", h.package()),
             exported: true,
             permission: None,
-            meta: self.hostile.meta(),
-            authority_package: Some(self.hostile.authority_package()),
+            meta: h.meta(),
+            authority_package: Some(h.authority_package()),
             signing_cert_sha256: Vec::new(),
-        }])
+        };
+        // The decoy comes first: scan order must not decide routing.
+        Ok(self
+            .decoy
+            .iter()
+            .chain(std::iter::once(&self.hostile))
+            .map(manifest)
+            .collect())
     }
 
     fn call(
@@ -83,13 +92,20 @@ impl ConsumerPort for HostilePort {
         extras: Option<&Bundle>,
         timeout_ms: u64,
     ) -> Result<CallAnswer, PortError> {
+        let extras = extras.cloned().unwrap_or_default();
+        if let Some(d) = self.decoy.as_mut().filter(|d| d.authority() == authority) {
+            // The decoy answers plainly: only where calls went is judged.
+            return match d.on_call(method, &extras, self.now_ms) {
+                Scripted::Reply { bundle, .. } => Ok(CallAnswer::Result(Some(bundle))),
+                _ => Err(PortError::new("provider_died", "the decoy failed")),
+            };
+        }
         if authority != self.hostile.authority() {
             return Err(PortError::new(
                 "unknown_authority",
                 format!("no ContentProvider answers on {authority:?}"),
             ));
         }
-        let extras = extras.cloned().unwrap_or_default();
         match self.hostile.on_call(method, &extras, self.now_ms) {
             Scripted::Timeout => {
                 self.sleep_ms(timeout_ms);

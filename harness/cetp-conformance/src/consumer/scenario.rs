@@ -55,6 +55,13 @@ pub struct ProviderSpec {
     pub tools: Option<Json>,
     #[serde(default)]
     pub revision: Option<String>,
+    /// A second, well-behaved Provider of another package (`org.cetp.decoy`,
+    /// authority `org.cetp.decoy.clawseed.tools`, acts name it `$decoy`),
+    /// discovered before this one, with the same tools and the same
+    /// provider_name: routing must follow (provider_id, tool name), never
+    /// scan order or a label (§3.1).
+    #[serde(default)]
+    pub decoy: bool,
 }
 
 fn dual_stack() -> String {
@@ -69,6 +76,7 @@ impl Default for ProviderSpec {
             caps: None,
             tools: None,
             revision: None,
+            decoy: false,
         }
     }
 }

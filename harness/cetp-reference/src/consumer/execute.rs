@@ -268,7 +268,15 @@ impl Consumer {
         agent: &mut dyn UserAgent,
     ) -> Result<Started, ConsumerError> {
         let budget = self.budget(port);
-        let idx = self.index_of(&exec.provider_id)?;
+        let scanned = if self.has(ConsumerFault::RoutesByScanOrder) {
+            self.first_listing(&exec.tool_name)
+        } else {
+            None
+        };
+        let idx = match scanned {
+            Some(i) => i,
+            None => self.index_of(&exec.provider_id)?,
+        };
         if matches!(self.providers[idx].mode, Mode::V1 { .. }) {
             return self.run_v1(port, idx, exec, &budget);
         }

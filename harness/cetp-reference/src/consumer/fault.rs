@@ -46,6 +46,9 @@ consumer_faults! {
     RetriesWithDeadToken => "retries_with_dead_token",
     /// Ignores the `service`/authority same-package check of discovery.
     SamePackageNotChecked => "same_package_not_checked",
+    /// Routes a call to the first Provider, in discovery order, whose tool
+    /// list has the tool's name, not to the (provider_id, tool) asked.
+    RoutesByScanOrder => "routes_by_scan_order",
     /// Reads the legacy `version` meta-data over `versions`.
     LegacyVersionMetaUsed => "legacy_version_meta_used",
     /// Takes a lone legacy `version=1` for "v1 and v2", and negotiates.

@@ -284,6 +284,15 @@ impl Consumer {
             })
     }
 
+    /// The first Provider, in discovery order, whose cached v2 tool list
+    /// has `tool` (only the `routes_by_scan_order` mutant routes by it).
+    fn first_listing(&self, tool: &str) -> Option<usize> {
+        self.providers.iter().position(|p| {
+            matches!(&p.mode, Mode::V2(st)
+                if st.tools.as_ref().is_some_and(|t| t.catalog.get(tool).is_some()))
+        })
+    }
+
     fn fresh_request_id(&mut self) -> String {
         let id = self.uuids.next_uuid();
         if self.has(ConsumerFault::RequestIdNotUuid) {
