@@ -32,9 +32,8 @@ fn profile() -> Profile {
     Profile::from_toml(&text).unwrap()
 }
 
-#[test]
-fn reference_passes_everything() {
-    let suite = Suite::load(&default_vectors_dir()).unwrap();
+/// Runs `suite` against a fresh in-process reference Provider, seed 7.
+fn run_on_reference(suite: &Suite) -> cetp_conformance::runner::RunOutcome {
     let app = Arc::new(ReferenceProvider::new(reference_config()));
     let target = local_target(app, DeviceClock::system(0));
     let cfg = RunConfig {
@@ -42,7 +41,13 @@ fn reference_passes_everything() {
         harness_version: "test".into(),
         ..Default::default()
     };
-    let out = run(&suite, &target, &profile(), &cfg, &mut Fanout::default());
+    run(suite, &target, &profile(), &cfg, &mut Fanout::default())
+}
+
+#[test]
+fn reference_passes_everything() {
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let out = run_on_reference(&suite);
     let mut bad = Vec::new();
     for c in &out.cases {
         if !matches!(c.verdict, Verdict::Pass | Verdict::NotApplicable) {
@@ -307,14 +312,7 @@ fn advance_until_a_list_passes_every_lifetime_named() {
         suite.cases = cetp_conformance::vector::VectorFile::from_json(&file.to_string())
             .unwrap()
             .cases;
-        let app = Arc::new(ReferenceProvider::new(reference_config()));
-        let target = local_target(app, DeviceClock::system(0));
-        let cfg = RunConfig {
-            seed: 7,
-            harness_version: "test".into(),
-            ..Default::default()
-        };
-        let out = run(&suite, &target, &profile(), &cfg, &mut Fanout::default());
+        let out = run_on_reference(&suite);
         (out.cases[0].verdict, out.cases[0].reason.clone())
     };
     let only_first = run_case(case(serde_json::json!("${s1/data/expires_at}"), "success"));
