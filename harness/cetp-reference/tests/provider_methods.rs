@@ -813,6 +813,38 @@ fn operations_are_bound_and_gated() {
 }
 
 #[test]
+fn a_replay_into_a_session_without_async_operations_never_gets_accepted() {
+    // §2.3, §4.4: `accepted` only after async_operations was negotiated.
+    // A replay of an execution that became an operation, from a session
+    // without it, gets a retryable UNAVAILABLE while the operation runs
+    // (asking for the same request_id again after poll_after_ms), then the
+    // terminal result (§6: the same result for the same request).
+    let mut w = World::reference();
+    w.connect(A);
+    let acc = w.exec(A, &rid(1), "sync_portfolio", "{}");
+    assert_eq!(acc.status(), "accepted", "{:?}", acc.bundle);
+    w.connect_with(A, &[]);
+    let running = w.exec(A, &rid(1), "sync_portfolio", "{}");
+    assert_error(&running, "UNAVAILABLE", true);
+    let retry_after = match running.response() {
+        cetp_proto::envelope::Response::Error(e) => e.retry_after_ms,
+        _ => None,
+    };
+    assert_eq!(retry_after, Some(100), "{:?}", running.bundle);
+    w.now += 400;
+    let done = w.exec(A, &rid(1), "sync_portfolio", "{}");
+    assert!(done.is_success(), "{:?}", done.bundle);
+    assert_eq!(done.value()["synced"], 1);
+    assert_eq!(w.effects(), 1);
+    // A session with async_operations still gets the same operation.
+    w.connect(A);
+    assert_eq!(
+        w.exec(A, &rid(1), "sync_portfolio", "{}").bundle,
+        acc.bundle
+    );
+}
+
+#[test]
 fn operations_survive_restart_and_expire_after_the_window() {
     let mut w = World::reference();
     w.connect(A);
