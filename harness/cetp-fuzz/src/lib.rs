@@ -171,6 +171,11 @@ pub struct Fuzzer<'a> {
     /// Fresh seeds for target re-runs (shrinking): a re-run must not reuse
     /// request ids the target has already recorded.
     reruns: u64,
+    /// Developer's aids, read once: `CETP_FUZZ_DUMP=DIR` writes every
+    /// sequence that made a check fire on an oracle member,
+    /// `CETP_FUZZ_TRACE=DIR` every compiled case with the target's outcome.
+    dump: Option<std::path::PathBuf>,
+    trace: Option<std::path::PathBuf>,
 }
 
 impl<'a> Fuzzer<'a> {
@@ -229,6 +234,8 @@ impl<'a> Fuzzer<'a> {
             world,
             blind,
             reruns: 0,
+            dump: std::env::var_os("CETP_FUZZ_DUMP").map(Into::into),
+            trace: std::env::var_os("CETP_FUZZ_TRACE").map(Into::into),
         })
     }
 
@@ -302,10 +309,10 @@ impl<'a> Fuzzer<'a> {
         if !compiled.oracle_findings.is_empty() {
             // For looking into the harness's own misjudgement: the sequence
             // that made a check fire on a legal Provider.
-            if let Some(dir) = std::env::var_os("CETP_FUZZ_DUMP") {
+            if let Some(dir) = &self.dump {
                 let steps: Vec<Json> = steps.iter().map(|s| s.step.clone()).collect();
                 let _ = std::fs::write(
-                    std::path::Path::new(&dir).join(format!("oracle-note-{index}-{seed}.json")),
+                    dir.join(format!("oracle-note-{index}-{seed}.json")),
                     serde_json::to_string_pretty(
                         &json!({"notes": compiled.oracle_findings, "steps": steps}),
                     )
@@ -334,9 +341,9 @@ impl<'a> Fuzzer<'a> {
         );
         // For looking into what the generator reaches: every compiled case
         // with the target's outcome (a developer's aid, off by default).
-        if let Some(dir) = std::env::var_os("CETP_FUZZ_TRACE") {
+        if let Some(dir) = &self.trace {
             let _ = std::fs::write(
-                std::path::Path::new(&dir).join(format!("case-{index}-{seed}.json")),
+                dir.join(format!("case-{index}-{seed}.json")),
                 serde_json::to_string_pretty(&json!({
                     "case": case_json,
                     "stop": run.stop.as_ref().map(crate::exec::describe_stop),
