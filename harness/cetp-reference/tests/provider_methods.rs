@@ -819,7 +819,17 @@ fn a_replay_into_a_session_without_async_operations_never_gets_accepted() {
     // without it, gets a retryable UNAVAILABLE while the operation runs
     // (asking for the same request_id again after poll_after_ms), then the
     // terminal result (§6: the same result for the same request).
-    let mut w = World::reference();
+    // validate_before_dedupe reaches the record on another path.
+    for config in [
+        ProviderConfig::default(),
+        ProviderConfig::default()
+            .with_latitude(cetp_reference::provider::Latitude::ValidateBeforeDedupe),
+    ] {
+        replay_without_async_operations(World::with_config(config));
+    }
+}
+
+fn replay_without_async_operations(mut w: World) {
     w.connect(A);
     let acc = w.exec(A, &rid(1), "sync_portfolio", "{}");
     assert_eq!(acc.status(), "accepted", "{:?}", acc.bundle);

@@ -519,7 +519,9 @@ impl ReferenceProvider {
             if dedupe {
                 let (mut g, settled) = self.settle(d, cx, &key, &tool.name, &digest);
                 if let Some(a) = settled {
-                    return a;
+                    // The same replay rules as before validation (the
+                    // validate_before_dedupe variant reaches only this one).
+                    return self.replayed(&mut g, cx, a);
                 }
                 let boot = g.boot;
                 insert_record(
