@@ -292,24 +292,37 @@ impl<'w> Generator<'w> {
                 }]
             }
             "revision" => {
-                // A fresh session, often with other capabilities: another
-                // list (execution annotations follow async_operations).
-                let m = self.session_move("a");
-                pre.extend(m.steps);
-                let s = self
-                    .st
-                    .sessions
-                    .last()
-                    .map(|x| x.name.clone())
-                    .unwrap_or_default();
-                let a = self.list_into(&s, "a", &mut pre);
-                let prior = self.st.lists.clone();
-                let b = self.pick(&prior).filter(|b| *b != a)?;
-                vec![GenStep {
-                    step: json!({"do": "revision_consistent", "a": b, "b": a,
+                let judge = |a: &str, b: &str| GenStep {
+                    step: json!({"do": "revision_consistent", "a": a, "b": b,
                                  "requirements": ["CETP2-3.3-03"]}),
                     meta: Meta::Judgement,
-                }]
+                };
+                if self.chance(0.5) {
+                    // Two sessions apart only in async_operations: execution
+                    // annotations follow it (§3.3), so on most Providers the
+                    // two lists differ, and so must their revisions.
+                    let ident = self.ident();
+                    let on = self.session_with(ident, &["async_operations"], &mut pre);
+                    let a = self.list_into(&on, ident, &mut pre);
+                    let off = self.session_with(ident, &[], &mut pre);
+                    let b = self.list_into(&off, ident, &mut pre);
+                    vec![judge(&a, &b)]
+                } else {
+                    // A fresh session, often with other capabilities, held
+                    // to any earlier list.
+                    let m = self.session_move("a");
+                    pre.extend(m.steps);
+                    let s = self
+                        .st
+                        .sessions
+                        .last()
+                        .map(|x| x.name.clone())
+                        .unwrap_or_default();
+                    let a = self.list_into(&s, "a", &mut pre);
+                    let prior = self.st.lists.clone();
+                    let b = self.pick(&prior).filter(|b| *b != a)?;
+                    vec![judge(&b, &a)]
+                }
             }
             "stable" => {
                 let ident = self.ident();
