@@ -86,7 +86,7 @@ target/release/examples/fuzz_throughput --ms 2000
 
 if [ "${VARIANTS:-}" != none ]; then
   echo
-  printf '%-36s %10s %10s %9s\n' "clean run (${clean})" sequences envelopes findings
+  printf '%-36s %10s %10s %9s %13s\n' "clean run (${clean})" sequences envelopes findings "oracle notes"
   variants=${VARIANTS:-$(python3 -c "import json;print(' '.join(v['name'] for v in json.load(open('vectors/variants/variants.json'))['variants']))")}
   for v in reference $variants; do
     if [ "$v" = reference ]; then t=sim; p=(); else
@@ -95,6 +95,6 @@ if [ "${VARIANTS:-}" != none ]; then
       p=(--profile "profiles/$prof")
     fi
     "$cetp" fuzz --target "$t" "${p[@]}" --budget "$clean" --seed "$seed" --out "$work/c" -q >/dev/null 2>&1 || true
-    python3 -c "import json,sys;r=json.load(open(sys.argv[1]));s=r['stats'];print(f\"{sys.argv[2]:<36} {s['cases']:>10} {s['envelopes']:>10} {len(r['findings']):>9}\")" "$work/c/fuzz.json" "$v"
+    python3 -c "import json,sys;r=json.load(open(sys.argv[1]));s=r['stats'];print(f\"{sys.argv[2]:<36} {s['cases']:>10} {s['envelopes']:>10} {len(r['findings']):>9} {len(r['oracle_notes']):>13}\")" "$work/c/fuzz.json" "$v"
   done
 fi
