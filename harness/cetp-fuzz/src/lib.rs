@@ -176,7 +176,20 @@ pub struct Fuzzer<'a> {
     /// `CETP_FUZZ_TRACE=DIR` every compiled case with the target's outcome.
     dump: Option<std::path::PathBuf>,
     trace: Option<std::path::PathBuf>,
+    /// A target run was answered `accepted`: a background operation may
+    /// still be running, and would finish, with its effect, during the
+    /// next sequence, whose oracle members start afresh. The target is
+    /// settled first ([`Fuzzer::quiesce`]).
+    unsettled: bool,
+    /// The target could not be settled (its clock cannot be moved): effect
+    /// judgements are dropped from then on rather than risk charging it
+    /// with an earlier sequence's effect.
+    effects_unsafe: bool,
 }
+
+/// How far `quiesce` moves the device clock: past the end of the slowest
+/// background job of the reference's apps and variants (20 minutes).
+const QUIESCE_MS: u64 = 3_600_000;
 
 impl<'a> Fuzzer<'a> {
     /// Learns the target and builds the oracle. Refuses when nothing may be
@@ -236,6 +249,8 @@ impl<'a> Fuzzer<'a> {
             reruns: 0,
             dump: std::env::var_os("CETP_FUZZ_DUMP").map(Into::into),
             trace: std::env::var_os("CETP_FUZZ_TRACE").map(Into::into),
+            unsettled: false,
+            effects_unsafe: false,
         })
     }
 
@@ -256,6 +271,40 @@ impl<'a> Fuzzer<'a> {
         }
     }
 
+    /// Lets every background operation an earlier run left behind end
+    /// before the next run: the clock moves past any job's end, and a call
+    /// makes the Provider advance its operations (as a real one would on
+    /// its own). A target whose clock cannot move stays unsettled.
+    fn quiesce(&mut self, seed: u64) {
+        if !self.unsettled || self.effects_unsafe {
+            return;
+        }
+        let case = json!({
+            "id": "FUZZ-QUIESCE", "title": "settle the target", "role": "provider",
+            "level": "MUST", "requirements": [],
+            "steps": [
+                {"do": "advance_clock", "ms": QUIESCE_MS, "requirements": []},
+                {"do": "negotiate", "bind": "q"}
+            ]
+        });
+        let Ok(case) = serde_json::from_value::<Case>(case) else {
+            return;
+        };
+        let run = run_case(
+            &self.target,
+            self.profile,
+            &self.env,
+            &Default::default(),
+            &case,
+            seed,
+        );
+        if run.stop.is_none() {
+            self.unsettled = false;
+        } else {
+            self.effects_unsafe = true;
+        }
+    }
+
     /// Compiles `moves` with the oracle and runs the result on the target,
     /// everything seeded by `seed`.
     fn attempt(&mut self, moves: &[Move], index: u64, seed: u64) -> Attempt {
@@ -263,6 +312,7 @@ impl<'a> Fuzzer<'a> {
             moves: moves.to_vec(),
         };
         let steps = seq.steps();
+        self.quiesce(seed);
         let start_ms = self.target.a.now_ms();
         // Each oracle member gets a mutator of its own, seeded like the
         // target's: they run in parallel and must see the same edits.
@@ -279,6 +329,7 @@ impl<'a> Fuzzer<'a> {
         match &first {
             Attempt::Ran { run, .. } if run.failed() => {
                 let again = self.next_seed(seed);
+                self.quiesce(again);
                 let start_ms = self.target.a.now_ms();
                 let wrap = move |t: Target| -> Target { wrap_blind(&skip2, again, t) };
                 self.compile_and_run(false, &steps, index, again, start_ms, &wrap)
@@ -321,9 +372,14 @@ impl<'a> Fuzzer<'a> {
             }
             return Attempt::OracleNotes(compiled.oracle_findings);
         }
-        let Some(case_json) = compiled.case else {
+        let Some(mut case_json) = compiled.case else {
             return Attempt::Nothing;
         };
+        if self.effects_unsafe {
+            if let Some(steps) = case_json.get_mut("steps").and_then(Json::as_array_mut) {
+                steps.retain(|s| s.get("do").and_then(Json::as_str) != Some("expect_effects"));
+            }
+        }
         let case: Case = match serde_json::from_value(case_json.clone()) {
             Ok(c) => c,
             Err(_) => return Attempt::Nothing,
@@ -339,6 +395,13 @@ impl<'a> Fuzzer<'a> {
             &case,
             seed,
         );
+        if run
+            .bindings
+            .values()
+            .any(|doc| doc.get("status").and_then(Json::as_str) == Some("accepted"))
+        {
+            self.unsettled = true;
+        }
         // For looking into what the generator reaches: every compiled case
         // with the target's outcome (a developer's aid, off by default).
         if let Some(dir) = &self.trace {
@@ -702,4 +765,95 @@ fn finding_file(
     json!({"format_version": 1, "group": "fuzz-findings",
            "description": format!("A minimal sequence cetp fuzz found: {sig}"),
            "cases": [case]})
+}
+
+#[cfg(test)]
+mod quiesce_tests {
+    use super::*;
+    use gen::{GenStep, Meta};
+
+    fn step(j: Json) -> GenStep {
+        GenStep {
+            step: j,
+            meta: Meta::Plain,
+        }
+    }
+
+    /// An operation one sequence leaves running ends, with its effect,
+    /// during a later one whose oracle members start afresh: without the
+    /// quiesce that effect is charged to the later sequence (the false
+    /// findings the 2-minute clean runs of two legal variants made).
+    #[test]
+    fn an_operation_left_running_is_settled_before_the_next_sequence() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let suite = cetp_conformance::suite::Suite::load(&dir.join("vectors")).unwrap();
+        let profile = Profile::from_toml(
+            &std::fs::read_to_string(dir.join("profiles/reference.toml")).unwrap(),
+        )
+        .unwrap();
+        let leave_running = [Move {
+            steps: vec![
+                step(json!({"do": "negotiate", "as": "a", "bind": "s",
+                            "capabilities": ["async_operations"]})),
+                step(
+                    json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s",
+                            "tool": {"name": "sync_portfolio"}, "args": {"json": {}},
+                            "bind": "e", "expect": {"status": ["accepted"]},
+                            "requirements": []}),
+                ),
+            ],
+        }];
+        let judge_effects = [Move {
+            steps: vec![
+                step(json!({"do": "observe", "bind": "o"})),
+                step(json!({"do": "advance_clock", "ms": 3_600_000, "requirements": []})),
+                step(json!({"do": "negotiate", "as": "a", "bind": "s2"})),
+                step(
+                    json!({"do": "call", "as": "a", "method": "list_tools", "session": "s2",
+                            "bind": "l", "expect": {}, "requirements": []}),
+                ),
+                step(json!({"do": "expect_effects", "since": "o", "delta": 0,
+                            "requirements": ["CETP2-6-01"]})),
+            ],
+        }];
+        let failed = |settle: bool| {
+            // A legal variant whose operations run 20 minutes: the one left
+            // running cannot end on its own before the second sequence.
+            let spec = cetp_targets::TargetSpec::parse("sim:variant=slow_operations").unwrap();
+            let target = cetp_targets::open(&spec).unwrap();
+            let (_, env) = cetp_conformance::runner::identify(&target, &profile).unwrap();
+            let mut f =
+                Fuzzer::new(target, &profile, env, &suite.rules, FuzzConfig::default()).unwrap();
+            match f.attempt(&leave_running, 0, 1) {
+                Attempt::Ran { run, .. } => assert!(!run.failed(), "{:?}", run.stop),
+                _ => panic!("the first sequence did not run"),
+            }
+            assert!(
+                f.unsettled,
+                "an accepted answer leaves the target unsettled"
+            );
+            // One run of the second sequence, as `attempt` makes them (its
+            // re-run of a failure is settled the same way).
+            if settle {
+                f.quiesce(2);
+            }
+            let steps = Sequence {
+                moves: judge_effects.to_vec(),
+            }
+            .steps();
+            let start_ms = f.target.a.now_ms();
+            match f.compile_and_run(false, &steps, 1, 2, start_ms, &|t| t) {
+                Attempt::Ran { run, .. } => run.failed(),
+                _ => panic!("the second sequence did not run"),
+            }
+        };
+        assert!(
+            failed(false),
+            "without the quiesce the leftover effect is charged"
+        );
+        assert!(
+            !failed(true),
+            "with it, the later sequence is judged on its own"
+        );
+    }
 }
