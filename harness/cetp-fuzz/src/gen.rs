@@ -184,13 +184,7 @@ impl<'w> Generator<'w> {
         if let Some(s) = self.pick(&have) {
             return s.name;
         }
-        let m = self.session_move(ident);
-        pre.extend(m.steps);
-        self.st
-            .sessions
-            .last()
-            .map(|s| s.name.clone())
-            .unwrap_or_default()
+        self.fresh_session(ident, pre)
     }
 
     /// Who calls about an earlier execution: its own caller in its own
@@ -310,14 +304,7 @@ impl<'w> Generator<'w> {
                 } else {
                     // A fresh session, often with other capabilities, held
                     // to any earlier list.
-                    let m = self.session_move("a");
-                    pre.extend(m.steps);
-                    let s = self
-                        .st
-                        .sessions
-                        .last()
-                        .map(|x| x.name.clone())
-                        .unwrap_or_default();
+                    let s = self.fresh_session("a", &mut pre);
                     let a = self.list_into(&s, "a", &mut pre);
                     let prior = self.st.lists.clone();
                     let b = self.pick(&prior).filter(|b| *b != a)?;
@@ -377,6 +364,17 @@ impl<'w> Generator<'w> {
         };
         pre.extend(steps);
         Some(Move { steps: pre })
+    }
+
+    /// A new session of `ident` (its negotiation pushed onto `pre`), named.
+    fn fresh_session(&mut self, ident: &'static str, pre: &mut Vec<GenStep>) -> String {
+        let m = self.session_move(ident);
+        pre.extend(m.steps);
+        self.st
+            .sessions
+            .last()
+            .map(|x| x.name.clone())
+            .unwrap_or_default()
     }
 
     fn session_move(&mut self, ident: &'static str) -> Move {
@@ -971,14 +969,7 @@ impl<'w> Generator<'w> {
         // cancellation (§2.3).
         let other = self.world.has_b && r < 3;
         let (ident, s) = if r >= 7 {
-            let m = self.session_move(e.ident);
-            pre.extend(m.steps);
-            let s = self
-                .st
-                .sessions
-                .last()
-                .map(|x| x.name.clone())
-                .unwrap_or_default();
+            let s = self.fresh_session(e.ident, pre);
             (e.ident, s)
         } else {
             self.caller_for(&e, other, pre)
