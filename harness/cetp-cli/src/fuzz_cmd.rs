@@ -184,6 +184,9 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
             s.dispatched
         ),
     }
+    if let Some(why) = &report.effects_unjudged {
+        println!("effects: {}", escape::terminal(why, 400));
+    }
     for f in report.findings.iter().filter(|f| f.moves_before == 0) {
         println!(
             "FINDING {} — {}\n  cites {}\n  replay: cetp run --target {} --lock {} --only {}",

@@ -134,6 +134,9 @@ pub struct FuzzReport {
     /// Observed effects on the target over the whole run, when the
     /// profile's observer counts them.
     pub effects_observed: Option<i64>,
+    /// Why effect judgements stopped part-way, if they did: the target
+    /// could not be settled between runs.
+    pub effects_unjudged: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -181,10 +184,10 @@ pub struct Fuzzer<'a> {
     /// next sequence, whose oracle members start afresh. The target is
     /// settled first ([`Fuzzer::quiesce`]).
     unsettled: bool,
-    /// The target could not be settled (its clock cannot be moved): effect
-    /// judgements are dropped from then on rather than risk charging it
-    /// with an earlier sequence's effect.
-    effects_unsafe: bool,
+    /// Why the target could not be settled (its clock cannot be moved):
+    /// effect judgements are dropped from then on rather than risk
+    /// charging it with an earlier sequence's effect.
+    effects_unsafe: Option<String>,
 }
 
 /// How far `quiesce` moves the device clock: past the end of the slowest
@@ -250,7 +253,7 @@ impl<'a> Fuzzer<'a> {
             dump: std::env::var_os("CETP_FUZZ_DUMP").map(Into::into),
             trace: std::env::var_os("CETP_FUZZ_TRACE").map(Into::into),
             unsettled: false,
-            effects_unsafe: false,
+            effects_unsafe: None,
         })
     }
 
@@ -276,7 +279,7 @@ impl<'a> Fuzzer<'a> {
     /// makes the Provider advance its operations (as a real one would on
     /// its own). A target whose clock cannot move stays unsettled.
     fn quiesce(&mut self, seed: u64) {
-        if !self.unsettled || self.effects_unsafe {
+        if !self.unsettled || self.effects_unsafe.is_some() {
             return;
         }
         let case = json!({
@@ -298,10 +301,14 @@ impl<'a> Fuzzer<'a> {
             &case,
             seed,
         );
-        if run.stop.is_none() {
-            self.unsettled = false;
-        } else {
-            self.effects_unsafe = true;
+        match &run.stop {
+            None => self.unsettled = false,
+            Some(stop) => {
+                self.effects_unsafe = Some(format!(
+                    "a run left a background operation running and the target could not be settled ({}); effects are not judged after it",
+                    crate::exec::describe_stop(stop)
+                ))
+            }
         }
     }
 
@@ -375,7 +382,7 @@ impl<'a> Fuzzer<'a> {
         let Some(mut case_json) = compiled.case else {
             return Attempt::Nothing;
         };
-        if self.effects_unsafe {
+        if self.effects_unsafe.is_some() {
             if let Some(steps) = case_json.get_mut("steps").and_then(Json::as_array_mut) {
                 steps.retain(|s| s.get("do").and_then(Json::as_str) != Some("expect_effects"));
             }
@@ -536,6 +543,7 @@ impl<'a> Fuzzer<'a> {
             oracle_notes: notes.into_iter().collect(),
             first_finding_ms,
             effects_observed: before.zip(after).map(|(b, a)| a - b),
+            effects_unjudged: self.effects_unsafe.clone(),
         }
     }
 
@@ -816,7 +824,13 @@ mod quiesce_tests {
                             "requirements": ["CETP2-6-01"]})),
             ],
         }];
-        let failed = |settle: bool| {
+        enum Then {
+            Nothing,
+            Settle,
+            // As after a target whose clock cannot move.
+            DropEffects,
+        }
+        let failed = |then: Then| {
             // A legal variant whose operations run 20 minutes: the one left
             // running cannot end on its own before the second sequence.
             let spec = cetp_targets::TargetSpec::parse("sim:variant=slow_operations").unwrap();
@@ -834,8 +848,10 @@ mod quiesce_tests {
             );
             // One run of the second sequence, as `attempt` makes them (its
             // re-run of a failure is settled the same way).
-            if settle {
-                f.quiesce(2);
+            match then {
+                Then::Nothing => {}
+                Then::Settle => f.quiesce(2),
+                Then::DropEffects => f.effects_unsafe = Some("unsettled".into()),
             }
             let steps = Sequence {
                 moves: judge_effects.to_vec(),
@@ -848,12 +864,16 @@ mod quiesce_tests {
             }
         };
         assert!(
-            failed(false),
+            failed(Then::Nothing),
             "without the quiesce the leftover effect is charged"
         );
         assert!(
-            !failed(true),
+            !failed(Then::Settle),
             "with it, the later sequence is judged on its own"
+        );
+        assert!(
+            !failed(Then::DropEffects),
+            "unsettled, the effect judgement is dropped, not charged"
         );
     }
 }
