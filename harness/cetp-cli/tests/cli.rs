@@ -1422,3 +1422,45 @@ fn the_reference_consumer_passes_through_a_real_adb_server() {
     assert!(t.contains("FAIL  CRET-002"), "{t}");
     drop(guard);
 }
+
+#[test]
+fn fuzz_exits_1_on_a_finding_writes_it_as_a_case_file_and_0_when_clean() {
+    let dir = tmp("fuzz-mutant");
+    let o = cetp(&[
+        "fuzz",
+        "--target",
+        "sim:mutant=negotiate_limits_below_minimum",
+        "--cases",
+        "10",
+        "--seed",
+        "3",
+        "--max-findings",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+        "-q",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("seed 3"), "the run prints its seed: {t}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("fuzz.json")).unwrap()).unwrap();
+    assert_eq!(report["findings"].as_array().map(Vec::len), Some(1), "{report}");
+    assert!(report["effects_unjudged"].is_null(), "{report}");
+    let files: Vec<_> = std::fs::read_dir(dir.join("findings")).unwrap().collect();
+    assert_eq!(files.len(), 1);
+    let clean = tmp("fuzz-clean");
+    let o = cetp(&[
+        "fuzz",
+        "--target",
+        "sim",
+        "--cases",
+        "10",
+        "--seed",
+        "3",
+        "--out",
+        clean.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
