@@ -1445,7 +1445,11 @@ fn fuzz_exits_1_on_a_finding_writes_it_as_a_case_file_and_0_when_clean() {
     assert!(t.contains("seed 3"), "the run prints its seed: {t}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("fuzz.json")).unwrap()).unwrap();
-    assert_eq!(report["findings"].as_array().map(Vec::len), Some(1), "{report}");
+    assert_eq!(
+        report["findings"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
     assert!(report["effects_unjudged"].is_null(), "{report}");
     let files: Vec<_> = std::fs::read_dir(dir.join("findings")).unwrap().collect();
     assert_eq!(files.len(), 1);
