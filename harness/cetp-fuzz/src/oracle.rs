@@ -228,6 +228,7 @@ impl Oracle {
             };
         }
         let counts = profile.observer.as_ref().map(|o| o.counts);
+        let open = OpenOperations::of(&steps, &runs);
         let compiled: Vec<Json> = steps
             .iter()
             .enumerate()
@@ -236,6 +237,11 @@ impl Oracle {
                     .iter()
                     .filter(|r| r.stop.is_none() || r.step > i + 1)
                     .collect();
+                if let Meta::EffectsAfter { since, .. } = &s.meta {
+                    if open.in_window(since, i) {
+                        return None;
+                    }
+                }
                 compile_step(s, &reached, counts)
             })
             .collect();
@@ -243,6 +249,87 @@ impl Oracle {
             case: Some(with_steps(header, compiled)),
             oracle_findings,
         }
+    }
+}
+
+/// Background operations the members accepted and when each was last seen
+/// unfinished. The members run on a manual clock, so an operation they
+/// accepted stays running until a step moves the clock or settles it; the
+/// target's clock is real, so the same operation may end, with its effect,
+/// at any moment in between. An effect count over a window in which any
+/// member had such an operation open is the machine's timing, not the
+/// Provider's choice: it is not expected (a loaded machine charged a legal
+/// variant with the earlier operation's effect).
+struct OpenOperations {
+    /// Step index of each binding (a `concurrent` step's sub-calls share
+    /// their step's index).
+    at: BTreeMap<String, usize>,
+    /// Per member: operation id → (step accepted, first step seen ended).
+    ops: Vec<BTreeMap<String, (usize, Option<usize>)>>,
+}
+
+impl OpenOperations {
+    fn of(steps: &[GenStep], runs: &[CaseRun]) -> Self {
+        let mut at = BTreeMap::new();
+        for (i, s) in steps.iter().enumerate() {
+            let mut binds = vec![&s.step];
+            if let Some(sub) = s.step.get("steps").and_then(Json::as_array) {
+                binds.extend(sub);
+            }
+            for b in binds {
+                if let Some(name) = b.get("bind").and_then(Json::as_str) {
+                    at.entry(name.to_string()).or_insert(i);
+                }
+            }
+        }
+        let mut per_bind: Vec<(&String, usize)> = at.iter().map(|(k, v)| (k, *v)).collect();
+        per_bind.sort_by_key(|(_, i)| *i);
+        let ops = runs
+            .iter()
+            .map(|r| {
+                let mut ops: BTreeMap<String, (usize, Option<usize>)> = BTreeMap::new();
+                for (name, i) in &per_bind {
+                    let Some(doc) = r.bindings.get(*name) else {
+                        continue;
+                    };
+                    // A call's answer or a poll's carries the operation
+                    // in `data`; a settle step's outcome in `operation`.
+                    let op = ["/data", "/operation"]
+                        .into_iter()
+                        .filter_map(|p| doc.pointer(p))
+                        .find(|d| d.get("operation_id").is_some());
+                    let Some(id) = op.and_then(|d| d["operation_id"].as_str()) else {
+                        continue;
+                    };
+                    let status = doc.get("status").and_then(Json::as_str);
+                    let state = op.and_then(|d| d.get("state")).and_then(Json::as_str);
+                    if status == Some("accepted") {
+                        ops.entry(id.to_string()).or_insert((*i, None));
+                    } else if matches!(state, Some("succeeded" | "failed" | "cancelled")) {
+                        if let Some(op) = ops.get_mut(id) {
+                            op.1.get_or_insert(*i);
+                        }
+                    }
+                }
+                ops
+            })
+            .collect();
+        OpenOperations { at, ops }
+    }
+
+    /// Whether some member had an operation open at the snapshot `since`
+    /// or at step `after`.
+    fn in_window(&self, since: &str, after: usize) -> bool {
+        let Some(&from) = self.at.get(since) else {
+            return true;
+        };
+        let open_at = |x: usize, (accepted, ended): (usize, Option<usize>)| {
+            accepted < x && ended.is_none_or(|e| e >= x)
+        };
+        self.ops.iter().any(|ops| {
+            ops.values()
+                .any(|op| open_at(from, *op) || open_at(after, *op))
+        })
     }
 }
 
@@ -461,5 +548,90 @@ fn effect_delta(before: &Json, after: &Json, counts: Option<Counts>) -> Option<i
     match counts? {
         Counts::Effects => Some(after.as_i64()? - before.as_i64()?),
         Counts::Objects | Counts::Snapshot => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(j: Json) -> GenStep {
+        GenStep {
+            step: j,
+            meta: Meta::Plain,
+        }
+    }
+
+    /// The effect window of a sync call, after an operation accepted
+    /// earlier in the same sequence: with the operation still running on
+    /// the members' manual clock the count is the target's timing (on a
+    /// loaded machine four legal variants were charged with its effect), so
+    /// it is not expected; once a step settles it first, it is.
+    #[test]
+    fn an_effect_window_with_an_operation_open_is_not_judged() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let suite = cetp_conformance::suite::Suite::load(&dir.join("vectors")).unwrap();
+        let profile = Profile::from_toml(
+            &std::fs::read_to_string(dir.join("profiles/reference.toml")).unwrap(),
+        )
+        .unwrap();
+        let oracle = Oracle::for_package("com.clawseed.reference", "dual_stack").unwrap();
+        let expected = |settle: bool| {
+            let mut steps = vec![
+                plain(json!({"do": "negotiate", "as": "a", "bind": "s",
+                             "capabilities": ["async_operations"]})),
+                plain(
+                    json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s",
+                             "tool": {"name": "sync_portfolio"}, "args": {"json": {}},
+                             "bind": "e", "expect": {"status": ["accepted"]},
+                             "requirements": []}),
+                ),
+            ];
+            if settle {
+                steps.push(plain(
+                    json!({"do": "settle", "as": "a", "session": "s", "of": "e",
+                                        "bind": "f", "expect": {}, "requirements": []}),
+                ));
+            }
+            steps.extend([
+                plain(json!({"do": "negotiate", "as": "a", "bind": "t"})),
+                plain(json!({"do": "observe", "bind": "o"})),
+                plain(
+                    json!({"do": "call", "as": "a", "method": "execute_tool", "session": "t",
+                             "tool": {"name": "sync_portfolio"}, "args": {"json": {}},
+                             "bind": "x", "expect": {}, "requirements": []}),
+                ),
+                GenStep {
+                    step: json!({"do": "observe", "bind": "p", "requirements": ["CETP2-6-01"]}),
+                    meta: Meta::EffectsAfter {
+                        since: "o".into(),
+                        tool_of: Some("x".into()),
+                    },
+                },
+            ]);
+            let header = json!({"id": "T-1", "title": "t", "role": "provider", "level": "MUST",
+                                "requirements": [], "steps": []});
+            let c = oracle.compile(
+                true,
+                &steps,
+                &header,
+                &profile,
+                &suite.rules,
+                1,
+                1_700_000_000_000,
+                &|t| t,
+            );
+            assert!(c.oracle_findings.is_empty(), "{:?}", c.oracle_findings);
+            let case = c.case.expect("a case to judge");
+            case["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["do"] == "expect_effects")
+                .map(|s| s["delta"].as_i64().unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(expected(false), Vec::<i64>::new());
+        assert_eq!(expected(true), vec![1]);
     }
 }
