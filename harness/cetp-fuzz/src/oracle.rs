@@ -252,8 +252,8 @@ impl Oracle {
     }
 }
 
-/// Background operations the members accepted and when each was last seen
-/// unfinished. The members run on a manual clock, so an operation they
+/// Background operations the members accepted, and the first step that
+/// showed each one ended. The members run on a manual clock, so an operation they
 /// accepted stays running until a step moves the clock or settles it; the
 /// target's clock is real, so the same operation may end, with its effect,
 /// at any moment in between. An effect count over a window in which any
