@@ -1,6 +1,12 @@
 //! `cetp`: the CETP v2 conformance harness. Parsing and wiring only; the
 //! logic lives in the library crates. Exit codes: `cetp_conformance::exit`.
 
+// The fuzzer's oracle and checks build and drop many JSON values, some of
+// a megabyte (a large result); glibc's malloc spent a third of the run in
+// page faults and consolidation there. `scripts/fuzz-bench.sh` measures it.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod consumer_cmd;
 mod embedded;
 mod fuzz_cmd;

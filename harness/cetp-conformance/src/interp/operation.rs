@@ -10,6 +10,8 @@ use cetp_proto::canonical::sha256_hex;
 use cetp_proto::descriptor::ToolSummary;
 use cetp_proto::provider::Decision;
 use serde_json::{json, Value as Json};
+use std::collections::VecDeque;
+use std::sync::{LazyLock, Mutex};
 use std::time::Instant;
 
 /// Device time the harness waits for an operation when the profile sets no
@@ -386,30 +388,6 @@ impl CaseRunner<'_> {
         self.advance_clock_step(Some(ms), None, plus_ms)
     }
 
-    /// Where a file result's JSON breaks the output_schema of the tool that
-    /// answered `doc` (§4.2: the Provider validates its own output, in the
-    /// file form too).
-    fn file_schema_problems(&self, doc: &Json, value: &Json) -> Result<Vec<String>, Stop> {
-        let tool = self.tool_of(doc).ok_or_else(|| {
-            Stop::Infra("vector error: output_schema needs the bound answer of a tool call".into())
-        })?;
-        let schema = cetp_proto::schema::CompiledSchema::compile(
-            &tool.output_schema,
-            cetp_proto::schema::DEFAULT_DIALECT,
-        )
-        .map_err(|e| Stop::Fail(format!("output_schema of {}: {e}", tool.name)))?;
-        let errors = schema.errors(value);
-        Ok(if errors.is_empty() {
-            Vec::new()
-        } else {
-            vec![format!(
-                "file content does not match the output_schema of {}: {}",
-                tool.name,
-                errors.join("; ")
-            )]
-        })
-    }
-
     pub(super) fn read_fd(
         &mut self,
         identity: &str,
@@ -485,17 +463,16 @@ impl CaseRunner<'_> {
             }
         }
         if let (true, Some(doc)) = (problems.is_empty(), declared.as_ref()) {
-            if let Ok(text) = std::str::from_utf8(&read.bytes) {
-                match cetp_proto::bundle::parse_json_text("result_fd", text) {
-                    Err(e) => problems.push(format!("file content is not JSON: {e}")),
-                    Ok(value) if output_schema => {
-                        problems.extend(self.file_schema_problems(doc, &value)?);
-                    }
-                    Ok(_) => {}
-                }
+            let tool = if output_schema {
+                Some(self.tool_of(doc).ok_or_else(|| {
+                    Stop::Infra(
+                        "vector error: output_schema needs the bound answer of a tool call".into(),
+                    )
+                })?)
             } else {
-                problems.push("file content is not UTF-8 JSON".into());
-            }
+                None
+            };
+            problems.extend(file_content_problems(&got, &read.bytes, tool.as_ref())?);
         }
         match (problems.is_empty(), expect_ok) {
             (true, true) | (false, false) => Ok(()),
@@ -505,6 +482,60 @@ impl CaseRunner<'_> {
             )),
         }
     }
+}
+
+/// What is wrong with a file result's content: not UTF-8 JSON, or (with
+/// `tool`) JSON that breaks the tool's output_schema (§4.2: the Provider
+/// validates its own output, in the file form too).
+///
+/// Judged once per content and schema: the fuzzer's oracle reads the same
+/// megabyte export from every member, and parsing and validating it again
+/// each time was most of a large sequence's cost. The key is the SHA-256 of
+/// the bytes read, so only identical content shares a judgement.
+fn file_content_problems(
+    sha256: &str,
+    bytes: &[u8],
+    tool: Option<&ToolSummary>,
+) -> Result<Vec<String>, Stop> {
+    type Judged = Mutex<VecDeque<((String, String), Vec<String>)>>;
+    static JUDGED: LazyLock<Judged> = LazyLock::new(Default::default);
+    const KEEP: usize = 8;
+    let schema_key = tool.map_or(String::new(), |t| {
+        format!("{}\n{}", t.name, t.output_schema)
+    });
+    let key = (sha256.to_string(), schema_key);
+    let cache = || JUDGED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = cache().iter().find(|(k, _)| *k == key) {
+        return Ok(p.clone());
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Ok(vec!["file content is not UTF-8 JSON".into()]);
+    };
+    let value = match cetp_proto::bundle::parse_json_text("result_fd", text) {
+        Err(e) => return Ok(vec![format!("file content is not JSON: {e}")]),
+        Ok(v) => v,
+    };
+    let mut problems = Vec::new();
+    if let Some(tool) = tool {
+        let schema = cetp_proto::schema::CompiledSchema::compile(
+            &tool.output_schema,
+            cetp_proto::schema::DEFAULT_DIALECT,
+        )
+        .map_err(|e| Stop::Fail(format!("output_schema of {}: {e}", tool.name)))?;
+        if !schema.is_valid(&value) {
+            problems.push(format!(
+                "file content does not match the output_schema of {}: {}",
+                tool.name,
+                schema.errors(&value).join("; ")
+            ));
+        }
+    }
+    let mut c = cache();
+    if c.len() >= KEEP {
+        c.pop_back();
+    }
+    c.push_front((key, problems.clone()));
+    Ok(problems)
 }
 
 /// Milliseconds since the epoch of an RFC 3339 `date-time`
@@ -538,5 +569,52 @@ mod rfc3339_tests {
         ] {
             assert_eq!(parse_rfc3339_ms(bad), None, "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod file_content_tests {
+    use super::file_content_problems;
+    use cetp_proto::canonical::sha256_hex;
+    use cetp_proto::descriptor::ToolSummary;
+    use serde_json::json;
+
+    fn tool(output_schema: serde_json::Value) -> ToolSummary {
+        ToolSummary {
+            name: "export".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema,
+            scopes: vec![],
+            effect: "read".into(),
+            risk: "low".into(),
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+            confirmation: "never".into(),
+            execution: "sync".into(),
+        }
+    }
+
+    /// A judgement is shared only by the same bytes under the same schema.
+    #[test]
+    fn content_is_judged_per_bytes_and_schema() {
+        let rows = tool(json!({"type": "object", "required": ["rows"]}));
+        let names = tool(json!({"type": "object", "required": ["names"]}));
+        let good = br#"{"rows":[]}"#;
+        let d = sha256_hex(good);
+        for _ in 0..2 {
+            assert!(file_content_problems(&d, good, Some(&rows))
+                .unwrap()
+                .is_empty());
+            let p = file_content_problems(&d, good, Some(&names)).unwrap();
+            assert!(p[0].contains("does not match the output_schema"), "{p:?}");
+            assert!(file_content_problems(&d, good, None).unwrap().is_empty());
+        }
+        let bad = b"{\"rows\":";
+        let p = file_content_problems(&sha256_hex(bad), bad, Some(&rows)).unwrap();
+        assert!(p[0].contains("not JSON"), "{p:?}");
+        let latin = b"\xff";
+        let p = file_content_problems(&sha256_hex(latin), latin, None).unwrap();
+        assert!(p[0].contains("not UTF-8"), "{p:?}");
     }
 }

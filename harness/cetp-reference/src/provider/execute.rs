@@ -1,8 +1,7 @@
 //! `execute_tool` (§4.1-§4.5, §6): dedupe, deadline, validation, scopes,
 //! confirmation, and the single-executor commit.
 
-use super::fixtures::{self, ToolDef, ToolKind, ESCALATION_PRICE, MAX_HISTORY_ROWS};
-use super::hostile;
+use super::fixtures::{self, Serialized, ToolDef, ToolKind, ESCALATION_PRICE, MAX_HISTORY_ROWS};
 use super::notes::{self, NoteArgs};
 use super::state::{
     Alert, Answer, DedupeKey, DurableState, Failure, Job, Operation, Purpose, Record, RecordState,
@@ -236,8 +235,8 @@ impl ReferenceProvider {
         }
 
         if tool.is_read() {
-            let answer = match self.read_value(&targs) {
-                Ok(v) => self.package(cx.caps, tool, v),
+            let answer = match self.read_serialized(&targs) {
+                Ok(v) => self.package_serialized(cx.caps, tool, v),
                 Err(f) => f.into(),
             };
             return self.maybe_in_background(cx, tool, answer);
@@ -695,44 +694,69 @@ impl ReferenceProvider {
                     json!({ "count": alerts.len(), "effects": d.effects, "alerts": alerts })
                 })
             }
-            ToolArgs::ExportHistory { rows } => {
-                let mut history = fixtures::history(*rows);
-                if self.takes(Latitude::HostileText) {
-                    hostile::note_trades(&mut history);
-                }
-                Ok(history)
-            }
+            ToolArgs::ExportHistory { rows } => Ok(fixtures::history_export(
+                *rows,
+                self.takes(Latitude::HostileText),
+            )
+            .value
+            .clone()),
             ToolArgs::Notes(args) => self.notes_read(args),
             _ => Err(Failure::new(ErrorCode::InternalError, "Internal error.")),
         }
     }
 
-    /// §4.2: validate our own output; §4.5: inline, file, or RESULT_TOO_LARGE.
-    /// §4.2: the Provider checks its own output against output_schema.
-    pub(crate) fn output_valid(&self, tool: &ToolDef, value: &Json) -> bool {
-        let unchecked = tool.kind == ToolKind::GetQuote && self.has(Fault::OutputViolatesSchema);
-        unchecked || tool.output.is_valid(value)
+    /// A read tool's result, serialized (shared when it is the history
+    /// export, see [`fixtures::history_export`]).
+    fn read_serialized(&self, targs: &ToolArgs) -> Result<Arc<Serialized>, Failure> {
+        match targs {
+            ToolArgs::ExportHistory { rows } => Ok(fixtures::history_export(
+                *rows,
+                self.takes(Latitude::HostileText),
+            )),
+            _ => self.read_value(targs).map(|v| Arc::new(Serialized::new(v))),
+        }
     }
 
+    /// §4.2: the Provider checks its own output against output_schema.
+    pub(crate) fn output_valid(&self, tool: &ToolDef, value: &Json) -> bool {
+        self.unchecked_output(tool) || tool.output.is_valid(value)
+    }
+
+    fn unchecked_output(&self, tool: &ToolDef) -> bool {
+        tool.kind == ToolKind::GetQuote && self.has(Fault::OutputViolatesSchema)
+    }
+
+    /// §4.2: validate our own output; §4.5: inline, file, or RESULT_TOO_LARGE.
     pub(crate) fn package(
         &self,
         caps: &BTreeSet<Capability>,
         tool: &ToolDef,
         value: Json,
     ) -> Answer {
-        if !self.output_valid(tool, &value) {
+        self.package_serialized(caps, tool, Arc::new(Serialized::new(value)))
+    }
+
+    fn package_serialized(
+        &self,
+        caps: &BTreeSet<Capability>,
+        tool: &ToolDef,
+        result: Arc<Serialized>,
+    ) -> Answer {
+        if !self.unchecked_output(tool) && !result.valid_for(tool) {
             return Failure::new(
                 ErrorCode::InternalError,
                 "The provider could not produce a valid result.",
             )
             .into();
         }
-        let data = json!({"kind": "inline", "value": value});
-        let max = self.limits().max_inline_result_bytes;
         // The inline limit applies to the `data` text that would travel in
-        // the Bundle.
-        if data.to_string().len() as u64 <= max || self.has(Fault::InlineOverLimit) {
-            return Answer::ok(data);
+        // the Bundle: `{"kind":"inline","value":` VALUE `}` (keys sorted, no
+        // spaces).
+        let max = self.limits().max_inline_result_bytes;
+        if (INLINE_WRAPPER_BYTES + result.text.len()) as u64 <= max
+            || self.has(Fault::InlineOverLimit)
+        {
+            return Answer::ok(json!({"kind": "inline", "value": result.into_value()}));
         }
         if !caps.contains(&Capability::LargeResults) && !self.has(Fault::FileWithoutNegotiation) {
             return Failure::new(
@@ -741,17 +765,20 @@ impl ReferenceProvider {
             )
             .into();
         }
-        let bytes = if self.has(Fault::FileContentViolatesSchema) {
-            json!("The export is too large; ask for fewer rows.").to_string()
+        let (bytes, digest): (Arc<[u8]>, String) = if self.has(Fault::FileContentViolatesSchema) {
+            let b = json!("The export is too large; ask for fewer rows.")
+                .to_string()
+                .into_bytes();
+            let d = sha256_hex(&b);
+            (Arc::from(b.into_boxed_slice()), d)
         } else {
-            data["value"].to_string()
-        }
-        .into_bytes();
+            (result.text.clone(), result.sha256().to_string())
+        };
         let size = bytes.len() as u64 + u64::from(self.has(Fault::FileWrongSize));
         let sha256 = if self.has(Fault::FileWrongSha256) {
             sha256_hex(&bytes[..bytes.len().saturating_sub(1)])
         } else {
-            sha256_hex(&bytes)
+            digest
         };
         Answer::Success {
             data: json!({
@@ -760,10 +787,13 @@ impl ReferenceProvider {
                 "size_bytes": size,
                 "sha256": sha256,
             }),
-            file: Some(Arc::from(bytes.into_boxed_slice())),
+            file: Some(bytes),
         }
     }
 }
+
+/// The bytes `{"kind":"inline","value":}` add around an inline value's text.
+const INLINE_WRAPPER_BYTES: usize = r#"{"kind":"inline","value":}"#.len();
 
 fn insert_record(
     d: &mut DurableState,
@@ -816,4 +846,46 @@ fn degraded(kind: ToolKind) -> Answer {
         ToolKind::Notes(tool) => notes::degraded(tool),
     };
     Answer::ok(json!({"kind": "inline", "value": value}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::history_export;
+    use super::INLINE_WRAPPER_BYTES;
+    use cetp_proto::canonical::sha256_hex;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    /// The export is built once per rows and hostility, and its text and
+    /// digest are those of its value.
+    #[test]
+    fn the_history_export_is_shared_and_consistent() {
+        let a = history_export(30, false);
+        assert!(Arc::ptr_eq(&a, &history_export(30, false)));
+        let h = history_export(30, true);
+        assert!(!Arc::ptr_eq(&a, &h));
+        for e in [&a, &h] {
+            assert_eq!(&*e.text, e.value.to_string().as_bytes());
+            assert_eq!(e.sha256(), sha256_hex(&e.text));
+        }
+        assert_eq!(a.value["rows"].as_array().map(Vec::len), Some(30));
+        assert!(h.value["rows"][0].get("note").is_some());
+    }
+
+    /// The inline limit is measured on the `data` text without building it.
+    #[test]
+    fn the_inline_wrapper_is_what_data_adds_to_its_value() {
+        for v in [
+            json!(null),
+            json!({"rows": [{"seq": 1, "side": "buy"}], "z": "é\u{1}"}),
+            json!([1.5, "x"]),
+        ] {
+            let data = json!({"kind": "inline", "value": v.clone()}).to_string();
+            assert_eq!(
+                data.len(),
+                INLINE_WRAPPER_BYTES + v.to_string().len(),
+                "{data}"
+            );
+        }
+    }
 }

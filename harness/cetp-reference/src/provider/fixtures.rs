@@ -14,7 +14,8 @@ use super::FixtureSet;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};
 use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
 use serde_json::{json, Value as Json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ToolKind {
@@ -647,6 +648,77 @@ pub(crate) fn history(rows: u64) -> Json {
         })
         .collect();
     json!({ "rows": rows })
+}
+
+/// A tool's result serialized once: its value, the value's JSON text (a
+/// large result's file content) and, when first asked, that text's SHA-256
+/// and its validity against an output_schema.
+pub(crate) struct Serialized {
+    pub value: Json,
+    pub text: Arc<[u8]>,
+    sha256: OnceLock<String>,
+    /// Validity per output_schema text.
+    valid: Mutex<Vec<(String, bool)>>,
+}
+
+impl Serialized {
+    pub fn new(value: Json) -> Serialized {
+        let text = Arc::from(value.to_string().into_bytes().into_boxed_slice());
+        Serialized {
+            value,
+            text,
+            sha256: OnceLock::new(),
+            valid: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn sha256(&self) -> &str {
+        self.sha256.get_or_init(|| sha256_hex(&self.text))
+    }
+
+    /// Whether the value validates against `tool`'s output_schema.
+    pub fn valid_for(&self, tool: &ToolDef) -> bool {
+        let key = tool.output_schema.to_string();
+        let mut v = self.valid.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, ok)) = v.iter().find(|(k, _)| *k == key) {
+            return *ok;
+        }
+        let ok = tool.output.is_valid(&self.value);
+        v.push((key, ok));
+        ok
+    }
+
+    /// The value, without a copy when nothing else holds it.
+    pub fn into_value(self: Arc<Self>) -> Json {
+        Arc::try_unwrap(self).map_or_else(|s| s.value.clone(), |s| s.value)
+    }
+}
+
+/// The history export of `rows` rows (with the hostile trade notes when
+/// `hostile`), built and serialized once per process. It is deterministic,
+/// and the fuzzer's oracle asks every one of its members for the same
+/// megabyte export: building, validating and serializing it each time was
+/// most of a large sequence's cost.
+pub(crate) fn history_export(rows: u64, hostile: bool) -> Arc<Serialized> {
+    type Cache = Mutex<VecDeque<((u64, bool), Arc<Serialized>)>>;
+    static BUILT: LazyLock<Cache> = LazyLock::new(Default::default);
+    const KEEP: usize = 4;
+    let key = (rows.min(MAX_HISTORY_ROWS), hostile);
+    let cache = || BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, s)) = cache().iter().find(|(k, _)| *k == key) {
+        return s.clone();
+    }
+    let mut value = history(key.0);
+    if hostile {
+        hostile::note_trades(&mut value);
+    }
+    let s = Arc::new(Serialized::new(value));
+    let mut c = cache();
+    if c.len() >= KEEP {
+        c.pop_back();
+    }
+    c.push_front((key, s.clone()));
+    s
 }
 
 /// A boolean annotation as published (§3.4: a Boolean).
