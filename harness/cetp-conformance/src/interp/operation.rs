@@ -497,15 +497,18 @@ fn file_content_problems(
     bytes: &[u8],
     tool: Option<&ToolSummary>,
 ) -> Result<Vec<String>, Stop> {
-    type Judged = Mutex<VecDeque<((String, String), Vec<String>)>>;
+    /// The digest, and the tool's name and output_schema when judged by it.
+    type Key = (String, Option<(String, Json)>);
+    type Judged = Mutex<VecDeque<(Key, Vec<String>)>>;
     static JUDGED: LazyLock<Judged> = LazyLock::new(Default::default);
     const KEEP: usize = 8;
-    let schema_key = tool.map_or(String::new(), |t| {
-        format!("{}\n{}", t.name, t.output_schema)
-    });
-    let key = (sha256.to_string(), schema_key);
+    let same = |(d, t): &Key| {
+        d == sha256
+            && t.as_ref().map(|(n, s)| (n.as_str(), s))
+                == tool.map(|t| (t.name.as_str(), &t.output_schema))
+    };
     let cache = || JUDGED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, p)) = cache().iter().find(|(k, _)| *k == key) {
+    if let Some((_, p)) = cache().iter().find(|(k, _)| same(k)) {
         return Ok(p.clone());
     }
     let Ok(text) = std::str::from_utf8(bytes) else {
@@ -534,6 +537,10 @@ fn file_content_problems(
     if c.len() >= KEEP {
         c.pop_back();
     }
+    let key = (
+        sha256.to_string(),
+        tool.map(|t| (t.name.clone(), t.output_schema.clone())),
+    );
     c.push_front((key, problems.clone()));
     Ok(problems)
 }
@@ -609,6 +616,13 @@ mod file_content_tests {
             let p = file_content_problems(&d, good, Some(&names)).unwrap();
             assert!(p[0].contains("does not match the output_schema"), "{p:?}");
             assert!(file_content_problems(&d, good, None).unwrap().is_empty());
+            // The same schema under another name: its own message.
+            let renamed = ToolSummary {
+                name: "archive".into(),
+                ..names.clone()
+            };
+            let p = file_content_problems(&d, good, Some(&renamed)).unwrap();
+            assert!(p[0].contains("output_schema of archive"), "{p:?}");
         }
         let bad = b"{\"rows\":";
         let p = file_content_problems(&sha256_hex(bad), bad, Some(&rows)).unwrap();

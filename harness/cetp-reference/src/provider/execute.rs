@@ -694,6 +694,8 @@ impl ReferenceProvider {
                     json!({ "count": alerts.len(), "effects": d.effects, "alerts": alerts })
                 })
             }
+            // A copy for the v1 mutant's path; v2 answers share the export
+            // through `read_serialized`.
             ToolArgs::ExportHistory { rows } => Ok(fixtures::history_export(
                 *rows,
                 self.takes(Latitude::HostileText),
@@ -850,10 +852,13 @@ fn degraded(kind: ToolKind) -> Answer {
 
 #[cfg(test)]
 mod tests {
-    use super::fixtures::history_export;
+    use super::fixtures::{history_export, Catalog, Serialized, ToolKind};
     use super::INLINE_WRAPPER_BYTES;
+    use crate::provider::latitude::Latitude;
+    use crate::provider::FixtureSet;
     use cetp_proto::canonical::sha256_hex;
     use serde_json::json;
+    use std::collections::BTreeSet;
     use std::sync::Arc;
 
     /// The export is built once per rows and hostility, and its text and
@@ -870,6 +875,33 @@ mod tests {
         }
         assert_eq!(a.value["rows"].as_array().map(Vec::len), Some(30));
         assert!(h.value["rows"][0].get("note").is_some());
+    }
+
+    /// A result's validity is its own per output_schema, shared or not: the
+    /// same list without `effects` breaks the reference's list_alerts schema
+    /// and keeps the no_effect_counter variant's, asked in either order.
+    #[test]
+    fn validity_is_judged_per_schema() {
+        let catalog = |lat: &[Latitude]| {
+            let lat: BTreeSet<Latitude> = lat.iter().copied().collect();
+            Catalog::new(FixtureSet::Reference, &BTreeSet::new(), &lat, false)
+        };
+        let (full, lean) = (catalog(&[]), catalog(&[Latitude::NoEffectCounter]));
+        let full = full.by_kind(ToolKind::ListAlerts).unwrap();
+        let lean = lean.by_kind(ToolKind::ListAlerts).unwrap();
+        let value = json!({"count": 0, "alerts": []});
+        for s in [
+            Serialized::new(value.clone()),
+            Serialized::shared(value.clone()),
+        ] {
+            for _ in 0..2 {
+                assert!(!s.valid_for(full));
+                assert!(s.valid_for(lean));
+            }
+        }
+        let s = Serialized::shared(value);
+        assert!(s.valid_for(lean));
+        assert!(!s.valid_for(full));
     }
 
     /// The inline limit is measured on the `data` text without building it.

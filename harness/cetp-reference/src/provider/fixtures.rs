@@ -651,24 +651,35 @@ pub(crate) fn history(rows: u64) -> Json {
 }
 
 /// A tool's result serialized once: its value, the value's JSON text (a
-/// large result's file content) and, when first asked, that text's SHA-256
-/// and its validity against an output_schema.
+/// large result's file content) and, when first asked, that text's SHA-256.
+/// A shared result ([`Serialized::shared`]) also remembers its validity per
+/// output_schema; a result built for one answer is validated once anyway, so
+/// it keeps nothing (and pays for no key).
 pub(crate) struct Serialized {
     pub value: Json,
     pub text: Arc<[u8]>,
     sha256: OnceLock<String>,
-    /// Validity per output_schema text.
-    valid: Mutex<Vec<(String, bool)>>,
+    /// Validity per output_schema, for a shared result only.
+    valid: Option<Mutex<Vec<(Json, bool)>>>,
 }
 
 impl Serialized {
+    /// A result built for one answer.
     pub fn new(value: Json) -> Serialized {
         let text = Arc::from(value.to_string().into_bytes().into_boxed_slice());
         Serialized {
             value,
             text,
             sha256: OnceLock::new(),
-            valid: Mutex::new(Vec::new()),
+            valid: None,
+        }
+    }
+
+    /// A result many answers share: it remembers its validity per schema.
+    pub fn shared(value: Json) -> Serialized {
+        Serialized {
+            valid: Some(Mutex::new(Vec::new())),
+            ..Serialized::new(value)
         }
     }
 
@@ -676,15 +687,19 @@ impl Serialized {
         self.sha256.get_or_init(|| sha256_hex(&self.text))
     }
 
-    /// Whether the value validates against `tool`'s output_schema.
+    /// Whether the value validates against `tool`'s output_schema. The
+    /// schemas are the fixtures' own, a handful per process, so the list a
+    /// shared result keeps stays short.
     pub fn valid_for(&self, tool: &ToolDef) -> bool {
-        let key = tool.output_schema.to_string();
-        let mut v = self.valid.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, ok)) = v.iter().find(|(k, _)| *k == key) {
+        let Some(valid) = &self.valid else {
+            return tool.output.is_valid(&self.value);
+        };
+        let mut v = valid.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, ok)) = v.iter().find(|(k, _)| *k == tool.output_schema) {
             return *ok;
         }
         let ok = tool.output.is_valid(&self.value);
-        v.push((key, ok));
+        v.push((tool.output_schema.clone(), ok));
         ok
     }
 
@@ -712,7 +727,7 @@ pub(crate) fn history_export(rows: u64, hostile: bool) -> Arc<Serialized> {
     if hostile {
         hostile::note_trades(&mut value);
     }
-    let s = Arc::new(Serialized::new(value));
+    let s = Arc::new(Serialized::shared(value));
     let mut c = cache();
     if c.len() >= KEEP {
         c.pop_back();
