@@ -1,6 +1,10 @@
 //! The `cetp` binary end to end: exit codes, the report and its schema,
 //! baselines, and errors that name what is wrong.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 #[path = "../../cetp-report/tests/support/junit_xsd.rs"]
 mod junit_xsd;
 
@@ -22,11 +26,8 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cetp-cli-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tmp(name: &str) -> Scratch {
+    Scratch::new("cetp-cli-test", name, true)
 }
 
 #[test]
@@ -351,7 +352,8 @@ fn exit_codes_name_who_is_at_fault() {
     let blocked = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = blocked.local_addr().unwrap().port();
     let listen = format!("127.0.0.1:{port}");
-    let unwritable = tmp("exitcodes").join("a-file");
+    let scratch = tmp("exitcodes");
+    let unwritable = scratch.join("a-file");
     std::fs::write(&unwritable, "not a directory").unwrap();
     let report_dir = unwritable.join("reports");
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
@@ -1388,7 +1390,7 @@ fn the_reference_consumer_passes_through_a_real_adb_server() {
             .arg("-P")
             .arg(port.to_string())
             .args(args)
-            .env("HOME", &home)
+            .env("HOME", &*home)
             .env("ANDROID_ADB_SERVER_PORT", port.to_string())
             .env_remove("ANDROID_SERIAL")
             .stdin(std::process::Stdio::null())

@@ -2,6 +2,10 @@
 //! drift exit codes a CI gate relies on: 0 no drift, 1 breaking or a
 //! violation, 4 compatible only, 2 usage.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 use cetp_contract::lock::Lock;
 use serde_json::{json, Value as Json};
 use std::path::{Path, PathBuf};
@@ -22,11 +26,8 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cetp-lock-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tmp(name: &str) -> Scratch {
+    Scratch::new("cetp-lock-test", name, true)
 }
 
 /// `cetp lock --target sim` into `dir`, checked against the lock schema.
@@ -65,8 +66,9 @@ fn s(p: &Path) -> &str {
 
 #[test]
 fn lock_is_deterministic() {
-    let (a, _) = lock_sim(&tmp("deterministic-a"));
-    let (b, _) = lock_sim(&tmp("deterministic-b"));
+    let (da, db) = (tmp("deterministic-a"), tmp("deterministic-b"));
+    let (a, _) = lock_sim(&da);
+    let (b, _) = lock_sim(&db);
     assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
 }
 

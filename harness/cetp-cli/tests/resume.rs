@@ -5,6 +5,10 @@
 //! effects equal to that run's (no effect made twice). A resume after the
 //! profile or the Provider build changed is refused, naming the fields.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 use cetp_sim::{Sim, SimConfig};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -80,10 +84,8 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cetp-resume-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn tmp(name: &str) -> Scratch {
+    Scratch::new("cetp-resume-test", name, false)
 }
 
 fn profile() -> PathBuf {
