@@ -315,8 +315,8 @@ fn a_resume_against_another_profile_or_build_is_refused_naming_the_fields() {
     let h = Hosted::new(provider());
     let dir = tmp("pin");
     // The profile is copied so it can be edited between kill and resume.
-    let edited =
-        std::env::temp_dir().join(format!("cetp-resume-{}-profile.toml", std::process::id()));
+    let profile_dir = Scratch::new("cetp-resume-test", "pin-profile", true);
+    let edited = profile_dir.join("profile.toml");
     std::fs::copy(profile(), &edited).unwrap();
     kill_at(&run_args(&h, &dir, &edited), "after:execute_tool:10");
     let effects = h.effects();
