@@ -23,18 +23,44 @@ pub fn lookup(bindings: &Bindings, reference: &str) -> Result<Json, String> {
         .ok_or_else(|| format!("`{name}` has nothing at `{pointer}`"))
 }
 
-/// Expands a template string into a JSON value.
+/// A template that refers to the value at `pointer` of the answer bound to
+/// `name`. Code that passes a bound value on (an operation id, a token) uses
+/// this, never the value itself: a value from the Provider is data, and a
+/// `${…}` inside it must reach the Provider as it came.
+pub fn reference(name: &str, pointer: &str) -> String {
+    format!("${{{name}{pointer}}}")
+}
+
+/// Text that expands to exactly `text`: every `$` doubled, so no `${` in it
+/// starts a template. The one way a string the harness did not write (a
+/// Provider's tool name, id or token) may enter a step's template field.
+pub fn literal(text: &str) -> String {
+    text.replace('$', "$$")
+}
+
+/// Expands a template string into a JSON value. `$$` stands for one `$`
+/// ([`literal`]).
 pub fn expand(bindings: &Bindings, text: &str) -> Result<Json, String> {
     if let Some(inner) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) {
-        if !inner.contains("${") && !inner.contains('}') {
+        if !inner.contains("${") && !inner.contains('}') && !inner.contains('$') {
             return lookup(bindings, inner);
         }
     }
     let mut out = String::new();
     let mut rest = text;
-    while let Some(start) = rest.find("${") {
+    while let Some(start) = rest.find('$') {
         out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
+        let after = &rest[start + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+            continue;
+        }
+        let Some(after) = after.strip_prefix('{') else {
+            out.push('$');
+            rest = after;
+            continue;
+        };
         let end = after
             .find('}')
             .ok_or_else(|| format!("unterminated template in {text:?}"))?;
@@ -77,5 +103,30 @@ mod tests {
         assert!(expand(&b, "${r2/x}").unwrap_err().contains("`r2`"));
         assert!(expand(&b, "${r1/nope}").unwrap_err().contains("/nope"));
         assert!(expand(&b, "${r1").is_err());
+    }
+
+    #[test]
+    fn a_bound_value_is_never_expanded_again() {
+        // A Provider's id that looks like a template comes back as it came,
+        // whether it is referred to whole or interpolated.
+        let mut b = Bindings::new();
+        b.insert("secret".into(), json!({"token": "tok-of-b"}));
+        b.insert(
+            "acc".into(),
+            json!({"data": {"operation_id": "op_${secret/token}_${1}"}}),
+        );
+        let whole = reference("acc", "/data/operation_id");
+        assert_eq!(
+            expand(&b, &whole).unwrap(),
+            json!("op_${secret/token}_${1}")
+        );
+        assert_eq!(
+            expand(&b, "id=${acc/data/operation_id}").unwrap(),
+            json!("id=op_${secret/token}_${1}")
+        );
+        for text in ["${secret/token}", "a$${b}", "$", "$$", "x${", "}${}", "cost: $5"] {
+            assert_eq!(expand(&b, &literal(text)).unwrap(), json!(text), "{text}");
+        }
+        assert_eq!(expand(&b, "cost: $5").unwrap(), json!("cost: $5"));
     }
 }

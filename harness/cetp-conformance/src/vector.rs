@@ -481,6 +481,13 @@ pub struct Expect {
     /// stricter policy §3.4 allows, and the case does not apply.
     #[serde(default)]
     pub asks: bool,
+    /// The case's subject is a result too large to inline (the profile's
+    /// `[roles.large_result]`): a success that carries it inline within the
+    /// session's negotiated `max_inline_result_bytes` is where it must go
+    /// (§4.5), so the case is not judged for that role, naming the role and
+    /// the limit.
+    #[serde(default)]
+    pub large: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]

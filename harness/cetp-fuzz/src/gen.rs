@@ -9,6 +9,7 @@
 //! the oracle must vouch for before they judge (named judgements) are marked
 //! [`Meta::Judgement`].
 
+use cetp_conformance::template::literal;
 use crate::world::{ToolInfo, World};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -526,7 +527,7 @@ impl<'w> Generator<'w> {
         let (args, mut tags) = self.args_for(&tool);
         tags.extend(["CETP2-4-04", "CETP2-4.2-02"]);
         let mut step = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
-            "tool": {"name": tool.name}, "args": args, "bind": e});
+            "tool": {"name": literal(&tool.name)}, "args": args, "bind": e});
         if self.chance(0.15) {
             // Around the device's now, but never within the time a call
             // takes to arrive: a deadline a few ms away is exceeded or not
@@ -592,7 +593,7 @@ impl<'w> Generator<'w> {
         let e = self.name("e");
         let first = vec![call_step(
             json!({"do": "call", "as": "a", "method": "execute_tool",
-            "session": s, "tool": {"name": tool.name}, "args": "valid", "bind": e,
+            "session": s, "tool": {"name": literal(&tool.name)}, "args": "valid", "bind": e,
             "requirements": ["CETP2-4-04", "CETP2-6-01"]}),
         )];
         let mut out = self.observed(first, Some(e.clone()), &["CETP2-6-01"]);
@@ -601,7 +602,7 @@ impl<'w> Generator<'w> {
         let r = self.name("r");
         let replay = vec![call_step(
             json!({"do": "call", "as": "a", "method": "execute_tool",
-            "session": s2, "tool": {"name": tool.name}, "args": {"same_as": e},
+            "session": s2, "tool": {"name": literal(&tool.name)}, "args": {"same_as": e},
             "request_id": format!("${{{e}/_request/request_id}}"), "bind": r,
             "requirements": ["CETP2-4.4-13", "CETP2-4.4-14", "CETP2-6-04"]}),
         )];
@@ -654,7 +655,7 @@ impl<'w> Generator<'w> {
         }
         let r = self.name("r");
         let step = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
-            "tool": {"name": tool.name}, "args": args, "bind": r,
+            "tool": {"name": literal(&tool.name)}, "args": args, "bind": r,
             "request_id": format!("${{{}/_request/request_id}}", prior.bind),
             "requirements": tags});
         let mut inner = vec![call_step(step)];
@@ -705,7 +706,7 @@ impl<'w> Generator<'w> {
             json!({"do": "call", "as": ident, "method": method, "session": s, "bind": b});
         if method == "execute_tool" {
             if let Some(t) = &read {
-                step["tool"] = json!({"name": t.name});
+                step["tool"] = json!({"name": literal(&t.name)});
                 step["args"] = json!("valid");
             }
         }
@@ -943,7 +944,7 @@ impl<'w> Generator<'w> {
         let tool = self.pick(&tools)?;
         let step = call_step(
             json!({"do": "call", "as": ident, "method": "execute_tool", "v1": true,
-            "session": s, "tool": {"name": tool.name}, "args": "valid", "bind": b,
+            "session": s, "tool": {"name": literal(&tool.name)}, "args": "valid", "bind": b,
             "requirements": ["CETP2-8-02", "CETP2-8-07", "CETP2-4-08"]}),
         );
         Some(if tool.effect == "read" {
@@ -1044,7 +1045,7 @@ impl<'w> Generator<'w> {
                 pre.extend(self.observed(
                     vec![call_step(
                         json!({"do": "call", "as": "a", "method": "execute_tool", "session": s,
-                        "tool": {"name": tool.name}, "args": args, "bind": bind,
+                        "tool": {"name": literal(&tool.name)}, "args": args, "bind": bind,
                         "requirements": ["CETP2-4.3-01", "CETP2-4.3-05", "CETP2-3.4-12"]}),
                     )],
                     Some(bind.clone()),
@@ -1189,7 +1190,7 @@ impl<'w> Generator<'w> {
                     Some(v) if self.chance(0.4) => json!({"json": v}),
                     _ => json!("valid"),
                 };
-                (json!({"name": tool.name}), args)
+                (json!({"name": literal(&tool.name)}), args)
             }
         };
         let mut inner = vec![call_step(json!({
@@ -1360,7 +1361,7 @@ impl<'w> Generator<'w> {
         let calls: Vec<Json> = (0..n)
             .map(|i| {
                 let mut c = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
-                    "tool": {"name": tool.name}, "args": "valid",
+                    "tool": {"name": literal(&tool.name)}, "args": "valid",
                     "bind": if i == 0 { first.clone() } else { format!("{first}_{i}") }});
                 if same_rid {
                     c["request_id"] = json!(format!("${{{u}}}"));

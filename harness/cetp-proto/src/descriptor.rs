@@ -936,3 +936,107 @@ mod tests {
         );
     }
 }
+
+/// The `data` of a negotiate, get_provider_info or list_tools answer with
+/// every list the spec treats as a set put in one order, so that two
+/// answers compare equal exactly when they say the same thing.
+///
+/// §3.3 binds `revision` to the tool *set*, its schemas and security
+/// semantics; no clause fixes the order of tools, of a tool's or the
+/// Provider's scopes, or of granted capabilities. Inside schemas, the
+/// members of `required`, `enum` and a `type` array are sets too (their
+/// order changes no validation result). Tools and scopes are ordered by
+/// name (ties by their canonical JSON), plain strings by value. Anything
+/// else keeps its order (`allOf` and its kin, `prefixItems`, examples).
+pub fn sets_in_order(data: &Json) -> Json {
+    let mut d = data.clone();
+    if let Some(Json::Array(caps)) = d.get_mut("capabilities") {
+        sort_values(caps);
+    }
+    if let Some(Json::Array(scopes)) = d.get_mut("scopes") {
+        sort_values(scopes);
+    }
+    if let Some(Json::Array(tools)) = d.get_mut("tools") {
+        for t in tools.iter_mut() {
+            if let Some(Json::Array(scopes)) = t.get_mut("scopes") {
+                sort_values(scopes);
+            }
+            for key in ["input_schema", "output_schema"] {
+                if let Some(schema) = t.get_mut(key) {
+                    schema_sets_in_order(schema, 0);
+                }
+            }
+        }
+        sort_values(tools);
+    }
+    d
+}
+
+/// Orders `required`, `enum` and `type` arrays throughout a schema (bounded depth:
+/// a hostile schema nested deeper is left as it came below that depth).
+fn schema_sets_in_order(schema: &mut Json, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match schema {
+        Json::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                match (k.as_str(), &mut *v) {
+                    ("required" | "type" | "enum", Json::Array(items)) => sort_values(items),
+                    // Member names under properties are keys, not schemas
+                    // to reorder; their values are schemas.
+                    _ => schema_sets_in_order(v, depth + 1),
+                }
+            }
+        }
+        Json::Array(items) => {
+            for v in items {
+                schema_sets_in_order(v, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Sorts by `name` when every item has one, else by canonical text.
+fn sort_values(items: &mut [Json]) {
+    let key = |v: &Json| {
+        (
+            v.get("name")
+                .and_then(Json::as_str)
+                .or_else(|| v.as_str())
+                .map(str::to_string),
+            crate::canonical::canonicalize(v).unwrap_or_else(|_| v.to_string()),
+        )
+    };
+    items.sort_by_cached_key(key);
+}
+
+#[cfg(test)]
+mod set_order_tests {
+    use super::sets_in_order;
+    use serde_json::json;
+
+    #[test]
+    fn order_of_sets_does_not_matter_and_content_does() {
+        let a = json!({"revision": "r", "tools": [
+            {"name": "b", "scopes": ["x", "y"], "input_schema": {"type": ["string", "null"], "required": ["p", "q"]}},
+            {"name": "a", "scopes": ["z"]}],
+            "capabilities": ["large_results", "cancellation"], "scopes": [{"name": "s2"}, {"name": "s1"}]});
+        let b = json!({"revision": "r", "tools": [
+            {"name": "a", "scopes": ["z"]},
+            {"name": "b", "scopes": ["y", "x"], "input_schema": {"required": ["q", "p"], "type": ["null", "string"]}}],
+            "capabilities": ["cancellation", "large_results"], "scopes": [{"name": "s1"}, {"name": "s2"}]});
+        assert_eq!(sets_in_order(&a), sets_in_order(&b));
+        // A changed member is still a change; an enum is a set, a tuple not.
+        let mut c = b.clone();
+        c["tools"][1]["scopes"] = json!(["x", "w"]);
+        assert_ne!(sets_in_order(&a), sets_in_order(&c));
+        let e1 = json!({"tools": [{"name": "a", "input_schema": {"enum": [1, 2]}}]});
+        let e2 = json!({"tools": [{"name": "a", "input_schema": {"enum": [2, 1]}}]});
+        assert_eq!(sets_in_order(&e1), sets_in_order(&e2));
+        let t1 = json!({"tools": [{"name": "a", "input_schema": {"prefixItems": [{"type": "string"}, {"type": "integer"}]}}]});
+        let t2 = json!({"tools": [{"name": "a", "input_schema": {"prefixItems": [{"type": "integer"}, {"type": "string"}]}}]});
+        assert_ne!(sets_in_order(&t1), sets_in_order(&t2));
+    }
+}

@@ -41,7 +41,7 @@ impl CaseRunner<'_> {
         needs: &[String],
     ) -> StepResult {
         self.ensure_tools(session)?;
-        let names: Vec<String> = self
+        let mut names: Vec<String> = self
             .session(session)?
             .tools
             .as_ref()
@@ -54,6 +54,7 @@ impl CaseRunner<'_> {
                     .collect()
             })
             .unwrap_or_default();
+        names.sort();
         if names.is_empty() {
             return Err(Stop::setup(
                 "[execute] allow",
@@ -176,11 +177,15 @@ impl CaseRunner<'_> {
                 };
                 // Prefer a tool the profile allows executing, so a Provider
                 // with several matching tools is tested where it may be.
-                let matching: Vec<&ToolSummary> = tools
+                // By name, not by the Provider's order, which means nothing
+                // (§3.3): the same Provider gets the same tool in every
+                // session and every run.
+                let mut matching: Vec<&ToolSummary> = tools
                     .iter()
                     .filter(|t| matches_pick(t, &r.pick))
                     .filter(|t| other_than.as_deref() != Some(t.name.as_str()))
                     .collect();
+                matching.sort_by(|a, b| a.name.cmp(&b.name));
                 if matching.is_empty() {
                     return Err(Stop::NotApplicable(format!(
                         "the Provider lists no tool with {}",
@@ -453,8 +458,69 @@ impl CaseRunner<'_> {
         })
     }
 
-    /// Sends a prepared call and emits its events.
+    /// Sends a prepared call, as a Consumer would: an answer that says
+    /// "retry" (§5: `retryable` true, and nothing that needs a user, a new
+    /// session or a query first) is sent again unchanged, same request_id,
+    /// after its `retry_after_ms`, before anything judges it, unless the
+    /// step is about that very error. The retried answers are checked like
+    /// any other; a Provider still asking for a retry when the budget is
+    /// spent leaves the case unjudged.
     pub(super) fn send(&mut self, p: &Prepared) -> Result<CallAnswer, Stop> {
+        let mut answer = self.send_once(p)?;
+        let mut waited_ms = 0u64;
+        for attempt in 0..=MAX_RETRIES {
+            let Some((code, hint)) = retry_due(p, &answer) else {
+                return Ok(answer);
+            };
+            let wait = hint.unwrap_or(RETRY_BASE_MS << attempt).max(1);
+            if attempt == MAX_RETRIES || wait > MAX_RETRY_WAIT_MS {
+                return Err(Stop::setup(
+                    "a Provider that answers within the retry budget",
+                    format!(
+                        "the Provider answered {code} (retryable) to {} attempts of {} over {waited_ms} ms{}; the harness retries at most {MAX_RETRIES} times, waiting at most {MAX_RETRY_WAIT_MS} ms each",
+                        attempt + 1,
+                        p.method,
+                        if wait > MAX_RETRY_WAIT_MS {
+                            format!(", and then asked for {wait} ms more")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                ));
+            }
+            self.run_checks(p, &answer, None);
+            self.retry_wait(&p.identity, wait)?;
+            waited_ms = waited_ms.saturating_add(wait);
+            answer = self.send_once(p)?;
+        }
+        Ok(answer)
+    }
+
+    /// Lets `ms` pass before a retry: device time where the harness can move
+    /// the clock, real time otherwise (never shortened: §5 makes the
+    /// Consumer wait at least `retry_after_ms`).
+    fn retry_wait(&mut self, identity: &str, ms: u64) -> StepResult {
+        if self.virtual_clock != Some(false) {
+            match self.target.a.advance_clock(ms) {
+                Ok(_) => {
+                    self.virtual_clock = Some(true);
+                    if let Some(b) = &self.target.b {
+                        b.resync_clock().map_err(device_stop)?;
+                    }
+                    return Ok(());
+                }
+                Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => {
+                    self.virtual_clock = Some(false);
+                }
+                Err(e) => return Err(device_stop(e)),
+            }
+        }
+        self.device(identity)?.sleep_ms(ms);
+        Ok(())
+    }
+
+    /// Sends a prepared call once and emits its events.
+    fn send_once(&mut self, p: &Prepared) -> Result<CallAnswer, Stop> {
         self.sent(&p.identity, &p.method, p.request_doc.clone());
         let started = Instant::now();
         let key = p.stall_key();
@@ -528,6 +594,9 @@ impl CaseRunner<'_> {
 
     pub(super) fn finish_call(&mut self, p: Prepared, answer: CallAnswer) -> StepResult {
         self.run_checks(&p, &answer, None);
+        if p.expect.as_ref().is_some_and(|e| e.large) {
+            self.large_result_fits(&p, &answer)?;
+        }
         let mut doc = answer_document(&answer, p.request_doc.clone());
         // The Provider may answer any execution with an operation (§2.3,
         // §4.4): unless the step is about the operation itself, follow it to
@@ -558,12 +627,50 @@ impl CaseRunner<'_> {
                 doc = self.settle(&p.identity, &session, "__accepted")?;
             }
         }
+        if p.expect.as_ref().is_some_and(|e| e.output_schema) {
+            self.judge_file_result(&p.identity, &mut doc)?;
+        }
         if let Some(name) = &p.bind {
             self.bindings.insert(name.clone(), doc.clone());
         }
         match &p.expect {
             Some(e) => self.judge(&doc, e, p.tool.as_ref()),
             None => Ok(()),
+        }
+    }
+
+    /// A case about a result too large to inline, whose result came inline
+    /// within the session's negotiated limit: the Provider did what §4.5
+    /// asks, and the profile's role is not large for it.
+    fn large_result_fits(&self, p: &Prepared, answer: &CallAnswer) -> StepResult {
+        let CallAnswer::Result(Some(b)) = answer else {
+            return Ok(());
+        };
+        let (Ok(Some(status)), Ok(Some(data))) =
+            (b.opt_string(keys::STATUS), b.opt_string(keys::DATA))
+        else {
+            return Ok(());
+        };
+        let inline = serde_json::from_str::<Json>(&data)
+            .ok()
+            .is_some_and(|d| d.get("kind").and_then(Json::as_str) == Some("inline"));
+        let limit = p
+            .session
+            .as_ref()
+            .and_then(|s| self.sessions.get(s))
+            .and_then(|s| s.negotiated.limit("max_inline_result_bytes"));
+        match limit {
+            Some(limit) if status == "success" && inline && data.len() as i64 <= limit => {
+                Err(Stop::setup(
+                    "[roles.large_result]",
+                    format!(
+                        "the result of {} came inline ({} bytes), within the negotiated max_inline_result_bytes of {limit}, as §4.5 asks; name args under [roles.large_result] whose result exceeds {limit} bytes to judge this case",
+                        p.tool.as_ref().map_or("the large_result role", |t| t.name.as_str()),
+                        data.len()
+                    ),
+                ))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -682,7 +789,9 @@ impl CaseRunner<'_> {
         // An error answer has no result to judge: `output_schema` speaks of
         // the success an expectation may allow beside its errors.
         let errored = doc.pointer("/status").and_then(Json::as_str) == Some("error");
-        if e.output_schema && !errored {
+        // A file result's content was read and judged against the
+        // output_schema before this expectation (judge_file_result).
+        if e.output_schema && !errored && doc.get("_file_judged").is_none() {
             let tool =
                 tool.ok_or_else(|| Stop::Infra("vector error: output_schema needs a tool".into()))?;
             let value = doc
@@ -707,6 +816,52 @@ impl CaseRunner<'_> {
         }
         Ok(())
     }
+}
+
+/// Retries of one call at most, after the first answer.
+const MAX_RETRIES: u32 = 5;
+/// The first wait when the Provider gives no `retry_after_ms`; doubled on
+/// every further retry.
+const RETRY_BASE_MS: u64 = 100;
+/// The longest single wait for a retry; a longer `retry_after_ms` leaves the
+/// case unjudged rather than the run stalled.
+const MAX_RETRY_WAIT_MS: u64 = 10_000;
+
+/// The error code and `retry_after_ms` of an answer the harness, as a
+/// Consumer, retries before judging it: `retryable` true (§5, CETP2-5-23),
+/// and a code whose next step is the same request again. Not retried:
+/// NEGOTIATION_REQUIRED (the next step is a new session), AUTH_REQUIRED and
+/// USER_ACTION_REQUIRED (a user acts first, §5), DEADLINE_EXCEEDED (a query
+/// first, §5), and a code the step's expectation names or a `retryable`
+/// it asserts (the step is about that answer).
+fn retry_due(p: &Prepared, answer: &CallAnswer) -> Option<(String, Option<u64>)> {
+    let CallAnswer::Result(Some(b)) = answer else {
+        return None;
+    };
+    if b.opt_string(keys::STATUS).ok().flatten().as_deref() != Some("error") {
+        return None;
+    }
+    if !matches!(b.get(keys::RETRYABLE), Some(Value::Bool(true))) {
+        return None;
+    }
+    let code = b.opt_string(keys::ERROR_CODE).ok().flatten()?;
+    if matches!(
+        code.as_str(),
+        "NEGOTIATION_REQUIRED" | "AUTH_REQUIRED" | "USER_ACTION_REQUIRED" | "DEADLINE_EXCEEDED"
+    ) {
+        return None;
+    }
+    if let Some(e) = &p.expect {
+        if e.error_code.contains(&code) || e.retryable.is_some() {
+            return None;
+        }
+    }
+    let hint = match b.get(keys::RETRY_AFTER_MS) {
+        Some(Value::Long(ms)) => u64::try_from(*ms).ok(),
+        Some(Value::Int(ms)) => u64::try_from(*ms).ok(),
+        _ => None,
+    };
+    Some((code, hint))
 }
 
 fn matches_pick(t: &ToolSummary, pick: &BTreeMap<String, Vec<Json>>) -> bool {

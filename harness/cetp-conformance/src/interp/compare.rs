@@ -48,7 +48,10 @@ impl CaseRunner<'_> {
         if if_status.is_some_and(|s| db.get("status").and_then(Json::as_str) != Some(s)) {
             return Ok(());
         }
-        let differing = pointers.iter().find(|p| da.pointer(p) != db.pointer(p));
+        // The lists of a descriptor answer are sets (§3.3): compared in one
+        // order, whichever the Provider sent them in.
+        let (sa, sb) = (as_sets(&da), as_sets(&db));
+        let differing = pointers.iter().find(|p| sa.pointer(p) != sb.pointer(p));
         match (differing, different) {
             (Some(p), false) => Err(Stop::Fail(format!(
                 "`{a}` ({}) and `{b}` ({}) differ at `{p}`: {} vs {}",
@@ -77,9 +80,9 @@ impl CaseRunner<'_> {
         let da = self.bound(a)?;
         let db = self.bound(b)?;
         let tools = |d: &Json| {
-            d.pointer("/data/tools")
-                .cloned()
-                .map(|t| cetp_proto::canonical::canonical_hash(&t).unwrap_or_default())
+            as_sets(d)
+                .pointer("/data/tools")
+                .map(|t| cetp_proto::canonical::canonical_hash(t).unwrap_or_default())
         };
         let rev = |d: &Json| d.pointer("/data/revision").cloned();
         if tools(&da) != tools(&db) && rev(&da) == rev(&db) {
@@ -151,6 +154,18 @@ impl CaseRunner<'_> {
         a.pointer = format!("/value{}", assertion.pointer);
         check_assertion(&doc, &a).map_err(Stop::Fail)
     }
+}
+
+/// An answer document with the sets of its descriptor `data` in one order
+/// ([`cetp_proto::descriptor::sets_in_order`]); other answers as they are.
+fn as_sets(doc: &Json) -> Json {
+    let mut d = doc.clone();
+    if let Some(data) = d.get_mut("data") {
+        if data.get("kind").is_none() {
+            *data = cetp_proto::descriptor::sets_in_order(data);
+        }
+    }
+    d
 }
 
 /// What "opaque and unpredictable" (§2.2) lets a black box see: no two

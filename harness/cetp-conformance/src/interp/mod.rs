@@ -365,7 +365,7 @@ impl<'a> CaseRunner<'a> {
                 expect,
             } => {
                 let doc = self.poll(as_, session, operation_of, *max_ms)?;
-                self.conclude(doc, bind.as_deref(), expect.as_ref(), operation_of)
+                self.conclude(as_, doc, bind.as_deref(), expect.as_ref(), operation_of)
             }
             Step::Settle {
                 as_,
@@ -375,7 +375,7 @@ impl<'a> CaseRunner<'a> {
                 expect,
             } => {
                 let doc = self.settle(as_, session, of)?;
-                self.conclude(doc, bind.as_deref(), expect.as_ref(), of)
+                self.conclude(as_, doc, bind.as_deref(), expect.as_ref(), of)
             }
             Step::Resolve {
                 as_,

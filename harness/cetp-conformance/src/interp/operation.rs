@@ -4,7 +4,7 @@
 use super::{
     device_stop, document, internal_call, status, CaseRunner, StepResult, Stop, MAX_FD_READ,
 };
-use crate::template::expand_string;
+use crate::template::{self, expand_string};
 use crate::vector::{Expect, Step};
 use cetp_proto::canonical::sha256_hex;
 use cetp_proto::descriptor::ToolSummary;
@@ -46,13 +46,21 @@ impl CaseRunner<'_> {
                 ))
             })?
             .to_string();
-        let rid = accepted
+        if accepted
             .pointer("/_request/request_id")
             .and_then(Json::as_str)
-            .ok_or_else(|| {
-                Stop::Infra(format!("vector error: `{operation_of}` has no request id"))
-            })?
-            .to_string();
+            .is_none()
+        {
+            return Err(Stop::Infra(format!(
+                "vector error: `{operation_of}` has no request id"
+            )));
+        }
+        // The operation id is the Provider's string: the poll refers to it
+        // where it is bound, never copies it into a template, where a `${…}`
+        // in it would be expanded (and could pull other bound values, such
+        // as the other identity's tokens, into the request).
+        let op_ref = template::reference(operation_of, "/data/operation_id");
+        let rid_ref = template::reference(operation_of, "/_request/request_id");
         let tool = self.tool_of(&accepted);
         let max_ms = max_ms
             .or_else(|| self.profile.timing_ms("operation_max_ms"))
@@ -67,8 +75,8 @@ impl CaseRunner<'_> {
                 ..
             } = &mut step
             {
-                *request_id = Some(rid.clone());
-                *operation_id = Some(op.clone());
+                *request_id = Some(rid_ref.clone());
+                *operation_id = Some(op_ref.clone());
             }
             let mut p = self.prepare_call(&step)?;
             p.tool = tool.clone();
@@ -194,12 +202,16 @@ impl CaseRunner<'_> {
     /// Binds and judges the outcome of a poll or settle step.
     pub(super) fn conclude(
         &mut self,
-        doc: Json,
+        identity: &str,
+        mut doc: Json,
         bind: Option<&str>,
         expect: Option<&Expect>,
         of: &str,
     ) -> StepResult {
         let tool = self.bindings.get(of).and_then(|d| self.tool_of(d));
+        if expect.is_some_and(|e| e.output_schema) {
+            self.judge_file_result(identity, &mut doc)?;
+        }
         if let Some(name) = bind {
             self.bindings.insert(name.to_string(), doc.clone());
         }
@@ -207,6 +219,49 @@ impl CaseRunner<'_> {
             Some(e) => self.judge(&doc, e, tool.as_ref()),
             None => Ok(()),
         }
+    }
+
+    /// A result that came as a file (§4.5), directly or as the result of a
+    /// succeeded operation (§4.4: the same envelope): its descriptor is read
+    /// once, and its size, digest and content are judged against its
+    /// declaration and the tool's output_schema, as the large-result cases
+    /// judge one. The document is marked `_file_judged` so that the
+    /// expectation's `output_schema` knows the value was judged there.
+    pub(super) fn judge_file_result(&mut self, identity: &str, doc: &mut Json) -> StepResult {
+        let is_file = |v: Option<&Json>| {
+            v.and_then(|e| e.get("kind")).and_then(Json::as_str) == Some("file")
+        };
+        let envelope = if is_file(doc.get("data")) {
+            doc.get("data").cloned()
+        } else if is_file(doc.pointer("/data/result")) {
+            doc.pointer("/data/result").cloned()
+        } else {
+            None
+        };
+        let Some(envelope) = envelope else {
+            return Ok(());
+        };
+        let Some(handle) = doc.get("result_fd").cloned() else {
+            return Err(Stop::Fail(format!(
+                "the result is a file envelope without a result_fd ({})",
+                super::what(doc)
+            )));
+        };
+        self.bindings.insert(
+            "__file".into(),
+            json!({"data": envelope, "result_fd": handle, "_request": doc.get("_request").cloned().unwrap_or(Json::Null)}),
+        );
+        let handle_ref = template::reference("__file", "/result_fd");
+        self.read_fd(
+            identity,
+            &handle_ref,
+            None,
+            Some("__file"),
+            true,
+            (true, false),
+        )?;
+        doc["_file_judged"] = json!(true);
+        Ok(())
     }
 
     pub(super) fn resolve(&mut self, identity: &str, handle: &str, decision: &str) -> StepResult {

@@ -51,7 +51,7 @@ impl ReferenceProvider {
             }
         }
         let confirmation = d.rng.hex("confirmation")[..32].to_string();
-        let resume_token = if self.takes(Latitude::ResumeTokensLong) {
+        let resume_token = self.issued(if self.takes(Latitude::ResumeTokensLong) {
             let mut t = String::new();
             while t.len() < 200 {
                 t.push_str(&d.rng.hex("resume"));
@@ -63,7 +63,7 @@ impl ReferenceProvider {
                 FixtureSet::Reference => d.rng.hex("resume"),
                 FixtureSet::Notes => notes::resume_token(&mut d.rng),
             }
-        };
+        });
         let foreign = self.has(Fault::ForeignPendingIntent);
         let target = IntentTarget {
             creator_package: if foreign {

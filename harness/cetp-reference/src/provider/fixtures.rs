@@ -494,7 +494,7 @@ impl Catalog {
         } else {
             let h =
                 canonical_hash(&basis).unwrap_or_else(|_| sha256_hex(basis.to_string().as_bytes()));
-            format!("tools-{}", &h[..16])
+            super::issued_string(latitudes, format!("tools-{}", &h[..16]))
         };
         json!({"revision": revision, "tools": tools})
     }

@@ -110,6 +110,23 @@ latitudes! {
     /// note of the history is 1 MB, inline under a 1 MiB inline limit; error
     /// messages get only what a safe user-facing description can hold.
     HostileText => "hostile_text",
+    // ---- order, issued strings, limits and availability (§2.2, §3.3, §4.4, §4.5, §5)
+    /// The tools of `list_tools`, each tool's scopes, the scopes of
+    /// `get_provider_info` and the granted capabilities come in another
+    /// order on every answer (no clause fixes one).
+    ListsShuffled => "lists_shuffled",
+    /// Every opaque string the Provider issues (session tokens, operation
+    /// ids, resume tokens, the revision) contains template-like `${…}` text.
+    TemplateSyntaxInIds => "template_syntax_in_ids",
+    /// A 4 MiB inline limit: the profile's large result (about 1.2 MB) fits
+    /// inline, where it must go.
+    InlineLimitFitsLargeResult => "inline_limit_fits_large_result",
+    /// The first v2 call after a restart, other than `negotiate`, answers
+    /// UNAVAILABLE (retryable, with `retry_after_ms`) while the app warms up.
+    UnavailableAfterRestart => "unavailable_after_restart",
+    /// With large_results negotiated, a succeeded operation hands its
+    /// result over as a file, whatever its size.
+    OperationResultsAsFiles => "operation_results_as_files",
 }
 
 #[cfg(test)]

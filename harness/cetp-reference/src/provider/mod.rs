@@ -84,6 +84,9 @@ pub const OPERATION_RUNNING_AFTER_MS: i64 = 50;
 pub const OPERATION_DONE_AFTER_MS: i64 = 300;
 /// Retry hint of RATE_LIMITED.
 pub const RETRY_AFTER_MS: i64 = 100;
+/// Retry hint of the UNAVAILABLE the unavailable_after_restart latitude
+/// answers after a restart.
+pub const WARM_UP_RETRY_AFTER_MS: i64 = 200;
 
 /// The app the engine hosts: its tools, scopes, business state, and the
 /// shapes of the ids and tokens it issues.
@@ -137,6 +140,19 @@ impl FixtureSet {
 impl fmt::Display for FixtureSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// [`ReferenceProvider::issued`], for code that has the latitudes but not
+/// the Provider (the catalog's revision).
+pub(crate) fn issued_string(latitudes: &BTreeSet<Latitude>, s: String) -> String {
+    if latitudes.contains(&Latitude::TemplateSyntaxInIds) {
+        // `${1}` is bound to nothing; `${s/data/session_token}` names a
+        // session many cases bind: a harness that expanded it would send
+        // another session's token in the Provider's string.
+        format!("${{s/data/session_token}}${{1}}.{s}")
+    } else {
+        s
     }
 }
 
@@ -320,6 +336,9 @@ impl ProviderConfig {
             // Room for the 1 MB trade note inline (§2.2 sets only a
             // minimum); the profile's large export still needs a file.
             Latitude::HostileText => self.limits.max_inline_result_bytes = 1 << 20,
+            Latitude::InlineLimitFitsLargeResult => {
+                self.limits.max_inline_result_bytes = 4 << 20
+            }
             _ => {}
         }
         self.latitudes.insert(l);
@@ -498,11 +517,18 @@ impl ReferenceProvider {
     }
 
     pub(crate) fn new_operation_id(&self, d: &mut state::DurableState) -> String {
-        if self.takes(Latitude::OperationIdsUuid) {
+        self.issued(if self.takes(Latitude::OperationIdsUuid) {
             d.rng.uuid()
         } else {
             format!("op_{}", &d.rng.hex("operation")[..24])
-        }
+        })
+    }
+
+    /// An opaque string the Provider issues (session token, operation id,
+    /// resume token, revision) as published: any string is the Provider's
+    /// to choose, one that reads like a harness template included.
+    pub(crate) fn issued(&self, s: String) -> String {
+        issued_string(&self.cfg.latitudes, s)
     }
 
     /// The limits as advertised and enforced.
@@ -612,12 +638,23 @@ impl ReferenceProvider {
             Err(f) => return self.finish_v2(f.into(), raw_id.as_deref()),
         };
         let request_id = req.common().map(|c| c.request_id.clone());
+        if method != Method::Negotiate && self.warming_up() {
+            let mut f = Failure::new(
+                ErrorCode::Unavailable,
+                "The app is starting; try again shortly.",
+            );
+            f.retry_after_ms = Some(WARM_UP_RETRY_AFTER_MS);
+            return self.finish_v2(f.into(), request_id.as_deref());
+        }
         let _slot = match self.admit(caller.uid) {
             Ok(slot) => slot,
             Err(f) => return self.finish_v2(f.into(), request_id.as_deref()),
         };
         let empty = Bundle::new();
-        let answer = self.serve(caller, now_ms, extras.unwrap_or(&empty), &req);
+        let mut answer = self.serve(caller, now_ms, extras.unwrap_or(&empty), &req);
+        if self.takes(Latitude::ListsShuffled) {
+            self.shuffle_lists(&mut answer);
+        }
         self.finish_v2(answer, request_id.as_deref())
     }
 
@@ -690,6 +727,43 @@ impl ReferenceProvider {
                 Failure::new(ErrorCode::InternalError, "Request not understood.").into()
             }
         }
+    }
+
+    /// The unavailable_after_restart latitude: true once, for the first call
+    /// after a restart.
+    fn warming_up(&self) -> bool {
+        self.takes(Latitude::UnavailableAfterRestart)
+            && std::mem::take(&mut lock(&self.memory).warming_up)
+    }
+
+    /// The lists_shuffled latitude: the sets of negotiate, get_provider_info
+    /// and list_tools in a new order on every answer. Execution results are
+    /// left alone: their order is business data.
+    fn shuffle_lists(&self, answer: &mut Answer) {
+        let Answer::Success { data, file: None } = answer else {
+            return;
+        };
+        if data.get("kind").is_some() {
+            return;
+        }
+        let mut d = lock(&self.durable.state);
+        let mut shuffle = |v: Option<&mut serde_json::Value>| {
+            if let Some(serde_json::Value::Array(items)) = v {
+                // Fisher-Yates over the seeded generator: reproducible runs.
+                for i in (1..items.len()).rev() {
+                    let draw = u64::from_str_radix(&d.rng.hex("shuffle")[..12], 16).unwrap_or(0);
+                    items.swap(i, (draw % (i as u64 + 1)) as usize);
+                }
+            }
+        };
+        shuffle(data.get_mut("capabilities"));
+        shuffle(data.get_mut("scopes"));
+        if let Some(serde_json::Value::Array(tools)) = data.get_mut("tools") {
+            for t in tools.iter_mut() {
+                shuffle(t.get_mut("scopes"));
+            }
+        }
+        shuffle(data.get_mut("tools"));
     }
 
     fn provider_info(&self) -> Answer {
@@ -835,6 +909,7 @@ impl ProviderApp for ReferenceProvider {
             *mem = Memory {
                 epoch,
                 sessions,
+                warming_up: self.takes(Latitude::UnavailableAfterRestart),
                 ..Memory::default()
             };
         }

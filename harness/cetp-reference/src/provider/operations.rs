@@ -16,6 +16,9 @@ use super::{
     Cx, Fault, Latitude, ReferenceProvider, OPERATION_DONE_AFTER_MS, OPERATION_RUNNING_AFTER_MS,
 };
 use cetp_proto::envelope::OpState;
+use cetp_proto::canonical::sha256_hex;
+use cetp_proto::envelope::Capability;
+use std::sync::Arc;
 use cetp_proto::ErrorCode;
 use serde_json::{json, Value as Json};
 
@@ -243,9 +246,25 @@ impl ReferenceProvider {
                 }
                 // §4.4: the succeeded state carries the same result envelope
                 // as a synchronous call, so a file result brings its fd.
-                let file = (op.state == OpState::Succeeded)
+                let mut file = (op.state == OpState::Succeeded)
                     .then(|| op.file.clone())
                     .flatten();
+                if op.state == OpState::Succeeded
+                    && file.is_none()
+                    && self.takes(Latitude::OperationResultsAsFiles)
+                    && cx.caps.contains(&Capability::LargeResults)
+                {
+                    if let Some(value) = v.pointer("/result/value") {
+                        let bytes: Arc<[u8]> = Arc::from(value.to_string().into_bytes());
+                        v["result"] = json!({
+                            "kind": "file",
+                            "media_type": "application/json",
+                            "size_bytes": bytes.len(),
+                            "sha256": sha256_hex(&bytes),
+                        });
+                        file = Some(bytes);
+                    }
+                }
                 Answer::Success { data: v, file }
             }
             None => Failure::new(

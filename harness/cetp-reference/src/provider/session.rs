@@ -167,7 +167,7 @@ impl ReferenceProvider {
                 None => format!("session-{}", mem.issued),
                 // 320 bytes, beyond the 256 of §2.2.
                 Some(t) if self.has(Fault::SessionTokenTooLong) => t.repeat(5),
-                Some(t) => t,
+                Some(t) => self.issued(t),
             };
             // Forget expired sessions so memory stays bounded by live ones.
             mem.sessions

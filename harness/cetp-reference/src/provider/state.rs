@@ -268,4 +268,7 @@ pub(crate) struct Memory {
     pub in_flight: HashMap<u32, usize>,
     /// Sessions issued by this process (only used by the predictable-token mutant).
     pub issued: u64,
+    /// The next call answers UNAVAILABLE (the unavailable_after_restart
+    /// latitude, set by a restart).
+    pub warming_up: bool,
 }
