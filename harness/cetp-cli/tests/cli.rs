@@ -63,12 +63,12 @@ fn certification_run_writes_a_schema_valid_report() {
         .map(|e| format!("{}: {e}", e.instance_path()))
         .collect();
     assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(report["cases"].as_array().unwrap().len(), 13);
+    assert_eq!(report["cases"].as_array().unwrap().len(), 15);
     assert_eq!(report["target"]["package"], "com.clawseed.reference");
     assert_eq!(report["exit_code"], 0);
     let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
     assert!(
-        junit.contains("tests=\"25\"") && junit.contains("failures=\"0\""),
+        junit.contains("tests=\"27\"") && junit.contains("failures=\"0\""),
         "{junit}"
     );
     // The event stream, one event a line, from run_started to run_finished.
@@ -84,7 +84,7 @@ fn certification_run_writes_a_schema_valid_report() {
         .collect();
     assert_eq!(kinds.first().map(String::as_str), Some("run_started"));
     assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
-    assert_eq!(kinds.iter().filter(|k| *k == "case_finished").count(), 13);
+    assert_eq!(kinds.iter().filter(|k| *k == "case_finished").count(), 15);
     let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(summary.contains("Nothing needs attention."), "{summary}");
 }

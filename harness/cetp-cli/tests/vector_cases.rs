@@ -8,6 +8,7 @@ use cetp_conformance::event::{Fanout, Verdict};
 use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
 use cetp_conformance::suite::{default_vectors_dir, Suite};
+use cetp_reference::provider::ManifestVariant;
 use cetp_targets::{open, SimSpec, TargetSpec};
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -16,8 +17,22 @@ const REFERENCE_PROFILE: &str = include_str!("../../../profiles/reference.toml")
 fn run_case(id: &str) -> Result<(), Failed> {
     let suite = Suite::load(&default_vectors_dir()).map_err(|e| Failed::from(e.to_string()))?;
     let profile = Profile::from_toml(REFERENCE_PROFILE).map_err(|e| Failed::from(e.to_string()))?;
-    let target =
-        open(&TargetSpec::Sim(SimSpec::default())).map_err(|e| Failed::from(e.to_string()))?;
+    // A case for one manifest shape only runs against a reference that
+    // declares it (the reference app is dual-stack; NEG-014 is v2-only).
+    let case = suite.cases.iter().find(|c| c.id == id);
+    let manifest = match case.map(|c| c.manifests.as_slice()) {
+        Some(m) if !m.is_empty() && !m.iter().any(|k| k == "dual_stack") => match m[0].as_str() {
+            "v2_only" => ManifestVariant::V2Only,
+            "v1_only" => ManifestVariant::V1Only,
+            _ => ManifestVariant::VersionsOnly,
+        },
+        _ => ManifestVariant::DualStack,
+    };
+    let target = open(&TargetSpec::Sim(SimSpec {
+        manifest,
+        ..SimSpec::default()
+    }))
+    .map_err(|e| Failed::from(e.to_string()))?;
     let cfg = RunConfig {
         seed: 1,
         only: vec![id.to_string()],

@@ -124,7 +124,15 @@ mod tests {
             expand(&b, "id=${acc/data/operation_id}").unwrap(),
             json!("id=op_${secret/token}_${1}")
         );
-        for text in ["${secret/token}", "a$${b}", "$", "$$", "x${", "}${}", "cost: $5"] {
+        for text in [
+            "${secret/token}",
+            "a$${b}",
+            "$",
+            "$$",
+            "x${",
+            "}${}",
+            "cost: $5",
+        ] {
             assert_eq!(expand(&b, &literal(text)).unwrap(), json!(text), "{text}");
         }
         assert_eq!(expand(&b, "cost: $5").unwrap(), json!("cost: $5"));

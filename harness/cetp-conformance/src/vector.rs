@@ -346,6 +346,25 @@ pub enum Step {
     /// `ms`, or the duration the profile names under `[timing]` plus
     /// `plus_ms` (a lifetime only the vendor knows, such as
     /// `resume_token_ttl_ms`).
+    /// Let what a case made (a finished request, an operation's outcome)
+    /// grow old: on a device whose clock the harness can move, by `ms`, or
+    /// until `margin_ms` short of the end of the idempotency window that the
+    /// session `window_of` negotiated, counted from when the bound call
+    /// `since` was sent (§2.2, §4.4, §6: outcomes are kept for the whole
+    /// window); on any other device, by `fixed_clock_wait_ms` of real time,
+    /// bounded, so that every device sees whether outcomes outlive a few
+    /// minutes.
+    Age {
+        #[serde(default)]
+        ms: Option<u64>,
+        #[serde(default)]
+        window_of: Option<String>,
+        #[serde(default)]
+        since: Option<String>,
+        #[serde(default)]
+        margin_ms: u64,
+        fixed_clock_wait_ms: u64,
+    },
     AdvanceClock {
         #[serde(default)]
         ms: Option<u64>,
@@ -378,6 +397,14 @@ pub enum Step {
     },
     /// Run calls at the same time (for single-executor tests).
     Concurrent { steps: Vec<Step> },
+    /// Run `steps` only when the answer bound to `of` is an error with one
+    /// of `error_code`: a choice the Provider may make (asking for a
+    /// confirmation again) that the rest of the case follows to its end.
+    IfAnswer {
+        of: String,
+        error_code: Vec<String>,
+        steps: Vec<Step>,
+    },
     /// Run `steps` once for each tool of `session`'s list that matches
     /// `pick` and that the profile lets the harness execute, with the tool's
     /// name bound to `bind` (default `tool`). Without any such tool the case

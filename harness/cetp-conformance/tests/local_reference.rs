@@ -59,10 +59,17 @@ fn reference_passes_everything() {
             bad.push(format!("{} {:?}: {}", c.id, c.verdict, c.reason));
         }
     }
+    // A case written for another manifest shape (NEG-014, v2-only) does not
+    // apply to the dual-stack reference; any other N/A is a gap.
+    let other_shape = |id: &str| {
+        suite.cases.iter().any(|c| {
+            c.id == id && !c.manifests.is_empty() && !c.manifests.iter().any(|m| m == "dual_stack")
+        })
+    };
     let na: Vec<String> = out
         .cases
         .iter()
-        .filter(|c| c.verdict == Verdict::NotApplicable)
+        .filter(|c| c.verdict == Verdict::NotApplicable && !other_shape(&c.id))
         .map(|c| format!("{}: {}", c.id, c.reason))
         .collect();
     assert!(
@@ -326,4 +333,131 @@ fn advance_until_a_list_passes_every_lifetime_named() {
     // Nothing to wait for: the case is not applicable, never a verdict.
     let na = run_case(case(serde_json::json!(["${s1/data/nothing}"]), "error"));
     assert_eq!(na.0, Verdict::NotApplicable, "{}", na.1);
+}
+
+/// Answers the first `remaining` execute_tool calls UNAVAILABLE (retryable,
+/// `retry_after_ms` 50), recording the request id of every call it sees.
+struct Unavailable {
+    inner: ReferenceProvider,
+    remaining: std::sync::atomic::AtomicU32,
+    seen: std::sync::Mutex<Vec<String>>,
+}
+
+impl cetp_reference::app::ProviderApp for Unavailable {
+    fn manifests(&self) -> Vec<cetp_proto::provider::ServiceManifest> {
+        self.inner.manifests()
+    }
+    fn authority(&self) -> String {
+        self.inner.authority()
+    }
+    fn call(
+        &self,
+        caller: &cetp_proto::provider::CallerIdentity,
+        now_ms: i64,
+        call: &cetp_proto::provider::ProviderCall,
+    ) -> cetp_proto::provider::Reply {
+        use cetp_proto::envelope::{keys, ErrorEnvelope};
+        use std::sync::atomic::Ordering;
+        let rid = call
+            .extras
+            .as_ref()
+            .and_then(|b| b.opt_string(keys::REQUEST_ID).ok().flatten());
+        if call.method == "execute_tool" {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(rid.clone().unwrap_or_default());
+            let left = self.remaining.load(Ordering::SeqCst);
+            if left > 0 {
+                self.remaining.store(left - 1, Ordering::SeqCst);
+                let env = ErrorEnvelope {
+                    code: "UNAVAILABLE".into(),
+                    message: "Warming up.".into(),
+                    retryable: true,
+                    protocol_version: Some(2),
+                    request_id: rid,
+                    details: None,
+                    retry_after_ms: Some(50),
+                    resolution: None,
+                    resume_token: None,
+                };
+                return cetp_proto::provider::Reply::Result {
+                    bundle: Some(env.to_bundle()),
+                    attachments: Vec::new(),
+                };
+            }
+        }
+        self.inner.call(caller, now_ms, call)
+    }
+    fn resolve(
+        &self,
+        launcher: &cetp_proto::provider::CallerIdentity,
+        target: &cetp_proto::provider::IntentTarget,
+        decision: cetp_proto::provider::Decision,
+        now_ms: i64,
+    ) -> cetp_proto::provider::ResolveOutcome {
+        self.inner.resolve(launcher, target, decision, now_ms)
+    }
+    fn restart(&self) {
+        self.inner.restart()
+    }
+}
+
+#[test]
+fn a_retryable_answer_is_retried_with_its_request_id_before_it_is_judged() {
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let run_with = |unavailable: u32| {
+        let app = Arc::new(Unavailable {
+            inner: ReferenceProvider::new(reference_config()),
+            remaining: unavailable.into(),
+            seen: Default::default(),
+        });
+        let target = local_target(app.clone(), DeviceClock::system(0));
+        let cfg = RunConfig {
+            seed: 7,
+            only: vec!["EXE-002".into()],
+            harness_version: "test".into(),
+            ..Default::default()
+        };
+        let out = run(&suite, &target, &profile(), &cfg, &mut Fanout::default());
+        let seen = app.seen.lock().unwrap().clone();
+        (out, seen)
+    };
+    // Two UNAVAILABLE answers, then the real one: retried, judged, passed.
+    let (out, seen) = run_with(2);
+    assert_eq!(
+        out.cases[0].verdict,
+        Verdict::Pass,
+        "{}",
+        out.cases[0].reason
+    );
+    // The observer's reads are executions too; the create is sent three
+    // times under one request id.
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for r in &seen {
+        *counts.entry(r.as_str()).or_default() += 1;
+    }
+    assert!(
+        counts.values().any(|&n| n >= 3),
+        "no request id was retried: {seen:?}"
+    );
+    // Unavailable for good: the retries are bounded and the last answer is
+    // judged (a FAIL), never skipped as not judged.
+    let (out, seen) = run_with(1_000);
+    assert_eq!(
+        out.cases[0].verdict,
+        Verdict::Fail,
+        "{}",
+        out.cases[0].reason
+    );
+    assert!(
+        out.cases[0].reason.contains("UNAVAILABLE"),
+        "{}",
+        out.cases[0].reason
+    );
+    assert!(
+        seen.len() <= 6 * 3,
+        "unbounded retries: {} calls",
+        seen.len()
+    );
 }

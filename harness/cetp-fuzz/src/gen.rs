@@ -9,8 +9,8 @@
 //! the oracle must vouch for before they judge (named judgements) are marked
 //! [`Meta::Judgement`].
 
-use cetp_conformance::template::literal;
 use crate::world::{ToolInfo, World};
+use cetp_conformance::template::literal;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use rand::{Rng, RngCore, SeedableRng};

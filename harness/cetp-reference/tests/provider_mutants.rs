@@ -638,6 +638,44 @@ mutants! {
             .any(|(_, a)| matches!(a, Attachment::WritableFile(_)));
         format!("writable={writable}")
     };
+    // ---- found against Providers shaped further from the reference
+    dedupe_tool_not_bound => |w| {
+        w.connect(A);
+        w.exec(A, &rid(1), "create_alert", CREATE);
+        // delete_alert always confirms: nothing but the record answers.
+        brief(&w.exec(A, &rid(1), "delete_alert", r#"{"alert_id":"alert-1"}"#))
+    };
+    negotiate_ignores_offer => |w| {
+        let one = w.negotiate_raw(A, &[1], &[]).data()["selected_version"].to_string();
+        let three_one = w.negotiate_raw(A, &[3, 1], &[]).data()["selected_version"].to_string();
+        format!("{one} {three_one}")
+    };
+    denial_not_recorded => |w| {
+        w.connect(A);
+        let denied = w.exec_confirmed(A, &rid(1), "create_alert", HIGH, Decision::Deny);
+        let again = w.exec(A, &rid(1), "create_alert", HIGH);
+        format!("{} / {} effects={}", brief(&denied), brief(&again), w.effects())
+    };
+    cancelled_then_succeeds => |w| {
+        w.connect(A);
+        let op = w
+            .exec(A, &rid(1), "sync_portfolio", "{}")
+            .operation_id()
+            .expect("accepted");
+        w.cancel_op(A, &rid(1), &op);
+        let first = w.get_op(A, &rid(1), &op).data()["state"].clone();
+        w.now += 10_000;
+        let later = w.get_op(A, &rid(1), &op).data()["state"].clone();
+        format!("{first} then {later} effects={}", w.effects())
+    };
+    dedupe_forgotten_early => |w| {
+        w.connect(A);
+        w.exec(A, &rid(1), "create_alert", CREATE);
+        w.now += 3_600_000;
+        w.connect(A);
+        let again = w.exec(A, &rid(1), "create_alert", CREATE);
+        format!("{} effects={}", again.value(), w.effects())
+    };
 }
 
 // ---------------------------------------------------------------- the notes app

@@ -404,6 +404,83 @@ variants! {
             marked(&Json::String(error.message())),
         )
     };
+    // ---- order, issued strings, limits and availability
+    lists_shuffled => |w| {
+        w.connect(A);
+        // Two answers of each, same session: the orders differ between
+        // them, the sets do not.
+        let orders = |w: &mut World, method: &str, key: &str, n: u64| {
+            let d = w.v2(A, method, &rid(n)).data();
+            let names: Vec<String> = d[key]
+                .as_array()
+                .map(|a| a.iter().map(|x| x.get("name").unwrap_or(x).to_string()).collect())
+                .unwrap_or_default();
+            names.join(",")
+        };
+        let t1 = orders(w, "list_tools", "tools", 1);
+        let t2 = orders(w, "list_tools", "tools", 2);
+        let s1 = orders(w, "get_provider_info", "scopes", 3);
+        let s2 = orders(w, "get_provider_info", "scopes", 4);
+        let caps = |w: &World| {
+            w.negotiate_raw(A, &[2], &["async_operations", "cancellation", "large_results"])
+                .data()["capabilities"]
+                .to_string()
+        };
+        let (c1, c2, c3) = (caps(w), caps(w), caps(w));
+        format!(
+            "tools differ={} scopes differ={} caps differ={}",
+            t1 != t2,
+            s1 != s2,
+            c1 != c2 || c2 != c3
+        )
+    };
+    template_syntax_in_ids => |w| {
+        let token = w.connect(A);
+        let op = start_op(w);
+        let rev = w.v2(A, "list_tools", &rid(2)).data()["revision"].clone();
+        let resume = w.exec(A, &rid(3), "create_alert", HIGH).resume_token().unwrap_or_default();
+        format!(
+            "token={} op={} revision={} resume={}",
+            token.contains("${"),
+            op.contains("${"),
+            rev.as_str().unwrap_or_default().contains("${"),
+            resume.contains("${")
+        )
+    };
+    inline_limit_fits_large_result => |w| {
+        w.connect(A);
+        let big = w.exec(A, &rid(1), "export_history", r#"{"rows":20000}"#);
+        w.connect_with(A, &[]);
+        let plain = w.exec(A, &rid(2), "export_history", r#"{"rows":20000}"#);
+        format!("{} {} / {}", brief(&big), big.data()["kind"], brief(&plain))
+    };
+    unavailable_after_restart => |w| {
+        w.connect(A);
+        w.restart();
+        w.connect(A);
+        let first = w.v2(A, "list_tools", &rid(1));
+        let again = w.v2(A, "list_tools", &rid(1));
+        format!(
+            "{} after={:?} / {}",
+            brief(&first),
+            first.bundle.get(keys::RETRY_AFTER_MS),
+            brief(&again)
+        )
+    };
+    operation_results_as_files => |w| {
+        let op = start_op(w);
+        w.now += 400;
+        let g = w.get_op(A, &rid(1), &op);
+        let file = g.file().unwrap_or_default();
+        format!(
+            "{} {} fd={} file_matches={}",
+            brief(&g),
+            g.data()["result"]["kind"],
+            g.bundle.contains(keys::RESULT_FD),
+            g.data()["result"]["sha256"].as_str()
+                == Some(cetp_proto::canonical::sha256_hex(&file).as_str())
+        )
+    };
 }
 
 #[test]

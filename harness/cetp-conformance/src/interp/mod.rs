@@ -118,6 +118,9 @@ struct Prepared {
     request_doc: Json,
     bind: Option<String>,
     expect: Option<Expect>,
+    /// The device time the envelope's deadline was computed from: when the
+    /// call was made ready, just before it was sent.
+    at_ms: Option<i64>,
 }
 
 impl Prepared {
@@ -201,6 +204,9 @@ pub struct CaseRunner<'a> {
     deadline: Option<Instant>,
     /// Set by Ctrl-C: no step starts after it.
     interrupt: Option<&'a std::sync::atomic::AtomicBool>,
+    /// The device time at which each bound call was sent: an `age` step
+    /// measures from it.
+    sent_at: BTreeMap<String, i64>,
 }
 
 impl<'a> CaseRunner<'a> {
@@ -264,6 +270,7 @@ impl<'a> CaseRunner<'a> {
             stalls: None,
             deadline: None,
             interrupt: None,
+            sent_at: BTreeMap::new(),
         }
     }
 
@@ -400,6 +407,18 @@ impl<'a> CaseRunner<'a> {
             ),
             Step::Restart => self.restart(),
             Step::CancelConsistent { final_, since } => self.cancel_consistent(final_, since),
+            Step::Age {
+                ms,
+                window_of,
+                since,
+                margin_ms,
+                fixed_clock_wait_ms,
+            } => self.age(
+                *ms,
+                window_of.as_deref().zip(since.as_deref()),
+                *margin_ms,
+                *fixed_clock_wait_ms,
+            ),
             Step::AdvanceClock {
                 ms,
                 profile,
@@ -430,6 +449,20 @@ impl<'a> CaseRunner<'a> {
                 tool_of,
             } => self.expect_effects(since, *delta, tool_of.as_deref()),
             Step::Concurrent { steps } => self.concurrent(steps),
+            Step::IfAnswer {
+                of,
+                error_code,
+                steps,
+            } => {
+                let doc = self.bound(of)?;
+                let code = doc.get("error_code").and_then(Json::as_str);
+                if code.is_some_and(|c| error_code.iter().any(|x| x == c)) {
+                    for s in steps {
+                        self.run_step(s, needs)?;
+                    }
+                }
+                Ok(())
+            }
             Step::EachTool {
                 session,
                 pick,

@@ -22,6 +22,9 @@ pub const DEFAULT_OPERATION_MAX_MS: u64 = 30 * 60_000;
 /// harness cannot move; a longer poll_after_ms is shortened to it (polling
 /// early is harmless, the Provider answers the same state).
 const MAX_REAL_POLL_WAIT_MS: u64 = 2_000;
+/// Longest real-time wait of an `age` step on a device whose clock the
+/// harness cannot move.
+const MAX_FIXED_CLOCK_AGE_MS: u64 = 180_000;
 /// Longest single wait honoured on a movable clock.
 const MAX_VIRTUAL_POLL_WAIT_MS: u64 = 120_000;
 
@@ -210,7 +213,13 @@ impl CaseRunner<'_> {
     ) -> StepResult {
         let tool = self.bindings.get(of).and_then(|d| self.tool_of(d));
         if expect.is_some_and(|e| e.output_schema) {
-            self.judge_file_result(identity, &mut doc)?;
+            // The execution's request names the tool, not the poll's.
+            let request = self
+                .bindings
+                .get(of)
+                .and_then(|d| d.get("_request"))
+                .cloned();
+            self.judge_file_result(identity, &mut doc, request)?;
         }
         if let Some(name) = bind {
             self.bindings.insert(name.to_string(), doc.clone());
@@ -227,10 +236,14 @@ impl CaseRunner<'_> {
     /// declaration and the tool's output_schema, as the large-result cases
     /// judge one. The document is marked `_file_judged` so that the
     /// expectation's `output_schema` knows the value was judged there.
-    pub(super) fn judge_file_result(&mut self, identity: &str, doc: &mut Json) -> StepResult {
-        let is_file = |v: Option<&Json>| {
-            v.and_then(|e| e.get("kind")).and_then(Json::as_str) == Some("file")
-        };
+    pub(super) fn judge_file_result(
+        &mut self,
+        identity: &str,
+        doc: &mut Json,
+        request: Option<Json>,
+    ) -> StepResult {
+        let is_file =
+            |v: Option<&Json>| v.and_then(|e| e.get("kind")).and_then(Json::as_str) == Some("file");
         let envelope = if is_file(doc.get("data")) {
             doc.get("data").cloned()
         } else if is_file(doc.pointer("/data/result")) {
@@ -249,7 +262,8 @@ impl CaseRunner<'_> {
         };
         self.bindings.insert(
             "__file".into(),
-            json!({"data": envelope, "result_fd": handle, "_request": doc.get("_request").cloned().unwrap_or(Json::Null)}),
+            json!({"data": envelope, "result_fd": handle,
+                   "_request": request.or_else(|| doc.get("_request").cloned()).unwrap_or(Json::Null)}),
         );
         let handle_ref = template::reference("__file", "/result_fd");
         self.read_fd(
@@ -395,6 +409,68 @@ impl CaseRunner<'_> {
             )),
             Err(e) => Err(device_stop(e)),
         }
+    }
+
+    /// The `age` step: device time moved where the harness can move it,
+    /// real time waited (bounded by [`MAX_FIXED_CLOCK_AGE_MS`]) elsewhere.
+    pub(super) fn age(
+        &mut self,
+        ms: Option<u64>,
+        window: Option<(&str, &str)>,
+        margin_ms: u64,
+        fixed_clock_wait_ms: u64,
+    ) -> StepResult {
+        let ms = match (ms, window) {
+            (Some(ms), _) => ms,
+            (None, Some((session, since))) => {
+                let sent = *self.sent_at.get(since).ok_or_else(|| {
+                    Stop::Infra(format!("vector error: no call was bound to `{since}`"))
+                })?;
+                let elapsed =
+                    u64::try_from(self.target.a.now_ms().saturating_sub(sent)).unwrap_or(0);
+                let seconds = self
+                    .session(session)?
+                    .negotiated
+                    .limit("idempotency_window_seconds")
+                    .ok_or_else(|| {
+                        Stop::Fail(format!(
+                            "session `{session}` negotiated no idempotency_window_seconds"
+                        ))
+                    })?;
+                u64::try_from(seconds)
+                    .unwrap_or(0)
+                    .saturating_mul(1000)
+                    .saturating_sub(margin_ms)
+                    .saturating_sub(elapsed)
+            }
+            (None, None) => {
+                return Err(Stop::Infra(
+                    "vector error: age needs ms, or window_of with since".into(),
+                ))
+            }
+        };
+        if self.virtual_clock != Some(false) {
+            self.sent("a", "advance_clock", json!({"ms": ms}));
+            let started = Instant::now();
+            match self.target.a.advance_clock(ms) {
+                Ok(now) => {
+                    self.virtual_clock = Some(true);
+                    self.answered(json!({"now_ms": now}), started);
+                    if let Some(b) = &self.target.b {
+                        b.resync_clock().map_err(device_stop)?;
+                    }
+                    return Ok(());
+                }
+                Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => {
+                    self.virtual_clock = Some(false);
+                }
+                Err(e) => return Err(device_stop(e)),
+            }
+        }
+        self.target
+            .a
+            .sleep_ms(fixed_clock_wait_ms.min(MAX_FIXED_CLOCK_AGE_MS).min(ms));
+        Ok(())
     }
 
     /// Moves the device clock past an RFC 3339 time a bound answer names.

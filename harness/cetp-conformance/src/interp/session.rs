@@ -125,6 +125,7 @@ impl CaseRunner<'_> {
             tool: None,
             bind: None,
             expect: None,
+            at_ms: None,
         };
         let answer = self.send(&prepared)?;
         let doc = answer_document(&answer, prepared.request_doc.clone());
@@ -280,6 +281,7 @@ impl CaseRunner<'_> {
                 tool: None,
                 bind: None,
                 expect: None,
+                at_ms: None,
             };
             let answer = self.send(&prepared)?;
             self.run_checks(&prepared, &answer, None);

@@ -185,7 +185,9 @@ impl ReferenceProvider {
                         Failure::new(ErrorCode::UserCancelled, "The user declined this action.")
                     };
                     // A denial is terminal: retries of this id get it again.
-                    if !tool.is_read() {
+                    if self.has(Fault::DenialNotRecorded) {
+                        lock(&self.durable.state).records.remove(&key);
+                    } else if !tool.is_read() {
                         self.record_terminal(&key, tool, &digest, cx.now_ms, f.clone().into());
                     }
                     return f.into();
@@ -385,7 +387,12 @@ impl ReferenceProvider {
             return Seen::Fresh;
         }
         let settled = !matches!(r.state, RecordState::InFlight { .. });
-        if settled && now_ms > r.created_ms.saturating_add(self.window_ms()) {
+        let kept_ms = if self.has(Fault::DedupeForgottenEarly) {
+            60_000
+        } else {
+            self.window_ms()
+        };
+        if settled && now_ms > r.created_ms.saturating_add(kept_ms) {
             // Past the idempotency window the id is forgotten.
             d.records.remove(key);
             return Seen::Fresh;
@@ -395,7 +402,12 @@ impl ReferenceProvider {
             // record is none of this call's business.
             return Seen::Fresh;
         }
-        if !self.has(Fault::DedupeIgnoresArgs) && (r.tool != tool || r.digest != digest) {
+        let other_content = if self.has(Fault::DedupeToolNotBound) {
+            r.tool == tool && r.digest != digest
+        } else {
+            r.tool != tool || r.digest != digest
+        };
+        if !self.has(Fault::DedupeIgnoresArgs) && other_content {
             return Seen::Conflict;
         }
         match &r.state {

@@ -256,6 +256,22 @@ faults! {
     FileContentViolatesSchema => "file_content_violates_schema",
     /// The result descriptor is opened read-write.
     WritableResultFd => "writable_result_fd",
+    // ---- found against Providers shaped further from the reference
+    /// A request id reused with another tool is answered from the first
+    /// tool's record: the args digest is compared only within one tool.
+    DedupeToolNotBound => "dedupe_tool_not_bound",
+    /// negotiate selects the highest version the Provider speaks whenever
+    /// any version is common, offered or not (offered `[1]`, it answers 2).
+    NegotiateIgnoresOffer => "negotiate_ignores_offer",
+    /// A denial is not recorded as the request's terminal result: the same
+    /// request id sent again opens a new confirmation, and can execute.
+    DenialNotRecorded => "denial_not_recorded",
+    /// A cancelled operation's job keeps running: the operation reports
+    /// `cancelled`, then `succeeded`, with its effect.
+    CancelledThenSucceeds => "cancelled_then_succeeds",
+    /// De-duplication records are forgotten a minute after they were
+    /// written, far inside the idempotency window.
+    DedupeForgottenEarly => "dedupe_forgotten_early",
     // ---- the notes app only
     /// `delete_note` (declared confirmation=always) deletes without asking.
     DeleteNoteUnconfirmed => "delete_note_unconfirmed",

@@ -336,9 +336,7 @@ impl ProviderConfig {
             // Room for the 1 MB trade note inline (§2.2 sets only a
             // minimum); the profile's large export still needs a file.
             Latitude::HostileText => self.limits.max_inline_result_bytes = 1 << 20,
-            Latitude::InlineLimitFitsLargeResult => {
-                self.limits.max_inline_result_bytes = 4 << 20
-            }
+            Latitude::InlineLimitFitsLargeResult => self.limits.max_inline_result_bytes = 4 << 20,
             _ => {}
         }
         self.latitudes.insert(l);

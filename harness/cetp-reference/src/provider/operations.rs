@@ -15,12 +15,12 @@ use super::util::lock;
 use super::{
     Cx, Fault, Latitude, ReferenceProvider, OPERATION_DONE_AFTER_MS, OPERATION_RUNNING_AFTER_MS,
 };
-use cetp_proto::envelope::OpState;
 use cetp_proto::canonical::sha256_hex;
 use cetp_proto::envelope::Capability;
-use std::sync::Arc;
+use cetp_proto::envelope::OpState;
 use cetp_proto::ErrorCode;
 use serde_json::{json, Value as Json};
+use std::sync::Arc;
 
 /// Expired records are swept at most once per minute of device time.
 const PRUNE_EVERY_MS: i64 = 60_000;
@@ -114,14 +114,26 @@ impl ReferenceProvider {
             d.active_ops.remove(id);
             return;
         };
-        if op.state.is_terminal() {
-            d.active_ops.remove(id);
-            return;
-        }
         let job = op.job.clone();
         let age = now_ms.saturating_sub(op.created_ms);
         let (running_after, done_after) = self.job_timing(&job);
-        let (state, outcome) = if op.cancel_requested {
+        // The mutant's cancelled job runs on to its end.
+        let runs_on = self.has(Fault::CancelledThenSucceeds)
+            && op.state == OpState::Cancelled
+            && op.outcome.is_none();
+        if op.state.is_terminal() && !(runs_on && age >= done_after) {
+            if !runs_on {
+                d.active_ops.remove(id);
+            }
+            return;
+        }
+        let (state, outcome) = if op.cancel_requested && !runs_on {
+            if self.has(Fault::CancelledThenSucceeds) {
+                if let Some(op) = d.operations.get_mut(id) {
+                    op.state = OpState::Cancelled;
+                }
+                return;
+            }
             if self.has(Fault::CancelReportsCancelledAfterEffect) {
                 self.apply_job(d, &job);
             }

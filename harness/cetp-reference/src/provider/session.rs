@@ -113,6 +113,7 @@ impl ReferenceProvider {
             common.last()
         };
         let selected = match picked {
+            Some(_) if self.has(Fault::NegotiateIgnoresOffer) => ours.last().copied().unwrap_or(2),
             Some(v) => *v,
             None if self.has(Fault::NegotiateIgnoresNoCommon) => 2,
             None => {
