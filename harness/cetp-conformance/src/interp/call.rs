@@ -500,22 +500,9 @@ impl CaseRunner<'_> {
     /// the clock, real time otherwise (never shortened: §5 makes the
     /// Consumer wait at least `retry_after_ms`).
     fn retry_wait(&mut self, identity: &str, ms: u64) -> StepResult {
-        if self.virtual_clock != Some(false) {
-            match self.target.a.advance_clock(ms) {
-                Ok(_) => {
-                    self.virtual_clock = Some(true);
-                    if let Some(b) = &self.target.b {
-                        b.resync_clock().map_err(device_stop)?;
-                    }
-                    return Ok(());
-                }
-                Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => {
-                    self.virtual_clock = Some(false);
-                }
-                Err(e) => return Err(device_stop(e)),
-            }
+        if self.move_clock(ms)?.is_none() {
+            self.device(identity)?.sleep_ms(ms);
         }
-        self.device(identity)?.sleep_ms(ms);
         Ok(())
     }
 

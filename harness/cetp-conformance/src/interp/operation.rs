@@ -116,28 +116,35 @@ impl CaseRunner<'_> {
     /// harness can move, else by sleeping (shortened, see
     /// [`MAX_REAL_POLL_WAIT_MS`]).
     pub(super) fn wait(&mut self, identity: &str, ms: u64) -> StepResult {
-        if self.virtual_clock != Some(false) {
-            match self
-                .target
-                .a
-                .advance_clock(ms.min(MAX_VIRTUAL_POLL_WAIT_MS))
-            {
-                Ok(_) => {
-                    self.virtual_clock = Some(true);
-                    if let Some(b) = &self.target.b {
-                        b.resync_clock().map_err(device_stop)?;
-                    }
-                    return Ok(());
-                }
-                Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => {
-                    self.virtual_clock = Some(false);
-                }
-                Err(e) => return Err(device_stop(e)),
-            }
+        if self.move_clock(ms.min(MAX_VIRTUAL_POLL_WAIT_MS))?.is_none() {
+            self.device(identity)?
+                .sleep_ms(ms.min(MAX_REAL_POLL_WAIT_MS));
         }
-        self.device(identity)?
-            .sleep_ms(ms.min(MAX_REAL_POLL_WAIT_MS));
         Ok(())
+    }
+
+    /// Moves the device clock by `ms` where the harness can (identity b's
+    /// clock follows), giving the device time it then reads; `None` on a
+    /// device whose clock cannot move, learned on first use, so that the
+    /// caller waits in real time instead.
+    pub(super) fn move_clock(&mut self, ms: u64) -> Result<Option<i64>, Stop> {
+        if self.virtual_clock == Some(false) {
+            return Ok(None);
+        }
+        match self.target.a.advance_clock(ms) {
+            Ok(now) => {
+                self.virtual_clock = Some(true);
+                if let Some(b) = &self.target.b {
+                    b.resync_clock().map_err(device_stop)?;
+                }
+                Ok(Some(now))
+            }
+            Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => {
+                self.virtual_clock = Some(false);
+                Ok(None)
+            }
+            Err(e) => Err(device_stop(e)),
+        }
     }
 
     /// The tool of a bound execution, from any session that listed it.
@@ -452,19 +459,9 @@ impl CaseRunner<'_> {
         if self.virtual_clock != Some(false) {
             self.sent("a", "advance_clock", json!({"ms": ms}));
             let started = Instant::now();
-            match self.target.a.advance_clock(ms) {
-                Ok(now) => {
-                    self.virtual_clock = Some(true);
-                    self.answered(json!({"now_ms": now}), started);
-                    if let Some(b) = &self.target.b {
-                        b.resync_clock().map_err(device_stop)?;
-                    }
-                    return Ok(());
-                }
-                Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => {
-                    self.virtual_clock = Some(false);
-                }
-                Err(e) => return Err(device_stop(e)),
+            if let Some(now) = self.move_clock(ms)? {
+                self.answered(json!({"now_ms": now}), started);
+                return Ok(());
             }
         }
         self.target
