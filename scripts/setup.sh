@@ -11,6 +11,7 @@ command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 command -v xmllint >/dev/null 2>&1 || need_apt+=(libxml2-utils)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
@@ -58,5 +59,26 @@ if [ ! -f "$junit_dir/jenkins-junit.xsd" ]; then
   tar -xJf "$work/junit5_5.9.2.orig.tar.xz" -C "$work" "$xsd"
   mkdir -p "$junit_dir"
   cp "$work/$xsd" "$junit_dir/"
+  rm -rf "$work"
+fi
+
+# The official JSON-Schema-Test-Suite, for cetp-gen's suite run
+# (harness/cetp-gen/tests/suite/README.md): python-jsonschema's source
+# distribution ships it under json/tests/. Fetched by name and version with
+# pip, unpacked under target/ (never committed).
+suite_dir=target/test-tools/jsonschema-suite
+if [ ! -f "$suite_dir/json/tests/draft2020-12/oneOf.json" ]; then
+  echo "setup: fetching the JSON-Schema-Test-Suite (pip: jsonschema 4.23.0 sdist)"
+  work=$(mktemp -d)
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps \
+    --no-binary :all: jsonschema==4.23.0 -d "$work"
+  tar -xzf "$work"/jsonschema-4.23.0.tar.gz -C "$work" jsonschema-4.23.0/json
+  if [ ! -f "$work/jsonschema-4.23.0/json/tests/draft2020-12/oneOf.json" ]; then
+    echo "setup: jsonschema 4.23.0's sdist has no json/tests/draft2020-12" >&2
+    exit 1
+  fi
+  rm -rf "$suite_dir"
+  mkdir -p "$suite_dir"
+  mv "$work/jsonschema-4.23.0/json" "$suite_dir/json"
   rm -rf "$work"
 fi

@@ -34,6 +34,11 @@ if [ -n "${CI:-}" ]; then
   df -h . | sed 's/^/disk after cargo test: /'
 fi
 
+echo "== cetp-gen on the official JSON-Schema-Test-Suite (draft 2020-12, 5 s per schema)"
+cargo run -q --release -p cetp-gen --bin cetp-gen-suite -- \
+  target/test-tools/jsonschema-suite/json/tests/draft2020-12 \
+  --refused harness/cetp-gen/tests/suite/refused.json
+
 echo "== cargo install: a cetp that works outside the source tree"
 inst=$(mktemp -d)
 cargo install -q --debug --locked --path harness/cetp-cli --root "$inst" --target-dir target

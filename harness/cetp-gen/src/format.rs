@@ -124,7 +124,9 @@ pub(crate) fn strategy(name: &str) -> Option<BoxedStrategy<String>> {
             prop_oneof![uri(), re("(/[a-z0-9]{1,8}){1,3}")].boxed()
         }
         "json-pointer" => re("(/[a-z0-9]{0,6}){0,4}"),
-        "relative-json-pointer" => re("[0-9]{1,2}(#|(/[a-z0-9]{0,6}){0,3})"),
+        // A non-negative integer without leading zeros (RFC draft
+        // bhutton-relative-json-pointer-00 §3), then `#` or a JSON pointer.
+        "relative-json-pointer" => re("(0|[1-9][0-9]?)(#|(/[a-z0-9]{0,6}){0,3})"),
         "regex" => prop_oneof![
             Just("^[a-z]+$".to_string()),
             Just("[0-9]{2,4}".to_string()),
