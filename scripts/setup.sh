@@ -62,23 +62,5 @@ if [ ! -f "$junit_dir/jenkins-junit.xsd" ]; then
   rm -rf "$work"
 fi
 
-# The official JSON-Schema-Test-Suite, for cetp-gen's suite run
-# (harness/cetp-gen/tests/suite/README.md): python-jsonschema's source
-# distribution ships it under json/tests/. Fetched by name and version with
-# pip, unpacked under target/ (never committed).
-suite_dir=target/test-tools/jsonschema-suite
-if [ ! -f "$suite_dir/json/tests/draft2020-12/oneOf.json" ]; then
-  echo "setup: fetching the JSON-Schema-Test-Suite (pip: jsonschema 4.23.0 sdist)"
-  work=$(mktemp -d)
-  python3 -m pip download --quiet --disable-pip-version-check --no-deps \
-    --no-binary :all: jsonschema==4.23.0 -d "$work"
-  tar -xzf "$work"/jsonschema-4.23.0.tar.gz -C "$work" jsonschema-4.23.0/json
-  if [ ! -f "$work/jsonschema-4.23.0/json/tests/draft2020-12/oneOf.json" ]; then
-    echo "setup: jsonschema 4.23.0's sdist has no json/tests/draft2020-12" >&2
-    exit 1
-  fi
-  rm -rf "$suite_dir"
-  mkdir -p "$suite_dir"
-  mv "$work/jsonschema-4.23.0/json" "$suite_dir/json"
-  rm -rf "$work"
-fi
+# The official JSON-Schema-Test-Suite, for cetp-gen's suite run.
+scripts/fetch-json-suite.sh
