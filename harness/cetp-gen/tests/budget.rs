@@ -3,7 +3,7 @@
 //! schemas are those of the JSON-Schema-Test-Suite that used to hang.
 
 use cetp_gen::{Budget, GenError, Generator, Kind, Limits};
-use proptest::strategy::{Strategy, ValueTree};
+use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value as Json};
 use std::time::{Duration, Instant};
