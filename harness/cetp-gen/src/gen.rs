@@ -550,7 +550,7 @@ impl Gen {
             .formats
             .iter()
             .map(|(n, _)| n.as_str())
-            .filter(|n| format::CHECKED.contains(n))
+            .filter(|n| format::CHECKED.contains(n) || format::UNCHECKED_GENERATED.contains(n))
             .collect();
         let mut rest_patterns: Vec<Arc<regex::Regex>> = Vec::new();
         let mut rest_formats: Vec<&str> = Vec::new();
