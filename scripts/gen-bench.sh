@@ -10,7 +10,13 @@
 # Builds cetp-gen-bench in release (a few minutes the first time; the
 # measurement itself takes about two).
 #
-#   RUST_SECONDS=0.5 PY_SECONDS=2 scripts/gen-bench.sh
+# Then the same two generators on the official JSON-Schema-Test-Suite
+# (draft 2020-12, fetched by scripts/fetch-json-suite.sh): for how many of
+# its schemas each generates only valid values, refuses, or gives no answer
+# within SUITE_SECONDS, and the share of valid values (about 15 minutes
+# more at 5 s, most of it hypothesis-jsonschema's).
+#
+#   RUST_SECONDS=0.5 PY_SECONDS=2 SUITE_SECONDS=5 scripts/gen-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +25,7 @@ venv="$target/test-tools/venv"
 schemas=harness/cetp-gen/tests/schemas
 rust_seconds="${RUST_SECONDS:-0.5}"
 py_seconds="${PY_SECONDS:-2}"
+suite_seconds="${SUITE_SECONDS:-5}"
 
 if ! python3 -m venv --help >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
@@ -34,9 +41,10 @@ if ! "$venv/bin/python" -c 'import hypothesis_jsonschema' >/dev/null 2>&1; then
         'hypothesis==6.100.0' 'hypothesis-jsonschema==0.23.1'
 fi
 
-cargo build --release --quiet -p cetp-gen --bin cetp-gen-bench
+cargo build --release --quiet -p cetp-gen --bins
 rust_rows="$(mktemp)"
-trap 'rm -f "$rust_rows"' EXIT
+suite_rows="$(mktemp)"
+trap 'rm -f "$rust_rows" "$suite_rows"' EXIT
 # Bounded: each side spends its seconds per schema, plus construction and
 # the judging of invalid values.
 n="$(ls "$schemas"/*.json | wc -l)"
@@ -47,3 +55,15 @@ echo
 # under the target directory, not in the work tree.
 HYPOTHESIS_STORAGE_DIRECTORY="$target/test-tools/hypothesis" \
     timeout $((n * 20 + 60)) "$venv/bin/python" harness/cetp-gen/bench/compare.py "$schemas" "$py_seconds" <"$rust_rows"
+
+echo
+echo "== JSON-Schema-Test-Suite, draft 2020-12 (python-jsonschema 4.23.0's copy): $suite_seconds s per schema on each side"
+scripts/fetch-json-suite.sh
+suite="$target/test-tools/jsonschema-suite/json/tests/draft2020-12"
+m="$(find "$suite" -name '*.json' | wc -l)"
+# Exit status 1 means a hang or a wrong value: the table shows which; the
+# figures are what this script is for.
+timeout $((m * 10 * suite_seconds + 60)) "$target/release/cetp-gen-suite" "$suite" --jsonl \
+    --limit-ms $((suite_seconds * 1000)) >"$suite_rows" 2>/dev/null || true
+HYPOTHESIS_STORAGE_DIRECTORY="$target/test-tools/hypothesis" \
+    timeout $((m * 20 * suite_seconds + 60)) "$venv/bin/python" harness/cetp-gen/bench/suite_compare.py "$suite" "$suite_seconds" <"$suite_rows"

@@ -11,6 +11,7 @@ command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 command -v xmllint >/dev/null 2>&1 || need_apt+=(libxml2-utils)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
@@ -60,3 +61,6 @@ if [ ! -f "$junit_dir/jenkins-junit.xsd" ]; then
   cp "$work/$xsd" "$junit_dir/"
   rm -rf "$work"
 fi
+
+# The official JSON-Schema-Test-Suite, for cetp-gen's suite run.
+scripts/fetch-json-suite.sh

@@ -27,6 +27,13 @@ cargo clippy --workspace --all-targets -q -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace 2>&1 | tee "$log"
+
+echo "== cetp-gen on the official JSON-Schema-Test-Suite (draft 2020-12, 5 s limit per schema)"
+# The debug build cargo test just made: about 10 s.
+cargo run -q -p cetp-gen --bin cetp-gen-suite -- \
+  "${CARGO_TARGET_DIR:-target}/test-tools/jsonschema-suite/json/tests/draft2020-12" \
+  --refused harness/cetp-gen/tests/suite/refused.json
+
 if [ -n "${CI:-}" ]; then
   # The test binaries have run; nothing below needs them, and the fuzz build
   # that follows needs the room.

@@ -216,7 +216,10 @@ fn find_anchor(node: &Json, name: &str, at: &mut String, found: &mut Option<Stri
     }
     match node {
         Json::Object(map) => {
-            if map.get("$anchor").and_then(Json::as_str) == Some(name) {
+            // A `$dynamicAnchor` is also a plain anchor for `$ref`.
+            if map.get("$anchor").and_then(Json::as_str) == Some(name)
+                || map.get("$dynamicAnchor").and_then(Json::as_str) == Some(name)
+            {
                 *found = Some(at.clone());
                 return;
             }

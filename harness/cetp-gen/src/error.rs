@@ -12,6 +12,11 @@ pub enum Kind {
     /// Every value nests deeper than the generator's depth bound (a `$ref`
     /// cycle with no way out).
     TooDeep,
+    /// No value was found within the generator's budget (see
+    /// [`crate::Budget`]): the filter named rejected every value drawn, as
+    /// happens when keywords contradict each other in a way construction
+    /// does not see, or construction itself took too long.
+    Exhausted,
     /// The schema itself is broken (a `$ref` to nowhere, a keyword the
     /// validator refuses).
     Invalid,
@@ -47,7 +52,10 @@ impl GenError {
     /// `anyOf` branch, an array longer than some index) rather than the
     /// whole value.
     pub(crate) fn is_local(&self) -> bool {
-        matches!(self.kind, Kind::Unsatisfiable | Kind::TooDeep)
+        matches!(
+            self.kind,
+            Kind::Unsatisfiable | Kind::TooDeep | Kind::Exhausted
+        )
     }
 }
 

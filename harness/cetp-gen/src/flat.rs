@@ -106,6 +106,56 @@ pub(crate) struct Choice {
     pub src: Src,
     pub branches: Vec<Loc>,
     pub exclusive: bool,
+    /// `if`/`then`/`else`: two arms, `if` and `then`, or not `if` and
+    /// `else` (`branches` is then empty).
+    pub cond: Option<Cond>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Cond {
+    pub test: Loc,
+    pub then: Option<Loc>,
+    pub otherwise: Option<Loc>,
+}
+
+/// Keywords that assert nothing about the instance (in the vocabularies
+/// of 2020-12 the generator knows): a schema made only of these accepts
+/// every value, as `true` does.
+const ANNOTATIONS: &[&str] = &[
+    "$schema",
+    "$id",
+    "$anchor",
+    "$dynamicAnchor",
+    "$comment",
+    "$defs",
+    "definitions",
+    "$vocabulary",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+];
+
+/// Whether the schema at `loc` accepts every value: `true`, `{}`, or only
+/// annotations. Decided at construction, so that `not: {}`, a `oneOf` with
+/// two such branches or an `if` that always holds are seen for what they are.
+pub(crate) fn accepts_all(doc: &Doc, loc: &Loc) -> bool {
+    match doc.node(loc) {
+        Some(Json::Bool(true)) => true,
+        Some(Json::Object(m)) => m.keys().all(|k| ANNOTATIONS.contains(&k.as_str())),
+        _ => false,
+    }
+}
+
+/// Whether the schema at `loc` is `false`.
+pub(crate) fn rejects_all(doc: &Doc, loc: &Loc) -> bool {
+    matches!(doc.node(loc), Some(Json::Bool(false)))
 }
 
 /// A constraint negated for an invalid value, or a value forced into a
@@ -150,6 +200,9 @@ pub(crate) struct Flat {
     pub arrays: Vec<ArrayPart>,
     /// Schemas holding a `contains` that asks for at least one match.
     pub contains: Vec<Src>,
+    /// The largest `minContains` of those (1 when none says): the first
+    /// this many items are made to match every `contains`.
+    pub min_contains: u64,
     pub min_props: Option<(u64, Src)>,
     pub max_props: Option<(u64, Src)>,
     pub required: Vec<(String, Src)>,
@@ -161,7 +214,9 @@ pub(crate) struct Flat {
     pub choices: Vec<Choice>,
     /// `oneOf` branch lists already expanded: exactly one must match.
     pub exclusive: Vec<Vec<Loc>>,
-    pub inexact: Vec<Loc>,
+    /// Schemas judged by their validator, with the keyword that put them
+    /// there (named when no value passes).
+    pub inexact: Vec<(Loc, &'static str)>,
     // Invalid mode.
     pub negs: Vec<Neg>,
     pub forbidden: Vec<String>,
@@ -457,12 +512,36 @@ impl Flat {
                 }
                 "contains" => {
                     let min_contains = map.get("minContains").and_then(count).unwrap_or(1);
-                    if min_contains >= 1 {
-                        self.contains.push(src("contains"));
+                    if let Some(max) = map.get("maxContains").and_then(count) {
+                        if max < min_contains {
+                            return Err(GenError::new(
+                                Kind::Unsatisfiable,
+                                "maxContains",
+                                &loc.eval,
+                                format!("({max}) is below `minContains` ({min_contains})"),
+                            ));
+                        }
                     }
-                    // The match count is left to the filter.
+                    if min_contains >= 1 {
+                        if rejects_all(doc, &loc.child("contains")) {
+                            return Err(unsat(
+                                "contains",
+                                "is `false`, so no item can match it".into(),
+                            ));
+                        }
+                        self.contains.push(src("contains"));
+                        self.min_contains = self.min_contains.max(min_contains);
+                    }
+                    // At least `minContains` matches are built; the most,
+                    // and matches beyond the first ones, are left to the
+                    // filter.
                     if map.contains_key("minContains") || map.contains_key("maxContains") {
-                        self.inexact.push(loc.clone());
+                        let kw = if map.contains_key("maxContains") {
+                            "maxContains"
+                        } else {
+                            "minContains"
+                        };
+                        self.inexact.push((loc.clone(), kw));
                     }
                 }
                 "properties" | "patternProperties" | "additionalProperties" => {
@@ -499,16 +578,37 @@ impl Flat {
                 }
                 "propertyNames" => {
                     self.property_names.push(loc.child("propertyNames"));
-                    self.inexact.push(loc.clone());
+                    self.inexact.push((loc.clone(), "propertyNames"));
                 }
                 "unevaluatedProperties" => {
                     if v == &Json::Bool(false) {
                         self.no_extras = true;
                     }
-                    self.inexact.push(loc.clone());
+                    self.inexact.push((loc.clone(), "unevaluatedProperties"));
                 }
-                "dependentRequired" | "dependentSchemas" | "dependencies" | "if"
-                | "unevaluatedItems" | "additionalItems" => self.inexact.push(loc.clone()),
+                "dependentRequired" => self.inexact.push((loc.clone(), "dependentRequired")),
+                "dependentSchemas" => self.inexact.push((loc.clone(), "dependentSchemas")),
+                "dependencies" => self.inexact.push((loc.clone(), "dependencies")),
+                "unevaluatedItems" => self.inexact.push((loc.clone(), "unevaluatedItems")),
+                "additionalItems" => self.inexact.push((loc.clone(), "additionalItems")),
+                // Two arms, like an `anyOf`: `if` and `then`, or not `if`
+                // and `else`; expanded by [`expand`].
+                "if" => {
+                    let then = map.contains_key("then").then(|| loc.child("then"));
+                    let otherwise = map.contains_key("else").then(|| loc.child("else"));
+                    if then.is_some() || otherwise.is_some() {
+                        self.choices.push(Choice {
+                            src: src("if"),
+                            branches: vec![],
+                            exclusive: false,
+                            cond: Some(Cond {
+                                test: loc.child("if"),
+                                then,
+                                otherwise,
+                            }),
+                        });
+                    }
+                }
                 "allOf" => {
                     for i in 0..v.as_array().map_or(0, Vec::len) {
                         self.add_schema(doc, &loc.child("allOf").index(i), branch, ref_chain)?;
@@ -520,13 +620,40 @@ impl Flat {
                     if n == 0 {
                         return Err(unsat(kw, "has no branch".into()));
                     }
+                    let branches: Vec<Loc> = (0..n).map(|i| loc.child(kw).index(i)).collect();
+                    if kw == "oneOf" && branches.iter().filter(|b| accepts_all(doc, b)).count() >= 2
+                    {
+                        return Err(unsat(
+                            "oneOf",
+                            "has two branches that accept every value, so no value matches exactly one".into(),
+                        ));
+                    }
                     self.choices.push(Choice {
                         src: src(kw),
-                        branches: (0..n).map(|i| loc.child(kw).index(i)).collect(),
+                        branches,
                         exclusive: kw == "oneOf",
+                        cond: None,
                     });
                 }
-                "not" => self.nots.push((loc.child("not"), src("not"))),
+                "not" => {
+                    let target = loc.child("not");
+                    if accepts_all(doc, &target) {
+                        return Err(unsat(
+                            "not",
+                            "negates a schema that accepts every value, so it accepts none".into(),
+                        ));
+                    }
+                    // `not: false` asserts nothing; `not: {not: S}` is S.
+                    if rejects_all(doc, &target) {
+                        continue;
+                    }
+                    let inner = doc.node(&target).and_then(Json::as_object);
+                    if inner.is_some_and(|m| m.len() == 1 && m.contains_key("not")) {
+                        self.add_schema(doc, &target.child("not"), branch, ref_chain)?;
+                        continue;
+                    }
+                    self.nots.push((target, src("not")));
+                }
                 "$ref" => {
                     let target = v.as_str().ok_or_else(|| {
                         GenError::new(Kind::Invalid, "$ref", &loc.eval, "is not a string")
@@ -585,6 +712,9 @@ pub(crate) fn expand(doc: &Doc, mut f: Flat, out: &mut Vec<Flat>) -> Result<(), 
         return Ok(());
     }
     let c = f.choices.remove(0);
+    if let Some(cond) = &c.cond {
+        return expand_cond(doc, f, &c.src, cond, out);
+    }
     if c.exclusive {
         f.exclusive.push(c.branches.clone());
     }
@@ -615,6 +745,74 @@ pub(crate) fn expand(doc: &Doc, mut f: Flat, out: &mut Vec<Flat>) -> Result<(), 
             c.src.kw,
             &c.src.loc.eval,
             format!("has no branch that can hold together with the schemas around it{why}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The two arms of an `if`: `if` and `then`, or not `if` and `else`; an arm
+/// the schemas around it rule out is dropped, and an `if` neither arm of
+/// which holds is an error naming it.
+fn expand_cond(
+    doc: &Doc,
+    f: Flat,
+    src: &Src,
+    cond: &Cond,
+    out: &mut Vec<Flat>,
+) -> Result<(), GenError> {
+    let before = out.len();
+    let mut first_err: Option<GenError> = None;
+    for then_arm in [true, false] {
+        if out.len() >= MAX_DISJUNCTS {
+            break;
+        }
+        let mut g = f.clone();
+        let r = if then_arm {
+            g.add_schema(doc, &cond.test, true, 0)
+                .and_then(|()| match &cond.then {
+                    Some(t) => g.add_schema(doc, t, true, 0),
+                    None => Ok(()),
+                })
+        } else if accepts_all(doc, &cond.test) {
+            Err(GenError::new(
+                Kind::Unsatisfiable,
+                "if",
+                &src.loc.eval,
+                "accepts every value, so `else` never applies",
+            ))
+        } else {
+            if !rejects_all(doc, &cond.test) {
+                g.nots.push((
+                    cond.test.clone(),
+                    Src {
+                        loc: src.loc.clone(),
+                        kw: "if",
+                        branch: true,
+                    },
+                ));
+            }
+            match &cond.otherwise {
+                Some(e) => g.add_schema(doc, e, true, 0),
+                None => Ok(()),
+            }
+        };
+        match r.and_then(|()| expand(doc, g, out)) {
+            Ok(()) => {}
+            Err(e) if e.is_local() => {
+                first_err.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if out.len() == before {
+        let why = first_err
+            .map(|e| format!(" (first: {e})"))
+            .unwrap_or_default();
+        return Err(GenError::new(
+            Kind::Unsatisfiable,
+            "if",
+            &src.loc.eval,
+            format!("has neither arm (`if` and `then`, or not `if` and `else`) holding together with the schemas around it{why}"),
         ));
     }
     Ok(())

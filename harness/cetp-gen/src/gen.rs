@@ -8,6 +8,8 @@
 //! toward their shortest, optional properties toward absent, unions toward
 //! their first branch.
 
+use crate::budget::Budget;
+use crate::budget::{self, Label};
 use crate::doc::{json_eq, Doc, Loc, Validator};
 use crate::error::{GenError, Kind};
 use crate::flat::{
@@ -18,9 +20,10 @@ use crate::pattern::Pattern;
 use proptest::prelude::*;
 use proptest::strategy::Union;
 use serde_json::{Map, Value as Json};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Nesting levels of arrays and objects. A recursive schema is cut here:
 /// optional properties and `anyOf` branches that would go deeper are not
@@ -47,6 +50,9 @@ type Memo = HashMap<(String, usize), Result<BoxedStrategy<Json>, GenError>>;
 pub(crate) struct Gen {
     pub doc: Doc,
     memo: RefCell<Memo>,
+    pub budget: Budget,
+    /// When the construction under way must have finished.
+    build_deadline: Cell<Option<Instant>>,
 }
 
 fn filler() -> BoxedStrategy<char> {
@@ -92,10 +98,41 @@ fn all_valid(vs: Vec<Validator>) -> impl Fn(&Json) -> bool {
 }
 
 impl Gen {
-    pub fn new(doc: Doc) -> Gen {
+    pub fn new(doc: Doc, budget: Budget) -> Gen {
         Gen {
             doc,
             memo: RefCell::new(HashMap::new()),
+            budget,
+            build_deadline: Cell::new(None),
+        }
+    }
+
+    /// Runs a construction (`valid`, `invalid`) under the build budget.
+    pub fn building<T>(&self, f: impl FnOnce() -> Result<T, GenError>) -> Result<T, GenError> {
+        let outer = self.build_deadline.get();
+        if outer.is_none() {
+            self.build_deadline
+                .set(Some(Instant::now() + self.budget.build));
+        }
+        let r = f();
+        self.build_deadline.set(outer);
+        r
+    }
+
+    /// Fails once the construction under way has used its time: named by
+    /// the schema being built when it ran out.
+    pub fn check_build(&self, at: &str) -> Result<(), GenError> {
+        match self.build_deadline.get() {
+            Some(d) if Instant::now() >= d => Err(GenError::new(
+                Kind::Exhausted,
+                "$schema",
+                at,
+                format!(
+                    "took more than the build budget ({} ms) to turn into a strategy",
+                    self.budget.build.as_millis()
+                ),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -127,7 +164,10 @@ impl Gen {
         if let Some(r) = self.memo.borrow().get(&key) {
             return r.clone();
         }
-        let r = Flat::of(&self.doc, conj).and_then(|f| self.gen_disjuncts(f, depth));
+        self.check_build(&conj[0].eval)?;
+        let r = Flat::of(&self.doc, conj)
+            .and_then(|f| self.gen_disjuncts(f, depth))
+            .and_then(|s| self.yields(s, &conj[0].eval));
         self.memo.borrow_mut().insert(key, r.clone());
         r
     }
@@ -137,8 +177,17 @@ impl Gen {
         expand(&self.doc, f, &mut ds)?;
         let mut alts = Vec::new();
         let mut first_err = None;
+        let several = ds.len() > 1;
         for d in &ds {
-            match self.gen_flat(d, depth) {
+            let at = d.nodes.first().map_or("", |l| l.eval.as_str());
+            self.check_build(at)?;
+            // A disjunct that yields nothing (a `oneOf` branch every value
+            // of which another branch also accepts) is left out rather than
+            // drawn from.
+            let r =
+                self.gen_flat(d, depth)
+                    .and_then(|s| if several { self.yields(s, at) } else { Ok(s) });
+            match r {
                 Ok(s) => alts.push(s),
                 Err(e) if e.is_local() => {
                     first_err.get_or_insert(e);
@@ -174,66 +223,87 @@ impl Gen {
         f: &Flat,
         mut s: BoxedStrategy<Json>,
     ) -> Result<BoxedStrategy<Json>, GenError> {
-        if !f.inexact.is_empty() && !f.negated {
-            s = s
-                .prop_filter(
+        if !f.negated {
+            // One filter per keyword, so that a budget that runs out names
+            // the keyword that rejected.
+            for (loc, kw) in &f.inexact {
+                let vs = self.validators([loc])?;
+                s = budget::filter(
+                    s,
+                    Label::new(kw, &loc.eval),
                     "a keyword judged by the validator",
-                    all_valid(self.validators(&f.inexact)?),
-                )
-                .boxed();
+                    all_valid(vs),
+                );
+            }
         }
-        if !f.nots.is_empty() {
-            let vs = self.validators(f.nots.iter().map(|n| &n.0))?;
-            s = s
-                .prop_filter("`not`", move |v| !vs.iter().any(|x| x.is_valid(v)))
-                .boxed();
+        for (loc, src) in &f.nots {
+            let vs = self.validators([loc])?;
+            s = budget::filter(s, Label::new(src.kw, &src.loc.eval), "`not`", move |v| {
+                !vs.iter().any(|x| x.is_valid(v))
+            });
         }
         for branches in &f.exclusive {
             let vs = self.validators(branches)?;
-            s = s
-                .prop_filter("`oneOf` matched by more than one branch", move |v| {
-                    vs.iter().filter(|x| x.is_valid(v)).take(2).count() == 1
-                })
-                .boxed();
+            // The branches are `.../oneOf/i`: the keyword's schema is two up.
+            let at = branches
+                .first()
+                .and_then(|b| b.eval.rsplitn(3, '/').nth(2))
+                .unwrap_or("");
+            s = budget::filter(
+                s,
+                Label::new("oneOf", at),
+                "`oneOf` matched by more than one branch",
+                move |v| vs.iter().filter(|x| x.is_valid(v)).take(2).count() == 1,
+            );
         }
+        let at = f.nodes.first().map_or("", |l| l.eval.as_str());
         for n in &f.negs {
             s = match n {
                 Neg::NotEnum(vals) => {
                     let vals = vals.clone();
-                    s.prop_filter("a member of the enum", move |v| {
-                        !vals.iter().any(|e| json_eq(e, v))
-                    })
-                    .boxed()
+                    budget::filter(
+                        s,
+                        Label::new("enum", at),
+                        "a member of the enum",
+                        move |v| !vals.iter().any(|e| json_eq(e, v)),
+                    )
                 }
                 Neg::NotPattern(re) => {
                     let re = re.clone();
-                    s.prop_filter("matches the pattern", move |v| {
-                        v.as_str().is_some_and(|t| !re.is_match(t))
-                    })
-                    .boxed()
+                    budget::filter(
+                        s,
+                        Label::new("pattern", at),
+                        "matches the pattern",
+                        move |v| v.as_str().is_some_and(|t| !re.is_match(t)),
+                    )
                 }
                 Neg::NotFormat(name) => {
                     let fv = self.doc.format_validator(name)?;
-                    s.prop_filter("is of the format", move |v| {
+                    budget::filter(s, Label::new("format", at), "is of the format", move |v| {
                         v.is_string() && !fv.is_valid(v)
                     })
-                    .boxed()
                 }
                 Neg::NotMultipleOf(m) => {
                     let fv = Arc::new(
                         jsonschema::validator_for(&serde_json::json!({ "multipleOf": m }))
                             .map_err(|e| unsat("multipleOf", "", e.to_string()))?,
                     );
-                    s.prop_filter("a multiple", move |v| v.is_number() && !fv.is_valid(v))
-                        .boxed()
+                    budget::filter(s, Label::new("multipleOf", at), "a multiple", move |v| {
+                        v.is_number() && !fv.is_valid(v)
+                    })
                 }
                 Neg::NoContains(locs) => {
                     let vs = self.validators(locs)?;
-                    s.prop_filter("an item matches `contains`", move |v| {
-                        v.as_array()
-                            .is_some_and(|a| !a.iter().any(|i| vs.iter().any(|x| x.is_valid(i))))
-                    })
-                    .boxed()
+                    budget::filter(
+                        s,
+                        Label::new("contains", at),
+                        "an item matches `contains`",
+                        move |v| {
+                            v.as_array().is_some_and(|a| {
+                                !a.iter().any(|i| vs.iter().any(|x| x.is_valid(i)))
+                            })
+                        },
+                    )
                 }
                 Neg::Duplicate => s,
             };
@@ -389,17 +459,36 @@ impl Gen {
                 let m = *m;
                 let int_only = types & FLOAT == 0;
                 let vs = self.validators(f.multiple_of.iter().map(|x| &x.1.loc))?;
-                alts.push(
-                    (klo..=khi)
-                        .prop_map(move |k| Json::from(k as f64 * m))
-                        .prop_filter(
-                            "k·multipleOf is not a multiple in floating point",
-                            move |v| {
-                                (!int_only || type_of(v) == INT) && vs.iter().all(|x| x.is_valid(v))
-                            },
-                        )
-                        .boxed(),
-                );
+                let mut source = (klo..=khi)
+                    .prop_map(move |k| Json::from(k as f64 * m))
+                    .boxed();
+                // Integers that are multiples of a decimal fraction a·10^-d
+                // are the multiples of a / gcd(a, 10^d): drawn as such when
+                // only integers will do (k·m is then rarely an integer).
+                if int_only && frac_ms.len() == 1 {
+                    if let Some(step) = integer_step(m).and_then(|st| lcm_all(st, &int_ms)) {
+                        let mut ints = vec![source];
+                        if let Some(s) = int_strategy(f, step) {
+                            ints.push(s);
+                        }
+                        if f.min
+                            .as_ref()
+                            .is_none_or(|b| b.v < 0.0 || (b.v == 0.0 && !b.excl))
+                            && f.max
+                                .as_ref()
+                                .is_none_or(|b| b.v > 0.0 || (b.v == 0.0 && !b.excl))
+                        {
+                            ints.push(Just(Json::from(0)).boxed());
+                        }
+                        source = Union::new(ints).boxed();
+                    }
+                }
+                alts.push(budget::filter(
+                    source,
+                    Label::new(src.kw, &src.loc.eval),
+                    "k·multipleOf is not a multiple in floating point",
+                    move |v| (!int_only || type_of(v) == INT) && vs.iter().all(|x| x.is_valid(v)),
+                ));
             } else {
                 return Err(unsat(
                     src.kw,
@@ -461,7 +550,7 @@ impl Gen {
             .formats
             .iter()
             .map(|(n, _)| n.as_str())
-            .filter(|n| format::CHECKED.contains(n))
+            .filter(|n| format::CHECKED.contains(n) || format::UNCHECKED_GENERATED.contains(n))
             .collect();
         let mut rest_patterns: Vec<Arc<regex::Regex>> = Vec::new();
         let mut rest_formats: Vec<&str> = Vec::new();
@@ -469,8 +558,12 @@ impl Gen {
             rest_patterns.extend(patterns.iter().map(|p| p.regex.clone()));
             rest_formats.extend(checked[1..].iter().copied());
             let s = format::strategy(first).expect("every checked format has a generator");
-            s.prop_filter("format value outside the length bounds", move |s| in_len(s))
-                .boxed()
+            budget::filter(
+                s,
+                Label::new("format", &f.formats[0].1.loc.eval),
+                "format value outside the length bounds",
+                move |s: &String| in_len(s),
+            )
         } else if let Some(first) = patterns.first() {
             rest_patterns.extend(patterns[1..].iter().map(|p| p.regex.clone()));
             first.strategy(lo, hi_decl.unwrap_or(MAX_STRING as usize * 2), filler())
@@ -481,23 +574,29 @@ impl Gen {
         };
         let mut s = base;
         if !rest_patterns.is_empty() {
-            s = s
-                .prop_filter("another `pattern` does not match", move |t| {
-                    rest_patterns.iter().all(|r| r.is_match(t))
-                })
-                .boxed();
+            let at = f.patterns.last().map_or("", |p| p.1.loc.eval.as_str());
+            s = budget::filter(
+                s,
+                Label::new("pattern", at),
+                "another `pattern` does not match",
+                move |t| rest_patterns.iter().all(|r| r.is_match(t)),
+            );
         }
         if !rest_formats.is_empty() {
             let vs: Vec<Validator> = rest_formats
                 .iter()
                 .map(|n| self.doc.format_validator(n))
                 .collect::<Result<_, _>>()?;
-            s = s
-                .prop_filter("another `format` does not hold", move |t| {
+            let at = f.formats.last().map_or("", |p| p.1.loc.eval.as_str());
+            s = budget::filter(
+                s,
+                Label::new("format", at),
+                "another `format` does not hold",
+                move |t| {
                     let j = Json::String(t.clone());
                     vs.iter().all(|x| x.is_valid(&j))
-                })
-                .boxed();
+                },
+            );
         }
         Ok(s.prop_map(Json::String).boxed())
     }
@@ -529,10 +628,24 @@ impl Gen {
         // Positions with their own strategy: the prefixes, the forced slot,
         // and position 0 when `contains` needs a match.
         let mut fixed_len = prefix_len;
-        let contains_at_0 = !f.contains.is_empty();
-        if contains_at_0 {
-            fixed_len = fixed_len.max(1);
-            lo = lo.max(1);
+        // The first `minContains` positions match every `contains`.
+        let contains_n = if f.contains.is_empty() {
+            0
+        } else {
+            f.min_contains.max(1)
+        };
+        if contains_n > MAX_ITEMS {
+            let src = &f.contains[0];
+            return Err(GenError::new(
+                Kind::Unsupported,
+                "minContains",
+                &src.loc.eval,
+                format!("asks for {contains_n} matches, more than the generator's bound of {MAX_ITEMS} items"),
+            ));
+        }
+        if contains_n > 0 {
+            fixed_len = fixed_len.max(contains_n as usize);
+            lo = lo.max(contains_n);
         }
         let forced_at = match &f.force {
             Some(Force::Item(i, _)) => Some(*i),
@@ -585,7 +698,7 @@ impl Gen {
                 }
             } else {
                 let mut conj = Self::item_conj(f, i);
-                if i == 0 && contains_at_0 {
+                if (i as u64) < contains_n {
                     conj.extend(f.contains.iter().map(|s| s.loc.child("contains")));
                 }
                 self.gen(&conj, depth + 1)
@@ -627,15 +740,18 @@ impl Gen {
                 Json::Array(v)
             })
             .boxed();
-        if f.unique.is_some() && !duplicate {
-            s = s
-                .prop_filter("`uniqueItems`: a repeated item", |v| {
+        if let (Some(src), false) = (&f.unique, duplicate) {
+            s = budget::filter(
+                s,
+                Label::new(src.kw, &src.loc.eval),
+                "`uniqueItems`: a repeated item",
+                |v| {
                     let a = v.as_array().expect("an array");
                     a.iter()
                         .enumerate()
                         .all(|(i, x)| a[..i].iter().all(|y| !json_eq(x, y)))
-                })
-                .boxed();
+                },
+            );
         }
         Ok(s)
     }
@@ -665,6 +781,7 @@ impl Gen {
     }
 
     fn gen_object(&self, f: &Flat, depth: usize) -> Result<BoxedStrategy<Json>, GenError> {
+        let at = f.nodes.first().map_or("", |l| l.eval.as_str());
         let forbidden: BTreeSet<&str> = f.forbidden.iter().map(String::as_str).collect();
         let mut required: Vec<String> = Vec::new();
         for (n, _) in &f.required {
@@ -721,12 +838,32 @@ impl Gen {
             }
             patterns.push(v);
         }
+        // `propertyNames` judges the names the schema spells out here and
+        // now: a required one it refuses makes the object impossible, an
+        // optional one is never generated.
+        let name_validators = self.validators(&f.property_names)?;
+        let name_ok = |n: &str| {
+            name_validators
+                .iter()
+                .all(|v| v.is_valid(&Json::String(n.to_string())))
+        };
+        if let Some(n) = required
+            .iter()
+            .find(|n| !forbidden.contains(n.as_str()) && !name_ok(n))
+        {
+            let at = f.property_names.first().map_or("", |l| l.eval.as_str());
+            return Err(unsat(
+                "propertyNames",
+                at,
+                format!("refuses the name {n:?}, which `required` asks for"),
+            ));
+        }
         let declared: BTreeSet<String> = f
             .objects
             .iter()
             .flat_map(|p| p.props.iter().map(|(n, _)| n.clone()))
             .chain(required.iter().cloned())
-            .filter(|n| !forbidden.contains(n.as_str()))
+            .filter(|n| !forbidden.contains(n.as_str()) && name_ok(n))
             .collect();
 
         let mut req: Vec<(String, BoxedStrategy<Json>)> = Vec::new();
@@ -742,6 +879,7 @@ impl Gen {
         }
         let mut opt: Vec<(String, BoxedStrategy<Json>)> = Vec::new();
         for name in declared.iter().filter(|n| !required.contains(n)) {
+            self.check_build(at)?;
             match self.gen(&Self::prop_conj(f, name, &patterns), depth + 1) {
                 Ok(s) => opt.push((name.clone(), s)),
                 Err(e) if e.is_local() => {}
@@ -751,23 +889,26 @@ impl Gen {
 
         let all_patterns: Vec<Arc<regex::Regex>> =
             patterns.iter().flatten().map(|p| p.regex.clone()).collect();
-        let name_validators = self.validators(&f.property_names)?;
         let fresh = {
             let declared = declared.clone();
             let forbidden: Vec<String> = f.forbidden.clone();
             let all_patterns = all_patterns.clone();
             let name_validators = name_validators.clone();
-            proptest::string::string_regex("[a-z][a-z0-9_]{0,9}")
-                .expect("constant regex")
-                .prop_filter("a name some schema declares or matches", move |n| {
+            budget::filter(
+                proptest::string::string_regex("[a-z][a-z0-9_]{0,9}")
+                    .expect("constant regex")
+                    .boxed(),
+                Label::new("additionalProperties", at),
+                "a name some schema declares or matches",
+                move |n| {
                     !declared.contains(n)
                         && !forbidden.contains(n)
                         && !all_patterns.iter().any(|r| r.is_match(n))
                         && name_validators
                             .iter()
                             .all(|v| v.is_valid(&Json::String(n.clone())))
-                })
-                .boxed()
+                },
+            )
         };
         // Properties no schema names: each object part's
         // `additionalProperties` applies.
@@ -779,7 +920,21 @@ impl Gen {
         let base_count = req.len() + opt.len();
         let need =
             (min_props as usize).saturating_sub(base_count + usize::from(forced_extra.is_some()));
-        let extras: BoxedStrategy<Vec<(String, Json)>> = if f.no_extras {
+        // No name left for a property nobody declares (`propertyNames:
+        // false`, a pattern matching every name): no such property.
+        let fresh_ok = probe(&fresh, self.budget.probe);
+        if !fresh_ok && (need > 0 || forced_extra.is_some()) {
+            return Err(unsat(
+                if f.property_names.is_empty() {
+                    "patternProperties"
+                } else {
+                    "propertyNames"
+                },
+                at,
+                "leaves no name for the properties `minProperties` or the violation needs",
+            ));
+        }
+        let extras: BoxedStrategy<Vec<(String, Json)>> = if f.no_extras || !fresh_ok {
             Just(vec![]).boxed()
         } else {
             match self.gen(&extra_conj, depth + 1) {
@@ -822,7 +977,9 @@ impl Gen {
                     let declared = declared.clone();
                     let forbidden = f.forbidden.clone();
                     let nv = name_validators.clone();
-                    let name = p.strategy(1, 24, filler()).prop_filter(
+                    let name = budget::filter(
+                        p.strategy(1, 24, filler()),
+                        Label::new("patternProperties", &loc.eval),
                         "a name another schema claims",
                         move |n| {
                             !declared.contains(n)
@@ -833,8 +990,7 @@ impl Gen {
                     );
                     // `^ab` beside `^a`: every name of the one matches the
                     // other, so this pattern gets no property of its own.
-                    let name = name.boxed();
-                    if !probe(&name) {
+                    if !probe(&name, self.budget.probe) {
                         continue;
                     }
                     pat_extras.push(proptest::option::of((name, value)).boxed());
@@ -871,36 +1027,109 @@ impl Gen {
         let max_props = f.max_props.as_ref().map(|x| x.0 as usize);
         if min_props > 0 || max_props.is_some() {
             let lo = min_props as usize;
-            s = s
-                .prop_filter(
-                    "property count outside minProperties..maxProperties",
-                    move |v| {
-                        let n = v.as_object().map_or(0, Map::len);
-                        n >= lo && max_props.is_none_or(|h| n <= h)
-                    },
-                )
-                .boxed();
+            let src = f
+                .min_props
+                .as_ref()
+                .map(|x| &x.1)
+                .or(f.max_props.as_ref().map(|x| &x.1))
+                .expect("one of them is set");
+            s = budget::filter(
+                s,
+                Label::new(src.kw, &src.loc.eval),
+                "property count outside minProperties..maxProperties",
+                move |v| {
+                    let n = v.as_object().map_or(0, Map::len);
+                    n >= lo && max_props.is_none_or(|h| n <= h)
+                },
+            );
         }
         Ok(s)
     }
 }
 
-/// Rejections a probe tolerates.
-const PROBE_REJECTS: u32 = 2_000;
+/// Whether `s` makes a value on a fixed seed within the probe budget
+/// (filter attempts and time): a filtered strategy that cannot is left out,
+/// or refused by name, rather than left to fail when a value is drawn.
+pub(crate) fn probe<T: std::fmt::Debug>(s: &BoxedStrategy<T>, limits: budget::Limits) -> bool {
+    probe_where(s, limits).is_ok()
+}
 
-/// Whether `s` makes a value on a fixed seed within a bounded number of
-/// rejections: a filtered strategy that cannot is left out rather than
-/// left to fail when a value is drawn.
-pub(crate) fn probe<T: std::fmt::Debug>(s: &BoxedStrategy<T>) -> bool {
+/// [`probe`], and when it fails, the filter that ran the budget out.
+pub(crate) fn probe_where<T: std::fmt::Debug>(
+    s: &BoxedStrategy<T>,
+    limits: budget::Limits,
+) -> Result<(), Option<Label>> {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    // The budget, not the runner, bounds the work.
     let config = Config {
-        max_local_rejects: PROBE_REJECTS,
+        max_local_rejects: u32::MAX,
         ..Config::default()
     };
     let mut runner =
         TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-    (0..4).any(|_| s.new_tree(&mut runner).map(|t| t.current()).is_ok())
+    let (ok, label) = budget::within(limits, || {
+        (0..4).any(|_| s.new_tree(&mut runner).map(|t| t.current()).is_ok())
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(label)
+    }
+}
+
+impl Gen {
+    /// `s` when it yields a value within the probe budget; otherwise the
+    /// refusal naming the keyword whose filter rejected every value.
+    pub(crate) fn yields(
+        &self,
+        s: BoxedStrategy<Json>,
+        at: &str,
+    ) -> Result<BoxedStrategy<Json>, GenError> {
+        match probe_where(&s, self.budget.probe) {
+            Ok(()) => Ok(s),
+            Err(label) => {
+                let l = label.unwrap_or_else(|| Label::new("$schema", at));
+                Err(GenError::new(
+                    Kind::Exhausted,
+                    &l.keyword,
+                    &l.pointer,
+                    format!(
+                        "rejected every value drawn within the probe budget ({} attempts, {} ms): \
+                         the keywords around it likely contradict each other",
+                        self.budget.probe.attempts,
+                        self.budget.probe.time.as_millis()
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// For a fraction `m` = a·10^-d (as its shortest decimal form spells it),
+/// the least positive integer that is a multiple of it: a / gcd(a, 10^d).
+fn integer_step(m: f64) -> Option<i64> {
+    let text = format!("{m:e}");
+    let (mantissa, exp) = text.split_once('e')?;
+    let exp: i64 = exp.parse().ok()?;
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut a: i64 = format!("{int}{frac}").parse().ok()?;
+    let d = frac.len() as i64 - exp;
+    if a <= 0 || d <= 0 {
+        return None;
+    }
+    for p in [2, 5] {
+        let mut left = d;
+        while left > 0 && a % p == 0 {
+            a /= p;
+            left -= 1;
+        }
+    }
+    Some(a)
+}
+
+fn lcm_all(step: i64, others: &[i64]) -> Option<i64> {
+    others.iter().try_fold(step, |acc, &m| lcm(acc, m))
 }
 
 fn gcd(a: i64, b: i64) -> i64 {

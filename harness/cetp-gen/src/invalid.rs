@@ -19,6 +19,7 @@
 //!   tried on a fixed seed before it is offered, and must yield a value the
 //!   whole schema rejects.
 
+use crate::budget::{self, Label, Limits};
 use crate::doc::Loc;
 use crate::error::{GenError, Kind, Violation};
 use crate::flat::{expand, Bound, Flat, Force, Neg, Src, ALL, ARRAY, NUMBER, OBJECT, STRING};
@@ -49,8 +50,8 @@ fn violation(src: &Src) -> Violation {
 /// Each candidate is probed on its own: a union that holds one impossible
 /// alternative (a `oneOf` whose branches cannot overlap, asked for a value
 /// matching two) would otherwise fail on the draws that pick it.
-fn add(found: &mut Found, v: Violation, s: BoxedStrategy<Json>) {
-    if (found.len() < MAX_VIOLATIONS || found.contains_key(&v)) && probe(&s) {
+fn add(found: &mut Found, v: Violation, s: BoxedStrategy<Json>, limits: Limits) {
+    if (found.len() < MAX_VIOLATIONS || found.contains_key(&v)) && probe(&s, limits) {
         found.entry(v).or_default().push(s);
     }
 }
@@ -87,10 +88,14 @@ impl Gen {
                 .into_iter()
                 .map(|s| {
                     let root = root.clone();
-                    s.prop_filter("accepted by the schema", move |x| !root.is_valid(x))
-                        .boxed()
+                    budget::filter(
+                        s,
+                        Label::new(&v.keyword, &v.pointer),
+                        "accepted by the schema",
+                        move |x| !root.is_valid(x),
+                    )
                 })
-                .filter(probe)
+                .filter(|s| probe(s, self.budget.probe))
                 .collect();
             if !kept.is_empty() {
                 out.push((v, Union::new(kept).boxed()));
@@ -101,6 +106,7 @@ impl Gen {
 
     /// Violations of the values `conj` describes, at `depth`.
     fn level(&self, conj: &[Loc], depth: usize, found: &mut Found) -> Result<(), GenError> {
+        self.check_build(conj.first().map_or("", |l| l.eval.as_str()))?;
         let flat = match Flat::of(&self.doc, conj) {
             Ok(f) => f,
             // The schema `false` (a property that must be absent): any value
@@ -110,13 +116,15 @@ impl Gen {
                     pointer: e.pointer,
                     keyword: "false".into(),
                 };
-                add(found, v, any_json(depth));
+                add(found, v, any_json(depth), self.budget.probe);
                 return Ok(());
             }
             Err(e) => return Err(e),
         };
         for (ci, c) in flat.choices.iter().enumerate() {
-            if c.src.branch {
+            // An `if` is broken through its arms' keywords, judged by the
+            // whole schema at the end.
+            if c.src.branch || c.cond.is_some() {
                 continue;
             }
             let branches = self.validators_of(&c.branches)?;
@@ -124,23 +132,25 @@ impl Gen {
             rest.choices.remove(ci);
             if let Ok(s) = self.gen_disjuncts(rest, depth) {
                 let b = branches.clone();
-                let s = s
-                    .prop_filter("matches a branch", move |v| {
-                        !b.iter().any(|x| x.is_valid(v))
-                    })
-                    .boxed();
-                add(found, violation(&c.src), s);
+                let s = budget::filter(
+                    s,
+                    Label::new(c.src.kw, &c.src.loc.eval),
+                    "matches a branch",
+                    move |v| !b.iter().any(|x| x.is_valid(v)),
+                );
+                add(found, violation(&c.src), s, self.budget.probe);
             }
             if c.exclusive {
                 let mut both = flat.clone();
                 both.choices[ci].exclusive = false;
                 if let Ok(s) = self.gen_disjuncts(both, depth) {
-                    let s = s
-                        .prop_filter("matches fewer than two branches", move |v| {
-                            branches.iter().filter(|x| x.is_valid(v)).take(2).count() == 2
-                        })
-                        .boxed();
-                    add(found, violation(&c.src), s);
+                    let s = budget::filter(
+                        s,
+                        Label::new(c.src.kw, &c.src.loc.eval),
+                        "matches fewer than two branches",
+                        move |v| branches.iter().filter(|x| x.is_valid(v)).take(2).count() == 2,
+                    );
+                    add(found, violation(&c.src), s, self.budget.probe);
                 }
             }
         }
@@ -153,7 +163,7 @@ impl Gen {
         for d in &ds {
             for (v, f) in self.negations(d)? {
                 match self.gen_flat(&f, depth) {
-                    Ok(s) => add(found, v, s),
+                    Ok(s) => add(found, v, s, self.budget.probe),
                     Err(e) if e.is_local() => {}
                     Err(e) => return Err(e),
                 }
@@ -396,7 +406,7 @@ impl Gen {
             for (v, ss) in inner {
                 let child = Union::new(ss).boxed();
                 match this.gen_flat(&forced(make(child)), depth) {
-                    Ok(s) => add(found, v, s),
+                    Ok(s) => add(found, v, s, self.budget.probe),
                     Err(e) if e.is_local() => {}
                     Err(e) => return Err(e),
                 }

@@ -30,6 +30,7 @@
 //! assert!(broken.contains(&"required".to_string()));
 //! ```
 
+mod budget;
 mod doc;
 mod error;
 mod flat;
@@ -38,39 +39,124 @@ mod gen;
 mod invalid;
 mod pattern;
 
+pub use budget::{Budget, Limits};
 pub use error::{GenError, Kind, Violation};
 
 use doc::{Doc, Loc};
-use proptest::strategy::BoxedStrategy;
+use proptest::prelude::Rng;
+use proptest::strategy::{BoxedStrategy, Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::Value as Json;
 
 /// A schema prepared for generation. Holds the validators it compiled, so
 /// that [`Generator::valid`] and [`Generator::invalid`] share them.
+///
+/// All its work is bounded by a [`Budget`]: building the strategies, and
+/// each value drawn from them, finish within it or fail with a
+/// [`GenError`] of [`Kind::Exhausted`] naming the keyword that used it up.
+/// The schema may come from a hostile Provider: nothing here waits on it
+/// without a bound.
 pub struct Generator {
     gen: gen::Gen,
 }
 
 impl Generator {
     pub fn new(schema: &Json) -> Result<Generator, GenError> {
+        Generator::with_budget(schema, Budget::default())
+    }
+
+    pub fn with_budget(schema: &Json, budget: Budget) -> Result<Generator, GenError> {
         Ok(Generator {
-            gen: gen::Gen::new(Doc::new(schema)?),
+            gen: gen::Gen::new(Doc::new(schema)?, budget),
         })
     }
 
-    /// Values the schema accepts.
+    /// Values the schema accepts. Each draw runs under the draw budget: a
+    /// draw that uses it up fails (proptest's `new_tree` returns an error
+    /// naming the keyword) instead of looping.
     pub fn valid(&self) -> Result<BoxedStrategy<Json>, GenError> {
-        let s = self.gen.gen(&[Loc::root()], 0)?;
+        let s = self.gen.building(|| self.gen.gen(&[Loc::root()], 0))?;
         // A schema the validator refuses has no valid values to speak of,
         // even when the parts generation looked at were fine.
         self.gen.doc.validator(&Loc::root())?;
-        Ok(s)
+        Ok(self.budgeted(s))
     }
 
     /// Per constraint that some value can break, values that break it and
     /// nothing else the generator can tell apart; sorted by violation.
     pub fn invalid(&self) -> Result<Vec<(Violation, BoxedStrategy<Json>)>, GenError> {
-        self.gen.invalid()
+        let all = self.gen.building(|| self.gen.invalid())?;
+        Ok(all
+            .into_iter()
+            .map(|(v, s)| (v, self.budgeted(s)))
+            .collect())
     }
+
+    fn budgeted(&self, s: BoxedStrategy<Json>) -> BoxedStrategy<Json> {
+        budget::Budgeted {
+            inner: s,
+            limits: self.gen.budget.draw,
+        }
+        .boxed()
+    }
+
+    /// One value the schema accepts, drawn with `rng`, or the error naming
+    /// why none could be (including a draw that used up its budget).
+    pub fn draw_valid(&self, rng: &mut TestRng) -> Result<Json, GenError> {
+        Ok(self.draw_valid_n(rng, 1)?.pop().expect("one value"))
+    }
+
+    /// `n` values the schema accepts.
+    pub fn draw_valid_n(&self, rng: &mut TestRng, n: usize) -> Result<Vec<Json>, GenError> {
+        let s = self.valid()?;
+        let mut runner = runner(rng);
+        (0..n).map(|_| draw(&s, &mut runner)).collect()
+    }
+
+    /// Per violation [`Generator::invalid`] offers, `n` values breaking it.
+    pub fn draw_invalid(
+        &self,
+        rng: &mut TestRng,
+        n: usize,
+    ) -> Result<Vec<(Violation, Vec<Json>)>, GenError> {
+        let mut runner = runner(rng);
+        let mut out = Vec::new();
+        for (v, s) in self.invalid()? {
+            let xs = (0..n)
+                .map(|_| draw(&s, &mut runner))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.push((v, xs));
+        }
+        Ok(out)
+    }
+}
+
+/// A runner seeded from `rng` whose reject count never ends a draw: the
+/// draw budget does, by name.
+fn runner(rng: &mut TestRng) -> TestRunner {
+    let mut seed = [0u8; 32];
+    rng.fill_bytes(&mut seed);
+    TestRunner::new_with_rng(
+        Config {
+            max_local_rejects: u32::MAX,
+            ..Config::default()
+        },
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed),
+    )
+}
+
+fn draw(s: &BoxedStrategy<Json>, runner: &mut TestRunner) -> Result<Json, GenError> {
+    budget::clear_last();
+    s.new_tree(runner).map(|t| t.current()).map_err(|reason| {
+        let (keyword, pointer) = budget::last_exhausted()
+            .map_or((String::new(), String::new()), |l| (l.keyword, l.pointer));
+        GenError {
+            kind: Kind::Exhausted,
+            keyword,
+            pointer,
+            message: format!("gave no value within the draw budget: {reason}"),
+        }
+    })
 }
 
 /// Values `schema` accepts.

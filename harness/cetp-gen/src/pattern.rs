@@ -9,6 +9,7 @@
 //! matches anywhere, so characters may be added on that side: that is how
 //! `minLength` is met for patterns like `^sk_`.
 
+use crate::budget::{self, Label};
 use crate::error::{GenError, Kind};
 use proptest::prelude::*;
 use regex_syntax::ast::ErrorKind as AstError;
@@ -19,6 +20,8 @@ pub(crate) struct Pattern {
     core: BoxedStrategy<String>,
     anchored_start: bool,
     anchored_end: bool,
+    /// Where the `pattern` is: the budget names it.
+    label: Label,
     /// The translated pattern, compiled: the judge of "matches" for filters.
     pub regex: Arc<regex::Regex>,
 }
@@ -143,6 +146,7 @@ impl Pattern {
             core,
             anchored_start,
             anchored_end,
+            label: Label::new("pattern", pointer),
             regex: Arc::new(regex),
         })
     }
@@ -158,29 +162,38 @@ impl Pattern {
         let core = self.core.clone();
         let in_bounds = move |s: &String| (min..=max).contains(&s.chars().count());
         if self.anchored_start && self.anchored_end {
-            return core
-                .prop_filter("pattern match outside the length bounds", in_bounds)
-                .boxed();
+            return budget::filter(
+                core,
+                self.label.clone(),
+                "pattern match outside the length bounds",
+                in_bounds,
+            );
         }
         let (pad_front, pad_back) = (!self.anchored_start, !self.anchored_end);
-        core.prop_flat_map(move |c| {
-            let n = c.chars().count();
-            let need = min.saturating_sub(n);
-            let room = max.saturating_sub(n).max(need);
-            // A few characters of slack beyond what minLength needs, so that
-            // the padding itself varies.
-            let pad = proptest::collection::vec(filler.clone(), need..=room.min(need + 4));
-            (Just(c), pad, any::<bool>())
-        })
-        .prop_map(move |(c, pad, front)| {
-            let pad: String = pad.into_iter().collect();
-            if pad_front && (front || !pad_back) {
-                pad + &c
-            } else {
-                c + &pad
-            }
-        })
-        .prop_filter("pattern match outside the length bounds", in_bounds)
-        .boxed()
+        let padded = core
+            .prop_flat_map(move |c| {
+                let n = c.chars().count();
+                let need = min.saturating_sub(n);
+                let room = max.saturating_sub(n).max(need);
+                // A few characters of slack beyond what minLength needs, so that
+                // the padding itself varies.
+                let pad = proptest::collection::vec(filler.clone(), need..=room.min(need + 4));
+                (Just(c), pad, any::<bool>())
+            })
+            .prop_map(move |(c, pad, front)| {
+                let pad: String = pad.into_iter().collect();
+                if pad_front && (front || !pad_back) {
+                    pad + &c
+                } else {
+                    c + &pad
+                }
+            })
+            .boxed();
+        budget::filter(
+            padded,
+            self.label.clone(),
+            "pattern match outside the length bounds",
+            in_bounds,
+        )
     }
 }
