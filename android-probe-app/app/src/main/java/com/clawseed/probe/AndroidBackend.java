@@ -30,6 +30,7 @@ import com.clawseed.probe.core.DeviceError;
 import com.clawseed.probe.core.Failures;
 import com.clawseed.probe.core.FdSource;
 import com.clawseed.probe.core.HandleTable;
+import com.clawseed.probe.core.MetaValues;
 import com.clawseed.probe.core.ResolveBroker;
 import com.clawseed.probe.core.ResolveUri;
 import com.clawseed.probe.wire.Ops;
@@ -152,24 +153,33 @@ final class AndroidBackend implements DeviceBackend {
                 continue;
             }
             Map<String, String> meta = new TreeMap<>();
-            Bundle md = si.metaData;
-            if (md != null) {
-                for (String key : md.keySet()) {
-                    Object v = md.get(key);
-                    // android:value="1" arrives as an Integer; the wire wants the raw text.
-                    if (v != null) {
-                        meta.put(key, String.valueOf(v));
-                    }
-                }
-            }
-            String authority = meta.get(META_AUTHORITY);
+            Map<String, String> types = new TreeMap<>();
+            readMeta(si.metaData, meta, types);
+            // Only a String names an authority: a compiled number or boolean
+            // is not one, whatever its text.
+            String authority = types.containsKey(META_AUTHORITY) ? null : meta.get(META_AUTHORITY);
             out.add(new Ops.ServiceInfo(si.packageName,
                     new ComponentName(si.packageName, si.name).flattenToShortString(),
                     si.exported, si.permission, meta,
                     authority == null ? null : providerPackage(pm, authority),
-                    providerCerts(pm, si.packageName)));
+                    providerCerts(pm, si.packageName), types));
         }
         return out;
+    }
+
+    /**
+     * A service's meta-data as Android compiled it: each value's text, and
+     * the type of those that are not strings (core.MetaValues says why).
+     */
+    @SuppressWarnings("deprecation")
+    static void readMeta(Bundle md, Map<String, String> meta, Map<String, String> types) {
+        if (md == null) {
+            return;
+        }
+        for (String key : md.keySet()) {
+            // get(key): the type is what is asked.
+            MetaValues.put(key, md.get(key), meta, types);
+        }
     }
 
     @SuppressWarnings("deprecation")
