@@ -238,12 +238,7 @@ fn open_adb(
     )?;
     // The probes last: Android grants them the Provider's normal permission
     // only if the app that defines it is installed first.
-    for apk in s.install.iter().chain(&s.probe_apks) {
-        setup(
-            format!("installing {}", apk.display()),
-            rt.block_on(adb.install(apk)).map_err(Into::into),
-        )?;
-    }
+    install_apks(rt, &adb, s).map_err(|(step, error)| TargetError::Setup { step, error })?;
     let a = start_and_connect(
         rt,
         &adb,
@@ -279,8 +274,47 @@ fn open_adb(
     Ok((a, b))
 }
 
+/// Installs the `install=` APKs, then the probes. Android grants the probes
+/// the Provider's normal permission only if the app that defines it is
+/// installed first. A probe of another signature already on the device (a
+/// build from another machine) is uninstalled first and named on stderr;
+/// nothing else is ever removed.
+fn install_apks(
+    rt: &Arc<SharedRuntime>,
+    adb: &Adb,
+    s: &AdbSpec,
+) -> Result<(), (String, TransportError)> {
+    rt.block_on(install_apks_async(adb, s))
+}
+
+/// [`install_apks`] for callers with their own runtime (`cetp consumer`).
+pub async fn install_apks_async(adb: &Adb, s: &AdbSpec) -> Result<(), (String, TransportError)> {
+    let probe_packages: Vec<&str> = [&s.probe_service, &s.probe_b_service]
+        .iter()
+        .filter_map(|c| c.split_once('/').map(|(p, _)| p))
+        .collect();
+    for (apk, replaceable) in s
+        .install
+        .iter()
+        .map(|a| (a, &[][..]))
+        .chain(s.probe_apks.iter().map(|a| (a, &probe_packages[..])))
+    {
+        let step = format!("installing {}", apk.display());
+        match adb.install_replacing(apk, replaceable).await {
+            Ok(None) => {}
+            Ok(Some(removed)) => eprintln!(
+                "cetp: removed {removed} from {}: it was signed with another key (a probe built elsewhere); installed {} instead",
+                adb.device_label(),
+                apk.display()
+            ),
+            Err(e) => return Err((step, e.into())),
+        }
+    }
+    Ok(())
+}
+
 /// How often to try the probe's socket while a probe just started comes up.
-const PROBE_RETRY: Duration = Duration::from_millis(200);
+pub(crate) const PROBE_RETRY: Duration = Duration::from_millis(200);
 
 /// Starts the identity's probe (when `start`) as a long-lived `am
 /// instrument -w -r` stream and connects to it. The device that comes out

@@ -274,18 +274,23 @@ impl Adb {
     /// Runs `command` in the device's shell; the exit status comes from the
     /// `__rc=` marker.
     pub async fn shell(&self, command: &str) -> Result<ShellOutput, AdbError> {
+        self.shell_within(command, self.cfg.op_timeout).await
+    }
+
+    /// [`Adb::shell`] under `timeout` instead of the op timeout.
+    pub async fn shell_within(
+        &self,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<ShellOutput, AdbError> {
         let line = format!("{command}{RC_SUFFIX}");
         let max = self.cfg.shell_max_bytes;
         let (raw, truncated) = self
-            .blocking(
-                &format!("shell {command:?}"),
-                self.cfg.op_timeout,
-                move |d| {
-                    let mut tail = Tail::new(max);
-                    d.shell_command(&line, Some(&mut tail), None)?;
-                    Ok(tail.into_inner())
-                },
-            )
+            .blocking(&format!("shell {command:?}"), timeout, move |d| {
+                let mut tail = Tail::new(max);
+                d.shell_command(&line, Some(&mut tail), None)?;
+                Ok(tail.into_inner())
+            })
             .await?;
         let (output, exit_code) = split_exit_code(&raw);
         Ok(ShellOutput {
@@ -349,6 +354,25 @@ impl Adb {
     /// Installs an APK as `adb install -r -t` does on devices without
     /// streamed install: push to `/data/local/tmp`, `pm install`, remove.
     pub async fn install(&self, apk: &Path) -> Result<(), AdbError> {
+        self.install_replacing(apk, &[]).await.map(|_| ())
+    }
+
+    /// [`Adb::install`], and when the device already has one of the
+    /// `replaceable` packages signed with another key (`pm install -r`
+    /// fails with `INSTALL_FAILED_UPDATE_INCOMPATIBLE`, as for a probe built
+    /// on another machine), uninstalls it and installs again. Returns the
+    /// package it removed. Any other package signed differently is an error
+    /// naming it: the harness never removes a Provider, whose data is the
+    /// user's.
+    ///
+    /// `pm install` and `pm uninstall` run under the install timeout, not
+    /// the op timeout: a large APK, Play Protect's scan or a vendor's
+    /// "install via USB" prompt takes longer than a shell command.
+    pub async fn install_replacing(
+        &self,
+        apk: &Path,
+        replaceable: &[&str],
+    ) -> Result<Option<String>, AdbError> {
         let name: String = apk
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -369,22 +393,65 @@ impl Adb {
         };
         let remote = format!("/data/local/tmp/{name}");
         self.push(apk, &remote).await?;
-        let installed = self
-            .shell(&format!("pm install -r -t {}", sh_quote(&remote)))
-            .await;
+        let outcome = self.pm_install(apk, &remote, replaceable).await;
         let _ = self.shell(&format!("rm -f {}", sh_quote(&remote))).await;
-        let out = installed?;
-        if out.exit_code == Some(0) && out.text().contains("Success") {
-            Ok(())
-        } else {
-            Err(AdbError::new(
+        outcome
+    }
+
+    async fn pm_install(
+        &self,
+        apk: &Path,
+        remote: &str,
+        replaceable: &[&str],
+    ) -> Result<Option<String>, AdbError> {
+        let install = format!("pm install -r -t {}", sh_quote(remote));
+        let out = self
+            .shell_within(&install, self.cfg.install_timeout)
+            .await?;
+        if installed(&out) {
+            return Ok(None);
+        }
+        let failed = |out: &ShellOutput, note: String| {
+            AdbError::new(
                 AdbErrorKind::CommandFailed,
                 format!(
-                    "installing {} failed (exit {:?}): {}",
+                    "installing {} failed (exit {:?}): {}{note}",
                     apk.display(),
                     out.exit_code,
                     tail_text(&out.output, 2048)
                 ),
+            )
+        };
+        let Some(package) = incompatible_package(&out.text()) else {
+            return Err(failed(&out, String::new()));
+        };
+        if !replaceable.contains(&package.as_str()) {
+            return Err(failed(
+                &out,
+                format!(
+                    " ({package} is installed signed with another key: uninstall it first with `adb uninstall {package}`; the harness removes only the probe's own packages)"
+                ),
+            ));
+        }
+        check_package(&package)?;
+        let removed = self
+            .shell_within(&format!("pm uninstall {package}"), self.cfg.install_timeout)
+            .await?;
+        if !installed(&removed) {
+            return Err(failed(
+                &removed,
+                format!(" (uninstalling {package}, signed with another key, failed too)"),
+            ));
+        }
+        let again = self
+            .shell_within(&install, self.cfg.install_timeout)
+            .await?;
+        if installed(&again) {
+            Ok(Some(package))
+        } else {
+            Err(failed(
+                &again,
+                format!(" (after uninstalling {package}, signed with another key)"),
             ))
         }
     }
@@ -668,6 +735,23 @@ impl ProbeInstrumentation {
     }
 }
 
+/// `pm install` / `pm uninstall` succeeded.
+fn installed(out: &ShellOutput) -> bool {
+    out.exit_code == Some(0) && out.text().contains("Success")
+}
+
+/// The package `pm install` names in `INSTALL_FAILED_UPDATE_INCOMPATIBLE`:
+/// "Existing package P signatures do not match newer version" (Android 9
+/// and later) or "Package P signatures do not match the previously installed
+/// version" (earlier).
+pub fn incompatible_package(pm_output: &str) -> Option<String> {
+    let at = pm_output.find("INSTALL_FAILED_UPDATE_INCOMPATIBLE")?;
+    let mut words = pm_output[at..].split_whitespace();
+    words.find(|w| w.eq_ignore_ascii_case("package"))?;
+    let p = words.next()?.trim_end_matches([':', ',', ';', ']']);
+    check_package(p).ok().map(|_| p.to_string())
+}
+
 fn check_package(p: &str) -> Result<(), AdbError> {
     let ok = !p.is_empty()
         && p.split('.')
@@ -846,6 +930,27 @@ mod tests {
             (b"partial output".to_vec(), None)
         );
         assert_eq!(split_exit_code(b"__rc=x\n"), (b"__rc=x\n".to_vec(), None));
+    }
+
+    #[test]
+    fn the_package_of_a_signature_mismatch_is_read_from_pm() {
+        assert_eq!(
+            incompatible_package("Failure [INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package com.clawseed.probe signatures do not match newer version; ignoring!]\n").as_deref(),
+            Some("com.clawseed.probe")
+        );
+        assert_eq!(
+            incompatible_package("Failure [INSTALL_FAILED_UPDATE_INCOMPATIBLE: Package com.clawseed.probe.b signatures do not match the previously installed version; ignoring!]").as_deref(),
+            Some("com.clawseed.probe.b")
+        );
+        assert_eq!(
+            incompatible_package("Failure [INSTALL_FAILED_INSUFFICIENT_STORAGE]"),
+            None
+        );
+        // A name that is not a package never reaches the shell.
+        assert_eq!(
+            incompatible_package("INSTALL_FAILED_UPDATE_INCOMPATIBLE: Package `rm -rf` x"),
+            None
+        );
     }
 
     #[test]
