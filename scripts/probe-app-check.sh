@@ -45,8 +45,14 @@ if ! mvn -q -B -f "$jvm/pom.xml" generate-resources > "$out/mvn.log" 2>&1; then
     echo "probe-app-check: mvn could not fetch the framework or Robolectric" >&2
     exit 3
 fi
-framework="$(ls "$out"/android-all/android-all-*.jar)"
+framework="$(cat "$out/framework.path")"
+instrumented="$(cat "$out/framework-instrumented.path")"
+# Robolectric's offline mode looks for ARTIFACT-VERSION.jar in its
+# dependency dir: the local repository's own file name, linked.
 offline="$out/robolectric-deps"
+rm -rf "$offline" "$out/android-all"
+mkdir -p "$offline"
+ln -s "$instrumented" "$offline/$(basename "$instrumented")"
 
 # Robolectric's classpath holds two .aar files (androidx.test); a JVM reads
 # their classes.jar.

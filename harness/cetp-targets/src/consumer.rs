@@ -56,6 +56,7 @@ impl AdbProbe {
             server: spec.server,
             serial: spec.serial.clone(),
             op_timeout,
+            relay_through_server: spec.relay_through_server,
             ..cetp_transport::adb::AdbConfig::default()
         });
         let rt = runtime()?;
@@ -107,7 +108,7 @@ impl AdbProbe {
                     ))
                 }
                 Err(e)
-                    if matches!(e.kind(), "connection_closed" | "io")
+                    if crate::probe_not_listening(e.kind())
                         && std::time::Instant::now() + crate::PROBE_RETRY < deadline =>
                 {
                     std::thread::sleep(crate::PROBE_RETRY);
@@ -199,6 +200,7 @@ impl WireConsumer {
             server: spec.server,
             serial: spec.serial.clone(),
             op_timeout: Duration::from_millis(spec.op_timeout_ms),
+            relay_through_server: spec.relay_through_server,
             ..cetp_transport::adb::AdbConfig::default()
         });
         let rt = runtime()?;

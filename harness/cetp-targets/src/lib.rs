@@ -227,6 +227,7 @@ fn open_adb(
         server: s.server,
         serial: s.serial.clone(),
         op_timeout,
+        relay_through_server: s.relay_through_server,
         ..AdbConfig::default()
     });
     let setup = |step: String, r: Result<(), TransportError>| {
@@ -313,6 +314,13 @@ pub async fn install_apks_async(adb: &Adb, s: &AdbSpec) -> Result<(), (String, T
     Ok(())
 }
 
+/// How a probe that does not listen yet shows: through a forward, as a
+/// connection closed at the first request; relayed by the server, as the
+/// server's refusal of the socket.
+pub(crate) fn probe_not_listening(kind: &str) -> bool {
+    matches!(kind, "connection_closed" | "io" | "adb_command_failed")
+}
+
 /// How often to try the probe's socket while a probe just started comes up.
 pub(crate) const PROBE_RETRY: Duration = Duration::from_millis(200);
 
@@ -347,10 +355,7 @@ fn start_and_connect(
         match connect_adb(rt, adb, socket, identity, opts, op_timeout) {
             Ok(dev) => break Ok(dev),
             Err(e) if probe.has_ended() => break Err(probe_ended(e, &probe)),
-            Err(e)
-                if matches!(e.kind(), "connection_closed" | "io")
-                    && Instant::now() + PROBE_RETRY < deadline =>
-            {
+            Err(e) if probe_not_listening(e.kind()) && Instant::now() + PROBE_RETRY < deadline => {
                 std::thread::sleep(PROBE_RETRY);
             }
             Err(e) => break Err(e),

@@ -15,6 +15,8 @@
 //!     probe_b=COMPONENT            the second probe's instrumentation [com.clawseed.probe.b/com.clawseed.probe.ProbeInstrumentation]
 //!     start=0                      do not start the probe services
 //!     b=auto|on|off                identity b: try it / require it / skip it [auto]
+//!     relay=server|forward         reach the probe's socket relayed by the adb server, or
+//!                                  through `adb forward` [server for a remote server, else forward]
 //! common:
 //!     timeout_ms=N                 per-op timeout (hello, discover, adb commands) [15000]
 //! ```
@@ -125,6 +127,9 @@ pub struct AdbSpec {
     pub start: bool,
     pub b: IdentityB,
     pub op_timeout_ms: u64,
+    /// `relay=`: `Some(true)` relayed by the server, `Some(false)` through
+    /// `adb forward`, `None` by the server's address.
+    pub relay_through_server: Option<bool>,
 }
 
 impl Default for AdbSpec {
@@ -139,6 +144,7 @@ impl Default for AdbSpec {
             start: true,
             b: IdentityB::Auto,
             op_timeout_ms: DEFAULT_OP_TIMEOUT_MS,
+            relay_through_server: None,
         }
     }
 }
@@ -308,6 +314,13 @@ impl TargetSpec {
                         _ => return Err(err(format!("start={v:?}: use 1 or 0"))),
                     };
                 }
+                if let Some(v) = take(&mut opts, "relay")? {
+                    s.relay_through_server = match v.as_str() {
+                        "server" => Some(true),
+                        "forward" => Some(false),
+                        _ => return Err(err(format!("relay={v:?}: use server or forward"))),
+                    };
+                }
                 if let Some(v) = take(&mut opts, "b")? {
                     s.b = match v.as_str() {
                         "auto" => IdentityB::Auto,
@@ -415,6 +428,11 @@ impl fmt::Display for TargetSpec {
                     IdentityB::Required => opts.push("b=on".into()),
                     IdentityB::Off => opts.push("b=off".into()),
                 }
+                match s.relay_through_server {
+                    None => {}
+                    Some(true) => opts.push("relay=server".into()),
+                    Some(false) => opts.push("relay=forward".into()),
+                }
                 match &s.serial {
                     Some(serial) => format!("adb:{serial}"),
                     None => "adb".to_string(),
@@ -494,6 +512,8 @@ mod tests {
         assert_eq!(t.b.as_deref(), Some("127.0.0.1:7001"));
         round_trip("tcp:[::1]:7000");
         round_trip("tcp:device.lan:7000,timeout_ms=2000");
+        round_trip("adb,relay=server");
+        round_trip("adb:emulator-5554,relay=forward");
         for bad in ["tcp", "tcp:host", "tcp:host:x", "tcp:::1:7"] {
             assert!(TargetSpec::parse(bad).is_err(), "{bad}");
         }

@@ -73,6 +73,9 @@ pub struct AdbConfig {
     pub shell_max_bytes: usize,
     /// Output kept from `logcat -d` (the tail).
     pub logcat_max_bytes: usize,
+    /// How the probe's socket is reached: `None` picks by the server's
+    /// address (see [`Adb::relays_through_server`]).
+    pub relay_through_server: Option<bool>,
 }
 
 impl Default for AdbConfig {
@@ -84,6 +87,7 @@ impl Default for AdbConfig {
             install_timeout: Duration::from_secs(120),
             shell_max_bytes: 1024 * 1024,
             logcat_max_bytes: 256 * 1024,
+            relay_through_server: None,
         }
     }
 }
@@ -467,8 +471,59 @@ impl Adb {
         .await
     }
 
-    /// `adb forward --remove tcp:LOCAL`.
+    /// Whether [`Adb::connect_socket`] goes through the adb server's host
+    /// protocol (`host:transport:SERIAL`, then `localabstract:NAME`, the
+    /// server relaying the stream) instead of `adb forward`. A forward
+    /// listens on the server's own loopback unless that server was started
+    /// with `-a`, so dialing `server.ip():port` of a remote server fails
+    /// (finding 9 of issue 27): remote servers are always relayed; a local
+    /// one is forwarded, as `adb forward` users expect to see, unless the
+    /// config says otherwise.
+    pub fn relays_through_server(&self) -> bool {
+        self.cfg
+            .relay_through_server
+            .unwrap_or(!self.cfg.server.ip().is_loopback())
+    }
+
+    /// A stream to a device service (`localabstract:NAME`), relayed by the
+    /// adb server.
+    pub async fn open_service_stream(&self, service: &str) -> Result<TcpStream, AdbError> {
+        let what = format!("device socket {service:?}");
+        let server = self.cfg.server;
+        let transport = match &self.cfg.serial {
+            Some(s) => format!("host:transport:{s}"),
+            None => "host:transport-any".to_string(),
+        };
+        let service = service.to_string();
+        let setup = async {
+            let mut sock = TcpStream::connect(server).await?;
+            host_request(&mut sock, &transport).await?;
+            host_request(&mut sock, &service).await?;
+            Ok::<_, RustADBError>(sock)
+        };
+        match tokio::time::timeout(self.cfg.op_timeout, setup).await {
+            Err(_) => Err(AdbError::new(
+                AdbErrorKind::Timeout,
+                format!(
+                    "{what}: no answer from the adb server at {server} for {} within {} ms",
+                    self.device_label(),
+                    self.cfg.op_timeout.as_millis()
+                ),
+            )),
+            Ok(Err(e)) => {
+                let mut err = classify(&what, e);
+                err.message = format!("{} (adb server {server})", err.message);
+                Err(err)
+            }
+            Ok(Ok(sock)) => Ok(sock),
+        }
+    }
+
+    /// `adb forward --remove tcp:LOCAL`; nothing for port 0 (no forward).
     pub async fn forward_remove(&self, local_port: u16) -> Result<(), AdbError> {
+        if local_port == 0 {
+            return Ok(());
+        }
         self.blocking(
             &format!("forward --remove tcp:{local_port}"),
             self.cfg.op_timeout,
@@ -483,6 +538,10 @@ impl Adb {
     /// closes at once: the first request then fails with
     /// `connection_closed`.
     pub async fn connect_socket(&self, remote: &str) -> Result<(TcpStream, u16), TransportError> {
+        if self.relays_through_server() {
+            // No forward: port 0, which forward_remove ignores.
+            return Ok((self.open_service_stream(remote).await?, 0));
+        }
         let port = free_port().map_err(|e| TransportError::io("picking a free local port", &e))?;
         self.forward(port, remote).await?;
         let addr = format!("{}:{port}", self.cfg.server.ip());
@@ -951,6 +1010,25 @@ mod tests {
             incompatible_package("INSTALL_FAILED_UPDATE_INCOMPATIBLE: Package `rm -rf` x"),
             None
         );
+    }
+
+    #[test]
+    fn a_remote_server_is_relayed_a_local_one_forwarded_unless_told() {
+        let at = |server: &str, relay: Option<bool>| {
+            Adb::new(AdbConfig {
+                server: server.parse().unwrap(),
+                relay_through_server: relay,
+                ..AdbConfig::default()
+            })
+            .relays_through_server()
+        };
+        assert!(
+            at("192.0.2.7:5037", None),
+            "a remote server's forwards are not reachable"
+        );
+        assert!(!at("127.0.0.1:5037", None));
+        assert!(at("127.0.0.1:5037", Some(true)));
+        assert!(!at("192.0.2.7:5037", Some(false)));
     }
 
     #[test]
