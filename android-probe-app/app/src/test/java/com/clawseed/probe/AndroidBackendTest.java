@@ -52,6 +52,16 @@ public class AndroidBackendTest {
     @Before
     public void setUp() throws Exception {
         ctx = RuntimeEnvironment.getApplication();
+        installVendor(ctx);
+        backend = new AndroidBackend(ctx, UiAccess.connect(new Instrumentation()));
+    }
+
+    /**
+     * The probe's manifest, and a vendor's Provider registered as Robolectric
+     * registers providers, with its discovery service (meta-data typed as
+     * aapt2 compiles it).
+     */
+    static void installVendor(Context ctx) throws Exception {
         ManifestInstaller.install(ctx);
         ShadowPackageManager spm = shadowOf(ctx.getPackageManager());
         PackageInfo vendor = new PackageInfo();
@@ -80,7 +90,6 @@ public class AndroidBackendTest {
         spm.addOrUpdateService(s);
         IntentFilter f = new IntentFilter(AndroidBackend.ACTION_TOOL_PROVIDER);
         spm.addIntentFilterForService(new ComponentName(TestToolProvider.PACKAGE, s.name), f);
-        backend = new AndroidBackend(ctx, UiAccess.connect(new Instrumentation()));
     }
 
     private Ops.ServiceInfo vendorService() {
