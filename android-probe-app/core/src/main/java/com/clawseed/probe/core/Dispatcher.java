@@ -280,6 +280,9 @@ public final class Dispatcher {
             }
             error = e.toString();
         } finally {
+            // Done reading: a watchdog run that comes now finds the slot
+            // taken and leaves the descriptor alone.
+            cut.compareAndSet(null, "");
             watch.cancel(false);
             try {
                 src.close();
@@ -287,10 +290,11 @@ public final class Dispatcher {
                 // Nothing left to report: the bytes and any writer error are in the answer.
             }
         }
-        if (cut.get() != null) {
+        String why = cut.get();
+        if (!why.isEmpty()) {
             // Whatever the read saw after the watchdog closed the descriptor.
             eof = false;
-            error = cut.get();
+            error = why;
         }
         return Ops.readFdOk(total, hex(sha.digest()), eof, error, writable);
     }
