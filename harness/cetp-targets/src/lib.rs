@@ -240,9 +240,11 @@ fn open_adb(
     // The probes last: Android grants them the Provider's normal permission
     // only if the app that defines it is installed first.
     install_apks(rt, &adb, s).map_err(|(step, error)| TargetError::Setup { step, error })?;
+    let gate = Arc::new(std::sync::Mutex::new(()));
     let a = start_and_connect(
         rt,
         &adb,
+        &gate,
         s.start,
         &s.probe_service,
         PROBE_SOCKET_A,
@@ -256,6 +258,7 @@ fn open_adb(
             let b = start_and_connect(
                 rt,
                 &adb,
+                &gate,
                 s.start,
                 &s.probe_b_service,
                 PROBE_SOCKET_B,
@@ -331,6 +334,7 @@ pub(crate) const PROBE_RETRY: Duration = Duration::from_millis(200);
 fn start_and_connect(
     rt: &Arc<SharedRuntime>,
     adb: &Adb,
+    gate: &Arc<std::sync::Mutex<()>>,
     start: bool,
     component: &str,
     socket: &str,
@@ -339,7 +343,7 @@ fn start_and_connect(
     op_timeout: Duration,
 ) -> Result<ProbeDevice, TargetError> {
     if !start {
-        return connect_adb(rt, adb, socket, identity, opts, op_timeout);
+        return connect_adb(rt, adb, gate, socket, identity, opts, op_timeout);
     }
     let probe = rt
         .block_on(adb.start_probe(component))
@@ -352,7 +356,7 @@ fn start_and_connect(
     // connection closed.
     let deadline = Instant::now() + op_timeout;
     let outcome = loop {
-        match connect_adb(rt, adb, socket, identity, opts, op_timeout) {
+        match connect_adb(rt, adb, gate, socket, identity, opts, op_timeout) {
             Ok(dev) => break Ok(dev),
             Err(e) if probe.has_ended() => break Err(probe_ended(e, &probe)),
             Err(e) if probe_not_listening(e.kind()) && Instant::now() + PROBE_RETRY < deadline => {
@@ -401,6 +405,7 @@ fn probe_ended(e: TargetError, probe: &ProbeInstrumentation) -> TargetError {
 fn connect_adb(
     rt: &Arc<SharedRuntime>,
     adb: &Adb,
+    gate: &Arc<std::sync::Mutex<()>>,
     socket: &str,
     identity: &str,
     opts: &OpenOptions,
@@ -425,7 +430,7 @@ fn connect_adb(
         identity,
         socket,
         client,
-        Some(AdbSide::new(adb.clone(), port)),
+        Some(AdbSide::new(adb.clone(), port, gate.clone())),
         None,
     )
 }
