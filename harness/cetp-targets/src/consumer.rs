@@ -57,6 +57,7 @@ impl AdbProbe {
             serial: spec.serial.clone(),
             op_timeout,
             relay_through_server: spec.relay_through_server,
+            install_timeout: Duration::from_millis(spec.install_timeout_ms),
             ..cetp_transport::adb::AdbConfig::default()
         });
         let rt = runtime()?;
@@ -201,6 +202,7 @@ impl WireConsumer {
             serial: spec.serial.clone(),
             op_timeout: Duration::from_millis(spec.op_timeout_ms),
             relay_through_server: spec.relay_through_server,
+            install_timeout: Duration::from_millis(spec.install_timeout_ms),
             ..cetp_transport::adb::AdbConfig::default()
         });
         let rt = runtime()?;

@@ -228,6 +228,7 @@ fn open_adb(
         serial: s.serial.clone(),
         op_timeout,
         relay_through_server: s.relay_through_server,
+        install_timeout: Duration::from_millis(s.install_timeout_ms),
         ..AdbConfig::default()
     });
     let setup = |step: String, r: Result<(), TransportError>| {

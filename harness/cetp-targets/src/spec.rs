@@ -15,6 +15,7 @@
 //!     probe_b=COMPONENT            the second probe's instrumentation [com.clawseed.probe.b/com.clawseed.probe.ProbeInstrumentation]
 //!     start=0                      do not start the probe services
 //!     b=auto|on|off                identity b: try it / require it / skip it [auto]
+//!     install_timeout_ms=N         per APK: push, pm install (and pm uninstall of a foreign probe) [120000]
 //!     relay=server|forward         reach the probe's socket relayed by the adb server, or
 //!                                  through `adb forward` [server for a remote server, else forward]
 //! common:
@@ -130,7 +131,13 @@ pub struct AdbSpec {
     /// `relay=`: `Some(true)` relayed by the server, `Some(false)` through
     /// `adb forward`, `None` by the server's address.
     pub relay_through_server: Option<bool>,
+    /// `install_timeout_ms=`: pushing and installing one APK.
+    pub install_timeout_ms: u64,
 }
+
+/// How long pushing and installing one APK may take by default: a large
+/// APK, Play Protect's scan, a vendor's "install via USB" prompt.
+pub const DEFAULT_INSTALL_TIMEOUT_MS: u64 = 120_000;
 
 impl Default for AdbSpec {
     fn default() -> Self {
@@ -145,6 +152,7 @@ impl Default for AdbSpec {
             b: IdentityB::Auto,
             op_timeout_ms: DEFAULT_OP_TIMEOUT_MS,
             relay_through_server: None,
+            install_timeout_ms: DEFAULT_INSTALL_TIMEOUT_MS,
         }
     }
 }
@@ -314,6 +322,9 @@ impl TargetSpec {
                         _ => return Err(err(format!("start={v:?}: use 1 or 0"))),
                     };
                 }
+                if let Some(v) = take(&mut opts, "install_timeout_ms")? {
+                    s.install_timeout_ms = number(text, "install_timeout_ms", &v)?;
+                }
                 if let Some(v) = take(&mut opts, "relay")? {
                     s.relay_through_server = match v.as_str() {
                         "server" => Some(true),
@@ -428,6 +439,9 @@ impl fmt::Display for TargetSpec {
                     IdentityB::Required => opts.push("b=on".into()),
                     IdentityB::Off => opts.push("b=off".into()),
                 }
+                if s.install_timeout_ms != d.install_timeout_ms {
+                    opts.push(format!("install_timeout_ms={}", s.install_timeout_ms));
+                }
                 match s.relay_through_server {
                     None => {}
                     Some(true) => opts.push("relay=server".into()),
@@ -513,6 +527,7 @@ mod tests {
         round_trip("tcp:[::1]:7000");
         round_trip("tcp:device.lan:7000,timeout_ms=2000");
         round_trip("adb,relay=server");
+        round_trip("adb,install_timeout_ms=600000");
         round_trip("adb:emulator-5554,relay=forward");
         for bad in ["tcp", "tcp:host", "tcp:host:x", "tcp:::1:7"] {
             assert!(TargetSpec::parse(bad).is_err(), "{bad}");

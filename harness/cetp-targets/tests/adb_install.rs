@@ -174,6 +174,21 @@ fn an_install_slower_than_the_op_timeout_completes() {
     assert_eq!(phone.sim.installed_apks(), ["/data/local/tmp/provider.apk"]);
     t.a.hello().unwrap();
     drop(t);
+
+    // The install timeout is what bounds it: shorter than the install, it
+    // fails, naming the timeout.
+    let spec = TargetSpec::parse(&format!(
+        "adb:{},server={},b=off,install_timeout_ms=1000,install={}",
+        phone.device,
+        server.addr(),
+        phone.apk("provider.apk")
+    ))
+    .unwrap();
+    let Err(e) = open(&spec) else {
+        panic!("an install slower than install_timeout_ms completed")
+    };
+    assert_eq!(e.kind(), "adb_timeout", "{e}");
+    assert!(e.to_string().contains("within 1000 ms"), "{e}");
 }
 
 /// Finding 10: a probe signed with another key (built on another machine)
