@@ -56,6 +56,9 @@ scripts/html-report-check.sh
 echo "== probe app (JVM)"
 android-probe-app/core/run-tests.sh 2>&1 | tee -a "$log"
 
+echo "== probe app compiled against the Android framework, its Robolectric tests"
+scripts/probe-app-check.sh 2>&1 | tee -a "$log"
+
 echo "== coverage report is current and has no gaps"
 cargo run -q -p cetp-cli -- coverage --check
 

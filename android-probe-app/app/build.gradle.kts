@@ -65,6 +65,15 @@ android {
         targetCompatibility = JavaVersion.VERSION_17
     }
 
+    testOptions {
+        // Robolectric reads the merged manifest and resources.
+        unitTests.isIncludeAndroidResources = true
+        unitTests.all {
+            // ManifestInstaller reads app/src/main/AndroidManifest.xml from the repository.
+            it.systemProperty("cetp.repo.dir", rootProject.projectDir.resolve("..").canonicalPath)
+        }
+    }
+
     lint {
         // QUERY_ALL_PACKAGES is intended: a test probe must see every Provider.
         disable += "QueryAllPackagesPermission"
@@ -73,4 +82,8 @@ android {
 
 dependencies {
     implementation(project(":core"))
+    // The versions of android-probe-app/jvm/pom.xml, which
+    // scripts/probe-app-check.sh uses where there is no Android SDK.
+    testImplementation("org.robolectric:robolectric:4.14.1")
+    testImplementation("junit:junit:4.13.2")
 }

@@ -250,6 +250,14 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
         skip: args.skip.clone(),
         attempts: 1,
     });
+    // A phone's probe is installed, started and waited for as `cetp run`
+    // does, once for the run; it ends when the run ends.
+    let _probe = match &place {
+        Where::Adb { target } => {
+            Some(cetp_targets::consumer::AdbProbe::prepare(target).map_err(infra)?)
+        }
+        _ => None,
+    };
     // Where the hostile Provider lives: a phone's probe names what it can
     // host (`hello`'s hosted_provider); an unreachable device is an infra
     // error before any scenario.

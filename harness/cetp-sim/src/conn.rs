@@ -513,7 +513,8 @@ impl Conn {
                 ));
             }
         };
-        match reply {
+        // The probe is another app: the Provider's exception crosses Binder.
+        match crate::binder::cross(reply) {
             Reply::Threw { class, message } => Err(WireError::provider_exception(class, message)),
             Reply::Result {
                 bundle: None,

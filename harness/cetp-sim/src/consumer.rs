@@ -151,7 +151,8 @@ impl ConsumerPort for SimPort {
                 }
             },
         };
-        match reply {
+        // The Consumer is another app: the Provider's exception crosses Binder.
+        match crate::binder::cross(reply) {
             Reply::Threw { class, message } => Ok(CallAnswer::Threw { class, message }),
             Reply::Result {
                 bundle,

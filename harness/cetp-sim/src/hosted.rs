@@ -358,14 +358,15 @@ pub enum Hosting {
 /// The probe app's package (its `applicationId`) and hostile authority.
 pub const PROBE_PACKAGE: &str = "com.clawseed.probe";
 pub const PROBE_HOSTED_AUTHORITY: &str = "com.clawseed.probe.hostile.clawseed.tools";
-/// The classes the probe app's hosted Provider may throw.
-const PROBE_THROWABLE: [&str; 6] = [
+/// The classes the probe app's hosted Provider may throw (its
+/// `HostedProvider.THROWABLE`): carried by Binder as themselves
+/// ([`crate::binder::CARRIED`]), never a plain `RuntimeException`.
+const PROBE_THROWABLE: [&str; 5] = [
     "java.lang.SecurityException",
     "java.lang.IllegalArgumentException",
     "java.lang.IllegalStateException",
     "java.lang.NullPointerException",
     "java.lang.UnsupportedOperationException",
-    "java.lang.RuntimeException",
 ];
 
 impl Hosting {
@@ -686,6 +687,29 @@ mod hosting_tests {
             outcome,
             delay_ms: 0,
         }
+    }
+
+    #[test]
+    fn the_probe_apps_throw_classes_are_its_java_list_and_all_cross_binder() {
+        // The probe app's own list (core/HostedProvider.THROWABLE), read from
+        // its source so that the two cannot drift apart.
+        let java = include_str!(
+            "../../../android-probe-app/core/src/main/java/com/clawseed/probe/core/HostedProvider.java"
+        );
+        let start = java
+            .find("THROWABLE = ")
+            .expect("THROWABLE in HostedProvider.java");
+        let list = &java[start..start + java[start..].find(");").unwrap()];
+        let declared: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
+        assert_eq!(declared, PROBE_THROWABLE);
+        for c in PROBE_THROWABLE {
+            assert_eq!(
+                crate::binder::crossed_class(c),
+                Some(c),
+                "{c} crosses Binder as itself"
+            );
+        }
+        assert!(!PROBE_THROWABLE.contains(&"java.lang.RuntimeException"));
     }
 
     #[test]

@@ -35,6 +35,7 @@
 #![forbid(unsafe_code)]
 
 mod adb;
+pub mod binder;
 mod conn;
 pub mod consumer;
 mod handles;

@@ -34,6 +34,112 @@ pub enum Actor {
     },
 }
 
+/// The probe of an adb device, made ready as `cetp run` makes it
+/// (finding 8 of issue 27): the `install=` APKs and then the `probe_apk=`
+/// ones installed, the probe started as `am instrument -w -r` (unless
+/// `start=0`) and waited for until it answers `hello`. It lives for the
+/// whole `cetp consumer` run, across the scenarios' connections, and ends
+/// the probe when dropped.
+pub struct AdbProbe {
+    rt: Runtime,
+    probe: Option<cetp_transport::adb::ProbeInstrumentation>,
+}
+
+impl AdbProbe {
+    pub fn prepare(target: &str) -> Result<AdbProbe, String> {
+        let spec = match crate::TargetSpec::parse(target).map_err(|e| e.to_string())? {
+            crate::TargetSpec::Adb(s) => s,
+            _ => return Err(format!("{target:?} is not an adb target")),
+        };
+        let op_timeout = Duration::from_millis(spec.op_timeout_ms);
+        let adb = cetp_transport::adb::Adb::new(cetp_transport::adb::AdbConfig {
+            server: spec.server,
+            serial: spec.serial.clone(),
+            op_timeout,
+            relay_through_server: spec.relay_through_server,
+            install_timeout: Duration::from_millis(spec.install_timeout_ms),
+            ..cetp_transport::adb::AdbConfig::default()
+        });
+        let rt = runtime()?;
+        rt.block_on(adb.check_device())
+            .map_err(|e| format!("adb server {}: {e}", spec.server))?;
+        rt.block_on(crate::install_apks_async(&adb, &spec))
+            .map_err(|(step, e)| format!("{step}: {e}"))?;
+        if !spec.start {
+            return Ok(AdbProbe { rt, probe: None });
+        }
+        let probe = rt
+            .block_on(adb.start_probe(&spec.probe_service))
+            .map_err(|e| format!("starting {}: {e}", spec.probe_service))?;
+        let ready = AdbProbe {
+            rt,
+            probe: Some(probe),
+        };
+        ready.wait_for_hello(&adb, op_timeout)?;
+        Ok(ready)
+    }
+
+    /// A probe just started may not listen yet: the device refuses the
+    /// socket, and the first request sees the connection closed.
+    fn wait_for_hello(
+        &self,
+        adb: &cetp_transport::adb::Adb,
+        op_timeout: Duration,
+    ) -> Result<(), String> {
+        let probe = self.probe.as_ref().expect("started");
+        let deadline = std::time::Instant::now() + op_timeout;
+        loop {
+            let attempt = self.rt.block_on(async {
+                let (stream, port) = adb
+                    .connect_socket(cetp_transport::adb::PROBE_SOCKET_A)
+                    .await?;
+                let client = ProbeClient::connect(stream, ClientConfig::default());
+                let r = client.request("hello", Map::new(), 0, op_timeout).await;
+                client.close();
+                let _ = adb.forward_remove(port).await;
+                r
+            });
+            match attempt {
+                Ok(_) => return Ok(()),
+                Err(e) if probe.has_ended() => {
+                    return Err(format!(
+                        "`am instrument -w -r {}` ended before the probe served ({}): {e}",
+                        probe.component(),
+                        probe.output().trim()
+                    ))
+                }
+                Err(e)
+                    if crate::probe_not_listening(e.kind())
+                        && std::time::Instant::now() + crate::PROBE_RETRY < deadline =>
+                {
+                    std::thread::sleep(crate::PROBE_RETRY);
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "the probe {} did not answer hello: {e}",
+                        probe.component()
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Whether the probe this run started is still running.
+    pub fn running(&self) -> bool {
+        self.probe.as_ref().is_some_and(|p| !p.has_ended())
+    }
+}
+
+impl Drop for AdbProbe {
+    fn drop(&mut self) {
+        if let Some(probe) = self.probe.take() {
+            let _ = self.rt.block_on(async {
+                tokio::time::timeout(crate::device::PROBE_STOP_TIMEOUT, probe.stop()).await
+            });
+        }
+    }
+}
+
 pub struct WireConsumer {
     rt: Runtime,
     client: ProbeClient,
@@ -95,6 +201,8 @@ impl WireConsumer {
             server: spec.server,
             serial: spec.serial.clone(),
             op_timeout: Duration::from_millis(spec.op_timeout_ms),
+            relay_through_server: spec.relay_through_server,
+            install_timeout: Duration::from_millis(spec.install_timeout_ms),
             ..cetp_transport::adb::AdbConfig::default()
         });
         let rt = runtime()?;

@@ -75,15 +75,23 @@ pub(crate) struct AdbSide {
     last_logcat: Mutex<Option<(Instant, String)>>,
     /// The probe this target started for the identity, ended with it.
     instrumentation: Mutex<Option<ProbeInstrumentation>>,
+    /// Shared by both identities of the device: one `resolve` at a time.
+    /// From Android 12 each probe takes accessibility only for the length of
+    /// a resolve, and a probe asked to resolve while the other holds it can
+    /// lose its UiAutomation for the rest of the run (finding 3 of issue 27,
+    /// read from the framework, not seen on a phone): the harness never
+    /// makes them overlap.
+    resolve_gate: Arc<Mutex<()>>,
 }
 
 impl AdbSide {
-    pub(crate) fn new(adb: Adb, forward_port: u16) -> Self {
+    pub(crate) fn new(adb: Adb, forward_port: u16, resolve_gate: Arc<Mutex<()>>) -> Self {
         AdbSide {
             adb,
             forward_port,
             last_logcat: Mutex::new(None),
             instrumentation: Mutex::new(None),
+            resolve_gate,
         }
     }
 }
@@ -398,6 +406,7 @@ impl Device for ProbeDevice {
             return Err(e);
         }
         let ui = ui.and_then(ui_to_wire);
+        let _turn = self.adb.as_ref().map(|side| lock(&side.resolve_gate));
         self.run(self.client.resolve(handle, decision, ui, timeout_ms))
     }
 

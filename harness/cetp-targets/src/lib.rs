@@ -227,6 +227,8 @@ fn open_adb(
         server: s.server,
         serial: s.serial.clone(),
         op_timeout,
+        relay_through_server: s.relay_through_server,
+        install_timeout: Duration::from_millis(s.install_timeout_ms),
         ..AdbConfig::default()
     });
     let setup = |step: String, r: Result<(), TransportError>| {
@@ -238,15 +240,12 @@ fn open_adb(
     )?;
     // The probes last: Android grants them the Provider's normal permission
     // only if the app that defines it is installed first.
-    for apk in s.install.iter().chain(&s.probe_apks) {
-        setup(
-            format!("installing {}", apk.display()),
-            rt.block_on(adb.install(apk)).map_err(Into::into),
-        )?;
-    }
+    install_apks(rt, &adb, s).map_err(|(step, error)| TargetError::Setup { step, error })?;
+    let gate = Arc::new(std::sync::Mutex::new(()));
     let a = start_and_connect(
         rt,
         &adb,
+        &gate,
         s.start,
         &s.probe_service,
         PROBE_SOCKET_A,
@@ -260,6 +259,7 @@ fn open_adb(
             let b = start_and_connect(
                 rt,
                 &adb,
+                &gate,
                 s.start,
                 &s.probe_b_service,
                 PROBE_SOCKET_B,
@@ -279,8 +279,54 @@ fn open_adb(
     Ok((a, b))
 }
 
+/// Installs the `install=` APKs, then the probes. Android grants the probes
+/// the Provider's normal permission only if the app that defines it is
+/// installed first. A probe of another signature already on the device (a
+/// build from another machine) is uninstalled first and named on stderr;
+/// nothing else is ever removed.
+fn install_apks(
+    rt: &Arc<SharedRuntime>,
+    adb: &Adb,
+    s: &AdbSpec,
+) -> Result<(), (String, TransportError)> {
+    rt.block_on(install_apks_async(adb, s))
+}
+
+/// [`install_apks`] for callers with their own runtime (`cetp consumer`).
+pub async fn install_apks_async(adb: &Adb, s: &AdbSpec) -> Result<(), (String, TransportError)> {
+    let probe_packages: Vec<&str> = [&s.probe_service, &s.probe_b_service]
+        .iter()
+        .filter_map(|c| c.split_once('/').map(|(p, _)| p))
+        .collect();
+    for (apk, replaceable) in s
+        .install
+        .iter()
+        .map(|a| (a, &[][..]))
+        .chain(s.probe_apks.iter().map(|a| (a, &probe_packages[..])))
+    {
+        let step = format!("installing {}", apk.display());
+        match adb.install_replacing(apk, replaceable).await {
+            Ok(None) => {}
+            Ok(Some(removed)) => eprintln!(
+                "cetp: removed {removed} from {}: it was signed with another key (a probe built elsewhere); installed {} instead",
+                adb.device_label(),
+                apk.display()
+            ),
+            Err(e) => return Err((step, e.into())),
+        }
+    }
+    Ok(())
+}
+
+/// How a probe that does not listen yet shows: through a forward, as a
+/// connection closed at the first request; relayed by the server, as the
+/// server's refusal of the socket.
+pub(crate) fn probe_not_listening(kind: &str) -> bool {
+    matches!(kind, "connection_closed" | "io" | "adb_command_failed")
+}
+
 /// How often to try the probe's socket while a probe just started comes up.
-const PROBE_RETRY: Duration = Duration::from_millis(200);
+pub(crate) const PROBE_RETRY: Duration = Duration::from_millis(200);
 
 /// Starts the identity's probe (when `start`) as a long-lived `am
 /// instrument -w -r` stream and connects to it. The device that comes out
@@ -289,6 +335,7 @@ const PROBE_RETRY: Duration = Duration::from_millis(200);
 fn start_and_connect(
     rt: &Arc<SharedRuntime>,
     adb: &Adb,
+    gate: &Arc<std::sync::Mutex<()>>,
     start: bool,
     component: &str,
     socket: &str,
@@ -297,7 +344,7 @@ fn start_and_connect(
     op_timeout: Duration,
 ) -> Result<ProbeDevice, TargetError> {
     if !start {
-        return connect_adb(rt, adb, socket, identity, opts, op_timeout);
+        return connect_adb(rt, adb, gate, socket, identity, opts, op_timeout);
     }
     let probe = rt
         .block_on(adb.start_probe(component))
@@ -310,13 +357,10 @@ fn start_and_connect(
     // connection closed.
     let deadline = Instant::now() + op_timeout;
     let outcome = loop {
-        match connect_adb(rt, adb, socket, identity, opts, op_timeout) {
+        match connect_adb(rt, adb, gate, socket, identity, opts, op_timeout) {
             Ok(dev) => break Ok(dev),
             Err(e) if probe.has_ended() => break Err(probe_ended(e, &probe)),
-            Err(e)
-                if matches!(e.kind(), "connection_closed" | "io")
-                    && Instant::now() + PROBE_RETRY < deadline =>
-            {
+            Err(e) if probe_not_listening(e.kind()) && Instant::now() + PROBE_RETRY < deadline => {
                 std::thread::sleep(PROBE_RETRY);
             }
             Err(e) => break Err(e),
@@ -362,6 +406,7 @@ fn probe_ended(e: TargetError, probe: &ProbeInstrumentation) -> TargetError {
 fn connect_adb(
     rt: &Arc<SharedRuntime>,
     adb: &Adb,
+    gate: &Arc<std::sync::Mutex<()>>,
     socket: &str,
     identity: &str,
     opts: &OpenOptions,
@@ -386,7 +431,7 @@ fn connect_adb(
         identity,
         socket,
         client,
-        Some(AdbSide::new(adb.clone(), port)),
+        Some(AdbSide::new(adb.clone(), port, gate.clone())),
         None,
     )
 }

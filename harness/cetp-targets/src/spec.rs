@@ -15,6 +15,9 @@
 //!     probe_b=COMPONENT            the second probe's instrumentation [com.clawseed.probe.b/com.clawseed.probe.ProbeInstrumentation]
 //!     start=0                      do not start the probe services
 //!     b=auto|on|off                identity b: try it / require it / skip it [auto]
+//!     install_timeout_ms=N         per APK: push, pm install (and pm uninstall of a foreign probe) [120000]
+//!     relay=server|forward         reach the probe's socket relayed by the adb server, or
+//!                                  through `adb forward` [server for a remote server, else forward]
 //! common:
 //!     timeout_ms=N                 per-op timeout (hello, discover, adb commands) [15000]
 //! ```
@@ -125,7 +128,16 @@ pub struct AdbSpec {
     pub start: bool,
     pub b: IdentityB,
     pub op_timeout_ms: u64,
+    /// `relay=`: `Some(true)` relayed by the server, `Some(false)` through
+    /// `adb forward`, `None` by the server's address.
+    pub relay_through_server: Option<bool>,
+    /// `install_timeout_ms=`: pushing and installing one APK.
+    pub install_timeout_ms: u64,
 }
+
+/// How long pushing and installing one APK may take by default: a large
+/// APK, Play Protect's scan, a vendor's "install via USB" prompt.
+pub const DEFAULT_INSTALL_TIMEOUT_MS: u64 = 120_000;
 
 impl Default for AdbSpec {
     fn default() -> Self {
@@ -139,6 +151,8 @@ impl Default for AdbSpec {
             start: true,
             b: IdentityB::Auto,
             op_timeout_ms: DEFAULT_OP_TIMEOUT_MS,
+            relay_through_server: None,
+            install_timeout_ms: DEFAULT_INSTALL_TIMEOUT_MS,
         }
     }
 }
@@ -308,6 +322,16 @@ impl TargetSpec {
                         _ => return Err(err(format!("start={v:?}: use 1 or 0"))),
                     };
                 }
+                if let Some(v) = take(&mut opts, "install_timeout_ms")? {
+                    s.install_timeout_ms = number(text, "install_timeout_ms", &v)?;
+                }
+                if let Some(v) = take(&mut opts, "relay")? {
+                    s.relay_through_server = match v.as_str() {
+                        "server" => Some(true),
+                        "forward" => Some(false),
+                        _ => return Err(err(format!("relay={v:?}: use server or forward"))),
+                    };
+                }
                 if let Some(v) = take(&mut opts, "b")? {
                     s.b = match v.as_str() {
                         "auto" => IdentityB::Auto,
@@ -415,6 +439,14 @@ impl fmt::Display for TargetSpec {
                     IdentityB::Required => opts.push("b=on".into()),
                     IdentityB::Off => opts.push("b=off".into()),
                 }
+                if s.install_timeout_ms != d.install_timeout_ms {
+                    opts.push(format!("install_timeout_ms={}", s.install_timeout_ms));
+                }
+                match s.relay_through_server {
+                    None => {}
+                    Some(true) => opts.push("relay=server".into()),
+                    Some(false) => opts.push("relay=forward".into()),
+                }
                 match &s.serial {
                     Some(serial) => format!("adb:{serial}"),
                     None => "adb".to_string(),
@@ -494,6 +526,9 @@ mod tests {
         assert_eq!(t.b.as_deref(), Some("127.0.0.1:7001"));
         round_trip("tcp:[::1]:7000");
         round_trip("tcp:device.lan:7000,timeout_ms=2000");
+        round_trip("adb,relay=server");
+        round_trip("adb,install_timeout_ms=600000");
+        round_trip("adb:emulator-5554,relay=forward");
         for bad in ["tcp", "tcp:host", "tcp:host:x", "tcp:::1:7"] {
             assert!(TargetSpec::parse(bad).is_err(), "{bad}");
         }

@@ -476,37 +476,54 @@ fn a_probe_that_listens_late_is_waited_for() {
     let Some(adb) = adb_or_skip("a_probe_that_listens_late_is_waited_for") else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let sim = cetp_sim::Sim::new(session_sim_config()).unwrap();
-    let services = std::sync::Arc::new(late_probe::LateProbe {
-        inner: sim.clone().adb_services(),
-        delay: Duration::from_millis(700),
-        started: Default::default(),
-        refused: Default::default(),
-    });
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let device = listener.local_addr().unwrap().to_string();
-    rt.spawn(cetp_adbd::serve(
-        listener,
-        services.clone(),
-        cetp_adbd::AdbdConfig::default(),
-    ));
     let server = AdbServer::start(adb);
-    server.connect(&device);
-    let t =
-        open(&TargetSpec::parse(&format!("adb:{device},server={},b=off", server.addr())).unwrap())
-            .unwrap_or_else(|e| panic!("the late probe was not waited for: {e}"));
-    assert!(
-        *services.refused.lock().unwrap() > 0,
-        "the probe was never late"
-    );
-    assert_eq!(t.a.hello().unwrap().identity_name, "a");
-    drop(t);
-    rt.shutdown_background();
+    // Through a forward (a local server's default), and relayed by the
+    // server (a remote server's, whose forwards a host cannot dial: finding
+    // 9 of issue 27): a late probe shows differently, and is waited for.
+    for relay in ["forward", "server"] {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let sim = cetp_sim::Sim::new(session_sim_config()).unwrap();
+        let services = std::sync::Arc::new(late_probe::LateProbe {
+            inner: sim.clone().adb_services(),
+            delay: Duration::from_millis(700),
+            started: Default::default(),
+            refused: Default::default(),
+        });
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let device = listener.local_addr().unwrap().to_string();
+        rt.spawn(cetp_adbd::serve(
+            listener,
+            services.clone(),
+            cetp_adbd::AdbdConfig::default(),
+        ));
+        server.connect(&device);
+        let t = open(
+            &TargetSpec::parse(&format!(
+                "adb:{device},server={},b=off,relay={relay}",
+                server.addr()
+            ))
+            .unwrap(),
+        )
+        .unwrap_or_else(|e| panic!("relay={relay}: the late probe was not waited for: {e}"));
+        assert!(
+            *services.refused.lock().unwrap() > 0,
+            "relay={relay}: the probe was never late"
+        );
+        assert_eq!(t.a.hello().unwrap().identity_name, "a");
+        let forwards = server.ok(&["forward", "--list"]);
+        let n = forwards.lines().filter(|l| !l.trim().is_empty()).count();
+        assert_eq!(
+            n,
+            usize::from(relay == "forward"),
+            "relay={relay}: {forwards}"
+        );
+        drop(t);
+        rt.shutdown_background();
+    }
 }

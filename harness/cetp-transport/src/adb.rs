@@ -73,6 +73,9 @@ pub struct AdbConfig {
     pub shell_max_bytes: usize,
     /// Output kept from `logcat -d` (the tail).
     pub logcat_max_bytes: usize,
+    /// How the probe's socket is reached: `None` picks by the server's
+    /// address (see [`Adb::relays_through_server`]).
+    pub relay_through_server: Option<bool>,
 }
 
 impl Default for AdbConfig {
@@ -84,6 +87,7 @@ impl Default for AdbConfig {
             install_timeout: Duration::from_secs(120),
             shell_max_bytes: 1024 * 1024,
             logcat_max_bytes: 256 * 1024,
+            relay_through_server: None,
         }
     }
 }
@@ -274,18 +278,23 @@ impl Adb {
     /// Runs `command` in the device's shell; the exit status comes from the
     /// `__rc=` marker.
     pub async fn shell(&self, command: &str) -> Result<ShellOutput, AdbError> {
+        self.shell_within(command, self.cfg.op_timeout).await
+    }
+
+    /// [`Adb::shell`] under `timeout` instead of the op timeout.
+    pub async fn shell_within(
+        &self,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<ShellOutput, AdbError> {
         let line = format!("{command}{RC_SUFFIX}");
         let max = self.cfg.shell_max_bytes;
         let (raw, truncated) = self
-            .blocking(
-                &format!("shell {command:?}"),
-                self.cfg.op_timeout,
-                move |d| {
-                    let mut tail = Tail::new(max);
-                    d.shell_command(&line, Some(&mut tail), None)?;
-                    Ok(tail.into_inner())
-                },
-            )
+            .blocking(&format!("shell {command:?}"), timeout, move |d| {
+                let mut tail = Tail::new(max);
+                d.shell_command(&line, Some(&mut tail), None)?;
+                Ok(tail.into_inner())
+            })
             .await?;
         let (output, exit_code) = split_exit_code(&raw);
         Ok(ShellOutput {
@@ -349,6 +358,25 @@ impl Adb {
     /// Installs an APK as `adb install -r -t` does on devices without
     /// streamed install: push to `/data/local/tmp`, `pm install`, remove.
     pub async fn install(&self, apk: &Path) -> Result<(), AdbError> {
+        self.install_replacing(apk, &[]).await.map(|_| ())
+    }
+
+    /// [`Adb::install`], and when the device already has one of the
+    /// `replaceable` packages signed with another key (`pm install -r`
+    /// fails with `INSTALL_FAILED_UPDATE_INCOMPATIBLE`, as for a probe built
+    /// on another machine), uninstalls it and installs again. Returns the
+    /// package it removed. Any other package signed differently is an error
+    /// naming it: the harness never removes a Provider, whose data is the
+    /// user's.
+    ///
+    /// `pm install` and `pm uninstall` run under the install timeout, not
+    /// the op timeout: a large APK, Play Protect's scan or a vendor's
+    /// "install via USB" prompt takes longer than a shell command.
+    pub async fn install_replacing(
+        &self,
+        apk: &Path,
+        replaceable: &[&str],
+    ) -> Result<Option<String>, AdbError> {
         let name: String = apk
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -369,22 +397,65 @@ impl Adb {
         };
         let remote = format!("/data/local/tmp/{name}");
         self.push(apk, &remote).await?;
-        let installed = self
-            .shell(&format!("pm install -r -t {}", sh_quote(&remote)))
-            .await;
+        let outcome = self.pm_install(apk, &remote, replaceable).await;
         let _ = self.shell(&format!("rm -f {}", sh_quote(&remote))).await;
-        let out = installed?;
-        if out.exit_code == Some(0) && out.text().contains("Success") {
-            Ok(())
-        } else {
-            Err(AdbError::new(
+        outcome
+    }
+
+    async fn pm_install(
+        &self,
+        apk: &Path,
+        remote: &str,
+        replaceable: &[&str],
+    ) -> Result<Option<String>, AdbError> {
+        let install = format!("pm install -r -t {}", sh_quote(remote));
+        let out = self
+            .shell_within(&install, self.cfg.install_timeout)
+            .await?;
+        if installed(&out) {
+            return Ok(None);
+        }
+        let failed = |out: &ShellOutput, note: String| {
+            AdbError::new(
                 AdbErrorKind::CommandFailed,
                 format!(
-                    "installing {} failed (exit {:?}): {}",
+                    "installing {} failed (exit {:?}): {}{note}",
                     apk.display(),
                     out.exit_code,
                     tail_text(&out.output, 2048)
                 ),
+            )
+        };
+        let Some(package) = incompatible_package(&out.text()) else {
+            return Err(failed(&out, String::new()));
+        };
+        if !replaceable.contains(&package.as_str()) {
+            return Err(failed(
+                &out,
+                format!(
+                    " ({package} is installed signed with another key: uninstall it first with `adb uninstall {package}`; the harness removes only the probe's own packages)"
+                ),
+            ));
+        }
+        check_package(&package)?;
+        let removed = self
+            .shell_within(&format!("pm uninstall {package}"), self.cfg.install_timeout)
+            .await?;
+        if !installed(&removed) {
+            return Err(failed(
+                &removed,
+                format!(" (uninstalling {package}, signed with another key, failed too)"),
+            ));
+        }
+        let again = self
+            .shell_within(&install, self.cfg.install_timeout)
+            .await?;
+        if installed(&again) {
+            Ok(Some(package))
+        } else {
+            Err(failed(
+                &again,
+                format!(" (after uninstalling {package}, signed with another key)"),
             ))
         }
     }
@@ -400,8 +471,59 @@ impl Adb {
         .await
     }
 
-    /// `adb forward --remove tcp:LOCAL`.
+    /// Whether [`Adb::connect_socket`] goes through the adb server's host
+    /// protocol (`host:transport:SERIAL`, then `localabstract:NAME`, the
+    /// server relaying the stream) instead of `adb forward`. A forward
+    /// listens on the server's own loopback unless that server was started
+    /// with `-a`, so dialing `server.ip():port` of a remote server fails
+    /// (finding 9 of issue 27): remote servers are always relayed; a local
+    /// one is forwarded, as `adb forward` users expect to see, unless the
+    /// config says otherwise.
+    pub fn relays_through_server(&self) -> bool {
+        self.cfg
+            .relay_through_server
+            .unwrap_or(!self.cfg.server.ip().is_loopback())
+    }
+
+    /// A stream to a device service (`localabstract:NAME`), relayed by the
+    /// adb server.
+    pub async fn open_service_stream(&self, service: &str) -> Result<TcpStream, AdbError> {
+        let what = format!("device socket {service:?}");
+        let server = self.cfg.server;
+        let transport = match &self.cfg.serial {
+            Some(s) => format!("host:transport:{s}"),
+            None => "host:transport-any".to_string(),
+        };
+        let service = service.to_string();
+        let setup = async {
+            let mut sock = TcpStream::connect(server).await?;
+            host_request(&mut sock, &transport).await?;
+            host_request(&mut sock, &service).await?;
+            Ok::<_, RustADBError>(sock)
+        };
+        match tokio::time::timeout(self.cfg.op_timeout, setup).await {
+            Err(_) => Err(AdbError::new(
+                AdbErrorKind::Timeout,
+                format!(
+                    "{what}: no answer from the adb server at {server} for {} within {} ms",
+                    self.device_label(),
+                    self.cfg.op_timeout.as_millis()
+                ),
+            )),
+            Ok(Err(e)) => {
+                let mut err = classify(&what, e);
+                err.message = format!("{} (adb server {server})", err.message);
+                Err(err)
+            }
+            Ok(Ok(sock)) => Ok(sock),
+        }
+    }
+
+    /// `adb forward --remove tcp:LOCAL`; nothing for port 0 (no forward).
     pub async fn forward_remove(&self, local_port: u16) -> Result<(), AdbError> {
+        if local_port == 0 {
+            return Ok(());
+        }
         self.blocking(
             &format!("forward --remove tcp:{local_port}"),
             self.cfg.op_timeout,
@@ -416,6 +538,10 @@ impl Adb {
     /// closes at once: the first request then fails with
     /// `connection_closed`.
     pub async fn connect_socket(&self, remote: &str) -> Result<(TcpStream, u16), TransportError> {
+        if self.relays_through_server() {
+            // No forward: port 0, which forward_remove ignores.
+            return Ok((self.open_service_stream(remote).await?, 0));
+        }
         let port = free_port().map_err(|e| TransportError::io("picking a free local port", &e))?;
         self.forward(port, remote).await?;
         let addr = format!("{}:{port}", self.cfg.server.ip());
@@ -668,6 +794,23 @@ impl ProbeInstrumentation {
     }
 }
 
+/// `pm install` / `pm uninstall` succeeded.
+fn installed(out: &ShellOutput) -> bool {
+    out.exit_code == Some(0) && out.text().contains("Success")
+}
+
+/// The package `pm install` names in `INSTALL_FAILED_UPDATE_INCOMPATIBLE`:
+/// "Existing package P signatures do not match newer version" (Android 9
+/// and later) or "Package P signatures do not match the previously installed
+/// version" (earlier).
+pub fn incompatible_package(pm_output: &str) -> Option<String> {
+    let at = pm_output.find("INSTALL_FAILED_UPDATE_INCOMPATIBLE")?;
+    let mut words = pm_output[at..].split_whitespace();
+    words.find(|w| w.eq_ignore_ascii_case("package"))?;
+    let p = words.next()?.trim_end_matches([':', ',', ';', ']']);
+    check_package(p).ok().map(|_| p.to_string())
+}
+
 fn check_package(p: &str) -> Result<(), AdbError> {
     let ok = !p.is_empty()
         && p.split('.')
@@ -846,6 +989,46 @@ mod tests {
             (b"partial output".to_vec(), None)
         );
         assert_eq!(split_exit_code(b"__rc=x\n"), (b"__rc=x\n".to_vec(), None));
+    }
+
+    #[test]
+    fn the_package_of_a_signature_mismatch_is_read_from_pm() {
+        assert_eq!(
+            incompatible_package("Failure [INSTALL_FAILED_UPDATE_INCOMPATIBLE: Existing package com.clawseed.probe signatures do not match newer version; ignoring!]\n").as_deref(),
+            Some("com.clawseed.probe")
+        );
+        assert_eq!(
+            incompatible_package("Failure [INSTALL_FAILED_UPDATE_INCOMPATIBLE: Package com.clawseed.probe.b signatures do not match the previously installed version; ignoring!]").as_deref(),
+            Some("com.clawseed.probe.b")
+        );
+        assert_eq!(
+            incompatible_package("Failure [INSTALL_FAILED_INSUFFICIENT_STORAGE]"),
+            None
+        );
+        // A name that is not a package never reaches the shell.
+        assert_eq!(
+            incompatible_package("INSTALL_FAILED_UPDATE_INCOMPATIBLE: Package `rm -rf` x"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_remote_server_is_relayed_a_local_one_forwarded_unless_told() {
+        let at = |server: &str, relay: Option<bool>| {
+            Adb::new(AdbConfig {
+                server: server.parse().unwrap(),
+                relay_through_server: relay,
+                ..AdbConfig::default()
+            })
+            .relays_through_server()
+        };
+        assert!(
+            at("192.0.2.7:5037", None),
+            "a remote server's forwards are not reachable"
+        );
+        assert!(!at("127.0.0.1:5037", None));
+        assert!(at("127.0.0.1:5037", Some(true)));
+        assert!(!at("192.0.2.7:5037", Some(false)));
     }
 
     #[test]

@@ -115,11 +115,15 @@ pub enum ErrorKind {
     Timeout,
     UnknownHandle,
     Unsupported,
+    /// The device itself is set up wrongly for the call (probe-wire: the
+    /// probe lacks a permission the Provider requires, a locked phone...);
+    /// the message names the fix. Never the Provider's fault.
+    DeviceError,
     Other(String),
 }
 
 impl ErrorKind {
-    pub const KNOWN: [ErrorKind; 9] = [
+    pub const KNOWN: [ErrorKind; 10] = [
         ErrorKind::BadRequest,
         ErrorKind::UnknownOp,
         ErrorKind::UnknownAuthority,
@@ -129,6 +133,7 @@ impl ErrorKind {
         ErrorKind::Timeout,
         ErrorKind::UnknownHandle,
         ErrorKind::Unsupported,
+        ErrorKind::DeviceError,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -142,6 +147,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::UnknownHandle => "unknown_handle",
             ErrorKind::Unsupported => "unsupported",
+            ErrorKind::DeviceError => "device_error",
             ErrorKind::Other(s) => s,
         }
     }

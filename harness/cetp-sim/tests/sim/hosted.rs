@@ -259,3 +259,53 @@ impl ConcatData for Vec<cetp_wire::Chunk> {
         self.iter().flat_map(|c| c.data.iter().copied()).collect()
     }
 }
+
+/// Finding 4 of issue 27: the simulated device carries a Provider's
+/// exception across "Binder" as Android does (`cetp_sim::binder`): a class
+/// Parcel has a code for arrives as itself, a plain RuntimeException never
+/// arrives, and the caller reads an empty Bundle.
+#[tokio::test]
+async fn a_scripted_providers_exception_crosses_binder_as_on_a_phone() {
+    let sim = reference();
+    let mut host = Client::duplex(&sim, "a");
+    host.ok(OpRequest::HostProvider(host_params(HOSTILE))).await;
+    let mut consumer = Client::duplex(&sim, "b");
+    for (thrown, seen) in [
+        (
+            "java.lang.IllegalStateException",
+            Some("java.lang.IllegalStateException"),
+        ),
+        (
+            "java.lang.NumberFormatException",
+            Some("java.lang.IllegalArgumentException"),
+        ),
+        ("java.lang.RuntimeException", None),
+        ("java.io.IOException", None),
+    ] {
+        let call = consumer
+            .send(&call_op(HOSTILE, "list_tools", None, 5000))
+            .await;
+        let ev = IncomingCall::from_event(&host.event("incoming_call").await).unwrap();
+        host.ok(reply(
+            &ev.call,
+            ReplyOutcome::Throw {
+                class: thrown.into(),
+                message: Some("why".into()),
+            },
+        ))
+        .await;
+        let (_, f) = consumer.final_for(call).await;
+        match (f, seen) {
+            (Final::Error { error, .. }, Some(class)) => {
+                assert_eq!(error.kind, ErrorKind::ProviderException, "{thrown}");
+                assert_eq!(error.class.as_deref(), Some(class), "{thrown}");
+                assert_eq!(error.message, "why");
+            }
+            (Final::Ok { ok, .. }, None) => {
+                let got = cetp_wire::ops::CallOk::from_ok(&ok).unwrap().result;
+                assert_eq!(got, Some(Bundle::new()), "{thrown}: an empty Bundle");
+            }
+            (f, seen) => panic!("{thrown}: expected {seen:?}, got {f:?}"),
+        }
+    }
+}

@@ -24,12 +24,15 @@ import android.os.TransactionTooLargeException;
 import android.system.ErrnoException;
 import android.system.Os;
 import android.system.OsConstants;
+import android.util.Log;
 import com.clawseed.probe.core.Abilities;
 import com.clawseed.probe.core.DeviceBackend;
 import com.clawseed.probe.core.DeviceError;
 import com.clawseed.probe.core.Failures;
 import com.clawseed.probe.core.FdSource;
 import com.clawseed.probe.core.HandleTable;
+import com.clawseed.probe.core.LaunchedWindow;
+import com.clawseed.probe.core.MetaValues;
 import com.clawseed.probe.core.ResolveBroker;
 import com.clawseed.probe.core.ResolveUri;
 import com.clawseed.probe.wire.Ops;
@@ -44,6 +47,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
 
@@ -55,6 +59,13 @@ final class AndroidBackend implements DeviceBackend {
     static final String TOOL_PERMISSION = "com.clawseed.permission.ACCESS_TOOLS";
     /** Used when the host sends {@code timeout_ms: 0} to {@code resolve}. */
     static final long DEFAULT_RESOLVE_TIMEOUT_MS = 30_000;
+    /** How long a resolve waits for the launched activity's window. */
+    static final long LAUNCH_LOOK_MS = 10_000;
+    /**
+     * How long {@code restart_provider} waits for the UiAutomation while a
+     * resolve holds it (finding 5): a resolve may last up to 24 h.
+     */
+    static final long SHELL_WAIT_MS = 60_000;
     private static final Pattern PACKAGE = Pattern.compile("[A-Za-z0-9_]+(\\.[A-Za-z0-9_]+)*");
 
     private final Context context;
@@ -152,24 +163,33 @@ final class AndroidBackend implements DeviceBackend {
                 continue;
             }
             Map<String, String> meta = new TreeMap<>();
-            Bundle md = si.metaData;
-            if (md != null) {
-                for (String key : md.keySet()) {
-                    Object v = md.get(key);
-                    // android:value="1" arrives as an Integer; the wire wants the raw text.
-                    if (v != null) {
-                        meta.put(key, String.valueOf(v));
-                    }
-                }
-            }
-            String authority = meta.get(META_AUTHORITY);
+            Map<String, String> types = new TreeMap<>();
+            readMeta(si.metaData, meta, types);
+            // Only a String names an authority: a compiled number or boolean
+            // is not one, whatever its text.
+            String authority = types.containsKey(META_AUTHORITY) ? null : meta.get(META_AUTHORITY);
             out.add(new Ops.ServiceInfo(si.packageName,
                     new ComponentName(si.packageName, si.name).flattenToShortString(),
                     si.exported, si.permission, meta,
                     authority == null ? null : providerPackage(pm, authority),
-                    providerCerts(pm, si.packageName)));
+                    providerCerts(pm, si.packageName), types));
         }
         return out;
+    }
+
+    /**
+     * A service's meta-data as Android compiled it: each value's text, and
+     * the type of those that are not strings (core.MetaValues says why).
+     */
+    @SuppressWarnings("deprecation")
+    static void readMeta(Bundle md, Map<String, String> meta, Map<String, String> types) {
+        if (md == null) {
+            return;
+        }
+        for (String key : md.keySet()) {
+            // get(key): the type is what is asked.
+            MetaValues.put(key, md.get(key), meta, types);
+        }
     }
 
     @SuppressWarnings("deprecation")
@@ -327,41 +347,53 @@ final class AndroidBackend implements DeviceBackend {
         long deadline = SystemClock.elapsedRealtime() + timeout;
         ResolveBroker<PendingIntent>.Pending pending = ResolveActivity.BROKER.register(pi);
         try {
-            Intent launch = new Intent(context, ResolveActivity.class)
-                    .setData(Uri.parse(ResolveUri.of(ResolveActivity.NONCE, pending.token)))
-                    .addFlags(Intent.FLAG_ACTIVITY_NEW_TASK);
-            try {
-                // Not Instrumentation.startActivitySync: it has no timeout.
-                context.startActivity(launch);
-            } catch (RuntimeException e) {
-                throw new DeviceError(DeviceError.DEVICE_ERROR, "cannot start the probe's resolver activity: " + e);
-            }
-            Boolean launched = pending.awaitLaunch(deadline - SystemClock.elapsedRealtime());
-            if (launched == null) {
-                throw new DeviceError(WireError.TIMEOUT, "the PendingIntent was not sent within " + timeout + " ms");
-            }
-            if (!launched) {
-                return new ResolveResult(false, false, 0);
-            }
+            // All of it with accessibility: the windows on screen are read
+            // before the launch, to tell the launched activity from what was
+            // already there (finding 1 of issue 27).
             return ui.withAccessibility(deadline, automation -> {
-                // Which app's screen came up, read before the decision is
-                // played (§7.2: it must be the Provider's own).
-                long look = Math.min(deadline, SystemClock.elapsedRealtime() + 10_000);
-                String front = UiDecider.foregroundPackage(automation, context.getPackageName(), look);
-                boolean applied = UiDecider.apply(automation, p.decision, p.ui, context.getPackageName(), deadline);
+                // A screen that is off or locked hides the Provider's screen (finding 7).
+                ScreenWaker.wake(context, command -> UiAccess.shell(automation, command), deadline);
+                String own = context.getPackageName();
+                Set<Integer> before = LaunchedWindow.ids(UiDecider.windows(automation));
+                Intent launch = new Intent(context, ResolveActivity.class)
+                        .setData(Uri.parse(ResolveUri.of(ResolveActivity.NONCE, pending.token)))
+                        .addFlags(Intent.FLAG_ACTIVITY_NEW_TASK);
+                try {
+                    // Not Instrumentation.startActivitySync: it has no timeout.
+                    context.startActivity(launch);
+                } catch (RuntimeException e) {
+                    throw new DeviceError(DeviceError.DEVICE_ERROR, "cannot start the probe's resolver activity: " + e);
+                }
+                Boolean launched = pending.awaitLaunch(deadline - SystemClock.elapsedRealtime());
+                if (launched == null) {
+                    throw new DeviceError(WireError.TIMEOUT, "the PendingIntent was not sent within " + timeout + " ms");
+                }
+                if (!launched) {
+                    return new ResolveResult(false, false, 0);
+                }
+                // "Launched" comes from the resolver's onCreate, before the
+                // activity it started has a window: wait for that window.
+                long look = Math.min(deadline, SystemClock.elapsedRealtime() + LAUNCH_LOOK_MS);
+                LaunchedWindow.Win front = UiDecider.awaitLaunched(automation, before, own, look);
+                boolean applied = UiDecider.apply(automation, p.decision, p.ui, front, own, deadline);
+                String frontPackage = front == null ? null : front.pkg;
+                if (front == null) {
+                    Log.w(ProbeInstrumentation.TAG, "no activity came up within " + LAUNCH_LOOK_MS + " ms; on screen: "
+                            + LaunchedWindow.describe(before, UiDecider.windows(automation)));
+                }
                 if (!applied) {
                     // Leave no confirmation screen behind; the result is whatever backing out gives.
                     UiDecider.back(automation);
                     Integer code = pending.awaitResult(
                             Math.min(5_000, Math.max(1_000, deadline - SystemClock.elapsedRealtime())));
-                    return new ResolveResult(true, false, code == null ? 0 : code, front);
+                    return new ResolveResult(true, false, code == null ? 0 : code, frontPackage);
                 }
                 Integer code = pending.awaitResult(deadline - SystemClock.elapsedRealtime());
                 if (code == null) {
                     throw new DeviceError(WireError.TIMEOUT,
                             "the confirmation activity did not finish within " + timeout + " ms");
                 }
-                return new ResolveResult(true, true, code, front);
+                return new ResolveResult(true, true, code, frontPackage);
             });
         } finally {
             // On every path, timeouts included: finishes the resolver activity
@@ -378,17 +410,8 @@ final class AndroidBackend implements DeviceBackend {
         if (pkg.equals(context.getPackageName())) {
             throw DeviceError.unsupported("the probe cannot stop itself");
         }
-        ui.withShell(automation -> {
-            ParcelFileDescriptor out = automation.executeShellCommand("am force-stop " + pkg);
-            try (InputStream in = new ParcelFileDescriptor.AutoCloseInputStream(out)) {
-                byte[] buf = new byte[4096];
-                // The command's output is drained so that it runs to completion.
-                while (in.read(buf) >= 0) {
-                    // Nothing to keep: `am force-stop` prints nothing on success.
-                }
-            } catch (IOException e) {
-                throw new DeviceError(DeviceError.DEVICE_ERROR, "am force-stop failed: " + e);
-            }
+        ui.withShell(SHELL_WAIT_MS, automation -> {
+            UiAccess.shell(automation, "am force-stop " + pkg);
             return null;
         });
     }

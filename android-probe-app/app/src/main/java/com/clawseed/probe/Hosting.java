@@ -6,7 +6,6 @@ import android.content.pm.PackageManager;
 import android.content.pm.ProviderInfo;
 import android.content.pm.ServiceInfo;
 import android.os.Build;
-import android.os.Bundle;
 import android.os.ParcelFileDescriptor;
 import com.clawseed.probe.core.DeviceError;
 import com.clawseed.probe.core.HostedProvider;
@@ -62,17 +61,9 @@ final class Hosting {
                 ServiceInfo si = Build.VERSION.SDK_INT >= 33
                         ? pm.getServiceInfo(name, PackageManager.ComponentInfoFlags.of(flags))
                         : pm.getServiceInfo(name, flags);
+                // As `discover` reports them: android:value="1" arrives as an Integer.
                 Map<String, String> meta = new TreeMap<>();
-                Bundle md = si.metaData;
-                if (md != null) {
-                    for (String key : md.keySet()) {
-                        Object v = md.get(key);
-                        // As `discover` reports them: android:value="1" arrives as an Integer.
-                        if (v != null) {
-                            meta.put(key, String.valueOf(v));
-                        }
-                    }
-                }
+                AndroidBackend.readMeta(si.metaData, meta, new TreeMap<>());
                 variants.add(new HostedProvider.Variant(name.flattenToShortString(), meta));
             }
             return new HostedProvider.Hostable(provider.authority, pkg, variants);

@@ -1,12 +1,19 @@
 package com.clawseed.probe;
 
+import android.accessibilityservice.AccessibilityServiceInfo;
 import android.app.Instrumentation;
 import android.app.UiAutomation;
 import android.os.Build;
+import android.os.ParcelFileDescriptor;
 import android.os.SystemClock;
 import android.util.Log;
 import com.clawseed.probe.core.Abilities;
 import com.clawseed.probe.core.DeviceError;
+import com.clawseed.probe.wire.WireError;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The probe's one UiAutomation, shared by its connections.
@@ -21,7 +28,8 @@ import com.clawseed.probe.core.DeviceError;
  * {@code hello} that it can neither resolve nor restart.
  *
  * <p>{@link Instrumentation#getUiAutomation(int)} reconnects when the flags
- * change and is not thread-safe, so every use goes through {@link #lock}.
+ * change and is not thread-safe, so every use goes through {@link #lock},
+ * which no request waits for past its own deadline.
  */
 final class UiAccess {
     interface Work<T> {
@@ -32,7 +40,8 @@ final class UiAccess {
 
     private final Instrumentation instrumentation;
     private final Abilities abilities;
-    private final Object lock = new Object();
+    /** Fair: waiting requests get it in turn. */
+    private final ReentrantLock lock = new ReentrantLock(true);
 
     private UiAccess(Instrumentation instrumentation, Abilities abilities) {
         this.instrumentation = instrumentation;
@@ -71,9 +80,39 @@ final class UiAccess {
         return abilities;
     }
 
-    /** Runs {@code work} with the idle connection (shell commands). */
-    <T> T withShell(Work<T> work) throws DeviceError, InterruptedException {
-        synchronized (lock) {
+    /**
+     * Runs a shell command as the shell user and waits for it to finish
+     * (its output drained, so that it runs to completion).
+     */
+    static void shell(UiAutomation ui, String command) throws DeviceError {
+        ParcelFileDescriptor out = ui.executeShellCommand(command);
+        try (InputStream in = new ParcelFileDescriptor.AutoCloseInputStream(out)) {
+            byte[] buf = new byte[4096];
+            while (in.read(buf) >= 0) {
+                // Nothing to keep: these commands print nothing on success.
+            }
+        } catch (IOException e) {
+            throw new DeviceError(DeviceError.DEVICE_ERROR, "`" + command + "` failed: " + e);
+        }
+    }
+
+    /**
+     * Takes the lock by {@code deadline} (elapsed realtime), or fails: a
+     * resolve holds it for as long as the host allowed (up to 24 h), and no
+     * other request may wait that long without a word (finding 5).
+     */
+    private void lock(long deadline, String what) throws DeviceError, InterruptedException {
+        long wait = deadline - SystemClock.elapsedRealtime();
+        if (!lock.tryLock(Math.max(0, wait), TimeUnit.MILLISECONDS)) {
+            throw new DeviceError(WireError.TIMEOUT, what + ": the probe's UiAutomation stayed busy (a resolve"
+                    + " in progress) for " + Math.max(0, wait) + " ms");
+        }
+    }
+
+    /** Runs {@code work} with the idle connection (shell commands), waiting at most {@code waitMs} for it. */
+    <T> T withShell(long waitMs, Work<T> work) throws DeviceError, InterruptedException {
+        lock(SystemClock.elapsedRealtime() + waitMs, "shell command");
+        try {
             UiAutomation ui;
             try {
                 ui = instrumentation.getUiAutomation(idleFlags());
@@ -84,6 +123,8 @@ final class UiAccess {
                 throw new DeviceError(DeviceError.DEVICE_ERROR, "the probe lost its UiAutomation");
             }
             return work.run(ui);
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -93,7 +134,8 @@ final class UiAccess {
      * afterwards where Android allows.
      */
     <T> T withAccessibility(long deadline, Work<T> work) throws DeviceError, InterruptedException {
-        synchronized (lock) {
+        lock(deadline, "resolve");
+        try {
             UiAutomation ui = null;
             RuntimeException last = null;
             while (ui == null) {
@@ -112,6 +154,7 @@ final class UiAccess {
                     Thread.sleep(RETRY_MS);
                 }
             }
+            retrieveWindows(ui);
             try {
                 return work.run(ui);
             } finally {
@@ -123,6 +166,17 @@ final class UiAccess {
                     }
                 }
             }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** getWindows() lists the windows on screen only with this flag. */
+    private static void retrieveWindows(UiAutomation ui) {
+        AccessibilityServiceInfo info = ui.getServiceInfo();
+        if (info != null && (info.flags & AccessibilityServiceInfo.FLAG_RETRIEVE_INTERACTIVE_WINDOWS) == 0) {
+            info.flags |= AccessibilityServiceInfo.FLAG_RETRIEVE_INTERACTIVE_WINDOWS;
+            ui.setServiceInfo(info);
         }
     }
 }

@@ -4,11 +4,14 @@ import android.accessibilityservice.AccessibilityService;
 import android.app.UiAutomation;
 import android.os.SystemClock;
 import android.view.accessibility.AccessibilityNodeInfo;
+import android.view.accessibility.AccessibilityWindowInfo;
+import com.clawseed.probe.core.LaunchedWindow;
 import com.clawseed.probe.wire.JsonObject;
 import com.clawseed.probe.wire.Ops;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 
 /**
  * Plays a user's decision in a Provider's confirmation UI with UI automation.
@@ -16,8 +19,9 @@ import java.util.List;
  * <p>The {@code ui} object of {@code resolve} (from the vendor's profile) maps
  * {@code approve} and {@code deny} to a selector: an object with any of
  * {@code resource_id} (e.g. {@code com.example.app:id/allow}), {@code text}
- * and {@code content_desc}, all of which must match one element. {@code dismiss}
- * presses Back and needs no selector.
+ * and {@code content_desc}, all of which must match one element, searched in
+ * the window the PendingIntent brought up only. {@code dismiss} presses
+ * Back, once that window is on screen, and needs no selector.
  */
 final class UiDecider {
     private UiDecider() {}
@@ -26,25 +30,31 @@ final class UiDecider {
     /** Bounds the tree walk of a hostile UI. */
     private static final int MAX_NODES = 5000;
 
-    /** True when the decision was played. */
-    static boolean apply(UiAutomation ui, Ops.Decision decision, JsonObject selectors, String ownPackage, long deadline)
-            throws InterruptedException {
-        if (ui == null) {
+    /**
+     * True when the decision was played in {@code launched}, the window the
+     * PendingIntent brought up ({@link #awaitLaunched}); null when none came
+     * up, and then nothing is played: Back or a click would land in whatever
+     * else is on screen.
+     */
+    static boolean apply(UiAutomation ui, Ops.Decision decision, JsonObject selectors, LaunchedWindow.Win launched,
+            String ownPackage, long deadline) throws InterruptedException {
+        if (ui == null || launched == null) {
             return false;
+        }
+        if (decision == Ops.Decision.DISMISS) {
+            // The launched window exists (it was waited for): Back reaches it.
+            return back(ui);
         }
         // Keep time for backing out if the decision cannot be played.
         long stop = deadline - Math.min(5_000, Math.max(0, (deadline - SystemClock.elapsedRealtime()) / 4));
-        if (decision == Ops.Decision.DISMISS) {
-            return waitForForeignWindow(ui, ownPackage, stop) && back(ui);
-        }
         Object sel = selectors == null ? null : selectors.get(decision.wire);
         if (!(sel instanceof JsonObject)) {
             return false;
         }
         JsonObject selector = (JsonObject) sel;
         while (SystemClock.elapsedRealtime() < stop) {
-            AccessibilityNodeInfo root = ui.getRootInActiveWindow();
-            if (root != null && root.getPackageName() != null && !ownPackage.contentEquals(root.getPackageName())) {
+            AccessibilityNodeInfo root = rootOf(ui, launched, ownPackage);
+            if (root != null) {
                 AccessibilityNodeInfo node = find(root, selector);
                 if (node != null && click(node)) {
                     return true;
@@ -55,40 +65,63 @@ final class UiDecider {
         return false;
     }
 
+    /** The windows on screen (needs FLAG_RETRIEVE_INTERACTIVE_WINDOWS, which UiAccess sets). */
+    static List<LaunchedWindow.Win> windows(UiAutomation ui) {
+        List<LaunchedWindow.Win> out = new ArrayList<>();
+        for (AccessibilityWindowInfo w : ui.getWindows()) {
+            AccessibilityNodeInfo root = w.getRoot();
+            CharSequence pkg = root == null ? null : root.getPackageName();
+            out.add(new LaunchedWindow.Win(w.getId(), pkg == null ? null : pkg.toString(),
+                    w.getType() == AccessibilityWindowInfo.TYPE_APPLICATION, w.getLayer()));
+        }
+        return out;
+    }
+
+    /**
+     * The root of the launched window, or of the top window of its package
+     * when the Provider moved on to another of its own activities.
+     */
+    private static AccessibilityNodeInfo rootOf(UiAutomation ui, LaunchedWindow.Win launched, String ownPackage) {
+        AccessibilityNodeInfo samePackage = null;
+        int layer = Integer.MIN_VALUE;
+        for (AccessibilityWindowInfo w : ui.getWindows()) {
+            AccessibilityNodeInfo root = w.getRoot();
+            if (root == null || root.getPackageName() == null) {
+                continue;
+            }
+            if (w.getId() == launched.id) {
+                return root;
+            }
+            if (w.getType() == AccessibilityWindowInfo.TYPE_APPLICATION && w.getLayer() > layer
+                    && launched.pkg.contentEquals(root.getPackageName())
+                    && !ownPackage.contentEquals(root.getPackageName())) {
+                samePackage = root;
+                layer = w.getLayer();
+            }
+        }
+        return samePackage;
+    }
+
     static boolean back(UiAutomation ui) {
         return ui != null && ui.performGlobalAction(AccessibilityService.GLOBAL_ACTION_BACK);
     }
 
     /**
-     * The package of the first front window that is not the probe's: the
-     * activity the PendingIntent started (probe-wire {@code launched_package}),
-     * or null when none came up before {@code stop}. A Provider whose own
-     * activity at once hands over to another app's would be seen as that app.
+     * Waits until the PendingIntent's activity has a window on screen and
+     * returns it (probe-wire {@code launched_package} is its package), or
+     * null when none came up before {@code stop}. {@code before}: the ids of
+     * the windows on screen before the launch ({@link LaunchedWindow} says
+     * why the front window alone is not enough).
      */
-    static String foregroundPackage(UiAutomation ui, String ownPackage, long stop) throws InterruptedException {
-        if (ui == null) {
-            return null;
-        }
-        while (SystemClock.elapsedRealtime() < stop) {
-            AccessibilityNodeInfo root = ui.getRootInActiveWindow();
-            if (root != null && root.getPackageName() != null && !ownPackage.contentEquals(root.getPackageName())) {
-                return root.getPackageName().toString();
+    static LaunchedWindow.Win awaitLaunched(UiAutomation ui, Set<Integer> before, String ownPackage, long stop)
+            throws InterruptedException {
+        while (true) {
+            LaunchedWindow.Win w = LaunchedWindow.launched(before, windows(ui), ownPackage);
+            if (w != null || SystemClock.elapsedRealtime() >= stop) {
+                return w;
             }
             Thread.sleep(POLL_MS);
         }
-        return null;
-    }
-
-    /** Waits until the front window belongs to another app (the Provider's screen). */
-    private static boolean waitForForeignWindow(UiAutomation ui, String ownPackage, long stop) throws InterruptedException {
-        while (SystemClock.elapsedRealtime() < stop) {
-            AccessibilityNodeInfo root = ui.getRootInActiveWindow();
-            if (root != null && root.getPackageName() != null && !ownPackage.contentEquals(root.getPackageName())) {
-                return true;
-            }
-            Thread.sleep(POLL_MS);
-        }
-        return false;
     }
 
     private static String str(JsonObject o, String key) {

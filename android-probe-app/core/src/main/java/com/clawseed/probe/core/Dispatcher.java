@@ -15,6 +15,11 @@ import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -39,6 +44,38 @@ public final class Dispatcher {
     private final HostedProvider.Connection hosted;
     private final HostedProvider hosting;
 
+    private final ReadLimits readLimits;
+
+    /**
+     * Bounds of one {@code read_fd} (finding 5 of issue 27): a Provider that
+     * neither writes to nor closes its descriptor would otherwise pin a
+     * worker thread and the descriptor for as long as the probe runs. The
+     * descriptor is closed (which wakes the blocked read) when no byte came
+     * for {@code stallMs}, or the read lasted {@code totalMs}; the answer
+     * then says so in {@code error}, with {@code eof} false.
+     */
+    public static final class ReadLimits {
+        public final long stallMs;
+        public final long totalMs;
+
+        public ReadLimits(long stallMs, long totalMs) {
+            this.stallMs = stallMs;
+            this.totalMs = totalMs;
+        }
+
+        /** 30 s without data; 120 s in all (the host itself gives up after 60 s). */
+        public static ReadLimits defaults() {
+            return new ReadLimits(30_000, 120_000);
+        }
+    }
+
+    /** Closes stalled descriptors; one daemon thread for the process. */
+    private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "cetp-read-fd-watchdog");
+        t.setDaemon(true);
+        return t;
+    });
+
     /** {@code workers} runs the backend call while the request thread waits with its timeout. */
     public Dispatcher(DeviceBackend backend, ExecutorService workers) {
         this(backend, workers, null, null);
@@ -47,6 +84,12 @@ public final class Dispatcher {
     /** A device that hosts {@code hosting}; {@code hosted} is this connection's side of it. */
     public Dispatcher(DeviceBackend backend, ExecutorService workers, HostedProvider hosting,
             HostedProvider.Connection hosted) {
+        this(backend, workers, hosting, hosted, ReadLimits.defaults());
+    }
+
+    public Dispatcher(DeviceBackend backend, ExecutorService workers, HostedProvider hosting,
+            HostedProvider.Connection hosted, ReadLimits readLimits) {
+        this.readLimits = readLimits;
         this.backend = backend;
         this.workers = workers;
         this.hosting = hosting;
@@ -183,27 +226,52 @@ public final class Dispatcher {
         String error = null;
         // Read before the descriptor is drained and closed.
         Boolean writable = src.writable();
+        final long started = System.nanoTime();
+        final AtomicLong progress = new AtomicLong(started);
+        final AtomicReference<String> cut = new AtomicReference<>();
+        long period = Math.max(10, Math.min(readLimits.stallMs, readLimits.totalMs) / 4);
+        ScheduledFuture<?> watch = WATCHDOG.scheduleWithFixedDelay(() -> {
+            long now = System.nanoTime();
+            String why = null;
+            if (now - progress.get() >= readLimits.stallMs * 1_000_000L) {
+                why = "no data for " + readLimits.stallMs + " ms: the writer neither wrote nor closed its end";
+            } else if (now - started >= readLimits.totalMs * 1_000_000L) {
+                why = "not read to its end within " + readLimits.totalMs + " ms";
+            }
+            if (why != null && cut.compareAndSet(null, why + "; the probe stopped reading and closed it")) {
+                try {
+                    src.close();
+                } catch (IOException ignored) {
+                    // Closed either way; the reader wakes.
+                }
+            }
+        }, period, period, TimeUnit.MILLISECONDS);
         try {
             InputStream in = src.stream();
             while (!eof && Long.compareUnsigned(total, p.maxBytes) < 0) {
                 long remaining = p.maxBytes - total;
                 int want = Long.compareUnsigned(remaining, chunk.length) < 0 ? (int) remaining : chunk.length;
                 int filled = 0;
-                while (filled < want) {
-                    int n = in.read(chunk, filled, want - filled);
-                    if (n < 0) {
-                        eof = true;
-                        break;
+                try {
+                    while (filled < want) {
+                        int n = in.read(chunk, filled, want - filled);
+                        if (n < 0) {
+                            eof = true;
+                            break;
+                        }
+                        // Counted as read, so that a read cut off later still answers for these bytes.
+                        sha.update(chunk, filled, n);
+                        total += n;
+                        filled += n;
+                        progress.set(System.nanoTime());
                     }
-                    filled += n;
-                }
-                if (filled > 0) {
-                    sha.update(chunk, 0, filled);
-                    total += filled;
-                    sink.send(new Frame.Chunk(id, Arrays.copyOf(chunk, filled)));
+                } finally {
+                    if (filled > 0) {
+                        sink.send(new Frame.Chunk(id, Arrays.copyOf(chunk, filled)));
+                    }
                 }
             }
-            if (eof) {
+            if (eof && cut.get() == null) {
                 error = src.checkError();
             }
         } catch (IOException e) {
@@ -212,11 +280,21 @@ public final class Dispatcher {
             }
             error = e.toString();
         } finally {
+            // Done reading: a watchdog run that comes now finds the slot
+            // taken and leaves the descriptor alone.
+            cut.compareAndSet(null, "");
+            watch.cancel(false);
             try {
                 src.close();
             } catch (IOException ignored) {
                 // Nothing left to report: the bytes and any writer error are in the answer.
             }
+        }
+        String why = cut.get();
+        if (!why.isEmpty()) {
+            // Whatever the read saw after the watchdog closed the descriptor.
+            eof = false;
+            error = why;
         }
         return Ops.readFdOk(total, hex(sha.digest()), eof, error, writable);
     }

@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Typed parameters of the requests a device receives, and the answers it
@@ -392,6 +393,12 @@ public final class Ops {
          * extension), so the host can pin the build under test.
          */
         public final List<String> signingCertSha256;
+        /**
+         * The type each meta-data value was compiled to, for those that are
+         * not strings ({@code core.MetaValues}); written as {@code meta_types}
+         * when not empty (a compatible extension).
+         */
+        public final Map<String, String> metaTypes;
 
         public ServiceInfo(String pkg, String service, boolean exported, String permission,
                 Map<String, String> meta, String authorityPackage) {
@@ -400,6 +407,13 @@ public final class Ops {
 
         public ServiceInfo(String pkg, String service, boolean exported, String permission,
                 Map<String, String> meta, String authorityPackage, List<String> signingCertSha256) {
+            this(pkg, service, exported, permission, meta, authorityPackage, signingCertSha256, new TreeMap<>());
+        }
+
+        public ServiceInfo(String pkg, String service, boolean exported, String permission,
+                Map<String, String> meta, String authorityPackage, List<String> signingCertSha256,
+                Map<String, String> metaTypes) {
+            this.metaTypes = metaTypes;
             this.signingCertSha256 = signingCertSha256;
             this.pkg = pkg;
             this.service = service;
@@ -427,6 +441,13 @@ public final class Ops {
                     certs.add(Json.sanitize(c));
                 }
                 out.put("signing_cert_sha256", certs);
+            }
+            if (!metaTypes.isEmpty()) {
+                JsonObject t = new JsonObject();
+                for (Map.Entry<String, String> e : metaTypes.entrySet()) {
+                    t.put(Json.sanitize(e.getKey()), Json.sanitize(e.getValue()));
+                }
+                out.put("meta_types", t);
             }
             return out;
         }
