@@ -315,6 +315,12 @@ impl MirrorBusiness {
                 };
                 match code {
                     ErrorCode::UserActionRequired => Some(BusinessAnswer::AskConfirm),
+                    // A tool that always confirms may ask for its
+                    // confirmation with AUTH_REQUIRED (§4.3 names both): the
+                    // engine's own variants decide the code.
+                    ErrorCode::AuthRequired if self.shape.tools[index].confirmation == "always" => {
+                        Some(BusinessAnswer::AskConfirm)
+                    }
                     ErrorCode::AuthRequired => Some(BusinessAnswer::AskGrant),
                     c if BUSINESS.contains(&c) => Some(BusinessAnswer::Error { code, retryable }),
                     _ => None,

@@ -205,10 +205,13 @@ impl ReferenceProvider {
         };
 
         let mut confirmed = false;
+        // §4.3 does not say which code asks for what: for a described app,
+        // any approved resolution of this call is the user's approval.
+        let mut approved = false;
         if let Some(token) = resume_token {
             match self.redeem(cx, tool, args, token) {
                 super::decisions::Redeem::Approved(Purpose::Confirm) => confirmed = true,
-                super::decisions::Redeem::Approved(Purpose::Grant(_)) => {}
+                super::decisions::Redeem::Approved(Purpose::Grant(_)) => approved = true,
                 super::decisions::Redeem::Denied => {
                     let f = if self.has(Fault::DenialWrongCode) {
                         Failure::new(ErrorCode::PermissionDenied, "Not allowed.")
@@ -231,8 +234,17 @@ impl ReferenceProvider {
         // A described app's scope, confirmation and business answers are
         // its business's, inside what its descriptor allows.
         if let (Some(d), ToolKind::Described(index)) = (self.described(), tool.kind) {
-            return self
-                .execute_described(d, cx, tool, index, args, &digest, key, confirmed, &value);
+            return self.execute_described(
+                d,
+                cx,
+                tool,
+                index,
+                args,
+                &digest,
+                key,
+                confirmed || approved,
+                &value,
+            );
         }
 
         // §3.4, §7.2: every call checks every scope, whatever list_tools said.
