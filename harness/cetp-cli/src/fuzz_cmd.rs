@@ -124,6 +124,7 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
     let mut fuzzer = match Fuzzer::new(target, &profile, env, &suite.rules, cfg) {
         Ok(f) => f,
         Err(e @ cetp_fuzz::FuzzError::Refused(_)) => return Err(usage(format!("fuzz: {e}"))),
+        Err(cetp_fuzz::FuzzError::Unlearnable(f)) => return unlearnable(args, seed, &f),
         Err(e) => return Err(infra(format!("fuzz: {e}"))),
     };
     let world = fuzzer.world();
@@ -273,6 +274,41 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
     } else {
         Ok(ExitCode::Fail)
     }
+}
+
+/// The target failed the descriptor oracle's learning case: that case is
+/// the finding (a regular case file), and nothing was fuzzed.
+fn unlearnable(args: &FuzzArgs, seed: u64, f: &cetp_fuzz::Finding) -> Result<ExitCode, Failure> {
+    let path = args.out.join("findings").join(format!("{}.json", f.id));
+    let text = serde_json::to_string_pretty(&f.file).unwrap_or_default();
+    std::fs::write(&path, text + "\n")
+        .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
+    let summary = serde_json::json!({
+        "seed": seed,
+        "oracle_kind": "descriptor",
+        "stats": cetp_fuzz::Stats::default(),
+        "findings": [{"id": f.id, "signature": f.signature, "message": f.message,
+                      "cited": f.cited, "found_after_ms": 0}],
+        "flaky": [],
+        "oracle_notes": [],
+        "first_finding_ms": 0,
+    });
+    let summary_path = args.out.join("fuzz.json");
+    std::fs::write(
+        &summary_path,
+        serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n",
+    )
+    .map_err(|e| infra(format!("cannot write {}: {e}", summary_path.display())))?;
+    println!(
+        "FINDING {} — the target failed the descriptor oracle's learning case before any fuzzing: {}\n  cites {}\n  replay: cetp replay {} --target {}",
+        f.id,
+        escape::terminal(&f.message, 300),
+        f.cited.join(", "),
+        path.display(),
+        escape::terminal(&args.target, 200),
+    );
+    println!("judged by the descriptor oracle");
+    Ok(ExitCode::Fail)
 }
 
 fn catalog_levels(

@@ -184,6 +184,10 @@ pub enum FuzzError {
     Refused(String),
     #[error("{0}")]
     Target(String),
+    /// The target failed the descriptor oracle's learning case (a session,
+    /// its provider info, its tool lists): a finding before any fuzzing.
+    #[error("{}", .0.message)]
+    Unlearnable(Box<Finding>),
 }
 
 /// The seed of sequence `i` of a run seeded `seed` (SplitMix64 of both):
@@ -264,8 +268,15 @@ impl<'a> Fuzzer<'a> {
         let oracle = match differential {
             Some(o) => OracleMode::Differential(o),
             None => {
-                let shape = descriptor::Shape::learn(&target, profile, &env, cfg.seed)
-                    .map_err(FuzzError::Target)?;
+                let shape = match descriptor::Shape::learn(&target, profile, &env, cfg.seed) {
+                    Ok(s) => s,
+                    Err(descriptor::LearnError::Other(e)) => return Err(FuzzError::Target(e)),
+                    Err(descriptor::LearnError::Fail {
+                        case,
+                        reason,
+                        cited,
+                    }) => return Err(unlearnable(case, reason, cited, &cfg)),
+                };
                 OracleMode::Descriptor {
                     shadow: descriptor::Shadow::new(shape),
                     transcript: Arc::new(descriptor::Transcript::default()),
@@ -924,6 +935,44 @@ fn transcript_snapshot(
     t: &descriptor::Transcript,
 ) -> std::collections::HashMap<descriptor::Key, Vec<cetp_reference::port::CallAnswer>> {
     t.snapshot()
+}
+
+/// The descriptor oracle's learning case failed on the target: that case,
+/// as a regular finding file.
+fn unlearnable(case: Json, reason: String, cited: Vec<String>, cfg: &FuzzConfig) -> FuzzError {
+    let sig = format!("learning case [{}]", cited.join(" "));
+    let file = finding_file(
+        &case,
+        &sig,
+        &reason,
+        &cited,
+        cfg,
+        0,
+        cfg.seed,
+        "the descriptor oracle's learning case: one session per identity, the provider info and the tool lists, each required to succeed",
+    );
+    let id = file
+        .pointer("/cases/0/id")
+        .and_then(Json::as_str)
+        .unwrap_or("FUZZ")
+        .to_string();
+    let steps_after = case
+        .get("steps")
+        .and_then(Json::as_array)
+        .map_or(0, Vec::len);
+    FuzzError::Unlearnable(Box::new(Finding {
+        id,
+        signature: sig,
+        message: reason,
+        cited,
+        file,
+        case_index: 0,
+        case_seed: cfg.seed,
+        found_after_ms: 0,
+        moves_before: 1,
+        moves_after: 1,
+        steps_after,
+    }))
 }
 
 /// The smallest failing sequence so far: its moves, compiled case,
