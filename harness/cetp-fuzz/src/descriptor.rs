@@ -721,6 +721,7 @@ impl Shadow {
         };
         // Index of each step in the sequence the target ran.
         let mut orig: Vec<usize> = (0..steps.len()).collect();
+        let original: Vec<GenStep> = steps.to_vec();
         let mut steps: Vec<GenStep> = steps.to_vec();
         // The first step the shadow cannot vouch for; nothing from it on is
         // judged (a Provider step dropped would shift the request ids the
@@ -806,6 +807,9 @@ impl Shadow {
                 .collect();
             if let Some((ts, stop)) = &target_stop {
                 if oi > *ts {
+                    if let Some(v) = intrinsic_fail(&original, *ts, stop, &mut compiled) {
+                        verdict = Some(v);
+                    }
                     break;
                 }
                 if oi == *ts {
@@ -850,6 +854,16 @@ impl Shadow {
             };
             if let Some(why) = why {
                 verdict = Some((compiled.len(), why, reqs(&step)));
+            }
+        }
+        // The target failed a step the shadow dropped after its last kept
+        // one.
+        if let (None, Some((ts, stop))) = (&verdict, &target_stop) {
+            let before_limit = orig.get(limit).is_none_or(|l| ts < l);
+            if !orig.contains(ts) && before_limit {
+                if let Some(v) = intrinsic_fail(&original, *ts, stop, &mut compiled) {
+                    verdict = Some(v);
+                }
             }
         }
         if compiled.iter().all(|s| {
@@ -1012,6 +1026,35 @@ impl Shadow {
         out.sort_by_key(|(k, _)| *k);
         out
     }
+}
+
+/// A FAIL of the target at a step the shadow cannot run the same way but
+/// that judges the target against its own declaration: a `read_fd` that
+/// verifies a file against the size, digest and output schema the target
+/// itself declared, or requires it read-only (§4.5). The shadow has no file
+/// of the target's to read.
+fn intrinsic_fail(
+    original: &[GenStep],
+    ts: usize,
+    stop: &Stop,
+    compiled: &mut Vec<Json>,
+) -> Option<(usize, String, Vec<String>)> {
+    let Stop::Fail(reason) = stop else {
+        return None;
+    };
+    let step = &original.get(ts)?.step;
+    let flag = |k: &str| step.get(k).and_then(Json::as_bool) == Some(true);
+    let intrinsic = step.get("do").and_then(Json::as_str) == Some("read_fd")
+        && (step.get("verify_against").is_some() || flag("read_only") || flag("output_schema"));
+    if !intrinsic {
+        return None;
+    }
+    compiled.push(step.clone());
+    Some((
+        compiled.len(),
+        format!("{reason} (the file against the target's own declaration)"),
+        reqs(step),
+    ))
 }
 
 fn clone_run(r: &CaseRun) -> CaseRun {
