@@ -47,8 +47,11 @@ pub struct DescribedTool {
 
 impl DescribedTool {
     /// Reads one entry of a `list_tools` answer; `None` for an entry without
-    /// a name. Missing annotations take the strictest reading a Consumer
-    /// could: a tool that does not say it only reads is taken to write.
+    /// a name. A tool that does not say it only reads is taken to write and
+    /// one that does not say when it confirms to confirm always; a missing
+    /// or unknown risk is `moderate`, which no §3.4 rule ties to a
+    /// confirmation (the shadow's own descriptor stays conforming, the
+    /// target's is judged by the checks).
     pub fn from_json(t: &Json) -> Option<DescribedTool> {
         let name = t.get("name")?.as_str()?.to_string();
         let ann = t.get("annotations").cloned().unwrap_or(Json::Null);
@@ -77,7 +80,7 @@ impl DescribedTool {
                 })
                 .unwrap_or_default(),
             effect: text(&ann, "effect", "update"),
-            risk: text(&ann, "risk", "high"),
+            risk: text(&ann, "risk", "moderate"),
             destructive: flag("destructive"),
             idempotent: flag("idempotent"),
             open_world: flag("open_world"),

@@ -477,7 +477,7 @@ impl Catalog {
                         &["read", "create", "update", "delete", "transaction"],
                         "update",
                     ),
-                    risk: known(&t.risk, &["low", "moderate", "high"], "high"),
+                    risk: known(&t.risk, &["low", "moderate", "high"], "moderate"),
                     destructive: t.destructive,
                     idempotent: t.idempotent,
                     open_world: t.open_world,
