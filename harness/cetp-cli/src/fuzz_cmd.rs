@@ -4,7 +4,7 @@
 use super::{infra, on_interrupt, parse_target, profile_for, usage, vectors_or_default, Failure};
 use cetp_conformance::exit::ExitCode;
 use cetp_conformance::suite::Suite;
-use cetp_fuzz::{FuzzConfig, Fuzzer, Mutator, Stats};
+use cetp_fuzz::{FuzzConfig, Fuzzer, Mutator, OracleChoice, Stats};
 use cetp_report::escape;
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
@@ -17,6 +17,18 @@ pub enum MutatorArg {
     Structured,
     /// The baseline: random byte edits of a fixed seed sequence's envelopes.
     Blind,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OracleArg {
+    /// The differential oracle for the reference's own apps, the
+    /// descriptor oracle for any other Provider.
+    Auto,
+    /// A shadow built from the protocol and the target's own descriptors:
+    /// judges any Provider.
+    Descriptor,
+    /// The reference's own app beside the target (its fixtures only).
+    Differential,
 }
 
 #[derive(Args, Debug)]
@@ -56,6 +68,9 @@ pub struct FuzzArgs {
     max_findings: usize,
     #[arg(long, value_enum, default_value_t = MutatorArg::Structured)]
     mutator: MutatorArg,
+    /// Which oracle judges the target.
+    #[arg(long, value_enum, default_value_t = OracleArg::Auto)]
+    oracle: OracleArg,
     /// The vectors directory (checks, rules, catalog) [default: the repository's].
     #[arg(long)]
     vectors: Option<PathBuf>,
@@ -99,22 +114,47 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
         levels,
         interrupt: Some(on_interrupt()),
         lock: args.lock.as_deref().map(super::read_lock).transpose()?,
+        oracle: match args.oracle {
+            OracleArg::Auto => OracleChoice::Auto,
+            OracleArg::Descriptor => OracleChoice::Descriptor,
+            OracleArg::Differential => OracleChoice::Differential,
+        },
         ..FuzzConfig::default()
     };
     let mut fuzzer = match Fuzzer::new(target, &profile, env, &suite.rules, cfg) {
         Ok(f) => f,
         Err(e @ cetp_fuzz::FuzzError::Refused(_)) => return Err(usage(format!("fuzz: {e}"))),
+        Err(cetp_fuzz::FuzzError::Unlearnable(f)) => return unlearnable(args, seed, &f),
         Err(e) => return Err(infra(format!("fuzz: {e}"))),
     };
     let world = fuzzer.world();
+    let oracle_line = match fuzzer.oracle_kind() {
+        "descriptor" => format!(
+            "oracle: descriptor (the reference engine hosting the target's own descriptors, {} members: reference + legal variants, each with two business flavours)",
+            fuzzer.oracle_members().len()
+        ),
+        _ => format!(
+            "oracle: differential ({} members: the reference's own app + legal variants)",
+            fuzzer.oracle_members().len()
+        ),
+    };
     eprintln!(
-        "cetp fuzz: seed {seed} · target {} · {} tools ({} executable, {} with side effects the profile allows) · oracle: {} members (reference + legal variants)",
+        "cetp fuzz: seed {seed} · target {} · {} tools ({} executable, {} with side effects the profile allows) · {oracle_line}",
         escape::terminal(&args.target, 200),
         world.tools.len(),
         world.executable().count(),
         world.side_effecting().count(),
-        fuzzer.oracle_members().len(),
     );
+    if world.side_effecting().count() == 0 {
+        eprintln!(
+            "cetp fuzz: {}: only read tools and the protocol surface are fuzzed; no tool with a side effect is executed",
+            if args.profile.is_none() && !matches!(spec, cetp_targets::TargetSpec::Sim(_)) {
+                "no profile"
+            } else {
+                "the profile's [execute] allow lists no tool with a side effect"
+            }
+        );
+    }
     let tty = std::io::stderr().is_terminal() && !args.quiet;
     let started = Instant::now();
     let mut last_line = Instant::now();
@@ -215,6 +255,14 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
             escape::terminal(&args.target, 200),
         );
     }
+    println!("judged by the {} oracle", report.oracle_kind);
+    for f in &report.flaky {
+        println!(
+            "FLAKY (failed once, not again on a fresh run of the same moves; not charged) {} — {}",
+            escape::terminal(&f.signature, 200),
+            escape::terminal(&f.message, 300)
+        );
+    }
     for n in &report.oracle_notes {
         println!(
             "ORACLE NOTE (a check fired on a legal Provider; not charged): {}",
@@ -226,6 +274,41 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
     } else {
         Ok(ExitCode::Fail)
     }
+}
+
+/// The target failed the descriptor oracle's learning case: that case is
+/// the finding (a regular case file), and nothing was fuzzed.
+fn unlearnable(args: &FuzzArgs, seed: u64, f: &cetp_fuzz::Finding) -> Result<ExitCode, Failure> {
+    let path = args.out.join("findings").join(format!("{}.json", f.id));
+    let text = serde_json::to_string_pretty(&f.file).unwrap_or_default();
+    std::fs::write(&path, text + "\n")
+        .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
+    let summary = serde_json::json!({
+        "seed": seed,
+        "oracle_kind": "descriptor",
+        "stats": cetp_fuzz::Stats::default(),
+        "findings": [{"id": f.id, "signature": f.signature, "message": f.message,
+                      "cited": f.cited, "found_after_ms": 0}],
+        "flaky": [],
+        "oracle_notes": [],
+        "first_finding_ms": 0,
+    });
+    let summary_path = args.out.join("fuzz.json");
+    std::fs::write(
+        &summary_path,
+        serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n",
+    )
+    .map_err(|e| infra(format!("cannot write {}: {e}", summary_path.display())))?;
+    println!(
+        "FINDING {} — the target failed the descriptor oracle's learning case before any fuzzing: {}\n  cites {}\n  replay: cetp replay {} --target {}",
+        f.id,
+        escape::terminal(&f.message, 300),
+        f.cited.join(", "),
+        path.display(),
+        escape::terminal(&args.target, 200),
+    );
+    println!("judged by the descriptor oracle");
+    Ok(ExitCode::Fail)
 }
 
 fn catalog_levels(

@@ -1470,3 +1470,45 @@ fn fuzz_exits_1_on_a_finding_writes_it_as_a_case_file_and_0_when_clean() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+#[test]
+fn fuzz_says_which_oracle_judged_the_run() {
+    let dir = tmp("fuzz-descriptor");
+    let o = cetp(&[
+        "fuzz",
+        "--target",
+        "sim:provider=notes",
+        "--oracle",
+        "descriptor",
+        "--cases",
+        "8",
+        "--seed",
+        "3",
+        "--out",
+        dir.to_str().unwrap(),
+        "-q",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("judged by the descriptor oracle"), "{t}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("fuzz.json")).unwrap()).unwrap();
+    assert_eq!(report["oracle_kind"], "descriptor", "{report}");
+    assert!(report["flaky"].is_array(), "{report}");
+    let auto = tmp("fuzz-auto");
+    let o = cetp(&[
+        "fuzz",
+        "--target",
+        "sim",
+        "--cases",
+        "3",
+        "--seed",
+        "3",
+        "--out",
+        auto.to_str().unwrap(),
+        "-q",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("judged by the differential oracle"), "{t}");
+}

@@ -14,6 +14,7 @@
 //! executable, and the interpreter refuses any other.
 
 pub mod blind;
+pub mod descriptor;
 pub mod exec;
 pub mod gen;
 pub mod oracle;
@@ -32,6 +33,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Which oracle judges the target.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OracleChoice {
+    /// The differential oracle for the reference's own apps, the
+    /// descriptor oracle for any other Provider.
+    #[default]
+    Auto,
+    /// The shadow built from the protocol and the target's descriptors
+    /// ([`descriptor`]), whatever the target.
+    Descriptor,
+    /// The reference's own app beside the target ([`oracle`]); only for
+    /// the fixtures it implements.
+    Differential,
+}
 
 /// How sequences are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +79,11 @@ pub struct FuzzConfig {
     /// contract that changed under the same revision is a finding no single
     /// release shows.
     pub lock: Option<cetp_contract::Lock>,
+    pub oracle: OracleChoice,
+    /// Runs of the same moves (fresh request ids) a descriptor-oracle
+    /// finding must fail again in before it is reported; one that does not
+    /// is reported as flaky.
+    pub confirm_runs: usize,
 }
 
 impl Default for FuzzConfig {
@@ -78,6 +99,8 @@ impl Default for FuzzConfig {
             levels: BTreeMap::new(),
             interrupt: None,
             lock: None,
+            oracle: OracleChoice::Auto,
+            confirm_runs: 1,
         }
     }
 }
@@ -119,10 +142,25 @@ pub struct Finding {
     pub steps_after: usize,
 }
 
+/// A failure the descriptor oracle saw once that did not fail again when
+/// the same moves were run anew: not charged to the target.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Flaky {
+    pub signature: String,
+    pub message: String,
+    pub case_index: u64,
+    pub case_seed: u64,
+}
+
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FuzzReport {
     pub seed: u64,
     pub mutator: String,
+    /// `differential` (the reference's own app and its legal variants) or
+    /// `descriptor` (the shadow built from the target's descriptors).
+    pub oracle_kind: String,
+    /// Descriptor-oracle failures that did not reproduce.
+    pub flaky: Vec<Flaky>,
     /// The oracle's members (`reference` and each legal variant).
     pub oracle: Vec<String>,
     pub stats: Stats,
@@ -146,6 +184,10 @@ pub enum FuzzError {
     Refused(String),
     #[error("{0}")]
     Target(String),
+    /// The target failed the descriptor oracle's learning case (a session,
+    /// its provider info, its tool lists): a finding before any fuzzing.
+    #[error("{}", .0.message)]
+    Unlearnable(Box<Finding>),
 }
 
 /// The seed of sequence `i` of a run seeded `seed` (SplitMix64 of both):
@@ -168,7 +210,7 @@ pub struct Fuzzer<'a> {
     env: Env,
     rules: &'a BTreeMap<String, Vec<String>>,
     cfg: FuzzConfig,
-    oracle: Oracle,
+    oracle: OracleMode,
     world: world::World,
     blind: Option<blind::Mutations>,
     /// Fresh seeds for target re-runs (shrinking): a re-run must not reuse
@@ -190,6 +232,15 @@ pub struct Fuzzer<'a> {
     effects_unsafe: Option<String>,
 }
 
+enum OracleMode {
+    Differential(Oracle),
+    Descriptor {
+        shadow: descriptor::Shadow,
+        /// The target's `execute_tool` answers of the run being judged.
+        transcript: Arc<descriptor::Transcript>,
+    },
+}
+
 /// How far `quiesce` moves the device clock: past the end of the slowest
 /// background job of the reference's apps and variants (20 minutes).
 const QUIESCE_MS: u64 = 3_600_000;
@@ -204,18 +255,43 @@ impl<'a> Fuzzer<'a> {
         rules: &'a BTreeMap<String, Vec<String>>,
         cfg: FuzzConfig,
     ) -> Result<Self, FuzzError> {
-        let oracle = Oracle::for_package(&env.package, &env.manifest_kind).ok_or_else(|| {
-            FuzzError::Refused(format!(
-                "no oracle for {}: the reference implements only com.clawseed.reference and com.clawseed.notes, and a fuzz verdict needs an oracle that knows the tools' behaviour",
+        let differential = match cfg.oracle {
+            OracleChoice::Descriptor => None,
+            _ => Oracle::for_package(&env.package, &env.manifest_kind),
+        };
+        if differential.is_none() && cfg.oracle == OracleChoice::Differential {
+            return Err(FuzzError::Refused(format!(
+                "no differential oracle for {}: the reference implements only com.clawseed.reference and com.clawseed.notes (--oracle descriptor judges any Provider)",
                 env.package
-            ))
-        })?;
+            )));
+        }
+        let oracle = match differential {
+            Some(o) => OracleMode::Differential(o),
+            None => {
+                let shape = match descriptor::Shape::learn(&target, profile, &env, cfg.seed) {
+                    Ok(s) => s,
+                    Err(descriptor::LearnError::Other(e)) => return Err(FuzzError::Target(e)),
+                    Err(descriptor::LearnError::Fail {
+                        case,
+                        reason,
+                        cited,
+                    }) => return Err(unlearnable(case, reason, cited, &cfg)),
+                };
+                OracleMode::Descriptor {
+                    shadow: descriptor::Shadow::new(shape),
+                    transcript: Arc::new(descriptor::Transcript::default()),
+                }
+            }
+        };
         // A target that cannot even list its tools still gets fuzzed: the
         // oracle's reference hosts the same app, so its tools are the ones to
         // generate for (and the failure shows again as a finding).
         let world = match world::learn(&target, profile, &env, cfg.seed) {
             Ok(w) => w,
             Err(e) => {
+                let OracleMode::Differential(oracle) = &oracle else {
+                    return Err(FuzzError::Target(e));
+                };
                 let (t, _) = oracle
                     .reference_target(0)
                     .ok_or_else(|| FuzzError::Target(e.clone()))?;
@@ -233,6 +309,14 @@ impl<'a> Fuzzer<'a> {
                 env.package
             )));
         }
+        // The descriptor oracle repeats the target's answers: they are
+        // recorded below the blind mutator, as the Provider saw the calls.
+        let target = match &oracle {
+            OracleMode::Descriptor { transcript, .. } => {
+                descriptor::recording(target, transcript.clone())
+            }
+            OracleMode::Differential(_) => target,
+        };
         let (target, blind) = match cfg.mutator {
             Mutator::Structured => (target, None),
             Mutator::Blind => {
@@ -262,7 +346,20 @@ impl<'a> Fuzzer<'a> {
     }
 
     pub fn oracle_members(&self) -> Vec<String> {
-        self.oracle.members.iter().map(|m| m.name.clone()).collect()
+        match &self.oracle {
+            OracleMode::Differential(o) => o.members.iter().map(|m| m.name.clone()).collect(),
+            OracleMode::Descriptor { shadow, .. } => {
+                shadow.members.iter().map(|m| m.name.clone()).collect()
+            }
+        }
+    }
+
+    /// `differential` or `descriptor`.
+    pub fn oracle_kind(&self) -> &'static str {
+        match &self.oracle {
+            OracleMode::Differential(_) => "differential",
+            OracleMode::Descriptor { .. } => "descriptor",
+        }
     }
 
     fn sequence(&self, seed: u64) -> Sequence {
@@ -319,6 +416,9 @@ impl<'a> Fuzzer<'a> {
             moves: moves.to_vec(),
         };
         let steps = seq.steps();
+        if matches!(self.oracle, OracleMode::Descriptor { .. }) {
+            return self.attempt_descriptor(&steps, index, seed);
+        }
         self.quiesce(seed);
         let start_ms = self.target.a.now_ms();
         // Each oracle member gets a mutator of its own, seeded like the
@@ -345,6 +445,105 @@ impl<'a> Fuzzer<'a> {
         }
     }
 
+    /// The descriptor oracle: the sequence runs on the target first, every
+    /// answer recorded; the shadow then runs it repeating the target's
+    /// business answers and judges the target's run (the reference engine
+    /// first; only a failure there is judged again by every legal variant,
+    /// and only that verdict counts). No second target run is needed.
+    fn attempt_descriptor(&mut self, steps: &[gen::GenStep], index: u64, seed: u64) -> Attempt {
+        let OracleMode::Descriptor { transcript, .. } = &self.oracle else {
+            return Attempt::Nothing;
+        };
+        let transcript = transcript.clone();
+        self.quiesce(seed);
+        transcript.clear();
+        let start_ms = self.target.a.now_ms();
+        let Some(case) = oracle::to_case(&header(index), &oracle::oracle_steps(steps)) else {
+            return Attempt::Nothing;
+        };
+        if let Some(m) = &self.blind {
+            m.reseed(seed);
+        }
+        let trun = run_case(
+            &self.target,
+            self.profile,
+            &self.env,
+            self.rules,
+            &case,
+            seed,
+        );
+        if trun
+            .bindings
+            .values()
+            .any(|doc| doc.get("status").and_then(Json::as_str) == Some("accepted"))
+        {
+            self.unsettled = true;
+        }
+        let answers = transcript_snapshot(&transcript);
+        let skip = self
+            .blind
+            .as_ref()
+            .map(|_| self.profile.observer.as_ref().map(|o| o.tool.clone()));
+        let wrap = move |t: Target| -> Target { wrap_blind(&skip, seed, t) };
+        let OracleMode::Descriptor { shadow, .. } = &self.oracle else {
+            return Attempt::Nothing;
+        };
+        let mut judged = descriptor::Judged::Nothing;
+        for all in [false, true] {
+            judged = shadow.judge(
+                all,
+                steps,
+                &trun,
+                &answers,
+                &header(index),
+                self.profile,
+                self.rules,
+                seed,
+                start_ms,
+                &wrap,
+            );
+            match &judged {
+                descriptor::Judged::Ran { run, .. } if run.failed() => {}
+                _ => break,
+            }
+        }
+        match judged {
+            descriptor::Judged::Notes(n) => {
+                if let Some(dir) = &self.dump {
+                    let steps: Vec<Json> = steps.iter().map(|s| s.step.clone()).collect();
+                    let _ = std::fs::write(
+                        dir.join(format!("oracle-note-{index}-{seed}.json")),
+                        serde_json::to_string_pretty(&json!({"notes": n, "steps": steps}))
+                            .unwrap_or_default(),
+                    );
+                }
+                Attempt::OracleNotes(n)
+            }
+            descriptor::Judged::Nothing => Attempt::Nothing,
+            descriptor::Judged::Ran { mut case, run } => {
+                if self.effects_unsafe.is_some() {
+                    if let Some(steps) = case.get_mut("steps").and_then(Json::as_array_mut) {
+                        steps.retain(|s| {
+                            s.get("do").and_then(Json::as_str) != Some("expect_effects")
+                        });
+                    }
+                }
+                if let Some(dir) = &self.trace {
+                    let _ = std::fs::write(
+                        dir.join(format!("case-{index}-{seed}.json")),
+                        serde_json::to_string_pretty(&json!({
+                            "case": case,
+                            "stop": run.stop.as_ref().map(crate::exec::describe_stop),
+                            "failed": run.failed(),
+                        }))
+                        .unwrap_or_default(),
+                    );
+                }
+                Attempt::Ran { case, run }
+            }
+        }
+    }
+
     fn compile_and_run(
         &mut self,
         reference_only: bool,
@@ -354,7 +553,10 @@ impl<'a> Fuzzer<'a> {
         start_ms: i64,
         wrap: &(dyn Fn(Target) -> Target + Sync),
     ) -> Attempt {
-        let compiled = self.oracle.compile(
+        let OracleMode::Differential(oracle) = &self.oracle else {
+            return Attempt::Nothing;
+        };
+        let compiled = oracle.compile(
             reference_only,
             steps,
             &header(index),
@@ -436,6 +638,7 @@ impl<'a> Fuzzer<'a> {
         let mut signatures = BTreeSet::new();
         let mut notes: BTreeSet<String> = BTreeSet::new();
         let mut first_finding_ms = None;
+        let mut flaky: Vec<Flaky> = Vec::new();
         let before = self.observe_total();
         if let Some(lock) = self.cfg.lock.clone() {
             let cfg = cetp_conformance::runner::RunConfig::default();
@@ -502,6 +705,23 @@ impl<'a> Fuzzer<'a> {
                         stats.unjudged += 1;
                     }
                     if let Some((sig, message)) = signature(&case, &run) {
+                        // A Provider the harness does not know is charged
+                        // only with what fails again: the same moves, run
+                        // anew with fresh request ids.
+                        if !signatures.contains(&sig)
+                            && !self.reproduces(&seq.moves, index, seed, &sig)
+                        {
+                            if flaky.len() < 50 && !flaky.iter().any(|f| f.signature == sig) {
+                                flaky.push(Flaky {
+                                    signature: sig.clone(),
+                                    message: message.clone(),
+                                    case_index: index,
+                                    case_seed: seed,
+                                });
+                            }
+                            stats.elapsed_ms = started.elapsed().as_millis() as u64;
+                            continue;
+                        }
                         if signatures.insert(sig.clone()) {
                             first_finding_ms.get_or_insert(started.elapsed().as_millis() as u64);
                             let f = self.shrink(
@@ -538,6 +758,8 @@ impl<'a> Fuzzer<'a> {
                 Mutator::Blind => "blind".into(),
             },
             oracle: self.oracle_members(),
+            oracle_kind: self.oracle_kind().to_string(),
+            flaky,
             stats,
             findings,
             oracle_notes: notes.into_iter().collect(),
@@ -567,6 +789,27 @@ impl<'a> Fuzzer<'a> {
             self.cfg.seed,
         );
         run.bindings.get("o")?.as_i64()
+    }
+
+    /// Whether a failure with signature `sig` fails again in each of
+    /// `confirm_runs` fresh runs of the same moves (descriptor oracle only;
+    /// the differential oracle's verdict is already a second run).
+    fn reproduces(&mut self, moves: &[Move], index: u64, seed: u64, sig: &str) -> bool {
+        if !matches!(self.oracle, OracleMode::Descriptor { .. }) {
+            return true;
+        }
+        for _ in 0..self.cfg.confirm_runs {
+            let again = self.next_seed(seed);
+            match self.attempt(moves, index, again) {
+                Attempt::Ran { case, run } => {
+                    if signature(&case, &run).is_none_or(|(s, _)| s != sig) {
+                        return false;
+                    }
+                }
+                _ => return false,
+            }
+        }
+        true
     }
 
     fn next_seed(&mut self, seed: u64) -> u64 {
@@ -654,15 +897,18 @@ impl<'a> Fuzzer<'a> {
             .get("steps")
             .and_then(Json::as_array)
             .map_or(0, Vec::len);
+        let judged_by = match &self.oracle {
+            OracleMode::Differential(o) => format!(
+                "expectations compiled from the reference Provider and {} legal variants",
+                o.members.len().saturating_sub(1)
+            ),
+            OracleMode::Descriptor { shadow, .. } => format!(
+                "expectations compiled by the descriptor oracle: the reference engine and {} legal variants hosting the target's own descriptors, its business answers repeated from the run that failed (a Provider whose business answers differ on replay may fail elsewhere or pass)",
+                shadow.members.len().saturating_sub(1)
+            ),
+        };
         let file = finding_file(
-            &case,
-            sig,
-            &message,
-            &cited,
-            &self.cfg,
-            index,
-            final_seed,
-            self.oracle.members.len(),
+            &case, sig, &message, &cited, &self.cfg, index, final_seed, &judged_by,
         );
         let id = file
             .pointer("/cases/0/id")
@@ -683,6 +929,50 @@ impl<'a> Fuzzer<'a> {
             steps_after,
         }
     }
+}
+
+fn transcript_snapshot(
+    t: &descriptor::Transcript,
+) -> std::collections::HashMap<descriptor::Key, Vec<cetp_reference::port::CallAnswer>> {
+    t.snapshot()
+}
+
+/// The descriptor oracle's learning case failed on the target: that case,
+/// as a regular finding file.
+fn unlearnable(case: Json, reason: String, cited: Vec<String>, cfg: &FuzzConfig) -> FuzzError {
+    let sig = format!("learning case [{}]", cited.join(" "));
+    let file = finding_file(
+        &case,
+        &sig,
+        &reason,
+        &cited,
+        cfg,
+        0,
+        cfg.seed,
+        "the descriptor oracle's learning case: one session per identity, the provider info and the tool lists, each required to succeed",
+    );
+    let id = file
+        .pointer("/cases/0/id")
+        .and_then(Json::as_str)
+        .unwrap_or("FUZZ")
+        .to_string();
+    let steps_after = case
+        .get("steps")
+        .and_then(Json::as_array)
+        .map_or(0, Vec::len);
+    FuzzError::Unlearnable(Box::new(Finding {
+        id,
+        signature: sig,
+        message: reason,
+        cited,
+        file,
+        case_index: 0,
+        case_seed: cfg.seed,
+        found_after_ms: 0,
+        moves_before: 1,
+        moves_after: 1,
+        steps_after,
+    }))
 }
 
 /// The smallest failing sequence so far: its moves, compiled case,
@@ -745,7 +1035,7 @@ fn finding_file(
     cfg: &FuzzConfig,
     index: u64,
     seed: u64,
-    members: usize,
+    judged_by: &str,
 ) -> Json {
     let mut case = case.clone();
     let steps = case.get("steps").cloned().unwrap_or(json!([]));
@@ -766,9 +1056,8 @@ fn finding_file(
     case["level"] = json!(if only_should { "SHOULD" } else { "MUST" });
     let shown: String = message.chars().take(300).collect();
     case["notes"] = json!(format!(
-        "Found by cetp fuzz --seed {} (sequence {index}, replay seed {seed}); expectations compiled from the reference Provider and {} legal variants. First seen: {shown}",
+        "Found by cetp fuzz --seed {} (sequence {index}, replay seed {seed}); {judged_by}. First seen: {shown}",
         cfg.seed,
-        members.saturating_sub(1)
     ));
     json!({"format_version": 1, "group": "fuzz-findings",
            "description": format!("A minimal sequence cetp fuzz found: {sig}"),

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Rounds of dropping steps some member could not run before the rest is cut.
-const MAX_ROUNDS: usize = 12;
+pub(crate) const MAX_ROUNDS: usize = 12;
 
 /// One Provider of the oracle.
 #[derive(Clone, Debug)]
@@ -260,7 +260,7 @@ impl Oracle {
 /// member had such an operation open is the machine's timing, not the
 /// Provider's choice: it is not expected (a loaded machine charged a legal
 /// variant with the earlier operation's effect).
-struct OpenOperations {
+pub(crate) struct OpenOperations {
     /// Step index of each binding (a `concurrent` step's sub-calls share
     /// their step's index).
     at: BTreeMap<String, usize>,
@@ -269,7 +269,7 @@ struct OpenOperations {
 }
 
 impl OpenOperations {
-    fn of(steps: &[GenStep], runs: &[CaseRun]) -> Self {
+    pub(crate) fn of(steps: &[GenStep], runs: &[CaseRun]) -> Self {
         let mut at = BTreeMap::new();
         for (i, s) in steps.iter().enumerate() {
             let mut binds = vec![&s.step];
@@ -319,7 +319,7 @@ impl OpenOperations {
 
     /// Whether some member had an operation open at the snapshot `since`
     /// or at step `after`.
-    fn in_window(&self, since: &str, after: usize) -> bool {
+    pub(crate) fn in_window(&self, since: &str, after: usize) -> bool {
         let Some(&from) = self.at.get(since) else {
             return true;
         };
@@ -333,7 +333,7 @@ impl OpenOperations {
     }
 }
 
-fn is_setup(step: &Json) -> bool {
+pub(crate) fn is_setup(step: &Json) -> bool {
     matches!(
         step.get("do").and_then(Json::as_str),
         Some("negotiate" | "observe" | "uuid")
@@ -344,7 +344,7 @@ fn is_setup(step: &Json) -> bool {
 /// removed (every answer is recorded, none judged), except the marker that
 /// keeps an operation unsettled and a negotiate's (without one, negotiate
 /// must succeed).
-fn oracle_steps(steps: &[GenStep]) -> Vec<Json> {
+pub(crate) fn oracle_steps(steps: &[GenStep]) -> Vec<Json> {
     steps
         .iter()
         .map(|s| {
@@ -369,7 +369,7 @@ fn strip_placeholder(j: &mut Json) {
     }
 }
 
-fn to_case(header: &Json, steps: &[Json]) -> Option<Case> {
+pub(crate) fn to_case(header: &Json, steps: &[Json]) -> Option<Case> {
     serde_json::from_value(with_steps(header, steps.to_vec())).ok()
 }
 
@@ -402,7 +402,7 @@ fn collect(s: &Json, reqs: &mut BTreeSet<String>, b: &mut bool) {
 
 /// The answer class of a bound document: (status or `threw`/`null`/`v1`,
 /// error code).
-fn class(doc: &Json) -> (String, Option<String>) {
+pub(crate) fn class(doc: &Json) -> (String, Option<String>) {
     if doc.get("_threw").is_some() {
         return ("threw".into(), None);
     }
@@ -420,7 +420,7 @@ fn class(doc: &Json) -> (String, Option<String>) {
     }
 }
 
-fn compile_step(s: &GenStep, runs: &[&CaseRun], counts: Option<Counts>) -> Option<Json> {
+pub(crate) fn compile_step(s: &GenStep, runs: &[&CaseRun], counts: Option<Counts>) -> Option<Json> {
     let mut j = s.step.clone();
     match &s.meta {
         Meta::Judgement => Some(j),
@@ -541,7 +541,7 @@ fn set_expect(j: &mut Json, e: Option<Json>) {
 /// The effects between two observer snapshots, in the unit
 /// `expect_effects` takes. Moves are observed only with an observer that
 /// counts effects (`World::observer`); any other shows only "no change".
-fn effect_delta(before: &Json, after: &Json, counts: Option<Counts>) -> Option<i64> {
+pub(crate) fn effect_delta(before: &Json, after: &Json, counts: Option<Counts>) -> Option<i64> {
     if before == after {
         return Some(0);
     }

@@ -25,17 +25,43 @@ const MAX_WAIT_MS: i64 = 30_000;
 /// enough, the Provider checks what it relies on).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum ToolArgs {
-    GetQuote { symbol: String },
+    GetQuote {
+        symbol: String,
+    },
     ListAlerts,
-    CreateAlert { symbol: String, price: f64 },
-    DeleteAlert { alert_id: String },
-    SyncPortfolio { fail: bool },
-    ExportHistory { rows: u64 },
+    CreateAlert {
+        symbol: String,
+        price: f64,
+    },
+    DeleteAlert {
+        alert_id: String,
+    },
+    SyncPortfolio {
+        fail: bool,
+    },
+    ExportHistory {
+        rows: u64,
+    },
     Notes(NoteArgs),
+    /// A tool of a described app (`described.rs`): its args, and the
+    /// business's answer once asked.
+    Described {
+        index: usize,
+        args: Json,
+        call: Option<Box<super::described::DescribedCall>>,
+    },
 }
 
 impl ToolArgs {
     pub(crate) fn parse(kind: ToolKind, v: &Json) -> Result<ToolArgs, String> {
+        if let ToolKind::Described(index) = kind {
+            // The schema decides what args are; the rest is the business's.
+            return Ok(ToolArgs::Described {
+                index,
+                args: v.clone(),
+                call: None,
+            });
+        }
         let obj = v.as_object().ok_or("args must be a JSON object")?;
         let string = |k: &str| {
             obj.get(k)
@@ -78,6 +104,11 @@ impl ToolArgs {
                     .ok_or("`rows` must be an integer from 1 to 200000")?,
             },
             ToolKind::Notes(tool) => ToolArgs::Notes(NoteArgs::parse(tool, obj)?),
+            ToolKind::Described(index) => ToolArgs::Described {
+                index,
+                args: v.clone(),
+                call: None,
+            },
         })
     }
 
@@ -174,10 +205,13 @@ impl ReferenceProvider {
         };
 
         let mut confirmed = false;
+        // §4.3 does not say which code asks for what: for a described app,
+        // any approved resolution of this call is the user's approval.
+        let mut approved = false;
         if let Some(token) = resume_token {
             match self.redeem(cx, tool, args, token) {
                 super::decisions::Redeem::Approved(Purpose::Confirm) => confirmed = true,
-                super::decisions::Redeem::Approved(Purpose::Grant(_)) => {}
+                super::decisions::Redeem::Approved(Purpose::Grant(_)) => approved = true,
                 super::decisions::Redeem::Denied => {
                     let f = if self.has(Fault::DenialWrongCode) {
                         Failure::new(ErrorCode::PermissionDenied, "Not allowed.")
@@ -197,6 +231,22 @@ impl ReferenceProvider {
                     return Failure::new(ErrorCode::InvalidRequest, why).into()
                 }
             }
+        }
+
+        // A described app's scope, confirmation and business answers are
+        // its business's, inside what its descriptor allows.
+        if let (Some(d), ToolKind::Described(index)) = (self.described(), tool.kind) {
+            return self.execute_described(
+                d,
+                cx,
+                tool,
+                index,
+                args,
+                &digest,
+                key,
+                confirmed || approved,
+                &value,
+            );
         }
 
         // §3.4, §7.2: every call checks every scope, whatever list_tools said.
@@ -492,6 +542,9 @@ impl ReferenceProvider {
 
     /// Tools a caller does not see (the hide_tools_without_scope variant).
     pub(crate) fn hidden_tools(&self, uid: u32) -> BTreeSet<String> {
+        if let Some(d) = self.described() {
+            return d.hidden.get(&uid).cloned().unwrap_or_default();
+        }
         if !self.takes(Latitude::HideToolsWithoutScope) {
             return BTreeSet::new();
         }
@@ -516,7 +569,7 @@ impl ReferenceProvider {
     /// Reserve, perform the effect outside the lock, then commit effect and
     /// result in one critical section. Concurrent callers of the same id
     /// wait in [`Self::settle`] and get the committed result.
-    fn run_mutation(
+    pub(crate) fn run_mutation(
         &self,
         cx: &Cx<'_>,
         tool: &ToolDef,
@@ -656,6 +709,12 @@ impl ReferenceProvider {
                 Ok(Effected::Value(json!({ "synced": d.synced })))
             }
             ToolArgs::Notes(args) => self.notes_effect(d, now_ms, uid, request_id, async_ok, args),
+            ToolArgs::Described { call: Some(c), .. } => {
+                self.described_effect(d, now_ms, uid, request_id, async_ok, c)
+            }
+            ToolArgs::Described { call: None, .. } => {
+                Err(Failure::new(ErrorCode::InternalError, "Internal error."))
+            }
             ToolArgs::GetQuote { .. } | ToolArgs::ListAlerts | ToolArgs::ExportHistory { .. } => {
                 Err(Failure::new(ErrorCode::InternalError, "Internal error."))
             }
@@ -715,6 +774,7 @@ impl ReferenceProvider {
             .value
             .clone()),
             ToolArgs::Notes(args) => self.notes_read(args),
+            ToolArgs::Described { index, args, .. } => self.described_v1_value(*index, args),
             _ => Err(Failure::new(ErrorCode::InternalError, "Internal error.")),
         }
     }
@@ -737,7 +797,10 @@ impl ReferenceProvider {
     }
 
     fn unchecked_output(&self, tool: &ToolDef) -> bool {
-        tool.kind == ToolKind::GetQuote && self.has(Fault::OutputViolatesSchema)
+        (tool.kind == ToolKind::GetQuote && self.has(Fault::OutputViolatesSchema))
+            // A described tool's value is the target's own (judged on the
+            // target) or generated from its schema.
+            || matches!(tool.kind, ToolKind::Described(_))
     }
 
     /// §4.2: validate our own output; §4.5: inline, file, or RESULT_TOO_LARGE.
@@ -858,6 +921,7 @@ fn degraded(kind: ToolKind) -> Answer {
         ToolKind::SyncPortfolio => json!({"synced": 0}),
         ToolKind::ExportHistory => json!({"rows": []}),
         ToolKind::Notes(tool) => notes::degraded(tool),
+        ToolKind::Described(_) => json!(null),
     };
     Answer::ok(json!({"kind": "inline", "value": value}))
 }

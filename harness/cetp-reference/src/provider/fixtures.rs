@@ -26,6 +26,8 @@ pub(crate) enum ToolKind {
     SyncPortfolio,
     ExportHistory,
     Notes(NoteTool),
+    /// The tool at this index of a described app (`described.rs`).
+    Described(usize),
 }
 
 pub(crate) struct ToolDef {
@@ -434,6 +436,57 @@ impl Catalog {
                     open_world: s.open_world,
                     confirmation: s.confirmation,
                     may_run_async: s.may_run_async,
+                }
+            })
+            .collect();
+        Catalog {
+            tools,
+            revision_of: None,
+            listed: Default::default(),
+        }
+    }
+
+    /// The catalog of a described app: the target's tools as published. A
+    /// schema the harness cannot compile accepts nothing (the regular
+    /// checks report the descriptor; the shadow refuses every call of it).
+    pub fn described(d: &super::described::Described) -> Catalog {
+        use super::described::{intern, known};
+        let never = json!({"not": {}});
+        let tools = d
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let compile = |s: &Json| {
+                    CompiledSchema::compile(s, DEFAULT_DIALECT)
+                        .or_else(|_| CompiledSchema::compile(&never, DEFAULT_DIALECT))
+                        .unwrap_or_else(|e| panic!("the schema that accepts nothing: {e}"))
+                };
+                ToolDef {
+                    kind: ToolKind::Described(i),
+                    name: t.name.clone(),
+                    title: t.title.clone(),
+                    description: t.description.clone(),
+                    input: compile(&t.input_schema),
+                    output: compile(&t.output_schema),
+                    input_schema: t.input_schema.clone(),
+                    output_schema: t.output_schema.clone(),
+                    scopes: t.scopes.iter().map(|s| intern(s)).collect(),
+                    effect: known(
+                        &t.effect,
+                        &["read", "create", "update", "delete", "transaction"],
+                        "update",
+                    ),
+                    risk: known(&t.risk, &["low", "moderate", "high"], "moderate"),
+                    destructive: t.destructive,
+                    idempotent: t.idempotent,
+                    open_world: t.open_world,
+                    confirmation: known(
+                        &t.confirmation,
+                        &["never", "provider_policy", "always"],
+                        "always",
+                    ),
+                    may_run_async: t.may_run_async,
                 }
             })
             .collect();

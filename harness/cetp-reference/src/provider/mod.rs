@@ -24,6 +24,7 @@
 //! effect and result inside one reliable boundary).
 
 mod decisions;
+pub mod described;
 mod execute;
 pub mod fault;
 mod fixtures;
@@ -37,6 +38,7 @@ mod state;
 mod util;
 mod v1;
 
+pub use described::{Business, BusinessAnswer, BusinessCall, Described, DescribedTool, Flavour};
 pub use fault::{Fault, UnknownFault};
 pub use latitude::Latitude;
 pub use notes::{
@@ -263,6 +265,9 @@ pub struct ProviderConfig {
     /// Legal variants taken (`latitude.rs`): each one a latitude the spec
     /// leaves, never a defect.
     pub latitudes: BTreeSet<Latitude>,
+    /// Host another Provider's published tools instead of the fixture set's
+    /// (`described.rs`): the shadow `cetp fuzz` judges unknown Providers by.
+    pub described: Option<Arc<Described>>,
 }
 
 impl Default for ProviderConfig {
@@ -290,6 +295,7 @@ impl Default for ProviderConfig {
             next_release: false,
             faults: BTreeSet::new(),
             latitudes: BTreeSet::new(),
+            described: None,
         }
     }
 }
@@ -313,6 +319,7 @@ impl fmt::Debug for ProviderConfig {
             .field("next_release", &self.next_release)
             .field("faults", &self.faults)
             .field("latitudes", &self.latitudes)
+            .field("described", &self.described)
             .finish_non_exhaustive()
     }
 }
@@ -425,7 +432,10 @@ pub(crate) struct Cx<'a> {
 
 impl ReferenceProvider {
     pub fn new(cfg: ProviderConfig) -> Self {
-        let catalog = Catalog::new(cfg.fixtures, &cfg.faults, &cfg.latitudes, cfg.next_release);
+        let catalog = match &cfg.described {
+            Some(d) => Catalog::described(d),
+            None => Catalog::new(cfg.fixtures, &cfg.faults, &cfg.latitudes, cfg.next_release),
+        };
         let durable = DurableState::new(cfg.seed, cfg.grants.clone());
         ReferenceProvider {
             catalog,
@@ -765,6 +775,9 @@ impl ReferenceProvider {
     }
 
     fn provider_info(&self) -> Answer {
+        if let Some(a) = self.described_info() {
+            return a;
+        }
         let scopes =
             fixtures::scopes_json(self.cfg.fixtures, &self.cfg.faults, &self.cfg.latitudes);
         let mut info = serde_json::json!({

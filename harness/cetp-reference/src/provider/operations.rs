@@ -38,6 +38,10 @@ impl Job {
                 notes::ARCHIVE_RUNNING_AFTER_MS,
                 notes::ARCHIVE_DONE_AFTER_MS,
             ),
+            Job::Described { done_after_ms, .. } => {
+                let done = (*done_after_ms).max(1);
+                ((done / 2).min(OPERATION_RUNNING_AFTER_MS), done)
+            }
         }
     }
 
@@ -46,6 +50,7 @@ impl Job {
             Job::SyncPortfolio { .. } => "Synchronising portfolio",
             Job::Read { .. } => "Preparing the result",
             Job::Notes(_) => "Archiving notes",
+            Job::Described { .. } => "Working",
         }
     }
 }
@@ -184,6 +189,12 @@ impl ReferenceProvider {
             Job::Notes(j) => self.notes_finish_job(d, j),
             // A read: nothing to commit, the result was computed up front.
             Job::Read { result } => Ok(result.clone()),
+            Job::Described {
+                result,
+                effect,
+                fails,
+                ..
+            } => super::described::finish_described(d, result, *effect, *fails),
         }
     }
 
@@ -196,6 +207,11 @@ impl ReferenceProvider {
             }
             Job::Notes(j) => self.notes_apply_job(d, j),
             Job::Read { .. } => {}
+            Job::Described { effect, .. } => {
+                if *effect {
+                    d.effects += 1;
+                }
+            }
         }
     }
 

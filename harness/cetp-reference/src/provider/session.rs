@@ -136,6 +136,8 @@ impl ReferenceProvider {
                 self.has(Fault::NegotiateExtraCapability)
                     || n.consumer_capabilities.iter().any(|o| o == c.as_str())
             })
+            // A described app grants what the Provider it describes granted.
+            .filter(|c| self.described().is_none_or(|d| d.capabilities.contains(c)))
             .collect();
         let expires_ms = now_ms.saturating_add(self.cfg.session_ttl_ms);
         // Draw from the generator before taking the memory lock: the lock

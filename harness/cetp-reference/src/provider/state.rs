@@ -171,6 +171,14 @@ pub(crate) enum Job {
     /// A read tool's result, computed when the operation was created and
     /// revealed when it succeeds (the read-tool legal variants).
     Read { result: Json },
+    /// A described tool's operation (`described.rs`): its result envelope,
+    /// whether it commits an effect, when it ends and whether it fails.
+    Described {
+        result: Json,
+        effect: bool,
+        done_after_ms: i64,
+        fails: bool,
+    },
 }
 
 #[derive(Clone, Debug)]

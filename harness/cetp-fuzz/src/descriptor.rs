@@ -1,0 +1,1177 @@
+//! The descriptor oracle: a shadow of a Provider the reference does not
+//! implement, built from the protocol and the target's own descriptors.
+//!
+//! The reference's engine hosts a described app (`cetp_reference::provider::
+//! described`) made of the target's tool list, provider info, capabilities
+//! and limits; every business answer of that app is the one the target gave
+//! to the same call, when the descriptor allows it. So a sequence runs on the
+//! target first, every answer recorded (the regular checks judge each one);
+//! then on the shadow, whose engine decides everything the protocol decides
+//! (sessions, schema-checked args, dedupe and replays, confirmations and
+//! resume tokens, operations and their owners, capabilities, the v1 view)
+//! while its business repeats the target's choices. Where the shadow's
+//! answer class differs from the target's, the target did something neither
+//! the protocol nor its own earlier answers allow.
+//!
+//! What one answer cannot tell (whether a business error is a terminal
+//! result, whether it committed an effect, how long an operation takes and
+//! how it ends) the shadow runs both ways ([`Flavour::QUICK`] and
+//! [`Flavour::SLOW`]); where the two disagree the step's expectation is
+//! widened to every business outcome §5 allows. Legal variants stay in the
+//! oracle: when the reference engine's shadow finds something, the shadow is
+//! built again on every legal variant and only their union judges.
+
+use crate::exec::{run_case, CaseRun};
+use crate::gen::{GenStep, Meta};
+use crate::oracle::{class, compile_step, effect_delta, oracle_steps, to_case, with_steps};
+use crate::oracle::{OpenOperations, MAX_ROUNDS};
+use cetp_conformance::device::{Device, DeviceError, HelloInfo, Target};
+use cetp_conformance::interp::{Env, Stop};
+use cetp_conformance::profile::{Counts, Profile};
+use cetp_proto::envelope::Capability;
+use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
+use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
+use cetp_proto::{Bundle, ErrorCode, Value};
+use cetp_reference::device::{DeviceClock, IDENTITY_B};
+use cetp_reference::port::{CallAnswer, FdRead};
+use cetp_reference::provider::{
+    Business, BusinessAnswer, BusinessCall, Described, DescribedTool, Flavour, Latitude,
+    ManifestVariant, ProviderConfig, ReferenceProvider,
+};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+/// Error codes a business may answer `execute_tool` with once the protocol
+/// let the call through (§5, §7.3: a Provider checks what it relies on
+/// beyond the schema).
+const BUSINESS: &[ErrorCode] = &[
+    ErrorCode::PermissionDenied,
+    ErrorCode::InvalidArgs,
+    ErrorCode::Conflict,
+    ErrorCode::RateLimited,
+    ErrorCode::DeadlineExceeded,
+    ErrorCode::ResultTooLarge,
+    ErrorCode::Unavailable,
+    ErrorCode::InternalError,
+];
+
+/// Where the shadow's two flavours disagree, the business decided: these
+/// are the outcomes it may have chosen (the execution's own, and a
+/// background operation's: cancelled, expired).
+const WIDE: &[&str] = &[
+    "AUTH_REQUIRED",
+    "USER_ACTION_REQUIRED",
+    "PERMISSION_DENIED",
+    "INVALID_ARGS",
+    "CONFLICT",
+    "RATE_LIMITED",
+    "DEADLINE_EXCEEDED",
+    "RESULT_TOO_LARGE",
+    "UNAVAILABLE",
+    "INTERNAL_ERROR",
+    "CANCELLED",
+    "RESULT_EXPIRED",
+];
+
+/// Steps that change nothing on the Provider and draw nothing from the
+/// interpreter's generator: the shadow may drop them without shifting the
+/// request ids of the steps after them.
+const PURE: &[&str] = &[
+    "same",
+    "equal",
+    "differ",
+    "assert",
+    "tokens_unpredictable",
+    "revision_consistent",
+    "v1_read_only",
+    "read_fd",
+    "cancel_consistent",
+];
+
+/// Identifies one `execute_tool` call across the target and the shadow: the
+/// identity, request id, tool and args text (the generator makes them the
+/// same on both for the same seed).
+pub type Key = (String, String, String, String);
+
+fn key_of(identity: &str, method: &str, extras: Option<&Bundle>) -> Option<Key> {
+    if method != "execute_tool" {
+        return None;
+    }
+    let b = extras?;
+    let s = |k: &str| b.opt_string(k).ok().flatten().unwrap_or_default();
+    Some((
+        identity.to_string(),
+        s("request_id"),
+        s("tool_name"),
+        s("args"),
+    ))
+}
+
+/// The target's answers to its `execute_tool` calls during one run, in
+/// order per call.
+#[derive(Default)]
+pub struct Transcript {
+    calls: Mutex<HashMap<Key, Vec<CallAnswer>>>,
+}
+
+impl Transcript {
+    pub fn clear(&self) {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    fn record(&self, key: Key, answer: CallAnswer) {
+        let mut c = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        // A hostile or looping sequence is bounded by the run's own limits;
+        // this only keeps one call's history from growing without end.
+        let v = c.entry(key).or_default();
+        if v.len() < 64 {
+            v.push(answer);
+        }
+    }
+
+    pub fn snapshot(&self) -> HashMap<Key, Vec<CallAnswer>> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The target's device, recording what it answers `execute_tool`.
+struct Recorder {
+    inner: Box<dyn Device>,
+    identity: &'static str,
+    transcript: Arc<Transcript>,
+}
+
+/// The shadow's device: before each `execute_tool` it hands the business
+/// the target's answer to the same call.
+struct Mirror {
+    inner: Box<dyn Device>,
+    identity: &'static str,
+    business: Arc<MirrorBusiness>,
+}
+
+macro_rules! forward_device {
+    () => {
+        fn hello(&self) -> Result<HelloInfo, DeviceError> {
+            self.inner.hello()
+        }
+        fn now_ms(&self) -> i64 {
+            self.inner.now_ms()
+        }
+        fn sleep_ms(&self, ms: u64) {
+            self.inner.sleep_ms(ms)
+        }
+        fn discover(&self) -> Result<Vec<ServiceManifest>, DeviceError> {
+            self.inner.discover()
+        }
+        fn read_fd(&self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError> {
+            self.inner.read_fd(handle, max_bytes)
+        }
+        fn close_fd(&self, handle: &str) -> Result<(), DeviceError> {
+            self.inner.close_fd(handle)
+        }
+        fn resolve(
+            &self,
+            handle: &str,
+            decision: Decision,
+            ui: Option<&serde_json::Value>,
+            timeout_ms: u64,
+        ) -> Result<ResolveOutcome, DeviceError> {
+            self.inner.resolve(handle, decision, ui, timeout_ms)
+        }
+        fn restart_provider(&self, package: &str) -> Result<(), DeviceError> {
+            self.inner.restart_provider(package)
+        }
+        fn advance_clock(&self, ms: u64) -> Result<i64, DeviceError> {
+            self.inner.advance_clock(ms)
+        }
+        fn resync_clock(&self) -> Result<(), DeviceError> {
+            self.inner.resync_clock()
+        }
+    };
+}
+
+impl Device for Recorder {
+    forward_device!();
+    fn call(
+        &self,
+        authority: &str,
+        method: &str,
+        arg: Option<&str>,
+        extras: Option<&Bundle>,
+        timeout_ms: u64,
+    ) -> Result<CallAnswer, DeviceError> {
+        let r = self.inner.call(authority, method, arg, extras, timeout_ms);
+        if let (Some(k), Ok(a)) = (key_of(self.identity, method, extras), &r) {
+            self.transcript.record(k, a.clone());
+        }
+        r
+    }
+}
+
+impl Device for Mirror {
+    forward_device!();
+    fn call(
+        &self,
+        authority: &str,
+        method: &str,
+        arg: Option<&str>,
+        extras: Option<&Bundle>,
+        timeout_ms: u64,
+    ) -> Result<CallAnswer, DeviceError> {
+        let Some(k) = key_of(self.identity, method, extras) else {
+            return self.inner.call(authority, method, arg, extras, timeout_ms);
+        };
+        let request_id = k.1.clone();
+        self.business.arm(k);
+        let r = self.inner.call(authority, method, arg, extras, timeout_ms);
+        self.business.disarm(&request_id);
+        r
+    }
+}
+
+/// The target with its `execute_tool` answers recorded into `transcript`.
+pub fn recording(target: Target, transcript: Arc<Transcript>) -> Target {
+    Target {
+        label: target.label,
+        a: Box::new(Recorder {
+            inner: target.a,
+            identity: "a",
+            transcript: transcript.clone(),
+        }),
+        b: target.b.map(|b| {
+            Box::new(Recorder {
+                inner: b,
+                identity: "b",
+                transcript,
+            }) as Box<dyn Device>
+        }),
+    }
+}
+
+/// The business of one shadow run: the target's answers by call, handed
+/// over by [`Mirror`] for the call being served.
+struct MirrorBusiness {
+    answers: HashMap<Key, Vec<CallAnswer>>,
+    /// Calls of each key seen so far in this shadow run.
+    seen: Mutex<HashMap<Key, usize>>,
+    /// Request id → the target's answer to the call being served (`None`:
+    /// the target made no such call).
+    armed: Mutex<HashMap<String, Option<CallAnswer>>>,
+    shape: Arc<Shape>,
+    flavour: Flavour,
+}
+
+impl MirrorBusiness {
+    fn arm(&self, k: Key) {
+        let n = {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            let n = seen.entry(k.clone()).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let answer = self.answers.get(&k).and_then(|v| v.get(n)).cloned();
+        self.armed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(k.1, answer);
+    }
+
+    fn disarm(&self, request_id: &str) {
+        self.armed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(request_id);
+    }
+
+    /// The business answer the target's answer stands for, when the
+    /// descriptor allows one; `None` when the target answered something the
+    /// business cannot (a protocol error, a throw).
+    fn business_of(&self, index: usize, answer: &CallAnswer) -> Option<BusinessAnswer> {
+        let CallAnswer::Result(Some(b)) = answer else {
+            return None;
+        };
+        let fallback = self.shape.fallback(index);
+        match b.opt_string("status").ok().flatten()?.as_str() {
+            "success" => {
+                let data = b.opt_string("data").ok().flatten()?;
+                let data: Json = serde_json::from_str(&data).ok()?;
+                let value = match (data.get("kind").and_then(Json::as_str), data.get("value")) {
+                    (Some("inline"), Some(v)) if self.shape.output_valid(index, v) => v.clone(),
+                    // A file's content is not read here (the step that reads
+                    // it judges it); its class is what the shadow repeats.
+                    _ => fallback,
+                };
+                Some(BusinessAnswer::Value(value))
+            }
+            "accepted" => Some(BusinessAnswer::Accepted { value: fallback }),
+            "error" => {
+                let code = ErrorCode::parse(&b.opt_string("error_code").ok().flatten()?)?;
+                let retryable = match b.get("retryable") {
+                    Some(Value::Bool(r)) => Some(*r),
+                    _ => None,
+                };
+                match code {
+                    ErrorCode::UserActionRequired => Some(BusinessAnswer::AskConfirm),
+                    // A tool that always confirms may ask for its
+                    // confirmation with AUTH_REQUIRED (§4.3 names both): the
+                    // engine's own variants decide the code.
+                    ErrorCode::AuthRequired if self.shape.tools[index].confirmation == "always" => {
+                        Some(BusinessAnswer::AskConfirm)
+                    }
+                    ErrorCode::AuthRequired => Some(BusinessAnswer::AskGrant),
+                    c if BUSINESS.contains(&c) => Some(BusinessAnswer::Error { code, retryable }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Business for MirrorBusiness {
+    fn decide(&self, call: &BusinessCall<'_>) -> BusinessAnswer {
+        let index = self.shape.index_of(&call.tool.name);
+        let target = self
+            .armed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(call.request_id)
+            .cloned()
+            .flatten();
+        let mirrored = index.and_then(|i| target.as_ref().and_then(|a| self.business_of(i, a)));
+        let fallback = index.map_or(Json::Null, |i| self.shape.fallback(i));
+        // The observer is the harness's eyes: the shadow reports its own
+        // count of effects there, the target its own.
+        if let Some((tool, pointer)) = &self.shape.observer {
+            if *tool == call.tool.name {
+                return match mirrored {
+                    Some(BusinessAnswer::Error { code, retryable }) => {
+                        BusinessAnswer::Error { code, retryable }
+                    }
+                    other => {
+                        let base = match other {
+                            Some(BusinessAnswer::Value(v)) => v,
+                            _ => fallback,
+                        };
+                        BusinessAnswer::Value(set_pointer(base, pointer, call.effects))
+                    }
+                };
+            }
+        }
+        match mirrored {
+            Some(a) => a,
+            // Nothing to repeat (the target made no such call, or answered
+            // what no business may): each flavour answers its own way, and
+            // the step's expectation is widened where they disagree.
+            None if self.flavour.op_fails => BusinessAnswer::Error {
+                code: ErrorCode::InternalError,
+                retryable: Some(false),
+            },
+            None => BusinessAnswer::Value(fallback),
+        }
+    }
+}
+
+/// `value` with the number `n` at `pointer`, objects made along the way.
+fn set_pointer(mut value: Json, pointer: &str, n: u64) -> Json {
+    if pointer.is_empty() {
+        return json!(n);
+    }
+    let mut cur = &mut value;
+    let parts: Vec<String> = pointer
+        .trim_start_matches('/')
+        .split('/')
+        .map(|p| p.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    for (i, p) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        let Some(obj) = cur.as_object_mut() else {
+            break;
+        };
+        if i + 1 == parts.len() {
+            obj.insert(p.clone(), json!(n));
+            break;
+        }
+        cur = obj.entry(p.clone()).or_insert_with(|| json!({}));
+    }
+    value
+}
+
+/// Why the target could not be learned.
+#[derive(Debug)]
+pub enum LearnError {
+    /// It failed the learning case itself (a session, its provider info or
+    /// its tool list): a protocol failure before any fuzzing, with the case
+    /// that shows it.
+    Fail {
+        case: Json,
+        reason: String,
+        cited: Vec<String>,
+    },
+    Other(String),
+}
+
+/// What the shadow knows of the target, learned once.
+pub struct Shape {
+    tools: Vec<DescribedTool>,
+    outputs: Vec<Option<CompiledSchema>>,
+    fallbacks: Vec<Json>,
+    info: Json,
+    capabilities: BTreeSet<Capability>,
+    hidden_b: BTreeSet<String>,
+    limits: cetp_reference::provider::Limits,
+    session_ttl_ms: i64,
+    resume_ttl_ms: i64,
+    package: String,
+    authority: String,
+    manifest: ManifestVariant,
+    /// The observer's tool and pointer, when it counts effects.
+    observer: Option<(String, String)>,
+}
+
+impl Shape {
+    fn index_of(&self, name: &str) -> Option<usize> {
+        self.tools.iter().position(|t| t.name == name)
+    }
+    fn fallback(&self, i: usize) -> Json {
+        self.fallbacks.get(i).cloned().unwrap_or(Json::Null)
+    }
+    fn output_valid(&self, i: usize, v: &Json) -> bool {
+        self.outputs
+            .get(i)
+            .and_then(Option::as_ref)
+            .is_some_and(|s| s.is_valid(v))
+    }
+
+    pub fn tools(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Learns the target's descriptors: one session per identity (every
+    /// capability offered), its provider info and tool lists.
+    pub fn learn(
+        target: &Target,
+        profile: &Profile,
+        env: &Env,
+        seed: u64,
+    ) -> Result<Shape, LearnError> {
+        let mut steps = vec![
+            json!({"do": "negotiate", "bind": "s"}),
+            json!({"do": "call", "method": "get_provider_info", "session": "s", "bind": "i",
+                   "expect": {"status": ["success"]}, "requirements": ["CETP2-4-02"]}),
+            json!({"do": "call", "method": "list_tools", "session": "s", "bind": "l",
+                   "expect": {"status": ["success"]}, "requirements": ["CETP2-4-03"]}),
+        ];
+        if target.b.is_some() {
+            steps.push(json!({"do": "negotiate", "as": "b", "bind": "sb"}));
+            steps.push(
+                json!({"do": "call", "as": "b", "method": "list_tools", "session": "sb",
+                              "bind": "lb", "expect": {"status": ["success"]}, "requirements": ["CETP2-4-03"]}),
+            );
+        }
+        let case = json!({"id": "FUZZ-LEARN", "title": "learn the target's descriptors",
+                          "role": "provider", "level": "MUST", "requirements": [],
+                          "identities": if target.b.is_some() { json!(["a", "b"]) } else { json!(["a"]) },
+                          "steps": steps});
+        let parsed =
+            serde_json::from_value(case.clone()).map_err(|e| LearnError::Other(e.to_string()))?;
+        let before = target.a.now_ms();
+        let run = run_case(target, profile, env, &Default::default(), &parsed, seed);
+        match &run.stop {
+            None => {}
+            Some(Stop::Fail(reason)) => {
+                return Err(LearnError::Fail {
+                    case,
+                    reason: reason.clone(),
+                    cited: run.cited.clone(),
+                })
+            }
+            Some(stop) => {
+                return Err(LearnError::Other(format!(
+                    "could not learn the target's descriptors: {}",
+                    crate::exec::describe_stop(stop)
+                )))
+            }
+        }
+        let get = |b: &str, p: &str| run.bindings.get(b).and_then(|d| d.pointer(p)).cloned();
+        let tools: Vec<DescribedTool> = get("l", "/data/tools")
+            .and_then(|t| t.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(DescribedTool::from_json)
+            .collect();
+        let listed_b: Option<BTreeSet<String>> = get("lb", "/data/tools").map(|t| {
+            t.as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.get("name").and_then(Json::as_str).map(str::to_string))
+                .collect()
+        });
+        let hidden_b = match listed_b {
+            Some(l) => tools
+                .iter()
+                .filter(|t| !l.contains(&t.name))
+                .map(|t| t.name.clone())
+                .collect(),
+            None => BTreeSet::new(),
+        };
+        let capabilities = get("s", "/data/capabilities")
+            .and_then(|c| c.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|c| c.as_str().and_then(Capability::parse))
+            .collect();
+        // Never below §2.2's minimums: a target that negotiates less is
+        // judged by the checks, and the shadow stays a conforming Provider.
+        let limit = |k: &str, min: u64| {
+            get("s", &format!("/data/limits/{k}"))
+                .and_then(|v| v.as_u64())
+                .unwrap_or(min)
+                .max(min)
+        };
+        let limits = cetp_reference::provider::Limits {
+            max_request_bytes: limit("max_request_bytes", 65_536),
+            max_inline_result_bytes: limit("max_inline_result_bytes", 262_144),
+            max_concurrent_requests: limit("max_concurrent_requests", 1),
+            idempotency_window_seconds: limit("idempotency_window_seconds", 86_400),
+        };
+        // A session without `expires_at` does not expire (§2.2 lets it).
+        let session_ttl_ms = get("s", "/data/expires_at")
+            .and_then(|e| e.as_str().map(str::to_string))
+            .and_then(|e| humantime::parse_rfc3339_weak(&e).ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| (d.as_millis() as i64).saturating_sub(before).max(1000))
+            .unwrap_or(10 * 365 * 86_400_000);
+        let outputs = tools
+            .iter()
+            .map(|t| CompiledSchema::compile(&t.output_schema, DEFAULT_DIALECT).ok())
+            .collect();
+        let fallbacks = tools
+            .iter()
+            .map(|t| generate(&t.output_schema, seed))
+            .collect();
+        let observer = profile
+            .observer
+            .as_ref()
+            .filter(|o| o.counts == Counts::Effects)
+            .map(|o| (o.tool.clone(), o.pointer.clone()));
+        Ok(Shape {
+            tools,
+            outputs,
+            fallbacks,
+            info: get("i", "/data").unwrap_or(json!({})),
+            capabilities,
+            hidden_b,
+            limits,
+            session_ttl_ms,
+            resume_ttl_ms: profile
+                .timing_ms("resume_token_ttl_ms")
+                .map_or(cetp_reference::provider::RESUME_TOKEN_TTL_MS, |t| t as i64),
+            package: env.package.clone(),
+            authority: env.authority.clone(),
+            manifest: match env.manifest_kind.as_str() {
+                "v2_only" => ManifestVariant::V2Only,
+                _ => ManifestVariant::DualStack,
+            },
+            observer,
+        })
+    }
+}
+
+/// A value `schema` accepts, the same for the same seed; `null` when none
+/// can be generated (the shadow then passes values on unchecked).
+fn generate(schema: &Json, seed: u64) -> Json {
+    let Ok(strategy) = cetp_gen::valid(schema) else {
+        return Json::Null;
+    };
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    );
+    strategy
+        .new_tree(&mut runner)
+        .map(|t| t.current())
+        .unwrap_or(Json::Null)
+}
+
+/// One configuration of the shadow: the reference engine or a legal
+/// variant of it.
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub name: String,
+    latitude: Option<Latitude>,
+}
+
+pub struct Shadow {
+    pub shape: Arc<Shape>,
+    pub members: Vec<Member>,
+}
+
+/// What judging one sequence gave.
+pub enum Judged {
+    /// A check fired on the shadow: the harness's own misjudgement.
+    Notes(Vec<String>),
+    /// Nothing was left to judge.
+    Nothing,
+    /// The compiled case (the file a finding is written as) and the target's
+    /// run as judged against it.
+    Ran { case: Json, run: CaseRun },
+}
+
+const FLAVOURS: [Flavour; 2] = [Flavour::QUICK, Flavour::SLOW];
+
+impl Shadow {
+    pub fn new(shape: Shape) -> Shadow {
+        let mut members = vec![Member {
+            name: "reference".into(),
+            latitude: None,
+        }];
+        for l in Latitude::ALL {
+            // The target's own manifest, limits, provider id and observer
+            // are what they are: the latitudes that only set them are not
+            // choices left open here.
+            if matches!(
+                l,
+                Latitude::V2OnlyManifest
+                    | Latitude::NoEffectCounter
+                    | Latitude::GenerousLimits
+                    | Latitude::SingleConcurrentRequest
+                    | Latitude::ProviderIdCustom
+            ) {
+                continue;
+            }
+            members.push(Member {
+                name: l.name().to_string(),
+                latitude: Some(*l),
+            });
+        }
+        Shadow {
+            shape: Arc::new(shape),
+            members,
+        }
+    }
+
+    fn config(
+        &self,
+        m: &Member,
+        business: Arc<MirrorBusiness>,
+        flavour: Flavour,
+    ) -> ProviderConfig {
+        let s = &self.shape;
+        let provider_id = s
+            .info
+            .get("provider_id")
+            .and_then(Json::as_str)
+            .unwrap_or(&s.package)
+            .to_string();
+        let mut cfg = ProviderConfig {
+            package: s.package.clone(),
+            authority: s.authority.clone(),
+            provider_id: provider_id.clone(),
+            manifest: s.manifest,
+            session_ttl_ms: s.session_ttl_ms,
+            resume_token_ttl_ms: s.resume_ttl_ms,
+            ..ProviderConfig::default()
+        };
+        if let Some(l) = m.latitude {
+            cfg = cfg.with_latitude(l);
+        }
+        cfg.limits = s.limits;
+        cfg.manifest = s.manifest;
+        cfg.provider_id = provider_id;
+        cfg.described = Some(Arc::new(Described {
+            tools: s.tools.clone(),
+            info: s.info.clone(),
+            capabilities: s.capabilities.clone(),
+            hidden: BTreeMap::from([(IDENTITY_B.uid, s.hidden_b.clone())]),
+            business,
+            flavour,
+        }));
+        cfg
+    }
+
+    /// Runs `steps` on the shadow (the reference engine alone, or every
+    /// member) repeating the target's answers of `transcript`, and judges the
+    /// target's run `trun` of the same steps against what it allows.
+    #[allow(clippy::too_many_arguments)]
+    pub fn judge(
+        &self,
+        all: bool,
+        steps: &[GenStep],
+        trun: &CaseRun,
+        transcript: &HashMap<Key, Vec<CallAnswer>>,
+        header: &Json,
+        profile: &Profile,
+        rules: &BTreeMap<String, Vec<String>>,
+        seed: u64,
+        start_ms: i64,
+        wrap: &(dyn Fn(Target) -> Target + Sync),
+    ) -> Judged {
+        let members = if all {
+            &self.members[..]
+        } else {
+            &self.members[..1]
+        };
+        // Index of each step in the sequence the target ran.
+        let mut orig: Vec<usize> = (0..steps.len()).collect();
+        let original: Vec<GenStep> = steps.to_vec();
+        let mut steps: Vec<GenStep> = steps.to_vec();
+        // The first step the shadow cannot vouch for; nothing from it on is
+        // judged (a Provider step dropped would shift the request ids the
+        // generator draws after it, and with them every repeated answer).
+        let mut limit = steps.len();
+        let mut runs: Vec<(usize, CaseRun)> = Vec::new();
+        for round in 0..=MAX_ROUNDS {
+            let Some(case) = to_case(header, &oracle_steps(&steps)) else {
+                return Judged::Nothing;
+            };
+            runs = self.run_members(
+                members, &case, transcript, profile, rules, seed, start_ms, wrap,
+            );
+            let mut notes = Vec::new();
+            for (k, run) in &runs {
+                for (check, (step, f)) in &run.checks {
+                    // The shadow publishes the target's own descriptors: a
+                    // check that fires on both for the same rule judged the
+                    // target's data, and stands against the target.
+                    if trun
+                        .checks
+                        .get(check)
+                        .is_some_and(|(_, tf)| tf.rule == f.rule)
+                    {
+                        continue;
+                    }
+                    notes.push(format!(
+                        "{check} fired on the descriptor shadow ({}) at step {step}: {} ({})",
+                        self.member_name(members, *k),
+                        f.message,
+                        f.rule
+                    ));
+                }
+            }
+            if !notes.is_empty() {
+                return Judged::Notes(notes);
+            }
+            let first_stop = runs
+                .iter()
+                .filter_map(|(k, r)| {
+                    let stop = r.stop.as_ref()?;
+                    let variant = *k / FLAVOURS.len() > 0;
+                    // A variant that cannot go on by its own latitude stops
+                    // there unjudged; the reference engine's stop, or any
+                    // FAIL, is a step the shadow cannot vouch for.
+                    (!variant || matches!(stop, Stop::Fail(_) | Stop::Cut(_)))
+                        .then(|| r.step.saturating_sub(1))
+                })
+                .min();
+            match first_stop {
+                Some(i) if i < steps.len() => {
+                    let pure = steps[i]
+                        .step
+                        .get("do")
+                        .and_then(Json::as_str)
+                        .is_some_and(|d| PURE.contains(&d));
+                    if pure && round < MAX_ROUNDS {
+                        steps.remove(i);
+                        orig.remove(i);
+                        continue;
+                    }
+                    limit = i;
+                    break;
+                }
+                _ => break,
+            }
+        }
+        let counts = profile.observer.as_ref().map(|o| o.counts);
+        let only_runs: Vec<CaseRun> = runs.iter().map(|(_, r)| clone_run(r)).collect();
+        let open = OpenOperations::of(&steps, &only_runs);
+        // The target's run: where it stopped, in the steps kept here.
+        let target_stop = trun.stop.as_ref().map(|s| (trun.step.saturating_sub(1), s));
+        let mut compiled: Vec<Json> = Vec::new();
+        let mut verdict: Option<(usize, String, Vec<String>)> = None;
+        for (i, s) in steps.iter().enumerate() {
+            if i >= limit {
+                break;
+            }
+            let oi = orig[i];
+            let reached: Vec<&CaseRun> = only_runs
+                .iter()
+                .filter(|r| r.stop.is_none() || r.step > i + 1)
+                .collect();
+            if let Some((ts, stop)) = &target_stop {
+                if oi > *ts {
+                    if let Some(v) = intrinsic_fail(&original, *ts, stop, &mut compiled) {
+                        verdict = Some(v);
+                    }
+                    break;
+                }
+                if oi == *ts {
+                    // The target stopped here. A FAIL of a step every shadow
+                    // run passed is a finding; any other stop ends the
+                    // judgement.
+                    if let Stop::Fail(reason) = stop {
+                        if reached.len() == only_runs.len() && !transient(trun, &s.step) {
+                            compiled.push(s.step.clone());
+                            verdict = Some((
+                                compiled.len(),
+                                format!("{reason} (every run of the descriptor shadow passed this step)"),
+                                reqs(&s.step),
+                            ));
+                        }
+                    }
+                    break;
+                }
+            }
+            if let Meta::EffectsAfter { since, .. } = &s.meta {
+                if open.in_window(since, i) {
+                    continue;
+                }
+            }
+            let Some(mut step) = compile_step(s, &reached, counts) else {
+                continue;
+            };
+            if s.meta == Meta::Plain && step.get("expect").is_some() {
+                self.widen(&mut step, &runs);
+            }
+            compiled.push(step.clone());
+            if verdict.is_some() {
+                continue;
+            }
+            let why = match &s.meta {
+                Meta::EffectsAfter { .. } => s
+                    .step
+                    .get("bind")
+                    .and_then(Json::as_str)
+                    .and_then(|after| effects_mismatch(&step, after, trun, counts)),
+                _ => mismatch(&step, trun),
+            };
+            if let Some(why) = why {
+                verdict = Some((compiled.len(), why, reqs(&step)));
+            }
+        }
+        // The target failed a step the shadow dropped after its last kept
+        // one.
+        if let (None, Some((ts, stop))) = (&verdict, &target_stop) {
+            let before_limit = orig.get(limit).is_none_or(|l| ts < l);
+            if !orig.contains(ts) && before_limit {
+                if let Some(v) = intrinsic_fail(&original, *ts, stop, &mut compiled) {
+                    verdict = Some(v);
+                }
+            }
+        }
+        if compiled.iter().all(|s| {
+            s.get("expect").is_none()
+                && !matches!(s.get("do").and_then(Json::as_str), Some("expect_effects"))
+        }) && trun.checks.is_empty()
+            && verdict.is_none()
+        {
+            return Judged::Nothing;
+        }
+        let case = with_steps(header, compiled);
+        let run = CaseRun {
+            stop: verdict
+                .as_ref()
+                .map(|(_, why, _)| Stop::Fail(why.clone()))
+                .or_else(|| trun.stop.clone().filter(|s| !matches!(s, Stop::Fail(_)))),
+            step: verdict.as_ref().map_or(trun.step, |(n, _, _)| *n),
+            bindings: trun.bindings.clone(),
+            checks: trun.checks.clone(),
+            cited: verdict.map(|(_, _, c)| c).unwrap_or_default(),
+            answers: trun.answers,
+            dispatched: trun.dispatched,
+        };
+        Judged::Ran { case, run }
+    }
+
+    fn member_name(&self, members: &[Member], k: usize) -> String {
+        let m = &members[k / FLAVOURS.len()];
+        let f = if k.is_multiple_of(FLAVOURS.len()) {
+            "quick"
+        } else {
+            "slow"
+        };
+        format!("{}, {f} business", m.name)
+    }
+
+    /// Widens the expectation of a step whose answer the two flavours of
+    /// one member disagree on: the business decided it.
+    fn widen(&self, step: &mut Json, runs: &[(usize, CaseRun)]) {
+        let Some(bind) = step.get("bind").and_then(Json::as_str) else {
+            return;
+        };
+        let mut by_member: BTreeMap<usize, BTreeSet<(String, Option<String>)>> = BTreeMap::new();
+        for (k, r) in runs {
+            if let Some(doc) = r.bindings.get(bind) {
+                by_member
+                    .entry(k / FLAVOURS.len())
+                    .or_default()
+                    .insert(class(doc));
+            }
+        }
+        if !by_member.values().any(|c| c.len() > 1) {
+            return;
+        }
+        let Some(e) = step.get_mut("expect").and_then(Json::as_object_mut) else {
+            return;
+        };
+        let mut status: BTreeSet<String> = e
+            .get("status")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect();
+        if status.is_empty() {
+            return;
+        }
+        status.insert("error".into());
+        status.insert("success".into());
+        let mut codes: BTreeSet<String> = e
+            .get("error_code")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect();
+        codes.extend(WIDE.iter().map(|c| c.to_string()));
+        e.insert("status".into(), json!(status));
+        e.insert("error_code".into(), json!(codes));
+        e.remove("data");
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_members(
+        &self,
+        members: &[Member],
+        case: &cetp_conformance::vector::Case,
+        transcript: &HashMap<Key, Vec<CallAnswer>>,
+        profile: &Profile,
+        rules: &BTreeMap<String, Vec<String>>,
+        seed: u64,
+        start_ms: i64,
+        wrap: &(dyn Fn(Target) -> Target + Sync),
+    ) -> Vec<(usize, CaseRun)> {
+        let jobs: Vec<(usize, &Member, Flavour)> = members
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| {
+                FLAVOURS
+                    .iter()
+                    .enumerate()
+                    .map(move |(j, f)| (i * FLAVOURS.len() + j, m, *f))
+            })
+            .collect();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8);
+        let chunk = jobs.len().div_ceil(threads).max(1);
+        let mut out: Vec<(usize, CaseRun)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = jobs
+                .chunks(chunk)
+                .map(|js| {
+                    scope.spawn(move || {
+                        js.iter()
+                            .filter_map(|(k, m, f)| {
+                                let business = Arc::new(MirrorBusiness {
+                                    answers: transcript.clone(),
+                                    seen: Default::default(),
+                                    armed: Default::default(),
+                                    shape: self.shape.clone(),
+                                    flavour: *f,
+                                });
+                                let cfg = self.config(m, business.clone(), *f);
+                                let provider = Arc::new(ReferenceProvider::new(cfg));
+                                let app: Arc<dyn cetp_reference::app::ProviderApp> = provider;
+                                let t = cetp_conformance::local::local_target(
+                                    app,
+                                    DeviceClock::manual(start_ms),
+                                );
+                                let t = Target {
+                                    label: t.label,
+                                    a: Box::new(Mirror {
+                                        inner: t.a,
+                                        identity: "a",
+                                        business: business.clone(),
+                                    }),
+                                    b: t.b.map(|b| {
+                                        Box::new(Mirror {
+                                            inner: b,
+                                            identity: "b",
+                                            business,
+                                        })
+                                            as Box<dyn Device>
+                                    }),
+                                };
+                                let t = wrap(t);
+                                let (_, env) =
+                                    cetp_conformance::runner::identify(&t, profile).ok()?;
+                                Some((*k, run_case(&t, profile, &env, rules, case, seed)))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        out.sort_by_key(|(k, _)| *k);
+        out
+    }
+}
+
+/// A FAIL of the target at a step the shadow cannot run the same way but
+/// that judges the target against its own declaration: a `read_fd` that
+/// verifies a file against the size, digest and output schema the target
+/// itself declared, or requires it read-only (§4.5). The shadow has no file
+/// of the target's to read.
+fn intrinsic_fail(
+    original: &[GenStep],
+    ts: usize,
+    stop: &Stop,
+    compiled: &mut Vec<Json>,
+) -> Option<(usize, String, Vec<String>)> {
+    let Stop::Fail(reason) = stop else {
+        return None;
+    };
+    let step = &original.get(ts)?.step;
+    let flag = |k: &str| step.get(k).and_then(Json::as_bool) == Some(true);
+    let intrinsic = step.get("do").and_then(Json::as_str) == Some("read_fd")
+        && (step.get("verify_against").is_some() || flag("read_only") || flag("output_schema"));
+    if !intrinsic {
+        return None;
+    }
+    compiled.push(step.clone());
+    Some((
+        compiled.len(),
+        format!("{reason} (the file against the target's own declaration)"),
+        reqs(step),
+    ))
+}
+
+fn clone_run(r: &CaseRun) -> CaseRun {
+    CaseRun {
+        stop: r.stop.clone(),
+        step: r.step,
+        bindings: r.bindings.clone(),
+        checks: r.checks.clone(),
+        cited: r.cited.clone(),
+        answers: r.answers,
+        dispatched: r.dispatched,
+    }
+}
+
+fn reqs(step: &Json) -> Vec<String> {
+    step.get("requirements")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.as_str().map(str::to_string))
+        .collect()
+}
+
+/// §5: RATE_LIMITED and UNAVAILABLE (retryable) are a Provider's to answer
+/// at any time; the step's own outcome is then unknown, never wrong.
+fn transient_doc(doc: &Json) -> bool {
+    doc.get("status").and_then(Json::as_str) == Some("error")
+        && matches!(
+            doc.get("error_code").and_then(Json::as_str),
+            Some("RATE_LIMITED" | "UNAVAILABLE")
+        )
+        && doc.get("retryable").and_then(Json::as_bool) == Some(true)
+}
+
+fn transient(trun: &CaseRun, step: &Json) -> bool {
+    step.get("bind")
+        .and_then(Json::as_str)
+        .and_then(|b| trun.bindings.get(b))
+        .is_some_and(transient_doc)
+}
+
+/// Why the effects the target's observer counted over a compiled
+/// `expect_effects` step (its snapshot after bound as `after`) are not the
+/// shadow's.
+fn effects_mismatch(
+    step: &Json,
+    after: &str,
+    trun: &CaseRun,
+    counts: Option<Counts>,
+) -> Option<String> {
+    let since = step.get("since")?.as_str()?;
+    let want = step.get("delta")?.as_i64()?;
+    let (a, b) = (trun.bindings.get(since)?, trun.bindings.get(after)?);
+    let got = effect_delta(a, b, counts)?;
+    (got != want)
+        .then(|| format!("expected {want} effect(s) since `{since}`, the observer counted {got}"))
+}
+
+/// Why the target's answer at a compiled step is not one the step expects.
+fn mismatch(step: &Json, trun: &CaseRun) -> Option<String> {
+    let expect = step.get("expect")?;
+    let bind = step.get("bind")?.as_str()?;
+    let doc = trun.bindings.get(bind)?;
+    if expect == &json!({}) || transient_doc(doc) {
+        return None;
+    }
+    let (status, code) = class(doc);
+    let flag = |k: &str| expect.get(k).and_then(Json::as_bool) == Some(true);
+    let holds = if flag("threw") {
+        status == "threw"
+    } else if flag("null_result") {
+        status == "null"
+    } else {
+        let statuses: Vec<&str> = expect
+            .get("status")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Json::as_str)
+            .collect();
+        let codes: Vec<&str> = expect
+            .get("error_code")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Json::as_str)
+            .collect();
+        let status_ok = statuses.is_empty() || statuses.contains(&status.as_str());
+        let code_ok = status != "error"
+            || codes.is_empty()
+            || code.as_deref().is_some_and(|c| codes.contains(&c));
+        let data_ok = expect
+            .get("data")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .all(|a| {
+                let (Some(p), Some(one_of)) = (
+                    a.get("pointer").and_then(Json::as_str),
+                    a.get("one_of").and_then(Json::as_array),
+                ) else {
+                    return true;
+                };
+                one_of.contains(doc.pointer(p).unwrap_or(&Json::Null))
+            });
+        status_ok && code_ok && data_ok
+    };
+    (!holds).then(|| {
+        format!(
+            "{} answered {}{} where the protocol and the target's descriptors allow {}",
+            step.get("method")
+                .and_then(Json::as_str)
+                .or_else(|| step.get("do").and_then(Json::as_str))
+                .unwrap_or("the step"),
+            status,
+            code.map(|c| format!(" {c}")).unwrap_or_default(),
+            expect
+        )
+    })
+}
