@@ -642,6 +642,7 @@ impl Shadow {
                 Latitude::V2OnlyManifest
                     | Latitude::NoEffectCounter
                     | Latitude::GenerousLimits
+                    | Latitude::InlineLimitFitsLargeResult
                     | Latitude::SingleConcurrentRequest
                     | Latitude::ProviderIdCustom
             ) {
