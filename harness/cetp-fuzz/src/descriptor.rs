@@ -152,47 +152,6 @@ struct Mirror {
     business: Arc<MirrorBusiness>,
 }
 
-macro_rules! forward_device {
-    () => {
-        fn hello(&self) -> Result<HelloInfo, DeviceError> {
-            self.inner.hello()
-        }
-        fn now_ms(&self) -> i64 {
-            self.inner.now_ms()
-        }
-        fn sleep_ms(&self, ms: u64) {
-            self.inner.sleep_ms(ms)
-        }
-        fn discover(&self) -> Result<Vec<ServiceManifest>, DeviceError> {
-            self.inner.discover()
-        }
-        fn read_fd(&self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError> {
-            self.inner.read_fd(handle, max_bytes)
-        }
-        fn close_fd(&self, handle: &str) -> Result<(), DeviceError> {
-            self.inner.close_fd(handle)
-        }
-        fn resolve(
-            &self,
-            handle: &str,
-            decision: Decision,
-            ui: Option<&serde_json::Value>,
-            timeout_ms: u64,
-        ) -> Result<ResolveOutcome, DeviceError> {
-            self.inner.resolve(handle, decision, ui, timeout_ms)
-        }
-        fn restart_provider(&self, package: &str) -> Result<(), DeviceError> {
-            self.inner.restart_provider(package)
-        }
-        fn advance_clock(&self, ms: u64) -> Result<i64, DeviceError> {
-            self.inner.advance_clock(ms)
-        }
-        fn resync_clock(&self) -> Result<(), DeviceError> {
-            self.inner.resync_clock()
-        }
-    };
-}
-
 impl Device for Recorder {
     forward_device!();
     fn call(
