@@ -329,31 +329,16 @@ impl ReferenceProvider {
         if !background {
             return Answer::Success { data, file };
         }
-        let mut g = lock(&self.durable.state);
-        let id = self.new_operation_id(&mut g);
-        g.operations.insert(
-            id.clone(),
-            Operation {
-                uid: cx.uid,
-                request_id: cx.request_id.to_string(),
-                created_ms: cx.now_ms,
-                job: Job::Described {
-                    result: data,
-                    effect: false,
-                    done_after_ms: d.flavour.op_done_after_ms,
-                    fails: d.flavour.op_fails,
-                },
-                state: OpState::Queued,
-                cancel_requested: false,
-                progress: 0,
-                outcome: None,
-                file,
+        self.accept_in_background(
+            cx,
+            Job::Described {
+                result: data,
+                effect: false,
+                done_after_ms: d.flavour.op_done_after_ms,
+                fails: d.flavour.op_fails,
             },
-        );
-        g.active_ops.insert(id.clone());
-        Answer::Accepted {
-            data: json!({"operation_id": id, "poll_after_ms": self.poll_after_ms()}),
-        }
+            file,
+        )
     }
 
     /// The effect of a described tool with side effects, under the durable

@@ -316,6 +316,18 @@ impl ReferenceProvider {
         if !background {
             return Answer::Success { data, file };
         }
+        self.accept_in_background(cx, Job::Read { result: data }, file)
+    }
+
+    /// Records a background operation for `job` (its result, if any, already
+    /// computed; `file` the result's descriptor bytes) and answers
+    /// `accepted` with its id.
+    pub(crate) fn accept_in_background(
+        &self,
+        cx: &Cx<'_>,
+        job: Job,
+        file: Option<Arc<[u8]>>,
+    ) -> Answer {
         let mut d = lock(&self.durable.state);
         let id = self.new_operation_id(&mut d);
         d.operations.insert(
@@ -324,7 +336,7 @@ impl ReferenceProvider {
                 uid: cx.uid,
                 request_id: cx.request_id.to_string(),
                 created_ms: cx.now_ms,
-                job: Job::Read { result: data },
+                job,
                 state: OpState::Queued,
                 cancel_requested: false,
                 progress: 0,
