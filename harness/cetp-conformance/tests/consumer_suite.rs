@@ -118,17 +118,17 @@ fn scenarios_cite_consumer_requirements_at_their_level() {
         assert!(!s.expect.is_empty(), "{}", s.id);
         for e in &s.expect {
             assert!(
-                known.contains(e.check.as_str()),
+                known.contains(e.check.name()),
                 "{}: check {}",
                 s.id,
-                e.check
+                e.check.name()
             );
             for r in e.requirements.iter().flatten() {
                 assert!(
                     s.requirements.contains(r),
                     "{}: {} cites {r}, not in the scenario",
                     s.id,
-                    e.check
+                    e.check.name()
                 );
             }
         }

@@ -4,7 +4,9 @@
 
 use super::hostile::{CallRecord, IssuedIntent};
 use super::port::{FdTrace, ResolveRecord};
-use super::scenario::Expect;
+use super::scenario::{
+    CallCount, CallFilter, CallGap, ConsumerCheck, DecoyCalls, Expect, OutcomeIs, ReadCap,
+};
 use cetp_proto::envelope::{is_uuid, keys};
 use cetp_proto::Value;
 use cetp_reference::consumer::ActOutcome;
@@ -64,14 +66,6 @@ pub enum Judged {
     NotJudged(String),
 }
 
-fn param_str<'a>(e: &'a Expect, k: &str) -> Option<&'a str> {
-    e.params.get(k).and_then(Json::as_str)
-}
-
-fn param_u64(e: &Expect, k: &str) -> Option<u64> {
-    e.params.get(k).and_then(Json::as_u64)
-}
-
 fn first(mut problems: Vec<String>) -> Judged {
     if problems.is_empty() {
         return Judged::Pass;
@@ -89,423 +83,519 @@ fn label(i: usize, c: &CallRecord) -> String {
     format!("call #{} ({} in act {})", i + 1, c.method, c.act)
 }
 
-fn selected<'a>(t: &'a Trace<'_>, e: &Expect) -> Vec<(usize, &'a CallRecord)> {
-    let method = param_str(e, "method");
-    let tool = param_str(e, "tool");
-    let act = param_u64(e, "act");
-    let v1 = e.params.get("v1").and_then(Json::as_bool);
+fn selected<'a>(t: &'a Trace<'_>, on: &CallFilter) -> Vec<(usize, &'a CallRecord)> {
     t.calls
         .iter()
         .enumerate()
-        .filter(|(_, c)| method.is_none_or(|m| c.method == m))
-        .filter(|(_, c)| tool.is_none_or(|x| c.tool().as_deref() == Some(x)))
-        .filter(|(_, c)| act.is_none_or(|a| c.act as u64 == a))
-        .filter(|(_, c)| v1.is_none_or(|w| c.is_v1() == w))
+        .filter(|(_, c)| on.method.as_ref().is_none_or(|m| c.method == *m))
+        .filter(|(_, c)| {
+            on.tool
+                .as_ref()
+                .is_none_or(|x| c.tool().as_ref() == Some(x))
+        })
+        .filter(|(_, c)| on.act.is_none_or(|a| c.act as u64 == a))
+        .filter(|(_, c)| on.v1.is_none_or(|w| c.is_v1() == w))
         .collect()
 }
 
 /// Judges one expectation against a trace.
 pub fn judge(t: &Trace<'_>, e: &Expect) -> Judged {
-    match e.check.as_str() {
-        "negotiate_first" => {
-            let mut negotiated: BTreeSet<u32> = BTreeSet::new();
-            let mut bad = Vec::new();
-            for (i, c) in t.calls.iter().enumerate() {
-                if c.method == "negotiate" {
-                    negotiated.insert(c.life);
-                } else if c.is_v2_common() && !negotiated.contains(&c.life) {
-                    bad.push(format!("{} came before any negotiate", label(i, c)));
-                }
-            }
-            first(bad)
-        }
-        "negotiate_request" => {
-            let mut bad = Vec::new();
-            for (i, c) in t.calls.iter().enumerate().filter(|(_, c)| c.method == "negotiate") {
-                match c.extras.get(keys::CONSUMER_VERSIONS) {
-                    Some(Value::IntArray(v)) if v.windows(2).all(|w| w[0] > w[1]) && !v.is_empty() => {}
-                    Some(Value::IntArray(v)) => {
-                        bad.push(format!("{}: consumer_versions {v:?} is not in descending order", label(i, c)))
-                    }
-                    other => bad.push(format!(
-                        "{}: consumer_versions is {}, not an int[]",
-                        label(i, c),
-                        other.map_or("absent", Value::type_tag)
-                    )),
-                }
-                match c.extras.get(keys::CONSUMER_CAPABILITIES) {
-                    Some(Value::String(s))
-                        if serde_json::from_str::<Vec<String>>(s).is_ok() => {}
-                    other => bad.push(format!(
-                        "{}: consumer_capabilities is {}, not a String holding a JSON array of strings",
-                        label(i, c),
-                        other.map_or("absent", Value::type_tag)
-                    )),
-                }
-            }
-            first(bad)
-        }
-        "protocol_version_int" => first(
-            t.calls
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.is_v2_common())
-                .filter(|(_, c)| c.extras.get(keys::PROTOCOL_VERSION) != Some(&Value::Int(2)))
-                .map(|(i, c)| {
-                    format!(
-                        "{}: protocol_version is {} {:?}, not Int 2",
-                        label(i, c),
-                        c.extras.get(keys::PROTOCOL_VERSION).map_or("absent", Value::type_tag),
-                        c.extras.get(keys::PROTOCOL_VERSION)
-                    )
-                })
-                .collect(),
-        ),
-        "current_token" => first(
-            selected(t, e)
-                .into_iter()
-                .filter(|(_, c)| c.is_v2_common())
-                .filter(|(_, c)| {
-                    // A call before any negotiation is negotiate_first's.
-                    t.calls.iter().any(|o| o.method == "negotiate" && o.life == c.life)
-                })
-                .filter(|(_, c)| c.valid_token.is_none() || c.str(keys::SESSION_TOKEN) != c.valid_token)
-                .map(|(i, c)| match &c.valid_token {
-                    None => format!(
-                        "{} carried {:?} while no session was valid (it had been answered NEGOTIATION_REQUIRED or expired): negotiate first",
-                        label(i, c),
-                        c.str(keys::SESSION_TOKEN)
-                    ),
-                    Some(v) => format!(
-                        "{} carried {:?}, not the current session token {v:?}",
-                        label(i, c),
-                        c.str(keys::SESSION_TOKEN)
-                    ),
-                })
-                .collect(),
-        ),
-        "fresh_read_ids" => {
-            let calls = selected(t, e);
-            first(
-                calls
-                    .windows(2)
-                    .filter(|w| {
-                        // The earlier one was answered (no retry is due) and
-                        // the later one is a new read under the same id.
-                        w[0].1.answered != "timeout"
-                            && w[0].1.answered != "died"
-                            && w[0].1.error_code.is_none()
-                            && w[0].1.str(keys::REQUEST_ID) == w[1].1.str(keys::REQUEST_ID)
-                    })
-                    .map(|w| {
-                        format!(
-                            "{} is a new read under the request id of the answered {}",
-                            label(w[1].0, w[1].1),
-                            label(w[0].0, w[0].1)
-                        )
-                    })
-                    .collect(),
-            )
-        }
-        "request_id_uuid" => first(
-            t.calls
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.is_v2_common())
-                .filter(|(_, c)| !c.str(keys::REQUEST_ID).is_some_and(|r| is_uuid(&r)))
-                .map(|(i, c)| format!("{}: request_id {:?} is not a UUID", label(i, c), c.str(keys::REQUEST_ID)))
-                .collect(),
-        ),
-        "deadline_absolute" => first(
-            t.calls
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.is_v2_common())
-                .filter_map(|(i, c)| match c.extras.get(keys::DEADLINE_AT_MS) {
-                    Some(Value::Long(d)) if *d > c.now_ms && *d <= c.now_ms + 86_400_000 => None,
-                    Some(Value::Long(d)) => Some(format!(
-                        "{}: deadline_at_ms {d} is not an epoch time after the call (device time {})",
-                        label(i, c),
-                        c.now_ms
-                    )),
-                    other => Some(format!(
-                        "{}: deadline_at_ms is {}, not a Long",
-                        label(i, c),
-                        other.map_or("absent", Value::type_tag)
-                    )),
-                })
-                .collect(),
-        ),
-        "same_request_id" => {
-            let calls = selected(t, e);
-            let ids: BTreeSet<Option<String>> =
-                calls.iter().map(|(_, c)| c.str(keys::REQUEST_ID)).collect();
-            if calls.is_empty() {
-                return Judged::Broken("no such call was made".into());
-            }
-            if ids.len() == 1 {
-                Judged::Pass
-            } else {
-                Judged::Broken(format!(
-                    "{} calls of one logical execution carried {} request ids: {:?}",
-                    calls.len(),
-                    ids.len(),
-                    ids.iter().flatten().collect::<Vec<_>>()
-                ))
-            }
-        }
-        "calls" => {
-            let n = selected(t, e).len() as u64;
-            let count = param_u64(e, "count");
-            let min = param_u64(e, "min").or(count).unwrap_or(0);
-            let max = param_u64(e, "max").or(count).unwrap_or(u64::MAX);
-            if (min..=max).contains(&n) {
-                Judged::Pass
-            } else {
-                Judged::Broken(format!(
-                    "{n} matching calls ({}), expected {}",
-                    e.params
-                        .iter()
-                        .filter(|(k, _)| ["method", "tool", "act", "v1"].contains(&k.as_str()))
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if min == max {
-                        format!("{min}")
-                    } else if max == u64::MAX {
-                        format!("at least {min}")
-                    } else {
-                        format!("{min}..{max}")
-                    }
-                ))
-            }
-        }
-        "retry_waited" => {
-            let ms = param_u64(e, "ms").unwrap_or(0) as i64;
-            let calls = selected(t, e);
-            if calls.len() < 2 {
-                return Judged::NotJudged("no retry was made".into());
-            }
-            first(
-                calls
-                    .windows(2)
-                    .filter(|w| w[1].1.now_ms - w[0].1.now_ms < ms)
-                    .map(|w| {
-                        format!(
-                            "{} came {} ms after {}, not the {ms} ms retry_after_ms asked",
-                            label(w[1].0, w[1].1),
-                            w[1].1.now_ms - w[0].1.now_ms,
-                            label(w[0].0, w[0].1)
-                        )
-                    })
-                    .collect(),
-            )
-        }
-        "no_v1" => first(
-            t.calls
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.is_v1())
-                .map(|(i, c)| format!("{} is a v1 call to a Provider that declared v2", label(i, c)))
-                .collect(),
-        ),
-        "no_calls" => first(
-            t.calls
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("{} reached a Provider that must not be used", label(i, c)))
-                .collect(),
-        ),
-        "list_after_negotiate" => {
-            let mut bad = Vec::new();
-            for (i, c) in t.calls.iter().enumerate() {
-                let renegotiation = c.method == "negotiate"
-                    && t.calls[..i].iter().any(|o| o.method == "negotiate" && o.life == c.life);
-                if !renegotiation {
-                    continue;
-                }
-                let succeeded = t
-                    .acts
-                    .get(c.act)
-                    .and_then(|a| a.outcome.as_ref())
-                    .is_some_and(|o| matches!(o, ActOutcome::Success { .. }));
-                let listed = t.calls[i + 1..]
-                    .iter()
-                    .take_while(|o| o.act == c.act)
-                    .any(|o| o.method == "list_tools" && o.is_v2_common());
-                if succeeded && !listed {
-                    bad.push(format!(
-                        "after the renegotiation at {} the act ended in success without checking list_tools",
-                        label(i, c)
-                    ));
-                }
-            }
-            first(bad)
-        }
-        "outcome" => {
-            let Some(i) = param_u64(e, "act").map(|a| a as usize) else {
-                return Judged::Broken("outcome needs `act`".into());
-            };
-            let Some(o) = t.acts.get(i).and_then(|a| a.outcome.as_ref()) else {
-                return Judged::Broken(format!("act {i} has no outcome"));
-            };
-            let allowed: Vec<&str> = e
-                .params
-                .get("is")
-                .and_then(Json::as_array)
-                .map(|a| a.iter().filter_map(Json::as_str).collect())
-                .unwrap_or_default();
-            if !allowed.contains(&o.kind()) {
-                return Judged::Broken(format!(
-                    "act {i} ended in {} ({}), expected one of {allowed:?}",
-                    o.kind(),
-                    describe(o)
-                ));
-            }
-            match (param_str(e, "code"), o) {
-                (Some(want), ActOutcome::Error { error_code, .. }) if error_code != want => {
-                    Judged::Broken(format!("act {i} surfaced {error_code}, expected {want}"))
-                }
-                _ => Judged::Pass,
-            }
-        }
-        "no_crash" => first(
-            t.acts
-                .iter()
-                .enumerate()
-                .filter_map(|(i, a)| match &a.outcome {
-                    Some(o @ ActOutcome::Crashed { .. }) => {
-                        Some(format!("act {i} crashed: {}", describe(o)))
-                    }
-                    _ => None,
-                })
-                .collect(),
-        ),
-        "no_decoy_calls" => {
-            let method = e.params.get("method").and_then(Json::as_str);
-            // A call made during an act that named the decoy was asked for.
-            let named: BTreeSet<usize> = t
-                .acts
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| {
-                    a.action.get("authority").and_then(Json::as_str)
-                        == Some(super::hostile::DECOY_AUTHORITY)
-                })
-                .map(|(i, _)| i)
-                .collect();
-            first(
-                t.decoy_calls
-                    .iter()
-                    .filter(|c| method.is_none_or(|m| c.method == m))
-                    .filter(|c| !named.contains(&c.act))
-                    .map(|c| {
-                        format!(
-                            "act {}: {}{} went to the decoy Provider ({}), which has the same tools and name, instead of the one the act named",
-                            c.act,
-                            c.method,
-                            c.tool().map(|t| format!(" {t:?}")).unwrap_or_default(),
-                            super::hostile::DECOY_PACKAGE
-                        )
-                    })
-                    .collect(),
-            )
-        }
-        "only_asked_tools" => {
-            let asked: BTreeSet<&str> = t
-                .acts
-                .iter()
-                .filter(|a| a.action.get("do").and_then(Json::as_str) == Some("call_tool"))
-                .filter_map(|a| a.action.get("tool").and_then(Json::as_str))
-                .collect();
-            first(
-                t.calls
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| c.method == "execute_tool")
-                    .filter(|(_, c)| !c.tool().is_some_and(|x| asked.contains(x.as_str())))
-                    .map(|(i, c)| {
-                        format!(
-                            "{} executed {:?}, which no user request asked for",
-                            label(i, c),
-                            c.tool()
-                        )
-                    })
-                    .collect(),
-            )
-        }
-        "fds_closed" => {
-            let Some(fds) = t.fds else {
-                return Judged::NotJudged("descriptors are not visible on this target".into());
-            };
-            first(
-                fds.values()
-                    .filter(|f| !f.closed)
-                    .map(|f| format!("descriptor {} was never read or closed", f.handle))
-                    .collect(),
-            )
-        }
-        "read_bounded" => {
-            let Some(fds) = t.fds else {
-                return Judged::NotJudged("descriptor reads are not visible on this target".into());
-            };
-            let cap = param_u64(e, "max_bytes").unwrap_or(u64::MAX);
-            first(
-                fds.values()
-                    .flat_map(|f| f.reads.iter().map(move |r| (f, *r)))
-                    .filter(|(_, r)| *r > cap)
-                    .map(|(f, r)| format!("descriptor {} was read asking for {r} bytes, over {cap}", f.handle))
-                    .collect(),
-            )
-        }
-        "resolved_before_resume" => {
-            let Some(resolves) = t.resolves else {
-                return Judged::NotJudged("resolutions are not visible on this target".into());
-            };
-            first(
-                t.calls
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, c)| c.str(keys::RESUME_TOKEN).map(|tok| (i, c, tok)))
-                    .filter(|(i, _, tok)| {
-                        !t.intents.iter().filter(|p| p.resume_token == *tok).any(|p| {
-                            resolves
-                                .iter()
-                                .any(|r| r.handle == p.handle && r.after_calls <= *i)
-                        })
-                    })
-                    .map(|(i, c, _)| {
-                        format!("{} resumed before the user's resolution was launched", label(i, c))
-                    })
-                    .collect(),
-            )
-        }
-        "no_unnegotiated" => {
-            let mut bad: Vec<String> = t
-                .calls
-                .iter()
-                .enumerate()
-                .filter_map(|(i, c)| {
-                    let cap = match c.method.as_str() {
-                        "get_operation" => "async_operations",
-                        "cancel_operation" => "cancellation",
-                        _ => return None,
-                    };
-                    (!c.granted.iter().any(|g| g == cap))
-                        .then(|| format!("{} used {cap}, which was not negotiated", label(i, c)))
-                })
-                .collect();
-            if let Some(fds) = t.fds {
-                bad.extend(
-                    fds.values()
-                        .filter(|f| !f.reads.is_empty() && !f.granted.iter().any(|g| g == "large_results"))
-                        .map(|f| format!("descriptor {} was read as a file result without large_results negotiated", f.handle)),
-                );
-            }
-            first(bad)
-        }
-        other => Judged::Broken(format!("unknown check {other:?}")),
+    match &e.check {
+        ConsumerCheck::NegotiateFirst {} => negotiate_first(t),
+        ConsumerCheck::NegotiateRequest {} => negotiate_request(t),
+        ConsumerCheck::ProtocolVersionInt {} => protocol_version_int(t),
+        ConsumerCheck::CurrentToken(on) => current_token(t, on),
+        ConsumerCheck::RequestIdUuid {} => request_id_uuid(t),
+        ConsumerCheck::FreshReadIds(on) => fresh_read_ids(t, on),
+        ConsumerCheck::DeadlineAbsolute {} => deadline_absolute(t),
+        ConsumerCheck::SameRequestId(on) => same_request_id(t, on),
+        ConsumerCheck::Calls(n) => calls(t, n),
+        ConsumerCheck::RetryWaited(gap) => retry_waited(t, gap),
+        ConsumerCheck::NoV1 {} => no_v1(t),
+        ConsumerCheck::NoCalls {} => no_calls(t),
+        ConsumerCheck::ListAfterNegotiate {} => list_after_negotiate(t),
+        ConsumerCheck::Outcome(want) => outcome(t, want),
+        ConsumerCheck::NoCrash {} => no_crash(t),
+        ConsumerCheck::OnlyAskedTools {} => only_asked_tools(t),
+        ConsumerCheck::NoDecoyCalls(d) => no_decoy_calls(t, d),
+        ConsumerCheck::FdsClosed {} => fds_closed(t),
+        ConsumerCheck::ReadBounded(cap) => read_bounded(t, cap),
+        ConsumerCheck::ResolvedBeforeResume {} => resolved_before_resume(t),
+        ConsumerCheck::NoUnnegotiated {} => no_unnegotiated(t),
     }
+}
+
+fn negotiate_first(t: &Trace<'_>) -> Judged {
+    let mut negotiated: BTreeSet<u32> = BTreeSet::new();
+    let mut bad = Vec::new();
+    for (i, c) in t.calls.iter().enumerate() {
+        if c.method == "negotiate" {
+            negotiated.insert(c.life);
+        } else if c.is_v2_common() && !negotiated.contains(&c.life) {
+            bad.push(format!("{} came before any negotiate", label(i, c)));
+        }
+    }
+    first(bad)
+}
+
+fn negotiate_request(t: &Trace<'_>) -> Judged {
+    let mut bad = Vec::new();
+    for (i, c) in t
+        .calls
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.method == "negotiate")
+    {
+        match c.extras.get(keys::CONSUMER_VERSIONS) {
+            Some(Value::IntArray(v)) if v.windows(2).all(|w| w[0] > w[1]) && !v.is_empty() => {}
+            Some(Value::IntArray(v)) => bad.push(format!(
+                "{}: consumer_versions {v:?} is not in descending order",
+                label(i, c)
+            )),
+            other => bad.push(format!(
+                "{}: consumer_versions is {}, not an int[]",
+                label(i, c),
+                other.map_or("absent", Value::type_tag)
+            )),
+        }
+        match c.extras.get(keys::CONSUMER_CAPABILITIES) {
+            Some(Value::String(s)) if serde_json::from_str::<Vec<String>>(s).is_ok() => {}
+            other => bad.push(format!(
+                "{}: consumer_capabilities is {}, not a String holding a JSON array of strings",
+                label(i, c),
+                other.map_or("absent", Value::type_tag)
+            )),
+        }
+    }
+    first(bad)
+}
+
+fn protocol_version_int(t: &Trace<'_>) -> Judged {
+    first(
+        t.calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_v2_common())
+            .filter(|(_, c)| c.extras.get(keys::PROTOCOL_VERSION) != Some(&Value::Int(2)))
+            .map(|(i, c)| {
+                format!(
+                    "{}: protocol_version is {} {:?}, not Int 2",
+                    label(i, c),
+                    c.extras
+                        .get(keys::PROTOCOL_VERSION)
+                        .map_or("absent", Value::type_tag),
+                    c.extras.get(keys::PROTOCOL_VERSION)
+                )
+            })
+            .collect(),
+    )
+}
+
+fn current_token(t: &Trace<'_>, on: &CallFilter) -> Judged {
+    first(
+        selected(t, on)
+            .into_iter()
+            .filter(|(_, c)| c.is_v2_common())
+            .filter(|(_, c)| {
+                // A call before any negotiation is negotiate_first's.
+                t.calls.iter().any(|o| o.method == "negotiate" && o.life == c.life)
+            })
+            .filter(|(_, c)| c.valid_token.is_none() || c.str(keys::SESSION_TOKEN) != c.valid_token)
+            .map(|(i, c)| match &c.valid_token {
+                None => format!(
+                    "{} carried {:?} while no session was valid (it had been answered NEGOTIATION_REQUIRED or expired): negotiate first",
+                    label(i, c),
+                    c.str(keys::SESSION_TOKEN)
+                ),
+                Some(v) => format!(
+                    "{} carried {:?}, not the current session token {v:?}",
+                    label(i, c),
+                    c.str(keys::SESSION_TOKEN)
+                ),
+            })
+            .collect(),
+    )
+}
+
+fn fresh_read_ids(t: &Trace<'_>, on: &CallFilter) -> Judged {
+    let calls = selected(t, on);
+    first(
+        calls
+            .windows(2)
+            .filter(|w| {
+                // The earlier one was answered (no retry is due) and the
+                // later one is a new read under the same id.
+                w[0].1.answered != "timeout"
+                    && w[0].1.answered != "died"
+                    && w[0].1.error_code.is_none()
+                    && w[0].1.str(keys::REQUEST_ID) == w[1].1.str(keys::REQUEST_ID)
+            })
+            .map(|w| {
+                format!(
+                    "{} is a new read under the request id of the answered {}",
+                    label(w[1].0, w[1].1),
+                    label(w[0].0, w[0].1)
+                )
+            })
+            .collect(),
+    )
+}
+
+fn request_id_uuid(t: &Trace<'_>) -> Judged {
+    first(
+        t.calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_v2_common())
+            .filter(|(_, c)| !c.str(keys::REQUEST_ID).is_some_and(|r| is_uuid(&r)))
+            .map(|(i, c)| {
+                format!(
+                    "{}: request_id {:?} is not a UUID",
+                    label(i, c),
+                    c.str(keys::REQUEST_ID)
+                )
+            })
+            .collect(),
+    )
+}
+
+fn deadline_absolute(t: &Trace<'_>) -> Judged {
+    first(
+        t.calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_v2_common())
+            .filter_map(|(i, c)| match c.extras.get(keys::DEADLINE_AT_MS) {
+                Some(Value::Long(d)) if *d > c.now_ms && *d <= c.now_ms + 86_400_000 => None,
+                Some(Value::Long(d)) => Some(format!(
+                    "{}: deadline_at_ms {d} is not an epoch time after the call (device time {})",
+                    label(i, c),
+                    c.now_ms
+                )),
+                other => Some(format!(
+                    "{}: deadline_at_ms is {}, not a Long",
+                    label(i, c),
+                    other.map_or("absent", Value::type_tag)
+                )),
+            })
+            .collect(),
+    )
+}
+
+fn same_request_id(t: &Trace<'_>, on: &CallFilter) -> Judged {
+    let calls = selected(t, on);
+    let ids: BTreeSet<Option<String>> =
+        calls.iter().map(|(_, c)| c.str(keys::REQUEST_ID)).collect();
+    if calls.is_empty() {
+        return Judged::Broken("no such call was made".into());
+    }
+    if ids.len() == 1 {
+        Judged::Pass
+    } else {
+        Judged::Broken(format!(
+            "{} calls of one logical execution carried {} request ids: {:?}",
+            calls.len(),
+            ids.len(),
+            ids.iter().flatten().collect::<Vec<_>>()
+        ))
+    }
+}
+
+/// The filter as a finding shows it: `act=…, method="…", tool="…", v1=…`,
+/// the parameters given, in this order.
+fn describe_filter(on: &CallFilter) -> String {
+    let mut shown = Vec::new();
+    if let Some(a) = on.act {
+        shown.push(format!("act={a}"));
+    }
+    if let Some(m) = &on.method {
+        shown.push(format!("method={}", Json::from(m.as_str())));
+    }
+    if let Some(x) = &on.tool {
+        shown.push(format!("tool={}", Json::from(x.as_str())));
+    }
+    if let Some(v) = on.v1 {
+        shown.push(format!("v1={v}"));
+    }
+    shown.join(", ")
+}
+
+fn calls(t: &Trace<'_>, want: &CallCount) -> Judged {
+    let on = want.on();
+    let n = selected(t, &on).len() as u64;
+    let min = want.min.or(want.count).unwrap_or(0);
+    let max = want.max.or(want.count).unwrap_or(u64::MAX);
+    if (min..=max).contains(&n) {
+        return Judged::Pass;
+    }
+    let expected = if min == max {
+        format!("{min}")
+    } else if max == u64::MAX {
+        format!("at least {min}")
+    } else {
+        format!("{min}..{max}")
+    };
+    Judged::Broken(format!(
+        "{n} matching calls ({}), expected {expected}",
+        describe_filter(&on)
+    ))
+}
+
+fn retry_waited(t: &Trace<'_>, gap: &CallGap) -> Judged {
+    let ms = gap.ms as i64;
+    let calls = selected(t, &gap.on());
+    if calls.len() < 2 {
+        return Judged::NotJudged("no retry was made".into());
+    }
+    first(
+        calls
+            .windows(2)
+            .filter(|w| w[1].1.now_ms - w[0].1.now_ms < ms)
+            .map(|w| {
+                format!(
+                    "{} came {} ms after {}, not the {ms} ms retry_after_ms asked",
+                    label(w[1].0, w[1].1),
+                    w[1].1.now_ms - w[0].1.now_ms,
+                    label(w[0].0, w[0].1)
+                )
+            })
+            .collect(),
+    )
+}
+
+fn no_v1(t: &Trace<'_>) -> Judged {
+    first(
+        t.calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_v1())
+            .map(|(i, c)| {
+                format!(
+                    "{} is a v1 call to a Provider that declared v2",
+                    label(i, c)
+                )
+            })
+            .collect(),
+    )
+}
+
+fn no_calls(t: &Trace<'_>) -> Judged {
+    first(
+        t.calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{} reached a Provider that must not be used", label(i, c)))
+            .collect(),
+    )
+}
+
+fn list_after_negotiate(t: &Trace<'_>) -> Judged {
+    let mut bad = Vec::new();
+    for (i, c) in t.calls.iter().enumerate() {
+        let renegotiation = c.method == "negotiate"
+            && t.calls[..i]
+                .iter()
+                .any(|o| o.method == "negotiate" && o.life == c.life);
+        if !renegotiation {
+            continue;
+        }
+        let succeeded = t
+            .acts
+            .get(c.act)
+            .and_then(|a| a.outcome.as_ref())
+            .is_some_and(|o| matches!(o, ActOutcome::Success { .. }));
+        let listed = t.calls[i + 1..]
+            .iter()
+            .take_while(|o| o.act == c.act)
+            .any(|o| o.method == "list_tools" && o.is_v2_common());
+        if succeeded && !listed {
+            bad.push(format!(
+                "after the renegotiation at {} the act ended in success without checking list_tools",
+                label(i, c)
+            ));
+        }
+    }
+    first(bad)
+}
+
+fn outcome(t: &Trace<'_>, want: &OutcomeIs) -> Judged {
+    let i = want.act;
+    let Some(o) = t.acts.get(i).and_then(|a| a.outcome.as_ref()) else {
+        return Judged::Broken(format!("act {i} has no outcome"));
+    };
+    let allowed: Vec<&str> = want.is.iter().map(String::as_str).collect();
+    if !allowed.contains(&o.kind()) {
+        return Judged::Broken(format!(
+            "act {i} ended in {} ({}), expected one of {allowed:?}",
+            o.kind(),
+            describe(o)
+        ));
+    }
+    match (&want.code, o) {
+        (Some(code), ActOutcome::Error { error_code, .. }) if error_code != code => {
+            Judged::Broken(format!("act {i} surfaced {error_code}, expected {code}"))
+        }
+        _ => Judged::Pass,
+    }
+}
+
+fn no_crash(t: &Trace<'_>) -> Judged {
+    first(
+        t.acts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| match &a.outcome {
+                Some(o @ ActOutcome::Crashed { .. }) => {
+                    Some(format!("act {i} crashed: {}", describe(o)))
+                }
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+fn no_decoy_calls(t: &Trace<'_>, d: &DecoyCalls) -> Judged {
+    // A call made during an act that named the decoy was asked for.
+    let named: BTreeSet<usize> = t
+        .acts
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| {
+            a.action.get("authority").and_then(Json::as_str)
+                == Some(super::hostile::DECOY_AUTHORITY)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    first(
+        t.decoy_calls
+            .iter()
+            .filter(|c| d.method.as_ref().is_none_or(|m| c.method == *m))
+            .filter(|c| !named.contains(&c.act))
+            .map(|c| {
+                format!(
+                    "act {}: {}{} went to the decoy Provider ({}), which has the same tools and name, instead of the one the act named",
+                    c.act,
+                    c.method,
+                    c.tool().map(|t| format!(" {t:?}")).unwrap_or_default(),
+                    super::hostile::DECOY_PACKAGE
+                )
+            })
+            .collect(),
+    )
+}
+
+fn only_asked_tools(t: &Trace<'_>) -> Judged {
+    let asked: BTreeSet<&str> = t
+        .acts
+        .iter()
+        .filter(|a| a.action.get("do").and_then(Json::as_str) == Some("call_tool"))
+        .filter_map(|a| a.action.get("tool").and_then(Json::as_str))
+        .collect();
+    first(
+        t.calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.method == "execute_tool")
+            .filter(|(_, c)| !c.tool().is_some_and(|x| asked.contains(x.as_str())))
+            .map(|(i, c)| {
+                format!(
+                    "{} executed {:?}, which no user request asked for",
+                    label(i, c),
+                    c.tool()
+                )
+            })
+            .collect(),
+    )
+}
+
+fn fds_closed(t: &Trace<'_>) -> Judged {
+    let Some(fds) = t.fds else {
+        return Judged::NotJudged("descriptors are not visible on this target".into());
+    };
+    first(
+        fds.values()
+            .filter(|f| !f.closed)
+            .map(|f| format!("descriptor {} was never read or closed", f.handle))
+            .collect(),
+    )
+}
+
+fn read_bounded(t: &Trace<'_>, cap: &ReadCap) -> Judged {
+    let Some(fds) = t.fds else {
+        return Judged::NotJudged("descriptor reads are not visible on this target".into());
+    };
+    let cap = cap.max_bytes.unwrap_or(u64::MAX);
+    first(
+        fds.values()
+            .flat_map(|f| f.reads.iter().map(move |r| (f, *r)))
+            .filter(|(_, r)| *r > cap)
+            .map(|(f, r)| {
+                format!(
+                    "descriptor {} was read asking for {r} bytes, over {cap}",
+                    f.handle
+                )
+            })
+            .collect(),
+    )
+}
+
+fn resolved_before_resume(t: &Trace<'_>) -> Judged {
+    let Some(resolves) = t.resolves else {
+        return Judged::NotJudged("resolutions are not visible on this target".into());
+    };
+    first(
+        t.calls
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.str(keys::RESUME_TOKEN).map(|tok| (i, c, tok)))
+            .filter(|(i, _, tok)| {
+                !t.intents
+                    .iter()
+                    .filter(|p| p.resume_token == *tok)
+                    .any(|p| {
+                        resolves
+                            .iter()
+                            .any(|r| r.handle == p.handle && r.after_calls <= *i)
+                    })
+            })
+            .map(|(i, c, _)| {
+                format!(
+                    "{} resumed before the user's resolution was launched",
+                    label(i, c)
+                )
+            })
+            .collect(),
+    )
+}
+
+fn no_unnegotiated(t: &Trace<'_>) -> Judged {
+    let mut bad: Vec<String> = t
+        .calls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let cap = match c.method.as_str() {
+                "get_operation" => "async_operations",
+                "cancel_operation" => "cancellation",
+                _ => return None,
+            };
+            (!c.granted.iter().any(|g| g == cap))
+                .then(|| format!("{} used {cap}, which was not negotiated", label(i, c)))
+        })
+        .collect();
+    if let Some(fds) = t.fds {
+        bad.extend(
+            fds.values()
+                .filter(|f| !f.reads.is_empty() && !f.granted.iter().any(|g| g == "large_results"))
+                .map(|f| {
+                    format!(
+                        "descriptor {} was read as a file result without large_results negotiated",
+                        f.handle
+                    )
+                }),
+        );
+    }
+    first(bad)
 }
 
 /// A short, bounded description of an outcome.
@@ -531,4 +621,77 @@ fn clip(s: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consumer::scenario::Expect;
+    use serde_json::json;
+
+    fn call(act: usize, method: &str) -> CallRecord {
+        CallRecord {
+            act,
+            life: 0,
+            method: method.into(),
+            extras: Default::default(),
+            now_ms: 0,
+            valid_token: None,
+            granted: Vec::new(),
+            answered: "default",
+            error_code: None,
+        }
+    }
+
+    fn judged(calls: &[CallRecord], e: serde_json::Value) -> Judged {
+        let e: Expect = serde_json::from_value(e).unwrap();
+        let t = Trace {
+            calls,
+            acts: &[],
+            intents: &[],
+            fds: None,
+            resolves: None,
+            decoy_calls: &[],
+        };
+        judge(&t, &e)
+    }
+
+    #[test]
+    fn calls_counts_what_its_filter_selects_and_shows_the_filter() {
+        let calls = [
+            call(1, "execute_tool"),
+            call(1, "execute_tool"),
+            call(1, "list_tools"),
+        ];
+        assert_eq!(
+            judged(
+                &calls,
+                json!({"check": "calls", "method": "execute_tool", "act": 1, "count": 1})
+            ),
+            Judged::Broken("2 matching calls (act=1, method=\"execute_tool\"), expected 1".into())
+        );
+        assert_eq!(
+            judged(
+                &calls,
+                json!({"check": "calls", "method": "execute_tool", "min": 2})
+            ),
+            Judged::Pass
+        );
+        assert_eq!(
+            judged(
+                &calls,
+                json!({"check": "calls", "method": "list_tools", "min": 2})
+            ),
+            Judged::Broken("1 matching calls (method=\"list_tools\"), expected at least 2".into())
+        );
+        assert_eq!(
+            judged(&calls, json!({"check": "no_calls"})),
+            Judged::Broken(
+                "call #1 (execute_tool in act 1) reached a Provider that must not be used; \
+                 call #2 (execute_tool in act 1) reached a Provider that must not be used; \
+                 call #3 (list_tools in act 1) reached a Provider that must not be used"
+                    .into()
+            )
+        );
+    }
 }

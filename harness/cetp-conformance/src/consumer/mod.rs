@@ -93,14 +93,14 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>) -> ScenarioResult {
         match judge(trace, e) {
             Judged::Pass => {}
             Judged::Broken(message) => findings.push(Finding {
-                check: e.check.clone(),
+                check: e.check.name().to_string(),
                 cited: e
                     .requirements
                     .clone()
                     .unwrap_or_else(|| s.requirements.clone()),
                 message,
             }),
-            Judged::NotJudged(why) => not_judged.push(format!("{}: {why}", e.check)),
+            Judged::NotJudged(why) => not_judged.push(format!("{}: {why}", e.check.name())),
         }
     }
     let verdict = if findings.is_empty() {

@@ -123,16 +123,171 @@ impl When {
     }
 }
 
-/// One judgement of the run (the checks are listed in
-/// [`super::judge::CHECKS`]).
-#[derive(Clone, Debug, Deserialize)]
+/// One judgement of the run: a check with its parameters, and the
+/// requirements its finding cites.
+#[derive(Clone, Debug)]
 pub struct Expect {
-    pub check: String,
+    pub check: ConsumerCheck,
     /// What a finding cites; default: the scenario's requirements.
-    #[serde(default)]
     pub requirements: Option<Vec<String>>,
-    #[serde(flatten)]
-    pub params: Map<String, Json>,
+}
+
+/// Every check a scenario may name, with its parameters (what each judges:
+/// [`super::judge::CHECKS`]). A misspelt check or parameter is refused when
+/// the scenario loads, not found when the run reaches it.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "check", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ConsumerCheck {
+    NegotiateFirst {},
+    NegotiateRequest {},
+    ProtocolVersionInt {},
+    CurrentToken(CallFilter),
+    RequestIdUuid {},
+    FreshReadIds(CallFilter),
+    DeadlineAbsolute {},
+    SameRequestId(CallFilter),
+    Calls(CallCount),
+    RetryWaited(CallGap),
+    NoV1 {},
+    NoCalls {},
+    ListAfterNegotiate {},
+    Outcome(OutcomeIs),
+    NoCrash {},
+    OnlyAskedTools {},
+    NoDecoyCalls(DecoyCalls),
+    FdsClosed {},
+    ReadBounded(ReadCap),
+    ResolvedBeforeResume {},
+    NoUnnegotiated {},
+}
+
+/// Which calls a check looks at: all of them, or those of a method, a
+/// tool, an act, or one protocol generation.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CallFilter {
+    pub method: Option<String>,
+    pub tool: Option<String>,
+    pub act: Option<u64>,
+    pub v1: Option<bool>,
+}
+
+/// `calls`: how many calls the filter selects, exactly (`count`) or
+/// within `min`..`max`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CallCount {
+    pub method: Option<String>,
+    pub tool: Option<String>,
+    pub act: Option<u64>,
+    pub v1: Option<bool>,
+    pub count: Option<u64>,
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+}
+
+/// `retry_waited`: the device time consecutive selected calls keep apart.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CallGap {
+    pub method: Option<String>,
+    pub tool: Option<String>,
+    pub act: Option<u64>,
+    pub v1: Option<bool>,
+    #[serde(default)]
+    pub ms: u64,
+}
+
+/// `outcome`: the outcome kinds act `act` may end in, and the error code
+/// an `error` outcome must surface.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomeIs {
+    pub act: usize,
+    pub is: Vec<String>,
+    pub code: Option<String>,
+}
+
+/// `no_decoy_calls`: the method looked at (default: any).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DecoyCalls {
+    pub method: Option<String>,
+}
+
+/// `read_bounded`: the most bytes one descriptor read may ask for.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReadCap {
+    pub max_bytes: Option<u64>,
+}
+
+impl CallCount {
+    pub fn on(&self) -> CallFilter {
+        CallFilter {
+            method: self.method.clone(),
+            tool: self.tool.clone(),
+            act: self.act,
+            v1: self.v1,
+        }
+    }
+}
+
+impl CallGap {
+    pub fn on(&self) -> CallFilter {
+        CallFilter {
+            method: self.method.clone(),
+            tool: self.tool.clone(),
+            act: self.act,
+            v1: self.v1,
+        }
+    }
+}
+
+impl ConsumerCheck {
+    /// The name scenarios give it (`check`), which findings carry.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ConsumerCheck::NegotiateFirst {} => "negotiate_first",
+            ConsumerCheck::NegotiateRequest {} => "negotiate_request",
+            ConsumerCheck::ProtocolVersionInt {} => "protocol_version_int",
+            ConsumerCheck::CurrentToken(_) => "current_token",
+            ConsumerCheck::RequestIdUuid {} => "request_id_uuid",
+            ConsumerCheck::FreshReadIds(_) => "fresh_read_ids",
+            ConsumerCheck::DeadlineAbsolute {} => "deadline_absolute",
+            ConsumerCheck::SameRequestId(_) => "same_request_id",
+            ConsumerCheck::Calls(_) => "calls",
+            ConsumerCheck::RetryWaited(_) => "retry_waited",
+            ConsumerCheck::NoV1 {} => "no_v1",
+            ConsumerCheck::NoCalls {} => "no_calls",
+            ConsumerCheck::ListAfterNegotiate {} => "list_after_negotiate",
+            ConsumerCheck::Outcome(_) => "outcome",
+            ConsumerCheck::NoCrash {} => "no_crash",
+            ConsumerCheck::OnlyAskedTools {} => "only_asked_tools",
+            ConsumerCheck::NoDecoyCalls(_) => "no_decoy_calls",
+            ConsumerCheck::FdsClosed {} => "fds_closed",
+            ConsumerCheck::ReadBounded(_) => "read_bounded",
+            ConsumerCheck::ResolvedBeforeResume {} => "resolved_before_resume",
+            ConsumerCheck::NoUnnegotiated {} => "no_unnegotiated",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Expect {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        // `requirements` belongs to every check; the rest is the check's.
+        let mut map = Map::<String, Json>::deserialize(d)?;
+        let requirements = match map.remove("requirements") {
+            None => None,
+            Some(r) => Some(serde_json::from_value(r).map_err(D::Error::custom)?),
+        };
+        let check = ConsumerCheck::deserialize(Json::Object(map)).map_err(D::Error::custom)?;
+        Ok(Expect {
+            check,
+            requirements,
+        })
+    }
 }
 
 /// Expands `${repeat:N:TEXT}` string values (TEXT N times), so that
@@ -194,4 +349,67 @@ pub fn load_texts(texts: &[(String, String)]) -> Result<Vec<Scenario>, String> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn expect(v: Json) -> Result<Expect, String> {
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn checks_load_typed_with_their_parameters() {
+        let e = expect(
+            json!({"check": "calls", "method": "execute_tool", "count": 2,
+                              "requirements": ["CETP2-5-24"]}),
+        )
+        .unwrap();
+        assert_eq!(e.requirements, Some(vec!["CETP2-5-24".to_string()]));
+        assert_eq!(
+            e.check,
+            ConsumerCheck::Calls(CallCount {
+                method: Some("execute_tool".into()),
+                count: Some(2),
+                ..CallCount::default()
+            })
+        );
+        assert_eq!(e.check.name(), "calls");
+        let e = expect(json!({"check": "no_crash"})).unwrap();
+        assert_eq!((e.check, e.requirements), (ConsumerCheck::NoCrash {}, None));
+    }
+
+    #[test]
+    fn a_misspelt_check_or_parameter_is_refused_when_the_scenario_loads() {
+        let unknown = expect(json!({"check": "no_crahs"})).unwrap_err();
+        assert!(unknown.contains("no_crahs"), "{unknown}");
+        let param = expect(json!({"check": "calls", "metod": "execute_tool"})).unwrap_err();
+        assert!(param.contains("metod"), "{param}");
+        let on_unit = expect(json!({"check": "no_crash", "act": 1})).unwrap_err();
+        assert!(on_unit.contains("act"), "{on_unit}");
+        let missing = expect(json!({"check": "outcome", "is": ["success"]})).unwrap_err();
+        assert!(missing.contains("act"), "{missing}");
+        assert!(expect(json!({"check": "calls", "requirements": "CETP2-5-24"})).is_err());
+        assert!(expect(json!({"method": "execute_tool"})).is_err());
+    }
+
+    #[test]
+    fn every_listed_check_loads_and_names_itself() {
+        for (name, _) in super::super::judge::CHECKS {
+            let mut v = json!({"check": name});
+            if *name == "outcome" {
+                v["act"] = json!(0);
+                v["is"] = json!(["success"]);
+            }
+            let e = expect(v.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(e.check.name(), *name);
+            v["bogus"] = json!(1);
+            assert!(
+                expect(v).is_err(),
+                "{name} took a parameter it does not have"
+            );
+        }
+    }
 }
