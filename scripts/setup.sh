@@ -49,15 +49,34 @@ if [ ! -f "$sarif_dir/sarif-2.1.0-rtm.5.json" ]; then
 fi
 
 # The Jenkins JUnit XSD, for the tests that validate junit.xml with xmllint:
-# the JUnit team's junit5 sources ship it, and Debian's source tarball of
-# junit5 is where we take it from. Kept under target/ (never committed).
+# the JUnit team's junit5 sources ship it. apt fetches Debian's source
+# package of junit5 by name, through a private apt state under target/ whose
+# deb-src entries are the machine's own Debian entries (so no host is named
+# here and the system's apt configuration is left alone). Kept under
+# target/ (never committed).
 junit_dir=target/test-tools/junit
 if [ ! -f "$junit_dir/jenkins-junit.xsd" ]; then
-  echo "setup: fetching the Jenkins JUnit XSD (Debian junit5 5.9.2 source)"
+  echo "setup: fetching the Jenkins JUnit XSD (apt-get source junit5)"
   work=$(mktemp -d)
-  xsd=junit5-5.9.2/platform-tests/src/test/resources/jenkins-junit.xsd
-  (cd "$work" && curl -sSfO http://deb.debian.org/debian/pool/main/j/junit5/junit5_5.9.2.orig.tar.xz)
-  tar -xJf "$work/junit5_5.9.2.orig.tar.xz" -C "$work" "$xsd"
+  mkdir -p "$work/parts" "$work/lists/partial" "$work/src"
+  # deb822 stanzas signed by the Debian archive key, and one-line Debian entries.
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk -v RS= -v ORS='\n\n' '/debian-archive-keyring/ { sub(/Types: deb\n/, "Types: deb-src\n"); print }' \
+      "$f" >"$work/parts/$(basename "$f")"
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    { grep -E '^deb .*debian' "$f" || true; } | sed 's/^deb /deb-src /' >"$work/parts/$(basename "$f")"
+  done
+  apt_src=(apt-get -q -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$work/parts"
+           -o "Dir::State::Lists=$work/lists" -o APT::Sandbox::User=root)
+  "${apt_src[@]}" update >/dev/null
+  (cd "$work/src" && "${apt_src[@]}" source --download-only junit5 >/dev/null)
+  orig=$(ls "$work"/src/junit5_*.orig.tar.* | head -n 1)
+  xsd=$(tar -tf "$orig" | grep '/platform-tests/src/test/resources/jenkins-junit.xsd$' | head -n 1)
+  [ -n "$xsd" ] || { echo "setup: $orig holds no jenkins-junit.xsd" >&2; exit 1; }
+  tar -xf "$orig" -C "$work" "$xsd"
   mkdir -p "$junit_dir"
   cp "$work/$xsd" "$junit_dir/"
   rm -rf "$work"
