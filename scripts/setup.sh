@@ -14,7 +14,6 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 command -v xmllint >/dev/null 2>&1 || need_apt+=(libxml2-utils)
-command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt)"
