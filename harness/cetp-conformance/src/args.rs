@@ -290,7 +290,7 @@ fn alternatives(
                     .and_then(|p| p.get(k))
                     .map(|s| resolve(root, s))
                     .unwrap_or(&Json::Null);
-                path.push(k.replace('~', "~0").replace('/', "~1"));
+                path.push(cetp_proto::pointer::escape(k).into_owned());
                 alternatives(root, sub, whole, path, out);
                 path.pop();
             }

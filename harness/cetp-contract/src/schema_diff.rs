@@ -178,7 +178,7 @@ fn text(v: &Json) -> String {
 }
 
 fn escape_token(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
+    cetp_proto::pointer::escape(s).into_owned()
 }
 
 /// Shows a few values of a set, for messages.
@@ -1055,7 +1055,7 @@ fn collect_refs(node: &Json, out: &mut Vec<String>) {
 /// a schema that uses them is compared by text.
 fn resolve_ref<'a>(root: &'a Json, r: &str) -> Option<&'a Json> {
     let fragment = r.strip_prefix('#')?;
-    let pointer = percent_decode(fragment)?;
+    let pointer = cetp_proto::pointer::from_fragment(fragment)?;
     if pointer.is_empty() {
         return Some(root);
     }
@@ -1063,23 +1063,6 @@ fn resolve_ref<'a>(root: &'a Json, r: &str) -> Option<&'a Json> {
         return None;
     }
     root.pointer(&pointer)
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// A schema node as one keyword map: `$ref` targets and `allOf` parts are

@@ -343,7 +343,7 @@ fn set_pointer(mut value: Json, pointer: &str, n: u64) -> Json {
     let parts: Vec<String> = pointer
         .trim_start_matches('/')
         .split('/')
-        .map(|p| p.replace("~1", "/").replace("~0", "~"))
+        .map(|p| cetp_proto::pointer::unescape(p).into_owned())
         .collect();
     for (i, p) in parts.iter().enumerate() {
         if !cur.is_object() {

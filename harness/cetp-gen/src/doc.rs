@@ -17,7 +17,7 @@ pub(crate) struct Loc {
 }
 
 pub(crate) fn escape(seg: &str) -> String {
-    seg.replace('~', "~0").replace('/', "~1")
+    cetp_proto::pointer::escape(seg).into_owned()
 }
 
 impl Loc {
@@ -53,38 +53,6 @@ pub(crate) struct Doc {
     draft: jsonschema::Draft,
     validators: RefCell<HashMap<String, Validator>>,
     formats: RefCell<HashMap<String, Validator>>,
-}
-
-/// Characters kept as they are in a URI fragment (RFC 3986 `pchar` / "/"),
-/// everything else percent-encoded: property names in pointers may hold any
-/// character.
-fn fragment(pointer: &str) -> String {
-    let mut out = String::with_capacity(pointer.len());
-    for b in pointer.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 impl Doc {
@@ -148,7 +116,7 @@ impl Doc {
                         format!("does not resolve: {e}"),
                     )
                 })?;
-            let wrapper = serde_json::json!({"$ref": format!("{ROOT_URI}#{}", fragment(&loc.doc))});
+            let wrapper = serde_json::json!({"$ref": format!("{ROOT_URI}#{}", cetp_proto::pointer::to_fragment(&loc.doc))});
             self.options().with_registry(&registry).build(&wrapper)
         };
         let v = Arc::new(built.map_err(|e| {
@@ -195,7 +163,7 @@ impl Doc {
                 format!("{target:?} is not a same-document reference"),
             ));
         };
-        let frag = percent_decode(frag)
+        let frag = cetp_proto::pointer::from_fragment(frag)
             .ok_or_else(|| err(format!("{target:?} is not a valid URI fragment")))?;
         if frag.is_empty() || frag.starts_with('/') {
             return match self.root.pointer(&frag) {

@@ -144,17 +144,7 @@ pub(crate) fn strategy(name: &str) -> Option<BoxedStrategy<String>> {
             .prop_map(|(h, v)| format!("https://{h}/{{{v}}}"))
             .boxed(),
         "uuid" => any::<[u8; 16]>()
-            .prop_map(|b| {
-                let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-                format!(
-                    "{}-{}-{}-{}-{}",
-                    &h[..8],
-                    &h[8..12],
-                    &h[12..16],
-                    &h[16..20],
-                    &h[20..]
-                )
-            })
+            .prop_map(|b| uuid::Uuid::from_bytes(b).to_string())
             .boxed(),
         _ => return None,
     })

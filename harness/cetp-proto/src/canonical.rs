@@ -68,8 +68,7 @@ fn check_integers(value: &serde_json::Value, pointer: &mut String) -> Result<(),
         serde_json::Value::Object(map) => {
             for (k, v) in map {
                 let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                crate::pointer::push(pointer, k);
                 check_integers(v, pointer)?;
                 pointer.truncate(len);
             }

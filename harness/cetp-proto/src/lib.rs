@@ -11,6 +11,7 @@ pub mod descriptor;
 pub mod discovery;
 pub mod envelope;
 pub mod error;
+pub mod pointer;
 pub mod provider;
 pub mod schema;
 

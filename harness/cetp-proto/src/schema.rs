@@ -38,8 +38,7 @@ fn walk_refs(node: &Json, pointer: &mut String, out: &mut Vec<Violation>) {
         Json::Object(map) => {
             for (k, v) in map {
                 let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                crate::pointer::push(pointer, k);
                 if REF_KEYWORDS.contains(&k.as_str()) {
                     match v.as_str() {
                         Some(r) if r.starts_with('#') => {}

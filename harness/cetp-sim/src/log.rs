@@ -62,33 +62,13 @@ fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// `MM-DD HH:MM:SS.mmm` (UTC) of a Unix time in milliseconds.
+/// `MM-DD HH:MM:SS.mmm` (UTC) of a Unix time in milliseconds (logcat's
+/// `threadtime` stamp); a time chrono cannot represent shows as the epoch.
 fn threadtime(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    let in_day = ms.rem_euclid(86_400_000);
-    let (_, month, day) = civil_from_days(days);
-    format!(
-        "{month:02}-{day:02} {:02}:{:02}:{:02}.{:03}",
-        in_day / 3_600_000,
-        in_day / 60_000 % 60,
-        in_day / 1000 % 60,
-        in_day % 1000
-    )
-}
-
-/// Proleptic Gregorian date of a day count since 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%m-%d %H:%M:%S%.3f")
+        .to_string()
 }
 
 #[cfg(test)]
@@ -97,10 +77,9 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(civil_from_days(20_698), (2026, 9, 2));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(threadtime(0), "01-01 00:00:00.000");
+        assert_eq!(threadtime(-1), "12-31 23:59:59.999");
+        assert_eq!(threadtime(951_782_400_000), "02-29 00:00:00.000");
         // 2026-09-02T12:00:00.123Z
         assert_eq!(threadtime(1_788_350_400_123), "09-02 12:00:00.123");
         assert_eq!(threadtime(i64::MIN).len(), 18);

@@ -161,8 +161,7 @@ impl<'a> Path<'a> {
             match seg {
                 Seg::Root => {}
                 Seg::Key(k) => {
-                    out.push('/');
-                    out.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    cetp_proto::pointer::push(&mut out, k);
                 }
                 Seg::Index(i) => {
                     out.push('/');

@@ -296,11 +296,11 @@ fn set_pointer(doc: &mut Json, pointer: &str, value: Json) -> Result<(), String>
         *doc = value;
         return Ok(());
     }
+    if !pointer.starts_with('/') {
+        return Err(format!("{pointer}: a JSON pointer starts with /"));
+    }
     let mut cur = doc;
-    let parts: Vec<String> = pointer[1..]
-        .split('/')
-        .map(|p| p.replace("~1", "/").replace("~0", "~"))
-        .collect();
+    let parts = cetp_proto::pointer::tokens(pointer);
     for (i, part) in parts.iter().enumerate() {
         let last = i + 1 == parts.len();
         cur = match cur {

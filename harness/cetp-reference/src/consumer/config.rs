@@ -142,18 +142,8 @@ impl UuidSource for SeededUuids {
 }
 
 /// Formats 16 random bytes as a version-4, RFC 4122 variant UUID.
-pub fn uuid_v4_from_bytes(mut b: [u8; 16]) -> String {
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex::encode(b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+pub fn uuid_v4_from_bytes(b: [u8; 16]) -> String {
+    uuid::Builder::from_random_bytes(b).into_uuid().to_string()
 }
 
 #[cfg(test)]

@@ -52,64 +52,30 @@ impl DetRng {
 
     /// 43 characters of unpadded base64url: one 256-bit draw.
     pub(crate) fn base64url(&mut self, purpose: &str) -> String {
-        const ALPHABET: &[u8; 64] =
-            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let mut bytes = hex::decode(self.hex(purpose)).unwrap_or_default();
-        bytes.push(0);
-        bytes
-            .chunks(3)
-            .flat_map(|c| {
-                let n = (u32::from(c[0]) << 16)
-                    | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-                    | u32::from(*c.get(2).unwrap_or(&0));
-                [18, 12, 6, 0].map(|s| char::from(ALPHABET[((n >> s) & 63) as usize]))
-            })
-            .take(43)
-            .collect()
+        use base64::Engine as _;
+        let bytes = hex::decode(self.hex(purpose)).unwrap_or_default();
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    /// A random (version 4 shaped) UUID.
+    /// A random (version 4) UUID. The variant nibble is always `8`: the
+    /// reference has drawn its ids that way from the start, and recorded
+    /// runs keep their ids.
     pub(crate) fn uuid(&mut self) -> String {
-        let h = self.hex("uuid");
-        format!(
-            "{}-{}-4{}-8{}-{}",
-            &h[0..8],
-            &h[8..12],
-            &h[13..16],
-            &h[17..20],
-            &h[20..32]
-        )
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&hex::decode(self.hex("uuid")).unwrap_or_else(|_| vec![0; 32])[..16]);
+        b[8] &= 0x0f;
+        uuid::Builder::from_random_bytes(b).into_uuid().to_string()
     }
 }
 
-/// RFC 3339 UTC timestamp (second precision) of Unix epoch milliseconds.
+/// RFC 3339 UTC timestamp (second precision) of Unix epoch milliseconds,
+/// clamped to the years 1970..=9999 that keep RFC 3339's four-digit form.
 pub(crate) fn rfc3339_utc(ms: i64) -> String {
-    // Years 1970..=9999 keep the four-digit form RFC 3339 requires.
     let ms = ms.clamp(0, 253_402_300_799_999);
-    let secs = ms / 1000;
-    let (days, sod) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
-/// algorithm), valid for non-negative inputs.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 /// A poisoned lock only means another call panicked mid-way; the state it
