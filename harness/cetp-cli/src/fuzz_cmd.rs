@@ -7,7 +7,7 @@ use cetp_conformance::suite::Suite;
 use cetp_fuzz::{FuzzConfig, Fuzzer, Mutator, OracleChoice, Stats};
 use cetp_report::escape;
 use clap::{Args, ValueEnum};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -159,6 +159,15 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
     let started = Instant::now();
     let mut last_line = Instant::now();
     let quiet = args.quiet;
+    // One line redrawn in place on a terminal; elsewhere a line every 10 s.
+    let bar = tty.then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        bar
+    });
     let mut progress = |s: &Stats| {
         if quiet {
             return;
@@ -173,17 +182,16 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
             s.envelopes as f64 / secs,
             secs
         );
-        if tty {
-            eprint!("\r{line}\x1b[K");
-            let _ = std::io::stderr().flush();
+        if let Some(bar) = &bar {
+            bar.set_message(line);
         } else if last_line.elapsed() >= Duration::from_secs(10) {
             eprintln!("{line}");
             last_line = Instant::now();
         }
     };
     let report = fuzzer.run(&mut progress);
-    if tty {
-        eprintln!();
+    if let Some(bar) = &bar {
+        bar.abandon();
     }
     for f in report.findings.iter().filter(|f| f.moves_before > 0) {
         let path = args.out.join("findings").join(format!("{}.json", f.id));
