@@ -24,6 +24,27 @@ pub mod sarif;
 pub mod summary_md;
 pub mod terminal;
 
+/// The reporters of a report directory, for both halves of a run:
+/// `report.json`, `junit.xml`, `events.ndjson`, `summary.md`, `index.html`
+/// and `report.sarif` (its rules from [`sarif::catalog_rules`]). The
+/// terminal view is the caller's: it depends on the command's flags.
+pub fn standard_reporters(
+    dir: &std::path::Path,
+    rules: std::collections::BTreeMap<String, sarif::RuleInfo>,
+) -> Vec<Box<dyn cetp_conformance::event::Reporter>> {
+    vec![
+        Box::new(json::JsonReport::new(Some(dir.join("report.json")))),
+        Box::new(junit::JunitReport::new(dir.join("junit.xml"))),
+        Box::new(ndjson::NdjsonReport::new(dir.join("events.ndjson"))),
+        Box::new(summary_md::SummaryMd::new(Some(dir.join("summary.md")))),
+        Box::new(html::HtmlReport::new(Some(dir.join("index.html")))),
+        Box::new(sarif::SarifReport::new(
+            Some(dir.join("report.sarif")),
+            rules,
+        )),
+    ]
+}
+
 /// Writes a rendered report where its reporter was told to (nowhere for an
 /// in-memory one), naming the file in the error.
 pub(crate) fn write_report(path: Option<&std::path::Path>, text: &str) -> std::io::Result<()> {
