@@ -241,7 +241,7 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
         harness: format!("cetp {} (role: consumer)", env!("CARGO_PKG_VERSION")),
         started_at_ms: super::now_ms(),
     };
-    let quiet = matches!(at, Where::InProcess(_)).then(QuietConsumerPanics::install);
+    let quiet = matches!(at, Where::InProcess(_)).then(runner::QuietConsumerPanics::install);
     let mut place = Place {
         at,
         actor,
@@ -254,42 +254,4 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
             .map_err(|e| infra(format!("cannot write a report: {e}")))?;
     }
     Ok(finished.exit)
-}
-
-/// While the built-in Consumers run in this process, a panic of one (a
-/// mutant's crash, reported as the `crashed` outcome) prints nothing; any
-/// other panic still prints as usual.
-type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
-
-pub(crate) struct QuietConsumerPanics {
-    previous: Option<PanicHook>,
-}
-
-impl QuietConsumerPanics {
-    pub(crate) fn install() -> QuietConsumerPanics {
-        let previous = std::panic::take_hook();
-        let shared: std::sync::Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send> =
-            std::sync::Arc::from(previous);
-        let inner = shared.clone();
-        std::panic::set_hook(Box::new(move |info| {
-            let in_consumer = info
-                .location()
-                .is_some_and(|l| l.file().contains("cetp-reference/src/consumer/"));
-            if !in_consumer {
-                inner(info);
-            }
-        }));
-        QuietConsumerPanics {
-            previous: Some(Box::new(move |info| shared(info))),
-        }
-    }
-}
-
-impl Drop for QuietConsumerPanics {
-    fn drop(&mut self) {
-        if let Some(p) = self.previous.take() {
-            let _ = std::panic::take_hook();
-            std::panic::set_hook(p);
-        }
-    }
 }

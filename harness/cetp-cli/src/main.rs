@@ -15,15 +15,15 @@ use cetp_conformance::contract::{self, FetchError};
 use cetp_conformance::coverage;
 use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
-use cetp_conformance::journal::{Journal, PausePoint};
+use cetp_conformance::journal::PausePoint;
 use cetp_conformance::profile::{builtin, Profile};
 use cetp_conformance::rundir::{DirError, RunDir};
 use cetp_conformance::runner::{run, RunConfig};
 use cetp_conformance::selftest::{self, load_mutants, load_variants, ProofRecord};
 use cetp_conformance::suite::{Baseline, Suite};
 use cetp_contract::lock::Lock;
+use cetp_report::document::{self, Document, Kept};
 use cetp_report::escape;
-use cetp_report::json::JsonReport;
 use cetp_report::terminal::Terminal;
 use cetp_targets::{open_with, OpenOptions, TargetSpec, WireTrace};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -119,66 +119,19 @@ enum Format {
     Ndjson,
 }
 
-/// Keeps the events for a document rendered after the run.
-struct SharedEvents(std::sync::Arc<std::sync::Mutex<Vec<cetp_conformance::event::Event>>>);
-
-impl cetp_conformance::event::Reporter for SharedEvents {
-    fn on_event(&mut self, event: &cetp_conformance::event::Event) {
-        if let Ok(mut v) = self.0.lock() {
-            v.push(event.clone());
+impl Format {
+    /// The report document it puts on stdout; none for the terminal view.
+    fn document(self) -> Option<Document> {
+        match self {
+            Format::Text => None,
+            Format::Json => Some(Document::Json),
+            Format::Junit => Some(Document::Junit),
+            Format::Sarif => Some(Document::Sarif),
+            Format::Markdown => Some(Document::Markdown),
+            Format::Html => Some(Document::Html),
+            Format::Ndjson => Some(Document::Ndjson),
         }
     }
-}
-
-/// The `--format` document of a run, from its events.
-fn render_format(
-    format: Format,
-    events: &[cetp_conformance::event::Event],
-    vectors_dir: &Path,
-) -> Result<String, Failure> {
-    fn feed(
-        r: &mut dyn cetp_conformance::event::Reporter,
-        events: &[cetp_conformance::event::Event],
-    ) {
-        for e in events {
-            r.on_event(e);
-        }
-    }
-    Ok(match format {
-        Format::Text => String::new(),
-        Format::Json => {
-            let mut r = JsonReport::new(None);
-            feed(&mut r, events);
-            serde_json::to_string_pretty(&r.document()).unwrap_or_default() + "\n"
-        }
-        Format::Junit => {
-            let mut r = cetp_report::junit::JunitReport::new(PathBuf::new());
-            feed(&mut r, events);
-            r.render()
-        }
-        Format::Sarif => {
-            let mut r = cetp_report::sarif::SarifReport::new(
-                None,
-                cetp_report::sarif::catalog_rules(vectors_dir).map_err(usage)?,
-            );
-            feed(&mut r, events);
-            serde_json::to_string_pretty(&r.document()).unwrap_or_default() + "\n"
-        }
-        Format::Markdown => {
-            let mut r = cetp_report::summary_md::SummaryMd::new(None);
-            feed(&mut r, events);
-            r.render()
-        }
-        Format::Html => {
-            let mut r = cetp_report::html::HtmlReport::new(None);
-            feed(&mut r, events);
-            r.render()
-        }
-        Format::Ndjson => events
-            .iter()
-            .map(|e| cetp_report::ndjson::line(e) + "\n")
-            .collect(),
-    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -688,19 +641,6 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
     execute(p, target, run_dir, replay, Some(trace), false)
 }
 
-/// Writes the pin into the journal as soon as the run has one.
-struct JournalPin(std::sync::Arc<Journal>);
-
-impl cetp_conformance::event::Reporter for JournalPin {
-    fn on_event(&mut self, event: &cetp_conformance::event::Event) {
-        if let cetp_conformance::event::Event::RunPinned { fields, .. } = event {
-            let _ = self.0.record_pin(&cetp_conformance::pin::Pin {
-                fields: fields.clone(),
-            });
-        }
-    }
-}
-
 /// The terminal view of a run: on stdout, or on stderr when stdout
 /// carries a `--format` document. Auto colour: NO_COLOR, CLICOLOR(_FORCE),
 /// TERM and whether that stream is a terminal.
@@ -733,19 +673,17 @@ fn run_reporters(
     run_dir: Option<&RunDir>,
     replay: bool,
     resumed: bool,
-    collected: &std::sync::Arc<std::sync::Mutex<Vec<cetp_conformance::event::Event>>>,
+    kept: &Kept,
 ) -> Result<Fanout, Failure> {
     let mut fanout = Fanout::default();
     fanout
         .reporters
         .push(Box::new(terminal_view(&p.args, replay)));
     if p.args.format != Format::Text {
-        fanout
-            .reporters
-            .push(Box::new(SharedEvents(collected.clone())));
+        fanout.reporters.push(Box::new(kept.clone()));
     }
-    if let Some(j) = run_dir.and_then(RunDir::journal) {
-        fanout.reporters.push(Box::new(JournalPin(j.clone())));
+    if let Some(pin) = run_dir.and_then(RunDir::pin_recorder) {
+        fanout.reporters.push(Box::new(pin));
     }
     if let Some(d) = run_dir {
         if resumed {
@@ -774,8 +712,8 @@ fn execute(
         None => target,
     };
     p.cfg.interrupt = Some(on_interrupt());
-    let collected = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let mut fanout = run_reporters(&p, run_dir.as_ref(), replay.is_some(), resumed, &collected)?;
+    let kept = Kept::default();
+    let mut fanout = run_reporters(&p, run_dir.as_ref(), replay.is_some(), resumed, &kept)?;
     let args = &p.args;
     // The harness's own lines go where the terminal view goes.
     let say = |line: &str| {
@@ -792,9 +730,13 @@ fn execute(
             escape::terminal(&why, 2000)
         )));
     }
-    if args.format != Format::Text {
-        let events = collected.lock().map(|e| e.clone()).unwrap_or_default();
-        print!("{}", render_format(args.format, &events, &p.vectors_dir)?);
+    if let Some(doc) = args.format.document() {
+        // Only SARIF names the catalog's rules.
+        let rules = match doc {
+            Document::Sarif => cetp_report::sarif::catalog_rules(&p.vectors_dir).map_err(usage)?,
+            _ => Default::default(),
+        };
+        print!("{}", document::render(doc, &kept.events(), rules));
     }
     for r in &mut fanout.reporters {
         r.finish()
@@ -1063,7 +1005,7 @@ fn consumer_selftest(
         scenarios.len(),
         mutants.len()
     );
-    let quiet = consumer_cmd::QuietConsumerPanics::install();
+    let quiet = cetp_conformance::consumer::runner::QuietConsumerPanics::install();
     let report = cetp_conformance::consumer::selftest(&scenarios, &mutants).map_err(usage);
     drop(quiet);
     let report = report?;

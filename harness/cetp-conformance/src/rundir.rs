@@ -5,8 +5,10 @@
 //! closes its journal, and one stopped short leaves it open for
 //! `cetp resume`.
 
+use crate::event::{Event, Reporter};
 use crate::exit::ExitCode;
 use crate::journal::{self, Journal, PausePoint, Recorded};
+use crate::pin::Pin;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -49,6 +51,13 @@ impl RunDir {
     /// The journal, once started or resumed.
     pub fn journal(&self) -> Option<&Arc<Journal>> {
         self.journal.as_ref()
+    }
+
+    /// A reporter that writes the run's pin into the journal as soon as the
+    /// run has one (`RunPinned`), so that `cetp resume` can check it before
+    /// anything is replayed.
+    pub fn pin_recorder(&self) -> Option<PinRecorder> {
+        self.journal.clone().map(PinRecorder)
     }
 
     /// The directory of a new run: a finished run's journal is removed, an
@@ -155,6 +164,19 @@ impl RunDir {
                 .record_end(exit.code())
                 .map_err(|e| infra(format!("cannot write the journal: {e}"))),
             _ => Ok(()),
+        }
+    }
+}
+
+/// See [`RunDir::pin_recorder`].
+pub struct PinRecorder(Arc<Journal>);
+
+impl Reporter for PinRecorder {
+    fn on_event(&mut self, event: &Event) {
+        if let Event::RunPinned { fields, .. } = event {
+            let _ = self.0.record_pin(&Pin {
+                fields: fields.clone(),
+            });
         }
     }
 }

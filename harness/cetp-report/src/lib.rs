@@ -9,11 +9,14 @@
 //! - [`summary_md::SummaryMd`] writes `summary.md` for a pull-request comment;
 //! - [`sarif::SarifReport`] writes `report.sarif` (SARIF 2.1.0);
 //! - [`html::HtmlReport`] writes `index.html`, self-contained and script-free;
+//! - [`document`] renders one of them from a finished run's events
+//!   (`--format`);
 //! - [`drift`] renders a contract drift report (text, JSON, SARIF).
 //!
 //! Every string that came from a Provider is escaped for its medium here
 //! ([`escape`]); the runner never escapes.
 
+pub mod document;
 pub mod drift;
 pub mod escape;
 pub mod html;
