@@ -1,5 +1,7 @@
-//! A run: identify the target, run the selected cases, judge the checks,
-//! apply the baseline, and state the §9 claim. Emits the event stream.
+//! The Provider half of a run: identify and pin the target, then run the
+//! selected cases through the [`crate::dispatch::Dispatcher`] (this module
+//! is their executor), judge the checks over every answer, and state the §9
+//! claim the run statistics ([`crate::stats`]) allow. Emits the event stream.
 
 use crate::device::{HelloInfo, Target};
 use crate::dispatch::{AttemptFolder, CaseInfo, Dispatcher, Executed};
