@@ -9,13 +9,12 @@
 //! and `consumer_act`, e.g. `cetp sim --listen`; descriptor reads are not
 //! visible there, and scenarios the wire cannot script are not judged).
 
-use super::{infra, sarif_rules, usage, vectors_or_default, Failure};
+use super::{infra, usage, vectors_or_default, Failure};
+use cetp_conformance::consumer::runner::{self, ConsumerPlace};
 use cetp_conformance::consumer::{self, scenario::Scenario, ScenarioResult};
-use cetp_conformance::event::{Claim, Event, Fanout, Summary, Verdict};
+use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
-use cetp_conformance::runner::wildcard;
 use cetp_reference::consumer::{ConsumerConfig, ConsumerFault};
-use cetp_report::json::JsonReport;
 use cetp_report::terminal::Terminal;
 use clap::Args;
 use std::path::PathBuf;
@@ -167,280 +166,92 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
     }
 }
 
-fn summary_of(results: &[ScenarioResult]) -> Summary {
-    let mut s = Summary::default();
-    for r in results {
-        s.add(r.verdict);
+/// The Consumer under test where the target says, for the library's
+/// Consumer runner.
+struct Place {
+    at: Where,
+    actor: cetp_targets::consumer::Actor,
+    /// A phone's probe is installed, started and waited for as `cetp run`
+    /// does, once for the run; it ends when the run ends.
+    probe: Option<cetp_targets::consumer::AdbProbe>,
+}
+
+impl ConsumerPlace for Place {
+    /// Where the hostile Provider lives: a phone's probe names what it can
+    /// host (`hello`'s hosted_provider); an unreachable device is an infra
+    /// error before any scenario.
+    fn prepare(&mut self) -> Result<Option<(String, String)>, String> {
+        use cetp_targets::consumer::{AdbProbe, WireConsumer};
+        let hosted = match &self.at {
+            Where::InProcess(_) => None,
+            Where::Tcp { addr } => WireConsumer::connect(addr, self.actor.clone())?
+                .hosted
+                .clone(),
+            Where::Adb { target } => {
+                self.probe = Some(AdbProbe::prepare(target)?);
+                WireConsumer::connect_adb(target, self.actor.clone())?
+                    .hosted
+                    .clone()
+            }
+        };
+        Ok(hosted.map(|h| (h.package, h.authority)))
     }
-    s
+
+    fn play(&mut self, s: &Scenario) -> Result<ScenarioResult, String> {
+        use cetp_targets::consumer::WireConsumer;
+        match &self.at {
+            Where::InProcess(config) => consumer::run_in_process(s, config),
+            Where::Tcp { addr } => WireConsumer::connect(addr, self.actor.clone())
+                .and_then(|mut dev| consumer::run_on_device(s, &mut dev)),
+            Where::Adb { target } => WireConsumer::connect_adb(target, self.actor.clone())
+                .and_then(|mut dev| consumer::run_on_device(s, &mut dev)),
+        }
+    }
 }
 
 pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure> {
-    let started = std::time::Instant::now();
     let dir = vectors_or_default(&args.vectors)?;
     let all = consumer::scenario::load_dir(&dir.join("consumer")).map_err(usage)?;
-    for p in args.only.iter().chain(&args.skip) {
-        if !all.iter().any(|s| wildcard(p, &s.id)) {
-            return Err(usage(format!(
-                "--only/--skip pattern {p:?} selects no scenario"
-            )));
-        }
-    }
-    let selected: Vec<&Scenario> = all
-        .iter()
-        .filter(|s| args.only.is_empty() || args.only.iter().any(|p| wildcard(p, &s.id)))
-        .filter(|s| !args.skip.iter().any(|p| wildcard(p, &s.id)))
-        .collect();
-    let (place, target_consumer) = parse_target(&args.target, args.seed)?;
-    if args.profile.is_some() && matches!(place, Where::InProcess(_)) {
+    let selected = runner::select(&all, &args.only, &args.skip).map_err(usage)?;
+    let (at, target_consumer) = parse_target(&args.target, args.seed)?;
+    if args.profile.is_some() && matches!(at, Where::InProcess(_)) {
         return Err(usage(
             "--profile names a driver for a device: use --target tcp:HOST:PORT",
         ));
     }
     let (actor, consumer_name) = actor_of(&args.profile, &target_consumer)?;
-    if let Some(d) = &args.report_dir {
-        std::fs::create_dir_all(d)
-            .map_err(|e| infra(format!("cannot write the report to {}: {e}", d.display())))?;
-    }
     let mut fanout = Fanout::default();
     fanout.reporters.push(Box::new(
         Terminal::new(std::io::stdout(), args.verbose, false).for_consumer(),
     ));
     if let Some(d) = &args.report_dir {
+        std::fs::create_dir_all(d)
+            .map_err(|e| infra(format!("cannot write the report to {}: {e}", d.display())))?;
+        let rules = cetp_report::sarif::catalog_rules(&dir).map_err(usage)?;
         fanout
             .reporters
-            .push(Box::new(JsonReport::new(Some(d.join("report.json")))));
-        fanout
-            .reporters
-            .push(Box::new(cetp_report::junit::JunitReport::new(
-                d.join("junit.xml"),
-            )));
-        fanout
-            .reporters
-            .push(Box::new(cetp_report::ndjson::NdjsonReport::new(
-                d.join("events.ndjson"),
-            )));
-        fanout
-            .reporters
-            .push(Box::new(cetp_report::summary_md::SummaryMd::new(Some(
-                d.join("summary.md"),
-            ))));
-        fanout
-            .reporters
-            .push(Box::new(cetp_report::html::HtmlReport::new(Some(
-                d.join("index.html"),
-            ))));
-        fanout
-            .reporters
-            .push(Box::new(cetp_report::sarif::SarifReport::new(
-                Some(d.join("report.sarif")),
-                sarif_rules(&dir)?,
-            )));
+            .extend(cetp_report::standard_reporters(d, rules));
     }
-    let started_at_ms = super::now_ms();
-    fanout.emit(Event::RunStarted {
-        run_id: format!("consumer-{started_at_ms}"),
-        harness: format!("cetp {} (role: consumer)", env!("CARGO_PKG_VERSION")),
+    let plan = runner::ConsumerPlan {
         target: args.target.clone(),
+        consumer: consumer_name,
         seed: args.seed,
-        config_hash: String::new(),
-        started_at_ms,
-        cases: selected.len(),
         only: args.only.clone(),
         skip: args.skip.clone(),
-        attempts: 1,
-    });
-    // A phone's probe is installed, started and waited for as `cetp run`
-    // does, once for the run; it ends when the run ends.
-    let _probe = match &place {
-        Where::Adb { target } => {
-            Some(cetp_targets::consumer::AdbProbe::prepare(target).map_err(infra)?)
-        }
-        _ => None,
+        harness: format!("cetp {} (role: consumer)", env!("CARGO_PKG_VERSION")),
+        started_at_ms: super::now_ms(),
     };
-    // Where the hostile Provider lives: a phone's probe names what it can
-    // host (`hello`'s hosted_provider); an unreachable device is an infra
-    // error before any scenario.
-    let hosted = match &place {
-        Where::InProcess(_) => None,
-        Where::Tcp { addr } => cetp_targets::consumer::WireConsumer::connect(addr, actor.clone())
-            .map_err(infra)?
-            .hosted
-            .clone(),
-        Where::Adb { target } => {
-            cetp_targets::consumer::WireConsumer::connect_adb(target, actor.clone())
-                .map_err(infra)?
-                .hosted
-                .clone()
-        }
+    let quiet = matches!(at, Where::InProcess(_)).then(runner::QuietConsumerPanics::install);
+    let mut place = Place {
+        at,
+        actor,
+        probe: None,
     };
-    let (package, authority) = hosted.map_or_else(
-        || {
-            (
-                consumer::hostile::PACKAGE.to_string(),
-                consumer::hostile::AUTHORITY.to_string(),
-            )
-        },
-        |h| (h.package, h.authority),
-    );
-    fanout.emit(Event::TargetIdentified {
-        hello: None,
-        package: Some(package),
-        authority: Some(authority),
-        manifest: format!("role: consumer ({consumer_name}) against the scripted hostile Provider"),
-        declared_versions: vec![1, 2],
-    });
-    let quiet = matches!(place, Where::InProcess(_)).then(QuietConsumerPanics::install);
-    let mut results = Vec::new();
-    let mut infra_errors = 0usize;
-    for s in &selected {
-        let t0 = std::time::Instant::now();
-        fanout.emit(Event::CaseStarted {
-            case_id: s.id.clone(),
-            title: s.title.clone(),
-        });
-        let r = match &place {
-            Where::InProcess(config) => consumer::run_in_process(s, config),
-            Where::Tcp { addr } => {
-                cetp_targets::consumer::WireConsumer::connect(addr, actor.clone())
-                    .and_then(|mut dev| consumer::run_on_device(s, &mut dev))
-            }
-            Where::Adb { target } => {
-                cetp_targets::consumer::WireConsumer::connect_adb(target, actor.clone())
-                    .and_then(|mut dev| consumer::run_on_device(s, &mut dev))
-            }
-        };
-        let (verdict, reason, cited, findings) = match r {
-            Ok(r) => {
-                let cited: Vec<String> = r.cited().into_iter().map(str::to_string).collect();
-                let reason = if let Some(f) = r.findings.first() {
-                    format!("{}: {}", f.check, f.message)
-                } else if r.verdict == Verdict::NotApplicable {
-                    r.not_judged.join("; ")
-                } else if !r.not_judged.is_empty() {
-                    format!("passed; {}", r.not_judged.join("; "))
-                } else {
-                    "every expectation held".to_string()
-                };
-                (r.verdict, reason, cited, r.findings)
-            }
-            Err(e) => {
-                infra_errors += 1;
-                (Verdict::InfraError, e, Vec::new(), Vec::new())
-            }
-        };
-        for f in &findings {
-            fanout.emit(Event::CheckFinding {
-                case_id: s.id.clone(),
-                step: 0,
-                check: f.check.clone(),
-                requirements: f.cited.clone(),
-                level: s.level.clone(),
-                message: f.message.clone(),
-            });
-        }
-        fanout.emit(Event::CaseFinished {
-            case_id: s.id.clone(),
-            title: s.title.clone(),
-            requirements: s.requirements.clone(),
-            cited,
-            verdict,
-            reason: reason.clone(),
-            baseline: None,
-            duration_ms: t0.elapsed().as_millis() as u64,
-        });
-        results.push(ScenarioResult {
-            id: s.id.clone(),
-            title: s.title.clone(),
-            verdict,
-            findings,
-            not_judged: Vec::new(),
-            acts: Vec::new(),
-            calls: 0,
-        });
-    }
+    let finished = runner::run(&plan, &selected, &mut place, &mut fanout).map_err(infra)?;
     drop(quiet);
-    let summary = summary_of(&results);
-    let filtered = !args.only.is_empty() || !args.skip.is_empty();
-    let established = summary.fail == 0
-        && summary.infra_error == 0
-        && summary.not_applicable == 0
-        && summary.warn == 0
-        && !filtered;
-    let statement = if filtered {
-        "Consumer half of §9: no claim (a filtered run)".to_string()
-    } else if established {
-        format!(
-            "Consumer half of §9: established for {consumer_name}: every Consumer scenario passed"
-        )
-    } else {
-        format!(
-            "Consumer half of §9: not established for {consumer_name}: {} FAIL, {} WARN, {} not judged, {} infra errors",
-            summary.fail, summary.warn, summary.not_applicable, summary.infra_error
-        )
-    };
-    let exit = if summary.fail > 0 {
-        ExitCode::Fail
-    } else if infra_errors > 0 {
-        ExitCode::Infra
-    } else {
-        ExitCode::Ok
-    };
-    fanout.emit(Event::RunFinished {
-        summary,
-        claim: Claim {
-            v2_declared: true,
-            cetp_v2: established,
-            capabilities: Vec::new(),
-            v1_passed: None,
-            unjudged: Vec::new(),
-            filtered,
-            statement,
-        },
-        exit_code: exit.code(),
-        duration_ms: started.elapsed().as_millis() as u64,
-    });
     for r in &mut fanout.reporters {
         r.finish()
             .map_err(|e| infra(format!("cannot write a report: {e}")))?;
     }
-    Ok(exit)
-}
-
-/// While the built-in Consumers run in this process, a panic of one (a
-/// mutant's crash, reported as the `crashed` outcome) prints nothing; any
-/// other panic still prints as usual.
-type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
-
-pub(crate) struct QuietConsumerPanics {
-    previous: Option<PanicHook>,
-}
-
-impl QuietConsumerPanics {
-    pub(crate) fn install() -> QuietConsumerPanics {
-        let previous = std::panic::take_hook();
-        let shared: std::sync::Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send> =
-            std::sync::Arc::from(previous);
-        let inner = shared.clone();
-        std::panic::set_hook(Box::new(move |info| {
-            let in_consumer = info
-                .location()
-                .is_some_and(|l| l.file().contains("cetp-reference/src/consumer/"));
-            if !in_consumer {
-                inner(info);
-            }
-        }));
-        QuietConsumerPanics {
-            previous: Some(Box::new(move |info| shared(info))),
-        }
-    }
-}
-
-impl Drop for QuietConsumerPanics {
-    fn drop(&mut self) {
-        if let Some(p) = self.previous.take() {
-            let _ = std::panic::take_hook();
-            std::panic::set_hook(p);
-        }
-    }
+    Ok(finished.exit)
 }

@@ -15,34 +15,27 @@ use cetp_conformance::contract::{self, FetchError};
 use cetp_conformance::coverage;
 use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
-use cetp_conformance::journal::{self, Journal, PausePoint};
-use cetp_conformance::profile::Profile;
+use cetp_conformance::journal::PausePoint;
+use cetp_conformance::profile::{builtin, Profile};
+use cetp_conformance::rundir::{DirError, RunDir};
 use cetp_conformance::runner::{run, RunConfig};
-use cetp_conformance::selftest::{load_mutants, load_variants, selftest, Fixture};
+use cetp_conformance::selftest::{self, load_mutants, load_variants, ProofRecord};
 use cetp_conformance::suite::{Baseline, Suite};
 use cetp_contract::lock::Lock;
+use cetp_report::document::{self, Document, Kept};
 use cetp_report::escape;
-use cetp_report::json::JsonReport;
 use cetp_report::terminal::Terminal;
 use cetp_targets::{open_with, OpenOptions, TargetSpec, WireTrace};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The profile of the reference Provider, used for `--target sim` when no
-/// `--profile` is given.
-const REFERENCE_PROFILE: &str = include_str!("../../../profiles/reference.toml");
-/// The notes vendor's profile, for `--target sim:provider=notes`.
-const NOTES_PROFILE: &str = include_str!("../../../profiles/notes.toml");
-/// The profile of a legal variant whose vendor would write another one.
-const NO_COUNTER_PROFILE: &str = include_str!("../../../profiles/no-counter.toml");
-
 /// The built-in profile of a simulated target: the one its vendor wrote.
 fn sim_profile(s: &cetp_targets::SimSpec) -> &'static str {
     match (s.provider, s.variant.as_deref()) {
-        (cetp_targets::FixtureSet::Notes, _) => NOTES_PROFILE,
-        (_, Some("no_effect_counter")) => NO_COUNTER_PROFILE,
-        _ => REFERENCE_PROFILE,
+        (cetp_targets::FixtureSet::Notes, _) => builtin::NOTES,
+        (_, Some("no_effect_counter")) => builtin::NO_COUNTER,
+        _ => builtin::REFERENCE,
     }
 }
 
@@ -126,63 +119,19 @@ enum Format {
     Ndjson,
 }
 
-/// Keeps the events for a document rendered after the run.
-struct SharedEvents(std::sync::Arc<std::sync::Mutex<Vec<cetp_conformance::event::Event>>>);
-
-impl cetp_conformance::event::Reporter for SharedEvents {
-    fn on_event(&mut self, event: &cetp_conformance::event::Event) {
-        if let Ok(mut v) = self.0.lock() {
-            v.push(event.clone());
+impl Format {
+    /// The report document it puts on stdout; none for the terminal view.
+    fn document(self) -> Option<Document> {
+        match self {
+            Format::Text => None,
+            Format::Json => Some(Document::Json),
+            Format::Junit => Some(Document::Junit),
+            Format::Sarif => Some(Document::Sarif),
+            Format::Markdown => Some(Document::Markdown),
+            Format::Html => Some(Document::Html),
+            Format::Ndjson => Some(Document::Ndjson),
         }
     }
-}
-
-/// The `--format` document of a run, from its events.
-fn render_format(
-    format: Format,
-    events: &[cetp_conformance::event::Event],
-    vectors_dir: &Path,
-) -> Result<String, Failure> {
-    fn feed(
-        r: &mut dyn cetp_conformance::event::Reporter,
-        events: &[cetp_conformance::event::Event],
-    ) {
-        for e in events {
-            r.on_event(e);
-        }
-    }
-    Ok(match format {
-        Format::Text => String::new(),
-        Format::Json => {
-            let mut r = JsonReport::new(None);
-            feed(&mut r, events);
-            serde_json::to_string_pretty(&r.document()).unwrap_or_default() + "\n"
-        }
-        Format::Junit => {
-            let mut r = cetp_report::junit::JunitReport::new(PathBuf::new());
-            feed(&mut r, events);
-            r.render()
-        }
-        Format::Sarif => {
-            let mut r = cetp_report::sarif::SarifReport::new(None, sarif_rules(vectors_dir)?);
-            feed(&mut r, events);
-            serde_json::to_string_pretty(&r.document()).unwrap_or_default() + "\n"
-        }
-        Format::Markdown => {
-            let mut r = cetp_report::summary_md::SummaryMd::new(None);
-            feed(&mut r, events);
-            r.render()
-        }
-        Format::Html => {
-            let mut r = cetp_report::html::HtmlReport::new(None);
-            feed(&mut r, events);
-            r.render()
-        }
-        Format::Ndjson => events
-            .iter()
-            .map(|e| cetp_report::ndjson::line(e) + "\n")
-            .collect(),
-    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -453,30 +402,6 @@ fn profile_for(profile: &Option<PathBuf>, spec: &TargetSpec) -> Result<Profile, 
     }
 }
 
-/// The catalog as SARIF rules: section, level and summary per requirement.
-fn sarif_rules(
-    dir: &Path,
-) -> Result<std::collections::BTreeMap<String, cetp_report::sarif::RuleInfo>, Failure> {
-    let path = dir.join("requirements/catalog.json");
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| usage(format!("{}: {e}", path.display())))?;
-    let catalog = cetp_proto::catalog::Catalog::from_json(&text)
-        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
-    Ok(catalog
-        .active()
-        .map(|r| {
-            (
-                r.id.clone(),
-                cetp_report::sarif::RuleInfo {
-                    section: r.section.clone(),
-                    level: r.level.to_string(),
-                    summary: r.summary.clone(),
-                },
-            )
-        })
-        .collect())
-}
-
 /// The arguments of the run a report.json records, and its nonce.
 fn replayed(args: &RunArgs, path: &Path) -> Result<(RunArgs, i64), Failure> {
     let what = |e: String| usage(format!("--replay-run {}: {e}", path.display()));
@@ -676,6 +601,13 @@ fn on_interrupt() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     flag
 }
 
+fn dir_failure(e: DirError) -> Failure {
+    Failure {
+        code: e.exit,
+        message: e.message,
+    }
+}
+
 fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure> {
     let (args, started_at_ms) = match &args.replay_run {
         Some(path) => replayed(args, path)?,
@@ -683,31 +615,13 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
     };
     let p = prepare(&args, replay, started_at_ms)?;
     let pause = pause_point()?;
-    // A report directory holds the run's journal; one that holds a run
-    // that never ended is not overwritten: it may be resumed.
-    let journal_path = p
+    let run_dir = p
         .args
         .report_dir
-        .as_ref()
-        .map(|d| d.join(journal::FILE_NAME));
-    if let (Some(dir), Some(path)) = (&p.args.report_dir, &journal_path) {
-        if path.exists() {
-            match journal::read(path) {
-                Ok(rec) if rec.finished.is_some() => std::fs::remove_file(path)
-                    .map_err(|e| infra(format!("{}: {e}", path.display())))?,
-                _ => {
-                    return Err(usage(format!(
-                        "{} holds a run that did not end: continue it with `cetp resume {}`, or remove {} to start over",
-                        dir.display(),
-                        dir.display(),
-                        path.display()
-                    )))
-                }
-            }
-        }
-        std::fs::create_dir_all(dir)
-            .map_err(|e| infra(format!("cannot write the report to {}: {e}", dir.display())))?;
-    }
+        .as_deref()
+        .map(RunDir::for_new_run)
+        .transpose()
+        .map_err(dir_failure)?;
     let trace = WireTrace::new();
     let opts = if replay.is_some() {
         OpenOptions::traced(trace.clone())
@@ -716,48 +630,21 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
     };
     let target = open_with(&p.spec, &opts)
         .map_err(|e| infra(format!("cannot open target {}: {e}", p.args.target)))?;
-    let journal = match &journal_path {
-        Some(path) => Some(
-            Journal::create(path, &journal_config(&p.args, &p.cfg), pause)
-                .map_err(|e| infra(format!("cannot start the journal {}: {e}", path.display())))?,
-        ),
+    let run_dir = match run_dir {
+        Some(mut d) => {
+            d.start_journal(&journal_config(&p.args, &p.cfg), pause)
+                .map_err(dir_failure)?;
+            Some(d)
+        }
         None => None,
     };
-    execute(p, target, journal, replay, Some(trace), false)
+    execute(p, target, run_dir, replay, Some(trace), false)
 }
 
-/// Writes the pin into the journal as soon as the run has one.
-struct JournalPin(std::sync::Arc<Journal>);
-
-impl cetp_conformance::event::Reporter for JournalPin {
-    fn on_event(&mut self, event: &cetp_conformance::event::Event) {
-        if let cetp_conformance::event::Event::RunPinned { fields, .. } = event {
-            let _ = self.0.record_pin(&cetp_conformance::pin::Pin {
-                fields: fields.clone(),
-            });
-        }
-    }
-}
-
-/// Runs a prepared run against an opened target and writes its reports.
-fn execute(
-    mut p: Prepared,
-    target: cetp_conformance::device::Target,
-    journal: Option<std::sync::Arc<Journal>>,
-    replay: Option<&str>,
-    trace: Option<std::sync::Arc<WireTrace>>,
-    resumed: bool,
-) -> Result<ExitCode, Failure> {
-    let args = &p.args.clone();
-    let target = match &journal {
-        Some(j) => j.wrap(target),
-        None => target,
-    };
-    p.cfg.interrupt = Some(on_interrupt());
-    let mut fanout = Fanout::default();
-    // With --format other than text, stdout carries that document and the
-    // terminal view moves to stderr. Auto colour: NO_COLOR, CLICOLOR(_FORCE),
-    // TERM and whether that stream is a terminal.
+/// The terminal view of a run: on stdout, or on stderr when stdout
+/// carries a `--format` document. Auto colour: NO_COLOR, CLICOLOR(_FORCE),
+/// TERM and whether that stream is a terminal.
+fn terminal_view(args: &RunArgs, replay: bool) -> Terminal<Box<dyn std::io::Write + Send>> {
     let (view, auto_color): (Box<dyn std::io::Write + Send>, anstream::ColorChoice) =
         if args.format == Format::Text {
             let out = std::io::stdout();
@@ -773,62 +660,61 @@ fn execute(
         ColorWhen::Never => false,
         ColorWhen::Auto => auto_color != anstream::ColorChoice::Never,
     };
-    let progress = replay.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    fanout.reporters.push(Box::new(
-        Terminal::new(view, args.verbose, replay.is_some())
-            .with_color(color)
-            .with_progress(progress),
-    ));
-    let collected = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    if args.format != Format::Text {
-        fanout
-            .reporters
-            .push(Box::new(SharedEvents(collected.clone())));
+    let progress = !replay && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    Terminal::new(view, args.verbose, replay)
+        .with_color(color)
+        .with_progress(progress)
+}
+
+/// The reporters of a run: the terminal view, the `--format` document's
+/// events, the journal's pin, and the report directory's files.
+fn run_reporters(
+    p: &Prepared,
+    run_dir: Option<&RunDir>,
+    replay: bool,
+    resumed: bool,
+    kept: &Kept,
+) -> Result<Fanout, Failure> {
+    let mut fanout = Fanout::default();
+    fanout
+        .reporters
+        .push(Box::new(terminal_view(&p.args, replay)));
+    if p.args.format != Format::Text {
+        fanout.reporters.push(Box::new(kept.clone()));
     }
-    if let Some(j) = &journal {
-        fanout.reporters.push(Box::new(JournalPin(j.clone())));
+    if let Some(pin) = run_dir.and_then(RunDir::pin_recorder) {
+        fanout.reporters.push(Box::new(pin));
     }
-    if let Some(dir) = &args.report_dir {
-        let events = dir.join("events.ndjson");
-        if resumed && events.exists() {
-            // The event stream of the run that died is kept as it was; the
-            // resumed run writes the whole stream again.
-            let mut n = 1;
-            while dir.join(format!("events.ndjson.{n}")).exists() {
-                n += 1;
-            }
-            let kept = dir.join(format!("events.ndjson.{n}"));
-            std::fs::rename(&events, &kept)
-                .map_err(|e| infra(format!("cannot keep {}: {e}", events.display())))?;
+    if let Some(d) = run_dir {
+        if resumed {
+            d.keep_events().map_err(dir_failure)?;
         }
+        let rules = cetp_report::sarif::catalog_rules(&p.vectors_dir).map_err(usage)?;
         fanout
             .reporters
-            .push(Box::new(JsonReport::new(Some(dir.join("report.json")))));
-        fanout
-            .reporters
-            .push(Box::new(cetp_report::junit::JunitReport::new(
-                dir.join("junit.xml"),
-            )));
-        fanout
-            .reporters
-            .push(Box::new(cetp_report::ndjson::NdjsonReport::new(events)));
-        fanout
-            .reporters
-            .push(Box::new(cetp_report::summary_md::SummaryMd::new(Some(
-                dir.join("summary.md"),
-            ))));
-        fanout
-            .reporters
-            .push(Box::new(cetp_report::html::HtmlReport::new(Some(
-                dir.join("index.html"),
-            ))));
-        fanout
-            .reporters
-            .push(Box::new(cetp_report::sarif::SarifReport::new(
-                Some(dir.join("report.sarif")),
-                sarif_rules(&p.vectors_dir)?,
-            )));
+            .extend(cetp_report::standard_reporters(d.path(), rules));
     }
+    Ok(fanout)
+}
+
+/// Runs a prepared run against an opened target and writes its reports.
+fn execute(
+    mut p: Prepared,
+    target: cetp_conformance::device::Target,
+    run_dir: Option<RunDir>,
+    replay: Option<&str>,
+    trace: Option<std::sync::Arc<WireTrace>>,
+    resumed: bool,
+) -> Result<ExitCode, Failure> {
+    let journal = run_dir.as_ref().and_then(RunDir::journal).cloned();
+    let target = match &journal {
+        Some(j) => j.wrap(target),
+        None => target,
+    };
+    p.cfg.interrupt = Some(on_interrupt());
+    let kept = Kept::default();
+    let mut fanout = run_reporters(&p, run_dir.as_ref(), replay.is_some(), resumed, &kept)?;
+    let args = &p.args;
     // The harness's own lines go where the terminal view goes.
     let say = |line: &str| {
         if args.format == Format::Text {
@@ -844,9 +730,13 @@ fn execute(
             escape::terminal(&why, 2000)
         )));
     }
-    if args.format != Format::Text {
-        let events = collected.lock().map(|e| e.clone()).unwrap_or_default();
-        print!("{}", render_format(args.format, &events, &p.vectors_dir)?);
+    if let Some(doc) = args.format.document() {
+        // Only SARIF names the catalog's rules.
+        let rules = match doc {
+            Document::Sarif => cetp_report::sarif::catalog_rules(&p.vectors_dir).map_err(usage)?,
+            _ => Default::default(),
+        };
+        print!("{}", document::render(doc, &kept.events(), rules));
     }
     for r in &mut fanout.reporters {
         r.finish()
@@ -856,28 +746,23 @@ fn execute(
         println!("\nwire trace ({} frames):", trace.frames().len());
         print!("{}", trace.render());
     }
-    if let Some(j) = &journal {
-        if resumed {
-            let s = j.stats();
-            say(&format!(
-                "resumed: {} answer(s) replayed from the journal, {} in-flight call(s) sent again with their request_id, {} handle(s) re-obtained, {} new exchange(s)",
-                s.replayed, s.reconciled, s.revived, s.live
-            ));
-        }
-        if outcome.interrupted {
-            let dir = args.report_dir.as_deref().unwrap_or(Path::new("."));
-            say(&format!(
-                "the run stopped before its end; continue it with: cetp resume {}",
-                dir.display()
-            ));
-        } else {
-            j.record_end(outcome.exit.code())
-                .map_err(|e| infra(format!("cannot write the journal: {e}")))?;
-        }
-    } else if outcome.interrupted {
-        say(
+    if let (Some(j), true) = (&journal, resumed) {
+        let s = j.stats();
+        say(&format!(
+            "resumed: {} answer(s) replayed from the journal, {} in-flight call(s) sent again with their request_id, {} handle(s) re-obtained, {} new exchange(s)",
+            s.replayed, s.reconciled, s.revived, s.live
+        ));
+    }
+    match (&run_dir, outcome.interrupted) {
+        (Some(d), true) => say(&format!(
+            "the run stopped before its end; continue it with: cetp resume {}",
+            d.path().display()
+        )),
+        (None, true) => say(
             "the run stopped before its end; without --report-dir it has no journal to resume from",
-        );
+        ),
+        (Some(d), false) => d.end(outcome.exit, false).map_err(dir_failure)?,
+        (None, false) => {}
     }
     if let Some(dir) = &args.report_dir {
         say(&format!("report: {}", dir.join("report.json").display()));
@@ -947,21 +832,7 @@ fn args_of_journal(config: &serde_json::Value, r: &ResumeArgs) -> Result<RunArgs
 }
 
 fn resume_command(r: &ResumeArgs) -> Result<ExitCode, Failure> {
-    let path = r.dir.join(journal::FILE_NAME);
-    if !path.exists() {
-        return Err(usage(format!(
-            "{} holds no journal ({}): only a run with --report-dir can be resumed",
-            r.dir.display(),
-            journal::FILE_NAME
-        )));
-    }
-    let rec = journal::read(&path).map_err(|e| usage(format!("cannot resume: {e}")))?;
-    if let Some(exit) = rec.finished {
-        return Err(usage(format!(
-            "the run in {} ended (exit code {exit}); there is nothing to resume",
-            r.dir.display()
-        )));
-    }
+    let (mut run_dir, rec) = RunDir::unfinished(&r.dir).map_err(dir_failure)?;
     let started_at_ms = rec.config["started_at_ms"]
         .as_i64()
         .ok_or_else(|| usage("the journal's run record has no started_at_ms"))?;
@@ -1004,9 +875,10 @@ fn resume_command(r: &ResumeArgs) -> Result<ExitCode, Failure> {
             )));
         }
     }
-    let journal = Journal::resume(&path, &rec, pause_point()?, now_ms())
-        .map_err(|e| infra(format!("cannot open the journal {}: {e}", path.display())))?;
-    execute(p, target, Some(journal), None, None, true)
+    run_dir
+        .resume_journal(&rec, pause_point()?, now_ms())
+        .map_err(dir_failure)?;
+    execute(p, target, Some(run_dir), None, None, true)
 }
 
 fn read_lock(path: &Path) -> Result<Lock, Failure> {
@@ -1094,6 +966,28 @@ fn drift_command(args: &DriftArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::for_drift(report.worst()))
 }
 
+/// Writes the proof record or checks it (`--write-proof`,
+/// `--check-proof`), saying so; a stale record is a FAIL.
+fn settle_proof(
+    proof: &ProofRecord,
+    write: Option<&PathBuf>,
+    check: Option<&PathBuf>,
+) -> Result<ExitCode, Failure> {
+    if let Some(path) = write {
+        println!("{}", proof.write(path).map_err(infra)?);
+    }
+    if let Some(path) = check {
+        match proof.check(path) {
+            Ok(line) => println!("{line}"),
+            Err(stale) => {
+                eprintln!("{stale}");
+                return Ok(ExitCode::Fail);
+            }
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
 /// The Consumer half of the self-test, its table, and (when asked) its
 /// proof record.
 fn consumer_selftest(
@@ -1111,27 +1005,18 @@ fn consumer_selftest(
         scenarios.len(),
         mutants.len()
     );
-    let quiet = consumer_cmd::QuietConsumerPanics::install();
+    let quiet = cetp_conformance::consumer::runner::QuietConsumerPanics::install();
     let report = cetp_conformance::consumer::selftest(&scenarios, &mutants).map_err(usage);
     drop(quiet);
     let report = report?;
     print!("{}", report.render());
-    let proof = serde_json::to_string_pretty(&report.proof()).unwrap_or_default() + "\n";
-    if let Some(path) = write {
-        std::fs::write(path, &proof)
-            .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
-        println!("wrote {}", path.display());
-    }
-    if let Some(path) = check {
-        if std::fs::read_to_string(path).ok().as_deref() != Some(proof.as_str()) {
-            eprintln!(
-                "Consumer proof record {} is stale: run `cetp selftest --consumer-only --write-proof {}`, then `cetp coverage --write`, and commit both",
-                path.display(),
-                path.display()
-            );
-            return Ok(ExitCode::Fail);
-        }
-        println!("Consumer proof record {} matches this run", path.display());
+    let proof = ProofRecord::new(
+        "Consumer proof record",
+        "cetp selftest --consumer-only",
+        &report.proof(),
+    );
+    if settle_proof(&proof, write, check)? == ExitCode::Fail {
+        return Ok(ExitCode::Fail);
     }
     Ok(if report.ok() {
         ExitCode::Ok
@@ -1149,7 +1034,6 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
         return consumer_selftest(&dir, args.write_proof.as_ref(), args.check_proof.as_ref());
     }
     let (dir, suite) = load_suite(&args.vectors)?;
-    let profile = Profile::from_toml(REFERENCE_PROFILE).map_err(|e| usage(e.to_string()))?;
     let mut mutants = load_mutants(&dir.join("mutants/mutants.json")).map_err(usage)?;
     let mut variants = load_variants(&dir.join("variants/variants.json")).map_err(usage)?;
     let filtered = !args.mutant.is_empty() || !args.variant.is_empty();
@@ -1173,30 +1057,8 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
         variants.retain(|v| args.variant.contains(&v.name));
     }
     let profiles_dir = embedded::profiles_dir().map_err(infra)?;
-    let variants = variants
-        .into_iter()
-        .map(|v| {
-            let path = profiles_dir.join(&v.profile);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| usage(format!("{}: {e}", path.display())))?;
-            let p =
-                Profile::from_toml(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?;
-            Ok((v, p))
-        })
-        .collect::<Result<Vec<_>, Failure>>()?;
-    let notes = Profile::from_toml(NOTES_PROFILE).map_err(|e| usage(e.to_string()))?;
-    let mut fixtures = vec![
-        Fixture {
-            name: "reference".into(),
-            target: "sim".into(),
-            profile,
-        },
-        Fixture {
-            name: "notes".into(),
-            target: "sim:provider=notes".into(),
-            profile: notes,
-        },
-    ];
+    let variants = selftest::with_profiles(variants, &profiles_dir).map_err(usage)?;
+    let mut fixtures = selftest::fixtures().map_err(usage)?;
     if filtered {
         // Only the fixtures of the selected mutants.
         fixtures.retain(|f| mutants.iter().any(|m| m.providers.contains(&f.name)));
@@ -1208,42 +1070,20 @@ fn selftest_command(args: &SelftestArgs) -> Result<ExitCode, Failure> {
         ..RunConfig::default()
     };
     let factory = cetp_targets::target_factory();
-    let total = fixtures.len()
-        + mutants
-            .iter()
-            .map(|m| {
-                fixtures
-                    .iter()
-                    .filter(|f| m.providers.contains(&f.name))
-                    .count()
-            })
-            .sum::<usize>()
-        + variants.len();
+    let total = selftest::planned_runs(&fixtures, &mutants, variants.len());
     let done = std::sync::atomic::AtomicUsize::new(0);
     let progress = |name: &str| {
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         eprintln!("selftest: [{n}/{total}] {name}");
     };
-    let report = selftest(
+    let report = selftest::selftest(
         &suite, &fixtures, &mutants, &variants, &cfg, &factory, args.jobs, &progress,
     );
     print!("{}", report.render());
-    let proof = serde_json::to_string_pretty(&report.proof()).unwrap_or_default() + "\n";
-    if let Some(path) = &args.write_proof {
-        std::fs::write(path, &proof)
-            .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
-        println!("wrote {}", path.display());
-    }
-    if let Some(path) = &args.check_proof {
-        if std::fs::read_to_string(path).ok().as_deref() != Some(proof.as_str()) {
-            eprintln!(
-                "proof record {} is stale: run `cetp selftest --write-proof {}`, then `cetp coverage --write`, and commit both",
-                path.display(),
-                path.display()
-            );
-            return Ok(ExitCode::Fail);
-        }
-        println!("proof record {} matches this run", path.display());
+    let proof = ProofRecord::new("proof record", "cetp selftest", &report.proof());
+    let settled = settle_proof(&proof, args.write_proof.as_ref(), args.check_proof.as_ref())?;
+    if settled == ExitCode::Fail {
+        return Ok(ExitCode::Fail);
     }
     // The Consumer half runs with the whole self-test (it takes a second).
     let consumer = if filtered {

@@ -5,7 +5,8 @@
 //! talks to the device.
 
 use crate::device::{Device, DeviceError, Fault, Target};
-use crate::event::{Event, Fanout, Verdict};
+use crate::dispatch::{CaseInfo, Dispatcher, Executed};
+use crate::event::{Fanout, Verdict};
 use crate::interp::Env;
 use crate::profile::Profile;
 use crate::runner::{identify, wildcard, CaseOutcome, RunConfig};
@@ -229,8 +230,28 @@ pub fn lock_case(target: &Target, env: &Env, lock: &Lock) -> (Verdict, String) {
     )
 }
 
-/// Runs `LOCK-001` inside a run: its events, and its outcome with the
-/// baseline applied as for any case.
+/// `LOCK-001` as the dispatcher reports it.
+pub fn lock_case_info() -> CaseInfo {
+    CaseInfo {
+        id: LOCK_CASE_ID.into(),
+        title: LOCK_CASE_TITLE.into(),
+        requirements: vec![LOCK_REQUIREMENT.into()],
+        needs: Vec::new(),
+    }
+}
+
+/// `LOCK-001`'s executor: a FAIL cites the §3.3 revision rule.
+pub fn lock_executed(target: &Target, env: &Env, lock: &Lock) -> Executed {
+    let (verdict, reason) = lock_case(target, env, lock);
+    let mut e = Executed::new(verdict, reason);
+    if verdict == Verdict::Fail {
+        e.cited = vec![LOCK_REQUIREMENT.into()];
+    }
+    e
+}
+
+/// Runs `LOCK-001` on its own, outside a run's dispatcher: its events, and
+/// its outcome with the baseline applied as for any case.
 pub fn run_lock_case(
     target: &Target,
     env: &Env,
@@ -238,42 +259,8 @@ pub fn run_lock_case(
     cfg: &RunConfig,
     out: &mut Fanout,
 ) -> CaseOutcome {
-    let started = std::time::Instant::now();
-    out.emit(Event::CaseStarted {
-        case_id: LOCK_CASE_ID.into(),
-        title: LOCK_CASE_TITLE.into(),
-    });
-    let (verdict, reason) = lock_case(target, env, lock);
-    let cited: Vec<String> = if verdict == Verdict::Fail {
-        vec![LOCK_REQUIREMENT.into()]
-    } else {
-        Vec::new()
-    };
-    let baseline = cfg
-        .baseline
-        .as_ref()
-        .and_then(|b| b.reason_for(LOCK_CASE_ID))
-        .filter(|_| verdict == Verdict::Fail)
-        .map(str::to_string);
-    out.emit(Event::CaseFinished {
-        case_id: LOCK_CASE_ID.into(),
-        title: LOCK_CASE_TITLE.into(),
-        requirements: vec![LOCK_REQUIREMENT.into()],
-        cited: cited.clone(),
-        verdict,
-        reason: reason.clone(),
-        baseline: baseline.clone(),
-        duration_ms: started.elapsed().as_millis() as u64,
-    });
-    CaseOutcome {
-        id: LOCK_CASE_ID.into(),
-        title: LOCK_CASE_TITLE.into(),
-        requirements: vec![LOCK_REQUIREMENT.into()],
-        verdict,
-        reason,
-        needs: Vec::new(),
-        baselined: baseline.is_some(),
-        cited,
-        unjudged: None,
-    }
+    let mut d = Dispatcher::new(out, cfg.baseline.as_ref());
+    d.run_case(lock_case_info(), |_| lock_executed(target, env, lock));
+    let mut stats = d.into_stats();
+    stats.cases.remove(0)
 }

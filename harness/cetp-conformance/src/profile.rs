@@ -251,6 +251,18 @@ impl Profile {
     }
 }
 
+/// The profiles the project's own fixture Providers' vendors wrote
+/// (`profiles/`), built in: the self-test and `--target sim` use them.
+pub mod builtin {
+    /// The reference Provider's (`sim`).
+    pub const REFERENCE: &str = include_str!("../../../profiles/reference.toml");
+    /// The notes vendor's (`sim:provider=notes`).
+    pub const NOTES: &str = include_str!("../../../profiles/notes.toml");
+    /// The `no_effect_counter` legal variant's, whose vendor would write
+    /// another one.
+    pub const NO_COUNTER: &str = include_str!("../../../profiles/no-counter.toml");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

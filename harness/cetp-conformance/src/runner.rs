@@ -1,8 +1,11 @@
-//! A run: identify the target, run the selected cases, judge the checks,
-//! apply the baseline, and state the §9 claim. Emits the event stream.
+//! The Provider half of a run: identify and pin the target, then run the
+//! selected cases through the [`crate::dispatch::Dispatcher`] (this module
+//! is their executor), judge the checks over every answer, and state the §9
+//! claim the run statistics ([`crate::stats`]) allow. Emits the event stream.
 
 use crate::device::{HelloInfo, Target};
-use crate::event::{CapabilityClaim, Claim, Event, Fanout, Summary, Unjudged, Verdict};
+use crate::dispatch::{AttemptFolder, CaseInfo, Dispatcher, Executed};
+use crate::event::{Claim, Event, Fanout, Summary, Verdict};
 use crate::exit::ExitCode;
 use crate::interp::{CaseRunner, CheckTally, Env, Stop};
 use crate::profile::Profile;
@@ -12,7 +15,7 @@ use cetp_proto::discovery::{parse_declared, Declared};
 use cetp_proto::envelope::Capability;
 use rand::SeedableRng;
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 #[derive(Clone, Debug, Default)]
@@ -44,33 +47,7 @@ pub struct RunConfig {
     pub provider_apks: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct CaseOutcome {
-    pub id: String,
-    pub title: String,
-    pub requirements: Vec<String>,
-    pub verdict: Verdict,
-    pub reason: String,
-    pub needs: Vec<String>,
-    pub baselined: bool,
-    /// For a FAIL or WARN: the requirements its finding cites (the failing
-    /// step's); empty otherwise.
-    pub cited: Vec<String>,
-    /// A NOT_APPLICABLE that comes from the setup, not the spec: the profile
-    /// field or device ability that would let the case judge. It keeps the
-    /// §9 claim from being established.
-    pub unjudged: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct CheckOutcome {
-    pub id: String,
-    pub requirements: Vec<String>,
-    /// For a FAIL or WARN: the requirements its findings' rules map to.
-    pub cited: Vec<String>,
-    pub verdict: Verdict,
-    pub reason: String,
-}
+pub use crate::stats::{CaseOutcome, CheckOutcome};
 
 #[derive(Clone, Debug)]
 pub struct RunOutcome {
@@ -198,7 +175,10 @@ pub fn config_hash(suite: &Suite, target: &Target, profile: &Profile, cfg: &RunC
     cetp_proto::canonical::canonical_hash(&doc).unwrap_or_default()
 }
 
-/// Runs the suite against a target and emits every event to `out`.
+/// Runs the suite against a target and emits every event to `out`: the
+/// target identified and pinned, the cases through the dispatcher, then the
+/// checks over every answer, the stale baseline entries, and the claim and
+/// exit code the run statistics give.
 pub fn run(
     suite: &Suite,
     target: &Target,
@@ -207,6 +187,7 @@ pub fn run(
     out: &mut Fanout,
 ) -> RunOutcome {
     let started = Instant::now();
+    let mut d = Dispatcher::new(out, cfg.baseline.as_ref());
     let cases = selected(suite, cfg);
     let config_hash = config_hash(suite, target, profile, cfg);
     let run_id = format!(
@@ -214,7 +195,7 @@ pub fn run(
         cfg.started_at_ms,
         &config_hash[..12.min(config_hash.len())]
     );
-    out.emit(Event::RunStarted {
+    d.emit(Event::RunStarted {
         run_id: run_id.clone(),
         harness: cfg.harness_version.clone(),
         target: target.label.clone(),
@@ -226,52 +207,7 @@ pub fn run(
         skip: cfg.skip.clone(),
         attempts: cfg.attempts,
     });
-
-    let mut outcomes = Vec::new();
-    let mut tally = CheckTally::new(suite.rules.clone());
-    let identified = identify(target, profile);
-    let mut hello_a = None;
-    let env = match identified {
-        Ok((hello, env)) => {
-            hello_a = hello.clone();
-            out.emit(Event::TargetIdentified {
-                hello,
-                package: Some(env.package.clone()),
-                authority: Some(env.authority.clone()),
-                manifest: env.manifest_kind.clone(),
-                declared_versions: env
-                    .declared
-                    .as_ref()
-                    .map(|d| d.versions.iter().copied().collect())
-                    .unwrap_or_default(),
-            });
-            Some(env)
-        }
-        Err(reason) => {
-            out.emit(Event::TargetIdentified {
-                hello: None,
-                package: None,
-                authority: None,
-                manifest: "unknown".into(),
-                declared_versions: vec![],
-            });
-            for c in &cases {
-                outcomes.push(CaseOutcome {
-                    id: c.id.clone(),
-                    title: c.title.clone(),
-                    requirements: c.requirements.clone(),
-                    verdict: Verdict::InfraError,
-                    reason: reason.clone(),
-                    needs: c.needs.clone(),
-                    baselined: false,
-                    cited: Vec::new(),
-                    unjudged: None,
-                });
-            }
-            None
-        }
-    };
-
+    let (env, hello_a) = identified(target, profile, &cases, &mut d);
     // The pin comes first, before any case: a run continued later
     // (`cetp resume`) is checked against it before anything is sent. Its
     // probe has its own stream of the seeded generator, so the same seed
@@ -287,128 +223,196 @@ pub fn run(
         env.as_ref().map(|e| (e, hello_a.as_ref())),
         negotiated.as_ref(),
     );
-    out.emit(Event::RunPinned {
+    d.emit(Event::RunPinned {
         pin_hash: pin.hash(),
         fields: pin.fields.clone(),
     });
-    let stalls = crate::stall::Stalls::new();
-    let deadline = cfg.run_timeout.map(|t| started + t);
+    let mut tally = CheckTally::new(suite.rules.clone());
     let interrupt = cfg.interrupt.clone().unwrap_or_default();
-    // Whether a case was stopped short: the run did not reach its end.
-    let mut cut = false;
     if let Some(env) = &env {
+        let exec = CaseExecutor {
+            target,
+            profile,
+            env,
+            cfg,
+            stalls: crate::stall::Stalls::new(),
+            deadline: cfg.run_timeout.map(|t| started + t),
+            interrupt: interrupt.clone(),
+        };
         for (i, case) in cases.iter().enumerate() {
-            let case_started = Instant::now();
-            out.emit(Event::CaseStarted {
-                case_id: case.id.clone(),
-                title: case.title.clone(),
-            });
-            // A case that does not pass may be attempted again
-            // (`attempts`); attempts that disagree make it FLAKY, with every
-            // attempt's outcome kept in the reason, never merged into a pass.
-            let mut outcomes_seen: Vec<(Verdict, String, Option<String>)> = Vec::new();
-            let mut cited = Vec::new();
-            for attempt in 0..cfg.attempts.max(1) {
-                let rng = run_rng(cfg, i, attempt);
-                // Straight to the reporters, so that the journal
-                // (events.ndjson, flushed per event) holds each step, and
-                // each dispatch record, before the next call goes out.
-                let result = {
-                    let mut emit = |e: Event| out.emit(e);
-                    let mut runner =
-                        CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng)
-                            .guarded(&stalls, deadline, &interrupt);
-                    let r = runner.run(case);
-                    if r.is_err() {
-                        cited = runner.cited.clone();
-                    }
-                    r
-                };
-                let seen = match result {
-                    Ok(()) => (Verdict::Pass, String::new(), None),
-                    Err(Stop::Fail(r)) => (
-                        if case.level == Level::Should {
-                            Verdict::Warn
-                        } else {
-                            Verdict::Fail
-                        },
-                        r,
-                        None,
-                    ),
-                    Err(Stop::NotApplicable(r)) => (Verdict::NotApplicable, r, None),
-                    Err(Stop::Setup { needs, reason }) => (
-                        Verdict::NotApplicable,
-                        format!("not judged: {reason} (needs {needs})"),
-                        Some(needs),
-                    ),
-                    Err(Stop::Infra(r)) => (Verdict::InfraError, r, None),
-                    Err(Stop::Cut(r)) => {
-                        cut = true;
-                        (Verdict::InfraError, r, None)
-                    }
-                };
-                let settled = matches!(seen.0, Verdict::Pass | Verdict::NotApplicable);
-                outcomes_seen.push(seen);
-                if settled {
-                    break;
-                }
-            }
-            let (verdict, reason, unjudged) =
-                if outcomes_seen.iter().all(|o| o.0 == outcomes_seen[0].0) {
-                    outcomes_seen.swap_remove(0)
-                } else {
-                    let all: Vec<String> = outcomes_seen
-                        .iter()
-                        .enumerate()
-                        .map(|(n, (v, r, _))| {
-                            if r.is_empty() {
-                                format!("attempt {}: {}", n + 1, v.as_str())
-                            } else {
-                                format!("attempt {}: {} ({r})", n + 1, v.as_str())
-                            }
-                        })
-                        .collect();
-                    (Verdict::Flaky, all.join("; "), None)
-                };
-            let baseline_reason = cfg
-                .baseline
-                .as_ref()
-                .and_then(|b| b.reason_for(&case.id))
-                .filter(|_| verdict == Verdict::Fail)
-                .map(str::to_string);
-            if !matches!(verdict, Verdict::Fail | Verdict::Warn) {
-                cited.clear();
-            }
-            out.emit(Event::CaseFinished {
-                case_id: case.id.clone(),
-                title: case.title.clone(),
-                requirements: case.requirements.clone(),
-                cited: cited.clone(),
-                verdict,
-                reason: reason.clone(),
-                baseline: baseline_reason.clone(),
-                duration_ms: case_started.elapsed().as_millis() as u64,
-            });
-            outcomes.push(CaseOutcome {
-                id: case.id.clone(),
-                title: case.title.clone(),
-                requirements: case.requirements.clone(),
-                verdict,
-                reason,
-                needs: case.needs.clone(),
-                baselined: baseline_reason.is_some(),
-                cited,
-                unjudged,
+            d.run_case(case_info(case), |out| {
+                exec.attempts(case, i, &mut tally, out)
             });
         }
         if let Some(lock) = cfg.lock.as_ref().filter(|_| crate::contract::selected(cfg)) {
-            let o = crate::contract::run_lock_case(target, env, lock, cfg, out);
-            outcomes.push(o);
+            d.run_case(crate::contract::lock_case_info(), |_| {
+                crate::contract::lock_executed(target, env, lock)
+            });
         }
     }
+    judge_checks(suite, &tally, &mut d);
+    d.stale_baseline(|id| {
+        suite.cases.iter().any(|c| c.id == id) || suite.checks.iter().any(|c| c.id == id)
+    });
+    let filtered = !cfg.only.is_empty() || !cfg.skip.is_empty();
+    let claim = d.stats().provider_claim(
+        env.as_ref(),
+        negotiated.as_ref().map(|n| &n.capabilities),
+        filtered,
+    );
+    // A Ctrl-C that came after the last step cut nothing: the run ended.
+    let finished = d.finish(claim, interrupt.load(std::sync::atomic::Ordering::SeqCst));
+    RunOutcome {
+        run_id,
+        config_hash,
+        pin,
+        interrupted: finished.stats.cut,
+        cases: finished.stats.cases,
+        checks: finished.stats.checks,
+        stale_baseline: finished.stats.stale_baseline,
+        summary: finished.summary,
+        claim: finished.claim,
+        exit: finished.exit,
+    }
+}
 
-    // Checks: judged over every answer of the run.
-    let mut checks = Vec::new();
+fn case_info(case: &Case) -> CaseInfo {
+    CaseInfo {
+        id: case.id.clone(),
+        title: case.title.clone(),
+        requirements: case.requirements.clone(),
+        needs: case.needs.clone(),
+    }
+}
+
+/// Identifies the target and says so (`TargetIdentified`); a target that
+/// cannot be identified leaves every selected case INFRA_ERROR.
+fn identified(
+    target: &Target,
+    profile: &Profile,
+    cases: &[&Case],
+    d: &mut Dispatcher<'_>,
+) -> (Option<Env>, Option<HelloInfo>) {
+    match identify(target, profile) {
+        Ok((hello, env)) => {
+            d.emit(Event::TargetIdentified {
+                hello: hello.clone(),
+                package: Some(env.package.clone()),
+                authority: Some(env.authority.clone()),
+                manifest: env.manifest_kind.clone(),
+                declared_versions: env
+                    .declared
+                    .as_ref()
+                    .map(|d| d.versions.iter().copied().collect())
+                    .unwrap_or_default(),
+            });
+            (Some(env), hello)
+        }
+        Err(reason) => {
+            d.emit(Event::TargetIdentified {
+                hello: None,
+                package: None,
+                authority: None,
+                manifest: "unknown".into(),
+                declared_versions: vec![],
+            });
+            d.stats_mut().unidentified = true;
+            for c in cases {
+                d.record_case(CaseOutcome {
+                    id: c.id.clone(),
+                    title: c.title.clone(),
+                    requirements: c.requirements.clone(),
+                    verdict: Verdict::InfraError,
+                    reason: reason.clone(),
+                    needs: c.needs.clone(),
+                    baselined: false,
+                    cited: Vec::new(),
+                    unjudged: None,
+                });
+            }
+            (None, None)
+        }
+    }
+}
+
+/// The Provider half's executor: runs a case's attempts against the target.
+struct CaseExecutor<'r> {
+    target: &'r Target,
+    profile: &'r Profile,
+    env: &'r Env,
+    cfg: &'r RunConfig,
+    stalls: crate::stall::Stalls,
+    deadline: Option<Instant>,
+    interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl CaseExecutor<'_> {
+    /// A case that does not pass may be attempted again (`attempts`); the
+    /// [`AttemptFolder`] makes attempts that disagree FLAKY.
+    fn attempts(
+        &self,
+        case: &Case,
+        i: usize,
+        tally: &mut CheckTally,
+        out: &mut Fanout,
+    ) -> Executed {
+        let mut folder = AttemptFolder::default();
+        for attempt in 0..self.cfg.attempts.max(1) {
+            let rng = run_rng(self.cfg, i, attempt);
+            // Straight to the reporters, so that the journal
+            // (events.ndjson, flushed per event) holds each step, and
+            // each dispatch record, before the next call goes out.
+            let mut emit = |e: Event| out.emit(e);
+            let mut runner =
+                CaseRunner::new(self.target, self.profile, self.env, &mut emit, tally, rng)
+                    .guarded(&self.stalls, self.deadline, &self.interrupt);
+            let result = runner.run(case);
+            let cited = if result.is_err() {
+                runner.cited.clone()
+            } else {
+                Vec::new()
+            };
+            let mut e = executed(case, result);
+            e.cited = cited;
+            if folder.push(e) {
+                break;
+            }
+        }
+        folder.fold()
+    }
+}
+
+/// What one attempt's stop means: a SHOULD case fails as WARN; a stop the
+/// setup caused is NOT_APPLICABLE naming what it needs.
+fn executed(case: &Case, result: Result<(), Stop>) -> Executed {
+    match result {
+        Ok(()) => Executed::new(Verdict::Pass, ""),
+        Err(Stop::Fail(r)) => Executed::new(
+            if case.level == Level::Should {
+                Verdict::Warn
+            } else {
+                Verdict::Fail
+            },
+            r,
+        ),
+        Err(Stop::NotApplicable(r)) => Executed::new(Verdict::NotApplicable, r),
+        Err(Stop::Setup { needs, reason }) => Executed {
+            unjudged: Some(needs.clone()),
+            ..Executed::new(
+                Verdict::NotApplicable,
+                format!("not judged: {reason} (needs {needs})"),
+            )
+        },
+        Err(Stop::Infra(r)) => Executed::new(Verdict::InfraError, r),
+        Err(Stop::Cut(r)) => Executed {
+            cut: true,
+            ..Executed::new(Verdict::InfraError, r)
+        },
+    }
+}
+
+/// Checks: judged over every answer of the run.
+fn judge_checks(suite: &Suite, tally: &CheckTally, d: &mut Dispatcher<'_>) {
     for def in &suite.checks {
         let (verdict, reason) = match tally.first.get(def.id.as_str()) {
             Some((case, step, f)) => {
@@ -418,25 +422,18 @@ pub fn run(
                     Verdict::Fail
                 };
                 let more = tally.counts.get(def.id.as_str()).copied().unwrap_or(1);
-                (
-                    v,
-                    format!(
-                        "{case} step {step}: {}{}",
-                        f.message,
-                        if more > 1 {
-                            format!(" (and {} more)", more - 1)
-                        } else {
-                            String::new()
-                        }
-                    ),
-                )
+                let and_more = if more > 1 {
+                    format!(" (and {} more)", more - 1)
+                } else {
+                    String::new()
+                };
+                (v, format!("{case} step {step}: {}{and_more}", f.message))
             }
             None if tally.answers == 0 => {
                 (Verdict::NotApplicable, "no answers were checked".into())
             }
             None => (Verdict::Pass, String::new()),
         };
-        let requirements = def.requirements.clone();
         let cited: Vec<String> = if matches!(verdict, Verdict::Fail | Verdict::Warn) {
             tally
                 .cited
@@ -446,116 +443,15 @@ pub fn run(
         } else {
             Vec::new()
         };
-        out.emit(Event::CheckVerdict {
-            check: def.id.clone(),
-            title: def.title.clone(),
-            requirements: requirements.clone(),
-            cited: cited.clone(),
-            verdict,
-            reason: reason.clone(),
-            answers_checked: tally.answers,
-        });
-        checks.push(CheckOutcome {
+        let outcome = CheckOutcome {
             id: def.id.clone(),
-            requirements,
+            requirements: def.requirements.clone(),
             cited,
             verdict,
             reason,
-        });
-    }
-
-    // Baseline entries that no longer match a failure are stale: the run
-    // fails so the baseline gets cleaned up.
-    let mut stale = Vec::new();
-    if let Some(b) = &cfg.baseline {
-        for entry in &b.entries {
-            let failing = outcomes
-                .iter()
-                .any(|o| o.id == entry.id && o.verdict == Verdict::Fail)
-                || checks
-                    .iter()
-                    .any(|c| c.id == entry.id && c.verdict == Verdict::Fail);
-            let exists = suite.cases.iter().any(|c| c.id == entry.id)
-                || suite.checks.iter().any(|c| c.id == entry.id);
-            if !failing {
-                let why = if exists {
-                    "it no longer fails"
-                } else {
-                    "no such case or check exists"
-                };
-                out.emit(Event::BaselineStale {
-                    id: entry.id.clone(),
-                    reason: why.into(),
-                });
-                stale.push(entry.id.clone());
-            }
-        }
-    }
-    let checks_baselined: BTreeSet<String> = checks
-        .iter()
-        .filter(|c| {
-            c.verdict == Verdict::Fail
-                && cfg
-                    .baseline
-                    .as_ref()
-                    .and_then(|b| b.reason_for(&c.id))
-                    .is_some()
-        })
-        .map(|c| c.id.clone())
-        .collect();
-
-    let mut summary = Summary::default();
-    for o in &outcomes {
-        summary.add(o.verdict);
-    }
-    for c in &checks {
-        summary.add(c.verdict);
-    }
-    let filtered = !cfg.only.is_empty() || !cfg.skip.is_empty();
-    let claim = claim(
-        env.as_ref(),
-        &outcomes,
-        &checks,
-        negotiated.as_ref().map(|n| &n.capabilities),
-        filtered,
-    );
-    let unbaselined_fail = outcomes
-        .iter()
-        .any(|o| matches!(o.verdict, Verdict::Fail | Verdict::Flaky) && !o.baselined)
-        || checks
-            .iter()
-            .any(|c| c.verdict == Verdict::Fail && !checks_baselined.contains(&c.id));
-    let infra = outcomes.iter().any(|o| o.verdict == Verdict::InfraError) || env.is_none();
-    let exit = if unbaselined_fail || !stale.is_empty() {
-        ExitCode::Fail
-    } else if infra {
-        ExitCode::Infra
-    } else {
-        ExitCode::Ok
-    };
-    // A Ctrl-C that came after the last step cut nothing: the run ended.
-    let exit = if cut && interrupt.load(std::sync::atomic::Ordering::SeqCst) {
-        ExitCode::Interrupted
-    } else {
-        exit
-    };
-    out.emit(Event::RunFinished {
-        summary: summary.clone(),
-        claim: claim.clone(),
-        exit_code: exit.code(),
-        duration_ms: started.elapsed().as_millis() as u64,
-    });
-    RunOutcome {
-        run_id,
-        config_hash,
-        pin,
-        cases: outcomes,
-        checks,
-        stale_baseline: stale,
-        summary,
-        claim,
-        exit,
-        interrupted: cut,
+            baselined: false,
+        };
+        d.check(&def.title, tally.answers, outcome);
     }
 }
 
@@ -654,135 +550,6 @@ fn probe_capabilities(
         capabilities,
         revision,
     })
-}
-
-/// Judged and not failed. A NOT_APPLICABLE that the setup caused is not a
-/// pass: §9 grants the claim only for tests that passed.
-fn passed(verdict: Verdict, unjudged: &Option<String>) -> bool {
-    match verdict {
-        Verdict::Pass | Verdict::Warn => true,
-        Verdict::NotApplicable => unjudged.is_none(),
-        _ => false,
-    }
-}
-
-/// The claim §9 allows: v2 only when every core case and check was judged
-/// and passed; each optional capability only when declared and its own
-/// cases were judged and passed. A filtered run makes no claim.
-pub fn claim(
-    env: Option<&Env>,
-    cases: &[CaseOutcome],
-    checks: &[CheckOutcome],
-    caps: Option<&BTreeSet<String>>,
-    filtered: bool,
-) -> Claim {
-    let v2_declared = env.is_some_and(Env::declares_v2);
-    let core = || cases.iter().filter(|c| c.needs.is_empty());
-    let mut groups: BTreeMap<String, (Vec<String>, BTreeSet<String>)> = BTreeMap::new();
-    for c in core().filter(|c| c.verdict == Verdict::NotApplicable) {
-        if let Some(n) = &c.unjudged {
-            let g = groups.entry(n.clone()).or_default();
-            g.0.push(c.id.clone());
-            g.1.extend(c.requirements.iter().cloned());
-        }
-    }
-    let unjudged: Vec<Unjudged> = groups
-        .into_iter()
-        .map(|(needs, (cases, reqs))| Unjudged {
-            needs,
-            cases,
-            requirements: reqs.into_iter().collect(),
-        })
-        .collect();
-    let failed = core()
-        .filter(|c| !passed(c.verdict, &c.unjudged) && c.unjudged.is_none())
-        .count()
-        + checks
-            .iter()
-            .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Warn))
-            .count();
-    let core_ran = core().filter(|c| c.verdict == Verdict::Pass).count();
-    let cetp_v2 = v2_declared && !filtered && failed == 0 && unjudged.is_empty() && core_ran > 0;
-    let mut capabilities = Vec::new();
-    for cap in Capability::ALL {
-        let name = cap.as_str().to_string();
-        let declared = caps.is_some_and(|c| c.contains(&name));
-        let own: Vec<&CaseOutcome> = cases.iter().filter(|c| c.needs.contains(&name)).collect();
-        let ok = declared
-            && cetp_v2
-            && !own.is_empty()
-            && own.iter().all(|c| passed(c.verdict, &c.unjudged))
-            && own.iter().any(|c| c.verdict == Verdict::Pass);
-        capabilities.push(CapabilityClaim {
-            capability: name,
-            declared,
-            passed: ok,
-        });
-    }
-    let v1_passed = (!v2_declared && env.is_some())
-        .then(|| cases.iter().all(|c| passed(c.verdict, &c.unjudged)));
-    let not_applicable = cases
-        .iter()
-        .filter(|c| c.verdict == Verdict::NotApplicable)
-        .count();
-    let statement = if env.is_none() {
-        "No claim: the target could not be identified.".to_string()
-    } else if filtered {
-        "No claim: a run filtered with --only/--skip does not run every core test (§9).".into()
-    } else if !v2_declared {
-        format!(
-            "v2 not declared. v1 and discovery cases: {}.",
-            if v1_passed == Some(true) {
-                "passed"
-            } else {
-                "FAILED"
-            }
-        )
-    } else if cetp_v2 {
-        let caps: Vec<String> = capabilities
-            .iter()
-            .filter(|c| c.passed)
-            .map(|c| c.capability.clone())
-            .collect();
-        format!(
-            "May claim CETP v2{}. ({} case(s) not applicable by the spec.)",
-            if caps.is_empty() {
-                String::new()
-            } else {
-                format!(" with {}", caps.join(", "))
-            },
-            not_applicable
-        )
-    } else if failed > 0 {
-        format!("May NOT claim CETP v2: {failed} core case(s) or check(s) did not pass.")
-    } else if !unjudged.is_empty() {
-        let parts: Vec<String> = unjudged
-            .iter()
-            .map(|u| {
-                format!(
-                    "{} ({} case(s), {} requirement(s))",
-                    u.needs,
-                    u.cases.len(),
-                    u.requirements.len()
-                )
-            })
-            .collect();
-        format!(
-            "CETP v2 not established: core tests were left unjudged by the setup; provide {}.",
-            parts.join(", ")
-        )
-    } else {
-        "CETP v2 not established: no core case passed.".to_string()
-    };
-    Claim {
-        v2_declared,
-        cetp_v2,
-        capabilities,
-        v1_passed,
-        unjudged,
-        filtered,
-        statement,
-    }
 }
 
 /// Requirement ids enforced by the selected cases and checks.

@@ -97,6 +97,107 @@ impl Fixture {
     }
 }
 
+/// The fixture Providers the self-test runs the suite and their mutants
+/// against: the reference Provider and the notes Provider, shaped unlike
+/// it, each with the profile its vendor wrote ([`crate::profile::builtin`]).
+pub fn fixtures() -> Result<Vec<Fixture>, String> {
+    use crate::profile::builtin;
+    let profile = |text: &str| Profile::from_toml(text).map_err(|e| e.to_string());
+    Ok(vec![
+        Fixture {
+            name: "reference".into(),
+            target: "sim".into(),
+            profile: profile(builtin::REFERENCE)?,
+        },
+        Fixture {
+            name: "notes".into(),
+            target: "sim:provider=notes".into(),
+            profile: profile(builtin::NOTES)?,
+        },
+    ])
+}
+
+/// Each legal variant with the profile its vendor would write, read from
+/// `profiles_dir`.
+pub fn with_profiles(
+    variants: Vec<VariantDoc>,
+    profiles_dir: &Path,
+) -> Result<Vec<(VariantDoc, Profile)>, String> {
+    variants
+        .into_iter()
+        .map(|v| {
+            let path = profiles_dir.join(&v.profile);
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let p = Profile::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((v, p))
+        })
+        .collect()
+}
+
+/// How many runs a self-test makes: each fixture, each mutant on each
+/// fixture it applies to, each legal variant.
+pub fn planned_runs(fixtures: &[Fixture], mutants: &[MutantDoc], variants: usize) -> usize {
+    fixtures.len()
+        + mutants
+            .iter()
+            .map(|m| {
+                fixtures
+                    .iter()
+                    .filter(|f| m.providers.contains(&f.name))
+                    .count()
+            })
+            .sum::<usize>()
+        + variants
+}
+
+/// A proof record (`reports/proof.json`, `reports/consumer-proof.json`):
+/// the text a self-test observed, written, or checked against the file
+/// that must hold it.
+pub struct ProofRecord {
+    /// How messages name it (`proof record`, `Consumer proof record`).
+    pub label: &'static str,
+    /// The command that writes it again (`cetp selftest`).
+    pub command: &'static str,
+    pub text: String,
+}
+
+impl ProofRecord {
+    pub fn new(label: &'static str, command: &'static str, proof: &Json) -> ProofRecord {
+        ProofRecord {
+            label,
+            command,
+            text: serde_json::to_string_pretty(proof).unwrap_or_default() + "\n",
+        }
+    }
+
+    /// Writes it to `path`; the line to print, or why it cannot be written.
+    pub fn write(&self, path: &Path) -> Result<String, String> {
+        std::fs::write(path, &self.text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(format!("wrote {}", path.display()))
+    }
+
+    /// Whether `path` holds it: the line to print when it does, or what
+    /// to do when it is stale.
+    pub fn check(&self, path: &Path) -> Result<String, String> {
+        if std::fs::read_to_string(path).ok().as_deref() == Some(self.text.as_str()) {
+            return Ok(format!(
+                "{} {} matches this run",
+                self.label,
+                path.display()
+            ));
+        }
+        Err(format!(
+            "{} {} is stale: run `{} --write-proof {}`, then `cetp coverage --write`, and commit both",
+            self.label,
+            path.display(),
+            self.command,
+            path.display()
+        ))
+    }
+}
+
 pub fn load_mutants(path: &Path) -> Result<Vec<MutantDoc>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let f: MutantsFile =

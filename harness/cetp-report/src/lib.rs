@@ -9,11 +9,14 @@
 //! - [`summary_md::SummaryMd`] writes `summary.md` for a pull-request comment;
 //! - [`sarif::SarifReport`] writes `report.sarif` (SARIF 2.1.0);
 //! - [`html::HtmlReport`] writes `index.html`, self-contained and script-free;
+//! - [`document`] renders one of them from a finished run's events
+//!   (`--format`);
 //! - [`drift`] renders a contract drift report (text, JSON, SARIF).
 //!
 //! Every string that came from a Provider is escaped for its medium here
 //! ([`escape`]); the runner never escapes.
 
+pub mod document;
 pub mod drift;
 pub mod escape;
 pub mod html;
@@ -23,6 +26,27 @@ pub mod ndjson;
 pub mod sarif;
 pub mod summary_md;
 pub mod terminal;
+
+/// The reporters of a report directory, for both halves of a run:
+/// `report.json`, `junit.xml`, `events.ndjson`, `summary.md`, `index.html`
+/// and `report.sarif` (its rules from [`sarif::catalog_rules`]). The
+/// terminal view is the caller's: it depends on the command's flags.
+pub fn standard_reporters(
+    dir: &std::path::Path,
+    rules: std::collections::BTreeMap<String, sarif::RuleInfo>,
+) -> Vec<Box<dyn cetp_conformance::event::Reporter>> {
+    vec![
+        Box::new(json::JsonReport::new(Some(dir.join("report.json")))),
+        Box::new(junit::JunitReport::new(dir.join("junit.xml"))),
+        Box::new(ndjson::NdjsonReport::new(dir.join("events.ndjson"))),
+        Box::new(summary_md::SummaryMd::new(Some(dir.join("summary.md")))),
+        Box::new(html::HtmlReport::new(Some(dir.join("index.html")))),
+        Box::new(sarif::SarifReport::new(
+            Some(dir.join("report.sarif")),
+            rules,
+        )),
+    ]
+}
 
 /// Writes a rendered report where its reporter was told to (nowhere for an
 /// in-memory one), naming the file in the error.

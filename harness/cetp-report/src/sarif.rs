@@ -9,7 +9,7 @@ use crate::escape::terminal as esc;
 use cetp_conformance::event::{Event, Reporter, Verdict};
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What the report says about a requirement (from the catalog).
 #[derive(Clone, Debug)]
@@ -17,6 +17,28 @@ pub struct RuleInfo {
     pub section: String,
     pub level: String,
     pub summary: String,
+}
+
+/// The catalog (`requirements/catalog.json` under a vectors directory) as
+/// SARIF rules: section, level and summary per active requirement.
+pub fn catalog_rules(vectors_dir: &Path) -> Result<BTreeMap<String, RuleInfo>, String> {
+    let path = vectors_dir.join("requirements/catalog.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let catalog = cetp_proto::catalog::Catalog::from_json(&text)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(catalog
+        .active()
+        .map(|r| {
+            (
+                r.id.clone(),
+                RuleInfo {
+                    section: r.section.clone(),
+                    level: r.level.to_string(),
+                    summary: r.summary.clone(),
+                },
+            )
+        })
+        .collect())
 }
 
 pub struct SarifReport {

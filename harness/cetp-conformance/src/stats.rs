@@ -1,0 +1,304 @@
+//! Run statistics: what a run's finished cases, checks and stale baseline
+//! entries add up to (cargo-nextest's `RunStats`). The summary, the §9
+//! claim and the exit code of both halves (Provider and Consumer) are read
+//! from here, and from nothing else, so a verdict counts the same way
+//! everywhere.
+
+use crate::event::{CapabilityClaim, Claim, Summary, Unjudged, Verdict};
+use crate::exit::ExitCode;
+use crate::interp::Env;
+use cetp_proto::envelope::Capability;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A finished case, as the dispatcher records it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseOutcome {
+    pub id: String,
+    pub title: String,
+    pub requirements: Vec<String>,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub needs: Vec<String>,
+    pub baselined: bool,
+    /// For a FAIL or WARN: the requirements its finding cites (the failing
+    /// step's); empty otherwise.
+    pub cited: Vec<String>,
+    /// A NOT_APPLICABLE that comes from the setup, not the spec: the profile
+    /// field or device ability that would let the case judge. It keeps the
+    /// §9 claim from being established.
+    pub unjudged: Option<String>,
+}
+
+/// A check judged over every answer of the run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckOutcome {
+    pub id: String,
+    pub requirements: Vec<String>,
+    /// For a FAIL or WARN: the requirements its findings' rules map to.
+    pub cited: Vec<String>,
+    pub verdict: Verdict,
+    pub reason: String,
+    /// A FAIL the baseline accepts as a known failure.
+    pub baselined: bool,
+}
+
+/// Everything a run finished, in the order it finished.
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    pub cases: Vec<CaseOutcome>,
+    pub checks: Vec<CheckOutcome>,
+    /// Baseline entries that matched no failure.
+    pub stale_baseline: Vec<String>,
+    /// The target could not be identified: nothing was judged.
+    pub unidentified: bool,
+    /// A case was stopped short (Ctrl-C, `--run-timeout`): the run did not
+    /// reach its end.
+    pub cut: bool,
+}
+
+impl RunStats {
+    pub fn case(&mut self, o: CaseOutcome) {
+        self.cases.push(o);
+    }
+
+    pub fn check(&mut self, o: CheckOutcome) {
+        self.checks.push(o);
+    }
+
+    pub fn stale(&mut self, id: String) {
+        self.stale_baseline.push(id);
+    }
+
+    /// Counts of every verdict, cases then checks.
+    pub fn summary(&self) -> Summary {
+        let mut s = Summary::default();
+        for v in self.cases.iter().map(|c| c.verdict) {
+            s.add(v);
+        }
+        for v in self.checks.iter().map(|c| c.verdict) {
+            s.add(v);
+        }
+        s
+    }
+
+    /// By who is at fault: a FAIL or FLAKY the baseline does not accept, or
+    /// a stale baseline entry, is the target's; then device trouble; a
+    /// Ctrl-C that cut a case wins over both (`interrupted` says whether
+    /// one came: one after the last step cut nothing).
+    pub fn exit(&self, interrupted: bool) -> ExitCode {
+        let unbaselined_fail = self
+            .cases
+            .iter()
+            .any(|o| matches!(o.verdict, Verdict::Fail | Verdict::Flaky) && !o.baselined)
+            || self
+                .checks
+                .iter()
+                .any(|c| c.verdict == Verdict::Fail && !c.baselined);
+        let infra = self.cases.iter().any(|o| o.verdict == Verdict::InfraError);
+        if self.cut && interrupted {
+            ExitCode::Interrupted
+        } else if unbaselined_fail || !self.stale_baseline.is_empty() {
+            ExitCode::Fail
+        } else if infra || self.unidentified {
+            ExitCode::Infra
+        } else {
+            ExitCode::Ok
+        }
+    }
+
+    /// The Provider half's §9 claim ([`provider_claim`]).
+    pub fn provider_claim(
+        &self,
+        env: Option<&Env>,
+        caps: Option<&BTreeSet<String>>,
+        filtered: bool,
+    ) -> Claim {
+        provider_claim(env, &self.cases, &self.checks, caps, filtered)
+    }
+
+    /// The Consumer half of §9: every scenario passed (a WARN, a scenario
+    /// left unjudged or an infra error is not a pass), in an unfiltered run.
+    pub fn consumer_claim(&self, consumer: &str, filtered: bool) -> Claim {
+        let summary = self.summary();
+        let established = summary.fail == 0
+            && summary.infra_error == 0
+            && summary.not_applicable == 0
+            && summary.warn == 0
+            && !filtered;
+        let statement = if filtered {
+            "Consumer half of §9: no claim (a filtered run)".to_string()
+        } else if established {
+            format!(
+                "Consumer half of §9: established for {consumer}: every Consumer scenario passed"
+            )
+        } else {
+            format!(
+                "Consumer half of §9: not established for {consumer}: {} FAIL, {} WARN, {} not judged, {} infra errors",
+                summary.fail, summary.warn, summary.not_applicable, summary.infra_error
+            )
+        };
+        Claim {
+            v2_declared: true,
+            cetp_v2: established,
+            capabilities: Vec::new(),
+            v1_passed: None,
+            unjudged: Vec::new(),
+            filtered,
+            statement,
+        }
+    }
+}
+
+/// Judged and not failed. A NOT_APPLICABLE that the setup caused is not a
+/// pass: §9 grants the claim only for tests that passed.
+fn passed(verdict: Verdict, unjudged: &Option<String>) -> bool {
+    match verdict {
+        Verdict::Pass | Verdict::Warn => true,
+        Verdict::NotApplicable => unjudged.is_none(),
+        _ => false,
+    }
+}
+
+/// Core cases the setup left unjudged, grouped by what would judge them.
+fn unjudged_groups<'a>(core: impl Iterator<Item = &'a CaseOutcome>) -> Vec<Unjudged> {
+    let mut groups: BTreeMap<String, (Vec<String>, BTreeSet<String>)> = BTreeMap::new();
+    for c in core.filter(|c| c.verdict == Verdict::NotApplicable) {
+        if let Some(n) = &c.unjudged {
+            let g = groups.entry(n.clone()).or_default();
+            g.0.push(c.id.clone());
+            g.1.extend(c.requirements.iter().cloned());
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(needs, (cases, reqs))| Unjudged {
+            needs,
+            cases,
+            requirements: reqs.into_iter().collect(),
+        })
+        .collect()
+}
+
+/// Each optional capability: claimed only when declared, v2 claimed, and
+/// its own cases judged and passed.
+fn capability_claims(
+    cases: &[CaseOutcome],
+    caps: Option<&BTreeSet<String>>,
+    cetp_v2: bool,
+) -> Vec<CapabilityClaim> {
+    Capability::ALL
+        .iter()
+        .map(|cap| {
+            let name = cap.as_str().to_string();
+            let declared = caps.is_some_and(|c| c.contains(&name));
+            let own: Vec<&CaseOutcome> = cases.iter().filter(|c| c.needs.contains(&name)).collect();
+            let ok = declared
+                && cetp_v2
+                && !own.is_empty()
+                && own.iter().all(|c| passed(c.verdict, &c.unjudged))
+                && own.iter().any(|c| c.verdict == Verdict::Pass);
+            CapabilityClaim {
+                capability: name,
+                declared,
+                passed: ok,
+            }
+        })
+        .collect()
+}
+
+/// The claim §9 allows: v2 only when every core case and check was judged
+/// and passed; each optional capability only when declared and its own
+/// cases were judged and passed. A filtered run makes no claim.
+pub fn provider_claim(
+    env: Option<&Env>,
+    cases: &[CaseOutcome],
+    checks: &[CheckOutcome],
+    caps: Option<&BTreeSet<String>>,
+    filtered: bool,
+) -> Claim {
+    let v2_declared = env.is_some_and(Env::declares_v2);
+    let core = || cases.iter().filter(|c| c.needs.is_empty());
+    let unjudged = unjudged_groups(core());
+    let failed = core()
+        .filter(|c| !passed(c.verdict, &c.unjudged) && c.unjudged.is_none())
+        .count()
+        + checks
+            .iter()
+            .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Warn))
+            .count();
+    let core_ran = core().filter(|c| c.verdict == Verdict::Pass).count();
+    let cetp_v2 = v2_declared && !filtered && failed == 0 && unjudged.is_empty() && core_ran > 0;
+    let capabilities = capability_claims(cases, caps, cetp_v2);
+    let v1_passed = (!v2_declared && env.is_some())
+        .then(|| cases.iter().all(|c| passed(c.verdict, &c.unjudged)));
+    let mut claim = Claim {
+        v2_declared,
+        cetp_v2,
+        capabilities,
+        v1_passed,
+        unjudged,
+        filtered,
+        statement: String::new(),
+    };
+    let not_applicable = cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::NotApplicable)
+        .count();
+    claim.statement = statement(&claim, env.is_some(), failed, not_applicable);
+    claim
+}
+
+/// The claim in one sentence.
+fn statement(claim: &Claim, identified: bool, failed: usize, not_applicable: usize) -> String {
+    if !identified {
+        "No claim: the target could not be identified.".to_string()
+    } else if claim.filtered {
+        "No claim: a run filtered with --only/--skip does not run every core test (§9).".into()
+    } else if !claim.v2_declared {
+        format!(
+            "v2 not declared. v1 and discovery cases: {}.",
+            if claim.v1_passed == Some(true) {
+                "passed"
+            } else {
+                "FAILED"
+            }
+        )
+    } else if claim.cetp_v2 {
+        let caps: Vec<String> = claim
+            .capabilities
+            .iter()
+            .filter(|c| c.passed)
+            .map(|c| c.capability.clone())
+            .collect();
+        format!(
+            "May claim CETP v2{}. ({} case(s) not applicable by the spec.)",
+            if caps.is_empty() {
+                String::new()
+            } else {
+                format!(" with {}", caps.join(", "))
+            },
+            not_applicable
+        )
+    } else if failed > 0 {
+        format!("May NOT claim CETP v2: {failed} core case(s) or check(s) did not pass.")
+    } else if !claim.unjudged.is_empty() {
+        let parts: Vec<String> = claim
+            .unjudged
+            .iter()
+            .map(|u| {
+                format!(
+                    "{} ({} case(s), {} requirement(s))",
+                    u.needs,
+                    u.cases.len(),
+                    u.requirements.len()
+                )
+            })
+            .collect();
+        format!(
+            "CETP v2 not established: core tests were left unjudged by the setup; provide {}.",
+            parts.join(", ")
+        )
+    } else {
+        "CETP v2 not established: no core case passed.".to_string()
+    }
+}
