@@ -38,9 +38,9 @@
 use crate::device::{Device, DeviceError, HelloInfo, Target};
 use crate::pin::Pin;
 use base64::Engine;
+use cetp_proto::device::{CallAnswer, ErrorKind, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::{Bundle, Value};
-use cetp_reference::port::{CallAnswer, FdRead};
 use cetp_wire::json::{self as wj, Json, Map};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -90,7 +90,7 @@ fn int(n: i64) -> Json {
 }
 
 fn journal_error(message: impl Into<String>) -> DeviceError {
-    DeviceError::new("journal", message)
+    DeviceError::new(ErrorKind::Journal, message)
 }
 
 // ---------------------------------------------------------------------------
@@ -655,7 +655,10 @@ fn answer_of(ans: &Json) -> Result<&Json, DeviceError> {
             .unwrap_or("")
             .to_string()
     };
-    Err(DeviceError::new(&field("kind"), field("message")))
+    Err(DeviceError::new(
+        ErrorKind::parse(&field("kind")),
+        field("message"),
+    ))
 }
 
 /// How an exchange's send record stands.
@@ -679,7 +682,7 @@ impl Journaled {
     fn lookup(&self, op: &str, req: &Json) -> Result<Served, DeviceError> {
         let mut r = lock(&self.journal.replay);
         if let Some(why) = &r.diverged {
-            return Err(DeviceError::new("journal_diverged", why.clone()));
+            return Err(DeviceError::new(ErrorKind::JournalDiverged, why.clone()));
         }
         let k = key(&self.dev, op, req);
         if let Some(e) = r.answered.get_mut(&k).and_then(VecDeque::pop_front) {
@@ -697,7 +700,7 @@ impl Journaled {
                 self.dev, r.remaining
             );
             r.diverged = Some(why.clone());
-            return Err(DeviceError::new("journal_diverged", why));
+            return Err(DeviceError::new(ErrorKind::JournalDiverged, why));
         }
         r.stats.live += 1;
         Ok(Served::Live)

@@ -4,11 +4,11 @@
 //! through the wire codec instead.
 
 use crate::device::{Device, DeviceError, HelloInfo, Target};
+use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
 use cetp_reference::app::ProviderApp;
 use cetp_reference::device::{DeviceClock, DeviceConnection, LocalDevice, IDENTITY_A, IDENTITY_B};
-use cetp_reference::port::{CallAnswer, FdRead};
 use std::sync::Arc;
 
 pub struct LocalTargetDevice {

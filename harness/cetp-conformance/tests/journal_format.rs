@@ -9,9 +9,9 @@ use cetp_conformance::device::{Device, DeviceError, HelloInfo, Target};
 use cetp_conformance::journal::{self, Journal};
 use cetp_conformance::pin::Pin;
 use cetp_proto::bundle::{FdValue, PendingIntentValue};
+use cetp_proto::device::{CallAnswer, ErrorKind, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::{Bundle, Value};
-use cetp_reference::port::{CallAnswer, FdRead};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -113,17 +113,23 @@ impl Device for Scripted {
                 class: "java.lang.IllegalStateException".into(),
                 message: "no \"quotes\" \u{1b}[31m".into(),
             }),
-            "hangs" => Err(DeviceError::new("timeout", "no answer within 50 ms")),
-            "dies" => Err(DeviceError::new("provider_died", "process gone")),
+            "hangs" => Err(DeviceError::new(
+                ErrorKind::Timeout,
+                "no answer within 50 ms",
+            )),
+            "dies" => Err(DeviceError::new(ErrorKind::ProviderDied, "process gone")),
             _ => Err(DeviceError::new(
-                "a_kind_from_a_newer_device",
+                ErrorKind::Other("a_kind_from_a_newer_device".into()),
                 "kept as it came",
             )),
         }
     }
     fn read_fd(&self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError> {
         if !handle.starts_with("fd-1") {
-            return Err(DeviceError::new("unknown_handle", format!("no fd {handle}")));
+            return Err(DeviceError::new(
+                ErrorKind::UnknownHandle,
+                format!("no fd {handle}"),
+            ));
         }
         Ok(if max_bytes > 4 {
             FdRead {
@@ -162,7 +168,10 @@ impl Device for Scripted {
         if package == "com.example.a" {
             Ok(())
         } else {
-            Err(DeviceError::new("unknown_authority", "no such package"))
+            Err(DeviceError::new(
+                ErrorKind::UnknownAuthority,
+                "no such package",
+            ))
         }
     }
     fn advance_clock(&self, ms: u64) -> Result<i64, DeviceError> {
@@ -237,7 +246,10 @@ fn exchanges(t: &Target, upto: usize) -> Vec<String> {
         Box::new(|| format!("{:?}", a.close_fd(&fd()))),
         Box::new(|| {
             let ui = serde_json::json!({"approve": {"text": "OK"}});
-            format!("{:?}", a.resolve(&pi(), Decision::Approve, Some(&ui), 9_000))
+            format!(
+                "{:?}",
+                a.resolve(&pi(), Decision::Approve, Some(&ui), 9_000)
+            )
         }),
         Box::new(|| format!("{:?}", a.resolve(&pi(), Decision::Deny, None, 9_000))),
         Box::new(|| format!("{:?}", a.resolve(&pi(), Decision::Dismiss, None, 9_000))),
@@ -286,7 +298,11 @@ fn scripted_journal(dir: &Path) -> Vec<u8> {
     let j = Journal::resume(&path, &rec, None, 1_700_000_200_000).unwrap();
     j.record_pin(&pin).unwrap();
     let all = exchanges(&j.wrap(target()), usize::MAX);
-    assert_eq!(first[..], all[..cut], "the replayed answers are the live ones");
+    assert_eq!(
+        first[..],
+        all[..cut],
+        "the replayed answers are the live ones"
+    );
     assert_eq!(j.diverged(), None);
     j.record_end(1).unwrap();
     std::fs::read(&path).unwrap()

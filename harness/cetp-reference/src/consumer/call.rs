@@ -5,9 +5,10 @@
 
 use super::error::{CetpError, ConsumerError, DeviceFault, Refusal};
 use super::{Consumer, ConsumerFault, Mode};
-use crate::port::{CallAnswer, ConsumerPort, PortError};
+use crate::port::ConsumerPort;
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::descriptor::Violation;
+use cetp_proto::device::{CallAnswer, DeviceError, ErrorKind};
 use cetp_proto::envelope::Capability;
 use cetp_proto::envelope::{keys, Common, ErrorEnvelope, Method, Response};
 use cetp_proto::{Bundle, ErrorCode, Value};
@@ -44,13 +45,13 @@ pub(super) struct Site<'a> {
 
 pub(super) enum Exchange {
     Answer(Bundle, Option<String>),
-    Port(PortError),
+    Port(DeviceError),
 }
 
 /// §6: after a timeout or a dead Binder the request may have run; the only
 /// allowed moves are retrying or querying with the same request id.
-fn transport_retryable(e: &PortError) -> bool {
-    matches!(e.kind.as_str(), "timeout" | "provider_died")
+fn transport_retryable(e: &DeviceError) -> bool {
+    matches!(e.kind, ErrorKind::Timeout | ErrorKind::ProviderDied)
 }
 
 /// §5: authorization, confirmation and argument errors need a user action or
@@ -433,8 +434,8 @@ impl Consumer {
                         && self.wait_within(port, self.config.default_backoff_ms, budget)
                     {
                         transport_tries += 1;
-                        let fresh = match e.kind.as_str() {
-                            "timeout" => self.has(ConsumerFault::NewRequestIdAfterTimeout),
+                        let fresh = match e.kind {
+                            ErrorKind::Timeout => self.has(ConsumerFault::NewRequestIdAfterTimeout),
                             _ => self.has(ConsumerFault::NewRequestIdAfterDisconnect),
                         };
                         if fresh {

@@ -8,6 +8,7 @@ use crate::port::ConsumerPort;
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::canonical::sha256_hex;
 use cetp_proto::descriptor::{ToolSummary, Violation};
+use cetp_proto::device::ErrorKind;
 use cetp_proto::envelope::{
     keys, v1_execute_bundle, Capability, ErrorEnvelope, ExecResult, Method, OpState, Response,
     V1Response,
@@ -685,8 +686,8 @@ impl Consumer {
                 provider: Some(label.to_string()),
                 op: "read_fd".into(),
                 request_id: None,
-                error: crate::port::PortError::new(
-                    "io",
+                error: cetp_proto::device::DeviceError::new(
+                    ErrorKind::Io,
                     format!("read stopped at {got} bytes before EOF"),
                 ),
             }));
