@@ -6,7 +6,7 @@
 //! of real runs back.
 
 use cetp_conformance::device::{Device, DeviceError, HelloInfo, Target};
-use cetp_conformance::journal::{self, Journal};
+use cetp_conformance::journal::{self, Journal, Record};
 use cetp_conformance::pin::Pin;
 use cetp_proto::bundle::{FdValue, PendingIntentValue};
 use cetp_proto::device::{CallAnswer, ErrorKind, FdRead};
@@ -278,34 +278,52 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// The scripted run: a run cut short after `cut` exchanges, then resumed to
-/// its end; returns the journal's bytes.
+fn pin() -> Pin {
+    let mut fields = BTreeMap::new();
+    fields.insert("build".to_string(), serde_json::json!("test"));
+    fields.insert("profile".to_string(), serde_json::json!({"tools": ["x"]}));
+    Pin { fields }
+}
+
+/// Exchanges the scripted run makes before it is cut short.
+const CUT: usize = 12;
+
+/// The scripted run: a run cut short after [`CUT`] exchanges, then resumed
+/// to its end; returns the journal's bytes.
 fn scripted_journal(dir: &Path) -> Vec<u8> {
     let path = dir.join(journal::FILE_NAME);
     let _ = std::fs::remove_file(&path);
     let config = serde_json::json!({"seed": 7, "target": "scripted", "only": ["A-*"]});
-    let mut fields = BTreeMap::new();
-    fields.insert("build".to_string(), serde_json::json!("test"));
-    fields.insert("profile".to_string(), serde_json::json!({"tools": ["x"]}));
-    let pin = Pin { fields };
-    let cut = 12;
-    let first = {
+    {
         let j = Journal::create(&path, &config, None).unwrap();
-        j.record_pin(&pin).unwrap();
-        exchanges(&j.wrap(target()), cut)
-    };
-    let rec = journal::read(&path).unwrap();
-    let j = Journal::resume(&path, &rec, None, 1_700_000_200_000).unwrap();
-    j.record_pin(&pin).unwrap();
+        j.record_pin(&pin()).unwrap();
+        exchanges(&j.wrap(target()), CUT);
+    }
+    resume_to_the_end(&path);
+    std::fs::read(&path).unwrap()
+}
+
+/// Resumes the scripted run journaled in `path` and runs it to its end:
+/// the answers replayed are the ones a device gives live.
+fn resume_to_the_end(path: &Path) {
+    let rec = journal::read(path).unwrap();
+    let j = Journal::resume(path, &rec, None, 1_700_000_200_000).unwrap();
+    j.record_pin(&pin()).unwrap();
     let all = exchanges(&j.wrap(target()), usize::MAX);
+    let live = exchanges(&target(), CUT);
     assert_eq!(
-        first[..],
-        all[..cut],
+        live[..],
+        all[..CUT],
         "the replayed answers are the live ones"
     );
     assert_eq!(j.diverged(), None);
+    let stats = j.stats();
+    assert_eq!(
+        (stats.replayed, stats.revived),
+        (CUT as u64 - 1, 2),
+        "{stats:?}"
+    );
     j.record_end(1).unwrap();
-    std::fs::read(&path).unwrap()
 }
 
 /// `"us":N` (how long an exchange took) is the one field that varies.
@@ -342,6 +360,49 @@ fn a_scripted_run_writes_the_bytes_the_old_code_wrote() {
         assert_eq!(w, e, "line {} differs", n + 1);
     }
     assert_eq!(written.lines().count(), expected.lines().count());
+}
+
+/// A run the old code journaled and that stopped is resumed by this code:
+/// it replays the old records and appends what the old code appended.
+#[test]
+fn a_run_journaled_by_the_old_code_resumes() {
+    let old = std::fs::read_to_string(fixture("scripted.ndjson")).unwrap();
+    let stopped: String = old
+        .lines()
+        .take_while(|l| !l.contains(r#""j":"resumed""#))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dir = std::env::temp_dir().join(format!("cetp-journal-old-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(journal::FILE_NAME);
+    std::fs::write(&path, &stopped).unwrap();
+    resume_to_the_end(&path);
+    let written = without_timings(&std::fs::read(&path).unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(written, old);
+}
+
+/// Every record of the old code's journals is written back, by the typed
+/// records, as the very bytes it was.
+#[test]
+fn every_old_record_is_written_back_as_it_was() {
+    for name in [
+        "scripted.ndjson",
+        "sim-run.ndjson",
+        "tcp-run-resumed.ndjson",
+    ] {
+        let text = std::fs::read_to_string(fixture(name)).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let json = cetp_wire::json::parse(line).unwrap();
+            let record = Record::from_json(&json).unwrap_or_else(|e| panic!("{name}:{n}: {e}"));
+            assert_eq!(
+                String::from_utf8(record.to_line()).unwrap(),
+                line,
+                "{name} line {}",
+                n + 1
+            );
+        }
+    }
 }
 
 /// Journals of real runs by the old code read back, and resume: what each
