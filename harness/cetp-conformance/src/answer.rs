@@ -12,8 +12,8 @@
 //!   `session`).
 
 use cetp_proto::bundle::{lone_surrogate_description, Value};
+use cetp_proto::device::CallAnswer;
 use cetp_proto::Bundle;
-use cetp_reference::port::CallAnswer;
 use serde_json::{json, Map, Value as Json};
 
 pub fn value_to_json(v: &Value) -> Json {

@@ -10,11 +10,11 @@ use cetp_proto::descriptor::{
     validate_negotiate, validate_provider_info, validate_tool_list, NegotiateContext, Negotiated,
     Severity, ToolListContext, ToolSummary, Violation,
 };
+use cetp_proto::device::CallAnswer;
 use cetp_proto::envelope::{keys, ExecResult, OpState, Response};
 use cetp_proto::error::{leaks_internal_detail, ErrorCode, V1_ERROR_CODES};
 use cetp_proto::schema::CompiledSchema;
 use cetp_proto::Bundle;
-use cetp_reference::port::CallAnswer;
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 

@@ -12,8 +12,8 @@ use crate::profile::Profile;
 use crate::runner::{identify, wildcard, CaseOutcome, RunConfig};
 use cetp_contract::drift::{diff, diff_tools, revision_rule, Class, DriftReport};
 use cetp_contract::lock::{build, Answers, Built, Lock};
+use cetp_proto::device::CallAnswer;
 use cetp_proto::envelope::{Capability, Common, NegotiateRequest, Response};
-use cetp_reference::port::CallAnswer;
 use serde_json::Value as Json;
 
 pub const LOCK_CASE_ID: &str = "LOCK-001";

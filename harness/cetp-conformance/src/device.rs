@@ -4,10 +4,10 @@
 //! probe-wire client over any transport. Methods take `&self` so the runner
 //! can issue calls from several threads at once (single-executor tests).
 
+use cetp_proto::device::{CallAnswer, FdRead};
+pub use cetp_proto::device::{DeviceError, ErrorKind, Fault};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
-use cetp_reference::port::{CallAnswer, FdRead};
-use std::fmt;
 
 /// What `hello` told about the device and the caller identity it speaks for.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -22,58 +22,6 @@ pub struct HelloInfo {
     pub fingerprint: String,
     pub now_ms: i64,
     pub ops: Vec<String>,
-}
-
-/// Who is at fault when a device op fails.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
-    /// The harness, the transport, adb or the device broke: INFRA_ERROR,
-    /// never charged to the Provider.
-    Infra,
-    /// The Provider misbehaved at the Binder level (it died, or its answer
-    /// overflowed the Binder buffer): charged to the Provider.
-    Provider,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceError {
-    /// Probe-wire error kind (`timeout`, `provider_died`, ...) or a transport
-    /// condition (`connection_closed`, `io`, `bad_frame`, `frame_too_large`).
-    pub kind: String,
-    pub message: String,
-}
-
-impl DeviceError {
-    pub fn new(kind: &str, message: impl Into<String>) -> Self {
-        DeviceError {
-            kind: kind.to_string(),
-            message: message.into(),
-        }
-    }
-
-    pub fn fault(&self) -> Fault {
-        match self.kind.as_str() {
-            "provider_died" | "transaction_too_large" => Fault::Provider,
-            _ => Fault::Infra,
-        }
-    }
-}
-
-impl fmt::Display for DeviceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)
-    }
-}
-
-impl std::error::Error for DeviceError {}
-
-impl From<cetp_reference::port::PortError> for DeviceError {
-    fn from(e: cetp_reference::port::PortError) -> Self {
-        DeviceError {
-            kind: e.kind,
-            message: e.message,
-        }
-    }
 }
 
 pub trait Device: Send + Sync {
@@ -106,7 +54,7 @@ pub trait Device: Send + Sync {
     /// applicable.
     fn advance_clock(&self, _ms: u64) -> Result<i64, DeviceError> {
         Err(DeviceError::new(
-            "unsupported",
+            ErrorKind::Unsupported,
             "this device cannot move its clock",
         ))
     }

@@ -4,11 +4,11 @@
 //! through the wire codec instead.
 
 use crate::device::{Device, DeviceError, HelloInfo, Target};
+use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
 use cetp_reference::app::ProviderApp;
 use cetp_reference::device::{DeviceClock, DeviceConnection, LocalDevice, IDENTITY_A, IDENTITY_B};
-use cetp_reference::port::{CallAnswer, FdRead};
 use std::sync::Arc;
 
 pub struct LocalTargetDevice {
@@ -63,15 +63,15 @@ impl Device for LocalTargetDevice {
         extras: Option<&Bundle>,
         timeout_ms: u64,
     ) -> Result<CallAnswer, DeviceError> {
-        Ok(self.conn.call(authority, method, arg, extras, timeout_ms)?)
+        self.conn.call(authority, method, arg, extras, timeout_ms)
     }
 
     fn read_fd(&self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError> {
-        Ok(self.conn.read_fd(handle, max_bytes)?)
+        self.conn.read_fd(handle, max_bytes)
     }
 
     fn close_fd(&self, handle: &str) -> Result<(), DeviceError> {
-        Ok(self.conn.close_fd(handle)?)
+        self.conn.close_fd(handle)
     }
 
     fn resolve(
@@ -81,11 +81,11 @@ impl Device for LocalTargetDevice {
         _ui: Option<&serde_json::Value>,
         _timeout_ms: u64,
     ) -> Result<ResolveOutcome, DeviceError> {
-        Ok(self.conn.resolve(handle, decision)?)
+        self.conn.resolve(handle, decision)
     }
 
     fn restart_provider(&self, package: &str) -> Result<(), DeviceError> {
-        Ok(self.conn.device().restart_provider(package)?)
+        self.conn.device().restart_provider(package)
     }
 
     fn advance_clock(&self, ms: u64) -> Result<i64, DeviceError> {

@@ -516,7 +516,7 @@ fn probe_capabilities(
         Some(extras),
         10_000,
     ) {
-        Ok(cetp_reference::port::CallAnswer::Result(Some(b))) => b.get_json("data").ok(),
+        Ok(cetp_proto::device::CallAnswer::Result(Some(b))) => b.get_json("data").ok(),
         _ => None,
     };
     let data = call("negotiate", &extras)?;

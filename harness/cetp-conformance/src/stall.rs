@@ -16,6 +16,7 @@
 //! it to answer by then, so a missing answer judges nothing.
 
 use crate::device::DeviceError;
+use cetp_proto::device::ErrorKind;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -88,7 +89,7 @@ impl Stalls {
     pub fn record<T>(&self, tool: &str, result: &Result<T, DeviceError>) {
         let mut s = self.lock();
         match result {
-            Err(e) if e.kind == "timeout" => {
+            Err(e) if e.kind == ErrorKind::Timeout => {
                 s.provider.hit();
                 s.tools.entry(tool.to_string()).or_default().hit();
             }
@@ -123,7 +124,10 @@ mod tests {
     use super::*;
 
     fn timeout() -> Result<(), DeviceError> {
-        Err(DeviceError::new("timeout", "no answer within 10000 ms"))
+        Err(DeviceError::new(
+            ErrorKind::Timeout,
+            "no answer within 10000 ms",
+        ))
     }
 
     #[test]
@@ -159,11 +163,14 @@ mod tests {
         let s = Stalls::new();
         s.record("t", &timeout());
         s.record("t", &timeout());
-        s.record::<()>("t", &Err(DeviceError::new("connection_closed", "gone")));
+        s.record::<()>(
+            "t",
+            &Err(DeviceError::new(ErrorKind::ConnectionClosed, "gone")),
+        );
         s.record("t", &timeout());
         assert!(s.blocked("t").is_some());
         // A Provider that died answered, in its way: not a hang.
-        s.record::<()>("t", &Err(DeviceError::new("provider_died", "dead")));
+        s.record::<()>("t", &Err(DeviceError::new(ErrorKind::ProviderDied, "dead")));
         assert!(s.blocked("t").is_none());
     }
 }

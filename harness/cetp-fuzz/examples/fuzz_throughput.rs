@@ -7,13 +7,13 @@
 
 use cetp_conformance::checks::{check_answer, AnswerContext};
 use cetp_proto::bundle::Value;
+use cetp_proto::device::CallAnswer;
 use cetp_proto::provider::ProviderCall;
 use cetp_proto::provider::Reply;
 use cetp_proto::schema::DEFAULT_DIALECT;
 use cetp_proto::Bundle;
 use cetp_reference::app::ProviderApp;
 use cetp_reference::device::IDENTITY_A;
-use cetp_reference::port::CallAnswer;
 use cetp_reference::provider::ReferenceProvider;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

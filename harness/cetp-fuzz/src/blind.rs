@@ -7,9 +7,9 @@
 
 use crate::world::World;
 use cetp_conformance::device::{Device, DeviceError, HelloInfo, Target};
+use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
-use cetp_reference::port::{CallAnswer, FdRead};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value as Json};

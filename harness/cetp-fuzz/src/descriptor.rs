@@ -28,12 +28,12 @@ use crate::oracle::{OpenOperations, MAX_ROUNDS};
 use cetp_conformance::device::{Device, DeviceError, HelloInfo, Target};
 use cetp_conformance::interp::{Env, Stop};
 use cetp_conformance::profile::{Counts, Profile};
+use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::envelope::Capability;
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
 use cetp_proto::{Bundle, ErrorCode, Value};
 use cetp_reference::device::{DeviceClock, IDENTITY_B};
-use cetp_reference::port::{CallAnswer, FdRead};
 use cetp_reference::provider::{
     Business, BusinessAnswer, BusinessCall, Described, DescribedTool, Flavour, Latitude,
     ManifestVariant, ProviderConfig, ReferenceProvider,

@@ -978,7 +978,7 @@ impl<'a> Fuzzer<'a> {
 
 fn transcript_snapshot(
     t: &descriptor::Transcript,
-) -> std::collections::HashMap<descriptor::Key, Vec<cetp_reference::port::CallAnswer>> {
+) -> std::collections::HashMap<descriptor::Key, Vec<cetp_proto::device::CallAnswer>> {
     t.snapshot()
 }
 

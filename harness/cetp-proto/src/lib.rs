@@ -8,6 +8,7 @@ pub mod bundle;
 pub mod canonical;
 pub mod catalog;
 pub mod descriptor;
+pub mod device;
 pub mod discovery;
 pub mod envelope;
 pub mod error;

@@ -17,7 +17,8 @@
 //! reports while the Provider finishes the call anyway.
 
 use crate::app::ProviderApp;
-use crate::port::{CallAnswer, ConsumerPort, FdRead, PortError};
+use crate::port::ConsumerPort;
+use cetp_proto::device::{CallAnswer, DeviceError, ErrorKind, FdRead};
 use cetp_proto::provider::{
     Attachment, CallerIdentity, Decision, FdSource, IntentTarget, ProviderCall, Reply,
     ResolveOutcome, ServiceManifest,
@@ -282,7 +283,7 @@ impl LocalDevice {
     /// Kills the process of `package` as `am force-stop` does (probe wire
     /// `restart_provider`). Handles callers hold survive: PendingIntents live
     /// in the system, and a received descriptor stays open in the receiver.
-    pub fn restart_provider(&self, package: &str) -> Result<(), PortError> {
+    pub fn restart_provider(&self, package: &str) -> Result<(), DeviceError> {
         let apps: Vec<_> = self
             .apps()
             .into_iter()
@@ -293,15 +294,15 @@ impl LocalDevice {
             })
             .collect();
         if apps.is_empty() {
-            return Err(PortError::new(
-                "bad_request",
+            return Err(DeviceError::new(
+                ErrorKind::BadRequest,
                 format!("no installed app has package {package:?}"),
             ));
         }
         for app in apps {
             if catch_unwind(AssertUnwindSafe(|| app.restart())).is_err() {
-                return Err(PortError::new(
-                    "provider_died",
+                return Err(DeviceError::new(
+                    ErrorKind::ProviderDied,
                     format!("the app of {package:?} panicked while restarting"),
                 ));
             }
@@ -320,15 +321,15 @@ impl LocalDevice {
     }
 
     /// A new connection for one of the configured identities, by name.
-    pub fn connect_as(&self, name: &str) -> Result<DeviceConnection, PortError> {
+    pub fn connect_as(&self, name: &str) -> Result<DeviceConnection, DeviceError> {
         let identity = self
             .identities()
             .iter()
             .find(|i| i.name == name)
             .cloned()
             .ok_or_else(|| {
-                PortError::new(
-                    "unsupported",
+                DeviceError::new(
+                    ErrorKind::Unsupported,
                     format!("this device offers no identity named {name:?}"),
                 )
             })?;
@@ -392,9 +393,9 @@ impl std::fmt::Debug for DeviceConnection {
     }
 }
 
-fn unknown_handle(handle: &str) -> PortError {
-    PortError::new(
-        "unknown_handle",
+fn unknown_handle(handle: &str) -> DeviceError {
+    DeviceError::new(
+        ErrorKind::UnknownHandle,
         format!("this connection holds no handle {handle:?}"),
     )
 }
@@ -425,10 +426,10 @@ impl DeviceConnection {
         arg: Option<&str>,
         extras: Option<&Bundle>,
         timeout_ms: u64,
-    ) -> Result<CallAnswer, PortError> {
+    ) -> Result<CallAnswer, DeviceError> {
         let app = self.device.app_for_authority(authority).ok_or_else(|| {
-            PortError::new(
-                "unknown_authority",
+            DeviceError::new(
+                ErrorKind::UnknownAuthority,
                 format!("no provider is installed for authority {authority:?}"),
             )
         })?;
@@ -447,15 +448,15 @@ impl DeviceConnection {
                 // Android restarts a crashed Provider process on the next
                 // call; the caller saw a DeadObjectException.
                 let _ = catch_unwind(AssertUnwindSafe(|| app.restart()));
-                return Err(PortError::new(
-                    "provider_died",
+                return Err(DeviceError::new(
+                    ErrorKind::ProviderDied,
                     format!("the provider of {authority:?} crashed during {method:?}"),
                 ));
             }
         };
         if timeout_ms > 0 && started.elapsed() > Duration::from_millis(timeout_ms) {
-            return Err(PortError::new(
-                "timeout",
+            return Err(DeviceError::new(
+                ErrorKind::Timeout,
                 format!(
                     "the provider took longer than {timeout_ms} ms; the call completed on the provider side"
                 ),
@@ -483,7 +484,7 @@ impl DeviceConnection {
     /// Reads a descriptor once, to EOF or to `max_bytes` (capped at the
     /// device's `max_read_bytes`), then closes it. Never allocates more than
     /// that cap, whatever the descriptor claims or holds.
-    pub fn read_fd(&self, handle: &str, max_bytes: u64) -> Result<FdRead, PortError> {
+    pub fn read_fd(&self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError> {
         let (src, writable) = {
             let mut h = lock(&self.handles);
             let writable = h.writable.remove(handle);
@@ -498,7 +499,7 @@ impl DeviceConnection {
     }
 
     /// Closes a descriptor unread.
-    pub fn close_fd(&self, handle: &str) -> Result<(), PortError> {
+    pub fn close_fd(&self, handle: &str) -> Result<(), DeviceError> {
         let mut h = lock(&self.handles);
         h.writable.remove(handle);
         h.fds
@@ -509,7 +510,7 @@ impl DeviceConnection {
 
     /// Launches a PendingIntent as this connection's app and plays `decision`
     /// in the confirmation UI. Uses the handle up.
-    pub fn resolve(&self, handle: &str, decision: Decision) -> Result<ResolveOutcome, PortError> {
+    pub fn resolve(&self, handle: &str, decision: Decision) -> Result<ResolveOutcome, DeviceError> {
         let held = lock(&self.handles)
             .intents
             .remove(handle)
@@ -526,8 +527,8 @@ impl DeviceConnection {
         }))
         .map_err(|_| {
             let _ = catch_unwind(AssertUnwindSafe(|| held.app.restart()));
-            PortError::new(
-                "provider_died",
+            DeviceError::new(
+                ErrorKind::ProviderDied,
                 format!(
                     "the confirmation activity of {:?} crashed",
                     held.target.creator_package
@@ -624,7 +625,7 @@ impl ConsumerPort for DeviceConnection {
         self.device.clock().sleep(ms)
     }
 
-    fn discover(&mut self) -> Result<Vec<ServiceManifest>, PortError> {
+    fn discover(&mut self) -> Result<Vec<ServiceManifest>, DeviceError> {
         Ok(self.device.discover())
     }
 
@@ -635,19 +636,19 @@ impl ConsumerPort for DeviceConnection {
         arg: Option<&str>,
         extras: Option<&Bundle>,
         timeout_ms: u64,
-    ) -> Result<CallAnswer, PortError> {
+    ) -> Result<CallAnswer, DeviceError> {
         DeviceConnection::call(self, authority, method, arg, extras, timeout_ms)
     }
 
-    fn read_fd(&mut self, handle: &str, max_bytes: u64) -> Result<FdRead, PortError> {
+    fn read_fd(&mut self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError> {
         DeviceConnection::read_fd(self, handle, max_bytes)
     }
 
-    fn close_fd(&mut self, handle: &str) -> Result<(), PortError> {
+    fn close_fd(&mut self, handle: &str) -> Result<(), DeviceError> {
         DeviceConnection::close_fd(self, handle)
     }
 
-    fn resolve(&mut self, handle: &str, decision: Decision) -> Result<ResolveOutcome, PortError> {
+    fn resolve(&mut self, handle: &str, decision: Decision) -> Result<ResolveOutcome, DeviceError> {
         DeviceConnection::resolve(self, handle, decision)
     }
 }

@@ -4,6 +4,7 @@
 mod scripted;
 
 use cetp_proto::canonical::sha256_hex;
+use cetp_proto::device::{CallAnswer, DeviceError, ErrorKind};
 use cetp_proto::envelope::{keys, OpState, Response};
 use cetp_proto::provider::{Decision, FdSource, Reply};
 use cetp_proto::{ErrorCode, Value};
@@ -12,7 +13,6 @@ use cetp_reference::consumer::{
     Refusal, Started, Unattended,
 };
 use cetp_reference::device::{DeviceConnection, LocalDevice};
-use cetp_reference::port::{CallAnswer, PortError};
 use scripted::*;
 use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -259,7 +259,7 @@ fn same_request_id_after_port_timeouts() {
     let mut port = HookPort::new(&mut r.conn, |method, answer| {
         if method == "execute_tool" && lost < 2 {
             lost += 1;
-            Err(PortError::new("timeout", "lost"))
+            Err(DeviceError::new(ErrorKind::Timeout, "lost"))
         } else {
             answer
         }
@@ -291,7 +291,7 @@ fn after_timeouts_run_out_the_error_carries_the_id_and_a_rerun_reuses_it() {
     {
         let mut port = HookPort::new(&mut r.conn, |method, answer| {
             if method == "execute_tool" {
-                Err(PortError::new("timeout", "lost"))
+                Err(DeviceError::new(ErrorKind::Timeout, "lost"))
             } else {
                 answer
             }
@@ -303,7 +303,7 @@ fn after_timeouts_run_out_the_error_carries_the_id_and_a_rerun_reuses_it() {
         {
             ConsumerError::Device(d) => {
                 assert_eq!(d.request_id.as_deref(), Some(exec.request_id.as_str()));
-                assert_eq!(d.error.kind, "timeout");
+                assert_eq!(d.error.kind, ErrorKind::Timeout);
             }
             other => panic!("{other}"),
         }

@@ -3,6 +3,7 @@
 
 mod scripted;
 
+use cetp_proto::device::{CallAnswer, ErrorKind};
 use cetp_proto::envelope::keys;
 use cetp_proto::provider::{Attachment, Decision, FdSource, Reply};
 use cetp_proto::{Bundle, FdValue, PendingIntentValue, Value};
@@ -10,7 +11,7 @@ use cetp_reference::app::ProviderApp;
 use cetp_reference::device::{
     DeviceClock, DeviceConfig, DeviceConnection, LocalDevice, IDENTITY_A, IDENTITY_B,
 };
-use cetp_reference::port::{CallAnswer, ConsumerPort};
+use cetp_reference::port::ConsumerPort;
 use scripted::*;
 use std::sync::Arc;
 
@@ -96,11 +97,17 @@ fn handles_are_fresh_and_scoped_to_the_connection() {
     assert_eq!(fd_of(&call(&a)), "fd-2");
 
     // Connection b has its own numbering and cannot reach a's objects.
-    assert_eq!(b.read_fd("fd-2", 10).unwrap_err().kind, "unknown_handle");
-    assert_eq!(b.close_fd("fd-1").unwrap_err().kind, "unknown_handle");
+    assert_eq!(
+        b.read_fd("fd-2", 10).unwrap_err().kind,
+        ErrorKind::UnknownHandle
+    );
+    assert_eq!(
+        b.close_fd("fd-1").unwrap_err().kind,
+        ErrorKind::UnknownHandle
+    );
     assert_eq!(
         b.resolve("pi-1", Decision::Approve).unwrap_err().kind,
-        "unknown_handle"
+        ErrorKind::UnknownHandle
     );
     assert_eq!(fd_of(&call(&b)), "fd-1");
     assert_eq!(b.held_handles(), vec!["fd-1", "pi-1"]);
@@ -124,20 +131,29 @@ fn handles_are_used_up() {
     let r = conn.read_fd("fd-1", 2).unwrap();
     assert_eq!(r.bytes, b"ab");
     assert!(!r.eof);
-    assert_eq!(conn.read_fd("fd-1", 2).unwrap_err().kind, "unknown_handle");
+    assert_eq!(
+        conn.read_fd("fd-1", 2).unwrap_err().kind,
+        ErrorKind::UnknownHandle
+    );
     conn.resolve("pi-1", Decision::Approve).unwrap();
     assert_eq!(
         conn.resolve("pi-1", Decision::Approve).unwrap_err().kind,
-        "unknown_handle"
+        ErrorKind::UnknownHandle
     );
     call(&conn);
     conn.close_fd("fd-2").unwrap();
-    assert_eq!(conn.close_fd("fd-2").unwrap_err().kind, "unknown_handle");
+    assert_eq!(
+        conn.close_fd("fd-2").unwrap_err().kind,
+        ErrorKind::UnknownHandle
+    );
     // A PendingIntent is not a descriptor.
-    assert_eq!(conn.read_fd("pi-2", 1).unwrap_err().kind, "unknown_handle");
+    assert_eq!(
+        conn.read_fd("pi-2", 1).unwrap_err().kind,
+        ErrorKind::UnknownHandle
+    );
     assert_eq!(
         conn.close_fd("nonsense").unwrap_err().kind,
-        "unknown_handle"
+        ErrorKind::UnknownHandle
     );
 }
 
@@ -205,7 +221,7 @@ fn device_errors() {
         conn.call("no.such.authority", "negotiate", None, None, 0)
             .unwrap_err()
             .kind,
-        "unknown_authority"
+        ErrorKind::UnknownAuthority
     );
     assert_eq!(
         conn.call(AUTHORITY, "throw", None, None, 0).unwrap(),
@@ -224,10 +240,13 @@ fn device_errors() {
         conn.call(AUTHORITY, "crash", None, None, 0)
     }))
     .expect("the device must not panic");
-    assert_eq!(died.unwrap_err().kind, "provider_died");
+    assert_eq!(died.unwrap_err().kind, ErrorKind::ProviderDied);
     assert_eq!(app.restarts.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert!(conn.call(AUTHORITY, "negotiate", None, None, 0).is_ok());
-    assert_eq!(device.connect_as("c").unwrap_err().kind, "unsupported");
+    assert_eq!(
+        device.connect_as("c").unwrap_err().kind,
+        ErrorKind::Unsupported
+    );
 }
 
 #[test]
@@ -245,7 +264,7 @@ fn discover_restart_and_identities() {
     assert_eq!(app.restarts.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_eq!(
         device.restart_provider("com.unknown").unwrap_err().kind,
-        "bad_request"
+        ErrorKind::BadRequest
     );
     assert_eq!(IDENTITY_A.uid, 10123);
     assert_eq!(IDENTITY_A.packages, &["com.clawseed.probe"]);
@@ -307,7 +326,7 @@ fn slow_answers_past_the_timeout_are_dropped() {
         conn.call(AUTHORITY, "slow", None, None, 5)
             .unwrap_err()
             .kind,
-        "timeout"
+        ErrorKind::Timeout
     );
     // The Provider still ran it.
     assert_eq!(app.seen_method("slow").len(), 1);

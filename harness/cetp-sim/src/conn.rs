@@ -707,7 +707,7 @@ impl Conn {
         self.sim
             .restart_package(package)
             .map(|()| Empty.to_ok())
-            .map_err(|e| WireError::new(ErrorKind::parse(&e.kind), e.message))
+            .map_err(|e| WireError::new(e.kind, e.message))
     }
 
     fn host_provider(&self, p: &HostProviderParams) -> Result<Map, WireError> {

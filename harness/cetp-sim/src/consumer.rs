@@ -6,6 +6,7 @@
 
 use crate::handles::AppRef;
 use crate::Sim;
+use cetp_proto::device::{CallAnswer, DeviceError, ErrorKind, FdRead};
 use cetp_proto::provider::{
     Attachment, CallerIdentity, Decision, FdSource, IntentTarget, ProviderCall, Reply,
     ResolveOutcome, ServiceManifest,
@@ -13,7 +14,7 @@ use cetp_proto::provider::{
 use cetp_proto::{Bundle, Value};
 use cetp_reference::app::launch_intent;
 use cetp_reference::consumer::{ConsumerConfig, ConsumerFault, DrivenConsumer};
-use cetp_reference::port::{CallAnswer, ConsumerPort, FdRead, PortError};
+use cetp_reference::port::ConsumerPort;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -101,8 +102,8 @@ impl SimPort {
     }
 }
 
-fn port_error(e: cetp_wire::WireError) -> PortError {
-    PortError::new(e.kind.as_str(), e.message)
+fn port_error(e: cetp_wire::WireError) -> DeviceError {
+    DeviceError::new(e.kind, e.message)
 }
 
 impl ConsumerPort for SimPort {
@@ -114,7 +115,7 @@ impl ConsumerPort for SimPort {
         self.sim.device().clock().advance(ms);
     }
 
-    fn discover(&mut self) -> Result<Vec<ServiceManifest>, PortError> {
+    fn discover(&mut self) -> Result<Vec<ServiceManifest>, DeviceError> {
         Ok(self.sim.discover())
     }
 
@@ -125,10 +126,10 @@ impl ConsumerPort for SimPort {
         arg: Option<&str>,
         extras: Option<&Bundle>,
         timeout_ms: u64,
-    ) -> Result<CallAnswer, PortError> {
+    ) -> Result<CallAnswer, DeviceError> {
         let app = self.sim.app_for(authority).ok_or_else(|| {
-            PortError::new(
-                "unknown_authority",
+            DeviceError::new(
+                ErrorKind::UnknownAuthority,
                 format!("no provider is installed for authority {authority:?}"),
             )
         })?;
@@ -167,14 +168,13 @@ impl ConsumerPort for SimPort {
         }
     }
 
-    fn read_fd(&mut self, handle: &str, max_bytes: u64) -> Result<FdRead, PortError> {
-        let held = self
-            .held
-            .remove(handle)
-            .ok_or_else(|| PortError::new("unknown_handle", format!("no fd {handle:?}")))?;
+    fn read_fd(&mut self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError> {
+        let held = self.held.remove(handle).ok_or_else(|| {
+            DeviceError::new(ErrorKind::UnknownHandle, format!("no fd {handle:?}"))
+        })?;
         let Attachment::File(src) = held.attachment else {
-            return Err(PortError::new(
-                "unknown_handle",
+            return Err(DeviceError::new(
+                ErrorKind::UnknownHandle,
                 format!("{handle:?} is no fd"),
             ));
         };
@@ -197,21 +197,20 @@ impl ConsumerPort for SimPort {
         })
     }
 
-    fn close_fd(&mut self, handle: &str) -> Result<(), PortError> {
+    fn close_fd(&mut self, handle: &str) -> Result<(), DeviceError> {
         self.held
             .remove(handle)
             .map(|_| ())
-            .ok_or_else(|| PortError::new("unknown_handle", format!("no fd {handle:?}")))
+            .ok_or_else(|| DeviceError::new(ErrorKind::UnknownHandle, format!("no fd {handle:?}")))
     }
 
-    fn resolve(&mut self, handle: &str, decision: Decision) -> Result<ResolveOutcome, PortError> {
-        let held = self
-            .held
-            .remove(handle)
-            .ok_or_else(|| PortError::new("unknown_handle", format!("no intent {handle:?}")))?;
+    fn resolve(&mut self, handle: &str, decision: Decision) -> Result<ResolveOutcome, DeviceError> {
+        let held = self.held.remove(handle).ok_or_else(|| {
+            DeviceError::new(ErrorKind::UnknownHandle, format!("no intent {handle:?}"))
+        })?;
         let Attachment::Intent(target) = held.attachment else {
-            return Err(PortError::new(
-                "unknown_handle",
+            return Err(DeviceError::new(
+                ErrorKind::UnknownHandle,
                 format!("{handle:?} is no intent"),
             ));
         };

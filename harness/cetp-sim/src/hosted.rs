@@ -190,8 +190,8 @@ impl HostedProvider {
             return Err(died(&self.authority));
         }
         if let ReplyOutcome::Fail { kind } = &reply.outcome {
-            return Err(match kind.as_str() {
-                "timeout" => WireError::new(
+            return Err(match kind {
+                ErrorKind::Timeout => WireError::new(
                     ErrorKind::Timeout,
                     format!(
                         "the scripted provider of {:?} never answered",
@@ -474,8 +474,9 @@ impl Hosting {
                     "`throw` {class:?}: this device throws only {PROBE_THROWABLE:?}"
                 ))
             }
-            ReplyOutcome::Fail { kind } if kind != "timeout" => unsupported(format!(
-                "`fail` {kind:?}: the provider runs in the probe's own process, which must not die"
+            ReplyOutcome::Fail { kind } if *kind != ErrorKind::Timeout => unsupported(format!(
+                "`fail` {:?}: the provider runs in the probe's own process, which must not die",
+                kind.as_str()
             )),
             ReplyOutcome::Result {
                 result: Some(b), ..
@@ -777,13 +778,13 @@ mod hosting_tests {
             ),
             (
                 ReplyOutcome::Fail {
-                    kind: "timeout".into(),
+                    kind: ErrorKind::Timeout,
                 },
                 true,
             ),
             (
                 ReplyOutcome::Fail {
-                    kind: "provider_died".into(),
+                    kind: ErrorKind::ProviderDied,
                 },
                 false,
             ),

@@ -456,7 +456,7 @@ impl Sim {
     pub(crate) fn restart_package(
         &self,
         package: &str,
-    ) -> Result<(), cetp_reference::port::PortError> {
+    ) -> Result<(), cetp_proto::device::DeviceError> {
         if self.hosted.has_package(package) {
             // A scripted Provider keeps nothing in memory worth losing.
             self.log('I', &format!("force-stop {package} (scripted provider)"));

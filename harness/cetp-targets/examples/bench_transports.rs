@@ -11,8 +11,8 @@
 //! ```
 
 use cetp_conformance::device::{Device, Target};
+use cetp_proto::device::CallAnswer;
 use cetp_proto::{Bundle, Value};
-use cetp_reference::port::CallAnswer;
 use cetp_reference::provider::AUTHORITY;
 use cetp_sim::{Sim, SimConfig};
 use cetp_targets::{open, TargetSpec};

@@ -8,7 +8,7 @@ use cetp_reference::consumer::ActOutcome;
 use cetp_transport::client::{ClientConfig, EventStream, ProbeClient};
 use cetp_wire::json::Json as WireJson;
 use cetp_wire::ops::{HostProviderParams, IncomingCall, OpRequest, ReplyOutcome, ReplyParams};
-use cetp_wire::Map;
+use cetp_wire::{ErrorKind, Map};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -150,7 +150,7 @@ pub struct WireConsumer {
     /// The `reply` extensions it plays (`hello`'s `reply_extensions`).
     pub extensions: Vec<String>,
     /// The `fail` kinds it plays (`hello`'s `reply_fail`).
-    pub fail_kinds: Vec<String>,
+    pub fail_kinds: Vec<ErrorKind>,
     /// What it hosts the Provider as (`hello`'s `hosted_provider`).
     pub hosted: Option<HostedAs>,
     /// The adb forward this connection goes through, removed on drop.
@@ -255,7 +255,10 @@ impl WireConsumer {
         };
         let ops = strings("ops");
         w.extensions = strings("reply_extensions");
-        w.fail_kinds = strings("reply_fail");
+        w.fail_kinds = strings("reply_fail")
+            .iter()
+            .map(|k| ErrorKind::parse(k))
+            .collect();
         let hello_json = WireJson::Object(hello.clone())
             .to_serde()
             .map_err(|e| format!("hello: {e:?}"))?;
@@ -337,7 +340,7 @@ impl ConsumerDevice for WireConsumer {
         self.extensions.clone()
     }
 
-    fn reply_fail(&self) -> Vec<String> {
+    fn reply_fail(&self) -> Vec<ErrorKind> {
         self.fail_kinds.clone()
     }
 

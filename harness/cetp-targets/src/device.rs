@@ -1,9 +1,9 @@
 //! The runner's blocking [`Device`] over the async probe-wire client.
 
 use cetp_conformance::device::{Device, DeviceError, HelloInfo};
+use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
-use cetp_reference::port::{CallAnswer, FdRead};
 use cetp_transport::adb::{Adb, ProbeInstrumentation};
 use cetp_transport::{ui_to_wire, ClientStats, ProbeClient, TransportError};
 use cetp_wire::{ErrorKind, HelloOk};
@@ -146,16 +146,16 @@ struct ClockSync {
 
 /// Error kinds after which the device log is worth attaching: the
 /// connection, the probe or the Provider's process misbehaved.
-fn wants_logcat(kind: &str) -> bool {
+fn wants_logcat(kind: &ErrorKind) -> bool {
     matches!(
         kind,
-        "connection_closed"
-            | "timeout"
-            | "bad_frame"
-            | "frame_too_large"
-            | "io"
-            | "provider_died"
-            | "transaction_too_large"
+        ErrorKind::ConnectionClosed
+            | ErrorKind::Timeout
+            | ErrorKind::BadFrame
+            | ErrorKind::FrameTooLarge
+            | ErrorKind::Io
+            | ErrorKind::ProviderDied
+            | ErrorKind::TransactionTooLarge
     )
 }
 
@@ -245,7 +245,7 @@ impl ProbeDevice {
         let abilities = lock(&self.abilities).clone()?;
         abilities.lacks(op).then(|| {
             DeviceError::new(
-                "unsupported",
+                ErrorKind::Unsupported,
                 format!(
                     "identity {}: the device cannot `{op}` here (its hello leaves it out of ops): {}",
                     self.identity,
@@ -280,7 +280,7 @@ impl ProbeDevice {
     fn device_error(&self, e: TransportError) -> DeviceError {
         let mut message = e.to_string();
         if let Some(side) = &self.adb {
-            if wants_logcat(e.kind()) {
+            if wants_logcat(&e.kind()) {
                 message.push_str(&self.logcat_note(side));
             }
         }
@@ -448,12 +448,12 @@ impl Device for ProbeDevice {
             )?;
         let ok = reply
             .result
-            .map_err(|e| DeviceError::new(e.kind.as_str(), e.message.clone()))?;
+            .map_err(|e| DeviceError::new(e.kind.clone(), e.message.clone()))?;
         let now = ok
             .get("now_ms")
             .and_then(cetp_wire::Json::as_i64)
             .ok_or_else(|| {
-                DeviceError::new("bad_frame", "advance_clock answered without now_ms")
+                DeviceError::new(ErrorKind::BadFrame, "advance_clock answered without now_ms")
             })?;
         *lock(&self.clock) = Some(ClockSync {
             device_ms: now,

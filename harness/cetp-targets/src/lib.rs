@@ -33,6 +33,7 @@ pub use spec::{AdbSpec, IdentityB, SimSpec, SpecError, TargetSpec, TcpSpec};
 pub use trace::{TracedFrame, WireTrace};
 
 use cetp_conformance::device::Target;
+use cetp_proto::device::{AdbErrorKind, ErrorKind};
 use cetp_sim::Sim;
 use cetp_transport::adb::{Adb, AdbConfig, ProbeInstrumentation, PROBE_SOCKET_A, PROBE_SOCKET_B};
 use cetp_transport::{inproc, tcp, ClientConfig, ProbeClient, Tap, TransportError};
@@ -63,12 +64,24 @@ pub enum TargetError {
 
 impl TargetError {
     /// `bad_target`, `runtime`, `sim`, or the transport error's kind.
-    pub fn kind(&self) -> &str {
+    pub fn kind(&self) -> String {
         match self {
-            TargetError::Spec(_) => "bad_target",
-            TargetError::Runtime(_) => "runtime",
-            TargetError::Sim(_) => "sim",
-            TargetError::Setup { error, .. } | TargetError::Connect { error, .. } => error.kind(),
+            TargetError::Spec(_) => "bad_target".into(),
+            TargetError::Runtime(_) => "runtime".into(),
+            TargetError::Sim(_) => "sim".into(),
+            TargetError::Setup { error, .. } | TargetError::Connect { error, .. } => {
+                error.kind().to_string()
+            }
+        }
+    }
+
+    /// The device error kind, when a transport error caused this one.
+    pub fn device_kind(&self) -> Option<ErrorKind> {
+        match self {
+            TargetError::Setup { error, .. } | TargetError::Connect { error, .. } => {
+                Some(error.kind())
+            }
+            _ => None,
         }
     }
 }
@@ -321,8 +334,11 @@ pub async fn install_apks_async(adb: &Adb, s: &AdbSpec) -> Result<(), (String, T
 /// How a probe that does not listen yet shows: through a forward, as a
 /// connection closed at the first request; relayed by the server, as the
 /// server's refusal of the socket.
-pub(crate) fn probe_not_listening(kind: &str) -> bool {
-    matches!(kind, "connection_closed" | "io" | "adb_command_failed")
+pub(crate) fn probe_not_listening(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::ConnectionClosed | ErrorKind::Io | ErrorKind::Adb(AdbErrorKind::CommandFailed)
+    )
 }
 
 /// How often to try the probe's socket while a probe just started comes up.
@@ -360,7 +376,10 @@ fn start_and_connect(
         match connect_adb(rt, adb, gate, socket, identity, opts, op_timeout) {
             Ok(dev) => break Ok(dev),
             Err(e) if probe.has_ended() => break Err(probe_ended(e, &probe)),
-            Err(e) if probe_not_listening(e.kind()) && Instant::now() + PROBE_RETRY < deadline => {
+            Err(e)
+                if e.device_kind().is_some_and(probe_not_listening)
+                    && Instant::now() + PROBE_RETRY < deadline =>
+            {
                 std::thread::sleep(PROBE_RETRY);
             }
             Err(e) => break Err(e),
@@ -439,10 +458,10 @@ fn connect_adb(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cetp_proto::device::CallAnswer;
     use cetp_proto::discovery::parse_declared;
     use cetp_proto::envelope::keys;
     use cetp_proto::{Bundle, Value};
-    use cetp_reference::port::CallAnswer;
     use cetp_reference::provider::{NOTES_AUTHORITY, NOTES_PACKAGE};
 
     fn answer(a: CallAnswer) -> Bundle {

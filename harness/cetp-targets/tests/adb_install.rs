@@ -10,6 +10,7 @@
 mod common;
 
 use cetp_adbd::{BoxFuture, DeviceServices, DuplexStream, FileStat, ShellOutput};
+use cetp_proto::device::{AdbErrorKind, ErrorKind};
 use cetp_targets::{open, TargetSpec};
 use common::{adb_or_skip, session_sim_config, AdbServer};
 use std::sync::{Arc, Mutex};
@@ -187,7 +188,11 @@ fn an_install_slower_than_the_op_timeout_completes() {
     let Err(e) = open(&spec) else {
         panic!("an install slower than install_timeout_ms completed")
     };
-    assert_eq!(e.kind(), "adb_timeout", "{e}");
+    assert_eq!(
+        e.device_kind(),
+        Some(ErrorKind::Adb(AdbErrorKind::Timeout)),
+        "{e}"
+    );
     assert!(e.to_string().contains("within 1000 ms"), "{e}");
 }
 

@@ -8,6 +8,7 @@
 
 mod common;
 
+use cetp_proto::device::{AdbErrorKind, ErrorKind};
 use cetp_targets::{open, TargetSpec};
 use common::{adb_or_skip, run_session, session_sim_config, AdbServer, SimHost};
 
@@ -120,7 +121,11 @@ fn the_serial_picks_the_device_when_several_are_attached() {
     // Without a serial, two devices are ambiguous: a named error, not a guess.
     let spec = TargetSpec::parse(&format!("adb,server={}", server.addr())).unwrap();
     let e = open(&spec).err().expect("ambiguous device must fail");
-    assert_eq!(e.kind(), "adb_device_ambiguous", "{e}");
+    assert_eq!(
+        e.device_kind(),
+        Some(ErrorKind::Adb(AdbErrorKind::DeviceAmbiguous)),
+        "{e}"
+    );
 }
 
 mod no_restart {
@@ -230,8 +235,8 @@ mod no_restart {
 /// the host then restarts the Provider over adb with `am force-stop`.
 #[test]
 fn restart_falls_back_to_am_force_stop() {
+    use cetp_proto::device::CallAnswer;
     use cetp_proto::{Bundle, Value};
-    use cetp_reference::port::CallAnswer;
     use cetp_reference::provider::{AUTHORITY, PACKAGE};
 
     let Some(adb) = adb_or_skip("restart_falls_back_to_am_force_stop") else {

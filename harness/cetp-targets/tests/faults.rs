@@ -4,6 +4,7 @@
 mod common;
 
 use cetp_conformance::device::{DeviceError, Target};
+use cetp_proto::device::{AdbErrorKind, ErrorKind};
 use cetp_targets::{open_with, OpenOptions, TargetSpec};
 use cetp_transport::ClientConfig;
 use common::{adb_or_skip, honest_hello, Act, AdbServer, ScriptedPeer, SimHost};
@@ -39,7 +40,7 @@ fn call_bound() -> Duration {
 
 #[track_caller]
 fn expect_kind<T: std::fmt::Debug>(
-    kind: &str,
+    kind: ErrorKind,
     bound: Duration,
     f: impl FnOnce() -> Result<T, DeviceError>,
 ) -> DeviceError {
@@ -55,7 +56,7 @@ fn expect_kind<T: std::fmt::Debug>(
     e
 }
 
-fn call(t: &Target) -> Result<cetp_reference::port::CallAnswer, DeviceError> {
+fn call(t: &Target) -> Result<cetp_proto::device::CallAnswer, DeviceError> {
     t.a.call(
         cetp_reference::provider::AUTHORITY,
         "negotiate",
@@ -69,11 +70,13 @@ fn call(t: &Target) -> Result<cetp_reference::port::CallAnswer, DeviceError> {
 fn a_peer_that_drops_the_connection_mid_call() {
     let peer = ScriptedPeer::start(|op, id| honest_hello(op, id).unwrap_or(Act::Close));
     let t = open_spec(&peer.spec());
-    expect_kind("connection_closed", call_bound(), || call(&t));
+    expect_kind(ErrorKind::ConnectionClosed, call_bound(), || call(&t));
     // Everything after fails at once, with the same name.
-    expect_kind("connection_closed", Duration::from_millis(100), || {
-        t.a.discover()
-    });
+    expect_kind(
+        ErrorKind::ConnectionClosed,
+        Duration::from_millis(100),
+        || t.a.discover(),
+    );
 }
 
 #[test]
@@ -87,9 +90,11 @@ fn a_frame_that_stalls_mid_line_times_out() {
     });
     let t = open_spec(&peer.spec());
     let start = Instant::now();
-    let e = expect_kind("timeout", call_bound() + Duration::from_secs(1), || {
-        call(&t)
-    });
+    let e = expect_kind(
+        ErrorKind::Timeout,
+        call_bound() + Duration::from_secs(1),
+        || call(&t),
+    );
     assert!(start.elapsed() >= Duration::from_millis(CALL_MS), "{e}");
 }
 
@@ -110,9 +115,13 @@ fn an_oversized_frame_closes_the_connection() {
             honest_hello(op, id).unwrap_or_else(|| Act::Send(body.clone()))
         });
         let t = open_spec(&peer.spec());
-        let e = expect_kind("frame_too_large", call_bound(), || call(&t));
+        let e = expect_kind(ErrorKind::FrameTooLarge, call_bound(), || call(&t));
         assert!(e.message.contains("16777216"), "{name}: {e}");
-        expect_kind("connection_closed", Duration::from_millis(100), || call(&t));
+        expect_kind(
+            ErrorKind::ConnectionClosed,
+            Duration::from_millis(100),
+            || call(&t),
+        );
     }
 }
 
@@ -128,10 +137,12 @@ fn garbage_bytes_on_the_socket() {
         honest_hello(op, id).unwrap_or_else(|| Act::Send(g.clone()))
     });
     let t = open_spec(&peer.spec());
-    expect_kind("bad_frame", call_bound(), || call(&t));
-    expect_kind("connection_closed", Duration::from_millis(100), || {
-        t.a.hello()
-    });
+    expect_kind(ErrorKind::BadFrame, call_bound(), || call(&t));
+    expect_kind(
+        ErrorKind::ConnectionClosed,
+        Duration::from_millis(100),
+        || t.a.hello(),
+    );
 
     // Instead of hello: the target does not open, and says why.
     let peer = ScriptedPeer::start(move |_, _| Act::Send(garbage.clone()));
@@ -140,7 +151,7 @@ fn garbage_bytes_on_the_socket() {
     let e = open_with(&spec, &opts())
         .err()
         .expect("garbage is not a device");
-    assert_eq!(e.kind(), "bad_frame", "{e}");
+    assert_eq!(e.device_kind(), Some(ErrorKind::BadFrame), "{e}");
     assert!(start.elapsed() < Duration::from_millis(OP_MS), "{e}");
 }
 
@@ -152,7 +163,11 @@ fn an_unreachable_or_stalled_adb_server() {
         TargetSpec::parse(&format!("adb:X,server=127.0.0.1:{port},timeout_ms={OP_MS}")).unwrap();
     let start = Instant::now();
     let e = open_with(&spec, &opts()).err().expect("no server");
-    assert_eq!(e.kind(), "adb_server_unreachable", "{e}");
+    assert_eq!(
+        e.device_kind(),
+        Some(ErrorKind::Adb(AdbErrorKind::ServerUnreachable)),
+        "{e}"
+    );
     assert!(start.elapsed() < Duration::from_millis(OP_MS), "{e}");
 
     // A server that accepts and never answers: adb_client would wait forever.
@@ -174,7 +189,11 @@ fn an_unreachable_or_stalled_adb_server() {
         TargetSpec::parse(&format!("adb:X,server=127.0.0.1:{port},timeout_ms={OP_MS}")).unwrap();
     let start = Instant::now();
     let e = open_with(&spec, &opts()).err().expect("stalled server");
-    assert_eq!(e.kind(), "adb_timeout", "{e}");
+    assert_eq!(
+        e.device_kind(),
+        Some(ErrorKind::Adb(AdbErrorKind::Timeout)),
+        "{e}"
+    );
     let elapsed = start.elapsed();
     assert!(
         elapsed >= Duration::from_millis(OP_MS) && elapsed < Duration::from_millis(OP_MS + 1000),
@@ -198,7 +217,11 @@ fn a_missing_or_offline_device() {
     .unwrap();
     let start = Instant::now();
     let e = open_with(&spec, &opts()).err().expect("missing device");
-    assert_eq!(e.kind(), "adb_device_not_found", "{e}");
+    assert_eq!(
+        e.device_kind(),
+        Some(ErrorKind::Adb(AdbErrorKind::DeviceNotFound)),
+        "{e}"
+    );
     assert!(start.elapsed() < bound);
 
     // A device that accepts the connection and never completes the adb
@@ -230,7 +253,11 @@ fn a_missing_or_offline_device() {
     .unwrap();
     let start = Instant::now();
     let e = open_with(&spec, &opts()).err().expect("offline device");
-    assert_eq!(e.kind(), "adb_device_offline", "{e}");
+    assert_eq!(
+        e.device_kind(),
+        Some(ErrorKind::Adb(AdbErrorKind::DeviceOffline)),
+        "{e}"
+    );
     assert!(start.elapsed() < bound);
     let _ = connecting.kill();
     let _ = connecting.wait();
@@ -268,21 +295,27 @@ fn the_adb_server_killed_mid_run() {
         server.kill();
         let (e, elapsed, calls) = worker.join().unwrap();
         assert!(calls > 0, "no call got through before the kill");
-        assert_eq!(e.kind, "connection_closed", "{e}");
+        assert_eq!(e.kind, ErrorKind::ConnectionClosed, "{e}");
         assert!(elapsed < bound, "{elapsed:?}");
         // The device log is unavailable too, and the error says why.
         assert!(e.message.contains("adb_server_unreachable"), "{e}");
     });
     // Restarting the Provider needs the probe connection: gone.
-    expect_kind("connection_closed", Duration::from_millis(100), || {
-        t.a.restart_provider(cetp_reference::provider::PACKAGE)
-    });
+    expect_kind(
+        ErrorKind::ConnectionClosed,
+        Duration::from_millis(100),
+        || t.a.restart_provider(cetp_reference::provider::PACKAGE),
+    );
     // Reopening meets the dead server.
     let start = Instant::now();
     let e = open_with(&TargetSpec::parse(&spec).unwrap(), &opts())
         .err()
         .expect("server is dead");
-    assert_eq!(e.kind(), "adb_server_unreachable", "{e}");
+    assert_eq!(
+        e.device_kind(),
+        Some(ErrorKind::Adb(AdbErrorKind::ServerUnreachable)),
+        "{e}"
+    );
     assert!(start.elapsed() < Duration::from_millis(OP_MS));
 }
 
@@ -340,7 +373,7 @@ fn the_device_vanishes_mid_call_behind_adb() {
         host.vanish();
         let (r, elapsed) = worker.join().unwrap();
         let e = r.expect_err("the device is gone");
-        assert_eq!(e.kind, "connection_closed", "{e}");
+        assert_eq!(e.kind, ErrorKind::ConnectionClosed, "{e}");
         // Far sooner than the 10 s the call would have taken.
         assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
     });
@@ -359,7 +392,7 @@ fn negotiate(t: &Target) -> String {
             5_000,
         )
         .unwrap();
-    let cetp_reference::port::CallAnswer::Result(Some(b)) = answer else {
+    let cetp_proto::device::CallAnswer::Result(Some(b)) = answer else {
         panic!("negotiate: {answer:?}");
     };
     b.get_json("data").unwrap()["session_token"]

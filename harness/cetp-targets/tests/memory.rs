@@ -11,6 +11,7 @@
 
 mod common;
 
+use cetp_proto::device::ErrorKind;
 use cetp_targets::{open_with, OpenOptions, TargetSpec};
 use cetp_transport::ClientConfig;
 use cetp_wire::{encode_frame, Frame, OkPayload, ReadFdOk, MAX_FRAME_BYTES};
@@ -62,7 +63,7 @@ struct Case {
     name: &'static str,
     max_bytes: u64,
     script: Box<Script>,
-    expect: Result<u64, &'static str>,
+    expect: Result<u64, ErrorKind>,
 }
 
 const CASES: usize = 5;
@@ -124,7 +125,7 @@ fn memory_case() {
                     times: 1024,
                 })
             }),
-            expect: Err("bad_frame"),
+            expect: Err(ErrorKind::BadFrame),
         },
         Case {
             name: "endless 16 MiB chunk frames (1 GiB offered), max_bytes 8 MiB",
@@ -135,7 +136,7 @@ fn memory_case() {
                     times: 86,
                 })
             }),
-            expect: Err("bad_frame"),
+            expect: Err(ErrorKind::BadFrame),
         },
         Case {
             // The other member order: recognised without the full decoder.
@@ -151,7 +152,7 @@ fn memory_case() {
                     times: 86,
                 })
             }),
-            expect: Err("bad_frame"),
+            expect: Err(ErrorKind::BadFrame),
         },
         Case {
             // Spaces make it non-canonical: every frame goes through the full
@@ -169,7 +170,7 @@ fn memory_case() {
                     times: 256,
                 })
             }),
-            expect: Err("bad_frame"),
+            expect: Err(ErrorKind::BadFrame),
         },
         Case {
             name: "16 MiB read within max_bytes, more pending",

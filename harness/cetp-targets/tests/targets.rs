@@ -3,6 +3,7 @@
 
 mod common;
 
+use cetp_proto::device::ErrorKind;
 use cetp_targets::{open, open_with, target_factory, OpenOptions, TargetSpec, WireTrace};
 use cetp_transport::Direction;
 use std::time::{Duration, Instant};
@@ -46,12 +47,12 @@ fn the_sim_target_speaks_the_wire_for_both_identities() {
 fn device_errors_keep_the_device_kind() {
     let t = open(&TargetSpec::parse("sim").unwrap()).unwrap();
     let e = t.a.read_fd("fd-404", 10).unwrap_err();
-    assert_eq!(e.kind, "unknown_handle", "{e}");
+    assert_eq!(e.kind, ErrorKind::UnknownHandle, "{e}");
     assert_eq!(e.fault(), cetp_conformance::device::Fault::Infra);
     let e =
         t.a.call("no.such.authority", "m", None, None, 1000)
             .unwrap_err();
-    assert_eq!(e.kind, "unknown_authority", "{e}");
+    assert_eq!(e.kind, ErrorKind::UnknownAuthority, "{e}");
 }
 
 #[test]
@@ -94,7 +95,7 @@ fn nothing_to_connect_to_is_named() {
     let e = open(&TargetSpec::parse(&format!("tcp:127.0.0.1:{port},timeout_ms=2000")).unwrap())
         .err()
         .expect("nothing listens");
-    assert_eq!(e.kind(), "io", "{e}");
+    assert_eq!(e.device_kind(), Some(ErrorKind::Io), "{e}");
     assert!(e.to_string().contains("identity a"), "{e}");
     assert!(start.elapsed() < Duration::from_secs(2));
     // A mutant the app has no place for is a wrong target string, found
@@ -115,7 +116,7 @@ fn a_device_that_cannot_restart_says_so_without_adb() {
     });
     let t = open(&TargetSpec::parse(&peer.spec()).unwrap()).unwrap();
     let e = t.a.restart_provider("com.clawseed.reference").unwrap_err();
-    assert_eq!(e.kind, "unsupported", "{e}");
+    assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
 }
 
 /// A device whose `hello` leaves `resolve` and `restart_provider` out of
@@ -160,14 +161,14 @@ fn ops_missing_from_hello_are_named_without_asking_the_device() {
     let e =
         t.a.resolve("pi-1", cetp_proto::provider::Decision::Approve, None, 1000)
             .unwrap_err();
-    assert_eq!(e.kind, "unsupported", "{e}");
+    assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
     assert_eq!(e.fault(), Fault::Infra, "{e}");
     assert!(
         e.message.contains("identity a") && e.message.contains("without `am instrument -w`"),
         "{e}"
     );
     let e = t.a.restart_provider("com.clawseed.reference").unwrap_err();
-    assert_eq!(e.kind, "unsupported", "{e}");
+    assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
     assert!(e.message.contains("`restart_provider`"), "{e}");
     assert_eq!(
         asked.load(Ordering::SeqCst),

@@ -15,9 +15,9 @@
 
 use crate::error::TransportError;
 use base64::Engine as _;
+use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
-use cetp_reference::port::{CallAnswer, FdRead};
 use cetp_wire::ops::{CallParams, ReadFdParams, ResolveParams};
 use cetp_wire::{
     decode_frame, encode_frame, request_id_hint, AsyncFrameReader, CallOk, DiscoverOk, ErrorKind,

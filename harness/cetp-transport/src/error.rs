@@ -2,7 +2,6 @@
 //! runner key on.
 
 use cetp_wire::ErrorKind;
-use std::fmt;
 use std::time::Duration;
 
 /// Why an op over the probe wire did not produce an answer.
@@ -43,15 +42,15 @@ impl TransportError {
     /// Stable kind: `connection_closed`, `timeout`, `frame_too_large`,
     /// `bad_frame`, `io`, a probe-wire error kind (`provider_died`,
     /// `unknown_handle`, ...), or an `adb_*` kind.
-    pub fn kind(&self) -> &str {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            TransportError::ConnectionClosed { .. } => "connection_closed",
-            TransportError::Timeout { .. } => "timeout",
-            TransportError::FrameTooLarge { .. } => "frame_too_large",
-            TransportError::BadFrame { .. } => "bad_frame",
-            TransportError::Io { .. } => "io",
-            TransportError::Device { kind, .. } => kind.as_str(),
-            TransportError::Adb(e) => e.kind.as_str(),
+            TransportError::ConnectionClosed { .. } => ErrorKind::ConnectionClosed,
+            TransportError::Timeout { .. } => ErrorKind::Timeout,
+            TransportError::FrameTooLarge { .. } => ErrorKind::FrameTooLarge,
+            TransportError::BadFrame { .. } => ErrorKind::BadFrame,
+            TransportError::Io { .. } => ErrorKind::Io,
+            TransportError::Device { kind, .. } => kind.clone(),
+            TransportError::Adb(e) => ErrorKind::Adb(e.kind),
         }
     }
 
@@ -84,46 +83,9 @@ impl TransportError {
     }
 }
 
-/// The adb conditions the harness names. Never charged to the Provider.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AdbErrorKind {
-    /// Nothing accepts connections at the adb server address.
-    ServerUnreachable,
-    /// The server does not know the device (or knows none).
-    DeviceNotFound,
-    /// No serial was given and the server has several devices.
-    DeviceAmbiguous,
-    /// The device is attached but `offline`, `unauthorized` or otherwise not
-    /// in the `device` state.
-    DeviceOffline,
-    /// The server or the device dropped the connection mid-request.
-    ConnectionDropped,
-    /// An adb request did not finish in time (adb_client's calls can block
-    /// forever on a stalled server).
-    Timeout,
-    /// The request was refused or the command on the device failed.
-    CommandFailed,
-}
-
-impl AdbErrorKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AdbErrorKind::ServerUnreachable => "adb_server_unreachable",
-            AdbErrorKind::DeviceNotFound => "adb_device_not_found",
-            AdbErrorKind::DeviceAmbiguous => "adb_device_ambiguous",
-            AdbErrorKind::DeviceOffline => "adb_device_offline",
-            AdbErrorKind::ConnectionDropped => "adb_connection_dropped",
-            AdbErrorKind::Timeout => "adb_timeout",
-            AdbErrorKind::CommandFailed => "adb_command_failed",
-        }
-    }
-}
-
-impl fmt::Display for AdbErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The adb conditions the harness names: the core's, so that a device
+/// error carries them as one [`ErrorKind`].
+pub use cetp_proto::device::AdbErrorKind;
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{kind}: {message}")]
@@ -187,7 +149,7 @@ mod tests {
             ),
         ];
         for (e, kind) in cases {
-            assert_eq!(e.kind(), kind, "{e}");
+            assert_eq!(e.kind().as_str(), kind, "{e}");
         }
     }
 

@@ -1,7 +1,7 @@
 //! The probe-wire client against small scripted peers.
 
+use cetp_proto::device::CallAnswer;
 use cetp_proto::{Bundle, Value};
-use cetp_reference::port::CallAnswer;
 use cetp_transport::{ClientConfig, Direction, ProbeClient, TransportError};
 use cetp_wire::{
     decode_frame, encode_frame, AsyncFrameReader, CallOk, ErrorKind, Frame, Map, OkPayload,
@@ -115,7 +115,7 @@ async fn provider_exception_is_an_answer_and_other_errors_are_typed() {
         peer.send(&Frame::error(r.id, WireError::new(kind.clone(), "x")))
             .await;
         let e = t.await.unwrap().unwrap_err();
-        assert_eq!(e.kind(), kind.as_str());
+        assert_eq!(e.kind(), kind);
     }
     let c = client.clone();
     let t = tokio::spawn(async move { c.close_fd("fd-9").await });
@@ -126,7 +126,10 @@ async fn provider_exception_is_an_answer_and_other_errors_are_typed() {
         WireError::new(ErrorKind::UnknownHandle, "no"),
     ))
     .await;
-    assert_eq!(t.await.unwrap().unwrap_err().kind(), "unknown_handle");
+    assert_eq!(
+        t.await.unwrap().unwrap_err().kind(),
+        ErrorKind::UnknownHandle
+    );
 }
 
 #[tokio::test]
@@ -167,7 +170,7 @@ async fn read_fd_collects_chunks_and_checks_them() {
         writable: None,
     };
     peer.send(&bad.to_frame(r.id)).await;
-    assert_eq!(t.await.unwrap().unwrap_err().kind(), "bad_frame");
+    assert_eq!(t.await.unwrap().unwrap_err().kind(), ErrorKind::BadFrame);
 }
 
 #[tokio::test]
@@ -186,10 +189,10 @@ async fn chunks_beyond_max_bytes_stop_the_read_and_the_connection() {
         peer.send(&Frame::chunk(r.id, big.clone())).await;
     }
     let e = t.await.unwrap().unwrap_err();
-    assert_eq!(e.kind(), "bad_frame", "{e}");
+    assert_eq!(e.kind(), ErrorKind::BadFrame, "{e}");
     assert!(e.to_string().contains("more than 1048586 bytes"), "{e}");
     let e = other.await.unwrap().unwrap_err();
-    assert_eq!(e.kind(), "connection_closed", "{e}");
+    assert_eq!(e.kind(), ErrorKind::ConnectionClosed, "{e}");
     assert!(client.is_closed());
 }
 
@@ -203,7 +206,7 @@ async fn a_chunk_over_one_mib_is_refused() {
     peer.send(&Frame::chunk(r.id, vec![1u8; (1 << 20) + 1]))
         .await;
     let e = t.await.unwrap().unwrap_err();
-    assert_eq!(e.kind(), "bad_frame", "{e}");
+    assert_eq!(e.kind(), ErrorKind::BadFrame, "{e}");
     assert!(client.is_closed());
 }
 
@@ -238,12 +241,12 @@ async fn a_closed_stream_fails_every_pending_request_at_once() {
     drop(peer);
     for t in tasks {
         let e = t.await.unwrap().unwrap_err();
-        assert_eq!(e.kind(), "connection_closed", "{e}");
+        assert_eq!(e.kind(), ErrorKind::ConnectionClosed, "{e}");
     }
     assert!(start.elapsed() < Duration::from_secs(2));
     assert!(client.is_closed());
     let e = client.hello().await.unwrap_err();
-    assert_eq!(e.kind(), "connection_closed");
+    assert_eq!(e.kind(), ErrorKind::ConnectionClosed);
 }
 
 #[tokio::test]
@@ -256,7 +259,7 @@ async fn undecodable_lines() {
     let r = peer.request().await;
     peer.raw(format!("{{\"id\":{},\"ok\":5}}\n", r.id).as_bytes())
         .await;
-    assert_eq!(t.await.unwrap().unwrap_err().kind(), "bad_frame");
+    assert_eq!(t.await.unwrap().unwrap_err().kind(), ErrorKind::BadFrame);
     assert!(!client.is_closed());
 
     // Without an id: the stream cannot be trusted any more.
@@ -264,7 +267,7 @@ async fn undecodable_lines() {
     let t = tokio::spawn(async move { c.discover().await });
     peer.request().await;
     peer.raw(b"\x00\xffgarbage\n").await;
-    assert_eq!(t.await.unwrap().unwrap_err().kind(), "bad_frame");
+    assert_eq!(t.await.unwrap().unwrap_err().kind(), ErrorKind::BadFrame);
     assert!(client.is_closed());
     assert_eq!(client.stats().bad_frames, 2);
 }
@@ -278,7 +281,7 @@ async fn a_wrong_answer_shape_is_a_bad_frame() {
     let r = peer.request().await;
     peer.send(&Frame::ok(r.id, Map::new())).await;
     let e = t.await.unwrap().unwrap_err();
-    assert_eq!(e.kind(), "bad_frame");
+    assert_eq!(e.kind(), ErrorKind::BadFrame);
     assert!(e.to_string().contains("hello"), "{e}");
 }
 
@@ -294,7 +297,7 @@ async fn silence_is_a_timeout_and_late_answers_are_dropped() {
     let t = tokio::spawn(async move { c.call("a", "m", None, None, 500).await });
     let r = peer.request().await;
     let e = t.await.unwrap().unwrap_err();
-    assert_eq!(e.kind(), "timeout");
+    assert_eq!(e.kind(), ErrorKind::Timeout);
     assert!(e.to_string().contains("600 ms"), "{e}");
     peer.send(&Frame::ok(r.id, call_ok("late"))).await;
     // The connection is still usable.
@@ -384,7 +387,7 @@ async fn oversized_frames() {
         .call("a", "m", None, Some(&big), 1000)
         .await
         .unwrap_err();
-    assert_eq!(e.kind(), "frame_too_large");
+    assert_eq!(e.kind(), ErrorKind::FrameTooLarge);
     assert!(!client.is_closed());
     // Received: the connection closes.
     let c = client.clone();

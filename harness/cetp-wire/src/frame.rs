@@ -103,63 +103,10 @@ impl fmt::Display for WireError {
     }
 }
 
-/// The error kinds of probe-wire v1; unknown kinds are kept.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum ErrorKind {
-    BadRequest,
-    UnknownOp,
-    UnknownAuthority,
-    ProviderException,
-    ProviderDied,
-    TransactionTooLarge,
-    Timeout,
-    UnknownHandle,
-    Unsupported,
-    /// The device itself is set up wrongly for the call (probe-wire: the
-    /// probe lacks a permission the Provider requires, a locked phone...);
-    /// the message names the fix. Never the Provider's fault.
-    DeviceError,
-    Other(String),
-}
-
-impl ErrorKind {
-    pub const KNOWN: [ErrorKind; 10] = [
-        ErrorKind::BadRequest,
-        ErrorKind::UnknownOp,
-        ErrorKind::UnknownAuthority,
-        ErrorKind::ProviderException,
-        ErrorKind::ProviderDied,
-        ErrorKind::TransactionTooLarge,
-        ErrorKind::Timeout,
-        ErrorKind::UnknownHandle,
-        ErrorKind::Unsupported,
-        ErrorKind::DeviceError,
-    ];
-
-    pub fn as_str(&self) -> &str {
-        match self {
-            ErrorKind::BadRequest => "bad_request",
-            ErrorKind::UnknownOp => "unknown_op",
-            ErrorKind::UnknownAuthority => "unknown_authority",
-            ErrorKind::ProviderException => "provider_exception",
-            ErrorKind::ProviderDied => "provider_died",
-            ErrorKind::TransactionTooLarge => "transaction_too_large",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::UnknownHandle => "unknown_handle",
-            ErrorKind::Unsupported => "unsupported",
-            ErrorKind::DeviceError => "device_error",
-            ErrorKind::Other(s) => s,
-        }
-    }
-
-    pub fn parse(s: &str) -> ErrorKind {
-        ErrorKind::KNOWN
-            .iter()
-            .find(|k| k.as_str() == s)
-            .cloned()
-            .unwrap_or_else(|| ErrorKind::Other(s.to_string()))
-    }
-}
+/// The error kinds: probe-wire v1's, the host side's, and any other a
+/// device sends (kept). The core owns them, so that every crate compares
+/// the same enum.
+pub use cetp_proto::device::ErrorKind;
 
 impl Frame {
     pub fn request(id: u64, op: impl Into<String>, params: Map) -> Frame {

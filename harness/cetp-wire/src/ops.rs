@@ -8,7 +8,7 @@
 use crate::bundle::{opt_bundle, opt_bundle_to_json};
 use crate::error::{Path, WireDecodeError};
 use crate::fields::{self, Fields};
-use crate::frame::{Event, Frame, Request};
+use crate::frame::{ErrorKind, Event, Frame, Request};
 use crate::json::{Json, Map};
 use cetp_proto::bundle::Bundle;
 use cetp_proto::provider::{CallerIdentity, Decision, ServiceManifest};
@@ -319,7 +319,7 @@ pub enum ReplyOutcome {
     /// caller's call fails as this device error instead of returning:
     /// `timeout` (the Provider never answers within the caller's timeout) or
     /// `provider_died` (its process dies during the call).
-    Fail { kind: String },
+    Fail { kind: ErrorKind },
     /// Extension: return this Bundle with a `result_fd` that never reaches
     /// EOF (`fill` repeated forever).
     EndlessFd { result: Option<Bundle>, fill: u8 },
@@ -358,7 +358,7 @@ impl ReplyParams {
 
     fn decode(f: &Fields<'_, '_>) -> Result<ReplyParams> {
         let call = f.string("call")?;
-        if let Some(kind) = f.opt_string("fail")? {
+        if let Some(kind) = f.opt_string("fail")?.map(|k| ErrorKind::parse(&k)) {
             if f.map.contains_key("result") || f.map.contains_key("throw") {
                 return Err(WireDecodeError::BadValue {
                     path: f.path.key("fail").render(),
@@ -556,7 +556,9 @@ pub struct DiscoverOk {
     pub providers: Vec<ServiceManifest>,
 }
 
-fn manifest_to_json(m: &ServiceManifest) -> Json {
+/// One `discover` entry as the probe wire writes it (also the run journal's
+/// encoding of a manifest).
+pub fn manifest_to_json(m: &ServiceManifest) -> Json {
     let mut out = map_of([
         ("package", Json::from(m.package.as_str())),
         ("service", Json::from(m.service.as_str())),
@@ -578,6 +580,12 @@ fn manifest_to_json(m: &ServiceManifest) -> Json {
         );
     }
     Json::Object(out)
+}
+
+/// Decodes one `discover` entry; error paths are relative to `v`.
+pub fn manifest_from_json(v: &Json) -> Result<ServiceManifest> {
+    let path = Path::ROOT;
+    manifest_from(&Fields::new(fields::object(v, &path)?, path))
 }
 
 fn manifest_from(f: &Fields<'_, '_>) -> Result<ServiceManifest> {

@@ -129,7 +129,7 @@ fn every_golden_line_round_trips_byte_for_byte() {
     for op in KNOWN_OPS {
         assert!(ops_seen.contains(op), "no golden request for op `{op}`");
     }
-    for kind in ErrorKind::KNOWN {
+    for kind in ErrorKind::WIRE {
         assert!(
             kinds_seen.contains(kind.as_str()),
             "no golden error of kind `{}`",

@@ -115,7 +115,7 @@ fn every_request_round_trips() {
     request_round_trip(OpRequest::Reply(ReplyParams {
         call: "c-4".into(),
         outcome: ReplyOutcome::Fail {
-            kind: "timeout".into(),
+            kind: ErrorKind::Timeout,
         },
         delay_ms: 0,
     }));
@@ -214,7 +214,7 @@ fn every_answer_round_trips() {
 
 #[test]
 fn errors_and_events_round_trip() {
-    for kind in ErrorKind::KNOWN {
+    for kind in ErrorKind::WIRE {
         let f = Frame::error(3, WireError::new(kind.clone(), "m"));
         assert_eq!(through_wire(&f), f);
     }

@@ -14,6 +14,7 @@ pub mod runner;
 pub mod scenario;
 
 use crate::event::Verdict;
+use cetp_proto::device::ErrorKind;
 use cetp_reference::consumer::{ActOutcome, Action, ConsumerConfig, ConsumerFault, DrivenConsumer};
 use hostile::{Hostile, AUTHORITY, T0};
 use judge::{judge, ActRecord, Judged, Trace};
@@ -459,7 +460,7 @@ pub enum WireAnswer {
     /// The call fails as this device error (`timeout`, `provider_died`):
     /// the `fail` reply extension.
     Fail {
-        kind: String,
+        kind: ErrorKind,
     },
     /// A result whose descriptor never ends: the `fd_endless` extension.
     EndlessFd {
@@ -493,7 +494,7 @@ pub trait ConsumerDevice {
     }
     /// The `fail` kinds it plays when it does not play `fail` in full
     /// (`hello`'s `reply_fail`).
-    fn reply_fail(&self) -> Vec<String> {
+    fn reply_fail(&self) -> Vec<ErrorKind> {
         Vec::new()
     }
     /// What it can host the hostile Provider as, when it cannot host any
@@ -578,7 +579,7 @@ impl HostedAs {
 #[derive(Clone, Debug, Default)]
 pub struct Playable {
     pub extensions: Vec<String>,
-    pub fail_kinds: Vec<String>,
+    pub fail_kinds: Vec<ErrorKind>,
     pub hosted: Option<HostedAs>,
 }
 
@@ -591,8 +592,8 @@ impl Playable {
         }
     }
 
-    fn fails(&self, kind: &str) -> bool {
-        self.extensions.iter().any(|e| e == "fail") || self.fail_kinds.iter().any(|k| k == kind)
+    fn fails(&self, kind: ErrorKind) -> bool {
+        self.extensions.iter().any(|e| e == "fail") || self.fail_kinds.contains(&kind)
     }
 
     fn has(&self, extension: &str) -> bool {
@@ -606,10 +607,10 @@ impl Playable {
 /// PendingIntent, or it cannot host the Provider the scenario shapes.
 pub fn wire_unplayable(s: &Scenario, dev: &Playable) -> Option<String> {
     for rule in &s.script {
-        if rule.reply.get("timeout").is_some() && !dev.fails("timeout") {
+        if rule.reply.get("timeout").is_some() && !dev.fails(ErrorKind::Timeout) {
             return Some("a call that times out (needs an in-process Consumer)".into());
         }
-        if rule.reply.get("disconnect").is_some() && !dev.fails("provider_died") {
+        if rule.reply.get("disconnect").is_some() && !dev.fails(ErrorKind::ProviderDied) {
             return Some("a Provider that dies mid-call (needs an in-process Consumer)".into());
         }
         if rule
@@ -759,10 +760,10 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
                             }
                             hostile::Scripted::Throw { class, .. } => WireAnswer::Throw { class },
                             hostile::Scripted::Timeout => WireAnswer::Fail {
-                                kind: "timeout".into(),
+                                kind: ErrorKind::Timeout,
                             },
                             hostile::Scripted::Died => WireAnswer::Fail {
-                                kind: "provider_died".into(),
+                                kind: ErrorKind::ProviderDied,
                             },
                         },
                     }),
@@ -975,7 +976,7 @@ mod hosted_tests {
     fn what_a_phone_cannot_host_or_play_is_not_played() {
         let dev = Playable {
             extensions: vec!["fd_endless".into()],
-            fail_kinds: vec!["timeout".into()],
+            fail_kinds: vec![ErrorKind::Timeout],
             hosted: HostedAs::from_hello(&phone()).unwrap(),
         };
         let plain = |manifest: &str| json!({"manifest": manifest});

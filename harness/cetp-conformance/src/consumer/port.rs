@@ -3,9 +3,10 @@
 //! and close and every confirmation launched.
 
 use super::hostile::{FdSpec, Hostile, Scripted};
+use cetp_proto::device::{CallAnswer, DeviceError, ErrorKind, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
-use cetp_reference::port::{CallAnswer, ConsumerPort, FdRead, PortError};
+use cetp_reference::port::ConsumerPort;
 use std::collections::BTreeMap;
 
 /// Most bytes one `read_fd` serves, whatever is asked: the harness never
@@ -65,7 +66,7 @@ impl ConsumerPort for HostilePort {
             .saturating_add(i64::try_from(ms).unwrap_or(i64::MAX));
     }
 
-    fn discover(&mut self) -> Result<Vec<ServiceManifest>, PortError> {
+    fn discover(&mut self) -> Result<Vec<ServiceManifest>, DeviceError> {
         let manifest = |h: &Hostile| ServiceManifest {
             package: h.package().into(),
             service: format!("{}/.cetp.ToolProviderService", h.package()),
@@ -91,31 +92,34 @@ impl ConsumerPort for HostilePort {
         _arg: Option<&str>,
         extras: Option<&Bundle>,
         timeout_ms: u64,
-    ) -> Result<CallAnswer, PortError> {
+    ) -> Result<CallAnswer, DeviceError> {
         let extras = extras.cloned().unwrap_or_default();
         if let Some(d) = self.decoy.as_mut().filter(|d| d.authority() == authority) {
             // The decoy answers plainly: only where calls went is judged.
             return match d.on_call(method, &extras, self.now_ms) {
                 Scripted::Reply { bundle, .. } => Ok(CallAnswer::Result(Some(bundle))),
-                _ => Err(PortError::new("provider_died", "the decoy failed")),
+                _ => Err(DeviceError::new(
+                    ErrorKind::ProviderDied,
+                    "the decoy failed",
+                )),
             };
         }
         if authority != self.hostile.authority() {
-            return Err(PortError::new(
-                "unknown_authority",
+            return Err(DeviceError::new(
+                ErrorKind::UnknownAuthority,
                 format!("no ContentProvider answers on {authority:?}"),
             ));
         }
         match self.hostile.on_call(method, &extras, self.now_ms) {
             Scripted::Timeout => {
                 self.sleep_ms(timeout_ms);
-                Err(PortError::new(
-                    "timeout",
+                Err(DeviceError::new(
+                    ErrorKind::Timeout,
                     "the Provider did not answer in time",
                 ))
             }
-            Scripted::Died => Err(PortError::new(
-                "provider_died",
+            Scripted::Died => Err(DeviceError::new(
+                ErrorKind::ProviderDied,
                 "the Provider's process died",
             )),
             Scripted::Throw { class, message } => Ok(CallAnswer::Threw { class, message }),
@@ -139,12 +143,14 @@ impl ConsumerPort for HostilePort {
         }
     }
 
-    fn read_fd(&mut self, handle: &str, max_bytes: u64) -> Result<FdRead, PortError> {
+    fn read_fd(&mut self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError> {
         let fd = self
             .fds
             .get_mut(handle)
             .filter(|f| !f.closed)
-            .ok_or_else(|| PortError::new("unknown_handle", format!("no open fd {handle:?}")))?;
+            .ok_or_else(|| {
+                DeviceError::new(ErrorKind::UnknownHandle, format!("no open fd {handle:?}"))
+            })?;
         fd.reads.push(max_bytes);
         fd.closed = true;
         let limit = max_bytes.min(SERVE_CAP);
@@ -168,23 +174,23 @@ impl ConsumerPort for HostilePort {
         })
     }
 
-    fn close_fd(&mut self, handle: &str) -> Result<(), PortError> {
+    fn close_fd(&mut self, handle: &str) -> Result<(), DeviceError> {
         match self.fds.get_mut(handle).filter(|f| !f.closed) {
             Some(f) => {
                 f.closed = true;
                 Ok(())
             }
-            None => Err(PortError::new(
-                "unknown_handle",
+            None => Err(DeviceError::new(
+                ErrorKind::UnknownHandle,
                 format!("no open fd {handle:?}"),
             )),
         }
     }
 
-    fn resolve(&mut self, handle: &str, decision: Decision) -> Result<ResolveOutcome, PortError> {
+    fn resolve(&mut self, handle: &str, decision: Decision) -> Result<ResolveOutcome, DeviceError> {
         if !self.hostile.intents.iter().any(|i| i.handle == handle) {
-            return Err(PortError::new(
-                "unknown_handle",
+            return Err(DeviceError::new(
+                ErrorKind::UnknownHandle,
                 format!("no PendingIntent {handle:?}"),
             ));
         }

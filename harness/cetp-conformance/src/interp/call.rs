@@ -15,10 +15,10 @@ use crate::template::expand_string;
 use crate::vector::{Args, Expect, Step, ToolRef};
 use cetp_proto::bundle::Value;
 use cetp_proto::descriptor::ToolSummary;
+use cetp_proto::device::{CallAnswer, ErrorKind};
 use cetp_proto::envelope::keys;
 use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
 use cetp_proto::Bundle;
-use cetp_reference::port::CallAnswer;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -96,7 +96,7 @@ impl CaseRunner<'_> {
                 .map(|p| {
                     scope.spawn(move || {
                         let dev = target.identity(&p.identity).ok_or_else(|| {
-                            crate::device::DeviceError::new("io", "no such identity")
+                            crate::device::DeviceError::new(ErrorKind::Io, "no such identity")
                         })?;
                         dev.call(
                             authority,
@@ -113,7 +113,7 @@ impl CaseRunner<'_> {
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
                         Err(crate::device::DeviceError::new(
-                            "io",
+                            ErrorKind::Io,
                             "call thread panicked",
                         ))
                     })

@@ -8,6 +8,7 @@ use crate::template::{self, expand_string};
 use crate::vector::{Expect, Step};
 use cetp_proto::canonical::sha256_hex;
 use cetp_proto::descriptor::ToolSummary;
+use cetp_proto::device::ErrorKind;
 use cetp_proto::provider::Decision;
 use serde_json::{json, Value as Json};
 use std::collections::VecDeque;
@@ -139,7 +140,7 @@ impl CaseRunner<'_> {
                 }
                 Ok(Some(now))
             }
-            Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => {
+            Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::UnknownOp) => {
                 self.virtual_clock = Some(false);
                 Ok(None)
             }
@@ -410,7 +411,7 @@ impl CaseRunner<'_> {
                 }
                 Ok(())
             }
-            Err(e) if matches!(e.kind.as_str(), "unsupported" | "unknown_op") => Err(Stop::setup(
+            Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::UnknownOp) => Err(Stop::setup(
                 "a device with a movable clock",
                 "needs a device whose clock the harness can move (the simulated device's advance_clock)",
             )),

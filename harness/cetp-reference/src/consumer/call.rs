@@ -5,9 +5,10 @@
 
 use super::error::{CetpError, ConsumerError, DeviceFault, Refusal};
 use super::{Consumer, ConsumerFault, Mode};
-use crate::port::{CallAnswer, ConsumerPort, PortError};
+use crate::port::ConsumerPort;
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::descriptor::Violation;
+use cetp_proto::device::{CallAnswer, DeviceError, ErrorKind};
 use cetp_proto::envelope::Capability;
 use cetp_proto::envelope::{keys, Common, ErrorEnvelope, Method, Response};
 use cetp_proto::{Bundle, ErrorCode, Value};
@@ -44,13 +45,13 @@ pub(super) struct Site<'a> {
 
 pub(super) enum Exchange {
     Answer(Bundle, Option<String>),
-    Port(PortError),
+    Port(DeviceError),
 }
 
 /// §6: after a timeout or a dead Binder the request may have run; the only
 /// allowed moves are retrying or querying with the same request id.
-fn transport_retryable(e: &PortError) -> bool {
-    matches!(e.kind.as_str(), "timeout" | "provider_died")
+fn transport_retryable(e: &DeviceError) -> bool {
+    matches!(e.kind, ErrorKind::Timeout | ErrorKind::ProviderDied)
 }
 
 /// §5: authorization, confirmation and argument errors need a user action or
@@ -354,6 +355,25 @@ impl Consumer {
         }
     }
 
+    /// The extras of one v2 request: the common fields, as the mutants
+    /// under test break them, then the method's own.
+    fn v2_extras(&self, call: &V2Call<'_>, common: Common, request_budget: i64) -> Bundle {
+        let mut extras = common.to_bundle();
+        if self.has(ConsumerFault::ProtocolVersionLong) {
+            extras.insert(keys::PROTOCOL_VERSION, Value::Long(2));
+        }
+        if self.has(ConsumerFault::DeadlineRelative) {
+            extras.insert(keys::DEADLINE_AT_MS, Value::Long(request_budget));
+        }
+        if call.method == Method::ListTools && self.has(ConsumerFault::ListToolsWithoutToken) {
+            extras.remove(keys::SESSION_TOKEN);
+        }
+        for (k, v) in &call.fields {
+            extras.insert(k, v.clone());
+        }
+        extras
+    }
+
     /// Sends one v2 request until it has an answer worth returning: retries
     /// after a port timeout or a dead Binder, and after retryable errors
     /// (honouring `retry_after_ms`), always with the same request id;
@@ -395,24 +415,12 @@ impl Consumer {
             }
             let request_budget = i64::try_from(self.config.request_budget_ms).unwrap_or(i64::MAX);
             let deadline_at_ms = now.saturating_add(request_budget).min(budget.deadline_ms);
-            let mut extras = Common {
+            let common = Common {
                 session_token: token,
                 request_id: request_id.clone(),
                 deadline_at_ms,
-            }
-            .to_bundle();
-            if self.has(ConsumerFault::ProtocolVersionLong) {
-                extras.insert(keys::PROTOCOL_VERSION, Value::Long(2));
-            }
-            if self.has(ConsumerFault::DeadlineRelative) {
-                extras.insert(keys::DEADLINE_AT_MS, Value::Long(request_budget));
-            }
-            if call.method == Method::ListTools && self.has(ConsumerFault::ListToolsWithoutToken) {
-                extras.remove(keys::SESSION_TOKEN);
-            }
-            for (k, v) in &call.fields {
-                extras.insert(k, v.clone());
-            }
+            };
+            let extras = self.v2_extras(call, common, request_budget);
             let timeout_ms = u64::try_from(deadline_at_ms - now).unwrap_or(1).max(1);
             let site = Site {
                 provider: &provider,
@@ -433,8 +441,8 @@ impl Consumer {
                         && self.wait_within(port, self.config.default_backoff_ms, budget)
                     {
                         transport_tries += 1;
-                        let fresh = match e.kind.as_str() {
-                            "timeout" => self.has(ConsumerFault::NewRequestIdAfterTimeout),
+                        let fresh = match e.kind {
+                            ErrorKind::Timeout => self.has(ConsumerFault::NewRequestIdAfterTimeout),
                             _ => self.has(ConsumerFault::NewRequestIdAfterDisconnect),
                         };
                         if fresh {

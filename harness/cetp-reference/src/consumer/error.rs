@@ -1,7 +1,7 @@
 //! Consumer errors, grouped by who is at fault.
 
-use crate::port::PortError;
 use cetp_proto::descriptor::Violation;
+use cetp_proto::device::DeviceError;
 use cetp_proto::envelope::{Capability, ErrorEnvelope};
 use cetp_proto::ErrorCode;
 use serde_json::Value as Json;
@@ -127,7 +127,7 @@ pub struct DeviceFault {
     pub op: String,
     /// The request id to query or retry with later (§6: never a new one).
     pub request_id: Option<String>,
-    pub error: PortError,
+    pub error: DeviceError,
 }
 
 /// Why this Consumer refused to go on.

@@ -8,6 +8,7 @@ use crate::port::ConsumerPort;
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::canonical::sha256_hex;
 use cetp_proto::descriptor::{ToolSummary, Violation};
+use cetp_proto::device::{DeviceError, ErrorKind, FdRead};
 use cetp_proto::envelope::{
     keys, v1_execute_bundle, Capability, ErrorEnvelope, ExecResult, Method, OpState, Response,
     V1Response,
@@ -685,12 +686,42 @@ impl Consumer {
                 provider: Some(label.to_string()),
                 op: "read_fd".into(),
                 request_id: None,
-                error: crate::port::PortError::new(
-                    "io",
+                error: DeviceError::new(
+                    ErrorKind::Io,
                     format!("read stopped at {got} bytes before EOF"),
                 ),
             }));
         }
+        let violations = self.file_violations(&read, size_bytes, sha256);
+        if !violations.is_empty() {
+            return Err(ConsumerError::Protocol(ProtocolFault {
+                provider: label.to_string(),
+                method,
+                violations,
+            }));
+        }
+        let text = std::str::from_utf8(&read.bytes).map_err(|e| {
+            ConsumerError::violation(label, method, "result.file.json", "4.5", e.to_string())
+        })?;
+        let depth = self.config.limits.json_depth();
+        if exceeds_depth(text, depth).is_some() {
+            return Err(ConsumerError::refused(Refusal::JsonTooDeep {
+                provider: label.to_string(),
+                at: "result_fd".into(),
+                limit: depth,
+            }));
+        }
+        let value: Json = serde_json::from_str(text).map_err(|e| {
+            ConsumerError::violation(label, method, "result.file.json", "4.5", e.to_string())
+        })?;
+        self.check_output(label, method, tool, &value)?;
+        Ok(value)
+    }
+
+    /// What the bytes read break of §4.5: the writer's error, the declared
+    /// size, else the declared digest.
+    fn file_violations(&self, read: &FdRead, size_bytes: u64, sha256: &str) -> Vec<Violation> {
+        let got = read.bytes.len() as u64;
         let mut violations = Vec::new();
         if let Some(err) = &read.error {
             violations.push(Violation::must(
@@ -724,29 +755,7 @@ impl Consumer {
                 "the file's SHA-256 differs from the declared digest".into(),
             ));
         }
-        if !violations.is_empty() {
-            return Err(ConsumerError::Protocol(ProtocolFault {
-                provider: label.to_string(),
-                method,
-                violations,
-            }));
-        }
-        let text = std::str::from_utf8(&read.bytes).map_err(|e| {
-            ConsumerError::violation(label, method, "result.file.json", "4.5", e.to_string())
-        })?;
-        let depth = self.config.limits.json_depth();
-        if exceeds_depth(text, depth).is_some() {
-            return Err(ConsumerError::refused(Refusal::JsonTooDeep {
-                provider: label.to_string(),
-                at: "result_fd".into(),
-                limit: depth,
-            }));
-        }
-        let value: Json = serde_json::from_str(text).map_err(|e| {
-            ConsumerError::violation(label, method, "result.file.json", "4.5", e.to_string())
-        })?;
-        self.check_output(label, method, tool, &value)?;
-        Ok(value)
+        violations
     }
 
     /// §4.4, §2.3: `accepted` is only for a negotiated `async_operations`,

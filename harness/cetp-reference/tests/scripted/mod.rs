@@ -6,6 +6,7 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+use cetp_proto::device::{CallAnswer, DeviceError, FdRead};
 use cetp_proto::envelope::{keys, ErrorEnvelope, Response};
 use cetp_proto::provider::{
     Attachment, CallerIdentity, Decision, FdSource, IntentTarget, ProviderCall, Reply,
@@ -14,7 +15,7 @@ use cetp_proto::provider::{
 use cetp_proto::{Bundle, ErrorCode, FdValue, PendingIntentValue, Value};
 use cetp_reference::app::ProviderApp;
 use cetp_reference::device::{DeviceClock, DeviceConnection, LocalDevice};
-use cetp_reference::port::{CallAnswer, ConsumerPort, FdRead, PortError};
+use cetp_reference::port::ConsumerPort;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -354,7 +355,7 @@ pub fn device_with(app: Arc<dyn ProviderApp>) -> LocalDevice {
 }
 
 type CallHook<'a> =
-    dyn FnMut(&str, Result<CallAnswer, PortError>) -> Result<CallAnswer, PortError> + 'a;
+    dyn FnMut(&str, Result<CallAnswer, DeviceError>) -> Result<CallAnswer, DeviceError> + 'a;
 
 /// A port that lets a test rewrite what the device answered to a call.
 pub struct HookPort<'a> {
@@ -381,7 +382,7 @@ impl<'a> HookPort<'a> {
 
     pub fn new(
         inner: &'a mut DeviceConnection,
-        hook: impl FnMut(&str, Result<CallAnswer, PortError>) -> Result<CallAnswer, PortError> + 'a,
+        hook: impl FnMut(&str, Result<CallAnswer, DeviceError>) -> Result<CallAnswer, DeviceError> + 'a,
     ) -> Self {
         HookPort {
             inner,
@@ -399,7 +400,7 @@ impl ConsumerPort for HookPort<'_> {
     fn sleep_ms(&mut self, ms: u64) {
         self.inner.device().clock().sleep(ms)
     }
-    fn discover(&mut self) -> Result<Vec<ServiceManifest>, PortError> {
+    fn discover(&mut self) -> Result<Vec<ServiceManifest>, DeviceError> {
         Ok(self.inner.device().discover())
     }
     fn call(
@@ -409,20 +410,20 @@ impl ConsumerPort for HookPort<'_> {
         arg: Option<&str>,
         extras: Option<&Bundle>,
         timeout_ms: u64,
-    ) -> Result<CallAnswer, PortError> {
+    ) -> Result<CallAnswer, DeviceError> {
         self.timeouts.push(timeout_ms);
         self.sent
             .push((method.to_string(), extras.cloned().unwrap_or_default()));
         let r = self.inner.call(authority, method, arg, extras, timeout_ms);
         (self.hook)(method, r)
     }
-    fn read_fd(&mut self, handle: &str, max_bytes: u64) -> Result<FdRead, PortError> {
+    fn read_fd(&mut self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError> {
         self.inner.read_fd(handle, max_bytes)
     }
-    fn close_fd(&mut self, handle: &str) -> Result<(), PortError> {
+    fn close_fd(&mut self, handle: &str) -> Result<(), DeviceError> {
         self.inner.close_fd(handle)
     }
-    fn resolve(&mut self, handle: &str, decision: Decision) -> Result<ResolveOutcome, PortError> {
+    fn resolve(&mut self, handle: &str, decision: Decision) -> Result<ResolveOutcome, DeviceError> {
         self.inner.resolve(handle, decision)
     }
 }

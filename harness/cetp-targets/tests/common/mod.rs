@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use cetp_conformance::device::{Device, Target};
+use cetp_proto::device::CallAnswer;
 use cetp_proto::{Bundle, Value};
-use cetp_reference::port::CallAnswer;
 use cetp_reference::provider::{AUTHORITY, PACKAGE};
 use cetp_sim::{Sim, SimConfig};
 use cetp_wire::{encode_frame, Frame, HelloOk, OkPayload};
