@@ -23,11 +23,13 @@ fn drawn(schema: &Json) -> Json {
     let valid = g
         .draw_valid_n(&mut rng, VALID_DRAWS)
         .map_or_else(refusal, |v| json!(v));
-    let invalid = g.draw_invalid(&mut rng, INVALID_DRAWS).map_or_else(refusal, |per| {
-        per.into_iter()
-            .map(|(v, xs)| json!({"violation": v.to_string(), "values": xs}))
-            .collect()
-    });
+    let invalid = g
+        .draw_invalid(&mut rng, INVALID_DRAWS)
+        .map_or_else(refusal, |per| {
+            per.into_iter()
+                .map(|(v, xs)| json!({"violation": v.to_string(), "values": xs}))
+                .collect()
+        });
     json!({"valid": valid, "invalid": invalid})
 }
 
