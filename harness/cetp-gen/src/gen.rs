@@ -13,7 +13,7 @@ use crate::budget::{self, Label};
 use crate::doc::{json_eq, Doc, Loc, Validator};
 use crate::error::{GenError, Kind};
 use crate::flat::{
-    expand, type_of, Flat, Force, Neg, ARRAY, BOOL, FLOAT, INT, NULL, NUMBER, OBJECT, STRING,
+    expand, type_of, Flat, Force, Neg, Src, ARRAY, BOOL, FLOAT, INT, NULL, NUMBER, OBJECT, STRING,
 };
 use crate::format;
 use crate::pattern::Pattern;
@@ -397,19 +397,10 @@ impl Gen {
         }
     }
 
+    /// Numbers: from the bounds and the integer multiples, or as k·m for a
+    /// fractional `multipleOf` m.
     fn gen_number(&self, f: &Flat, types: u8) -> Result<BoxedStrategy<Json>, GenError> {
-        if let (Some(lo), Some(hi)) = (&f.min, &f.max) {
-            if lo.v > hi.v || (lo.v == hi.v && (lo.excl || hi.excl)) {
-                return Err(unsat(
-                    hi.src.kw,
-                    &hi.src.loc.eval,
-                    format!(
-                        "({}) leaves no number above `{}` ({})",
-                        hi.v, lo.src.kw, lo.v
-                    ),
-                ));
-            }
-        }
+        check_number_bounds(f)?;
         let int_ms: Vec<i64> = f
             .multiple_of
             .iter()
@@ -421,82 +412,11 @@ impl Gen {
             .iter()
             .filter(|(m, _)| m.fract() != 0.0 || *m > 9.0e15)
             .collect();
-        let mut alts = Vec::new();
-        if frac_ms.is_empty() {
-            let m = int_ms
-                .iter()
-                .try_fold(1i64, |acc, &m| lcm(acc, m))
-                .ok_or_else(|| {
-                    GenError::new(
-                        Kind::Unsupported,
-                        "multipleOf",
-                        &f.multiple_of[0].1.loc.eval,
-                        "combines into a multiple larger than 64-bit integers",
-                    )
-                })?;
-            if types & INT != 0 {
-                if let Some(s) = int_strategy(f, m) {
-                    alts.push(s);
-                }
-            }
-            if types & FLOAT != 0 && int_ms.is_empty() {
-                if let Some(s) = float_strategy(f) {
-                    alts.push(s);
-                }
-            }
+        let alts = if frac_ms.is_empty() {
+            integer_multiple_numbers(f, types, &int_ms)?
         } else {
-            // Fractional multiples: k·m drawn, then judged by the validator,
-            // since k·m in floating point is not always a multiple of m the
-            // way the validator computes it.
-            let (m, src) = frac_ms[0];
-            let lo = f.min.as_ref().map_or(-FLOAT_SPAN, |b| b.v) / m;
-            let hi = f.max.as_ref().map_or(FLOAT_SPAN, |b| b.v) / m;
-            let (klo, khi) = (
-                lo.ceil().max(-FLOAT_SPAN) as i64,
-                hi.floor().min(FLOAT_SPAN) as i64,
-            );
-            if klo <= khi {
-                let m = *m;
-                let int_only = types & FLOAT == 0;
-                let vs = self.validators(f.multiple_of.iter().map(|x| &x.1.loc))?;
-                let mut source = (klo..=khi)
-                    .prop_map(move |k| Json::from(k as f64 * m))
-                    .boxed();
-                // Integers that are multiples of a decimal fraction a·10^-d
-                // are the multiples of a / gcd(a, 10^d): drawn as such when
-                // only integers will do (k·m is then rarely an integer).
-                if int_only && frac_ms.len() == 1 {
-                    if let Some(step) = integer_step(m).and_then(|st| lcm_all(st, &int_ms)) {
-                        let mut ints = vec![source];
-                        if let Some(s) = int_strategy(f, step) {
-                            ints.push(s);
-                        }
-                        if f.min
-                            .as_ref()
-                            .is_none_or(|b| b.v < 0.0 || (b.v == 0.0 && !b.excl))
-                            && f.max
-                                .as_ref()
-                                .is_none_or(|b| b.v > 0.0 || (b.v == 0.0 && !b.excl))
-                        {
-                            ints.push(Just(Json::from(0)).boxed());
-                        }
-                        source = Union::new(ints).boxed();
-                    }
-                }
-                alts.push(budget::filter(
-                    source,
-                    Label::new(src.kw, &src.loc.eval),
-                    "k·multipleOf is not a multiple in floating point",
-                    move |v| (!int_only || type_of(v) == INT) && vs.iter().all(|x| x.is_valid(v)),
-                ));
-            } else {
-                return Err(unsat(
-                    src.kw,
-                    &src.loc.eval,
-                    "has no multiple within the bounds",
-                ));
-            }
-        }
+            vec![self.fractional_multiple_numbers(f, types, &int_ms, &frac_ms)?]
+        };
         if alts.is_empty() {
             let (kw, at) = f
                 .multiple_of
@@ -511,6 +431,65 @@ impl Gen {
             ));
         }
         Ok(Union::new(alts).boxed())
+    }
+
+    /// Fractional multiples: k·m drawn, then judged by the validator, since
+    /// k·m in floating point is not always a multiple of m the way the
+    /// validator computes it.
+    fn fractional_multiple_numbers(
+        &self,
+        f: &Flat,
+        types: u8,
+        int_ms: &[i64],
+        frac_ms: &[&(f64, Src)],
+    ) -> Result<BoxedStrategy<Json>, GenError> {
+        let (m, src) = frac_ms[0];
+        let lo = f.min.as_ref().map_or(-FLOAT_SPAN, |b| b.v) / m;
+        let hi = f.max.as_ref().map_or(FLOAT_SPAN, |b| b.v) / m;
+        let (klo, khi) = (
+            lo.ceil().max(-FLOAT_SPAN) as i64,
+            hi.floor().min(FLOAT_SPAN) as i64,
+        );
+        if klo > khi {
+            return Err(unsat(
+                src.kw,
+                &src.loc.eval,
+                "has no multiple within the bounds",
+            ));
+        }
+        let m = *m;
+        let int_only = types & FLOAT == 0;
+        let vs = self.validators(f.multiple_of.iter().map(|x| &x.1.loc))?;
+        let mut source = (klo..=khi)
+            .prop_map(move |k| Json::from(k as f64 * m))
+            .boxed();
+        // Integers that are multiples of a decimal fraction a·10^-d are the
+        // multiples of a / gcd(a, 10^d): drawn as such when only integers
+        // will do (k·m is then rarely an integer).
+        if int_only && frac_ms.len() == 1 {
+            if let Some(step) = integer_step(m).and_then(|st| lcm_all(st, int_ms)) {
+                let mut ints = vec![source];
+                if let Some(s) = int_strategy(f, step) {
+                    ints.push(s);
+                }
+                if f.min
+                    .as_ref()
+                    .is_none_or(|b| b.v < 0.0 || (b.v == 0.0 && !b.excl))
+                    && f.max
+                        .as_ref()
+                        .is_none_or(|b| b.v > 0.0 || (b.v == 0.0 && !b.excl))
+                {
+                    ints.push(Just(Json::from(0)).boxed());
+                }
+                source = Union::new(ints).boxed();
+            }
+        }
+        Ok(budget::filter(
+            source,
+            Label::new(src.kw, &src.loc.eval),
+            "k·multipleOf is not a multiple in floating point",
+            move |v| (!int_only || type_of(v) == INT) && vs.iter().all(|x| x.is_valid(v)),
+        ))
     }
 
     fn gen_string(&self, f: &Flat) -> Result<BoxedStrategy<Json>, GenError> {
@@ -1247,6 +1226,55 @@ impl Gen {
             }
         }
     }
+}
+
+/// The lower bound above the upper one leaves no number.
+fn check_number_bounds(f: &Flat) -> Result<(), GenError> {
+    if let (Some(lo), Some(hi)) = (&f.min, &f.max) {
+        if lo.v > hi.v || (lo.v == hi.v && (lo.excl || hi.excl)) {
+            return Err(unsat(
+                hi.src.kw,
+                &hi.src.loc.eval,
+                format!(
+                    "({}) leaves no number above `{}` ({})",
+                    hi.v, lo.src.kw, lo.v
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Numbers whose multiples are all integers (or none): integers of their
+/// least common multiple, and floats when there is no multiple at all.
+fn integer_multiple_numbers(
+    f: &Flat,
+    types: u8,
+    int_ms: &[i64],
+) -> Result<Vec<BoxedStrategy<Json>>, GenError> {
+    let mut alts = Vec::new();
+    let m = int_ms
+        .iter()
+        .try_fold(1i64, |acc, &m| lcm(acc, m))
+        .ok_or_else(|| {
+            GenError::new(
+                Kind::Unsupported,
+                "multipleOf",
+                &f.multiple_of[0].1.loc.eval,
+                "combines into a multiple larger than 64-bit integers",
+            )
+        })?;
+    if types & INT != 0 {
+        if let Some(s) = int_strategy(f, m) {
+            alts.push(s);
+        }
+    }
+    if types & FLOAT != 0 && int_ms.is_empty() {
+        if let Some(s) = float_strategy(f) {
+            alts.push(s);
+        }
+    }
+    Ok(alts)
 }
 
 /// For a fraction `m` = a·10^-d (as its shortest decimal form spells it),
