@@ -339,13 +339,55 @@ impl Negotiated {
 }
 
 /// Validates `negotiate` success data (§2.2). Returns what could be read and
-/// every violation found.
+/// every violation found, member by member in the order §2.2 lists them.
 pub fn validate_negotiate(data: &Json, cx: &NegotiateContext<'_>) -> (Negotiated, Vec<Violation>) {
     let mut c = Ctx { out: Vec::new() };
     let mut n = Negotiated::default();
     let Some(m) = c.object(data, "", "2.2") else {
         return (n, c.out);
     };
+    negotiated_version(&mut c, m, cx, &mut n);
+    if let Some(id) = c.string(m, "provider_id", "", "2.2") {
+        n.provider_id = id.to_string();
+        if let Some(pkg) = cx.package {
+            if !provider_id_in_namespace(id, pkg) {
+                c.must(
+                    "provider_id.namespace",
+                    "3.1",
+                    "/provider_id",
+                    format!("provider_id {id:?} is outside package namespace {pkg:?}"),
+                );
+            }
+        }
+    }
+    c.opt_string(m, "provider_name", "", "2.2");
+    negotiated_session_token(&mut c, m, &mut n);
+    c.opt_string(m, "expires_at", "", "2.2");
+    if let Some(caps) = c.string_array(m, "capabilities", "", "2.2") {
+        for (i, cap) in caps.iter().enumerate() {
+            if !cx.consumer_capabilities.iter().any(|o| o == cap) {
+                c.must(
+                    "negotiate.capability.subset",
+                    "2.2",
+                    &format!("/capabilities/{i}"),
+                    format!("capability {cap:?} was not offered by the Consumer"),
+                );
+            }
+            n.capabilities.insert((*cap).to_string());
+        }
+    }
+    negotiated_limits(&mut c, m, &mut n);
+    (n, c.out)
+}
+
+/// `selected_version`: one the Consumer offered, and the highest common
+/// one when the manifest's versions are known.
+fn negotiated_version(
+    c: &mut Ctx,
+    m: &Map<String, Json>,
+    cx: &NegotiateContext<'_>,
+    n: &mut Negotiated,
+) {
     match m.get("selected_version") {
         Some(Json::Number(v)) if v.as_i64().is_some() => {
             n.selected_version = v.as_i64().unwrap_or_default();
@@ -393,56 +435,37 @@ pub fn validate_negotiate(data: &Json, cx: &NegotiateContext<'_>) -> (Negotiated
             "required member `selected_version` is missing".into(),
         ),
     }
-    if let Some(id) = c.string(m, "provider_id", "", "2.2") {
-        n.provider_id = id.to_string();
-        if let Some(pkg) = cx.package {
-            if !provider_id_in_namespace(id, pkg) {
-                c.must(
-                    "provider_id.namespace",
-                    "3.1",
-                    "/provider_id",
-                    format!("provider_id {id:?} is outside package namespace {pkg:?}"),
-                );
-            }
-        }
+}
+
+/// `session_token`: not empty, at most [`MAX_SESSION_TOKEN_BYTES`].
+fn negotiated_session_token(c: &mut Ctx, m: &Map<String, Json>, n: &mut Negotiated) {
+    let Some(tok) = c.string(m, "session_token", "", "2.2") else {
+        return;
+    };
+    n.session_token = tok.to_string();
+    if tok.is_empty() {
+        c.must(
+            "session_token.opaque",
+            "2.2",
+            "/session_token",
+            "session_token is empty".into(),
+        );
     }
-    c.opt_string(m, "provider_name", "", "2.2");
-    if let Some(tok) = c.string(m, "session_token", "", "2.2") {
-        n.session_token = tok.to_string();
-        if tok.is_empty() {
-            c.must(
-                "session_token.opaque",
-                "2.2",
-                "/session_token",
-                "session_token is empty".into(),
-            );
-        }
-        if tok.len() > MAX_SESSION_TOKEN_BYTES {
-            c.must(
-                "session_token.length",
-                "2.2",
-                "/session_token",
-                format!(
-                    "session_token is {} bytes, more than {MAX_SESSION_TOKEN_BYTES}",
-                    tok.len()
-                ),
-            );
-        }
+    if tok.len() > MAX_SESSION_TOKEN_BYTES {
+        c.must(
+            "session_token.length",
+            "2.2",
+            "/session_token",
+            format!(
+                "session_token is {} bytes, more than {MAX_SESSION_TOKEN_BYTES}",
+                tok.len()
+            ),
+        );
     }
-    c.opt_string(m, "expires_at", "", "2.2");
-    if let Some(caps) = c.string_array(m, "capabilities", "", "2.2") {
-        for (i, cap) in caps.iter().enumerate() {
-            if !cx.consumer_capabilities.iter().any(|o| o == cap) {
-                c.must(
-                    "negotiate.capability.subset",
-                    "2.2",
-                    &format!("/capabilities/{i}"),
-                    format!("capability {cap:?} was not offered by the Consumer"),
-                );
-            }
-            n.capabilities.insert((*cap).to_string());
-        }
-    }
+}
+
+/// `limits`: each of [`LIMIT_MINIMUMS`] present and at least its minimum.
+fn negotiated_limits(c: &mut Ctx, m: &Map<String, Json>, n: &mut Negotiated) {
     match m.get("limits") {
         Some(Json::Object(limits)) => {
             for (key, min) in LIMIT_MINIMUMS {
@@ -480,7 +503,6 @@ pub fn validate_negotiate(data: &Json, cx: &NegotiateContext<'_>) -> (Negotiated
             "required member `limits` is missing".into(),
         ),
     }
-    (n, c.out)
 }
 
 /// Provider info, as the rest of a session needs it.
