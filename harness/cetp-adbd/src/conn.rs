@@ -115,165 +115,215 @@ async fn read_loop(
     services: Arc<dyn DeviceServices>,
     config: Arc<AdbdConfig>,
 ) -> Result<(), ConnError> {
-    let streams: Streams = Arc::new(Mutex::new(HashMap::new()));
-    let mut tasks: JoinSet<()> = JoinSet::new();
-    let mut link: Option<Link> = None;
-    let mut next_id: u32 = 1;
     // One deadline for the whole handshake, so stray pre-CNXN packets
     // (which we ignore) cannot keep a connection alive forever.
     let handshake_deadline = tokio::time::Instant::now() + config.handshake_timeout;
-
-    let send = |p: Packet| {
-        let out = out.clone();
-        async move { out.send(p).await.map_err(|_| ConnError::WriterGone) }
+    let mut s = Session {
+        streams: Arc::new(Mutex::new(HashMap::new())),
+        tasks: JoinSet::new(),
+        link: None,
+        next_id: 1,
+        out,
+        services,
+        config,
     };
-
     loop {
-        while tasks.try_join_next().is_some() {}
+        while s.tasks.try_join_next().is_some() {}
+        let pkt = s.read(&mut rd, handshake_deadline).await?;
+        match pkt.command {
+            A_CNXN => s.on_connect(&pkt).await?,
+            // Before the handshake (e.g. a stray AUTH) and for commands we do
+            // not know (A_SYNC, A_STLS, ...), do what adbd does: ignore.
+            _ if s.link.is_none() => {}
+            A_OPEN => s.on_open(pkt).await?,
+            A_WRTE => s.on_write(pkt).await?,
+            A_OKAY => s.on_okay(&pkt),
+            A_CLSE => s.on_close(&pkt).await?,
+            _ => {}
+        }
+    }
+}
 
-        let max_in = link.map_or(config.max_payload, |l| l.max_payload);
+/// The reader's state for one connection: the stream table, the stream
+/// tasks, the negotiated link.
+struct Session {
+    streams: Streams,
+    tasks: JoinSet<()>,
+    link: Option<Link>,
+    next_id: u32,
+    out: mpsc::Sender<Packet>,
+    services: Arc<dyn DeviceServices>,
+    config: Arc<AdbdConfig>,
+}
+
+impl Session {
+    async fn send(&self, p: Packet) -> Result<(), ConnError> {
+        self.out.send(p).await.map_err(|_| ConnError::WriterGone)
+    }
+
+    /// The next packet, checksummed as the link (or the host's `CNXN`)
+    /// asks; before the handshake, within its deadline.
+    async fn read(
+        &self,
+        rd: &mut OwnedReadHalf,
+        handshake_deadline: tokio::time::Instant,
+    ) -> Result<Packet, ConnError> {
+        let link = self.link;
+        let max_in = link.map_or(self.config.max_payload, |l| l.max_payload);
         let verify = |h: &crate::packet::Header| match link {
             Some(l) => l.version < VERSION_SKIP_CHECKSUM,
             None => h.command == A_CNXN && h.arg0 < VERSION_SKIP_CHECKSUM,
         };
-        let pkt = match link {
-            Some(_) => read_packet(&mut rd, max_in, verify).await?,
-            None => {
-                tokio::time::timeout_at(handshake_deadline, read_packet(&mut rd, max_in, verify))
-                    .await
-                    .map_err(|_| ConnError::HandshakeTimeout)??
+        Ok(match link {
+            Some(_) => read_packet(rd, max_in, verify).await?,
+            None => tokio::time::timeout_at(handshake_deadline, read_packet(rd, max_in, verify))
+                .await
+                .map_err(|_| ConnError::HandshakeTimeout)??,
+        })
+    }
+
+    /// The host's `CNXN`: the link is (re)negotiated and answered with our
+    /// banner; a second one restarts the session.
+    async fn on_connect(&mut self, pkt: &Packet) -> Result<(), ConnError> {
+        if pkt.arg1 < MIN_PAYLOAD {
+            return Err(ConnError::PayloadTooSmall(pkt.arg1));
+        }
+        if self.link.is_some() {
+            // The host restarted the session: forget every stream.
+            lock(&self.streams).clear();
+            self.tasks.abort_all();
+        }
+        let l = Link {
+            version: pkt.arg0.clamp(crate::packet::A_VERSION_MIN, A_VERSION),
+            max_payload: pkt.arg1.min(self.config.max_payload),
+        };
+        self.link = Some(l);
+        let b = banner(&self.services.properties(), &self.config.features);
+        self.send(Packet::new(
+            A_CNXN,
+            A_VERSION,
+            l.max_payload,
+            b.into_bytes(),
+        ))
+        .await
+    }
+
+    /// `OPEN`: a stream and its service task, or our `CLSE` when the
+    /// service name is not text or the table is full.
+    async fn on_open(&mut self, pkt: Packet) -> Result<(), ConnError> {
+        let remote = pkt.arg0;
+        if remote == 0 {
+            return Ok(());
+        }
+        let full = {
+            let map = lock(&self.streams);
+            map.len() >= self.config.max_streams
+        };
+        let service = std::str::from_utf8(&pkt.payload)
+            .ok()
+            .map(|s| s.trim_end_matches('\0').to_owned());
+        let (Some(service), false) = (service, full) else {
+            return self.send(Packet::new(A_CLSE, 0, remote, vec![])).await;
+        };
+        let local = self.free_id();
+        let (in_tx, in_rx) = mpsc::channel(INBOUND_QUEUE);
+        let okay = Arc::new(Notify::new());
+        let (alive_tx, alive_rx) = watch::channel(());
+        lock(&self.streams).insert(
+            local,
+            StreamHandle {
+                remote,
+                inbound: in_tx,
+                okay: okay.clone(),
+                _alive: alive_tx,
+            },
+        );
+        let outb = Outbound {
+            local,
+            remote,
+            out: self.out.clone(),
+            okay,
+            alive: alive_rx,
+            max_payload: self.link.map_or(4096, |l| l.max_payload) as usize,
+            streams: self.streams.clone(),
+        };
+        let services = self.services.clone();
+        let config = self.config.clone();
+        self.tasks.spawn(async move {
+            // A panicking service must not leave the host waiting.
+            let _ = CatchUnwind(Box::pin(run_stream(
+                &outb, in_rx, services, config, service,
+            )))
+            .await;
+            outb.close().await;
+        });
+        Ok(())
+    }
+
+    /// The next local stream id not in use (wrapping past `u32::MAX`).
+    fn free_id(&mut self) -> u32 {
+        let map = lock(&self.streams);
+        loop {
+            let id = self.next_id;
+            self.next_id = self.next_id.checked_add(1).unwrap_or(1);
+            if !map.contains_key(&id) {
+                break id;
+            }
+        }
+    }
+
+    /// `WRTE`: the payload to the stream's task; a host that ignored flow
+    /// control loses the stream.
+    async fn on_write(&mut self, pkt: Packet) -> Result<(), ConnError> {
+        let (remote, local) = (pkt.arg0, pkt.arg1);
+        let violation = {
+            let mut map = lock(&self.streams);
+            match map.get(&local) {
+                Some(h) if h.remote == remote => match h.inbound.try_send(pkt.payload) {
+                    Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => false,
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        map.remove(&local);
+                        true
+                    }
+                },
+                _ => false,
             }
         };
-
-        match pkt.command {
-            A_CNXN => {
-                if pkt.arg1 < MIN_PAYLOAD {
-                    return Err(ConnError::PayloadTooSmall(pkt.arg1));
-                }
-                if link.is_some() {
-                    // The host restarted the session: forget every stream.
-                    lock(&streams).clear();
-                    tasks.abort_all();
-                }
-                let l = Link {
-                    version: pkt.arg0.clamp(crate::packet::A_VERSION_MIN, A_VERSION),
-                    max_payload: pkt.arg1.min(config.max_payload),
-                };
-                link = Some(l);
-                let b = banner(&services.properties(), &config.features);
-                send(Packet::new(
-                    A_CNXN,
-                    A_VERSION,
-                    l.max_payload,
-                    b.into_bytes(),
-                ))
+        if violation {
+            // The host ignored flow control; drop the stream rather than buffer.
+            self.send(Packet::new(A_CLSE, local, remote, vec![]))
                 .await?;
-            }
-            // Before the handshake (e.g. a stray AUTH) and for commands we do
-            // not know (A_SYNC, A_STLS, ...), do what adbd does: ignore.
-            _ if link.is_none() => {}
-            A_OPEN => {
-                let remote = pkt.arg0;
-                if remote == 0 {
-                    continue;
-                }
-                let full = {
-                    let map = lock(&streams);
-                    map.len() >= config.max_streams
-                };
-                let service = std::str::from_utf8(&pkt.payload)
-                    .ok()
-                    .map(|s| s.trim_end_matches('\0').to_owned());
-                let (Some(service), false) = (service, full) else {
-                    send(Packet::new(A_CLSE, 0, remote, vec![])).await?;
-                    continue;
-                };
-                let local = {
-                    let map = lock(&streams);
-                    loop {
-                        let id = next_id;
-                        next_id = next_id.checked_add(1).unwrap_or(1);
-                        if !map.contains_key(&id) {
-                            break id;
-                        }
-                    }
-                };
-                let (in_tx, in_rx) = mpsc::channel(INBOUND_QUEUE);
-                let okay = Arc::new(Notify::new());
-                let (alive_tx, alive_rx) = watch::channel(());
-                lock(&streams).insert(
-                    local,
-                    StreamHandle {
-                        remote,
-                        inbound: in_tx,
-                        okay: okay.clone(),
-                        _alive: alive_tx,
-                    },
-                );
-                let outb = Outbound {
-                    local,
-                    remote,
-                    out: out.clone(),
-                    okay,
-                    alive: alive_rx,
-                    max_payload: link.map_or(4096, |l| l.max_payload) as usize,
-                    streams: streams.clone(),
-                };
-                let services = services.clone();
-                let config = config.clone();
-                tasks.spawn(async move {
-                    // A panicking service must not leave the host waiting.
-                    let _ = CatchUnwind(Box::pin(run_stream(
-                        &outb, in_rx, services, config, service,
-                    )))
-                    .await;
-                    outb.close().await;
-                });
-            }
-            A_WRTE => {
-                let (remote, local) = (pkt.arg0, pkt.arg1);
-                let violation = {
-                    let mut map = lock(&streams);
-                    match map.get(&local) {
-                        Some(h) if h.remote == remote => match h.inbound.try_send(pkt.payload) {
-                            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => false,
-                            Err(mpsc::error::TrySendError::Full(_)) => {
-                                map.remove(&local);
-                                true
-                            }
-                        },
-                        _ => false,
-                    }
-                };
-                if violation {
-                    // The host ignored flow control; drop the stream rather than buffer.
-                    send(Packet::new(A_CLSE, local, remote, vec![])).await?;
-                }
-            }
-            A_OKAY => {
-                let (remote, local) = (pkt.arg0, pkt.arg1);
-                if let Some(h) = lock(&streams).get(&local) {
-                    if h.remote == remote {
-                        h.okay.notify_one();
-                    }
-                }
-            }
-            A_CLSE => {
-                let (remote, local) = (pkt.arg0, pkt.arg1);
-                let removed = {
-                    let mut map = lock(&streams);
-                    match map.get(&local) {
-                        Some(h) if h.remote == remote || remote == 0 => map.remove(&local),
-                        _ => None,
-                    }
-                };
-                if let Some(h) = removed {
-                    // adbd answers a close with its own close of the pair.
-                    send(Packet::new(A_CLSE, local, h.remote, vec![])).await?;
-                }
-            }
-            _ => {}
         }
+        Ok(())
+    }
+
+    /// `OKAY`: the stream's task may write again.
+    fn on_okay(&self, pkt: &Packet) {
+        let (remote, local) = (pkt.arg0, pkt.arg1);
+        if let Some(h) = lock(&self.streams).get(&local) {
+            if h.remote == remote {
+                h.okay.notify_one();
+            }
+        }
+    }
+
+    /// `CLSE`: the stream is removed (which ends its task) and our close
+    /// of the pair answers it.
+    async fn on_close(&mut self, pkt: &Packet) -> Result<(), ConnError> {
+        let (remote, local) = (pkt.arg0, pkt.arg1);
+        let removed = {
+            let mut map = lock(&self.streams);
+            match map.get(&local) {
+                Some(h) if h.remote == remote || remote == 0 => map.remove(&local),
+                _ => None,
+            }
+        };
+        if let Some(h) = removed {
+            // adbd answers a close with its own close of the pair.
+            self.send(Packet::new(A_CLSE, local, h.remote, vec![]))
+                .await?;
+        }
+        Ok(())
     }
 }
 

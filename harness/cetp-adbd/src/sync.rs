@@ -6,6 +6,7 @@
 //! `WRTE` packets, so the input is buffered; the buffer is bounded because we
 //! process everything complete before acknowledging the next `WRTE`.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -124,6 +125,10 @@ struct Upload {
     error: Option<String>,
 }
 
+/// What one request leads to: a reply (or none) and the next request, or
+/// the end of the stream (`Break`).
+type Next = ControlFlow<(), Option<Vec<u8>>>;
+
 pub(crate) async fn run_sync(
     outb: &Outbound,
     mut inbound: mpsc::Receiver<Vec<u8>>,
@@ -146,109 +151,10 @@ pub(crate) async fn run_sync(
                     return;
                 }
             };
-            let reply: Option<Vec<u8>> = match (req, upload.as_mut()) {
-                (Request::Data(d), Some(up)) => {
-                    if up.error.is_none() {
-                        if up.data.len() + d.len() > config.max_push_bytes {
-                            up.error = Some(format!(
-                                "file too large (limit {} bytes)",
-                                config.max_push_bytes
-                            ));
-                            up.data = Vec::new();
-                        } else {
-                            up.data.extend_from_slice(&d);
-                        }
-                    }
-                    None
-                }
-                (Request::Done(_mtime), Some(_)) => {
-                    let Some(up) = upload.take() else { return };
-                    let result = match up.error {
-                        Some(e) => Err(e),
-                        None => {
-                            tokio::select! {
-                                r = services.push_file(&up.path, up.mode, up.data) => r,
-                                _ = outb.closed() => return,
-                            }
-                        }
-                    };
-                    Some(match result {
-                        Ok(()) => msg(ID_OKAY, &[0], &[]),
-                        Err(e) => fail(&e),
-                    })
-                }
-                (_, Some(_)) => {
-                    let _ = outb.write(&fail("unexpected request during SEND")).await;
-                    return;
-                }
-                (Request::Data(_) | Request::Done(_), None) => {
-                    let _ = outb.write(&fail("DATA/DONE outside SEND")).await;
-                    return;
-                }
-                (Request::Quit, None) => return,
-                (Request::Stat(path), None) => {
-                    let path = String::from_utf8_lossy(&path);
-                    Some(match services.stat(&path) {
-                        Some(st) => msg(
-                            ID_STAT,
-                            &[
-                                st.mode,
-                                u32::try_from(st.size).unwrap_or(u32::MAX),
-                                st.mtime,
-                            ],
-                            &[],
-                        ),
-                        None => msg(ID_STAT, &[0, 0, 0], &[]),
-                    })
-                }
-                (Request::List(_path), None) => {
-                    // We keep no directory listings: every directory looks empty.
-                    Some(msg(ID_DONE, &[0, 0, 0, 0], &[]))
-                }
-                (Request::Recv(path), None) => {
-                    let path = String::from_utf8_lossy(&path).into_owned();
-                    let result = tokio::select! {
-                        r = services.read_file(&path) => r,
-                        _ = outb.closed() => return,
-                    };
-                    match result {
-                        Ok(data) => {
-                            for chunk in data.chunks(SYNC_DATA_MAX) {
-                                if outb
-                                    .write(&msg(ID_DATA, &[chunk.len() as u32], chunk))
-                                    .await
-                                    .is_err()
-                                {
-                                    return;
-                                }
-                            }
-                            Some(msg(ID_DONE, &[0], &[]))
-                        }
-                        Err(e) => Some(fail(&e)),
-                    }
-                }
-                (Request::Send(spec), None) => {
-                    match parse_send_target(&spec) {
-                        Ok((path, mode)) => {
-                            upload = Some(Upload {
-                                path,
-                                mode,
-                                data: Vec::new(),
-                                error: None,
-                            })
-                        }
-                        Err(e) => {
-                            // Keep the SEND so its DATA/DONE are consumed; fail at DONE.
-                            upload = Some(Upload {
-                                path: String::new(),
-                                mode: 0,
-                                data: Vec::new(),
-                                error: Some(e),
-                            })
-                        }
-                    }
-                    None
-                }
+            let ControlFlow::Continue(reply) =
+                answer(req, &mut upload, outb, &*services, &config).await
+            else {
+                return;
             };
             if let Some(r) = reply {
                 if outb.write(&r).await.is_err() {
@@ -260,6 +166,138 @@ pub(crate) async fn run_sync(
         // one partial request plus one WRTE.
         if outb.ack().await.is_err() {
             return;
+        }
+    }
+}
+
+/// One request: during a `SEND` only its `DATA` and `DONE` are allowed;
+/// outside one, `STAT`, `LIST`, `RECV`, `SEND` and `QUIT`.
+async fn answer(
+    req: Request,
+    upload: &mut Option<Upload>,
+    outb: &Outbound,
+    services: &dyn DeviceServices,
+    config: &AdbdConfig,
+) -> Next {
+    match (req, upload.as_mut()) {
+        (Request::Data(d), Some(up)) => {
+            up.add(&d, config.max_push_bytes);
+            ControlFlow::Continue(None)
+        }
+        (Request::Done(_mtime), Some(_)) => {
+            let Some(up) = upload.take() else {
+                return ControlFlow::Break(());
+            };
+            finish_upload(up, outb, services).await
+        }
+        (_, Some(_)) => {
+            let _ = outb.write(&fail("unexpected request during SEND")).await;
+            ControlFlow::Break(())
+        }
+        (Request::Data(_) | Request::Done(_), None) => {
+            let _ = outb.write(&fail("DATA/DONE outside SEND")).await;
+            ControlFlow::Break(())
+        }
+        (Request::Quit, None) => ControlFlow::Break(()),
+        (Request::Stat(path), None) => {
+            let path = String::from_utf8_lossy(&path);
+            ControlFlow::Continue(Some(match services.stat(&path) {
+                Some(st) => msg(
+                    ID_STAT,
+                    &[
+                        st.mode,
+                        u32::try_from(st.size).unwrap_or(u32::MAX),
+                        st.mtime,
+                    ],
+                    &[],
+                ),
+                None => msg(ID_STAT, &[0, 0, 0], &[]),
+            }))
+        }
+        (Request::List(_path), None) => {
+            // We keep no directory listings: every directory looks empty.
+            ControlFlow::Continue(Some(msg(ID_DONE, &[0, 0, 0, 0], &[])))
+        }
+        (Request::Recv(path), None) => send_file(&path, outb, services).await,
+        (Request::Send(spec), None) => {
+            *upload = Some(Upload::start(&spec));
+            ControlFlow::Continue(None)
+        }
+    }
+}
+
+/// `RECV`: the file in `DATA` chunks, then `DONE`; or `FAIL`.
+async fn send_file(path: &[u8], outb: &Outbound, services: &dyn DeviceServices) -> Next {
+    let path = String::from_utf8_lossy(path).into_owned();
+    let result = tokio::select! {
+        r = services.read_file(&path) => r,
+        _ = outb.closed() => return ControlFlow::Break(()),
+    };
+    match result {
+        Ok(data) => {
+            for chunk in data.chunks(SYNC_DATA_MAX) {
+                if outb
+                    .write(&msg(ID_DATA, &[chunk.len() as u32], chunk))
+                    .await
+                    .is_err()
+                {
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(Some(msg(ID_DONE, &[0], &[])))
+        }
+        Err(e) => ControlFlow::Continue(Some(fail(&e))),
+    }
+}
+
+/// `DONE` of a `SEND`: the file is pushed (unless the upload already
+/// failed), answered with `OKAY` or `FAIL`.
+async fn finish_upload(up: Upload, outb: &Outbound, services: &dyn DeviceServices) -> Next {
+    let result = match up.error {
+        Some(e) => Err(e),
+        None => {
+            tokio::select! {
+                r = services.push_file(&up.path, up.mode, up.data) => r,
+                _ = outb.closed() => return ControlFlow::Break(()),
+            }
+        }
+    };
+    ControlFlow::Continue(Some(match result {
+        Ok(()) => msg(ID_OKAY, &[0], &[]),
+        Err(e) => fail(&e),
+    }))
+}
+
+impl Upload {
+    /// A `SEND` of `spec` (`path,mode`); a bad spec is kept as the upload's
+    /// error so that its `DATA`/`DONE` are consumed and it fails at `DONE`.
+    fn start(spec: &[u8]) -> Upload {
+        match parse_send_target(spec) {
+            Ok((path, mode)) => Upload {
+                path,
+                mode,
+                data: Vec::new(),
+                error: None,
+            },
+            Err(e) => Upload {
+                path: String::new(),
+                mode: 0,
+                data: Vec::new(),
+                error: Some(e),
+            },
+        }
+    }
+
+    /// A `DATA` chunk; past `max` bytes the upload fails and keeps nothing.
+    fn add(&mut self, d: &[u8], max: usize) {
+        if self.error.is_some() {
+            return;
+        }
+        if self.data.len() + d.len() > max {
+            self.error = Some(format!("file too large (limit {max} bytes)"));
+            self.data = Vec::new();
+        } else {
+            self.data.extend_from_slice(d);
         }
     }
 }

@@ -14,7 +14,7 @@
 //! The annotation orders are data in [`crate::order`]; the schema rules are
 //! in [`crate::schema_diff`].
 
-use crate::lock::{Lock, Problem, ToolContract};
+use crate::lock::{Lock, Problem, Scope, ToolContract};
 use crate::order::{self, rank};
 use crate::schema_diff::{compare, Position};
 use serde::{Deserialize, Serialize};
@@ -158,8 +158,18 @@ fn finding(
     }
 }
 
+/// What changed at the Provider level: its identity and dialect, its
+/// granted capabilities, its scope catalog.
 fn provider_findings(locked: &Lock, current: &Lock) -> Vec<Finding> {
     let mut out = Vec::new();
+    identity_findings(locked, current, &mut out);
+    capability_findings(locked, current, &mut out);
+    scope_catalog_findings(locked, current, &mut out);
+    out
+}
+
+/// `provider_id` and `schema_dialect`: any change breaks.
+fn identity_findings(locked: &Lock, current: &Lock, out: &mut Vec<Finding>) {
     if locked.provider_id != current.provider_id {
         out.push(finding(
             Class::Breaking,
@@ -186,6 +196,10 @@ fn provider_findings(locked: &Lock, current: &Lock) -> Vec<Finding> {
             false,
         ));
     }
+}
+
+/// Capabilities: one no longer granted breaks, a new one is compatible.
+fn capability_findings(locked: &Lock, current: &Lock, out: &mut Vec<Finding>) {
     let (a, b): (BTreeSet<&String>, BTreeSet<&String>) = (
         locked.capabilities.iter().collect(),
         current.capabilities.iter().collect(),
@@ -210,6 +224,11 @@ fn provider_findings(locked: &Lock, current: &Lock) -> Vec<Finding> {
             false,
         ));
     }
+}
+
+/// The scope catalog: a scope removed breaks, one added is compatible,
+/// and a kept scope's changes are judged by [`scope_findings`].
+fn scope_catalog_findings(locked: &Lock, current: &Lock, out: &mut Vec<Finding>) {
     for (i, s) in locked.scopes.iter().enumerate() {
         let Some((j, now)) = current
             .scopes
@@ -230,62 +249,7 @@ fn provider_findings(locked: &Lock, current: &Lock) -> Vec<Finding> {
             ));
             continue;
         };
-        if s.access != now.access {
-            let raised = !(s.access == "write" && now.access == "read");
-            out.push(finding(
-                if raised {
-                    Class::Breaking
-                } else {
-                    Class::Compatible
-                },
-                None,
-                format!("/scopes/{j}/access"),
-                if raised {
-                    "scope_catalog.access.raised"
-                } else {
-                    "scope_catalog.access.lowered"
-                },
-                format!("scope {:?}: access {} → {}", s.name, s.access, now.access),
-                false,
-            ));
-        }
-        if s.sensitivity != now.sensitivity {
-            let lowered = now.sensitivity == order::SENSITIVITY_PUBLIC;
-            out.push(finding(
-                if lowered {
-                    Class::Compatible
-                } else {
-                    Class::Breaking
-                },
-                None,
-                format!("/scopes/{j}/sensitivity"),
-                if lowered {
-                    "scope_catalog.sensitivity.lowered"
-                } else {
-                    "scope_catalog.sensitivity.changed"
-                },
-                format!(
-                    "scope {:?}: sensitivity {} → {}",
-                    s.name, s.sensitivity, now.sensitivity
-                ),
-                false,
-            ));
-        }
-        for (key, x, y) in [
-            ("title", &s.title, &now.title),
-            ("description", &s.description, &now.description),
-        ] {
-            if x != y {
-                out.push(finding(
-                    Class::Compatible,
-                    None,
-                    format!("/scopes/{j}/{key}"),
-                    format!("scope_catalog.{key}.changed"),
-                    format!("scope {:?}: {key} changed", s.name),
-                    false,
-                ));
-            }
-        }
+        scope_findings(s, now, j, out);
     }
     for (j, s) in current.scopes.iter().enumerate() {
         if !locked.scopes.iter().any(|l| l.name == s.name) {
@@ -299,7 +263,68 @@ fn provider_findings(locked: &Lock, current: &Lock) -> Vec<Finding> {
             ));
         }
     }
-    out
+}
+
+/// One scope kept in the catalog (now at index `j`): access raised and
+/// sensitivity changed (except to public) break; lowering them, and a new
+/// title or description, are compatible.
+fn scope_findings(s: &Scope, now: &Scope, j: usize, out: &mut Vec<Finding>) {
+    if s.access != now.access {
+        let raised = !(s.access == "write" && now.access == "read");
+        out.push(finding(
+            if raised {
+                Class::Breaking
+            } else {
+                Class::Compatible
+            },
+            None,
+            format!("/scopes/{j}/access"),
+            if raised {
+                "scope_catalog.access.raised"
+            } else {
+                "scope_catalog.access.lowered"
+            },
+            format!("scope {:?}: access {} → {}", s.name, s.access, now.access),
+            false,
+        ));
+    }
+    if s.sensitivity != now.sensitivity {
+        let lowered = now.sensitivity == order::SENSITIVITY_PUBLIC;
+        out.push(finding(
+            if lowered {
+                Class::Compatible
+            } else {
+                Class::Breaking
+            },
+            None,
+            format!("/scopes/{j}/sensitivity"),
+            if lowered {
+                "scope_catalog.sensitivity.lowered"
+            } else {
+                "scope_catalog.sensitivity.changed"
+            },
+            format!(
+                "scope {:?}: sensitivity {} → {}",
+                s.name, s.sensitivity, now.sensitivity
+            ),
+            false,
+        ));
+    }
+    for (key, x, y) in [
+        ("title", &s.title, &now.title),
+        ("description", &s.description, &now.description),
+    ] {
+        if x != y {
+            out.push(finding(
+                Class::Compatible,
+                None,
+                format!("/scopes/{j}/{key}"),
+                format!("scope_catalog.{key}.changed"),
+                format!("scope {:?}: {key} changed", s.name),
+                false,
+            ));
+        }
+    }
 }
 
 /// Compares two tool sets. `dialect` is the current Provider's schema

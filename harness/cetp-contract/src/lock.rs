@@ -13,7 +13,7 @@ use crate::order::effect_class;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};
 use cetp_proto::descriptor::{
     validate_negotiate, validate_provider_info, validate_tool_list, NegotiateContext,
-    ToolListContext, Violation,
+    ToolListContext, ToolSummary, Violation,
 };
 use cetp_proto::schema::DEFAULT_DIALECT;
 use serde::{Deserialize, Serialize};
@@ -187,28 +187,7 @@ pub fn build(answers: &Answers, offered: &[String], package: Option<&str>) -> Bu
         if !summary.provider_id.is_empty() {
             provider_id = summary.provider_id.clone();
         }
-        let mut seen = BTreeSet::new();
-        for s in info
-            .get("scopes")
-            .and_then(Json::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(name) = raw_str(s, "name") else {
-                continue;
-            };
-            if !seen.insert(name.clone()) {
-                continue;
-            }
-            scopes.push(Scope {
-                name,
-                access: raw_str(s, "access").unwrap_or_default(),
-                sensitivity: raw_str(s, "sensitivity").unwrap_or_default(),
-                title: raw_str(s, "title"),
-                description: raw_str(s, "description"),
-            });
-        }
-        scopes.sort_by(|a, b| a.name.cmp(&b.name));
+        scopes = scope_catalog(info);
         known_scopes = Some(summary.scopes);
     }
 
@@ -224,22 +203,71 @@ pub fn build(answers: &Answers, offered: &[String], package: Option<&str>) -> Bu
         v.into_iter()
             .map(|v| Problem::from_violation("list_tools", v, &answers.list_tools)),
     );
-    let raw_tools: Vec<&Json> = answers
-        .list_tools
+    let tools = tool_contracts(list.tools, &answers.list_tools, &mut problems);
+    Built {
+        lock: Lock {
+            format: FORMAT.to_string(),
+            provider_id,
+            schema_dialect: dialect,
+            capabilities: negotiated.capabilities.into_iter().collect(),
+            scopes,
+            revision: list.revision,
+            tools,
+        },
+        problems,
+    }
+}
+
+/// The scope catalog of a `get_provider_info` answer, as the Provider said
+/// it: the first of each name, sorted by name.
+fn scope_catalog(info: &Json) -> Vec<Scope> {
+    let mut scopes = Vec::new();
+    let mut seen = BTreeSet::new();
+    for s in info
+        .get("scopes")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = raw_str(s, "name") else {
+            continue;
+        };
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        scopes.push(Scope {
+            name,
+            access: raw_str(s, "access").unwrap_or_default(),
+            sensitivity: raw_str(s, "sensitivity").unwrap_or_default(),
+            title: raw_str(s, "title"),
+            description: raw_str(s, "description"),
+        });
+    }
+    scopes.sort_by(|a, b| a.name.cmp(&b.name));
+    scopes
+}
+
+/// The contracts of the validated tools (the first of each name), sorted
+/// by name; a schema RFC 8785 cannot represent is a problem.
+fn tool_contracts(
+    validated: Vec<ToolSummary>,
+    list_tools: &Json,
+    problems: &mut Vec<Problem>,
+) -> Vec<ToolContract> {
+    let raw_tools: Vec<&Json> = list_tools
         .get("tools")
         .and_then(Json::as_array)
         .map(|a| a.iter().collect())
         .unwrap_or_default();
     let mut tools: Vec<ToolContract> = Vec::new();
     let mut seen = BTreeSet::new();
-    for t in list.tools {
+    for t in validated {
         if !seen.insert(t.name.clone()) {
             continue;
         }
         let index = raw_tools
             .iter()
             .position(|r| r.get("name").and_then(Json::as_str) == Some(t.name.as_str()));
-        let raw = index.map(|i| raw_tools[i]);
         for (key, schema) in [
             ("input_schema", &t.input_schema),
             ("output_schema", &t.output_schema),
@@ -255,53 +283,48 @@ pub fn build(answers: &Answers, offered: &[String], package: Option<&str>) -> Bu
                 });
             }
         }
-        // An annotation outside its enum reads as "" in the summary; the
-        // lock keeps what the Provider said, so a drift message can name it.
-        let said = |key: &str, read: String| {
-            raw.and_then(|r| r.pointer(&format!("/annotations/{key}")))
-                .and_then(Json::as_str)
-                .map(str::to_string)
-                .filter(|_| read.is_empty())
-                .unwrap_or(read)
-        };
-        let mut tool_scopes = t.scopes.clone();
-        tool_scopes.sort();
-        tool_scopes.dedup();
-        tools.push(ToolContract {
-            title: raw.and_then(|r| raw_str(r, "title")),
-            description: raw
-                .and_then(|r| raw_str(r, "description"))
-                .unwrap_or_default(),
-            input_schema_sha256: schema_sha256(&t.input_schema),
-            output_schema_sha256: schema_sha256(&t.output_schema),
-            input_schema: t.input_schema,
-            output_schema: t.output_schema,
-            scopes: tool_scopes,
-            effect_class: effect_class(&said("effect", t.effect.clone()), t.idempotent).to_string(),
-            annotations: Annotations {
-                effect: said("effect", t.effect),
-                risk: said("risk", t.risk),
-                destructive: t.destructive,
-                idempotent: t.idempotent,
-                open_world: t.open_world,
-                confirmation: said("confirmation", t.confirmation),
-                execution: said("execution", t.execution),
-            },
-            name: t.name,
-        });
+        tools.push(tool_contract(t, index.map(|i| raw_tools[i])));
     }
     tools.sort_by(|a, b| a.name.cmp(&b.name));
-    Built {
-        lock: Lock {
-            format: FORMAT.to_string(),
-            provider_id,
-            schema_dialect: dialect,
-            capabilities: negotiated.capabilities.into_iter().collect(),
-            scopes,
-            revision: list.revision,
-            tools,
+    tools
+}
+
+/// One tool's contract from its validated summary and, when found, the
+/// tool as the Provider wrote it (`raw`).
+fn tool_contract(t: ToolSummary, raw: Option<&Json>) -> ToolContract {
+    // An annotation outside its enum reads as "" in the summary; the lock
+    // keeps what the Provider said, so a drift message can name it.
+    let said = |key: &str, read: String| {
+        raw.and_then(|r| r.pointer(&format!("/annotations/{key}")))
+            .and_then(Json::as_str)
+            .map(str::to_string)
+            .filter(|_| read.is_empty())
+            .unwrap_or(read)
+    };
+    let mut tool_scopes = t.scopes.clone();
+    tool_scopes.sort();
+    tool_scopes.dedup();
+    ToolContract {
+        title: raw.and_then(|r| raw_str(r, "title")),
+        description: raw
+            .and_then(|r| raw_str(r, "description"))
+            .unwrap_or_default(),
+        input_schema_sha256: schema_sha256(&t.input_schema),
+        output_schema_sha256: schema_sha256(&t.output_schema),
+        input_schema: t.input_schema,
+        output_schema: t.output_schema,
+        scopes: tool_scopes,
+        effect_class: effect_class(&said("effect", t.effect.clone()), t.idempotent).to_string(),
+        annotations: Annotations {
+            effect: said("effect", t.effect),
+            risk: said("risk", t.risk),
+            destructive: t.destructive,
+            idempotent: t.idempotent,
+            open_world: t.open_world,
+            confirmation: said("confirmation", t.confirmation),
+            execution: said("execution", t.execution),
         },
-        problems,
+        name: t.name,
     }
 }
 

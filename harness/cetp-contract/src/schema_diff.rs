@@ -311,36 +311,7 @@ impl Cmp<'_> {
             _ => false,
         };
         if !values_done {
-            self.types(o, n, ptr);
-            match (o.get("enum"), n.get("enum")) {
-                (None, None) => {}
-                (None, Some(_)) => self.directed(
-                    format!("{ptr}/enum"),
-                    Dir::Narrowed,
-                    "enum",
-                    "an enum was added".into(),
-                ),
-                (Some(_), None) => self.directed(
-                    format!("{ptr}/enum"),
-                    Dir::Widened,
-                    "enum",
-                    "the enum was removed".into(),
-                ),
-                (Some(a), Some(b)) => {
-                    let (a, b) = (values(a), values(b));
-                    self.value_sets(&a, &b, &format!("{ptr}/enum"));
-                }
-            }
-            self.number_bounds(o, n, ptr);
-            for (kw, lower) in INT_BOUNDS {
-                if VALUE_KEYWORDS.contains(kw) {
-                    self.int_bound(o, n, ptr, kw, *lower);
-                }
-            }
-            self.multiple_of(o, n, ptr);
-            for kw in ["pattern", "format", "contentEncoding", "contentMediaType"] {
-                self.exact(o, n, ptr, kw);
-            }
+            self.value_keywords(o, n, ptr);
         }
         for (kw, lower) in INT_BOUNDS {
             if !VALUE_KEYWORDS.contains(kw) {
@@ -353,6 +324,48 @@ impl Cmp<'_> {
         for kw in ["anyOf", "oneOf"] {
             self.branches(o, n, ptr, depth, kw);
         }
+        self.annotations(o, n, ptr);
+        self.other_keywords(o, n, ptr);
+    }
+
+    /// The keywords on the values themselves (types, enum, numeric bounds,
+    /// string form), compared when neither side is a closed set of values.
+    fn value_keywords(&mut self, o: &Flat, n: &Flat, ptr: &str) {
+        self.types(o, n, ptr);
+        match (o.get("enum"), n.get("enum")) {
+            (None, None) => {}
+            (None, Some(_)) => self.directed(
+                format!("{ptr}/enum"),
+                Dir::Narrowed,
+                "enum",
+                "an enum was added".into(),
+            ),
+            (Some(_), None) => self.directed(
+                format!("{ptr}/enum"),
+                Dir::Widened,
+                "enum",
+                "the enum was removed".into(),
+            ),
+            (Some(a), Some(b)) => {
+                let (a, b) = (values(a), values(b));
+                self.value_sets(&a, &b, &format!("{ptr}/enum"));
+            }
+        }
+        self.number_bounds(o, n, ptr);
+        for (kw, lower) in INT_BOUNDS {
+            if VALUE_KEYWORDS.contains(kw) {
+                self.int_bound(o, n, ptr, kw, *lower);
+            }
+        }
+        self.multiple_of(o, n, ptr);
+        for kw in ["pattern", "format", "contentEncoding", "contentMediaType"] {
+            self.exact(o, n, ptr, kw);
+        }
+    }
+
+    /// Annotations validate nothing; `default` does change what an input
+    /// that omits the field means.
+    fn annotations(&mut self, o: &Flat, n: &Flat, ptr: &str) {
         for kw in ANNOTATIONS {
             if o.get(*kw).map(text) != n.get(*kw).map(text) {
                 self.push(
@@ -378,6 +391,11 @@ impl Cmp<'_> {
                 format!("`default` changed: {why}"),
             );
         }
+    }
+
+    /// Keywords no comparison above handles: a conjunct added or removed
+    /// narrows or widens, anything else changed is unclassified.
+    fn other_keywords(&mut self, o: &Flat, n: &Flat, ptr: &str) {
         let keys: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
         for k in keys {
             if HANDLED.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str()) {

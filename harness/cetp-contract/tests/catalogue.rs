@@ -370,6 +370,39 @@ const CATALOGUE: &[(&str, Class, Edit)] = &[
     ("scope_catalog_title_changed", Class::Compatible, |_, l| {
         l.scopes[1].title = Some("Price alerts".into())
     }),
+    ("provider_id_changed", Class::Breaking, |_, l| {
+        l.provider_id = "com.example.other".into()
+    }),
+    ("schema_dialect_changed", Class::Breaking, |_, l| {
+        l.schema_dialect = "http://json-schema.org/draft-07/schema#".into()
+    }),
+    ("capability_added", Class::Compatible, |_, l| {
+        l.capabilities.push("streaming".into())
+    }),
+    ("scope_catalog_scope_removed", Class::Breaking, |_, l| {
+        l.scopes.remove(0);
+    }),
+    ("scope_catalog_scope_added", Class::Compatible, |_, l| {
+        let mut s = l.scopes[0].clone();
+        s.name = "alerts.export".into();
+        l.scopes.push(s)
+    }),
+    ("scope_catalog_access_raised", Class::Breaking, |_, l| {
+        l.scopes[0].access = "write".into()
+    }),
+    ("scope_catalog_access_lowered", Class::Compatible, |_, l| {
+        l.scopes[1].access = "read".into()
+    }),
+    (
+        "scope_catalog_sensitivity_lowered",
+        Class::Compatible,
+        |_, l| l.scopes[0].sensitivity = "public".into(),
+    ),
+    (
+        "scope_catalog_description_changed",
+        Class::Compatible,
+        |_, l| l.scopes[0].description = Some("Read your alerts".into()),
+    ),
 ];
 
 fn drift(edit: Edit, keep_revision: bool) -> DriftReport {

@@ -236,3 +236,42 @@ fn reading_refuses_what_is_not_a_consistent_lock() {
         assert!(err.contains(expected), "{expected}: {err}");
     }
 }
+
+/// A lock and its problems from answers with every oddity `build` handles
+/// (a scope and a tool named twice, a nameless scope, annotations outside
+/// their enums, a schema RFC 8785 cannot hash, provider_id from both
+/// answers), pinned whole: the lock is what drift is judged against.
+#[test]
+fn odd_answers_lock_snapshot() {
+    let mut a = answers();
+    let scopes = a.provider_info.as_mut().unwrap()["scopes"]
+        .as_array_mut()
+        .unwrap();
+    scopes.push(json!({"name": "alerts.read", "access": "write", "sensitivity": "health"}));
+    scopes.push(json!({"access": "read"}));
+    a.provider_info.as_mut().unwrap()["provider_id"] = json!("com.example.app.info");
+    let tools = a.list_tools["tools"].as_array_mut().unwrap();
+    let mut twin = tools[0].clone();
+    twin["description"] = json!("the second list_alerts");
+    tools.push(twin);
+    tools[1]["annotations"]["risk"] = json!("negligible");
+    tools[1]["annotations"]["execution"] = json!("later");
+    tools[1]["scopes"] = json!(["alerts.write", "alerts.read", "alerts.write"]);
+    tools[0]["output_schema"]["maximum"] = json!(9_007_199_254_740_993u64);
+    let built = build(&a, &offered(), Some("com.example"));
+    let problems: Vec<String> = built.problems.iter().map(|p| format!("{p:?}")).collect();
+    insta::assert_snapshot!(format!(
+        "{}\n{}",
+        built.lock.to_pretty_json(),
+        problems.join("\n")
+    ));
+    let without_info = build(
+        &Answers {
+            provider_info: None,
+            ..answers()
+        },
+        &offered(),
+        None,
+    );
+    insta::assert_snapshot!("without_provider_info", without_info.lock.to_pretty_json());
+}

@@ -309,6 +309,9 @@ impl Flat {
 
     /// Folds the schema at `loc` in. `branch`: it is (inside) an
     /// `anyOf`/`oneOf` branch.
+    ///
+    /// Each keyword family is folded by its own method below, in the order
+    /// the schema lists its keywords (the order errors are found in).
     pub fn add_schema(
         &mut self,
         doc: &Doc,
@@ -316,11 +319,102 @@ impl Flat {
         branch: bool,
         ref_chain: usize,
     ) -> Result<(), GenError> {
+        let Some(map) = self.schema_object(doc, loc)? else {
+            return Ok(());
+        };
+        self.nodes.push(loc.clone());
+        let at = At {
+            doc,
+            loc,
+            map,
+            branch,
+            ref_chain,
+        };
+        let mut array_part: Option<ArrayPart> = None;
+        let mut obj_part: Option<ObjPart> = None;
+        for (k, v) in map {
+            match k.as_str() {
+                "type" => self.add_type(&at, v)?,
+                "enum" | "const" => self.add_enum(&at, k, v)?,
+                "minimum" | "exclusiveMinimum" | "maximum" | "exclusiveMaximum" => {
+                    self.add_bound(&at, k, v)
+                }
+                "multipleOf" => {
+                    if let Some(m) = v.as_f64().filter(|m| *m > 0.0 && m.is_finite()) {
+                        self.multiple_of.push((m, at.src("multipleOf")));
+                    }
+                }
+                "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
+                | "maxProperties" => self.add_count(&at, k, v),
+                "pattern" | "format" => self.add_string_keyword(&at, k, v),
+                "uniqueItems" if v.as_bool() == Some(true) => {
+                    self.unique = Some(at.src("uniqueItems"));
+                }
+                "prefixItems" | "items" => add_items(&at, &mut array_part, k, v),
+                "contains" => self.add_contains(&at)?,
+                "properties" | "patternProperties" | "additionalProperties" => {
+                    add_properties(&at, &mut obj_part, k, v)
+                }
+                "required" => {
+                    for name in v.as_array().into_iter().flatten().filter_map(Json::as_str) {
+                        self.required.push((name.to_string(), at.src("required")));
+                    }
+                }
+                "propertyNames"
+                | "unevaluatedProperties"
+                | "dependentRequired"
+                | "dependentSchemas"
+                | "dependencies"
+                | "unevaluatedItems"
+                | "additionalItems" => self.add_filtered(&at, k, v),
+                "if" => self.add_if(&at),
+                "allOf" => {
+                    for i in 0..v.as_array().map_or(0, Vec::len) {
+                        self.add_schema(doc, &loc.child("allOf").index(i), branch, ref_chain)?;
+                    }
+                }
+                "anyOf" | "oneOf" => self.add_choice(&at, k, v)?,
+                "not" => self.add_not(&at)?,
+                "$ref" => self.add_ref(&at, v)?,
+                "$dynamicRef" | "$recursiveRef" => {
+                    return Err(GenError::new(
+                        Kind::Unsupported,
+                        if k == "$dynamicRef" {
+                            "$dynamicRef"
+                        } else {
+                            "$recursiveRef"
+                        },
+                        &loc.eval,
+                        "is not supported: only same-document `$ref` is",
+                    ))
+                }
+                // Annotations, `$defs`, `then`/`else` (judged with `if`),
+                // `minContains`/`maxContains` (with `contains`) and unknown
+                // keywords, which assert nothing.
+                _ => {}
+            }
+        }
+        if let Some(p) = array_part {
+            self.arrays.push(p);
+        }
+        if let Some(p) = obj_part {
+            self.objects.push(p);
+        }
+        Ok(())
+    }
+
+    /// The keywords of the schema at `loc`; None for `true`, which adds
+    /// nothing. `false`, a non-schema and one schema too many are errors.
+    fn schema_object<'d>(
+        &self,
+        doc: &'d Doc,
+        loc: &Loc,
+    ) -> Result<Option<&'d serde_json::Map<String, Json>>, GenError> {
         let node = doc
             .node(loc)
             .ok_or_else(|| GenError::new(Kind::Invalid, "$ref", &loc.eval, "points to nowhere"))?;
         let map = match node {
-            Json::Bool(true) => return Ok(()),
+            Json::Bool(true) => return Ok(None),
             Json::Bool(false) => {
                 return Err(GenError::new(
                     Kind::Unsatisfiable,
@@ -347,359 +441,339 @@ impl Flat {
                 format!("folds more than {MAX_NODES} schemas into one value"),
             ));
         }
-        self.nodes.push(loc.clone());
-        let src = |kw: &'static str| Src {
-            loc: loc.clone(),
-            kw,
-            branch,
+        Ok(Some(map))
+    }
+
+    /// `type`: intersected with the types already allowed.
+    fn add_type(&mut self, at: &At, v: &Json) -> Result<(), GenError> {
+        let names: Vec<&Json> = match v {
+            Json::Array(a) => a.iter().collect(),
+            other => vec![other],
         };
-        let unsat = |kw: &str, msg: String| GenError::new(Kind::Unsatisfiable, kw, &loc.eval, msg);
-        let mut array_part: Option<ArrayPart> = None;
-        let mut obj_part: Option<ObjPart> = None;
-        for (k, v) in map {
-            match k.as_str() {
-                "type" => {
-                    let names: Vec<&Json> = match v {
-                        Json::Array(a) => a.iter().collect(),
-                        other => vec![other],
-                    };
-                    let mut mask = 0;
-                    for n in names {
-                        mask |= n.as_str().and_then(type_bits).ok_or_else(|| {
-                            GenError::new(
-                                Kind::Invalid,
-                                "type",
-                                &loc.eval,
-                                format!("names no type: {n}"),
-                            )
-                        })?;
-                    }
-                    if mask == 0 {
-                        return Err(unsat("type", "lists no type, so no value has one".into()));
-                    }
-                    let before = self.types.as_ref().map_or(ALL, |t| t.0);
-                    if before & mask == 0 {
-                        return Err(unsat(
-                            "type",
-                            "allows no type that the schemas it is combined with allow".into(),
-                        ));
-                    }
-                    self.types = Some((before & mask, src("type")));
-                }
-                "enum" => {
-                    let vals = v.as_array().cloned().unwrap_or_default();
-                    if vals.is_empty() {
-                        return Err(unsat("enum", "is empty".into()));
-                    }
-                    self.enums.push((vals, src("enum")));
-                }
-                "const" => self.enums.push((vec![v.clone()], src("const"))),
-                "minimum" | "exclusiveMinimum" => {
-                    if let Some(x) = v.as_f64() {
-                        let kw = if k == "minimum" {
-                            "minimum"
-                        } else {
-                            "exclusiveMinimum"
-                        };
-                        self.set_min(Bound {
-                            v: x,
-                            excl: kw == "exclusiveMinimum",
-                            src: src(kw),
-                        });
-                    }
-                }
-                "maximum" | "exclusiveMaximum" => {
-                    if let Some(x) = v.as_f64() {
-                        let kw = if k == "maximum" {
-                            "maximum"
-                        } else {
-                            "exclusiveMaximum"
-                        };
-                        self.set_max(Bound {
-                            v: x,
-                            excl: kw == "exclusiveMaximum",
-                            src: src(kw),
-                        });
-                    }
-                }
-                "multipleOf" => {
-                    if let Some(m) = v.as_f64().filter(|m| *m > 0.0 && m.is_finite()) {
-                        self.multiple_of.push((m, src("multipleOf")));
-                    }
-                }
-                "minLength" => {
-                    if let Some(n) = count(v) {
-                        if self.min_len.as_ref().is_none_or(|m| n > m.0) {
-                            self.min_len = Some((n, src("minLength")));
-                        }
-                    }
-                }
-                "maxLength" => {
-                    if let Some(n) = count(v) {
-                        if self.max_len.as_ref().is_none_or(|m| n < m.0) {
-                            self.max_len = Some((n, src("maxLength")));
-                        }
-                    }
-                }
-                "minItems" => {
-                    if let Some(n) = count(v) {
-                        if self.min_items.as_ref().is_none_or(|m| n > m.0) {
-                            self.min_items = Some((n, src("minItems")));
-                        }
-                    }
-                }
-                "maxItems" => {
-                    if let Some(n) = count(v) {
-                        if self.max_items.as_ref().is_none_or(|m| n < m.0) {
-                            self.max_items = Some((n, src("maxItems")));
-                        }
-                    }
-                }
-                "minProperties" => {
-                    if let Some(n) = count(v) {
-                        if self.min_props.as_ref().is_none_or(|m| n > m.0) {
-                            self.min_props = Some((n, src("minProperties")));
-                        }
-                    }
-                }
-                "maxProperties" => {
-                    if let Some(n) = count(v) {
-                        if self.max_props.as_ref().is_none_or(|m| n < m.0) {
-                            self.max_props = Some((n, src("maxProperties")));
-                        }
-                    }
-                }
-                "pattern" => {
-                    if let Some(p) = v.as_str() {
-                        self.patterns.push((p.to_string(), src("pattern")));
-                    }
-                }
-                "format" => {
-                    if let Some(p) = v.as_str() {
-                        self.formats.push((p.to_string(), src("format")));
-                    }
-                }
-                "uniqueItems" if v.as_bool() == Some(true) => {
-                    self.unique = Some(src("uniqueItems"));
-                }
-                "prefixItems" => {
-                    let part = array_part.get_or_insert(ArrayPart {
-                        prefix: vec![],
-                        items: None,
-                        branch,
-                    });
-                    let n = v.as_array().map_or(0, Vec::len);
-                    part.prefix = (0..n).map(|i| loc.child("prefixItems").index(i)).collect();
-                }
-                "items" => {
-                    let part = array_part.get_or_insert(ArrayPart {
-                        prefix: vec![],
-                        items: None,
-                        branch,
-                    });
-                    match v {
-                        // Drafts before 2020-12: `items` as a list is what
-                        // `prefixItems` is now, `additionalItems` the rest.
-                        Json::Array(a) => {
-                            part.prefix =
-                                (0..a.len()).map(|i| loc.child("items").index(i)).collect();
-                            if map.contains_key("additionalItems") {
-                                part.items = Some(loc.child("additionalItems"));
-                            }
-                        }
-                        _ => part.items = Some(loc.child("items")),
-                    }
-                }
-                "contains" => {
-                    let min_contains = map.get("minContains").and_then(count).unwrap_or(1);
-                    if let Some(max) = map.get("maxContains").and_then(count) {
-                        if max < min_contains {
-                            return Err(GenError::new(
-                                Kind::Unsatisfiable,
-                                "maxContains",
-                                &loc.eval,
-                                format!("({max}) is below `minContains` ({min_contains})"),
-                            ));
-                        }
-                    }
-                    if min_contains >= 1 {
-                        if rejects_all(doc, &loc.child("contains")) {
-                            return Err(unsat(
-                                "contains",
-                                "is `false`, so no item can match it".into(),
-                            ));
-                        }
-                        self.contains.push(src("contains"));
-                        self.min_contains = self.min_contains.max(min_contains);
-                    }
-                    // At least `minContains` matches are built; the most,
-                    // and matches beyond the first ones, are left to the
-                    // filter.
-                    if map.contains_key("minContains") || map.contains_key("maxContains") {
-                        let kw = if map.contains_key("maxContains") {
-                            "maxContains"
-                        } else {
-                            "minContains"
-                        };
-                        self.inexact.push((loc.clone(), kw));
-                    }
-                }
-                "properties" | "patternProperties" | "additionalProperties" => {
-                    let part = obj_part.get_or_insert(ObjPart {
-                        props: vec![],
-                        patterns: vec![],
-                        additional: None,
-                        src: src("additionalProperties"),
-                    });
-                    match k.as_str() {
-                        "properties" => {
-                            if let Some(m) = v.as_object() {
-                                part.props = m
-                                    .keys()
-                                    .map(|name| (name.clone(), loc.child("properties").child(name)))
-                                    .collect();
-                            }
-                        }
-                        "patternProperties" => {
-                            if let Some(m) = v.as_object() {
-                                part.patterns = m
-                                    .keys()
-                                    .map(|p| (p.clone(), loc.child("patternProperties").child(p)))
-                                    .collect();
-                            }
-                        }
-                        _ => part.additional = Some(loc.child("additionalProperties")),
-                    }
-                }
-                "required" => {
-                    for name in v.as_array().into_iter().flatten().filter_map(Json::as_str) {
-                        self.required.push((name.to_string(), src("required")));
-                    }
-                }
-                "propertyNames" => {
-                    self.property_names.push(loc.child("propertyNames"));
-                    self.inexact.push((loc.clone(), "propertyNames"));
-                }
-                "unevaluatedProperties" => {
-                    if v == &Json::Bool(false) {
-                        self.no_extras = true;
-                    }
-                    self.inexact.push((loc.clone(), "unevaluatedProperties"));
-                }
-                "dependentRequired" => self.inexact.push((loc.clone(), "dependentRequired")),
-                "dependentSchemas" => self.inexact.push((loc.clone(), "dependentSchemas")),
-                "dependencies" => self.inexact.push((loc.clone(), "dependencies")),
-                "unevaluatedItems" => self.inexact.push((loc.clone(), "unevaluatedItems")),
-                "additionalItems" => self.inexact.push((loc.clone(), "additionalItems")),
-                // Two arms, like an `anyOf`: `if` and `then`, or not `if`
-                // and `else`; expanded by [`expand`].
-                "if" => {
-                    let then = map.contains_key("then").then(|| loc.child("then"));
-                    let otherwise = map.contains_key("else").then(|| loc.child("else"));
-                    if then.is_some() || otherwise.is_some() {
-                        self.choices.push(Choice {
-                            src: src("if"),
-                            branches: vec![],
-                            exclusive: false,
-                            cond: Some(Cond {
-                                test: loc.child("if"),
-                                then,
-                                otherwise,
-                            }),
-                        });
-                    }
-                }
-                "allOf" => {
-                    for i in 0..v.as_array().map_or(0, Vec::len) {
-                        self.add_schema(doc, &loc.child("allOf").index(i), branch, ref_chain)?;
-                    }
-                }
-                "anyOf" | "oneOf" => {
-                    let kw = if k == "anyOf" { "anyOf" } else { "oneOf" };
-                    let n = v.as_array().map_or(0, Vec::len);
-                    if n == 0 {
-                        return Err(unsat(kw, "has no branch".into()));
-                    }
-                    let branches: Vec<Loc> = (0..n).map(|i| loc.child(kw).index(i)).collect();
-                    if kw == "oneOf" && branches.iter().filter(|b| accepts_all(doc, b)).count() >= 2
-                    {
-                        return Err(unsat(
-                            "oneOf",
-                            "has two branches that accept every value, so no value matches exactly one".into(),
-                        ));
-                    }
-                    self.choices.push(Choice {
-                        src: src(kw),
-                        branches,
-                        exclusive: kw == "oneOf",
-                        cond: None,
-                    });
-                }
-                "not" => {
-                    let target = loc.child("not");
-                    if accepts_all(doc, &target) {
-                        return Err(unsat(
-                            "not",
-                            "negates a schema that accepts every value, so it accepts none".into(),
-                        ));
-                    }
-                    // `not: false` asserts nothing; `not: {not: S}` is S.
-                    if rejects_all(doc, &target) {
-                        continue;
-                    }
-                    let inner = doc.node(&target).and_then(Json::as_object);
-                    if inner.is_some_and(|m| m.len() == 1 && m.contains_key("not")) {
-                        self.add_schema(doc, &target.child("not"), branch, ref_chain)?;
-                        continue;
-                    }
-                    self.nots.push((target, src("not")));
-                }
-                "$ref" => {
-                    let target = v.as_str().ok_or_else(|| {
-                        GenError::new(Kind::Invalid, "$ref", &loc.eval, "is not a string")
-                    })?;
-                    let doc_ptr = doc.resolve_ref(loc, target)?;
-                    if ref_chain >= MAX_REF_CHAIN {
-                        return Err(GenError::new(
-                            Kind::TooDeep,
-                            "$ref",
-                            &loc.eval,
-                            format!(
-                                "goes round a cycle of references ({MAX_REF_CHAIN} hops) that never reaches a value"
-                            ),
-                        ));
-                    }
-                    let to = Loc {
-                        doc: doc_ptr,
-                        eval: format!("{}/$ref", loc.eval),
-                    };
-                    self.add_schema(doc, &to, branch, ref_chain + 1)?;
-                }
-                "$dynamicRef" | "$recursiveRef" => {
-                    return Err(GenError::new(
-                        Kind::Unsupported,
-                        if k == "$dynamicRef" {
-                            "$dynamicRef"
-                        } else {
-                            "$recursiveRef"
-                        },
-                        &loc.eval,
-                        "is not supported: only same-document `$ref` is",
-                    ))
-                }
-                // Annotations, `$defs`, `then`/`else` (judged with `if`),
-                // `minContains`/`maxContains` (with `contains`) and unknown
-                // keywords, which assert nothing.
-                _ => {}
+        let mut mask = 0;
+        for n in names {
+            mask |= n.as_str().and_then(type_bits).ok_or_else(|| {
+                GenError::new(
+                    Kind::Invalid,
+                    "type",
+                    &at.loc.eval,
+                    format!("names no type: {n}"),
+                )
+            })?;
+        }
+        if mask == 0 {
+            return Err(at.unsat("type", "lists no type, so no value has one".into()));
+        }
+        let before = self.types.as_ref().map_or(ALL, |t| t.0);
+        if before & mask == 0 {
+            return Err(at.unsat(
+                "type",
+                "allows no type that the schemas it is combined with allow".into(),
+            ));
+        }
+        self.types = Some((before & mask, at.src("type")));
+        Ok(())
+    }
+
+    /// `enum` and `const` (an enum of one).
+    fn add_enum(&mut self, at: &At, k: &str, v: &Json) -> Result<(), GenError> {
+        if k == "const" {
+            self.enums.push((vec![v.clone()], at.src("const")));
+            return Ok(());
+        }
+        let vals = v.as_array().cloned().unwrap_or_default();
+        if vals.is_empty() {
+            return Err(at.unsat("enum", "is empty".into()));
+        }
+        self.enums.push((vals, at.src("enum")));
+        Ok(())
+    }
+
+    /// `minimum`, `maximum` and their exclusive forms: the tighter bound
+    /// of all the schemas wins.
+    fn add_bound(&mut self, at: &At, k: &str, v: &Json) {
+        let Some(x) = v.as_f64() else {
+            return;
+        };
+        let (kw, low, excl) = match k {
+            "minimum" => ("minimum", true, false),
+            "exclusiveMinimum" => ("exclusiveMinimum", true, true),
+            "maximum" => ("maximum", false, false),
+            _ => ("exclusiveMaximum", false, true),
+        };
+        let b = Bound {
+            v: x,
+            excl,
+            src: at.src(kw),
+        };
+        if low {
+            self.set_min(b)
+        } else {
+            self.set_max(b)
+        }
+    }
+
+    /// The length, item and property counts: the largest minimum and the
+    /// smallest maximum win.
+    fn add_count(&mut self, at: &At, k: &str, v: &Json) {
+        let Some(n) = count(v) else {
+            return;
+        };
+        let (slot, kw, low) = match k {
+            "minLength" => (&mut self.min_len, "minLength", true),
+            "maxLength" => (&mut self.max_len, "maxLength", false),
+            "minItems" => (&mut self.min_items, "minItems", true),
+            "maxItems" => (&mut self.max_items, "maxItems", false),
+            "minProperties" => (&mut self.min_props, "minProperties", true),
+            _ => (&mut self.max_props, "maxProperties", false),
+        };
+        if slot
+            .as_ref()
+            .is_none_or(|m| if low { n > m.0 } else { n < m.0 })
+        {
+            *slot = Some((n, at.src(kw)));
+        }
+    }
+
+    /// `pattern` and `format`: every one of them applies.
+    fn add_string_keyword(&mut self, at: &At, k: &str, v: &Json) {
+        let Some(p) = v.as_str() else {
+            return;
+        };
+        if k == "pattern" {
+            self.patterns.push((p.to_string(), at.src("pattern")));
+        } else {
+            self.formats.push((p.to_string(), at.src("format")));
+        }
+    }
+
+    /// `contains` with `minContains`/`maxContains`.
+    fn add_contains(&mut self, at: &At) -> Result<(), GenError> {
+        let (map, loc) = (at.map, at.loc);
+        let min_contains = map.get("minContains").and_then(count).unwrap_or(1);
+        if let Some(max) = map.get("maxContains").and_then(count) {
+            if max < min_contains {
+                return Err(GenError::new(
+                    Kind::Unsatisfiable,
+                    "maxContains",
+                    &loc.eval,
+                    format!("({max}) is below `minContains` ({min_contains})"),
+                ));
             }
         }
-        if let Some(p) = array_part {
-            self.arrays.push(p);
+        if min_contains >= 1 {
+            if rejects_all(at.doc, &loc.child("contains")) {
+                return Err(at.unsat("contains", "is `false`, so no item can match it".into()));
+            }
+            self.contains.push(at.src("contains"));
+            self.min_contains = self.min_contains.max(min_contains);
         }
-        if let Some(p) = obj_part {
-            self.objects.push(p);
+        // At least `minContains` matches are built; the most, and matches
+        // beyond the first ones, are left to the filter.
+        if map.contains_key("minContains") || map.contains_key("maxContains") {
+            let kw = if map.contains_key("maxContains") {
+                "maxContains"
+            } else {
+                "minContains"
+            };
+            self.inexact.push((loc.clone(), kw));
         }
         Ok(())
+    }
+
+    /// Keywords judged by the schema's validator rather than built:
+    /// `propertyNames`, `unevaluated*`, the `dependent*` family and
+    /// `additionalItems`.
+    fn add_filtered(&mut self, at: &At, k: &str, v: &Json) {
+        let loc = at.loc;
+        let kw = match k {
+            "propertyNames" => {
+                self.property_names.push(loc.child("propertyNames"));
+                "propertyNames"
+            }
+            "unevaluatedProperties" => {
+                if v == &Json::Bool(false) {
+                    self.no_extras = true;
+                }
+                "unevaluatedProperties"
+            }
+            "dependentRequired" => "dependentRequired",
+            "dependentSchemas" => "dependentSchemas",
+            "dependencies" => "dependencies",
+            "unevaluatedItems" => "unevaluatedItems",
+            _ => "additionalItems",
+        };
+        self.inexact.push((loc.clone(), kw));
+    }
+
+    /// `if`: two arms, like an `anyOf`: `if` and `then`, or not `if` and
+    /// `else`; expanded by [`expand`].
+    fn add_if(&mut self, at: &At) {
+        let (map, loc) = (at.map, at.loc);
+        let then = map.contains_key("then").then(|| loc.child("then"));
+        let otherwise = map.contains_key("else").then(|| loc.child("else"));
+        if then.is_some() || otherwise.is_some() {
+            self.choices.push(Choice {
+                src: at.src("if"),
+                branches: vec![],
+                exclusive: false,
+                cond: Some(Cond {
+                    test: loc.child("if"),
+                    then,
+                    otherwise,
+                }),
+            });
+        }
+    }
+
+    /// `anyOf` and `oneOf`: kept as a choice for [`expand`].
+    fn add_choice(&mut self, at: &At, k: &str, v: &Json) -> Result<(), GenError> {
+        let kw = if k == "anyOf" { "anyOf" } else { "oneOf" };
+        let n = v.as_array().map_or(0, Vec::len);
+        if n == 0 {
+            return Err(at.unsat(kw, "has no branch".into()));
+        }
+        let branches: Vec<Loc> = (0..n).map(|i| at.loc.child(kw).index(i)).collect();
+        if kw == "oneOf" && branches.iter().filter(|b| accepts_all(at.doc, b)).count() >= 2 {
+            return Err(at.unsat(
+                "oneOf",
+                "has two branches that accept every value, so no value matches exactly one".into(),
+            ));
+        }
+        self.choices.push(Choice {
+            src: at.src(kw),
+            branches,
+            exclusive: kw == "oneOf",
+            cond: None,
+        });
+        Ok(())
+    }
+
+    /// `not`: kept for the filter, except the forms that simplify.
+    fn add_not(&mut self, at: &At) -> Result<(), GenError> {
+        let target = at.loc.child("not");
+        if accepts_all(at.doc, &target) {
+            return Err(at.unsat(
+                "not",
+                "negates a schema that accepts every value, so it accepts none".into(),
+            ));
+        }
+        // `not: false` asserts nothing; `not: {not: S}` is S.
+        if rejects_all(at.doc, &target) {
+            return Ok(());
+        }
+        let inner = at.doc.node(&target).and_then(Json::as_object);
+        if inner.is_some_and(|m| m.len() == 1 && m.contains_key("not")) {
+            return self.add_schema(at.doc, &target.child("not"), at.branch, at.ref_chain);
+        }
+        self.nots.push((target, at.src("not")));
+        Ok(())
+    }
+
+    /// `$ref`: the target is folded in, one hop further down the chain.
+    fn add_ref(&mut self, at: &At, v: &Json) -> Result<(), GenError> {
+        let loc = at.loc;
+        let target = v
+            .as_str()
+            .ok_or_else(|| GenError::new(Kind::Invalid, "$ref", &loc.eval, "is not a string"))?;
+        let doc_ptr = at.doc.resolve_ref(loc, target)?;
+        if at.ref_chain >= MAX_REF_CHAIN {
+            return Err(GenError::new(
+                Kind::TooDeep,
+                "$ref",
+                &loc.eval,
+                format!(
+                    "goes round a cycle of references ({MAX_REF_CHAIN} hops) that never reaches a value"
+                ),
+            ));
+        }
+        let to = Loc {
+            doc: doc_ptr,
+            eval: format!("{}/$ref", loc.eval),
+        };
+        self.add_schema(at.doc, &to, at.branch, at.ref_chain + 1)
+    }
+}
+
+/// The schema [`Flat::add_schema`] is folding in, for its keyword methods.
+struct At<'a> {
+    doc: &'a Doc,
+    loc: &'a Loc,
+    map: &'a serde_json::Map<String, Json>,
+    branch: bool,
+    ref_chain: usize,
+}
+
+impl At<'_> {
+    /// Where keyword `kw` of this schema is.
+    fn src(&self, kw: &'static str) -> Src {
+        Src {
+            loc: self.loc.clone(),
+            kw,
+            branch: self.branch,
+        }
+    }
+
+    fn unsat(&self, kw: &str, msg: String) -> GenError {
+        GenError::new(Kind::Unsatisfiable, kw, &self.loc.eval, msg)
+    }
+}
+
+/// `prefixItems` and `items` of one schema, kept together in its
+/// [`ArrayPart`].
+fn add_items(at: &At, array_part: &mut Option<ArrayPart>, k: &str, v: &Json) {
+    let loc = at.loc;
+    let part = array_part.get_or_insert(ArrayPart {
+        prefix: vec![],
+        items: None,
+        branch: at.branch,
+    });
+    if k == "prefixItems" {
+        let n = v.as_array().map_or(0, Vec::len);
+        part.prefix = (0..n).map(|i| loc.child("prefixItems").index(i)).collect();
+        return;
+    }
+    match v {
+        // Drafts before 2020-12: `items` as a list is what `prefixItems`
+        // is now, `additionalItems` the rest.
+        Json::Array(a) => {
+            part.prefix = (0..a.len()).map(|i| loc.child("items").index(i)).collect();
+            if at.map.contains_key("additionalItems") {
+                part.items = Some(loc.child("additionalItems"));
+            }
+        }
+        _ => part.items = Some(loc.child("items")),
+    }
+}
+
+/// `properties`, `patternProperties` and `additionalProperties` of one
+/// schema, kept together in its [`ObjPart`].
+fn add_properties(at: &At, obj_part: &mut Option<ObjPart>, k: &str, v: &Json) {
+    let loc = at.loc;
+    let part = obj_part.get_or_insert(ObjPart {
+        props: vec![],
+        patterns: vec![],
+        additional: None,
+        src: at.src("additionalProperties"),
+    });
+    match k {
+        "properties" => {
+            if let Some(m) = v.as_object() {
+                part.props = m
+                    .keys()
+                    .map(|name| (name.clone(), loc.child("properties").child(name)))
+                    .collect();
+            }
+        }
+        "patternProperties" => {
+            if let Some(m) = v.as_object() {
+                part.patterns = m
+                    .keys()
+                    .map(|p| (p.clone(), loc.child("patternProperties").child(p)))
+                    .collect();
+            }
+        }
+        _ => part.additional = Some(loc.child("additionalProperties")),
     }
 }
 

@@ -20,7 +20,7 @@
 //!   whole schema rejects.
 
 use crate::budget::{self, Label, Limits};
-use crate::doc::Loc;
+use crate::doc::{Doc, Loc};
 use crate::error::{GenError, Kind, Violation};
 use crate::flat::{expand, Bound, Flat, Force, Neg, Src, ALL, ARRAY, NUMBER, OBJECT, STRING};
 use crate::format;
@@ -75,6 +75,245 @@ fn narrowed(f: &Flat, bits: u8) -> Option<Flat> {
     ));
     g.negated = true;
     Some(g)
+}
+
+/// The negations [`Gen::negations`] collects: each is `base` (the
+/// conjunction, marked negated) with one keyword replaced by its negation.
+struct Negations {
+    base: Flat,
+    out: Vec<(Violation, Flat)>,
+}
+
+impl Negations {
+    /// Offers `f` as the negation of the keyword at `src`, unless that
+    /// keyword came in through an `anyOf`/`oneOf` branch (another branch
+    /// may accept the value) or there is no such value (`f` is None: the
+    /// keyword does not apply to the types allowed).
+    fn push(&mut self, src: &Src, f: Option<Flat>) {
+        if let Some(f) = f {
+            if !src.branch {
+                self.out.push((violation(src), f));
+            }
+        }
+    }
+
+    /// `type`: any other type.
+    fn negate_type(&mut self, d: &Flat) {
+        if let Some((mask, src)) = &d.types {
+            if *mask != ALL {
+                let mut f = self.base.clone();
+                f.types = Some((ALL & !mask, src.clone()));
+                self.push(src, Some(f));
+            }
+        }
+    }
+
+    /// `enum`/`const`: a value that is no member.
+    fn negate_enums(&mut self, d: &Flat) {
+        for (i, (vals, src)) in d.enums.iter().enumerate() {
+            let mut f = self.base.clone();
+            f.enums.remove(i);
+            f.negs.push(Neg::NotEnum(vals.clone()));
+            self.push(src, Some(f));
+        }
+    }
+
+    /// The bounds, reversed, and `multipleOf`, missed.
+    fn negate_number_keywords(&mut self, d: &Flat) {
+        if let Some(b) = &d.min {
+            let f = narrowed(&self.base, NUMBER).map(|mut f| {
+                f.min = None;
+                f.set_max(Bound {
+                    v: b.v,
+                    excl: !b.excl,
+                    src: b.src.clone(),
+                });
+                f
+            });
+            self.push(&b.src, f);
+        }
+        if let Some(b) = &d.max {
+            let f = narrowed(&self.base, NUMBER).map(|mut f| {
+                f.max = None;
+                f.set_min(Bound {
+                    v: b.v,
+                    excl: !b.excl,
+                    src: b.src.clone(),
+                });
+                f
+            });
+            self.push(&b.src, f);
+        }
+        for (i, (m, src)) in d.multiple_of.iter().enumerate() {
+            let f = narrowed(&self.base, NUMBER).map(|mut f| {
+                f.multiple_of.remove(i);
+                f.negs.push(Neg::NotMultipleOf(*m));
+                f
+            });
+            self.push(src, f);
+        }
+    }
+
+    /// The lengths, one past their bound; `pattern` and the checked
+    /// `format`s, missed.
+    fn negate_string_keywords(&mut self, d: &Flat) -> Result<(), GenError> {
+        if let Some((n, src)) = &d.min_len {
+            if *n > 0 {
+                let f = narrowed(&self.base, STRING).map(|mut f| {
+                    f.min_len = None;
+                    if f.max_len.as_ref().is_none_or(|m| m.0 > n - 1) {
+                        f.max_len = Some((n - 1, src.clone()));
+                    }
+                    f
+                });
+                self.push(src, f);
+            }
+        }
+        if let Some((n, src)) = &d.max_len {
+            if *n < MAX_STRING {
+                let f = narrowed(&self.base, STRING).map(|mut f| {
+                    f.max_len = None;
+                    f.min_len = Some((n + 1, src.clone()));
+                    f
+                });
+                self.push(src, f);
+            }
+        }
+        for (i, (p, src)) in d.patterns.iter().enumerate() {
+            let re = Pattern::compile(p, &src.loc.eval)?.regex;
+            let f = narrowed(&self.base, STRING).map(|mut f| {
+                f.patterns.remove(i);
+                f.negs.push(Neg::NotPattern(re));
+                f
+            });
+            self.push(src, f);
+        }
+        for (i, (name, src)) in d.formats.iter().enumerate() {
+            if !format::CHECKED.contains(&name.as_str()) {
+                continue;
+            }
+            let f = narrowed(&self.base, STRING).map(|mut f| {
+                f.formats.remove(i);
+                f.negs.push(Neg::NotFormat(name.clone()));
+                f
+            });
+            self.push(src, f);
+        }
+        Ok(())
+    }
+
+    /// The item counts, one past their bound; `uniqueItems` by a repeated
+    /// item; `contains` by no match.
+    fn negate_array_keywords(&mut self, d: &Flat) {
+        if let Some((n, src)) = &d.min_items {
+            if *n > 0 {
+                let f = narrowed(&self.base, ARRAY).map(|mut f| {
+                    f.min_items = None;
+                    if f.max_items.as_ref().is_none_or(|m| m.0 > n - 1) {
+                        f.max_items = Some((n - 1, src.clone()));
+                    }
+                    f
+                });
+                self.push(src, f);
+            }
+        }
+        if let Some((n, src)) = &d.max_items {
+            if *n < MAX_ITEMS {
+                let f = narrowed(&self.base, ARRAY).map(|mut f| {
+                    f.max_items = None;
+                    f.min_items = Some((n + 1, src.clone()));
+                    f
+                });
+                self.push(src, f);
+            }
+        }
+        if let Some(src) = &d.unique {
+            let f = narrowed(&self.base, ARRAY).map(|mut f| {
+                f.unique = None;
+                f.negs.push(Neg::Duplicate);
+                f
+            });
+            self.push(src, f);
+        }
+        for (i, src) in d.contains.iter().enumerate() {
+            let f = narrowed(&self.base, ARRAY).map(|mut f| {
+                f.contains.remove(i);
+                f.negs
+                    .push(Neg::NoContains(vec![src.loc.child("contains")]));
+                f
+            });
+            self.push(src, f);
+        }
+    }
+
+    /// The property counts, one past their bound; `required` by the
+    /// property absent; `additionalProperties: false` by one property
+    /// nobody declares.
+    fn negate_object_keywords(&mut self, d: &Flat, doc: &Doc) {
+        if let Some((n, src)) = &d.min_props {
+            if *n > 0 {
+                let f = narrowed(&self.base, OBJECT).map(|mut f| {
+                    f.min_props = None;
+                    if f.max_props.as_ref().is_none_or(|m| m.0 > n - 1) {
+                        f.max_props = Some((n - 1, src.clone()));
+                    }
+                    f
+                });
+                self.push(src, f);
+            }
+        }
+        if let Some((n, src)) = &d.max_props {
+            if *n < MAX_ITEMS {
+                let f = narrowed(&self.base, OBJECT).map(|mut f| {
+                    f.max_props = None;
+                    f.min_props = Some((n + 1, src.clone()));
+                    f
+                });
+                self.push(src, f);
+            }
+        }
+        let mut names: Vec<&String> = Vec::new();
+        for (name, src) in &d.required {
+            if names.contains(&name) {
+                continue;
+            }
+            names.push(name);
+            let f = narrowed(&self.base, OBJECT).map(|mut f| {
+                f.required.retain(|(n, _)| n != name);
+                f.forbidden.push(name.clone());
+                f
+            });
+            self.push(src, f);
+        }
+        for part in &d.objects {
+            let closed = part
+                .additional
+                .as_ref()
+                .is_some_and(|l| doc.node(l) == Some(&Json::Bool(false)));
+            if closed {
+                let f = narrowed(&self.base, OBJECT).map(|mut f| {
+                    f.force = Some(Force::Extra(any_json(1)));
+                    f
+                });
+                self.push(&part.src, f);
+            }
+        }
+    }
+
+    /// `not: S`: S itself, folded in; left out when S cannot be generated
+    /// locally.
+    fn negate_nots(&mut self, d: &Flat, doc: &Doc) -> Result<(), GenError> {
+        for (i, (loc, src)) in d.nots.iter().enumerate() {
+            let mut f = self.base.clone();
+            f.nots.remove(i);
+            match f.add_schema(doc, loc, src.branch, 0) {
+                Ok(()) => self.push(src, Some(f)),
+                Err(e) if e.is_local() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Gen {
@@ -180,207 +419,25 @@ impl Gen {
     }
 
     /// The conjunction `d` with one of its own keywords negated, per keyword.
+    /// At a level with `enum`/`const`, only those and `type` are negated.
     fn negations(&self, d: &Flat) -> Result<Vec<(Violation, Flat)>, GenError> {
-        let mut out: Vec<(Violation, Flat)> = Vec::new();
         let mut base = d.clone();
         base.negated = true;
-        if let Some((mask, src)) = &d.types {
-            if !src.branch && *mask != ALL {
-                let mut f = base.clone();
-                f.types = Some((ALL & !mask, src.clone()));
-                out.push((violation(src), f));
-            }
-        }
-        if !d.enums.is_empty() {
-            for (i, (vals, src)) in d.enums.iter().enumerate() {
-                if src.branch {
-                    continue;
-                }
-                let mut f = base.clone();
-                f.enums.remove(i);
-                f.negs.push(Neg::NotEnum(vals.clone()));
-                out.push((violation(src), f));
-            }
-            return Ok(out);
-        }
-        let mut push = |src: &Src, f: Option<Flat>| {
-            if let Some(f) = f {
-                if !src.branch {
-                    out.push((violation(src), f));
-                }
-            }
+        let mut n = Negations {
+            base,
+            out: Vec::new(),
         };
-        if let Some(b) = &d.min {
-            let f = narrowed(&base, NUMBER).map(|mut f| {
-                f.min = None;
-                f.set_max(Bound {
-                    v: b.v,
-                    excl: !b.excl,
-                    src: b.src.clone(),
-                });
-                f
-            });
-            push(&b.src, f);
+        n.negate_type(d);
+        if !d.enums.is_empty() {
+            n.negate_enums(d);
+            return Ok(n.out);
         }
-        if let Some(b) = &d.max {
-            let f = narrowed(&base, NUMBER).map(|mut f| {
-                f.max = None;
-                f.set_min(Bound {
-                    v: b.v,
-                    excl: !b.excl,
-                    src: b.src.clone(),
-                });
-                f
-            });
-            push(&b.src, f);
-        }
-        for (i, (m, src)) in d.multiple_of.iter().enumerate() {
-            let f = narrowed(&base, NUMBER).map(|mut f| {
-                f.multiple_of.remove(i);
-                f.negs.push(Neg::NotMultipleOf(*m));
-                f
-            });
-            push(src, f);
-        }
-        if let Some((n, src)) = &d.min_len {
-            if *n > 0 {
-                let f = narrowed(&base, STRING).map(|mut f| {
-                    f.min_len = None;
-                    if f.max_len.as_ref().is_none_or(|m| m.0 > n - 1) {
-                        f.max_len = Some((n - 1, src.clone()));
-                    }
-                    f
-                });
-                push(src, f);
-            }
-        }
-        if let Some((n, src)) = &d.max_len {
-            if *n < MAX_STRING {
-                let f = narrowed(&base, STRING).map(|mut f| {
-                    f.max_len = None;
-                    f.min_len = Some((n + 1, src.clone()));
-                    f
-                });
-                push(src, f);
-            }
-        }
-        for (i, (p, src)) in d.patterns.iter().enumerate() {
-            let re = Pattern::compile(p, &src.loc.eval)?.regex;
-            let f = narrowed(&base, STRING).map(|mut f| {
-                f.patterns.remove(i);
-                f.negs.push(Neg::NotPattern(re));
-                f
-            });
-            push(src, f);
-        }
-        for (i, (name, src)) in d.formats.iter().enumerate() {
-            if !format::CHECKED.contains(&name.as_str()) {
-                continue;
-            }
-            let f = narrowed(&base, STRING).map(|mut f| {
-                f.formats.remove(i);
-                f.negs.push(Neg::NotFormat(name.clone()));
-                f
-            });
-            push(src, f);
-        }
-        if let Some((n, src)) = &d.min_items {
-            if *n > 0 {
-                let f = narrowed(&base, ARRAY).map(|mut f| {
-                    f.min_items = None;
-                    if f.max_items.as_ref().is_none_or(|m| m.0 > n - 1) {
-                        f.max_items = Some((n - 1, src.clone()));
-                    }
-                    f
-                });
-                push(src, f);
-            }
-        }
-        if let Some((n, src)) = &d.max_items {
-            if *n < MAX_ITEMS {
-                let f = narrowed(&base, ARRAY).map(|mut f| {
-                    f.max_items = None;
-                    f.min_items = Some((n + 1, src.clone()));
-                    f
-                });
-                push(src, f);
-            }
-        }
-        if let Some(src) = &d.unique {
-            let f = narrowed(&base, ARRAY).map(|mut f| {
-                f.unique = None;
-                f.negs.push(Neg::Duplicate);
-                f
-            });
-            push(src, f);
-        }
-        for (i, src) in d.contains.iter().enumerate() {
-            let f = narrowed(&base, ARRAY).map(|mut f| {
-                f.contains.remove(i);
-                f.negs
-                    .push(Neg::NoContains(vec![src.loc.child("contains")]));
-                f
-            });
-            push(src, f);
-        }
-        if let Some((n, src)) = &d.min_props {
-            if *n > 0 {
-                let f = narrowed(&base, OBJECT).map(|mut f| {
-                    f.min_props = None;
-                    if f.max_props.as_ref().is_none_or(|m| m.0 > n - 1) {
-                        f.max_props = Some((n - 1, src.clone()));
-                    }
-                    f
-                });
-                push(src, f);
-            }
-        }
-        if let Some((n, src)) = &d.max_props {
-            if *n < MAX_ITEMS {
-                let f = narrowed(&base, OBJECT).map(|mut f| {
-                    f.max_props = None;
-                    f.min_props = Some((n + 1, src.clone()));
-                    f
-                });
-                push(src, f);
-            }
-        }
-        let mut names: Vec<&String> = Vec::new();
-        for (name, src) in &d.required {
-            if names.contains(&name) {
-                continue;
-            }
-            names.push(name);
-            let f = narrowed(&base, OBJECT).map(|mut f| {
-                f.required.retain(|(n, _)| n != name);
-                f.forbidden.push(name.clone());
-                f
-            });
-            push(src, f);
-        }
-        for part in &d.objects {
-            let closed = part
-                .additional
-                .as_ref()
-                .is_some_and(|l| self.doc.node(l) == Some(&Json::Bool(false)));
-            if closed {
-                let f = narrowed(&base, OBJECT).map(|mut f| {
-                    f.force = Some(Force::Extra(any_json(1)));
-                    f
-                });
-                push(&part.src, f);
-            }
-        }
-        for (i, (loc, src)) in d.nots.iter().enumerate() {
-            let mut f = base.clone();
-            f.nots.remove(i);
-            match f.add_schema(&self.doc, loc, src.branch, 0) {
-                Ok(()) => push(src, Some(f)),
-                Err(e) if e.is_local() => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(out)
+        n.negate_number_keywords(d);
+        n.negate_string_keywords(d)?;
+        n.negate_array_keywords(d);
+        n.negate_object_keywords(d, &self.doc);
+        n.negate_nots(d, &self.doc)?;
+        Ok(n.out)
     }
 
     /// Constraints of the values nested in `d` (properties, items), each

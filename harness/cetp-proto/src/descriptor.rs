@@ -339,13 +339,55 @@ impl Negotiated {
 }
 
 /// Validates `negotiate` success data (§2.2). Returns what could be read and
-/// every violation found.
+/// every violation found, member by member in the order §2.2 lists them.
 pub fn validate_negotiate(data: &Json, cx: &NegotiateContext<'_>) -> (Negotiated, Vec<Violation>) {
     let mut c = Ctx { out: Vec::new() };
     let mut n = Negotiated::default();
     let Some(m) = c.object(data, "", "2.2") else {
         return (n, c.out);
     };
+    negotiated_version(&mut c, m, cx, &mut n);
+    if let Some(id) = c.string(m, "provider_id", "", "2.2") {
+        n.provider_id = id.to_string();
+        if let Some(pkg) = cx.package {
+            if !provider_id_in_namespace(id, pkg) {
+                c.must(
+                    "provider_id.namespace",
+                    "3.1",
+                    "/provider_id",
+                    format!("provider_id {id:?} is outside package namespace {pkg:?}"),
+                );
+            }
+        }
+    }
+    c.opt_string(m, "provider_name", "", "2.2");
+    negotiated_session_token(&mut c, m, &mut n);
+    c.opt_string(m, "expires_at", "", "2.2");
+    if let Some(caps) = c.string_array(m, "capabilities", "", "2.2") {
+        for (i, cap) in caps.iter().enumerate() {
+            if !cx.consumer_capabilities.iter().any(|o| o == cap) {
+                c.must(
+                    "negotiate.capability.subset",
+                    "2.2",
+                    &format!("/capabilities/{i}"),
+                    format!("capability {cap:?} was not offered by the Consumer"),
+                );
+            }
+            n.capabilities.insert((*cap).to_string());
+        }
+    }
+    negotiated_limits(&mut c, m, &mut n);
+    (n, c.out)
+}
+
+/// `selected_version`: one the Consumer offered, and the highest common
+/// one when the manifest's versions are known.
+fn negotiated_version(
+    c: &mut Ctx,
+    m: &Map<String, Json>,
+    cx: &NegotiateContext<'_>,
+    n: &mut Negotiated,
+) {
     match m.get("selected_version") {
         Some(Json::Number(v)) if v.as_i64().is_some() => {
             n.selected_version = v.as_i64().unwrap_or_default();
@@ -393,56 +435,37 @@ pub fn validate_negotiate(data: &Json, cx: &NegotiateContext<'_>) -> (Negotiated
             "required member `selected_version` is missing".into(),
         ),
     }
-    if let Some(id) = c.string(m, "provider_id", "", "2.2") {
-        n.provider_id = id.to_string();
-        if let Some(pkg) = cx.package {
-            if !provider_id_in_namespace(id, pkg) {
-                c.must(
-                    "provider_id.namespace",
-                    "3.1",
-                    "/provider_id",
-                    format!("provider_id {id:?} is outside package namespace {pkg:?}"),
-                );
-            }
-        }
+}
+
+/// `session_token`: not empty, at most [`MAX_SESSION_TOKEN_BYTES`].
+fn negotiated_session_token(c: &mut Ctx, m: &Map<String, Json>, n: &mut Negotiated) {
+    let Some(tok) = c.string(m, "session_token", "", "2.2") else {
+        return;
+    };
+    n.session_token = tok.to_string();
+    if tok.is_empty() {
+        c.must(
+            "session_token.opaque",
+            "2.2",
+            "/session_token",
+            "session_token is empty".into(),
+        );
     }
-    c.opt_string(m, "provider_name", "", "2.2");
-    if let Some(tok) = c.string(m, "session_token", "", "2.2") {
-        n.session_token = tok.to_string();
-        if tok.is_empty() {
-            c.must(
-                "session_token.opaque",
-                "2.2",
-                "/session_token",
-                "session_token is empty".into(),
-            );
-        }
-        if tok.len() > MAX_SESSION_TOKEN_BYTES {
-            c.must(
-                "session_token.length",
-                "2.2",
-                "/session_token",
-                format!(
-                    "session_token is {} bytes, more than {MAX_SESSION_TOKEN_BYTES}",
-                    tok.len()
-                ),
-            );
-        }
+    if tok.len() > MAX_SESSION_TOKEN_BYTES {
+        c.must(
+            "session_token.length",
+            "2.2",
+            "/session_token",
+            format!(
+                "session_token is {} bytes, more than {MAX_SESSION_TOKEN_BYTES}",
+                tok.len()
+            ),
+        );
     }
-    c.opt_string(m, "expires_at", "", "2.2");
-    if let Some(caps) = c.string_array(m, "capabilities", "", "2.2") {
-        for (i, cap) in caps.iter().enumerate() {
-            if !cx.consumer_capabilities.iter().any(|o| o == cap) {
-                c.must(
-                    "negotiate.capability.subset",
-                    "2.2",
-                    &format!("/capabilities/{i}"),
-                    format!("capability {cap:?} was not offered by the Consumer"),
-                );
-            }
-            n.capabilities.insert((*cap).to_string());
-        }
-    }
+}
+
+/// `limits`: each of [`LIMIT_MINIMUMS`] present and at least its minimum.
+fn negotiated_limits(c: &mut Ctx, m: &Map<String, Json>, n: &mut Negotiated) {
     match m.get("limits") {
         Some(Json::Object(limits)) => {
             for (key, min) in LIMIT_MINIMUMS {
@@ -480,7 +503,6 @@ pub fn validate_negotiate(data: &Json, cx: &NegotiateContext<'_>) -> (Negotiated
             "required member `limits` is missing".into(),
         ),
     }
-    (n, c.out)
 }
 
 /// Provider info, as the rest of a session needs it.
@@ -639,131 +661,195 @@ pub fn validate_tool_list(data: &Json, cx: &ToolListContext<'_>) -> (ToolList, V
     };
     let mut names = BTreeSet::new();
     for (i, tool) in tools.iter().enumerate() {
-        let at = format!("/tools/{i}");
-        let Some(tm) = c.object(tool, &at, "3.3") else {
-            continue;
-        };
-        let name = c
-            .string(tm, "name", &at, "3.1")
-            .unwrap_or_default()
-            .to_string();
-        if !name.is_empty() || tm.contains_key("name") {
-            if !is_valid_tool_name(&name) {
-                c.must(
-                    "tool.name.pattern",
-                    "3.1",
-                    &format!("{at}/name"),
-                    format!("tool name {name:?} does not match [a-z][a-z0-9_]{{0,63}}"),
-                );
-            }
-            if !names.insert(name.clone()) {
-                c.must(
-                    "tool.name.unique",
-                    "3.1",
-                    &format!("{at}/name"),
-                    format!("tool name {name:?} appears twice"),
-                );
-            }
+        if let Some(t) = validate_tool(&mut c, tool, &format!("/tools/{i}"), cx, &mut names) {
+            list.tools.push(t);
         }
-        c.opt_string(tm, "title", &at, "3.3");
-        c.string(tm, "description", &at, "3.3");
-        let mut schemas = [Json::Null, Json::Null];
-        for (slot, key) in ["input_schema", "output_schema"].iter().enumerate() {
-            let sat = format!("{at}/{key}");
-            match tm.get(*key) {
-                Some(schema) => {
-                    let refs = foreign_refs(schema, &sat);
-                    let had_refs = !refs.is_empty();
-                    c.out.extend(refs);
-                    if !had_refs {
-                        if let Err(e) = CompiledSchema::compile(schema, cx.dialect) {
-                            c.must("schema.compiles", "3.3", &sat, e);
-                        }
-                    }
-                    schemas[slot] = schema.clone();
-                }
-                None => c.must(
-                    "shape.required",
-                    "3.3",
-                    &sat,
-                    format!("required member `{key}` is missing"),
-                ),
-            }
-        }
-        let scopes = c.string_array(tm, "scopes", &at, "3.3").unwrap_or_default();
-        if let Some(known) = cx.known_scopes {
-            for (j, s) in scopes.iter().enumerate() {
-                if !known.contains(*s) {
-                    c.must(
-                        "tool.scope.declared",
-                        "3.3",
-                        &format!("{at}/scopes/{j}"),
-                        format!("scope {s:?} is not in the provider's scope catalog"),
-                    );
-                }
-            }
-        }
-        let aat = format!("{at}/annotations");
-        let Some(am) = tm.get("annotations").and_then(Json::as_object) else {
-            c.must(
-                "shape.required",
-                "3.4",
-                &aat,
-                "required member `annotations` is missing or not an object".into(),
-            );
-            continue;
-        };
-        let effect = c
-            .enumerated(am, "effect", EFFECTS, &aat, "3.4", true)
-            .unwrap_or("");
-        let risk = c
-            .enumerated(am, "risk", RISKS, &aat, "3.4", true)
-            .unwrap_or("");
-        let confirmation = c
-            .enumerated(am, "confirmation", CONFIRMATIONS, &aat, "3.4", true)
-            .unwrap_or("");
-        let execution = c
-            .enumerated(am, "execution", EXECUTIONS, &aat, "3.4", false)
-            .unwrap_or("sync");
-        let destructive = c.bool_or_default(am, "destructive", &aat, "3.4");
-        let idempotent = c.bool_or_default(am, "idempotent", &aat, "3.4");
-        let open_world = c.bool_or_default(am, "open_world", &aat, "3.4");
-        let needs_always =
-            matches!(effect, "delete" | "transaction") || destructive || risk == "high";
-        if needs_always && !confirmation.is_empty() && confirmation != "always" {
-            c.must(
-                "annotation.confirmation.always",
-                "3.4",
-                &format!("{aat}/confirmation"),
-                format!("effect={effect}, risk={risk}, destructive={destructive} require confirmation=always, found {confirmation:?}"),
-            );
-        }
-        if execution == "sync_or_async"
-            && !cx.negotiated.contains(Capability::AsyncOperations.as_str())
-        {
-            c.must(
-                "annotation.execution.async_negotiated",
-                "3.4",
-                &format!("{aat}/execution"),
-                "execution=sync_or_async without a negotiated async_operations capability".into(),
-            );
-        }
-        let [input_schema, output_schema] = schemas;
-        list.tools.push(ToolSummary {
-            name,
-            input_schema,
-            output_schema,
-            scopes: scopes.into_iter().map(str::to_string).collect(),
-            effect: effect.to_string(),
-            risk: risk.to_string(),
-            destructive,
-            idempotent,
-            open_world,
-            confirmation: confirmation.to_string(),
-            execution: execution.to_string(),
-        });
     }
     (list, c.out)
+}
+
+/// One tool of `tools[]` at `at`; None when it is not an object or has no
+/// annotations object. `names` are the names seen so far.
+fn validate_tool(
+    c: &mut Ctx,
+    tool: &Json,
+    at: &str,
+    cx: &ToolListContext<'_>,
+    names: &mut BTreeSet<String>,
+) -> Option<ToolSummary> {
+    let tm = c.object(tool, at, "3.3")?;
+    let name = tool_name(c, tm, at, names);
+    c.opt_string(tm, "title", at, "3.3");
+    c.string(tm, "description", at, "3.3");
+    let [input_schema, output_schema] = tool_schemas(c, tm, at, cx);
+    let scopes = c.string_array(tm, "scopes", at, "3.3").unwrap_or_default();
+    if let Some(known) = cx.known_scopes {
+        for (j, s) in scopes.iter().enumerate() {
+            if !known.contains(*s) {
+                c.must(
+                    "tool.scope.declared",
+                    "3.3",
+                    &format!("{at}/scopes/{j}"),
+                    format!("scope {s:?} is not in the provider's scope catalog"),
+                );
+            }
+        }
+    }
+    let aat = format!("{at}/annotations");
+    let Some(am) = tm.get("annotations").and_then(Json::as_object) else {
+        c.must(
+            "shape.required",
+            "3.4",
+            &aat,
+            "required member `annotations` is missing or not an object".into(),
+        );
+        return None;
+    };
+    let a = tool_annotations(c, am, &aat, cx);
+    Some(ToolSummary {
+        name,
+        input_schema,
+        output_schema,
+        scopes: scopes.into_iter().map(str::to_string).collect(),
+        effect: a.effect.to_string(),
+        risk: a.risk.to_string(),
+        destructive: a.destructive,
+        idempotent: a.idempotent,
+        open_world: a.open_world,
+        confirmation: a.confirmation.to_string(),
+        execution: a.execution.to_string(),
+    })
+}
+
+/// A tool's `name`: the §3.1 pattern, and unique in the list.
+fn tool_name(
+    c: &mut Ctx,
+    tm: &Map<String, Json>,
+    at: &str,
+    names: &mut BTreeSet<String>,
+) -> String {
+    let name = c
+        .string(tm, "name", at, "3.1")
+        .unwrap_or_default()
+        .to_string();
+    if !name.is_empty() || tm.contains_key("name") {
+        if !is_valid_tool_name(&name) {
+            c.must(
+                "tool.name.pattern",
+                "3.1",
+                &format!("{at}/name"),
+                format!("tool name {name:?} does not match [a-z][a-z0-9_]{{0,63}}"),
+            );
+        }
+        if !names.insert(name.clone()) {
+            c.must(
+                "tool.name.unique",
+                "3.1",
+                &format!("{at}/name"),
+                format!("tool name {name:?} appears twice"),
+            );
+        }
+    }
+    name
+}
+
+/// A tool's `input_schema` and `output_schema` (Null when missing): only
+/// same-document references, and compiling under the dialect.
+fn tool_schemas(
+    c: &mut Ctx,
+    tm: &Map<String, Json>,
+    at: &str,
+    cx: &ToolListContext<'_>,
+) -> [Json; 2] {
+    let mut schemas = [Json::Null, Json::Null];
+    for (slot, key) in ["input_schema", "output_schema"].iter().enumerate() {
+        let sat = format!("{at}/{key}");
+        match tm.get(*key) {
+            Some(schema) => {
+                let refs = foreign_refs(schema, &sat);
+                let had_refs = !refs.is_empty();
+                c.out.extend(refs);
+                if !had_refs {
+                    if let Err(e) = CompiledSchema::compile(schema, cx.dialect) {
+                        c.must("schema.compiles", "3.3", &sat, e);
+                    }
+                }
+                schemas[slot] = schema.clone();
+            }
+            None => c.must(
+                "shape.required",
+                "3.3",
+                &sat,
+                format!("required member `{key}` is missing"),
+            ),
+        }
+    }
+    schemas
+}
+
+/// A tool's §3.4 annotations as read ("" for a missing or unknown enum,
+/// `execution` defaulting to "sync").
+struct Annotations<'a> {
+    effect: &'a str,
+    risk: &'a str,
+    confirmation: &'a str,
+    execution: &'a str,
+    destructive: bool,
+    idempotent: bool,
+    open_world: bool,
+}
+
+/// The §3.4 annotations: known enum values, and the two rules that join
+/// them (what needs `confirmation: always`; `sync_or_async` only with
+/// `async_operations` negotiated).
+fn tool_annotations<'a>(
+    c: &mut Ctx,
+    am: &'a Map<String, Json>,
+    aat: &str,
+    cx: &ToolListContext<'_>,
+) -> Annotations<'a> {
+    let effect = c
+        .enumerated(am, "effect", EFFECTS, aat, "3.4", true)
+        .unwrap_or("");
+    let risk = c
+        .enumerated(am, "risk", RISKS, aat, "3.4", true)
+        .unwrap_or("");
+    let confirmation = c
+        .enumerated(am, "confirmation", CONFIRMATIONS, aat, "3.4", true)
+        .unwrap_or("");
+    let execution = c
+        .enumerated(am, "execution", EXECUTIONS, aat, "3.4", false)
+        .unwrap_or("sync");
+    let destructive = c.bool_or_default(am, "destructive", aat, "3.4");
+    let idempotent = c.bool_or_default(am, "idempotent", aat, "3.4");
+    let open_world = c.bool_or_default(am, "open_world", aat, "3.4");
+    let needs_always = matches!(effect, "delete" | "transaction") || destructive || risk == "high";
+    if needs_always && !confirmation.is_empty() && confirmation != "always" {
+        c.must(
+            "annotation.confirmation.always",
+            "3.4",
+            &format!("{aat}/confirmation"),
+            format!("effect={effect}, risk={risk}, destructive={destructive} require confirmation=always, found {confirmation:?}"),
+        );
+    }
+    if execution == "sync_or_async" && !cx.negotiated.contains(Capability::AsyncOperations.as_str())
+    {
+        c.must(
+            "annotation.execution.async_negotiated",
+            "3.4",
+            &format!("{aat}/execution"),
+            "execution=sync_or_async without a negotiated async_operations capability".into(),
+        );
+    }
+    Annotations {
+        effect,
+        risk,
+        confirmation,
+        execution,
+        destructive,
+        idempotent,
+        open_world,
+    }
 }
 
 /// Validates a v1 `list_tools` answer (v1: `tools[]` with name, description,

@@ -85,6 +85,20 @@ impl HtmlReport {
 
     pub fn render(&self) -> String {
         let mut o = String::new();
+        self.render_head(&mut o);
+        self.render_outcome(&mut o);
+        self.render_sections(&mut o);
+        o.push_str("</table>\n<h2>Cases and checks</h2>\n");
+        for c in &self.cases {
+            self.render_case(&mut o, c);
+        }
+        o.push_str("</body></html>\n");
+        o
+    }
+
+    /// The document head (a CSP that allows no script or network, the
+    /// style sheet) and the run's heading line.
+    fn render_head(&self, o: &mut String) {
         o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
         // No script, no network, whatever a Provider's text turns into.
         o.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n");
@@ -100,6 +114,11 @@ impl HtmlReport {
                 None => String::new(),
             }
         );
+    }
+
+    /// The §9 claim, the chart by verdict and the exit code, or that the
+    /// run did not finish.
+    fn render_outcome(&self, o: &mut String) {
         match &self.end {
             Some((s, claim, code)) => {
                 let _ = writeln!(
@@ -121,7 +140,11 @@ impl HtmlReport {
             }
             None => o.push_str("<p><b>The run did not finish.</b></p>\n"),
         }
-        // By spec section: the section of each case's first requirement.
+    }
+
+    /// The table of verdicts by spec section: the section of each case's
+    /// first requirement, in section order (left open for the caller).
+    fn render_sections(&self, o: &mut String) {
         let mut sections: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
         for c in &self.cases {
             let sec = c
@@ -159,53 +182,53 @@ impl HtmlReport {
                 n("INFRA_ERROR")
             );
         }
-        o.push_str("</table>\n<h2>Cases and checks</h2>\n");
-        for c in &self.cases {
-            let v = c.verdict.as_str();
-            let open = if matches!(c.verdict, Verdict::Fail | Verdict::Flaky) {
-                " open"
-            } else {
-                ""
-            };
+    }
+
+    /// One case or check, open when it failed: its requirements, reason,
+    /// the command that reruns a case, and its wire trace.
+    fn render_case(&self, o: &mut String, c: &CaseView) {
+        let v = c.verdict.as_str();
+        let open = if matches!(c.verdict, Verdict::Fail | Verdict::Flaky) {
+            " open"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "<details{open}><summary><span class=\"v {v}\">{v}</span> <b>{}</b> {}</summary>",
+            html(&c.id, 40),
+            html(&c.title, 300)
+        );
+        let _ = write!(
+            o,
+            "<p>Requirements: {}",
+            html(&c.requirements.join(", "), 600)
+        );
+        if !c.cited.is_empty() {
+            let _ = write!(o, "; the finding cites {}", html(&c.cited.join(", "), 600));
+        }
+        o.push_str("</p>\n");
+        if !c.reason.is_empty() {
+            let _ = writeln!(o, "<p>{}</p>", html(&c.reason, 4000));
+        }
+        if c.kind == "case" {
             let _ = writeln!(
                 o,
-                "<details{open}><summary><span class=\"v {v}\">{v}</span> <b>{}</b> {}</summary>",
+                "<p>Reproduce: <code>cetp replay {} --target {} --seed {}</code></p>",
                 html(&c.id, 40),
-                html(&c.title, 300)
+                html(&self.target, 200),
+                self.seed
             );
-            let _ = write!(
-                o,
-                "<p>Requirements: {}",
-                html(&c.requirements.join(", "), 600)
-            );
-            if !c.cited.is_empty() {
-                let _ = write!(o, "; the finding cites {}", html(&c.cited.join(", "), 600));
-            }
-            o.push_str("</p>\n");
-            if !c.reason.is_empty() {
-                let _ = writeln!(o, "<p>{}</p>", html(&c.reason, 4000));
-            }
-            if c.kind == "case" {
-                let _ = writeln!(
-                    o,
-                    "<p>Reproduce: <code>cetp replay {} --target {} --seed {}</code></p>",
-                    html(&c.id, 40),
-                    html(&self.target, 200),
-                    self.seed
-                );
-            }
-            if !c.trace.is_empty() {
-                o.push_str("<details><summary>steps and wire trace</summary><pre>");
-                for l in &c.trace {
-                    o.push_str(&html(l, TRACE_CAP + 200));
-                    o.push('\n');
-                }
-                o.push_str("</pre></details>\n");
-            }
-            o.push_str("</details>\n");
         }
-        o.push_str("</body></html>\n");
-        o
+        if !c.trace.is_empty() {
+            o.push_str("<details><summary>steps and wire trace</summary><pre>");
+            for l in &c.trace {
+                o.push_str(&html(l, TRACE_CAP + 200));
+                o.push('\n');
+            }
+            o.push_str("</pre></details>\n");
+        }
+        o.push_str("</details>\n");
     }
 }
 

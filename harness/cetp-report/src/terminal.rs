@@ -2,7 +2,7 @@
 //! §9 claim. Provider text is escaped ([`crate::escape::terminal`]).
 
 use crate::escape::terminal as esc;
-use cetp_conformance::event::{Event, Reporter, Verdict};
+use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
 use std::io::Write;
 
 pub struct Terminal<W: Write + Send> {
@@ -105,6 +105,199 @@ fn mark(v: Verdict) -> &'static str {
     }
 }
 
+impl<W: Write + Send> Terminal<W> {
+    /// The run's first line; starts the progress bar.
+    fn run_started(&mut self, run_id: &str, target: &str, seed: u64, cases: usize) -> String {
+        self.target = target.to_string();
+        self.seed = seed;
+        if self.want_progress && !self.trace {
+            let pb = indicatif::ProgressBar::new(cases as u64);
+            pb.set_style(
+                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            self.progress = Some(pb);
+        }
+        format!(
+            "cetp: run {run_id} against {} (seed {seed}, {cases} cases)",
+            esc(target, 200)
+        )
+    }
+
+    /// A case's line: shown when it did not pass (or when verbose), with
+    /// its known failure, its reason and the command that reruns it.
+    fn case_finished(
+        &mut self,
+        case_id: &str,
+        title: &str,
+        verdict: Verdict,
+        reason: &str,
+        baseline: Option<&str>,
+    ) -> Option<String> {
+        if let Some(pb) = &self.progress {
+            pb.inc(1);
+        }
+        if !(self.verbose || self.trace || verdict != Verdict::Pass) {
+            return None;
+        }
+        let known = baseline
+            .map(|b| format!(" [known failure: {}]", esc(b, 200)))
+            .unwrap_or_default();
+        let why = reason_line(reason);
+        // One line to paste: the case alone, with its wire trace.
+        let again =
+            if matches!(verdict, Verdict::Fail | Verdict::Flaky | Verdict::Warn) && !self.trace {
+                self.reproduce_line(case_id)
+            } else {
+                String::new()
+            };
+        Some(format!(
+            "{} {case_id} {}{known}{why}{again}",
+            self.styled_mark(verdict),
+            esc(title, 200)
+        ))
+    }
+
+    /// The command that reruns one case alone.
+    fn reproduce_line(&self, case_id: &str) -> String {
+        match self.rerun {
+            Rerun::Replay => format!(
+                "\n        reproduce: cetp replay {} --target {} --seed {}",
+                esc(case_id, 40),
+                esc(&self.target, 200),
+                self.seed
+            ),
+            Rerun::Consumer => format!(
+                "\n        reproduce: cetp consumer --only {} --target {} --seed {}",
+                esc(case_id, 40),
+                esc(&self.target, 200),
+                self.seed
+            ),
+        }
+    }
+
+    /// A run-level check's line: shown when it did not pass (or when
+    /// verbose).
+    fn check_verdict(
+        &self,
+        check: &str,
+        title: &str,
+        verdict: Verdict,
+        reason: &str,
+    ) -> Option<String> {
+        if !(self.verbose || verdict != Verdict::Pass) {
+            return None;
+        }
+        Some(format!(
+            "{} {check} {}{}",
+            self.styled_mark(verdict),
+            esc(title, 200),
+            reason_line(reason)
+        ))
+    }
+
+    /// The summary, the §9 claim and the exit code; clears the progress bar.
+    fn run_finished(
+        &mut self,
+        summary: &Summary,
+        claim: &Claim,
+        exit_code: i32,
+        duration_ms: u64,
+    ) -> String {
+        if let Some(pb) = self.progress.take() {
+            pb.finish_and_clear();
+        }
+        format!(
+            "\n{} passed, {} failed, {} flaky, {} warned, {} not applicable, {} infra errors ({:.1} s)\nclaim: {}\nexit code {exit_code}",
+            summary.pass,
+            summary.fail,
+            summary.flaky,
+            summary.warn,
+            summary.not_applicable,
+            summary.infra_error,
+            duration_ms as f64 / 1000.0,
+            esc(&claim.statement, 4000)
+        )
+    }
+}
+
+/// A reason on its own indented line, or nothing.
+fn reason_line(reason: &str) -> String {
+    if reason.is_empty() {
+        String::new()
+    } else {
+        format!("\n        {}", esc(reason, 600))
+    }
+}
+
+/// Who answered: the device's hello, the Provider and its manifest.
+fn target_line(event: &Event) -> Option<String> {
+    let Event::TargetIdentified {
+        hello,
+        package,
+        manifest,
+        declared_versions,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    let who = hello
+        .as_ref()
+        .map(|h| {
+            format!(
+                "{} uid {} on {} (sdk {})",
+                esc(&h.identity_name, 40),
+                h.uid,
+                esc(&h.model, 60),
+                h.sdk_int
+            )
+        })
+        .unwrap_or_else(|| "unidentified device".into());
+    Some(format!(
+        "target: {} — provider {} — manifest {} {:?}",
+        who,
+        esc(package.as_deref().unwrap_or("?"), 120),
+        esc(manifest, 40),
+        declared_versions
+    ))
+}
+
+/// The wire trace (`--trace`): each step sent and answered, each finding.
+fn trace_line(event: &Event) -> Option<String> {
+    match event {
+        Event::StepSent {
+            step,
+            identity,
+            op,
+            request,
+            ..
+        } => Some(format!(
+            "  -> [{step}] {} {}: {}",
+            esc(identity, 8),
+            esc(op, 60),
+            esc(&request.to_string(), 4000)
+        )),
+        Event::StepAnswered {
+            step,
+            answer,
+            elapsed_us,
+            ..
+        } => Some(format!(
+            "  <- [{step}] {}µs: {}",
+            elapsed_us,
+            esc(&answer.to_string(), 4000)
+        )),
+        Event::CheckFinding {
+            step,
+            check,
+            message,
+            ..
+        } => Some(format!("  !! [{step}] {check}: {}", esc(message, 400))),
+        _ => None,
+    }
+}
+
 impl<W: Write + Send> Reporter for Terminal<W> {
     fn on_event(&mut self, event: &Event) {
         let text: Option<String> = match event {
@@ -114,83 +307,19 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 seed,
                 cases,
                 ..
-            } => {
-                self.target = target.clone();
-                self.seed = *seed;
-                if self.want_progress && !self.trace {
-                    let pb = indicatif::ProgressBar::new(*cases as u64);
-                    pb.set_style(
-                        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
-                            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                    );
-                    self.progress = Some(pb);
-                }
-                Some(format!(
-                    "cetp: run {run_id} against {} (seed {seed}, {cases} cases)",
-                    esc(target, 200)
-                ))
-            }
-            Event::TargetIdentified {
-                hello,
-                package,
-                manifest,
-                declared_versions,
-                ..
-            } => {
-                let who = hello
-                    .as_ref()
-                    .map(|h| {
-                        format!(
-                            "{} uid {} on {} (sdk {})",
-                            esc(&h.identity_name, 40),
-                            h.uid,
-                            esc(&h.model, 60),
-                            h.sdk_int
-                        )
-                    })
-                    .unwrap_or_else(|| "unidentified device".into());
-                Some(format!(
-                    "target: {} — provider {} — manifest {} {:?}",
-                    who,
-                    esc(package.as_deref().unwrap_or("?"), 120),
-                    esc(manifest, 40),
-                    declared_versions
-                ))
-            }
+            } => Some(self.run_started(run_id, target, *seed, *cases)),
+            Event::TargetIdentified { .. } => target_line(event),
             Event::CaseStarted { case_id, title } => {
                 if let Some(pb) = &self.progress {
                     pb.set_message(format!("{} {}", esc(case_id, 40), esc(title, 60)));
                 }
                 None
             }
-            Event::StepSent {
-                step,
-                identity,
-                op,
-                request,
-                ..
-            } if self.trace => Some(format!(
-                "  -> [{step}] {} {}: {}",
-                esc(identity, 8),
-                esc(op, 60),
-                esc(&request.to_string(), 4000)
-            )),
-            Event::StepAnswered {
-                step,
-                answer,
-                elapsed_us,
-                ..
-            } if self.trace => Some(format!(
-                "  <- [{step}] {}µs: {}",
-                elapsed_us,
-                esc(&answer.to_string(), 4000)
-            )),
-            Event::CheckFinding {
-                step,
-                check,
-                message,
-                ..
-            } if self.trace => Some(format!("  !! [{step}] {check}: {}", esc(message, 400))),
+            Event::StepSent { .. } | Event::StepAnswered { .. } | Event::CheckFinding { .. }
+                if self.trace =>
+            {
+                trace_line(event)
+            }
             Event::CaseFinished {
                 case_id,
                 title,
@@ -198,72 +327,14 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 reason,
                 baseline,
                 ..
-            } => {
-                if let Some(pb) = &self.progress {
-                    pb.inc(1);
-                }
-                if self.verbose || self.trace || *verdict != Verdict::Pass {
-                    let known = baseline
-                        .as_ref()
-                        .map(|b| format!(" [known failure: {}]", esc(b, 200)))
-                        .unwrap_or_default();
-                    let why = if reason.is_empty() {
-                        String::new()
-                    } else {
-                        format!("\n        {}", esc(reason, 600))
-                    };
-                    // One line to paste: the case alone, with its wire trace.
-                    let again = if matches!(verdict, Verdict::Fail | Verdict::Flaky | Verdict::Warn)
-                        && !self.trace
-                    {
-                        match self.rerun {
-                            Rerun::Replay => format!(
-                                "\n        reproduce: cetp replay {} --target {} --seed {}",
-                                esc(case_id, 40),
-                                esc(&self.target, 200),
-                                self.seed
-                            ),
-                            Rerun::Consumer => format!(
-                                "\n        reproduce: cetp consumer --only {} --target {} --seed {}",
-                                esc(case_id, 40),
-                                esc(&self.target, 200),
-                                self.seed
-                            ),
-                        }
-                    } else {
-                        String::new()
-                    };
-                    Some(format!(
-                        "{} {case_id} {}{known}{why}{again}",
-                        self.styled_mark(*verdict),
-                        esc(title, 200)
-                    ))
-                } else {
-                    None
-                }
-            }
+            } => self.case_finished(case_id, title, *verdict, reason, baseline.as_deref()),
             Event::CheckVerdict {
                 check,
                 title,
                 verdict,
                 reason,
                 ..
-            } => {
-                if self.verbose || *verdict != Verdict::Pass {
-                    let why = if reason.is_empty() {
-                        String::new()
-                    } else {
-                        format!("\n        {}", esc(reason, 600))
-                    };
-                    Some(format!(
-                        "{} {check} {}{why}",
-                        self.styled_mark(*verdict),
-                        esc(title, 200)
-                    ))
-                } else {
-                    None
-                }
-            }
+            } => self.check_verdict(check, title, *verdict, reason),
             Event::BaselineStale { id, reason } => Some(format!(
                 "STALE baseline entry {}: {}",
                 esc(id, 80),
@@ -274,22 +345,7 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 claim,
                 exit_code,
                 duration_ms,
-            } => {
-                if let Some(pb) = self.progress.take() {
-                    pb.finish_and_clear();
-                }
-                Some(format!(
-                    "\n{} passed, {} failed, {} flaky, {} warned, {} not applicable, {} infra errors ({:.1} s)\nclaim: {}\nexit code {exit_code}",
-                    summary.pass,
-                    summary.fail,
-                    summary.flaky,
-                    summary.warn,
-                    summary.not_applicable,
-                    summary.infra_error,
-                    *duration_ms as f64 / 1000.0,
-                    esc(&claim.statement, 4000)
-                ))
-            }
+            } => Some(self.run_finished(summary, claim, *exit_code, *duration_ms)),
             _ => None,
         };
         if let Some(t) = text {

@@ -213,143 +213,185 @@ fn endpoint(text: &str, v: &str) -> Result<String, SpecError> {
     Ok(v.to_string())
 }
 
+/// `sim[:OPTIONS]`: the simulated Provider, its mutant or variant, its
+/// manifest, clock and seed; a named mutant or variant must exist.
+fn parse_sim(
+    o: &mut Options,
+    positional: Option<String>,
+    op_timeout_ms: u64,
+) -> Result<SimSpec, SpecError> {
+    if let Some(p) = positional {
+        return Err(o.err(format!("sim takes only KEY=VALUE options, found {p:?}")));
+    }
+    let mut s = SimSpec {
+        op_timeout_ms,
+        ..SimSpec::default()
+    };
+    if let Some(v) = o.take("provider")? {
+        s.provider = cetp_sim::parse_provider(&v).map_err(|e| o.err(e.to_string()))?;
+    }
+    if let Some(v) = o.take("mutant")? {
+        s.mutant = Some(v);
+    }
+    if let Some(v) = o.take("variant")? {
+        s.variant = Some(v);
+    }
+    if let Some(v) = o.take("manifest")? {
+        s.manifest = cetp_sim::parse_manifest_variant(&v).map_err(|e| o.err(e.to_string()))?;
+    }
+    if let Some(v) = o.number("clock_skew_ms")? {
+        s.clock_skew_ms = v;
+    }
+    if let Some(v) = o.number("effect_delay_ms")? {
+        s.effect_delay_ms = v;
+    }
+    if let Some(v) = o.number("seed")? {
+        s.seed = v;
+    }
+    if let Some(v) = o.take("hang")? {
+        s.hang = Some(v);
+    }
+    if let Some(m) = &s.mutant {
+        cetp_sim::mutant_of(s.provider, m).map_err(|e| o.err(e.to_string()))?;
+    }
+    if let Some(v) = &s.variant {
+        cetp_sim::variant_named(v).map_err(|e| o.err(e.to_string()))?;
+    }
+    Ok(s)
+}
+
+/// `adb[:SERIAL][,OPTIONS]`: the adb server, APKs to install, the probe
+/// services, starting them, the relay and identity B.
+fn parse_adb(
+    o: &mut Options,
+    serial: Option<String>,
+    op_timeout_ms: u64,
+) -> Result<AdbSpec, SpecError> {
+    let mut s = AdbSpec {
+        serial,
+        op_timeout_ms,
+        ..AdbSpec::default()
+    };
+    if let Some(v) = o.take("server")? {
+        s.server = v
+            .parse()
+            .map_err(|_| o.err(format!("server={v:?} is not IPV4:PORT")))?;
+    }
+    s.install = o
+        .take_all("install")
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    s.probe_apks = o
+        .take_all("probe_apk")
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    if let Some(v) = o.take("probe")? {
+        s.probe_service = v;
+    }
+    if let Some(v) = o.take("probe_b")? {
+        s.probe_b_service = v;
+    }
+    if let Some(v) = o.take("start")? {
+        s.start = match v.as_str() {
+            "1" | "on" | "true" => true,
+            "0" | "off" | "false" => false,
+            _ => return Err(o.err(format!("start={v:?}: use 1 or 0"))),
+        };
+    }
+    if let Some(v) = o.number("install_timeout_ms")? {
+        s.install_timeout_ms = v;
+    }
+    if let Some(v) = o.take("relay")? {
+        s.relay_through_server = match v.as_str() {
+            "server" => Some(true),
+            "forward" => Some(false),
+            _ => return Err(o.err(format!("relay={v:?}: use server or forward"))),
+        };
+    }
+    if let Some(v) = o.take("b")? {
+        s.b = match v.as_str() {
+            "auto" => IdentityB::Auto,
+            "on" | "1" | "required" => IdentityB::Required,
+            "off" | "0" => IdentityB::Off,
+            _ => return Err(o.err(format!("b={v:?}: use auto, on or off"))),
+        };
+    }
+    Ok(s)
+}
+
+/// The `KEY=VALUE` options of a target spec, taken one by one; what is
+/// left once a kind has taken its own is unknown.
+struct Options<'t> {
+    text: &'t str,
+    opts: BTreeMap<String, Vec<String>>,
+}
+
+impl Options<'_> {
+    fn err(&self, reason: String) -> SpecError {
+        SpecError {
+            text: self.text.to_string(),
+            reason,
+        }
+    }
+
+    /// The option `k`, given at most once.
+    fn take(&mut self, k: &str) -> Result<Option<String>, SpecError> {
+        match self.opts.remove(k) {
+            None => Ok(None),
+            Some(mut vs) if vs.len() == 1 => Ok(vs.pop()),
+            Some(_) => Err(self.err(format!("{k} given more than once"))),
+        }
+    }
+
+    /// Every value of the repeatable option `k`.
+    fn take_all(&mut self, k: &str) -> Vec<String> {
+        self.opts.remove(k).unwrap_or_default()
+    }
+
+    fn number<T: std::str::FromStr>(&mut self, k: &str) -> Result<Option<T>, SpecError> {
+        self.take(k)?.map(|v| number(self.text, k, &v)).transpose()
+    }
+}
+
 impl TargetSpec {
     pub fn parse(text: &str) -> Result<TargetSpec, SpecError> {
-        let err = |reason: String| SpecError {
-            text: text.to_string(),
-            reason,
-        };
         let t = text.trim();
         // `adb,server=...` (no serial) and `sim,seed=1` read like `adb:...`.
         let split_at = t.find([':', ',']).unwrap_or(t.len());
         let (scheme, rest) = (&t[..split_at], t.get(split_at + 1..).unwrap_or(""));
         let items = split_items(text, rest)?;
-        let mut opts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut o = Options {
+            text,
+            opts: BTreeMap::new(),
+        };
         for (k, v) in items.options {
-            opts.entry(k).or_default().push(v);
+            o.opts.entry(k).or_default().push(v);
         }
-        let take = |opts: &mut BTreeMap<String, Vec<String>>,
-                    k: &str|
-         -> Result<Option<String>, SpecError> {
-            match opts.remove(k) {
-                None => Ok(None),
-                Some(mut vs) if vs.len() == 1 => Ok(vs.pop()),
-                Some(_) => Err(SpecError {
-                    text: text.to_string(),
-                    reason: format!("{k} given more than once"),
-                }),
-            }
-        };
-        let op_timeout_ms = match take(&mut opts, "timeout_ms")? {
-            Some(v) => number(text, "timeout_ms", &v)?,
-            None => DEFAULT_OP_TIMEOUT_MS,
-        };
+        let op_timeout_ms = o.number("timeout_ms")?.unwrap_or(DEFAULT_OP_TIMEOUT_MS);
         let spec = match scheme {
-            "sim" => {
-                if let Some(p) = items.positional {
-                    return Err(err(format!("sim takes only KEY=VALUE options, found {p:?}")));
-                }
-                let mut s = SimSpec {
-                    op_timeout_ms,
-                    ..SimSpec::default()
-                };
-                if let Some(v) = take(&mut opts, "provider")? {
-                    s.provider = cetp_sim::parse_provider(&v).map_err(|e| err(e.to_string()))?;
-                }
-                if let Some(v) = take(&mut opts, "mutant")? {
-                    s.mutant = Some(v);
-                }
-                if let Some(v) = take(&mut opts, "variant")? {
-                    s.variant = Some(v);
-                }
-                if let Some(v) = take(&mut opts, "manifest")? {
-                    s.manifest = cetp_sim::parse_manifest_variant(&v).map_err(|e| err(e.to_string()))?;
-                }
-                if let Some(v) = take(&mut opts, "clock_skew_ms")? {
-                    s.clock_skew_ms = number(text, "clock_skew_ms", &v)?;
-                }
-                if let Some(v) = take(&mut opts, "effect_delay_ms")? {
-                    s.effect_delay_ms = number(text, "effect_delay_ms", &v)?;
-                }
-                if let Some(v) = take(&mut opts, "seed")? {
-                    s.seed = number(text, "seed", &v)?;
-                }
-                if let Some(v) = take(&mut opts, "hang")? {
-                    s.hang = Some(v);
-                }
-                if let Some(m) = &s.mutant {
-                    cetp_sim::mutant_of(s.provider, m).map_err(|e| err(e.to_string()))?;
-                }
-                if let Some(v) = &s.variant {
-                    cetp_sim::variant_named(v).map_err(|e| err(e.to_string()))?;
-                }
-                TargetSpec::Sim(s)
-            }
+            "sim" => TargetSpec::Sim(parse_sim(&mut o, items.positional, op_timeout_ms)?),
             "tcp" => {
                 let a = items
                     .positional
-                    .ok_or_else(|| err("tcp needs HOST:PORT".into()))?;
-                let b = take(&mut opts, "b")?.map(|v| endpoint(text, &v)).transpose()?;
+                    .ok_or_else(|| o.err("tcp needs HOST:PORT".into()))?;
+                let b = o.take("b")?.map(|v| endpoint(text, &v)).transpose()?;
                 TargetSpec::Tcp(TcpSpec {
                     a: endpoint(text, &a)?,
                     b,
                     op_timeout_ms,
                 })
             }
-            "adb" => {
-                let mut s = AdbSpec {
-                    serial: items.positional,
-                    op_timeout_ms,
-                    ..AdbSpec::default()
-                };
-                if let Some(v) = take(&mut opts, "server")? {
-                    s.server = v
-                        .parse()
-                        .map_err(|_| err(format!("server={v:?} is not IPV4:PORT")))?;
-                }
-                s.install = opts.remove("install").unwrap_or_default().into_iter().map(PathBuf::from).collect();
-                s.probe_apks = opts.remove("probe_apk").unwrap_or_default().into_iter().map(PathBuf::from).collect();
-                if let Some(v) = take(&mut opts, "probe")? {
-                    s.probe_service = v;
-                }
-                if let Some(v) = take(&mut opts, "probe_b")? {
-                    s.probe_b_service = v;
-                }
-                if let Some(v) = take(&mut opts, "start")? {
-                    s.start = match v.as_str() {
-                        "1" | "on" | "true" => true,
-                        "0" | "off" | "false" => false,
-                        _ => return Err(err(format!("start={v:?}: use 1 or 0"))),
-                    };
-                }
-                if let Some(v) = take(&mut opts, "install_timeout_ms")? {
-                    s.install_timeout_ms = number(text, "install_timeout_ms", &v)?;
-                }
-                if let Some(v) = take(&mut opts, "relay")? {
-                    s.relay_through_server = match v.as_str() {
-                        "server" => Some(true),
-                        "forward" => Some(false),
-                        _ => return Err(err(format!("relay={v:?}: use server or forward"))),
-                    };
-                }
-                if let Some(v) = take(&mut opts, "b")? {
-                    s.b = match v.as_str() {
-                        "auto" => IdentityB::Auto,
-                        "on" | "1" | "required" => IdentityB::Required,
-                        "off" | "0" => IdentityB::Off,
-                        _ => return Err(err(format!("b={v:?}: use auto, on or off"))),
-                    };
-                }
-                TargetSpec::Adb(s)
-            }
+            "adb" => TargetSpec::Adb(parse_adb(&mut o, items.positional, op_timeout_ms)?),
             other => {
-                return Err(err(format!(
+                return Err(o.err(format!(
                     "unknown kind {other:?}; use sim[:OPTIONS], tcp:HOST:PORT[,b=HOST:PORT] or adb[:SERIAL][,server=HOST:PORT]"
                 )))
             }
         };
-        if let Some(k) = opts.keys().next() {
-            return Err(err(format!("unknown option {k:?} for {scheme}")));
+        if let Some(k) = o.opts.keys().next() {
+            return Err(o.err(format!("unknown option {k:?} for {scheme}")));
         }
         Ok(spec)
     }

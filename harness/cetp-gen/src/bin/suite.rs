@@ -209,14 +209,15 @@ fn run(exe: &Path, g: &Group, limit: Duration) -> Option<Json> {
     ))
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--one") {
-        let (Some(f), Some(i)) = (args.get(1), args.get(2).and_then(|i| i.parse().ok())) else {
-            usage()
-        };
-        child(Path::new(f), i);
-    }
+/// The command line of a suite run (the `--one` child aside).
+struct Options {
+    dir: PathBuf,
+    refused_file: Option<String>,
+    limit: Duration,
+    jsonl: bool,
+}
+
+fn options(args: Vec<String>) -> Options {
     let mut dir = None;
     let mut refused_file = None;
     let mut limit = Duration::from_secs(5);
@@ -237,32 +238,121 @@ fn main() {
             _ => usage(),
         }
     }
-    let dir = dir.unwrap_or_else(|| usage());
-    let expected: BTreeMap<String, Json> = match &refused_file {
-        Some(f) => {
-            let list: Json =
-                serde_json::from_str(&std::fs::read_to_string(f).unwrap_or_else(|e| {
-                    eprintln!("{f}: {e}");
-                    std::process::exit(2)
-                }))
-                .unwrap_or_else(|e| {
-                    eprintln!("{f}: {e}");
-                    std::process::exit(2)
-                });
-            let mut m = BTreeMap::new();
-            for e in list["refused"].as_array().into_iter().flatten() {
-                let id = e["schema"].as_str().unwrap_or_else(|| {
-                    eprintln!("{f}: an entry without a \"schema\" string");
-                    std::process::exit(2)
-                });
-                if e["reason"].as_str().is_none_or(str::is_empty) {
-                    eprintln!("{f}: {id}: an entry without a reason");
-                    std::process::exit(2)
-                }
-                m.insert(id.to_string(), e.clone());
-            }
-            m
+    Options {
+        dir: dir.unwrap_or_else(|| usage()),
+        refused_file,
+        limit,
+        jsonl,
+    }
+}
+
+/// The known-refusals list, by schema id; every entry must give a reason.
+fn known_refusals(f: &str) -> BTreeMap<String, Json> {
+    let list: Json = serde_json::from_str(&std::fs::read_to_string(f).unwrap_or_else(|e| {
+        eprintln!("{f}: {e}");
+        std::process::exit(2)
+    }))
+    .unwrap_or_else(|e| {
+        eprintln!("{f}: {e}");
+        std::process::exit(2)
+    });
+    let mut m = BTreeMap::new();
+    for e in list["refused"].as_array().into_iter().flatten() {
+        let id = e["schema"].as_str().unwrap_or_else(|| {
+            eprintln!("{f}: an entry without a \"schema\" string");
+            std::process::exit(2)
+        });
+        if e["reason"].as_str().is_none_or(str::is_empty) {
+            eprintln!("{f}: {id}: an entry without a reason");
+            std::process::exit(2)
         }
+        m.insert(id.to_string(), e.clone());
+    }
+    m
+}
+
+/// What a child's answer (None: it hung) counts as.
+fn status_of(answer: &Option<Json>) -> &'static str {
+    match answer {
+        None => "hang",
+        Some(a) => match a["status"].as_str() {
+            Some("ok") => "generated",
+            Some("refused") => "refused",
+            _ => "wrong",
+        },
+    }
+}
+
+/// The failure one schema's result is, if any: a hang, a wrong value, a
+/// refusal the known-refusals list does not expect (or expects otherwise),
+/// or a listed refusal that now generates.
+fn failure(
+    g: &Group,
+    status: &str,
+    answer: &Option<Json>,
+    expected: &BTreeMap<String, Json>,
+    checking_refusals: bool,
+    limit: Duration,
+) -> Option<String> {
+    let listed = expected.contains_key(&g.id);
+    match status {
+        "hang" => Some(format!(
+            "{}: no answer within {} ms",
+            g.id,
+            limit.as_millis()
+        )),
+        "wrong" => Some(format!(
+            "{}: {}",
+            g.id,
+            answer.as_ref().map_or(Json::Null, |a| a["why"].clone())
+        )),
+        "refused" if checking_refusals && !listed => Some(format!(
+            "{}: refused, and not on the known-refusals list: {}",
+            g.id,
+            answer
+                .as_ref()
+                .and_then(|a| a["message"].as_str())
+                .unwrap_or("")
+        )),
+        "refused" if listed => {
+            let e = &expected[&g.id];
+            let a = answer.as_ref().expect("refused means answered");
+            (e["kind"] != a["kind"] || e["keyword"] != a["keyword"]).then(|| {
+                format!(
+                    "{}: refused as {} `{}`, but the known-refusals list expects {} `{}`: {}",
+                    g.id,
+                    a["kind"].as_str().unwrap_or(""),
+                    a["keyword"].as_str().unwrap_or(""),
+                    e["kind"].as_str().unwrap_or(""),
+                    e["keyword"].as_str().unwrap_or(""),
+                    a["message"].as_str().unwrap_or("")
+                )
+            })
+        }
+        "generated" if listed => Some(format!(
+            "{}: on the known-refusals list but now generates: drop the entry",
+            g.id
+        )),
+        _ => None,
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--one") {
+        let (Some(f), Some(i)) = (args.get(1), args.get(2).and_then(|i| i.parse().ok())) else {
+            usage()
+        };
+        child(Path::new(f), i);
+    }
+    let Options {
+        dir,
+        refused_file,
+        limit,
+        jsonl,
+    } = options(args);
+    let expected: BTreeMap<String, Json> = match &refused_file {
+        Some(f) => known_refusals(f),
         None => BTreeMap::new(),
     };
     let exe = std::env::current_exe().expect("own path");
@@ -286,14 +376,7 @@ fn main() {
         if took > slowest.0 {
             slowest = (took, g.id.clone());
         }
-        let status = match &answer {
-            None => "hang",
-            Some(a) => match a["status"].as_str() {
-                Some("ok") => "generated",
-                Some("refused") => "refused",
-                _ => "wrong",
-            },
-        };
+        let status = status_of(&answer);
         *counts.entry(status).or_default() += 1;
         if jsonl {
             let mut line = answer.clone().unwrap_or(json!({}));
@@ -302,50 +385,17 @@ fn main() {
             line["ms"] = json!(took.as_millis() as u64);
             println!("{line}");
         }
-        let listed = expected.contains_key(&g.id);
-        if listed {
+        if expected.contains_key(&g.id) {
             seen.push(g.id.clone());
         }
-        match status {
-            "hang" => failures.push(format!(
-                "{}: no answer within {} ms",
-                g.id,
-                limit.as_millis()
-            )),
-            "wrong" => failures.push(format!(
-                "{}: {}",
-                g.id,
-                answer.as_ref().map_or(Json::Null, |a| a["why"].clone())
-            )),
-            "refused" if refused_file.is_some() && !listed => failures.push(format!(
-                "{}: refused, and not on the known-refusals list: {}",
-                g.id,
-                answer
-                    .as_ref()
-                    .and_then(|a| a["message"].as_str())
-                    .unwrap_or("")
-            )),
-            "refused" if listed => {
-                let e = &expected[&g.id];
-                let a = answer.as_ref().expect("refused means answered");
-                if e["kind"] != a["kind"] || e["keyword"] != a["keyword"] {
-                    failures.push(format!(
-                        "{}: refused as {} `{}`, but the known-refusals list expects {} `{}`: {}",
-                        g.id,
-                        a["kind"].as_str().unwrap_or(""),
-                        a["keyword"].as_str().unwrap_or(""),
-                        e["kind"].as_str().unwrap_or(""),
-                        e["keyword"].as_str().unwrap_or(""),
-                        a["message"].as_str().unwrap_or("")
-                    ));
-                }
-            }
-            "generated" if listed => failures.push(format!(
-                "{}: on the known-refusals list but now generates: drop the entry",
-                g.id
-            )),
-            _ => {}
-        }
+        failures.extend(failure(
+            g,
+            status,
+            &answer,
+            &expected,
+            refused_file.is_some(),
+            limit,
+        ));
     }
     for id in expected.keys() {
         if !seen.contains(id) {
