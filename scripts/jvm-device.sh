@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The end-to-end JVM device: the probe app's own ProbeSession, Dispatcher and
+# AndroidBackend under Robolectric, serving probe wire over TCP for identity
+# a and identity b, in front of the sample CETP v2 Provider of
+# examples/java-provider (a real android.content.ContentProvider, registered
+# from its manifest as Robolectric registers providers). No phone: see
+# examples/java-provider/README.md for what differs from one.
+#
+#   scripts/jvm-device.sh --listen HOST:PORT --listen-b HOST:PORT [--defect NAME]
+#       serves until killed; prints a line with "ready" once both ports accept
+#   scripts/jvm-device.sh --list-defects
+#       the seeded defects of the sample, one name per line
+#
+# Then: cetp run --target tcp:HOST:PORT --target-b HOST:PORT \
+#         --profile examples/java-provider/profile.toml
+#
+# Needs what scripts/probe-app-check.sh needs (scripts/setup.sh installs it);
+# builds under android-probe-app/jvm/target/.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+defects="$root/examples/java-provider/defects.tsv"
+usage="usage: $0 --listen HOST:PORT --listen-b HOST:PORT [--defect NAME] | --list-defects"
+
+names() { grep -v '^#' "$defects" | cut -f1; }
+
+listen="" listen_b="" defect=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --list-defects) names; exit 0 ;;
+        --listen) listen="${2:?$usage}"; shift 2 ;;
+        --listen-b) listen_b="${2:?$usage}"; shift 2 ;;
+        --defect) defect="${2:?$usage}"; shift 2 ;;
+        *) echo "$usage" >&2; exit 2 ;;
+    esac
+done
+[ -n "$listen" ] && [ -n "$listen_b" ] || { echo "$usage" >&2; exit 2; }
+for hp in "$listen" "$listen_b"; do
+    [[ "$hp" =~ ^.+:[0-9]+$ ]] || { echo "jvm-device: not HOST:PORT: $hp" >&2; exit 2; }
+done
+if [ -n "$defect" ] && ! names | grep -qxF -- "$defect"; then
+    echo "jvm-device: no seeded defect named '$defect'; there are: $(names | tr '\n' ' ')" >&2
+    exit 2
+fi
+
+out="$root/android-probe-app/jvm/target"
+# Compiles the app, the sample and the Robolectric test support; runs nothing.
+"$root/scripts/probe-app-check.sh" --prepare >&2
+cp="$(cat "$out/run.classpath")"
+mapfile -t jvmflags < "$out/run.jvmflags"
+rm -rf "$out/device-classes"
+find "$root/android-probe-app/jvm/device/java" -name '*.java' > "$out/device-sources"
+javac --release 17 -Xlint:all,-classfile,-processing -Werror -encoding UTF-8 \
+    -cp "$out/sample-classes:$cp" -d "$out/device-classes" @"$out/device-sources"
+
+defect_flag=()
+[ -n "$defect" ] && defect_flag=("-Dcom.example.cetp.tasks.defect=$defect")
+echo "jvm-device: starting Robolectric (identity a on $listen, b on $listen_b)" >&2
+# exec: killing this script's process kills the JVM.
+exec java "${jvmflags[@]}" "${defect_flag[@]}" \
+    -Dcetp.jvm.listen="$listen" -Dcetp.jvm.listen_b="$listen_b" \
+    -cp "$out/device-classes:$out/sample-classes:$cp" \
+    org.junit.platform.console.ConsoleLauncher \
+    --select-method com.clawseed.probe.JvmDevice#serve \
+    --disable-banner --details=none
