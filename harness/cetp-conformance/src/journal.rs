@@ -1001,7 +1001,7 @@ fn hello_json(h: &HelloInfo) -> Json {
 }
 
 fn manifest_json(m: &ServiceManifest) -> Json {
-    obj([
+    let mut out = obj([
         ("package", m.package.as_str().into()),
         ("service", m.service.as_str().into()),
         ("exported", m.exported.into()),
@@ -1025,7 +1025,19 @@ fn manifest_json(m: &ServiceManifest) -> Json {
                     .collect(),
             ),
         ),
-    ])
+    ]);
+    if let (Some(types), Json::Object(o)) = (&m.meta_types, &mut out) {
+        o.insert(
+            "meta_types".into(),
+            Json::Object(
+                types
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Json::from(v.as_str())))
+                    .collect(),
+            ),
+        );
+    }
+    out
 }
 
 fn manifest_of(v: &Json) -> ServiceManifest {
@@ -1055,6 +1067,11 @@ fn manifest_of(v: &Json) -> ServiceManifest {
                     .collect()
             })
             .unwrap_or_default(),
+        meta_types: v.get("meta_types").and_then(Json::as_object).map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+                .collect()
+        }),
     }
 }
 

@@ -577,6 +577,9 @@ fn manifest_to_json(m: &ServiceManifest) -> Json {
             ),
         );
     }
+    if let Some(types) = &m.meta_types {
+        out.insert("meta_types".into(), string_map(types));
+    }
     Json::Object(out)
 }
 
@@ -591,6 +594,10 @@ fn manifest_from(f: &Fields<'_, '_>) -> Result<ServiceManifest> {
         signing_cert_sha256: f
             .opt_string_array("signing_cert_sha256")?
             .unwrap_or_default(),
+        meta_types: f
+            .opt("meta_types")
+            .map(|_| f.string_map("meta_types"))
+            .transpose()?,
     })
 }
 

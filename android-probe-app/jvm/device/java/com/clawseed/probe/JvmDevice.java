@@ -216,9 +216,40 @@ public class JvmDevice {
             }
         }
 
+        /**
+         * The probe's descriptor, with {@code writable} read from the real
+         * descriptor: Robolectric's {@code Os.fcntlInt} is a stub answering
+         * 0 (read-only) for every descriptor, so the probe's own reading
+         * would pass RES-002 whatever the Provider returned.
+         */
         @Override
         public FdSource takeFd(String handle) throws DeviceError {
-            return inner.takeFd(handle);
+            FdSource fd = inner.takeFd(handle);
+            return new FdSource() {
+                @Override
+                public java.io.InputStream stream() throws java.io.IOException {
+                    return fd.stream();
+                }
+
+                @Override
+                public String checkError() {
+                    return fd.checkError();
+                }
+
+                @Override
+                public Boolean writable() {
+                    try {
+                        return accessModeWritable(fd.stream());
+                    } catch (java.io.IOException e) {
+                        return null;
+                    }
+                }
+
+                @Override
+                public void close() throws java.io.IOException {
+                    fd.close();
+                }
+            };
         }
 
         @Override
@@ -242,6 +273,35 @@ public class JvmDevice {
         @Override
         public void close() {
             inner.close();
+        }
+    }
+
+    /**
+     * F_GETFL & O_ACCMODE of the descriptor behind {@code in}, as the probe
+     * reads it on a phone, here from Linux's {@code /proc/self/fdinfo}; null
+     * when it cannot be read (then the host does not judge RES-002).
+     */
+    static Boolean accessModeWritable(java.io.InputStream in) {
+        if (!(in instanceof java.io.FileInputStream)) {
+            return null;
+        }
+        try {
+            java.io.FileDescriptor fd = ((java.io.FileInputStream) in).getFD();
+            java.lang.reflect.Field field = java.io.FileDescriptor.class.getDeclaredField("fd");
+            field.setAccessible(true);
+            int n = field.getInt(fd);
+            if (n < 0) {
+                return null;
+            }
+            for (String line : Files.readAllLines(new File("/proc/self/fdinfo/" + n).toPath())) {
+                if (line.startsWith("flags:")) {
+                    // O_ACCMODE is 3; O_RDONLY 0.
+                    return (Integer.parseInt(line.substring(6).trim(), 8) & 3) != 0;
+                }
+            }
+            return null;
+        } catch (ReflectiveOperationException | java.io.IOException | NumberFormatException e) {
+            return null;
         }
     }
 

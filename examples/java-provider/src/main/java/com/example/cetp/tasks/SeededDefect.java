@@ -24,7 +24,11 @@ final class SeededDefect {
     /** §5: error answers without the retryable Boolean. */
     static final String NO_RETRYABLE = "no-retryable";
 
-    static final List<String> ALL = List.of(TOKEN_ANY_CALLER, NO_DEDUPE, MUTABLE_PENDING_INTENT, NO_RETRYABLE);
+    /** §4.5: a large result's result_fd is open for writing too (a read-write file, not a pipe's read end). */
+    static final String WRITABLE_RESULT_FD = "writable-result-fd";
+
+    static final List<String> ALL =
+            List.of(TOKEN_ANY_CALLER, NO_DEDUPE, MUTABLE_PENDING_INTENT, NO_RETRYABLE, WRITABLE_RESULT_FD);
 
     static boolean on(String name) {
         return name.equals(System.getProperty(PROPERTY));

@@ -52,8 +52,10 @@ public final class TaskToolProvider extends ContentProvider {
     static final String META_MANAGER_CERTS = "com.example.cetp.tasks.manager_certs";
     static final String PROVIDER_NAME = "Sample Tasks";
     static final long CONFIRMATION_TTL_MS = 300_000;
-    /** How long this process keeps its copy of a result's read end after answering (see largeResult). */
-    static final long RESULT_FD_HOLD_MS = 30_000;
+    /** How long this process keeps its copy of a result's read end once the writer is done (see largeResult). */
+    static final long RESULT_FD_HOLD_MS = 10_000;
+    /** A reader that has not taken the whole result by then is cut off. */
+    static final long RESULT_FD_DEADLINE_MS = 120_000;
 
     private final Sessions sessions = new Sessions();
     private final SecureRandom random = new SecureRandom();
@@ -528,6 +530,9 @@ public final class TaskToolProvider extends ContentProvider {
     }
 
     private Bundle largeResult(String requestId, byte[] bytes) throws Envelope.Refusal {
+        if (SeededDefect.on(SeededDefect.WRITABLE_RESULT_FD)) {
+            return fileResult(requestId, writableCopy(bytes), bytes);
+        }
         ParcelFileDescriptor[] pipe;
         try {
             // A reliable pipe: the reader learns from checkError whether the writer finished.
@@ -537,31 +542,60 @@ public final class TaskToolProvider extends ContentProvider {
         }
         ParcelFileDescriptor readEnd = pipe[0];
         ParcelFileDescriptor writeEnd = pipe[1];
-        workers.execute(() -> {
+        // A reader that never reads must not hold the writer forever: past
+        // the deadline both ends close, which wakes a blocked write.
+        java.util.concurrent.ScheduledFuture<?> cutOff = timers.schedule(() -> {
+            closeQuietly(writeEnd);
+            closeQuietly(readEnd);
+        }, RESULT_FD_DEADLINE_MS, TimeUnit.MILLISECONDS);
+        // One thread per result, not the operations' pool: a result must
+        // never wait behind background work.
+        Thread writer = new Thread(() -> {
             try (OutputStream out = new ParcelFileDescriptor.AutoCloseOutputStream(writeEnd)) {
                 out.write(bytes);
             } catch (IOException e) {
-                // The reader closed early; nothing to do.
+                // The reader closed early or was cut off.
                 Log.w(TAG, "result pipe: " + e.getMessage());
             }
-        });
-        // Binder copies the descriptor into the reply; this process's copy
-        // is closed a while later, when the reply has long been sent.
-        timers.schedule(() -> {
+            // Binder duplicated the read end into the reply long ago; this
+            // process's own copy goes once the reader has had the bytes.
             try {
-                readEnd.close();
-            } catch (IOException ignored) {
-                // Closing anyway.
+                Thread.sleep(RESULT_FD_HOLD_MS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
-        }, RESULT_FD_HOLD_MS, TimeUnit.MILLISECONDS);
+            cutOff.cancel(false);
+            closeQuietly(readEnd);
+        }, "cetp-result-writer");
+        writer.setDaemon(true);
+        writer.start();
+        return fileResult(requestId, readEnd, bytes);
+    }
+
+    private static Bundle fileResult(String requestId, ParcelFileDescriptor fd, byte[] bytes) {
         try {
             JSONObject data = new JSONObject().put("kind", "file").put("media_type", "application/json")
                     .put("size_bytes", bytes.length).put("sha256", sha256(bytes));
             Bundle out = Envelope.success(requestId, data);
-            out.putParcelable("result_fd", readEnd);
+            out.putParcelable("result_fd", fd);
             return out;
         } catch (JSONException e) {
             throw new IllegalStateException(e);
+        }
+    }
+
+    /** The seeded defect's result: a file opened for reading and writing. */
+    private ParcelFileDescriptor writableCopy(byte[] bytes) throws Envelope.Refusal {
+        try {
+            java.io.File f = java.io.File.createTempFile("result", ".json", getContext().getCacheDir());
+            java.nio.file.Files.write(f.toPath(), bytes);
+            ParcelFileDescriptor fd = ParcelFileDescriptor.open(f, ParcelFileDescriptor.MODE_READ_WRITE);
+            if (!f.delete()) {
+                Log.w(TAG, "could not delete " + f);
+            }
+            return fd;
+        } catch (IOException e) {
+            throw new Envelope.Refusal("UNAVAILABLE", "could not write the result", true);
         }
     }
 
@@ -714,6 +748,14 @@ public final class TaskToolProvider extends ContentProvider {
     }
 
     // ---- helpers ----
+
+    private static void closeQuietly(ParcelFileDescriptor pfd) {
+        try {
+            pfd.close();
+        } catch (IOException ignored) {
+            // Closing anyway.
+        }
+    }
 
     private String hex(int bytes) {
         byte[] raw = new byte[bytes];
