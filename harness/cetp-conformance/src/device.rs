@@ -24,6 +24,11 @@ pub struct HelloInfo {
     pub ops: Vec<String>,
 }
 
+/// The kind of a [`DeviceError`] the host itself gives an op that the
+/// device's `hello` leaves out of `ops` (probe-wire extension
+/// `ops_unavailable`): the device was never asked.
+pub const OP_UNAVAILABLE: &str = "op_unavailable";
+
 /// Who is at fault when a device op fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
