@@ -103,7 +103,7 @@ for c in report["cases"]:
 unjudged = []
 for c in by.get("NOT_APPLICABLE", []):
     r = c["reason"]
-    if "needs a device that can resolve" in r and "resolve needs a phone" in r:
+    if "cannot `resolve` here" in r and "resolve needs a phone" in r:
         unjudged.append(c["id"])
     elif not (r.startswith("applies to ") or "movable clock" in r):
         problems.append(f"{c['id']} is NOT_APPLICABLE by the setup: {r}")

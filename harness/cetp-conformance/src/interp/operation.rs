@@ -306,7 +306,7 @@ impl CaseRunner<'_> {
                 // whose clock cannot move, and holds the claim back.
                 crate::device::OP_UNAVAILABLE => Stop::setup(
                     "a device that plays the user's decision (resolve)",
-                    format!("needs a device that can resolve: {}", e.message),
+                    e.message,
                 ),
                 _ => device_stop(e),
             })?;
