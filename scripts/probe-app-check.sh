@@ -14,6 +14,10 @@
 #
 #   scripts/probe-app-check.sh                 everything
 #   scripts/probe-app-check.sh --compile-only  steps 1-3
+#   scripts/probe-app-check.sh --prepare       steps 1-3, the sample Provider
+#       of examples/java-provider compiled the same way, the tests compiled;
+#       writes target/run.classpath and target/run.jvmflags for
+#       scripts/jvm-device.sh, runs nothing
 #
 # Needs mvn, python3, a JDK 17 and Debian's junit5 (scripts/setup.sh
 # installs them). Built files go under android-probe-app/jvm/target/.
@@ -25,10 +29,12 @@ jvm="$app/jvm"
 out="$jvm/target"
 
 compile_only=0
+prepare_only=0
 case "${1:-}" in
     "") ;;
     --compile-only) compile_only=1 ;;
-    *) echo "usage: $0 [--compile-only]" >&2; exit 2 ;;
+    --prepare) prepare_only=1 ;;
+    *) echo "usage: $0 [--compile-only | --prepare]" >&2; exit 2 ;;
 esac
 
 junit="${JUNIT_CONSOLE_JAR:-/usr/share/java/junit-platform-console-standalone.jar}"
@@ -86,6 +92,15 @@ for flavor in a b; do
     javac --release 17 $lint -encoding UTF-8 -cp "$framework" -d "$out/classes-$flavor" @"$out/sources-$flavor"
 done
 echo "probe-app-check: app/ compiles against the framework (both identities)"
+
+# The sample Provider a vendor copies (examples/java-provider): Java against
+# the same framework, the same lints. Its manifest is read at run time by
+# the JVM device (scripts/jvm-device.sh).
+sample="$root/examples/java-provider"
+rm -rf "$out/sample-classes"
+find "$sample/src/main/java" -name '*.java' > "$out/sample-sources"
+echo "probe-app-check: compiling the sample Provider (examples/java-provider)"
+javac --release 17 $lint -encoding UTF-8 -cp "$framework" -d "$out/sample-classes" @"$out/sample-sources"
 [ "$compile_only" -eq 1 ] && exit 0
 
 # The tests run as identity a, against the manifest the plugin would merge,
@@ -107,18 +122,24 @@ android_merged_assets=$out/gen-a/assets
 android_custom_package=com.clawseed.probe
 PROPS
 
+# What a JVM that runs the app under Robolectric needs (the tests below,
+# scripts/jvm-device.sh).
+# --add-opens: Robolectric's framework moves descriptors between
+# java.io.FileDescriptor objects by reflection (as Android Studio's
+# Robolectric setup on JDK 17 does).
+printf '%s' "$junit:$out/classes-a:$tests:$test_cp:$framework" > "$out/run.classpath"
+printf '%s\n' --add-opens=java.base/java.io=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED \
+    -Drobolectric.offline=true -Drobolectric.dependency.dir="$offline" \
+    -Drobolectric.logging.enabled=false -Dcetp.repo.dir="$root" > "$out/run.jvmflags"
+[ "$prepare_only" -eq 1 ] && exit 0
+
 echo "probe-app-check: Robolectric tests (offline, framework API 34)"
 # The classpath goes on the JVM's own -cp, not the launcher's --class-path:
 # the launcher closes a class loader of its own before Robolectric's
 # shutdown hook runs, which then fails to load its classes.
-# --add-opens: Robolectric's framework moves descriptors between
-# java.io.FileDescriptor objects by reflection (as Android Studio's
-# Robolectric setup on JDK 17 does).
-java --add-opens=java.base/java.io=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED \
-    -Drobolectric.offline=true -Drobolectric.dependency.dir="$offline" \
-    -Drobolectric.logging.enabled=false \
-    -Dcetp.repo.dir="$root" \
-    -cp "$junit:$out/classes-a:$tests:$test_cp:$framework" \
+mapfile -t jvmflags < "$out/run.jvmflags"
+java "${jvmflags[@]}" \
+    -cp "$(cat "$out/run.classpath")" \
     org.junit.platform.console.ConsoleLauncher \
     --scan-class-path "$tests" \
     --disable-banner \

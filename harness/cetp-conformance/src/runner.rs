@@ -11,7 +11,7 @@ use crate::interp::{CaseRunner, CheckTally, Env, Stop};
 use crate::profile::Profile;
 use crate::suite::{Baseline, Suite};
 use crate::vector::{Case, Level, Role};
-use cetp_proto::discovery::{parse_declared, Declared};
+use cetp_proto::discovery::{parse_manifest, Declared};
 use cetp_proto::envelope::Capability;
 use rand::SeedableRng;
 use serde_json::json;
@@ -140,7 +140,7 @@ pub fn identify(target: &Target, profile: &Profile) -> Result<(Option<HelloInfo>
         .clone()
         .or_else(|| manifest.as_ref().map(|m| m.package.clone()))
         .ok_or("no Provider was discovered and the profile names none")?;
-    let declared = manifest.as_ref().and_then(|m| parse_declared(&m.meta).ok());
+    let declared = manifest.as_ref().and_then(|m| parse_manifest(m).ok());
     let authority = profile
         .target
         .authority

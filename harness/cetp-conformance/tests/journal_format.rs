@@ -34,6 +34,7 @@ fn manifests() -> Vec<ServiceManifest> {
             meta: meta.clone(),
             authority_package: Some("com.example.a".into()),
             signing_cert_sha256: vec![],
+            meta_types: None,
         },
         ServiceManifest {
             package: "com.example.b".into(),
@@ -43,6 +44,7 @@ fn manifests() -> Vec<ServiceManifest> {
             meta,
             authority_package: None,
             signing_cert_sha256: vec!["ab".repeat(32)],
+            meta_types: None,
         },
     ]
 }

@@ -125,6 +125,10 @@ pub enum ErrorKind {
     /// A resumed run asked what the journal does not hold: nothing more is
     /// sent.
     JournalDiverged,
+    /// An op the device's `hello` leaves out of `ops` (probe-wire extension
+    /// `ops_unavailable`): the host answers it itself and the device is
+    /// never asked; a case that needs it is not judged for the setup.
+    OpUnavailable,
     /// A kind this build does not know, kept as the device sent it.
     Other(String),
 }
@@ -145,13 +149,14 @@ impl ErrorKind {
     ];
 
     /// The host-side conditions other than adb's.
-    pub const HOST: [ErrorKind; 6] = [
+    pub const HOST: [ErrorKind; 7] = [
         ErrorKind::ConnectionClosed,
         ErrorKind::FrameTooLarge,
         ErrorKind::BadFrame,
         ErrorKind::Io,
         ErrorKind::Journal,
         ErrorKind::JournalDiverged,
+        ErrorKind::OpUnavailable,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -173,6 +178,7 @@ impl ErrorKind {
             ErrorKind::Adb(k) => k.as_str(),
             ErrorKind::Journal => "journal",
             ErrorKind::JournalDiverged => "journal_diverged",
+            ErrorKind::OpUnavailable => "op_unavailable",
             ErrorKind::Other(s) => s,
         }
     }

@@ -36,6 +36,15 @@ pub enum DiscoveryError {
         field: &'static str,
         text: String,
     },
+    /// The device reports (probe-wire `meta_types`) that Android compiled
+    /// this value to a type that cannot be what the field holds: a Boolean
+    /// or a Float is never a version, only a String names an authority,
+    /// whatever the text Android prints back for it.
+    WrongType {
+        field: &'static str,
+        compiled: String,
+        text: String,
+    },
     /// §2.1: the service and the ContentProvider of its authority belong to
     /// different packages (or no package owns the authority).
     PackageMismatch {
@@ -54,6 +63,20 @@ impl fmt::Display for DiscoveryError {
             DiscoveryError::BadVersion { field, text } => {
                 write!(f, "meta-data {field} is not a version list: {text:?}")
             }
+            DiscoveryError::WrongType {
+                field,
+                compiled,
+                text,
+            } => write!(
+                f,
+                "meta-data {field} was compiled to {} (printed back as {text:?}), not {}",
+                article(compiled),
+                if *field == META_AUTHORITY {
+                    "a String"
+                } else {
+                    "a String or an Integer"
+                }
+            ),
             DiscoveryError::PackageMismatch {
                 service_package,
                 authority_package,
@@ -67,6 +90,42 @@ impl fmt::Display for DiscoveryError {
 }
 
 impl std::error::Error for DiscoveryError {}
+
+fn article(compiled: &str) -> String {
+    match compiled {
+        "int" => "an Integer".into(),
+        "bool" => "a Boolean".into(),
+        "float" => "a Float".into(),
+        other => format!("a {other}"),
+    }
+}
+
+/// Parses a discovered service's declarations, with the types Android
+/// compiled its meta-data to when the device reports them
+/// ([`ServiceManifest::meta_types`]): the authority must be a String, and
+/// `version` / `versions` a String or an Integer (aapt2 compiles
+/// `android:value="2"` to the Integer 2 and `"1,2"` to a String; an
+/// Integer's text is Android's re-print, so its declared spelling, `"02"`
+/// for instance, is not judged). Without types, as [`parse_declared`].
+pub fn parse_manifest(m: &ServiceManifest) -> Result<Declared, DiscoveryError> {
+    for (field, allowed) in [
+        (META_AUTHORITY, &["string"][..]),
+        (META_VERSION, &["string", "int"][..]),
+        (META_VERSIONS, &["string", "int"][..]),
+    ] {
+        let (Some(text), Some(compiled)) = (m.meta.get(field), m.meta_type(field)) else {
+            continue;
+        };
+        if !allowed.contains(&compiled) {
+            return Err(DiscoveryError::WrongType {
+                field,
+                compiled: compiled.to_string(),
+                text: text.clone(),
+            });
+        }
+    }
+    parse_declared(&m.meta)
+}
 
 fn parse_version(field: &'static str, text: &str) -> Result<i32, DiscoveryError> {
     let t = text.trim();
@@ -256,6 +315,80 @@ mod tests {
     fn dual_stack_must_keep_version_1() {
         let d = parse_declared(&meta(&[(META_AUTHORITY, "a"), (META_VERSIONS, "1,2")])).unwrap();
         assert_eq!(manifest_shape_problems(&d).len(), 1);
+    }
+
+    fn typed(pairs: &[(&str, &str)], types: Option<&[(&str, &str)]>) -> ServiceManifest {
+        ServiceManifest {
+            meta: meta(pairs),
+            meta_types: types.map(|t| {
+                t.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn compiled_types_of_meta_data() {
+        let v2 = [
+            (META_AUTHORITY, "a"),
+            (META_VERSION, "2"),
+            (META_VERSIONS, "2"),
+        ];
+        // Legal: Integers where aapt2 makes them, and a device that reports no types.
+        for types in [
+            None,
+            Some(&[][..]),
+            Some(&[(META_VERSION, "int"), (META_VERSIONS, "int")][..]),
+        ] {
+            let d = parse_manifest(&typed(&v2, types)).unwrap();
+            assert_eq!(d.versions, [2].into());
+        }
+        // "true" compiled to a Boolean, "2.0" to a Float, a number as authority: never declarations.
+        let bool_versions = typed(
+            &[(META_AUTHORITY, "a"), (META_VERSIONS, "true")],
+            Some(&[(META_VERSIONS, "bool")]),
+        );
+        assert!(matches!(
+            parse_manifest(&bool_versions),
+            Err(DiscoveryError::WrongType {
+                field: META_VERSIONS,
+                ..
+            })
+        ));
+        // android:value="2.0" is a Float: the FAIL says so, not only that "2.0" is no version.
+        let float_version = typed(
+            &[
+                (META_AUTHORITY, "a"),
+                (META_VERSION, "2.0"),
+                (META_VERSIONS, "2"),
+            ],
+            Some(&[(META_VERSION, "float")]),
+        );
+        let e = parse_manifest(&float_version).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "meta-data com.clawseed.tools.version was compiled to a Float (printed back as \"2.0\"), not a String or an Integer"
+        );
+        // android:value="12345" is an Integer on the phone: no authority, though its text would pass for one.
+        let int_authority = typed(
+            &[(META_AUTHORITY, "12345"), (META_VERSIONS, "2")],
+            Some(&[(META_AUTHORITY, "int")]),
+        );
+        assert!(
+            parse_declared(&int_authority.meta).is_ok(),
+            "the text alone passes"
+        );
+        assert!(matches!(
+            parse_manifest(&int_authority),
+            Err(DiscoveryError::WrongType {
+                field: META_AUTHORITY,
+                ..
+            })
+        ));
+        // Without types the same manifests are judged by their text, as before.
+        assert!(parse_manifest(&typed(&v2, None)).is_ok());
     }
 
     #[test]

@@ -160,4 +160,20 @@ pub struct ServiceManifest {
     /// with now (probe-wire extension `signing_cert_sha256`); empty when the
     /// device does not say.
     pub signing_cert_sha256: Vec<String>,
+    /// The type Android compiled each meta-data value to, for those that are
+    /// not strings (`int`, `bool`, `float`, or a class name: probe-wire
+    /// extension `meta_types`). `None` when the device does not say, and then
+    /// every value is judged by its text alone; `Some` (even empty) when it
+    /// does, and then a key missing from it is a String.
+    pub meta_types: Option<std::collections::BTreeMap<String, String>>,
+}
+
+impl ServiceManifest {
+    /// The compiled type of one meta-data value: `Some("string")` for a
+    /// String, `None` when the device does not report types.
+    pub fn meta_type(&self, key: &str) -> Option<&str> {
+        self.meta_types
+            .as_ref()
+            .map(|t| t.get(key).map(String::as_str).unwrap_or("string"))
+    }
 }

@@ -590,6 +590,7 @@ impl Registry {
             meta: params.meta.clone(),
             authority_package,
             signing_cert_sha256: Vec::new(),
+            meta_types: None,
         };
         let mut all = lock(&self.by_authority);
         if taken(&authority) || all.contains_key(&authority) {

@@ -239,13 +239,15 @@ impl ProbeDevice {
     }
 
     /// The error for an op the device's `hello` left out of `ops`: the
-    /// device cannot do it here, which is setup trouble and never the
-    /// Provider's failure.
+    /// device cannot do it here, which is never the Provider's failure. Its
+    /// kind is the host's own (the device was not
+    /// asked), so that a suite can tell it from an `unsupported` answer to
+    /// one request (`ErrorKind::OpUnavailable`).
     fn missing_op(&self, op: &str) -> Option<DeviceError> {
         let abilities = lock(&self.abilities).clone()?;
         abilities.lacks(op).then(|| {
             DeviceError::new(
-                ErrorKind::Unsupported,
+                ErrorKind::OpUnavailable,
                 format!(
                     "identity {}: the device cannot `{op}` here (its hello leaves it out of ops): {}",
                     self.identity,

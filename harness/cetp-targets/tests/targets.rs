@@ -116,12 +116,12 @@ fn a_device_that_cannot_restart_says_so_without_adb() {
     });
     let t = open(&TargetSpec::parse(&peer.spec()).unwrap()).unwrap();
     let e = t.a.restart_provider("com.clawseed.reference").unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+    assert_eq!(e.kind, ErrorKind::OpUnavailable, "{e}");
 }
 
 /// A device whose `hello` leaves `resolve` and `restart_provider` out of
 /// `ops` (the Android probe without UiAutomation) is never asked for them:
-/// the host answers `unsupported` naming the reason the device gave, an
+/// the host answers `op_unavailable` naming the reason the device gave, an
 /// infrastructure error rather than a Provider failure.
 #[test]
 fn ops_missing_from_hello_are_named_without_asking_the_device() {
@@ -161,14 +161,14 @@ fn ops_missing_from_hello_are_named_without_asking_the_device() {
     let e =
         t.a.resolve("pi-1", cetp_proto::provider::Decision::Approve, None, 1000)
             .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+    assert_eq!(e.kind, ErrorKind::OpUnavailable, "{e}");
     assert_eq!(e.fault(), Fault::Infra, "{e}");
     assert!(
         e.message.contains("identity a") && e.message.contains("without `am instrument -w`"),
         "{e}"
     );
     let e = t.a.restart_provider("com.clawseed.reference").unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+    assert_eq!(e.kind, ErrorKind::OpUnavailable, "{e}");
     assert!(e.message.contains("`restart_provider`"), "{e}");
     assert_eq!(
         asked.load(Ordering::SeqCst),

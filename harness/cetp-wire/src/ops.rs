@@ -579,6 +579,9 @@ pub fn manifest_to_json(m: &ServiceManifest) -> Json {
             ),
         );
     }
+    if let Some(types) = &m.meta_types {
+        out.insert("meta_types".into(), string_map(types));
+    }
     Json::Object(out)
 }
 
@@ -599,6 +602,10 @@ fn manifest_from(f: &Fields<'_, '_>) -> Result<ServiceManifest> {
         signing_cert_sha256: f
             .opt_string_array("signing_cert_sha256")?
             .unwrap_or_default(),
+        meta_types: f
+            .opt("meta_types")
+            .map(|_| f.string_map("meta_types"))
+            .transpose()?,
     })
 }
 

@@ -168,6 +168,7 @@ fn every_answer_round_trips() {
             meta: [("k".to_string(), "v".to_string())].into(),
             authority_package: Some("p".into()),
             signing_cert_sha256: Vec::new(),
+            meta_types: None,
         }],
     });
     // The signing certificate extension, when the device reports it.
@@ -180,8 +181,28 @@ fn every_answer_round_trips() {
             meta: Default::default(),
             authority_package: None,
             signing_cert_sha256: vec!["ab".repeat(32), "cd".repeat(32)],
+            meta_types: None,
         }],
     });
+    // Meta-data types, when the device reports them: empty means every value
+    // is a String, which is not the same as not knowing (None).
+    for types in [
+        Some([("k".to_string(), "int".to_string())].into()),
+        Some(Default::default()),
+    ] {
+        ok_round_trip(DiscoverOk {
+            providers: vec![ServiceManifest {
+                package: "p".into(),
+                service: "p/.S".into(),
+                exported: true,
+                permission: None,
+                meta: [("k".to_string(), "2".to_string())].into(),
+                authority_package: None,
+                signing_cert_sha256: Vec::new(),
+                meta_types: types,
+            }],
+        });
+    }
     ok_round_trip(CallOk {
         result: Some(sample_bundle()),
         elapsed_us: 812,

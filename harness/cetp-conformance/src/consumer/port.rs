@@ -75,6 +75,7 @@ impl ConsumerPort for HostilePort {
             meta: h.meta(),
             authority_package: Some(h.authority_package()),
             signing_cert_sha256: Vec::new(),
+            meta_types: None,
         };
         // The decoy comes first: scan order must not decide routing.
         Ok(self

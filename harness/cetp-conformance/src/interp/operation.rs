@@ -300,7 +300,17 @@ impl CaseRunner<'_> {
         let out = self
             .device(identity)?
             .resolve(&handle, decision, ui.as_ref(), 30_000)
-            .map_err(device_stop)?;
+            .map_err(|e| match e.kind {
+                // The device said in its hello that it cannot play a user's
+                // decision here (a probe without UiAutomation, a JVM device
+                // without windows): the case is not judged, as on a device
+                // whose clock cannot move, and holds the claim back.
+                ErrorKind::OpUnavailable => Stop::setup(
+                    "a device that plays the user's decision (resolve)",
+                    e.message,
+                ),
+                _ => device_stop(e),
+            })?;
         self.answered(
             json!({"launched": out.launched, "decision_applied": out.decision_applied, "result_code": out.result_code, "launched_package": out.launched_package}),
             started,

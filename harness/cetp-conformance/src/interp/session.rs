@@ -50,7 +50,7 @@ impl CaseRunner<'_> {
             }
             None => return Ok(()),
         };
-        let declared = cetp_proto::discovery::parse_declared(&m.meta);
+        let declared = cetp_proto::discovery::parse_manifest(m);
         if expect.found {
             if let Err(e) = &declared {
                 return Err(Stop::Fail(format!("manifest of {}: {e}", m.package)));

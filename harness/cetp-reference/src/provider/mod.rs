@@ -840,6 +840,7 @@ impl ProviderApp for ReferenceProvider {
             signing_cert_sha256: vec![cetp_proto::canonical::sha256_hex(
                 format!("cetp-sim signing certificate of {}", self.cfg.package).as_bytes(),
             )],
+            meta_types: None,
         }]
     }
 

@@ -213,6 +213,7 @@ impl ProviderApp for Scripted {
             meta: self.meta.clone(),
             authority_package: self.authority_package.clone(),
             signing_cert_sha256: Vec::new(),
+            meta_types: None,
         }]
     }
 

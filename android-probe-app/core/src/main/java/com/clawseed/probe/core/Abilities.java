@@ -74,6 +74,20 @@ public final class Abilities {
         return new Abilities(missing);
     }
 
+    /**
+     * The abilities of a device that cannot perform some ops for reasons of
+     * its own (the JVM device: no windows to play a decision in), each op
+     * with why.
+     */
+    public static Abilities without(Map<String, String> unavailable) {
+        for (String op : unavailable.keySet()) {
+            if (!ALL_OPS.contains(op) || op.equals("hello")) {
+                throw new IllegalArgumentException("not an op a probe may leave out: " + op);
+            }
+        }
+        return new Abilities(unavailable);
+    }
+
     /** The ops {@code hello} lists. */
     public List<String> ops() {
         List<String> out = new ArrayList<>();

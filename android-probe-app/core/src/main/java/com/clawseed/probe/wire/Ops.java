@@ -5,7 +5,6 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * Typed parameters of the requests a device receives, and the answers it
@@ -396,7 +395,9 @@ public final class Ops {
         /**
          * The type each meta-data value was compiled to, for those that are
          * not strings ({@code core.MetaValues}); written as {@code meta_types}
-         * when not empty (a compatible extension).
+         * whenever the device knows them, empty when every value is a String
+         * (a compatible extension). Null when not known: then nothing is
+         * written and the host judges the texts alone.
          */
         public final Map<String, String> metaTypes;
 
@@ -407,7 +408,7 @@ public final class Ops {
 
         public ServiceInfo(String pkg, String service, boolean exported, String permission,
                 Map<String, String> meta, String authorityPackage, List<String> signingCertSha256) {
-            this(pkg, service, exported, permission, meta, authorityPackage, signingCertSha256, new TreeMap<>());
+            this(pkg, service, exported, permission, meta, authorityPackage, signingCertSha256, null);
         }
 
         public ServiceInfo(String pkg, String service, boolean exported, String permission,
@@ -442,7 +443,7 @@ public final class Ops {
                 }
                 out.put("signing_cert_sha256", certs);
             }
-            if (!metaTypes.isEmpty()) {
+            if (metaTypes != null) {
                 JsonObject t = new JsonObject();
                 for (Map.Entry<String, String> e : metaTypes.entrySet()) {
                     t.put(Json.sanitize(e.getKey()), Json.sanitize(e.getValue()));

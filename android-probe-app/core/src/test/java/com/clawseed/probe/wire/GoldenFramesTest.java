@@ -204,6 +204,21 @@ class GoldenFramesTest {
                 new Ops.ServiceInfo("com.example.app", "com.example.app/.cetp.ToolProviderService", true, null,
                         new HashMap<>(), "com.example.app", Arrays.asList("89ba2f39c6af8a4343d57ee257af0e9c9b435909b500e219276a3649b1688a4b"))));
         assertEquals(discover.get("4"), encodeOk(4, signed));
+        // Meta-data types, written whenever known: empty when every value is a String.
+        Map<String, String> v2only = new HashMap<>();
+        v2only.put("com.clawseed.tools.authority", "com.example.app.clawseed.tools");
+        v2only.put("com.clawseed.tools.version", "2");
+        v2only.put("com.clawseed.tools.versions", "2");
+        Map<String, String> ints = new HashMap<>();
+        ints.put("com.clawseed.tools.version", "int");
+        ints.put("com.clawseed.tools.versions", "int");
+        JsonObject typed = Ops.discoverOk(Arrays.asList(
+                new Ops.ServiceInfo("com.example.app", "com.example.app/.cetp.ToolProviderService", true, null,
+                        v2only, "com.example.app", new java.util.ArrayList<>(), ints),
+                new Ops.ServiceInfo("com.example.app", "com.example.app/.Tools", true, null,
+                        Map.of("com.clawseed.tools.versions", "1,2"), "com.example.app", new java.util.ArrayList<>(),
+                        new HashMap<>())));
+        assertEquals(discover.get("5"), encodeOk(5, typed));
 
         Map<String, String> calls = goldenAnswers("call-typed-bundles.jsonl");
         WireBundle result = new WireBundle()

@@ -1,0 +1,471 @@
+package com.clawseed.probe;
+
+import static org.robolectric.Shadows.shadowOf;
+
+import android.app.Instrumentation;
+import android.content.ComponentName;
+import android.content.ContentProvider;
+import android.content.Context;
+import android.content.ContextWrapper;
+import android.content.IntentFilter;
+import android.content.pm.ApplicationInfo;
+import android.content.pm.PackageInfo;
+import android.content.pm.ProviderInfo;
+import android.content.pm.ServiceInfo;
+import android.content.pm.Signature;
+import android.content.pm.SigningInfo;
+import android.os.Looper;
+import com.clawseed.probe.core.Abilities;
+import com.clawseed.probe.core.DeviceBackend;
+import com.clawseed.probe.core.DeviceError;
+import com.clawseed.probe.core.FdSource;
+import com.clawseed.probe.core.ProbeSession;
+import com.clawseed.probe.wire.Ops;
+import java.io.ByteArrayInputStream;
+import java.io.File;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import javax.xml.parsers.DocumentBuilderFactory;
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.robolectric.RobolectricTestRunner;
+import org.robolectric.RuntimeEnvironment;
+import org.robolectric.annotation.Config;
+import org.robolectric.shadows.ShadowContentResolver;
+import org.robolectric.shadows.ShadowPackageManager;
+import org.robolectric.shadows.ShadowSigningInfo;
+import org.robolectric.shadow.api.Shadow;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.Node;
+
+/**
+ * The end-to-end JVM device (scripts/jvm-device.sh): the probe app's own
+ * {@link ProbeSession}, {@code Dispatcher} and {@link AndroidBackend} under
+ * Robolectric, serving probe wire over TCP for identity a and identity b,
+ * in front of the sample Provider of examples/java-provider, registered
+ * from its manifest as Robolectric registers providers. Runs until killed.
+ *
+ * <p>What differs from a phone, and how this device says so:
+ * <ul>
+ *   <li>one process: the Provider runs in the probe's process, called
+ *       directly, with no Binder between them; each call's thread carries
+ *       the caller's UID ({@link JvmShadows.CallingUid});
+ *   <li>no windows: {@code resolve} is left out of {@code hello}'s ops with
+ *       the reason, so the host reports a case that needs the user's
+ *       decision as not run (INFRA), never as a result;
+ *   <li>{@code restart_provider} replaces the Provider object with a new
+ *       one (its {@code shutdown()} called, a new instance attached): memory
+ *       is lost, SharedPreferences stay, as after {@code am force-stop};
+ *       static fields survive, which a phone's restart would clear.
+ * </ul>
+ *
+ * <p>It is a JUnit test so that Robolectric's runner builds the sandbox; it
+ * is compiled and run only by scripts/jvm-device.sh.
+ */
+@RunWith(RobolectricTestRunner.class)
+@Config(sdk = 34, shadows = {ShadowPackageManagerFlags.class, JvmShadows.CallingUid.class, JvmShadows.Creator.class})
+public class JvmDevice {
+    static final String ANDROID = ManifestInstaller.ANDROID;
+    /** Identity b: a second app with its own UID, package and certificate. */
+    static final int UID_B = 10_200;
+    static final String PACKAGE_B = "com.clawseed.probe.b";
+    static final int VENDOR_UID = 10_300;
+    /** The stand-in certificates of the two identities (a phone's are the APKs' signing certificates). */
+    static final byte[] CERT_A = "cetp jvm device: identity a".getBytes(StandardCharsets.UTF_8);
+    static final byte[] CERT_B = "cetp jvm device: identity b".getBytes(StandardCharsets.UTF_8);
+
+    private Context app;
+    private Vendor vendor;
+
+    /** The sample Provider as installed: its manifest, read once, and the live Provider object. */
+    static final class Vendor {
+        String pkg;
+        ProviderInfo provider;
+        Context context;
+        volatile ContentProvider live;
+    }
+
+    @Test
+    public void serve() throws Exception {
+        String listenA = System.getProperty("cetp.jvm.listen");
+        String listenB = System.getProperty("cetp.jvm.listen_b");
+        if (listenA == null || listenB == null) {
+            throw new IllegalStateException("set -Dcetp.jvm.listen and -Dcetp.jvm.listen_b (scripts/jvm-device.sh does)");
+        }
+        app = RuntimeEnvironment.getApplication();
+        ManifestInstaller.install(app);
+        ShadowPackageManager spm = shadowOf(app.getPackageManager());
+        setCert(spm, app.getPackageName(), CERT_A, app.getApplicationInfo().uid);
+        installB(spm);
+        vendor = installVendor(spm, new File(System.getProperty("cetp.repo.dir"),
+                "examples/java-provider/src/main/AndroidManifest.xml"));
+
+        ServerSocket a = listen(listenA);
+        ServerSocket b = listen(listenB);
+        serve(a, "a", android.os.Process.myUid(), List.of(app.getPackageName()), CERT_A);
+        serve(b, "b", UID_B, List.of(PACKAGE_B), CERT_B);
+        System.out.println("jvm-device: ready: identity a on " + a.getLocalSocketAddress() + ", identity b on "
+                + b.getLocalSocketAddress() + ", Provider " + vendor.pkg
+                + defectNote());
+        System.out.flush();
+        // The test thread is Robolectric's main thread: run what is posted to it.
+        while (true) {
+            shadowOf(Looper.getMainLooper()).idle();
+            Thread.sleep(20);
+        }
+    }
+
+    private static String defectNote() {
+        String d = System.getProperty("com.example.cetp.tasks.defect");
+        return d == null ? "" : " with seeded defect " + d;
+    }
+
+    private static ServerSocket listen(String hostPort) throws Exception {
+        int colon = hostPort.lastIndexOf(':');
+        ServerSocket s = new ServerSocket();
+        s.setReuseAddress(true);
+        s.bind(new InetSocketAddress(InetAddress.getByName(hostPort.substring(0, colon)),
+                Integer.parseInt(hostPort.substring(colon + 1))), 8);
+        return s;
+    }
+
+    private void serve(ServerSocket server, String name, int uid, List<String> packages, byte[] cert) {
+        Thread t = new Thread(() -> {
+            while (true) {
+                Socket conn;
+                try {
+                    conn = server.accept();
+                } catch (Exception e) {
+                    return;
+                }
+                Thread session = new Thread(() -> {
+                    try (Socket c = conn) {
+                        DeviceBackend backend = new Identity(
+                                new AndroidBackend(app, UiAccess.connect(new Instrumentation())),
+                                name, uid, packages, sha256(cert));
+                        new ProbeSession(c.getInputStream(), c.getOutputStream(), backend,
+                                message -> System.err.println("jvm-device " + name + ": " + message)).run();
+                    } catch (Exception e) {
+                        System.err.println("jvm-device " + name + ": connection ended: " + e);
+                    }
+                }, "jvm-device-" + name);
+                session.setDaemon(true);
+                session.start();
+            }
+        }, "jvm-device-accept-" + name);
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /**
+     * One identity in front of the probe's AndroidBackend: its own hello
+     * identity, and its UID on the thread of each call.
+     */
+    final class Identity implements DeviceBackend {
+        private final AndroidBackend inner;
+        private final String name;
+        private final int uid;
+        private final List<String> packages;
+        private final String cert;
+
+        Identity(AndroidBackend inner, String name, int uid, List<String> packages, String cert) {
+            this.inner = inner;
+            this.name = name;
+            this.uid = uid;
+            this.packages = packages;
+            this.cert = cert;
+        }
+
+        @Override
+        public Hello hello() throws DeviceError {
+            Hello h = inner.hello();
+            return new Hello("cetp-jvm-device/" + BuildConfig.VERSION_NAME,
+                    new Ops.Identity(name, uid, packages, List.of(cert)), h.device, h.nowMs);
+        }
+
+        @Override
+        public Abilities abilities() {
+            Map<String, String> missing = new LinkedHashMap<>();
+            missing.put(Abilities.RESOLVE, "the JVM device (Robolectric) has no windows to play the user's decision in:"
+                    + " a resolve needs a phone");
+            return Abilities.without(missing);
+        }
+
+        @Override
+        public List<Ops.ServiceInfo> discover() throws DeviceError {
+            return inner.discover();
+        }
+
+        @Override
+        public CallResult call(Ops.CallParams params) throws DeviceError, InterruptedException {
+            JvmShadows.CALLING_UID.set(uid);
+            try {
+                return inner.call(params);
+            } finally {
+                JvmShadows.CALLING_UID.remove();
+            }
+        }
+
+        /**
+         * The probe's descriptor, with {@code writable} read from the real
+         * descriptor: Robolectric's {@code Os.fcntlInt} is a stub answering
+         * 0 (read-only) for every descriptor, so the probe's own reading
+         * would pass RES-002 whatever the Provider returned.
+         */
+        @Override
+        public FdSource takeFd(String handle) throws DeviceError {
+            FdSource fd = inner.takeFd(handle);
+            return new FdSource() {
+                @Override
+                public java.io.InputStream stream() throws java.io.IOException {
+                    return fd.stream();
+                }
+
+                @Override
+                public String checkError() {
+                    return fd.checkError();
+                }
+
+                @Override
+                public Boolean writable() {
+                    try {
+                        return accessModeWritable(fd.stream());
+                    } catch (java.io.IOException e) {
+                        return null;
+                    }
+                }
+
+                @Override
+                public void close() throws java.io.IOException {
+                    fd.close();
+                }
+            };
+        }
+
+        @Override
+        public void closeFd(String handle) throws DeviceError {
+            inner.closeFd(handle);
+        }
+
+        @Override
+        public ResolveResult resolve(Ops.ResolveParams params) throws DeviceError {
+            throw abilities().refusal(Abilities.RESOLVE);
+        }
+
+        @Override
+        public void restartProvider(String pkg) throws DeviceError {
+            if (!pkg.equals(vendor.pkg)) {
+                throw DeviceError.unsupported("the JVM device restarts only " + vendor.pkg);
+            }
+            restartVendor();
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
+    }
+
+    /**
+     * F_GETFL & O_ACCMODE of the descriptor behind {@code in}, as the probe
+     * reads it on a phone, here from Linux's {@code /proc/self/fdinfo}; null
+     * when it cannot be read (then the host does not judge RES-002).
+     */
+    static Boolean accessModeWritable(java.io.InputStream in) {
+        if (!(in instanceof java.io.FileInputStream)) {
+            return null;
+        }
+        try {
+            java.io.FileDescriptor fd = ((java.io.FileInputStream) in).getFD();
+            java.lang.reflect.Field field = java.io.FileDescriptor.class.getDeclaredField("fd");
+            field.setAccessible(true);
+            int n = field.getInt(fd);
+            if (n < 0) {
+                return null;
+            }
+            for (String line : Files.readAllLines(new File("/proc/self/fdinfo/" + n).toPath())) {
+                if (line.startsWith("flags:")) {
+                    // O_ACCMODE is 3; O_RDONLY 0.
+                    return (Integer.parseInt(line.substring(6).trim(), 8) & 3) != 0;
+                }
+            }
+            return null;
+        } catch (ReflectiveOperationException | java.io.IOException | NumberFormatException e) {
+            return null;
+        }
+    }
+
+    /** As after {@code am force-stop}: the old Provider object is shut down, a new one attached. */
+    private synchronized void restartVendor() {
+        ContentProvider old = vendor.live;
+        old.shutdown();
+        vendor.live = attach(vendor);
+    }
+
+    private static ContentProvider attach(Vendor v) {
+        try {
+            ContentProvider p = (ContentProvider) Class.forName(v.provider.name).getDeclaredConstructor().newInstance();
+            // attachInfo calls onCreate, as Android does when the process starts.
+            p.attachInfo(v.context, v.provider);
+            ShadowContentResolver.registerProviderInternal(v.provider.authority, p);
+            return p;
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot instantiate " + v.provider.name, e);
+        }
+    }
+
+    private void installB(ShadowPackageManager spm) {
+        PackageInfo b = new PackageInfo();
+        b.packageName = PACKAGE_B;
+        b.applicationInfo = new ApplicationInfo();
+        b.applicationInfo.packageName = PACKAGE_B;
+        b.applicationInfo.uid = UID_B;
+        spm.installPackage(b);
+        spm.setPackagesForUid(UID_B, PACKAGE_B);
+        setCert(spm, PACKAGE_B, CERT_B, UID_B);
+    }
+
+    /** Both the pre-28 signatures and the signingInfo AndroidBackend and the sample read. */
+    @SuppressWarnings("deprecation")
+    private static void setCert(ShadowPackageManager spm, String pkg, byte[] cert, int uid) {
+        PackageInfo info = spm.getInternalMutablePackageInfo(pkg);
+        Signature[] sigs = {new Signature(cert)};
+        info.signatures = sigs;
+        info.signingInfo = new SigningInfo();
+        ShadowSigningInfo shadow = Shadow.extract(info.signingInfo);
+        shadow.setSignatures(sigs);
+        shadow.setPastSigningCertificates(sigs);
+        if (info.applicationInfo != null) {
+            info.applicationInfo.uid = uid;
+        }
+    }
+
+    /** The sample Provider's package, Provider and discovery service, from its manifest. */
+    private Vendor installVendor(ShadowPackageManager spm, File manifest) throws Exception {
+        DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
+        f.setNamespaceAware(true);
+        Document doc = f.newDocumentBuilder().parse(new ByteArrayInputStream(Files.readAllBytes(manifest.toPath())));
+        Element root = doc.getDocumentElement();
+        Vendor v = new Vendor();
+        v.pkg = root.getAttribute("package");
+        PackageInfo info = new PackageInfo();
+        info.packageName = v.pkg;
+        info.applicationInfo = new ApplicationInfo();
+        info.applicationInfo.packageName = v.pkg;
+        info.applicationInfo.uid = VENDOR_UID;
+        spm.installPackage(info);
+        spm.setPackagesForUid(VENDOR_UID, v.pkg);
+        setCert(spm, v.pkg, ("vendor " + v.pkg).getBytes(StandardCharsets.UTF_8), VENDOR_UID);
+        ApplicationInfo appInfo = spm.getInternalMutablePackageInfo(v.pkg).applicationInfo;
+        v.context = new VendorContext(app, appInfo);
+
+        Element provider = only(root, "provider");
+        ProviderInfo p = new ProviderInfo();
+        p.name = className(v.pkg, provider.getAttributeNS(ANDROID, "name"));
+        p.packageName = v.pkg;
+        p.authority = provider.getAttributeNS(ANDROID, "authorities");
+        p.exported = Boolean.parseBoolean(provider.getAttributeNS(ANDROID, "exported"));
+        p.readPermission = emptyToNull(provider.getAttributeNS(ANDROID, "permission"));
+        p.writePermission = p.readPermission;
+        p.applicationInfo = appInfo;
+        p.metaData = ManifestInstaller.metaData(provider);
+        spm.addOrUpdateProvider(p);
+        v.provider = p;
+
+        Element service = only(root, "service");
+        ServiceInfo s = new ServiceInfo();
+        s.name = className(v.pkg, service.getAttributeNS(ANDROID, "name"));
+        s.packageName = v.pkg;
+        s.exported = Boolean.parseBoolean(service.getAttributeNS(ANDROID, "exported"));
+        s.permission = emptyToNull(service.getAttributeNS(ANDROID, "permission"));
+        s.applicationInfo = appInfo;
+        s.metaData = ManifestInstaller.metaData(service);
+        spm.addOrUpdateService(s);
+        IntentFilter filter = new IntentFilter();
+        for (Element i : children(service, "intent-filter")) {
+            for (Element action : children(i, "action")) {
+                filter.addAction(action.getAttributeNS(ANDROID, "name"));
+            }
+        }
+        spm.addIntentFilterForService(new ComponentName(v.pkg, s.name), filter);
+        v.live = attach(v);
+        return v;
+    }
+
+    /** The sample app's Context: its own package and UID, the JVM's resources and files. */
+    static final class VendorContext extends ContextWrapper {
+        private final ApplicationInfo info;
+
+        VendorContext(Context base, ApplicationInfo info) {
+            super(base);
+            this.info = info;
+        }
+
+        @Override
+        public String getPackageName() {
+            return info.packageName;
+        }
+
+        @Override
+        public String getOpPackageName() {
+            return info.packageName;
+        }
+
+        @Override
+        public ApplicationInfo getApplicationInfo() {
+            return info;
+        }
+
+        @Override
+        public Context getApplicationContext() {
+            return this;
+        }
+    }
+
+    private static String emptyToNull(String s) {
+        return s == null || s.isEmpty() ? null : s;
+    }
+
+    private static String className(String pkg, String name) {
+        return name.startsWith(".") ? pkg + name : name;
+    }
+
+    private static Element only(Element root, String tag) {
+        if (root.getElementsByTagName(tag).getLength() != 1) {
+            throw new IllegalStateException("the sample's manifest must declare exactly one " + tag);
+        }
+        return (Element) root.getElementsByTagName(tag).item(0);
+    }
+
+    private static List<Element> children(Element parent, String tag) {
+        List<Element> out = new ArrayList<>();
+        for (Node n = parent.getFirstChild(); n != null; n = n.getNextSibling()) {
+            if (n instanceof Element && tag.equals(((Element) n).getTagName())) {
+                out.add((Element) n);
+            }
+        }
+        return out;
+    }
+
+    static String sha256(byte[] data) {
+        try {
+            StringBuilder sb = new StringBuilder();
+            for (byte x : MessageDigest.getInstance("SHA-256").digest(data)) {
+                sb.append(String.format("%02x", x & 0xFF));
+            }
+            return sb.toString();
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}
