@@ -101,7 +101,37 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| infra(format!("cannot open target {}: {e}", args.target)))?;
     let (_, env) = cetp_conformance::runner::identify(&target, &profile)
         .map_err(|e| infra(format!("cannot identify the target: {e}")))?;
-    let cfg = FuzzConfig {
+    let cfg = fuzz_config(args, seed, levels)?;
+    let mut fuzzer = match Fuzzer::new(target, &profile, env, &suite.rules, cfg) {
+        Ok(f) => f,
+        Err(e @ cetp_fuzz::FuzzError::Refused(_)) => return Err(usage(format!("fuzz: {e}"))),
+        Err(cetp_fuzz::FuzzError::Unlearnable(f)) => return unlearnable(args, seed, &f),
+        Err(e) => return Err(infra(format!("fuzz: {e}"))),
+    };
+    announce(args, &spec, seed, &fuzzer);
+    let started = Instant::now();
+    let report = {
+        let mut progress = ProgressLine::new(args.quiet);
+        let report = fuzzer.run(&mut |s: &Stats| progress.show(s));
+        progress.finish();
+        report
+    };
+    write_findings(args, &report)?;
+    print_report(args, seed, started, &report);
+    if report.findings.is_empty() {
+        Ok(ExitCode::Ok)
+    } else {
+        Ok(ExitCode::Fail)
+    }
+}
+
+/// The fuzzer's configuration from the command line.
+fn fuzz_config(
+    args: &FuzzArgs,
+    seed: u64,
+    levels: std::collections::BTreeMap<String, String>,
+) -> Result<FuzzConfig, Failure> {
+    Ok(FuzzConfig {
         seed,
         budget: args.budget,
         cases: args.cases,
@@ -120,13 +150,11 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
             OracleArg::Differential => OracleChoice::Differential,
         },
         ..FuzzConfig::default()
-    };
-    let mut fuzzer = match Fuzzer::new(target, &profile, env, &suite.rules, cfg) {
-        Ok(f) => f,
-        Err(e @ cetp_fuzz::FuzzError::Refused(_)) => return Err(usage(format!("fuzz: {e}"))),
-        Err(cetp_fuzz::FuzzError::Unlearnable(f)) => return unlearnable(args, seed, &f),
-        Err(e) => return Err(infra(format!("fuzz: {e}"))),
-    };
+    })
+}
+
+/// What is fuzzed, by which oracle, and whether side effects are executed.
+fn announce(args: &FuzzArgs, spec: &cetp_targets::TargetSpec, seed: u64, fuzzer: &Fuzzer) {
     let world = fuzzer.world();
     let oracle_line = match fuzzer.oracle_kind() {
         "descriptor" => format!(
@@ -155,21 +183,36 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
             }
         );
     }
-    let tty = std::io::stderr().is_terminal() && !args.quiet;
-    let started = Instant::now();
-    let mut last_line = Instant::now();
-    let quiet = args.quiet;
-    // One line redrawn in place on a terminal; elsewhere a line every 10 s.
-    let bar = tty.then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-        );
-        bar
-    });
-    let mut progress = |s: &Stats| {
-        if quiet {
+}
+
+/// The running figures: one line redrawn in place on a terminal, elsewhere
+/// a line every 10 s, nothing when quiet.
+struct ProgressLine {
+    quiet: bool,
+    bar: Option<indicatif::ProgressBar>,
+    last_line: Instant,
+}
+
+impl ProgressLine {
+    fn new(quiet: bool) -> Self {
+        let tty = std::io::stderr().is_terminal() && !quiet;
+        let bar = tty.then(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            bar
+        });
+        ProgressLine {
+            quiet,
+            bar,
+            last_line: Instant::now(),
+        }
+    }
+
+    fn show(&mut self, s: &Stats) {
+        if self.quiet {
             return;
         }
         let secs = (s.elapsed_ms as f64 / 1000.0).max(0.001);
@@ -182,24 +225,31 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
             s.envelopes as f64 / secs,
             secs
         );
-        if let Some(bar) = &bar {
+        if let Some(bar) = &self.bar {
             bar.set_message(line);
-        } else if last_line.elapsed() >= Duration::from_secs(10) {
+        } else if self.last_line.elapsed() >= Duration::from_secs(10) {
             eprintln!("{line}");
-            last_line = Instant::now();
+            self.last_line = Instant::now();
         }
-    };
-    let report = fuzzer.run(&mut progress);
-    if let Some(bar) = &bar {
-        bar.abandon();
     }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.abandon();
+        }
+    }
+}
+
+/// `findings/ID.json` for every shrunk finding, and `fuzz.json` (the
+/// report without the findings' files).
+fn write_findings(args: &FuzzArgs, report: &cetp_fuzz::FuzzReport) -> Result<(), Failure> {
     for f in report.findings.iter().filter(|f| f.moves_before > 0) {
         let path = args.out.join("findings").join(format!("{}.json", f.id));
         let text = serde_json::to_string_pretty(&f.file).unwrap_or_default();
         std::fs::write(&path, text + "\n")
             .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
     }
-    let mut summary = serde_json::to_value(&report).unwrap_or_default();
+    let mut summary = serde_json::to_value(report).unwrap_or_default();
     if let Some(fs) = summary.get_mut("findings").and_then(|f| f.as_array_mut()) {
         for f in fs {
             if let Some(o) = f.as_object_mut() {
@@ -212,7 +262,12 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
         &summary_path,
         serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n",
     )
-    .map_err(|e| infra(format!("cannot write {}: {e}", summary_path.display())))?;
+    .map_err(|e| infra(format!("cannot write {}: {e}", summary_path.display())))
+}
+
+/// The run's figures, its findings with how to replay each, the flaky
+/// ones and the oracle's notes.
+fn print_report(args: &FuzzArgs, seed: u64, started: Instant, report: &cetp_fuzz::FuzzReport) {
     let s = &report.stats;
     println!(
         "seed {seed}: {} sequences, {} judged, {} envelopes, {} findings in {:.1}s",
@@ -276,11 +331,6 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
             "ORACLE NOTE (a check fired on a legal Provider; not charged): {}",
             escape::terminal(n, 300)
         );
-    }
-    if report.findings.is_empty() {
-        Ok(ExitCode::Ok)
-    } else {
-        Ok(ExitCode::Fail)
     }
 }
 
