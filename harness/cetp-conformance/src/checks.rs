@@ -241,100 +241,114 @@ pub fn check_answer(cx: &AnswerContext<'_>) -> Vec<Finding> {
         ));
     }
     match &response {
-        Response::Error(e) => {
-            match e.known_code() {
-                None => out.push(Finding::must(
-                    ERROR_CODE,
-                    "error.code",
-                    format!("unknown error code {:?}", e.code),
-                )),
-                Some(code) => {
-                    if !code.retry_rule().allows(e.retryable) {
-                        out.push(Finding::must(
-                            RETRYABLE,
-                            retry_rule_key(code),
-                            format!(
-                                "{code} must have retryable={}, found {}",
-                                !e.retryable, e.retryable
-                            ),
-                        ));
-                    }
-                    if matches!(
-                        code,
-                        ErrorCode::UserActionRequired | ErrorCode::AuthRequired
-                    ) {
-                        check_resolution(cx, bundle, code, &mut out);
-                    }
-                }
-            }
-            if let Some(what) = leaks_internal_detail(&e.message) {
-                out.push(Finding::must(
-                    ERROR_MESSAGE,
-                    "error.message.internal",
-                    format!("error_message exposes {what}"),
-                ));
-            }
-            if e.message.trim().is_empty() {
-                out.push(Finding::must(
-                    ERROR_MESSAGE,
-                    "error.message.empty",
-                    "error_message is empty",
-                ));
-            }
-            if let Some(ms) = e.retry_after_ms {
-                if ms < 0 {
-                    out.push(Finding::must(
-                        ENVELOPE,
-                        "error.retry_after_ms",
-                        format!("retry_after_ms is negative ({ms})"),
-                    ));
-                }
-            }
-        }
+        Response::Error(e) => check_error(cx, bundle, e, &mut out),
         Response::Success { data, .. } => check_success(cx, bundle, data, &mut out),
-        Response::Accepted { data, .. } => {
-            if cx.method != "execute_tool" {
+        Response::Accepted { data, .. } => check_accepted(cx, data, &mut out),
+    }
+    out
+}
+
+/// An error answer: a known code, its retryable flag (§5), its resolution
+/// when it asks for one (§4.3), and a message that is neither empty nor a
+/// leak of internals.
+fn check_error(
+    cx: &AnswerContext<'_>,
+    bundle: &Bundle,
+    e: &cetp_proto::envelope::ErrorEnvelope,
+    out: &mut Vec<Finding>,
+) {
+    match e.known_code() {
+        None => out.push(Finding::must(
+            ERROR_CODE,
+            "error.code",
+            format!("unknown error code {:?}", e.code),
+        )),
+        Some(code) => {
+            if !code.retry_rule().allows(e.retryable) {
                 out.push(Finding::must(
-                    ENVELOPE,
-                    "accepted.method",
+                    RETRYABLE,
+                    retry_rule_key(code),
                     format!(
-                        "status=accepted is only defined for execute_tool, not {}",
-                        cx.method
+                        "{code} must have retryable={}, found {}",
+                        !e.retryable, e.retryable
                     ),
                 ));
             }
-            if let Some(n) = cx.negotiated {
-                if !n.has(cetp_proto::envelope::Capability::AsyncOperations) {
-                    out.push(Finding::must(
-                        CAPABILITY_USE,
-                        "capability.async_operations",
-                        "status=accepted without a negotiated async_operations capability",
-                    ));
-                }
-            }
-            if data.get("operation_id").and_then(Json::as_str).is_none() {
-                out.push(Finding::must(
-                    ENVELOPE,
-                    "accepted.operation_id",
-                    "accepted data has no string operation_id",
-                ));
-            }
-            // §4.4's acceptance names when to poll; a Consumer told nothing
-            // can only guess (CETP2-4.4-03, as the operation_id above).
-            if !data
-                .get("poll_after_ms")
-                .and_then(Json::as_f64)
-                .is_some_and(|ms| ms >= 0.0)
-            {
-                out.push(Finding::must(
-                    ENVELOPE,
-                    "accepted.poll_after_ms",
-                    "accepted data has no non-negative poll_after_ms",
-                ));
+            if matches!(
+                code,
+                ErrorCode::UserActionRequired | ErrorCode::AuthRequired
+            ) {
+                check_resolution(cx, bundle, code, out);
             }
         }
     }
-    out
+    if let Some(what) = leaks_internal_detail(&e.message) {
+        out.push(Finding::must(
+            ERROR_MESSAGE,
+            "error.message.internal",
+            format!("error_message exposes {what}"),
+        ));
+    }
+    if e.message.trim().is_empty() {
+        out.push(Finding::must(
+            ERROR_MESSAGE,
+            "error.message.empty",
+            "error_message is empty",
+        ));
+    }
+    if let Some(ms) = e.retry_after_ms {
+        if ms < 0 {
+            out.push(Finding::must(
+                ENVELOPE,
+                "error.retry_after_ms",
+                format!("retry_after_ms is negative ({ms})"),
+            ));
+        }
+    }
+}
+
+/// An `accepted` answer (§4.4): only for execute_tool, only with
+/// async_operations negotiated, with an operation id and when to poll.
+fn check_accepted(cx: &AnswerContext<'_>, data: &Json, out: &mut Vec<Finding>) {
+    if cx.method != "execute_tool" {
+        out.push(Finding::must(
+            ENVELOPE,
+            "accepted.method",
+            format!(
+                "status=accepted is only defined for execute_tool, not {}",
+                cx.method
+            ),
+        ));
+    }
+    if let Some(n) = cx.negotiated {
+        if !n.has(cetp_proto::envelope::Capability::AsyncOperations) {
+            out.push(Finding::must(
+                CAPABILITY_USE,
+                "capability.async_operations",
+                "status=accepted without a negotiated async_operations capability",
+            ));
+        }
+    }
+    if data.get("operation_id").and_then(Json::as_str).is_none() {
+        out.push(Finding::must(
+            ENVELOPE,
+            "accepted.operation_id",
+            "accepted data has no string operation_id",
+        ));
+    }
+    // §4.4's acceptance names when to poll; a Consumer told nothing
+    // can only guess (CETP2-4.4-03, as the operation_id above).
+    if !data
+        .get("poll_after_ms")
+        .and_then(Json::as_f64)
+        .is_some_and(|ms| ms >= 0.0)
+    {
+        out.push(Finding::must(
+            ENVELOPE,
+            "accepted.poll_after_ms",
+            "accepted data has no non-negative poll_after_ms",
+        ));
+    }
 }
 
 fn check_echo(

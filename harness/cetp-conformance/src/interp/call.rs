@@ -666,139 +666,12 @@ impl CaseRunner<'_> {
 
     pub(super) fn judge(&self, doc: &Json, e: &Expect, tool: Option<&ToolSummary>) -> StepResult {
         let what = describe(doc);
-        if e.threw {
-            return if doc.get("_threw").is_some() {
-                Ok(())
-            } else {
-                Err(Stop::Fail(format!(
-                    "expected the Provider to throw, it answered {what}"
-                )))
-            };
+        if let Some(done) = judge_form(doc, e, &what) {
+            return done;
         }
-        if e.null_result {
-            return if doc.get("_null").is_some() {
-                Ok(())
-            } else {
-                Err(Stop::Fail(format!(
-                    "expected null, the Provider answered {what}"
-                )))
-            };
-        }
-        let status = doc.get("status").and_then(Json::as_str);
-        if e.refused {
-            // A refusal is an error envelope: an exception or null is a
-            // broken answer, not a "no".
-            if let Some(t) = doc.get("_threw") {
-                return Err(Stop::Fail(format!(
-                    "expected an error envelope refusing the call, the Provider threw {}",
-                    t.get("class").and_then(Json::as_str).unwrap_or("?")
-                )));
-            }
-            if status != Some("error") {
-                return Err(Stop::Fail(format!(
-                    "expected the call to be refused with an error envelope, the Provider answered {what}"
-                )));
-            }
-            return Ok(());
-        }
-        if let Some(t) = doc.get("_threw") {
-            return Err(Stop::Fail(format!(
-                "the Provider threw {} instead of answering",
-                t.get("class").and_then(Json::as_str).unwrap_or("?")
-            )));
-        }
-        if doc.get("_null").is_some() {
-            return Err(Stop::Fail(
-                "call() returned null instead of a Bundle".into(),
-            ));
-        }
-        let code = doc.get("error_code").and_then(Json::as_str);
-        if e.asks
-            && status == Some("error")
-            && !matches!(code, Some("USER_ACTION_REQUIRED" | "AUTH_REQUIRED"))
-        {
-            return Err(Stop::NotApplicable(format!(
-                "the Provider refused the call ({what}) instead of asking for confirmation, a stricter policy §3.4 allows"
-            )));
-        }
-        if e.operation
-            && (status == Some("success") || (e.sync_failure_ok && status == Some("error")))
-        {
-            return Err(Stop::setup(
-                "[roles.async]",
-                format!(
-                    "the Provider answered synchronously ({what}), as it may (§2.3); name args that make it work in the background under [roles.async] to judge this case"
-                ),
-            ));
-        }
-        if e.operation && e.status.is_empty() && status != Some("accepted") {
-            return Err(Stop::Fail(format!(
-                "expected status accepted or a synchronous success, the Provider answered {what}"
-            )));
-        }
-        if !e.status.is_empty() && !status.is_some_and(|s| e.status.iter().any(|x| x == s)) {
-            return Err(Stop::Fail(format!(
-                "expected status {}, the Provider answered {what}",
-                e.status.join("|")
-            )));
-        }
-        // An error_code set constrains error answers only, so one step can
-        // accept "success, or an error with one of these codes".
-        if !e.error_code.is_empty() && status == Some("error") {
-            let code = doc.get("error_code").and_then(Json::as_str);
-            if !code.is_some_and(|c| e.error_code.iter().any(|x| x == c)) {
-                return Err(Stop::Fail(format!(
-                    "expected error_code {}, the Provider answered {what}",
-                    e.error_code.join("|")
-                )));
-            }
-        }
-        if let Some(r) = e.retryable {
-            if doc.get("retryable").and_then(Json::as_bool) != Some(r) {
-                return Err(Stop::Fail(format!(
-                    "expected retryable={r}, found {}",
-                    short(doc.get("retryable"))
-                )));
-            }
-        }
-        for k in &e.has {
-            if doc.get(k).is_none() {
-                return Err(Stop::Fail(format!("answer ({what}) lacks `{k}`")));
-            }
-        }
-        for k in &e.lacks {
-            if doc.get(k).is_some() {
-                return Err(Stop::Fail(format!(
-                    "answer ({what}) carries `{k}`, which it must not"
-                )));
-            }
-        }
-        for a in &e.data {
-            check_assertion(doc, a).map_err(Stop::Fail)?;
-        }
-        // An error answer has no result to judge: `output_schema` speaks of
-        // the success an expectation may allow beside its errors.
-        let errored = doc.pointer("/status").and_then(Json::as_str) == Some("error");
-        // A file result's content was read and judged against the
-        // output_schema before this expectation (judge_file_result).
-        if e.output_schema && !errored && doc.get("_file_judged").is_none() {
-            let tool =
-                tool.ok_or_else(|| Stop::Infra("vector error: output_schema needs a tool".into()))?;
-            let value = doc
-                .pointer("/data/value")
-                .or_else(|| doc.pointer("/data/result/value"))
-                .ok_or_else(|| Stop::Fail(format!("answer ({what}) has no inline result value")))?;
-            let schema = CompiledSchema::compile(&tool.output_schema, DEFAULT_DIALECT)
-                .map_err(|e| Stop::Fail(format!("output_schema of {}: {e}", tool.name)))?;
-            let errors = schema.errors(value);
-            if !errors.is_empty() {
-                return Err(Stop::Fail(format!(
-                    "result does not match the output_schema of {}: {}",
-                    tool.name,
-                    errors.join("; ")
-                )));
-            }
-        }
+        judge_status(doc, e, &what)?;
+        judge_members(doc, e, &what)?;
+        judge_output(doc, e, tool, &what)?;
         if e.v1 && doc.get("protocol_version").is_some() {
             return Err(Stop::Fail(
                 "a v1 call was answered with a v2 envelope (protocol_version present)".into(),
@@ -806,6 +679,162 @@ impl CaseRunner<'_> {
         }
         Ok(())
     }
+}
+
+/// What the answer is at all: a throw, a null or a refusal when one is
+/// expected (the judgement ends there, either way), and otherwise a Bundle.
+fn judge_form(doc: &Json, e: &Expect, what: &str) -> Option<StepResult> {
+    if e.threw {
+        return Some(if doc.get("_threw").is_some() {
+            Ok(())
+        } else {
+            Err(Stop::Fail(format!(
+                "expected the Provider to throw, it answered {what}"
+            )))
+        });
+    }
+    if e.null_result {
+        return Some(if doc.get("_null").is_some() {
+            Ok(())
+        } else {
+            Err(Stop::Fail(format!(
+                "expected null, the Provider answered {what}"
+            )))
+        });
+    }
+    let status = doc.get("status").and_then(Json::as_str);
+    if e.refused {
+        // A refusal is an error envelope: an exception or null is a
+        // broken answer, not a "no".
+        if let Some(t) = doc.get("_threw") {
+            return Some(Err(Stop::Fail(format!(
+                "expected an error envelope refusing the call, the Provider threw {}",
+                t.get("class").and_then(Json::as_str).unwrap_or("?")
+            ))));
+        }
+        if status != Some("error") {
+            return Some(Err(Stop::Fail(format!(
+                "expected the call to be refused with an error envelope, the Provider answered {what}"
+            ))));
+        }
+        return Some(Ok(()));
+    }
+    if let Some(t) = doc.get("_threw") {
+        return Some(Err(Stop::Fail(format!(
+            "the Provider threw {} instead of answering",
+            t.get("class").and_then(Json::as_str).unwrap_or("?")
+        ))));
+    }
+    if doc.get("_null").is_some() {
+        return Some(Err(Stop::Fail(
+            "call() returned null instead of a Bundle".into(),
+        )));
+    }
+    None
+}
+
+/// The answer's status against the expectation: a confirmation asked for,
+/// work in the background, the statuses, error codes and retryable flag
+/// allowed.
+fn judge_status(doc: &Json, e: &Expect, what: &str) -> StepResult {
+    let status = doc.get("status").and_then(Json::as_str);
+    let code = doc.get("error_code").and_then(Json::as_str);
+    if e.asks
+        && status == Some("error")
+        && !matches!(code, Some("USER_ACTION_REQUIRED" | "AUTH_REQUIRED"))
+    {
+        return Err(Stop::NotApplicable(format!(
+            "the Provider refused the call ({what}) instead of asking for confirmation, a stricter policy §3.4 allows"
+        )));
+    }
+    if e.operation && (status == Some("success") || (e.sync_failure_ok && status == Some("error")))
+    {
+        return Err(Stop::setup(
+            "[roles.async]",
+            format!(
+                "the Provider answered synchronously ({what}), as it may (§2.3); name args that make it work in the background under [roles.async] to judge this case"
+            ),
+        ));
+    }
+    if e.operation && e.status.is_empty() && status != Some("accepted") {
+        return Err(Stop::Fail(format!(
+            "expected status accepted or a synchronous success, the Provider answered {what}"
+        )));
+    }
+    if !e.status.is_empty() && !status.is_some_and(|s| e.status.iter().any(|x| x == s)) {
+        return Err(Stop::Fail(format!(
+            "expected status {}, the Provider answered {what}",
+            e.status.join("|")
+        )));
+    }
+    // An error_code set constrains error answers only, so one step can
+    // accept "success, or an error with one of these codes".
+    if !e.error_code.is_empty() && status == Some("error") {
+        let code = doc.get("error_code").and_then(Json::as_str);
+        if !code.is_some_and(|c| e.error_code.iter().any(|x| x == c)) {
+            return Err(Stop::Fail(format!(
+                "expected error_code {}, the Provider answered {what}",
+                e.error_code.join("|")
+            )));
+        }
+    }
+    if let Some(r) = e.retryable {
+        if doc.get("retryable").and_then(Json::as_bool) != Some(r) {
+            return Err(Stop::Fail(format!(
+                "expected retryable={r}, found {}",
+                short(doc.get("retryable"))
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Members the answer must have or lack, and assertions on its data.
+fn judge_members(doc: &Json, e: &Expect, what: &str) -> StepResult {
+    for k in &e.has {
+        if doc.get(k).is_none() {
+            return Err(Stop::Fail(format!("answer ({what}) lacks `{k}`")));
+        }
+    }
+    for k in &e.lacks {
+        if doc.get(k).is_some() {
+            return Err(Stop::Fail(format!(
+                "answer ({what}) carries `{k}`, which it must not"
+            )));
+        }
+    }
+    for a in &e.data {
+        check_assertion(doc, a).map_err(Stop::Fail)?;
+    }
+    Ok(())
+}
+
+/// An inline result against the tool's output_schema.
+fn judge_output(doc: &Json, e: &Expect, tool: Option<&ToolSummary>, what: &str) -> StepResult {
+    // An error answer has no result to judge: `output_schema` speaks of
+    // the success an expectation may allow beside its errors.
+    let errored = doc.pointer("/status").and_then(Json::as_str) == Some("error");
+    // A file result's content was read and judged against the
+    // output_schema before this expectation (judge_file_result).
+    if e.output_schema && !errored && doc.get("_file_judged").is_none() {
+        let tool =
+            tool.ok_or_else(|| Stop::Infra("vector error: output_schema needs a tool".into()))?;
+        let value = doc
+            .pointer("/data/value")
+            .or_else(|| doc.pointer("/data/result/value"))
+            .ok_or_else(|| Stop::Fail(format!("answer ({what}) has no inline result value")))?;
+        let schema = CompiledSchema::compile(&tool.output_schema, DEFAULT_DIALECT)
+            .map_err(|e| Stop::Fail(format!("output_schema of {}: {e}", tool.name)))?;
+        let errors = schema.errors(value);
+        if !errors.is_empty() {
+            return Err(Stop::Fail(format!(
+                "result does not match the output_schema of {}: {}",
+                tool.name,
+                errors.join("; ")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Retries of one call at most, after the first answer.

@@ -437,12 +437,7 @@ impl<'a> CaseRunner<'a> {
                 self.target.a.sleep_ms(*ms);
                 Ok(())
             }
-            Step::Observe { bind } => {
-                let snapshot = self.snapshot()?;
-                self.bindings.insert(bind.clone(), snapshot);
-                self.snapshots.insert(bind.clone());
-                Ok(())
-            }
+            Step::Observe { bind } => self.observe_step(bind),
             Step::ExpectEffects {
                 since,
                 delta,
@@ -453,22 +448,26 @@ impl<'a> CaseRunner<'a> {
                 of,
                 error_code,
                 steps,
-            } => {
-                let doc = self.bound(of)?;
-                let code = doc.get("error_code").and_then(Json::as_str);
-                if code.is_some_and(|c| error_code.iter().any(|x| x == c)) {
-                    for s in steps {
-                        self.run_step(s, needs)?;
-                    }
-                }
-                Ok(())
-            }
+            } => self.if_answer(of, error_code, steps, needs),
             Step::EachTool {
                 session,
                 pick,
                 bind,
                 steps,
             } => self.each_tool(session, pick, bind, steps, needs),
+            Step::Same { .. }
+            | Step::Equal { .. }
+            | Step::TokensUnpredictable { .. }
+            | Step::RevisionConsistent { .. }
+            | Step::V1ReadOnly { .. }
+            | Step::Differ { .. }
+            | Step::Assert { .. } => self.compare_step(step),
+        }
+    }
+
+    /// The steps that judge what earlier steps bound, sending nothing.
+    fn compare_step(&mut self, step: &Step) -> StepResult {
+        match step {
             Step::Same {
                 a,
                 b,
@@ -490,7 +489,35 @@ impl<'a> CaseRunner<'a> {
             Step::V1ReadOnly { v1, v2 } => self.v1_read_only(v1, v2),
             Step::Differ { a, b } => self.differ(a, b),
             Step::Assert { value, assertion } => self.assert_step(value, assertion),
+            _ => Err(Stop::Infra("vector error: not a comparison step".into())),
         }
+    }
+
+    /// `observe`: the observer's snapshot, bound under `bind`.
+    fn observe_step(&mut self, bind: &str) -> StepResult {
+        let snapshot = self.snapshot()?;
+        self.bindings.insert(bind.to_string(), snapshot);
+        self.snapshots.insert(bind.to_string());
+        Ok(())
+    }
+
+    /// `if_answer`: the nested steps, only when the answer bound to `of`
+    /// carries one of `error_code`.
+    fn if_answer(
+        &mut self,
+        of: &str,
+        error_code: &[String],
+        steps: &[Step],
+        needs: &[String],
+    ) -> StepResult {
+        let doc = self.bound(of)?;
+        let code = doc.get("error_code").and_then(Json::as_str);
+        if code.is_some_and(|c| error_code.iter().any(|x| x == c)) {
+            for s in steps {
+                self.run_step(s, needs)?;
+            }
+        }
+        Ok(())
     }
 
     fn device(&self, identity: &str) -> Result<&'a dyn Device, Stop> {
