@@ -35,9 +35,9 @@ mod doc;
 mod error;
 mod flat;
 mod format;
-mod gen;
 mod invalid;
 mod pattern;
+mod strategy;
 
 pub use budget::{Budget, Limits};
 pub use error::{GenError, Kind, Violation};
@@ -57,7 +57,7 @@ use serde_json::Value as Json;
 /// The schema may come from a hostile Provider: nothing here waits on it
 /// without a bound.
 pub struct Generator {
-    gen: gen::Gen,
+    strategies: strategy::Gen,
 }
 
 impl Generator {
@@ -67,7 +67,7 @@ impl Generator {
 
     pub fn with_budget(schema: &Json, budget: Budget) -> Result<Generator, GenError> {
         Ok(Generator {
-            gen: gen::Gen::new(Doc::new(schema)?, budget),
+            strategies: strategy::Gen::new(Doc::new(schema)?, budget),
         })
     }
 
@@ -75,17 +75,19 @@ impl Generator {
     /// draw that uses it up fails (proptest's `new_tree` returns an error
     /// naming the keyword) instead of looping.
     pub fn valid(&self) -> Result<BoxedStrategy<Json>, GenError> {
-        let s = self.gen.building(|| self.gen.gen(&[Loc::root()], 0))?;
+        let s = self
+            .strategies
+            .building(|| self.strategies.strategy(&[Loc::root()], 0))?;
         // A schema the validator refuses has no valid values to speak of,
         // even when the parts generation looked at were fine.
-        self.gen.doc.validator(&Loc::root())?;
+        self.strategies.doc.validator(&Loc::root())?;
         Ok(self.budgeted(s))
     }
 
     /// Per constraint that some value can break, values that break it and
     /// nothing else the generator can tell apart; sorted by violation.
     pub fn invalid(&self) -> Result<Vec<(Violation, BoxedStrategy<Json>)>, GenError> {
-        let all = self.gen.building(|| self.gen.invalid())?;
+        let all = self.strategies.building(|| self.strategies.invalid())?;
         Ok(all
             .into_iter()
             .map(|(v, s)| (v, self.budgeted(s)))
@@ -95,7 +97,7 @@ impl Generator {
     fn budgeted(&self, s: BoxedStrategy<Json>) -> BoxedStrategy<Json> {
         budget::Budgeted {
             inner: s,
-            limits: self.gen.budget.draw,
+            limits: self.strategies.budget.draw,
         }
         .boxed()
     }

@@ -141,14 +141,14 @@ impl Gen {
             }
             let s = match &plan.forced_prop {
                 Some((n, s)) if n == name => s.clone(),
-                _ => self.gen(&Self::prop_conj(f, name, &plan.patterns), depth + 1)?,
+                _ => self.strategy(&Self::prop_conj(f, name, &plan.patterns), depth + 1)?,
             };
             req.push((name.clone(), s));
         }
         let mut opt: Vec<(String, BoxedStrategy<Json>)> = Vec::new();
         for name in plan.declared.iter().filter(|n| !plan.required.contains(n)) {
             self.check_build(plan.at)?;
-            match self.gen(&Self::prop_conj(f, name, &plan.patterns), depth + 1) {
+            match self.strategy(&Self::prop_conj(f, name, &plan.patterns), depth + 1) {
                 Ok(s) => opt.push((name.clone(), s)),
                 Err(e) if e.is_local() => {}
                 Err(e) => return Err(e),
@@ -190,7 +190,7 @@ impl Gen {
         Ok(if f.no_extras || !fresh_ok {
             Just(vec![]).boxed()
         } else {
-            match self.gen(&extra_conj, depth + 1) {
+            match self.strategy(&extra_conj, depth + 1) {
                 Ok(v) => {
                     let hi = EXTRA_PROPS[depth].max(need);
                     proptest::collection::vec((fresh.clone(), v), need..=hi).boxed()
@@ -224,7 +224,7 @@ impl Gen {
                         .filter(|(i, _)| *i != pi)
                         .filter_map(|(_, o)| o.additional.clone()),
                 );
-                let Ok(value) = self.gen(&conj, depth + 1) else {
+                let Ok(value) = self.strategy(&conj, depth + 1) else {
                     continue;
                 };
                 let others: Vec<Arc<regex::Regex>> = patterns

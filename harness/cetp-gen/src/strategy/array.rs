@@ -74,7 +74,7 @@ impl Gen {
                 if (i as u64) < shape.contains_n {
                     conj.extend(f.contains.iter().map(|s| s.loc.child("contains")));
                 }
-                self.gen(&conj, depth + 1)
+                self.strategy(&conj, depth + 1)
             };
             match strat {
                 Ok(s) => fixed.push(s),
@@ -102,7 +102,7 @@ impl Gen {
         let lo = shape.lo;
         let tail = if *gen_hi > k {
             let conj = Self::item_conj(f, shape.fixed_len.max(shape.prefix_len));
-            match self.gen(&conj, depth + 1) {
+            match self.strategy(&conj, depth + 1) {
                 Ok(s) => Some(s),
                 Err(e) if e.is_local() && lo <= k => {
                     *gen_hi = k;

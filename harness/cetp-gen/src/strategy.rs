@@ -154,7 +154,7 @@ impl Gen {
     /// Values valid under every schema of `conj`, nested `depth` levels deep.
     /// Memoised per document location (not per `$ref` path), which keeps a
     /// recursive schema linear to compile.
-    pub fn gen(&self, conj: &[Loc], depth: usize) -> Result<BoxedStrategy<Json>, GenError> {
+    pub fn strategy(&self, conj: &[Loc], depth: usize) -> Result<BoxedStrategy<Json>, GenError> {
         if conj.is_empty() {
             return Ok(any_json(depth));
         }
