@@ -207,3 +207,63 @@ fn scenario_files_follow_their_schema_and_the_schema_knows_every_check() {
          "expect": [{"check": "no_crash"}]}]});
     assert!(!validator.is_valid(&bad));
 }
+
+/// §7.3 fixes no bound: a bound scenario FAILs only a Consumer that declared
+/// a smaller figure and accepted more, is not judged when the declared
+/// figure admits its size, and at most WARNs when nothing is declared.
+#[test]
+fn a_bound_the_spec_leaves_open_is_judged_by_the_declared_figure() {
+    let all = scenarios();
+    let deep = all.iter().find(|s| s.id == "CDATA-002").unwrap();
+    assert_eq!(deep.bound.as_ref().unwrap().limit, "max_json_depth");
+    let mutant = ConsumerConfig {
+        faults: vec![ConsumerFault::JsonDepthUnbounded],
+        ..ConsumerConfig::default()
+    };
+    // Declares 32 and accepts 48: FAIL.
+    let r = consumer::run_in_process(deep, &mutant).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail, "{:?}", r.findings);
+    // Declares 64: a 48-deep result is within what it accepts.
+    let mut wide = ConsumerConfig::default();
+    wide.limits.max_json_depth = 64;
+    let r = consumer::run_in_process(deep, &wide).unwrap();
+    assert_eq!(r.verdict, Verdict::NotApplicable, "{:?}", r.findings);
+    assert!(
+        r.not_judged[0].contains("max_json_depth = 64"),
+        "{:?}",
+        r.not_judged
+    );
+    // Declares nothing (a device without [bounds]): the same findings WARN.
+    let r = consumer::run_in_process(deep, &mutant).unwrap();
+    let trace_acts = r.acts.clone();
+    let trace = consumer::judge::Trace {
+        calls: &[],
+        acts: &trace_acts,
+        intents: &[],
+        fds: None,
+        resolves: None,
+        decoy_calls: &[],
+    };
+    let undeclared = consumer::judge_run(deep, &trace, &consumer::DeclaredBounds::default());
+    assert_eq!(
+        undeclared.verdict,
+        Verdict::Warn,
+        "{:?}",
+        undeclared.findings
+    );
+    assert!(undeclared
+        .not_judged
+        .iter()
+        .any(|n| n.contains("declares no max_json_depth")));
+    // The bound figures a profile declares are read from its [bounds].
+    let p = consumer::ConsumerProfile::from_toml(
+        "[driver]\ncommand = [\"x\"]\n[bounds]\nmax_json_depth = 20\nmax_description_bytes = 65536\n",
+    )
+    .unwrap();
+    assert_eq!(p.bounds.get("max_json_depth"), Some(20));
+    assert_eq!(p.bounds.get("max_file_bytes"), None);
+    assert!(consumer::ConsumerProfile::from_toml(
+        "[driver]\ncommand = [\"x\"]\n[bounds]\nmax_depth = 2\n"
+    )
+    .is_err());
+}

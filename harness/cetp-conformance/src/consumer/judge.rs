@@ -35,7 +35,7 @@ pub const CHECKS: &[(&str, &str)] = &[
     ("fds_closed", "every descriptor handed to the Consumer is read or closed (in-process only)"),
     ("read_bounded", "no descriptor read asks for more than `max_bytes` (in-process only)"),
     ("resolved_before_resume", "a call carrying a resume_token comes after the resolution issued with it was launched"),
-    ("no_unnegotiated", "no operation method and no file read unless its capability was granted"),
+    ("no_unnegotiated", "no operation method (get_operation, cancel_operation) unless its capability was granted"),
 ];
 
 /// What an act of the scenario was and what came of it.
@@ -568,8 +568,12 @@ fn resolved_before_resume(t: &Trace<'_>) -> Judged {
     )
 }
 
+/// Judges what the Consumer calls (§2.3, §8): an operation method of a
+/// capability it did not negotiate. A file result the Provider sends unasked
+/// is the Provider's breach of §4.5, not the Consumer's, so reading it is
+/// not charged here.
 fn no_unnegotiated(t: &Trace<'_>) -> Judged {
-    let mut bad: Vec<String> = t
+    let bad: Vec<String> = t
         .calls
         .iter()
         .enumerate()
@@ -583,18 +587,6 @@ fn no_unnegotiated(t: &Trace<'_>) -> Judged {
                 .then(|| format!("{} used {cap}, which was not negotiated", label(i, c)))
         })
         .collect();
-    if let Some(fds) = t.fds {
-        bad.extend(
-            fds.values()
-                .filter(|f| !f.reads.is_empty() && !f.granted.iter().any(|g| g == "large_results"))
-                .map(|f| {
-                    format!(
-                        "descriptor {} was read as a file result without large_results negotiated",
-                        f.handle
-                    )
-                }),
-        );
-    }
     first(bad)
 }
 

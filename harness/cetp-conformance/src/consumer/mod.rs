@@ -86,8 +86,40 @@ fn resolved(act: &Json) -> Json {
     a
 }
 
-/// Judges a finished run of `s`.
-pub fn judge_run(s: &Scenario, trace: &Trace<'_>) -> ScenarioResult {
+/// Judges a finished run of `s`, against the bounds the Consumer under test
+/// declares (§7.3 says to bound Provider data and fixes no figure, so a
+/// scenario that tests a bound judges it by the Consumer's own figure).
+pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> ScenarioResult {
+    let mut level = s.level.as_str();
+    let mut bound_note = None;
+    if let Some(b) = &s.bound {
+        match bounds.get(&b.limit) {
+            Some(declared) if b.size <= declared => {
+                return ScenarioResult {
+                    id: s.id.clone(),
+                    title: s.title.clone(),
+                    verdict: Verdict::NotApplicable,
+                    findings: Vec::new(),
+                    not_judged: vec![format!(
+                        "not judged: the Consumer declares {} = {declared}, which admits the {} this scenario sends",
+                        b.limit, b.size
+                    )],
+                    acts: trace.acts.to_vec(),
+                    calls: trace.calls.len(),
+                };
+            }
+            Some(_) => {}
+            None => {
+                // No declared figure: the spec fixes none either, so refusing
+                // to accept this size is judged as a recommendation only.
+                level = "SHOULD";
+                bound_note = Some(format!(
+                    "judged as SHOULD: the Consumer declares no {} (a Consumer profile's [bounds])",
+                    b.limit
+                ));
+            }
+        }
+    }
     let mut findings = Vec::new();
     let mut not_judged = Vec::new();
     for e in &s.expect {
@@ -104,9 +136,12 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>) -> ScenarioResult {
             Judged::NotJudged(why) => not_judged.push(format!("{}: {why}", e.check.name())),
         }
     }
+    if let Some(note) = bound_note {
+        not_judged.push(note);
+    }
     let verdict = if findings.is_empty() {
         Verdict::Pass
-    } else if s.level == "SHOULD" {
+    } else if level == "SHOULD" {
         Verdict::Warn
     } else {
         Verdict::Fail
@@ -161,7 +196,66 @@ pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioR
         resolves: Some(&port.resolves),
         decoy_calls: port.decoy.as_ref().map_or(&[], |d| &d.log),
     };
-    Ok(judge_run(s, &trace))
+    Ok(judge_run(s, &trace, &DeclaredBounds::of(&config.limits)))
+}
+
+/// The bounds on Provider data a Consumer declares (a Consumer profile's
+/// `[bounds]`; for the in-process reference Consumer, its
+/// [`LocalLimits`](cetp_reference::consumer::LocalLimits)). §7.3 requires a
+/// bound and fixes no figure: a scenario testing one judges it against the
+/// declared figure, and at most WARNs when none is declared.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredBounds {
+    /// Names and titles, bytes.
+    pub max_name_bytes: Option<u64>,
+    /// Provider, tool and scope descriptions, bytes.
+    pub max_description_bytes: Option<u64>,
+    /// Nesting depth of Provider JSON (schemas, results, details).
+    pub max_json_depth: Option<u64>,
+    /// Inline JSON results and error details, bytes.
+    pub max_inline_bytes: Option<u64>,
+    /// File results read through a descriptor, bytes.
+    pub max_file_bytes: Option<u64>,
+    /// Tools or scopes accepted from one Provider.
+    pub max_items: Option<u64>,
+}
+
+impl DeclaredBounds {
+    /// Every bound name a scenario's `bound.limit` may use.
+    pub const NAMES: &'static [&'static str] = &[
+        "max_name_bytes",
+        "max_description_bytes",
+        "max_json_depth",
+        "max_inline_bytes",
+        "max_file_bytes",
+        "max_items",
+    ];
+
+    pub fn get(&self, name: &str) -> Option<u64> {
+        match name {
+            "max_name_bytes" => self.max_name_bytes,
+            "max_description_bytes" => self.max_description_bytes,
+            "max_json_depth" => self.max_json_depth,
+            "max_inline_bytes" => self.max_inline_bytes,
+            "max_file_bytes" => self.max_file_bytes,
+            "max_items" => self.max_items,
+            _ => None,
+        }
+    }
+
+    /// What the in-process reference Consumer (or a variant or mutant of
+    /// it) declares: the limits it is configured with.
+    pub fn of(l: &cetp_reference::consumer::LocalLimits) -> DeclaredBounds {
+        DeclaredBounds {
+            max_name_bytes: Some(l.max_name_bytes as u64),
+            max_description_bytes: Some(l.max_description_bytes as u64),
+            max_json_depth: Some(l.json_depth() as u64),
+            max_inline_bytes: Some(l.max_inline_bytes as u64),
+            max_file_bytes: Some(l.max_file_bytes),
+            max_items: Some(l.max_items as u64),
+        }
+    }
 }
 
 /// A Consumer mutant as documented in `vectors/mutants/consumer-mutants.json`.
@@ -667,7 +761,11 @@ pub fn wire_unplayable(s: &Scenario, dev: &Playable) -> Option<String> {
 /// Plays `s` on a device: the hostile Provider answers there, the Consumer
 /// under test acts there. Descriptor reads are not visible, so the checks
 /// about them are not judged; launched resolutions are.
-pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<ScenarioResult, String> {
+pub fn run_on_device(
+    s: &Scenario,
+    dev: &mut dyn ConsumerDevice,
+    bounds: &DeclaredBounds,
+) -> Result<ScenarioResult, String> {
     let playable = Playable::of(dev);
     if let Some(why) = wire_unplayable(s, &playable) {
         return Ok(ScenarioResult {
@@ -798,7 +896,7 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
         resolves: Some(&resolves),
         decoy_calls: decoy.as_ref().map_or(&[], |d| &d.log),
     };
-    Ok(judge_run(s, &trace))
+    Ok(judge_run(s, &trace, bounds))
 }
 
 /// A Consumer profile (TOML): who the Consumer under test is, and the
@@ -811,7 +909,16 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
 /// command = ["adb", "shell", "am", "broadcast", "-a", "com.vendor.agent.TEST",
 ///            "--es", "do", "{do}", "--es", "tool", "{tool}", "--es", "args", "{args}"]
 /// timeout_ms = 120000
+/// [bounds]                     # optional: what the Consumer accepts (§7.3)
+/// max_description_bytes = 65536
+/// max_json_depth = 32
 /// ```
+///
+/// `[bounds]` may declare `max_name_bytes`, `max_description_bytes`,
+/// `max_json_depth`, `max_inline_bytes`, `max_file_bytes` and `max_items`.
+/// A scenario that tests a bound the spec leaves open FAILs only a Consumer
+/// that declared a smaller figure and accepted more; without a declared
+/// figure it at most WARNs.
 ///
 /// Placeholders in every argument: `{do}`, `{authority}`, `{tool}`,
 /// `{args}` (JSON text), `{decision}`, `{action}` (the whole action, JSON).
@@ -823,6 +930,8 @@ pub struct ConsumerProfile {
     #[serde(default)]
     pub consumer: ConsumerInfo,
     pub driver: DriverSpec,
+    #[serde(default)]
+    pub bounds: DeclaredBounds,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

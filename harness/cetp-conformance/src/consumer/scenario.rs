@@ -28,12 +28,27 @@ pub struct Scenario {
     /// `MUST` (a broken expectation FAILs) or `SHOULD` (it WARNs).
     pub level: String,
     pub requirements: Vec<String>,
+    /// The Consumer bound this scenario tests, when the spec fixes no figure
+    /// for it (§7.3): judged against the figure the Consumer declares.
+    #[serde(default)]
+    pub bound: Option<BoundUse>,
     #[serde(default)]
     pub provider: ProviderSpec,
     #[serde(default)]
     pub script: Vec<Rule>,
     pub acts: Vec<Json>,
     pub expect: Vec<Expect>,
+}
+
+/// `bound`: which declared bound (`limit`, one of
+/// [`super::DeclaredBounds::NAMES`]) the scenario tests and the size it
+/// sends. A Consumer declaring `limit >= size` is not judged by it; one
+/// declaring nothing is judged at SHOULD level at most.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BoundUse {
+    pub limit: String,
+    pub size: u64,
 }
 
 /// The hostile Provider's shape.
@@ -341,6 +356,14 @@ pub fn load_texts(texts: &[(String, String)]) -> Result<Vec<Scenario>, String> {
         for s in f.scenarios {
             if s.role != "consumer" {
                 return Err(format!("{name}: {} has role {:?}", s.id, s.role));
+            }
+            if let Some(b) = &s.bound {
+                if !super::DeclaredBounds::NAMES.contains(&b.limit.as_str()) {
+                    return Err(format!(
+                        "{name}: {} tests an unknown bound {:?}",
+                        s.id, b.limit
+                    ));
+                }
             }
             if out.iter().any(|o| o.id == s.id) {
                 return Err(format!("{name}: duplicate scenario id {}", s.id));
