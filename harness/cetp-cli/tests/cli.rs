@@ -1300,7 +1300,7 @@ fn a_consumer_profile_driver_makes_the_consumer_act_while_the_device_hosts_the_p
     ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("36 passed, 0 failed"), "{t}");
+    assert!(t.contains("38 passed, 0 failed"), "{t}");
     assert!(t.contains("default via its driver"), "{t}");
     let bad = profile("obeys_provider_text");
     let o = cetp(&[
@@ -1416,7 +1416,7 @@ fn the_reference_consumer_passes_through_a_real_adb_server() {
     let o = cetp(&["consumer", "--target", &target]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("36 passed, 0 failed"), "{t}");
+    assert!(t.contains("38 passed, 0 failed"), "{t}");
     let target = format!("adb:{dev},server=127.0.0.1:{port},consumer=retries_not_retryable");
     let o = cetp(&["consumer", "--target", &target, "--only", "CRET-*"]);
     let t = text(&o);

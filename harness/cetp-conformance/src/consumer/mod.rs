@@ -14,7 +14,9 @@ pub mod runner;
 pub mod scenario;
 
 use crate::event::Verdict;
-use cetp_reference::consumer::{ActOutcome, Action, ConsumerConfig, ConsumerFault, DrivenConsumer};
+use cetp_reference::consumer::{
+    ActOutcome, Action, ConsumerConfig, ConsumerFault, ConsumerLatitude, DrivenConsumer,
+};
 use hostile::{Hostile, AUTHORITY, T0};
 use judge::{judge, ActRecord, Judged, Trace};
 use port::HostilePort;
@@ -90,6 +92,17 @@ fn resolved(act: &Json) -> Json {
 /// declares (§7.3 says to bound Provider data and fixes no figure, so a
 /// scenario that tests a bound judges it by the Consumer's own figure).
 pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> ScenarioResult {
+    if let Some(why) = unoffered(s, trace) {
+        return ScenarioResult {
+            id: s.id.clone(),
+            title: s.title.clone(),
+            verdict: Verdict::NotApplicable,
+            findings: Vec::new(),
+            not_judged: vec![why],
+            acts: trace.acts.to_vec(),
+            calls: trace.calls.len(),
+        };
+    }
     let mut level = s.level.as_str();
     let mut bound_note = None;
     if let Some(b) = &s.bound {
@@ -157,9 +170,53 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> Sc
     }
 }
 
+/// Why `s` cannot judge this run, when the Consumer negotiated and offered
+/// none of a capability the scenario needs (§2.3: offering one is the
+/// Consumer's choice). A Consumer that never negotiated is judged as is.
+fn unoffered(s: &Scenario, trace: &Trace<'_>) -> Option<String> {
+    use cetp_proto::bundle::Value;
+    if s.needs.is_empty() {
+        return None;
+    }
+    let mut offered: BTreeSet<String> = BTreeSet::new();
+    let mut negotiated = false;
+    for c in trace.calls.iter().filter(|c| c.method == "negotiate") {
+        negotiated = true;
+        if let Some(Value::String(text)) = c
+            .extras
+            .get(cetp_proto::envelope::keys::CONSUMER_CAPABILITIES)
+        {
+            if let Ok(list) = serde_json::from_str::<Vec<String>>(text) {
+                offered.extend(list);
+            }
+        }
+    }
+    let missing: Vec<&str> = s
+        .needs
+        .iter()
+        .filter(|n| !offered.contains(*n))
+        .map(String::as_str)
+        .collect();
+    (negotiated && !missing.is_empty()).then(|| {
+        format!(
+            "not judged: the Consumer offered no {} in negotiate, which this scenario needs (offering it is the Consumer's choice, §2.3)",
+            missing.join(", ")
+        )
+    })
+}
+
 /// Runs `s` in-process against the reference Consumer configured by
 /// `config` (a mutant when its `faults` say so).
 pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioResult, String> {
+    run_in_process_traced(s, config).map(|(r, _)| r)
+}
+
+/// [`run_in_process`], also handing back every call the Consumer made (what
+/// a legal variant's differential test compares).
+pub fn run_in_process_traced(
+    s: &Scenario,
+    config: &ConsumerConfig,
+) -> Result<(ScenarioResult, Vec<hostile::CallRecord>), String> {
     let hostile = Hostile::new(s.provider.clone(), s.script.clone());
     let mut port = HostilePort::new(hostile, T0);
     port.decoy = s.provider.decoy.then(Hostile::decoy);
@@ -196,7 +253,8 @@ pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioR
         resolves: Some(&port.resolves),
         decoy_calls: port.decoy.as_ref().map_or(&[], |d| &d.log),
     };
-    Ok(judge_run(s, &trace, &DeclaredBounds::of(&config.limits)))
+    let result = judge_run(s, &trace, &DeclaredBounds::of(&config.limits));
+    Ok((result, port.hostile.log.clone()))
 }
 
 /// The bounds on Provider data a Consumer declares (a Consumer profile's
@@ -289,6 +347,95 @@ pub fn parse_mutants(text: &str) -> Result<Vec<ConsumerMutantDoc>, String> {
     Ok(f.mutants)
 }
 
+/// A Consumer legal variant as documented in
+/// `vectors/variants/consumer-variants.json`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerVariantDoc {
+    pub name: String,
+    pub sections: Vec<String>,
+    /// Requirement ids whose clause leaves the choice (or fixes less than a
+    /// stricter reading would ask).
+    pub allowed_by: Vec<String>,
+    /// `MAY` (the text grants it) or `UNSPECIFIED` (the text fixes no figure
+    /// or schedule).
+    pub latitude: String,
+    pub description: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerVariantsFile {
+    pub format_version: u32,
+    pub consumer: String,
+    pub description: String,
+    pub variants: Vec<ConsumerVariantDoc>,
+}
+
+pub fn load_variants(path: &Path) -> Result<Vec<ConsumerVariantDoc>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let f: ConsumerVariantsFile =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if f.format_version != 1 {
+        return Err(format!(
+            "{}: format_version {}",
+            path.display(),
+            f.format_version
+        ));
+    }
+    Ok(f.variants)
+}
+
+/// One Consumer legal variant through every scenario: any FAIL or WARN is a
+/// false verdict of the suite (the variant follows the spec's text).
+#[derive(Clone, Debug)]
+pub struct VariantResult {
+    pub name: String,
+    /// (scenario, verdict, first finding) of every FAIL or WARN.
+    pub false_verdicts: Vec<(String, Verdict, String)>,
+    /// Scenarios not judged for it (a declared bound admits their size).
+    pub not_judged: Vec<String>,
+}
+
+impl VariantResult {
+    pub fn passed(&self) -> bool {
+        self.false_verdicts.is_empty()
+    }
+}
+
+/// Runs every scenario against the reference Consumer taking `variant`'s
+/// latitude.
+pub fn run_variant(
+    scenarios: &[Scenario],
+    variant: &ConsumerVariantDoc,
+) -> Result<VariantResult, String> {
+    let latitude = ConsumerLatitude::parse(&variant.name)
+        .ok_or_else(|| format!("unknown Consumer legal variant {:?}", variant.name))?;
+    let config = ConsumerConfig::default().with_latitude(latitude);
+    let mut false_verdicts = Vec::new();
+    let mut not_judged = Vec::new();
+    for s in scenarios {
+        let r = run_in_process(s, &config)?;
+        match r.verdict {
+            Verdict::Pass => {}
+            Verdict::NotApplicable => not_judged.push(s.id.clone()),
+            v => {
+                let first = r
+                    .findings
+                    .first()
+                    .map(|f| format!("{}: {}", f.check, f.message))
+                    .unwrap_or_default();
+                false_verdicts.push((s.id.clone(), v, first));
+            }
+        }
+    }
+    Ok(VariantResult {
+        name: variant.name.clone(),
+        false_verdicts,
+        not_judged,
+    })
+}
+
 /// One scenario finding that kills a mutant: it cites a requirement the
 /// mutant breaks.
 #[derive(Clone, Debug)]
@@ -319,6 +466,8 @@ pub struct ConsumerSelftest {
     /// The reference Consumer on every scenario: each must pass.
     pub reference: Vec<ScenarioResult>,
     pub mutants: Vec<MutantResult>,
+    /// Every Consumer legal variant through every scenario.
+    pub variants: Vec<VariantResult>,
 }
 
 impl ConsumerSelftest {
@@ -328,8 +477,13 @@ impl ConsumerSelftest {
     pub fn killed(&self) -> usize {
         self.mutants.iter().filter(|m| m.killed()).count()
     }
+    pub fn false_verdicts(&self) -> usize {
+        self.variants.iter().map(|v| v.false_verdicts.len()).sum()
+    }
     pub fn ok(&self) -> bool {
-        self.reference_clean() && self.killed() == self.mutants.len()
+        self.reference_clean()
+            && self.killed() == self.mutants.len()
+            && self.variants.iter().all(VariantResult::passed)
     }
 
     /// The Consumer proof (`reports/consumer-proof.json`): requirement →
@@ -345,12 +499,28 @@ impl ConsumerSelftest {
             }
             mutants.insert(m.name.clone(), json!(proved));
         }
+        // Each legal variant: the scenarios that judged it falsely (must be
+        // none) and those its declared bounds leave unjudged.
+        let variants: serde_json::Map<String, Json> = self
+            .variants
+            .iter()
+            .map(|v| {
+                (
+                    v.name.clone(),
+                    json!({
+                        "false_verdicts": v.false_verdicts.iter().map(|(s, _, _)| s).collect::<Vec<_>>(),
+                        "not_judged": v.not_judged,
+                    }),
+                )
+            })
+            .collect();
         json!({
             "format_version": 1,
             "role": "consumer",
             "generated_by": "cetp selftest --consumer-only --write-proof",
             "mutants": mutants,
             "requirements": by_req,
+            "variants": variants,
         })
     }
 
@@ -429,6 +599,40 @@ impl ConsumerSelftest {
                 100.0 * k as f64 / n as f64
             }
         ));
+        let vwidth = self
+            .variants
+            .iter()
+            .map(|v| v.name.len())
+            .max()
+            .unwrap_or(0)
+            .max("consumer legal variant".len());
+        out.push_str(&format!(
+            "\n{:<vwidth$}  {:<8}  false verdicts / not judged\n",
+            "consumer legal variant", "result"
+        ));
+        for v in &self.variants {
+            let detail = if v.passed() {
+                if v.not_judged.is_empty() {
+                    "none".to_string()
+                } else {
+                    format!("not judged: {}", v.not_judged.join(", "))
+                }
+            } else {
+                v.false_verdicts
+                    .iter()
+                    .map(|(s, verdict, f)| format!("{s} {}: {f}", verdict.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            let result = if v.passed() { "pass" } else { "FALSE" };
+            out.push_str(&format!("{:<vwidth$}  {:<8}  {}\n", v.name, result, detail));
+        }
+        out.push_str(&format!(
+            "consumer legal variants: {} x {} scenarios, {} false verdict(s)\n",
+            self.variants.len(),
+            self.reference.len(),
+            self.false_verdicts()
+        ));
         out
     }
 }
@@ -451,6 +655,7 @@ impl MutantResult {
 pub fn selftest(
     scenarios: &[Scenario],
     mutants: &[ConsumerMutantDoc],
+    variants: &[ConsumerVariantDoc],
 ) -> Result<ConsumerSelftest, String> {
     let base = ConsumerConfig::default();
     let reference = scenarios
@@ -489,9 +694,14 @@ pub fn selftest(
             other_findings: other,
         });
     }
+    let variants = variants
+        .iter()
+        .map(|v| run_variant(scenarios, v))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(ConsumerSelftest {
         reference,
         mutants: out,
+        variants,
     })
 }
 

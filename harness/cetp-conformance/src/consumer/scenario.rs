@@ -32,6 +32,11 @@ pub struct Scenario {
     /// for it (§7.3): judged against the figure the Consumer declares.
     #[serde(default)]
     pub bound: Option<BoundUse>,
+    /// Optional capabilities (§2.3) the scenario needs the Consumer to
+    /// offer: offering them is the Consumer's choice, so a Consumer whose
+    /// negotiate offered none of one is not judged by the scenario.
+    #[serde(default)]
+    pub needs: Vec<String>,
     #[serde(default)]
     pub provider: ProviderSpec,
     #[serde(default)]
@@ -356,6 +361,16 @@ pub fn load_texts(texts: &[(String, String)]) -> Result<Vec<Scenario>, String> {
         for s in f.scenarios {
             if s.role != "consumer" {
                 return Err(format!("{name}: {} has role {:?}", s.id, s.role));
+            }
+            if let Some(n) = s
+                .needs
+                .iter()
+                .find(|n| cetp_proto::envelope::Capability::parse(n).is_none())
+            {
+                return Err(format!(
+                    "{name}: {} needs an unknown capability {n:?}",
+                    s.id
+                ));
             }
             if let Some(b) = &s.bound {
                 if !super::DeclaredBounds::NAMES.contains(&b.limit.as_str()) {

@@ -4,7 +4,7 @@
 //! every descriptor nobody asked for (§4.5).
 
 use super::error::{CetpError, ConsumerError, DeviceFault, Refusal};
-use super::{Consumer, ConsumerFault, Mode};
+use super::{Consumer, ConsumerFault, ConsumerLatitude, Mode};
 use crate::port::{CallAnswer, ConsumerPort, PortError};
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::descriptor::Violation;
@@ -574,6 +574,10 @@ impl Consumer {
                     format!("retry_after_ms is negative ({ms})"),
                 ))
             }
+            // Waiting longer than asked is allowed (§5: "at least").
+            Some(ms) if self.takes(ConsumerLatitude::ExtraRetryWait) => u64::try_from(ms)
+                .unwrap_or(u64::MAX)
+                .saturating_add(self.config.default_backoff_ms),
             Some(ms) => u64::try_from(ms).unwrap_or(u64::MAX),
             None => self.config.default_backoff_ms,
         };

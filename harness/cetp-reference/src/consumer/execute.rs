@@ -3,7 +3,7 @@
 
 use super::call::{Budget, V2Call};
 use super::error::{ConsumerError, DeviceFault, ProtocolFault, ProviderText, Refusal};
-use super::{Consumer, ConsumerFault, Mode};
+use super::{Consumer, ConsumerFault, ConsumerLatitude, Mode};
 use crate::port::ConsumerPort;
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::canonical::sha256_hex;
@@ -843,8 +843,16 @@ impl Consumer {
         budget: &Budget,
     ) -> Result<Outcome, ConsumerError> {
         loop {
-            let delay = op
-                .poll_after_ms
+            // poll_after_ms is the earliest next query (§4.4): a slower
+            // cadence is the Consumer's choice.
+            let asked = op.poll_after_ms.map(|ms| {
+                if self.takes(ConsumerLatitude::SlowPolling) {
+                    ms.saturating_mul(2)
+                } else {
+                    ms
+                }
+            });
+            let delay = asked
                 .unwrap_or(self.config.default_poll_ms)
                 .max(self.config.min_poll_ms)
                 .max(1);
