@@ -604,7 +604,7 @@ pub fn describe(o: &ActOutcome) -> String {
     clip(&s, 200)
 }
 
-fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }

@@ -1015,13 +1015,23 @@ pub fn run_on_device(
         {
             None => {
                 let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
-                dev.advance_clock(ms)?;
+                if let Err(e) = dev.advance_clock(ms) {
+                    if lacks_op(&e) {
+                        return Ok(setup_gap(
+                            s,
+                            "the advance_clock op, which this device does not offer",
+                            &e,
+                        ));
+                    }
+                    return Err(e);
+                }
                 None
             }
             Some(action) => {
                 if action == Action::Reset {
                     hostile.life += 1;
                 }
+                let is_cancel = matches!(action, Action::CancelTool { .. });
                 let mut on = |ev: DeviceEvent| match ev {
                     DeviceEvent::Call {
                         authority: called,
@@ -1084,13 +1094,26 @@ pub fn run_on_device(
                         None
                     }
                 };
-                Some(dev.act(&action.to_json(), &mut on)?)
+                match dev.act(&action.to_json(), &mut on) {
+                    Ok(o) => Some(o),
+                    // `cancel_tool` is an extension of consumer_act: a
+                    // device (or driver) without it lacks an ability.
+                    Err(e) if is_cancel && (lacks_op(&e) || e.contains(": bad_request")) => {
+                        return Ok(setup_gap(
+                            s,
+                            "the cancel_tool act (a consumer_act extension), which this device does not perform",
+                            &e,
+                        ));
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         };
         if unrouted {
-            return Err(format!(
-                "{}: the device's incoming_call names no authority, so calls to the two hosted Providers cannot be told apart",
-                s.id
+            return Ok(setup_gap(
+                s,
+                "incoming_call's authority (an extension needed once two Providers are hosted), which this device does not send",
+                "calls to the two hosted Providers cannot be told apart",
             ));
         }
         acts.push(ActRecord {
@@ -1107,6 +1130,31 @@ pub fn run_on_device(
         decoy_calls: decoy.as_ref().map_or(&[], |d| &d.log),
     };
     Ok(judge_run(s, &trace, bounds))
+}
+
+/// Whether a device error says the device lacks the op or act (probe-wire
+/// kinds `unsupported`, `unknown_op`), not that the device or transport is
+/// in trouble.
+fn lacks_op(e: &str) -> bool {
+    e.contains(": unsupported") || e.contains(": unknown_op")
+}
+
+/// A scenario a device cannot play because it lacks an ability: a setup
+/// gap, NOT_APPLICABLE naming the ability (it holds the Consumer claim
+/// back), never an infrastructure error.
+fn setup_gap(s: &Scenario, ability: &str, detail: &str) -> ScenarioResult {
+    ScenarioResult {
+        id: s.id.clone(),
+        title: s.title.clone(),
+        verdict: Verdict::NotApplicable,
+        findings: Vec::new(),
+        not_judged: vec![format!(
+            "not judged: the scenario needs {ability} ({})",
+            judge::clip(detail, 200)
+        )],
+        acts: Vec::new(),
+        calls: 0,
+    }
 }
 
 /// A Consumer profile (TOML): who the Consumer under test is, and the
@@ -1362,5 +1410,130 @@ mod hosted_tests {
             json!([{"when": {"method": "negotiate"}, "reply": {"disconnect": true}}]),
         );
         assert_eq!(wire_unplayable(&s, &sim), None);
+    }
+}
+
+#[cfg(test)]
+mod ability_tests {
+    use super::*;
+
+    /// A device that hosts anything and whose Consumer answers every act,
+    /// but lacks one ability.
+    struct Lacking {
+        clock: bool,
+        cancel: bool,
+    }
+
+    /// A device whose incoming_call names no authority.
+    struct Anonymous;
+
+    impl ConsumerDevice for Anonymous {
+        fn host(&mut self, _: &BTreeMap<String, String>, _: &str, _: &str) -> Result<(), String> {
+            Ok(())
+        }
+        fn act(
+            &mut self,
+            _: &Json,
+            on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
+        ) -> Result<ActOutcome, String> {
+            on(DeviceEvent::Call {
+                authority: None,
+                method: "negotiate".into(),
+                extras: cetp_proto::Bundle::default(),
+                now_ms: T0,
+            });
+            Ok(ActOutcome::Refused { detail: "x".into() })
+        }
+        fn advance_clock(&mut self, _: u64) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    impl ConsumerDevice for Lacking {
+        fn host(&mut self, _: &BTreeMap<String, String>, _: &str, _: &str) -> Result<(), String> {
+            Ok(())
+        }
+        fn act(
+            &mut self,
+            action: &Json,
+            _: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
+        ) -> Result<ActOutcome, String> {
+            match action.get("do").and_then(Json::as_str) {
+                Some("cancel_tool") if !self.cancel => {
+                    Err("consumer_act: bad_request: unknown action \"cancel_tool\"".into())
+                }
+                Some("call_tool") if !self.cancel => {
+                    Err("consumer_act: io: connection reset".into())
+                }
+                _ => Ok(ActOutcome::Success { value: json!({}) }),
+            }
+        }
+        fn advance_clock(&mut self, _: u64) -> Result<(), String> {
+            if self.clock {
+                Ok(())
+            } else {
+                Err("advance_clock: unsupported: this device keeps real time".into())
+            }
+        }
+    }
+
+    fn scenario(acts: Json) -> Scenario {
+        serde_json::from_value(json!({
+            "id": "T-1", "title": "t", "role": "consumer", "level": "MUST",
+            "requirements": ["CETP2-2.1-04"], "acts": acts,
+            "expect": [{"check": "no_crash"}]}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_device_lacking_an_ability_is_a_setup_gap_naming_it_never_an_infra_error() {
+        let none = DeclaredBounds::default();
+        let clock = scenario(json!([{"do": "connect"}, {"do": "advance_clock", "ms": 5}]));
+        let mut dev = Lacking {
+            clock: false,
+            cancel: true,
+        };
+        let r = run_on_device(&clock, &mut dev, &none).unwrap();
+        assert_eq!(r.verdict, Verdict::NotApplicable);
+        assert!(
+            r.not_judged[0].contains("advance_clock"),
+            "{:?}",
+            r.not_judged
+        );
+        let cancel =
+            scenario(json!([{"do": "connect"}, {"do": "cancel_tool", "tool": "slow_job"}]));
+        let mut dev = Lacking {
+            clock: true,
+            cancel: false,
+        };
+        let r = run_on_device(&cancel, &mut dev, &none).unwrap();
+        assert_eq!(r.verdict, Verdict::NotApplicable);
+        assert!(
+            r.not_judged[0].contains("cancel_tool"),
+            "{:?}",
+            r.not_judged
+        );
+        // Trouble of the device or transport stays an error (INFRA_ERROR).
+        let call = scenario(json!([{"do": "connect"}, {"do": "call_tool", "tool": "get_value"}]));
+        assert!(run_on_device(&call, &mut dev, &none).is_err());
+        // Two hosted Providers, and calls that do not say which was called.
+        let mut two: Scenario = scenario(json!([{"do": "connect"}]));
+        two.provider.decoy = true;
+        let r = run_on_device(&two, &mut Anonymous, &none).unwrap();
+        assert_eq!(r.verdict, Verdict::NotApplicable);
+        assert!(
+            r.not_judged[0].contains("incoming_call's authority"),
+            "{:?}",
+            r.not_judged
+        );
+        // A device with the ability plays the scenario.
+        let mut dev = Lacking {
+            clock: true,
+            cancel: true,
+        };
+        assert_eq!(
+            run_on_device(&clock, &mut dev, &none).unwrap().verdict,
+            Verdict::Pass
+        );
     }
 }
