@@ -1018,7 +1018,12 @@ fn consumer_selftest_kills_every_consumer_mutant_and_its_proof_is_current() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(t.contains("reference Consumer: every scenario PASS"), "{t}");
-    assert!(t.contains("consumer mutation score: 39/39 killed"), "{t}");
+    assert!(t.contains("consumer mutation score: 40/40 killed"), "{t}");
+    // Every Consumer legal variant through every scenario, none judged falsely.
+    assert!(
+        t.contains("consumer legal variants: 17 x 38 scenarios, 0 false verdict(s)"),
+        "{t}"
+    );
     assert!(
         t.contains("file_read_uncapped") && t.contains("proves CETP2-4.5-06"),
         "{t}"

@@ -170,6 +170,53 @@ fn negotiate_request(t: &Trace<'_>) -> Judged {
     first(bad)
 }
 
+/// The envelope every v2 request but negotiate carries (§4.1), judged on
+/// every scenario: (check, requirement, judgement). A scenario that names
+/// one of these checks judges it itself.
+pub fn envelope(t: &Trace<'_>) -> [(&'static str, &'static str, Judged); 4] {
+    [
+        (
+            "protocol_version_int",
+            "CETP2-4.1-01",
+            protocol_version_int(t),
+        ),
+        (
+            "session_token_present",
+            "CETP2-4.1-02",
+            session_token_present(t),
+        ),
+        ("request_id_uuid", "CETP2-4.1-03", request_id_uuid(t)),
+        ("deadline_absolute", "CETP2-4.1-04", deadline_absolute(t)),
+    ]
+}
+
+/// A session_token String on every v2 request after a negotiation (which
+/// token is current is `current_token`'s).
+fn session_token_present(t: &Trace<'_>) -> Judged {
+    first(
+        t.calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_v2_common())
+            .filter(|(_, c)| {
+                t.calls
+                    .iter()
+                    .any(|o| o.method == "negotiate" && o.life == c.life)
+            })
+            .filter(|(_, c)| !matches!(c.extras.get(keys::SESSION_TOKEN), Some(Value::String(_))))
+            .map(|(i, c)| {
+                format!(
+                    "{}: session_token is {}, not a String",
+                    label(i, c),
+                    c.extras
+                        .get(keys::SESSION_TOKEN)
+                        .map_or("absent", Value::type_tag)
+                )
+            })
+            .collect(),
+    )
+}
+
 fn protocol_version_int(t: &Trace<'_>) -> Judged {
     first(
         t.calls

@@ -152,8 +152,25 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> Sc
     if let Some(note) = bound_note {
         not_judged.push(note);
     }
+    // Every v2 request's envelope (§4.1), in every scenario, as
+    // CHK-ENVELOPE checks every Provider answer: a MUST whatever the
+    // scenario's level.
+    let mut envelope_broken = false;
+    for (check, cited, judged) in judge::envelope(trace) {
+        let named = s.expect.iter().any(|e| e.check.name() == check);
+        if let (false, Judged::Broken(message)) = (named, judged) {
+            envelope_broken = true;
+            findings.push(Finding {
+                check: format!("request_envelope/{check}"),
+                cited: vec![cited.to_string()],
+                message,
+            });
+        }
+    }
     let verdict = if findings.is_empty() {
         Verdict::Pass
+    } else if envelope_broken {
+        Verdict::Fail
     } else if level == "SHOULD" {
         Verdict::Warn
     } else {

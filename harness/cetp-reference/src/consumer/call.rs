@@ -407,6 +407,9 @@ impl Consumer {
             if self.has(ConsumerFault::DeadlineRelative) {
                 extras.insert(keys::DEADLINE_AT_MS, Value::Long(request_budget));
             }
+            if call.method == Method::ExecuteTool && self.has(ConsumerFault::DeadlineOmitted) {
+                extras.remove(keys::DEADLINE_AT_MS);
+            }
             if call.method == Method::ListTools && self.has(ConsumerFault::ListToolsWithoutToken) {
                 extras.remove(keys::SESSION_TOKEN);
             }

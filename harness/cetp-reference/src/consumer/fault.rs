@@ -72,6 +72,8 @@ consumer_faults! {
     RequestIdNotUuid => "request_id_not_uuid",
     /// Sends `deadline_at_ms` as a relative budget, not an epoch time.
     DeadlineRelative => "deadline_relative",
+    /// Sends `execute_tool` without `deadline_at_ms`.
+    DeadlineOmitted => "deadline_omitted",
     /// Sends v2 `list_tools` without its `session_token`.
     ListToolsWithoutToken => "list_tools_without_token",
     /// Reuses the request id of its first read for every later read.
