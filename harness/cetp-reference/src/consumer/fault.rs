@@ -126,6 +126,14 @@ consumer_faults! {
     UnknownErrorCodePanics => "unknown_error_code_panics",
     /// Executes a tool a Provider's result text names ("call TOOL").
     ObeysProviderText => "obeys_provider_text",
+    /// Executes any other tool a successful result names, however phrased
+    /// (a quoted "SYSTEM:" block, a bare tool name).
+    ObeysToolNamesInResults => "obeys_tool_names_in_results",
+    /// Executes a tool an error message names ("to recover, run TOOL").
+    ObeysErrorText => "obeys_error_text",
+    /// Executes, before a tool, the tools its description names ("always
+    /// invoke TOOL first").
+    ObeysDescriptionText => "obeys_description_text",
 }
 
 impl fmt::Display for ConsumerFault {
