@@ -90,11 +90,19 @@ enum Where {
 fn actor_of(
     profile: &Option<PathBuf>,
     consumer: &str,
-) -> Result<(cetp_targets::consumer::Actor, String), Failure> {
+) -> Result<
+    (
+        cetp_targets::consumer::Actor,
+        String,
+        consumer::DeclaredBounds,
+    ),
+    Failure,
+> {
     let Some(path) = profile else {
         return Ok((
             cetp_targets::consumer::Actor::Device(consumer.to_string()),
             consumer.to_string(),
+            consumer::DeclaredBounds::default(),
         ));
     };
     let text =
@@ -112,6 +120,7 @@ fn actor_of(
             timeout: std::time::Duration::from_millis(p.driver.timeout_ms),
         },
         name,
+        p.bounds,
     ))
 }
 
@@ -171,6 +180,8 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
 struct Place {
     at: Where,
     actor: cetp_targets::consumer::Actor,
+    /// The bounds the Consumer's profile declares (none without a profile).
+    bounds: consumer::DeclaredBounds,
     /// A phone's probe is installed, started and waited for as `cetp run`
     /// does, once for the run; it ends when the run ends.
     probe: Option<cetp_targets::consumer::AdbProbe>,
@@ -202,9 +213,9 @@ impl ConsumerPlace for Place {
         match &self.at {
             Where::InProcess(config) => consumer::run_in_process(s, config),
             Where::Tcp { addr } => WireConsumer::connect(addr, self.actor.clone())
-                .and_then(|mut dev| consumer::run_on_device(s, &mut dev)),
+                .and_then(|mut dev| consumer::run_on_device(s, &mut dev, &self.bounds)),
             Where::Adb { target } => WireConsumer::connect_adb(target, self.actor.clone())
-                .and_then(|mut dev| consumer::run_on_device(s, &mut dev)),
+                .and_then(|mut dev| consumer::run_on_device(s, &mut dev, &self.bounds)),
         }
     }
 }
@@ -219,7 +230,7 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
             "--profile names a driver for a device: use --target tcp:HOST:PORT",
         ));
     }
-    let (actor, consumer_name) = actor_of(&args.profile, &target_consumer)?;
+    let (actor, consumer_name, bounds) = actor_of(&args.profile, &target_consumer)?;
     let mut fanout = Fanout::default();
     fanout.reporters.push(Box::new(
         Terminal::new(std::io::stdout(), args.verbose, false).for_consumer(),
@@ -245,6 +256,7 @@ pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure>
     let mut place = Place {
         at,
         actor,
+        bounds,
         probe: None,
     };
     let finished = runner::run(&plan, &selected, &mut place, &mut fanout).map_err(infra)?;

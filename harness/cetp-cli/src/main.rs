@@ -1000,13 +1000,18 @@ fn consumer_selftest(
     let mutants =
         cetp_conformance::consumer::load_mutants(&dir.join("mutants/consumer-mutants.json"))
             .map_err(usage)?;
+    let variants =
+        cetp_conformance::consumer::load_variants(&dir.join("variants/consumer-variants.json"))
+            .map_err(usage)?;
     eprintln!(
-        "selftest: Consumer: {} scenarios, reference + {} mutants",
+        "selftest: Consumer: {} scenarios, reference + {} mutants + {} legal variants",
         scenarios.len(),
-        mutants.len()
+        mutants.len(),
+        variants.len()
     );
     let quiet = cetp_conformance::consumer::runner::QuietConsumerPanics::install();
-    let report = cetp_conformance::consumer::selftest(&scenarios, &mutants).map_err(usage);
+    let report =
+        cetp_conformance::consumer::selftest(&scenarios, &mutants, &variants).map_err(usage);
     drop(quiet);
     let report = report?;
     print!("{}", report.render());

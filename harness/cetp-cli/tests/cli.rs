@@ -1018,7 +1018,12 @@ fn consumer_selftest_kills_every_consumer_mutant_and_its_proof_is_current() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(t.contains("reference Consumer: every scenario PASS"), "{t}");
-    assert!(t.contains("consumer mutation score: 39/39 killed"), "{t}");
+    assert!(t.contains("consumer mutation score: 43/43 killed"), "{t}");
+    // Every Consumer legal variant through every scenario, none judged falsely.
+    assert!(
+        t.contains("consumer legal variants: 17 x 41 scenarios, 0 false verdict(s)"),
+        "{t}"
+    );
     assert!(
         t.contains("file_read_uncapped") && t.contains("proves CETP2-4.5-06"),
         "{t}"
@@ -1300,7 +1305,7 @@ fn a_consumer_profile_driver_makes_the_consumer_act_while_the_device_hosts_the_p
     ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("36 passed, 0 failed"), "{t}");
+    assert!(t.contains("41 passed, 0 failed"), "{t}");
     assert!(t.contains("default via its driver"), "{t}");
     let bad = profile("obeys_provider_text");
     let o = cetp(&[
@@ -1416,7 +1421,7 @@ fn the_reference_consumer_passes_through_a_real_adb_server() {
     let o = cetp(&["consumer", "--target", &target]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("36 passed, 0 failed"), "{t}");
+    assert!(t.contains("41 passed, 0 failed"), "{t}");
     let target = format!("adb:{dev},server=127.0.0.1:{port},consumer=retries_not_retryable");
     let o = cetp(&["consumer", "--target", &target, "--only", "CRET-*"]);
     let t = text(&o);

@@ -57,7 +57,7 @@ fn the_reference_consumer_passes_every_scenario() {
 
 #[test]
 fn every_consumer_mutant_is_killed_citing_its_requirement() {
-    let result = consumer::selftest(&scenarios(), &mutants()).unwrap();
+    let result = consumer::selftest(&scenarios(), &mutants(), &[]).unwrap();
     assert!(result.reference_clean());
     let survivors: Vec<&str> = result
         .mutants
@@ -206,4 +206,156 @@ fn scenario_files_follow_their_schema_and_the_schema_knows_every_check() {
          "script": [{"when": {"method": "execute_tool"}, "reply": {"explode": true}}],
          "expect": [{"check": "no_crash"}]}]});
     assert!(!validator.is_valid(&bad));
+}
+
+/// §7.3 fixes no bound: a bound scenario FAILs only a Consumer that declared
+/// a smaller figure and accepted more, is not judged when the declared
+/// figure admits its size, and at most WARNs when nothing is declared.
+#[test]
+fn a_bound_the_spec_leaves_open_is_judged_by_the_declared_figure() {
+    let all = scenarios();
+    let deep = all.iter().find(|s| s.id == "CDATA-002").unwrap();
+    assert_eq!(deep.bound.as_ref().unwrap().limit, "max_json_depth");
+    let mutant = ConsumerConfig {
+        faults: vec![ConsumerFault::JsonDepthUnbounded],
+        ..ConsumerConfig::default()
+    };
+    // Declares 32 and accepts 48: FAIL.
+    let r = consumer::run_in_process(deep, &mutant).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail, "{:?}", r.findings);
+    // Declares 64: a 48-deep result is within what it accepts.
+    let mut wide = ConsumerConfig::default();
+    wide.limits.max_json_depth = 64;
+    let r = consumer::run_in_process(deep, &wide).unwrap();
+    assert_eq!(r.verdict, Verdict::NotApplicable, "{:?}", r.findings);
+    assert!(
+        r.not_judged[0].contains("max_json_depth = 64"),
+        "{:?}",
+        r.not_judged
+    );
+    // Declares nothing (a device without [bounds]): the same findings WARN.
+    let r = consumer::run_in_process(deep, &mutant).unwrap();
+    let trace_acts = r.acts.clone();
+    let trace = consumer::judge::Trace {
+        calls: &[],
+        acts: &trace_acts,
+        intents: &[],
+        fds: None,
+        resolves: None,
+        decoy_calls: &[],
+    };
+    let undeclared = consumer::judge_run(deep, &trace, &consumer::DeclaredBounds::default());
+    assert_eq!(
+        undeclared.verdict,
+        Verdict::Warn,
+        "{:?}",
+        undeclared.findings
+    );
+    assert!(undeclared
+        .not_judged
+        .iter()
+        .any(|n| n.contains("declares no max_json_depth")));
+    // The bound figures a profile declares are read from its [bounds].
+    let p = consumer::ConsumerProfile::from_toml(
+        "[driver]\ncommand = [\"x\"]\n[bounds]\nmax_json_depth = 20\nmax_description_bytes = 65536\n",
+    )
+    .unwrap();
+    assert_eq!(p.bounds.get("max_json_depth"), Some(20));
+    assert_eq!(p.bounds.get("max_file_bytes"), None);
+    assert!(consumer::ConsumerProfile::from_toml(
+        "[driver]\ncommand = [\"x\"]\n[bounds]\nmax_depth = 2\n"
+    )
+    .is_err());
+}
+
+fn variants() -> Vec<consumer::ConsumerVariantDoc> {
+    consumer::load_variants(&repo().join("vectors/variants/consumer-variants.json")).unwrap()
+}
+
+#[test]
+fn consumer_variants_are_data_in_step_with_the_latitudes_and_cite_their_clause() {
+    use cetp_reference::consumer::ConsumerLatitude;
+    let docs = variants();
+    let names: Vec<&str> = docs.iter().map(|v| v.name.as_str()).collect();
+    let all: Vec<&str> = ConsumerLatitude::ALL.iter().map(|l| l.name()).collect();
+    assert_eq!(
+        names, all,
+        "consumer-variants.json and ConsumerLatitude::ALL differ"
+    );
+    assert!(docs.len() >= 15, "{} Consumer legal variants", docs.len());
+    let cat = catalog();
+    for v in &docs {
+        assert!(
+            ["MAY", "UNSPECIFIED"].contains(&v.latitude.as_str()),
+            "{}",
+            v.name
+        );
+        assert!(
+            !v.allowed_by.is_empty() && !v.description.is_empty(),
+            "{}",
+            v.name
+        );
+        for r in &v.allowed_by {
+            let entry = cat
+                .get(r)
+                .unwrap_or_else(|| panic!("{}: unknown {r}", v.name));
+            assert!(
+                ["consumer", "both"].contains(&entry["side"].as_str().unwrap()),
+                "{}: {r} does not bind a Consumer",
+                v.name
+            );
+        }
+    }
+}
+
+/// The dual of the mutants: a Consumer that takes a latitude the spec
+/// leaves follows the spec's text, so any FAIL or WARN is a false verdict.
+#[test]
+fn every_consumer_legal_variant_passes_every_scenario() {
+    let all = scenarios();
+    for v in variants() {
+        let r = consumer::run_variant(&all, &v).unwrap();
+        assert!(r.passed(), "{}: {:?}", v.name, r.false_verdicts);
+    }
+}
+
+/// Each latitude changes what the Consumer observably does on some
+/// scenario (its calls or outcomes), so passing it proves something.
+#[test]
+fn every_consumer_latitude_changes_something_observable() {
+    use cetp_reference::consumer::ConsumerLatitude;
+    let all = scenarios();
+    // What the Consumer did: every call (method, device time, deadline)
+    // and every act's outcome.
+    let seen = |s: &scenario::Scenario, config: &ConsumerConfig| {
+        let (r, calls) = consumer::run_in_process_traced(s, config).unwrap();
+        let calls: Vec<(String, i64, Option<String>)> = calls
+            .iter()
+            .map(|c| {
+                let deadline = c
+                    .extras
+                    .get(cetp_proto::envelope::keys::DEADLINE_AT_MS)
+                    .map(|v| format!("{v:?}"));
+                (c.method.clone(), c.now_ms, deadline)
+            })
+            .collect();
+        format!("{calls:?} {:?}", r.acts)
+    };
+    let base: Vec<String> = all
+        .iter()
+        .map(|s| seen(s, &ConsumerConfig::default()))
+        .collect();
+    let mut idle = Vec::new();
+    for l in ConsumerLatitude::ALL {
+        let config = ConsumerConfig::default().with_latitude(*l);
+        let differs = all.iter().zip(&base).any(|(s, b)| seen(s, &config) != *b);
+        // Bounds no scenario reaches are still declared: the bound
+        // scenarios judge them by the declared figure.
+        let declared_only = consumer::DeclaredBounds::of(&config.limits)
+            != consumer::DeclaredBounds::of(&ConsumerConfig::default().limits);
+        if !(differs || declared_only) {
+            idle.push(l.name());
+        }
+    }
+    assert!(idle.is_empty(), "these latitudes change nothing: {idle:?}");
 }

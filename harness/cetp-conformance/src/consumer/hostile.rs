@@ -249,8 +249,24 @@ impl Hostile {
         format!("{kind}-{}", self.handles)
     }
 
+    /// The tools it lists. The default tools are listed as a well-behaved
+    /// Provider would (§3.4): a `sync_or_async` tool says `sync` to a
+    /// session without async_operations, so that a Consumer that offers
+    /// fewer capabilities (a legal choice, §2.3) still gets a valid list.
+    /// Scripted `tools` are sent as written.
     fn tools(&self) -> Json {
-        self.spec.tools.clone().unwrap_or_else(default_tools)
+        if let Some(t) = &self.spec.tools {
+            return t.clone();
+        }
+        let mut tools = default_tools();
+        if !self.granted.iter().any(|g| g == "async_operations") {
+            for t in tools.as_array_mut().into_iter().flatten() {
+                if t["annotations"]["execution"] == "sync_or_async" {
+                    t["annotations"]["execution"] = json!("sync");
+                }
+            }
+        }
+        tools
     }
 
     /// Answers one call made at device time `now_ms`.

@@ -35,7 +35,7 @@ pub const CHECKS: &[(&str, &str)] = &[
     ("fds_closed", "every descriptor handed to the Consumer is read or closed (in-process only)"),
     ("read_bounded", "no descriptor read asks for more than `max_bytes` (in-process only)"),
     ("resolved_before_resume", "a call carrying a resume_token comes after the resolution issued with it was launched"),
-    ("no_unnegotiated", "no operation method and no file read unless its capability was granted"),
+    ("no_unnegotiated", "no operation method (get_operation, cancel_operation) unless its capability was granted"),
 ];
 
 /// What an act of the scenario was and what came of it.
@@ -168,6 +168,53 @@ fn negotiate_request(t: &Trace<'_>) -> Judged {
         }
     }
     first(bad)
+}
+
+/// The envelope every v2 request but negotiate carries (§4.1), judged on
+/// every scenario: (check, requirement, judgement). A scenario that names
+/// one of these checks judges it itself.
+pub fn envelope(t: &Trace<'_>) -> [(&'static str, &'static str, Judged); 4] {
+    [
+        (
+            "protocol_version_int",
+            "CETP2-4.1-01",
+            protocol_version_int(t),
+        ),
+        (
+            "session_token_present",
+            "CETP2-4.1-02",
+            session_token_present(t),
+        ),
+        ("request_id_uuid", "CETP2-4.1-03", request_id_uuid(t)),
+        ("deadline_absolute", "CETP2-4.1-04", deadline_absolute(t)),
+    ]
+}
+
+/// A session_token String on every v2 request after a negotiation (which
+/// token is current is `current_token`'s).
+fn session_token_present(t: &Trace<'_>) -> Judged {
+    first(
+        t.calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_v2_common())
+            .filter(|(_, c)| {
+                t.calls
+                    .iter()
+                    .any(|o| o.method == "negotiate" && o.life == c.life)
+            })
+            .filter(|(_, c)| !matches!(c.extras.get(keys::SESSION_TOKEN), Some(Value::String(_))))
+            .map(|(i, c)| {
+                format!(
+                    "{}: session_token is {}, not a String",
+                    label(i, c),
+                    c.extras
+                        .get(keys::SESSION_TOKEN)
+                        .map_or("absent", Value::type_tag)
+                )
+            })
+            .collect(),
+    )
 }
 
 fn protocol_version_int(t: &Trace<'_>) -> Judged {
@@ -568,8 +615,12 @@ fn resolved_before_resume(t: &Trace<'_>) -> Judged {
     )
 }
 
+/// Judges what the Consumer calls (§2.3, §8): an operation method of a
+/// capability it did not negotiate. A file result the Provider sends unasked
+/// is the Provider's breach of §4.5, not the Consumer's, so reading it is
+/// not charged here.
 fn no_unnegotiated(t: &Trace<'_>) -> Judged {
-    let mut bad: Vec<String> = t
+    let bad: Vec<String> = t
         .calls
         .iter()
         .enumerate()
@@ -583,18 +634,6 @@ fn no_unnegotiated(t: &Trace<'_>) -> Judged {
                 .then(|| format!("{} used {cap}, which was not negotiated", label(i, c)))
         })
         .collect();
-    if let Some(fds) = t.fds {
-        bad.extend(
-            fds.values()
-                .filter(|f| !f.reads.is_empty() && !f.granted.iter().any(|g| g == "large_results"))
-                .map(|f| {
-                    format!(
-                        "descriptor {} was read as a file result without large_results negotiated",
-                        f.handle
-                    )
-                }),
-        );
-    }
     first(bad)
 }
 
@@ -612,7 +651,7 @@ pub fn describe(o: &ActOutcome) -> String {
     clip(&s, 200)
 }
 
-fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }

@@ -15,7 +15,9 @@ pub mod scenario;
 
 use crate::event::Verdict;
 use cetp_proto::device::ErrorKind;
-use cetp_reference::consumer::{ActOutcome, Action, ConsumerConfig, ConsumerFault, DrivenConsumer};
+use cetp_reference::consumer::{
+    ActOutcome, Action, ConsumerConfig, ConsumerFault, ConsumerLatitude, DrivenConsumer,
+};
 use hostile::{Hostile, AUTHORITY, T0};
 use judge::{judge, ActRecord, Judged, Trace};
 use port::HostilePort;
@@ -87,8 +89,51 @@ fn resolved(act: &Json) -> Json {
     a
 }
 
-/// Judges a finished run of `s`.
-pub fn judge_run(s: &Scenario, trace: &Trace<'_>) -> ScenarioResult {
+/// Judges a finished run of `s`, against the bounds the Consumer under test
+/// declares (§7.3 says to bound Provider data and fixes no figure, so a
+/// scenario that tests a bound judges it by the Consumer's own figure).
+pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> ScenarioResult {
+    if let Some(why) = unoffered(s, trace) {
+        return ScenarioResult {
+            id: s.id.clone(),
+            title: s.title.clone(),
+            verdict: Verdict::NotApplicable,
+            findings: Vec::new(),
+            not_judged: vec![why],
+            acts: trace.acts.to_vec(),
+            calls: trace.calls.len(),
+        };
+    }
+    let mut level = s.level.as_str();
+    let mut bound_note = None;
+    if let Some(b) = &s.bound {
+        match bounds.get(&b.limit) {
+            Some(declared) if b.size <= declared => {
+                return ScenarioResult {
+                    id: s.id.clone(),
+                    title: s.title.clone(),
+                    verdict: Verdict::NotApplicable,
+                    findings: Vec::new(),
+                    not_judged: vec![format!(
+                        "not judged: the Consumer declares {} = {declared}, which admits the {} this scenario sends",
+                        b.limit, b.size
+                    )],
+                    acts: trace.acts.to_vec(),
+                    calls: trace.calls.len(),
+                };
+            }
+            Some(_) => {}
+            None => {
+                // No declared figure: the spec fixes none either, so refusing
+                // to accept this size is judged as a recommendation only.
+                level = "SHOULD";
+                bound_note = Some(format!(
+                    "judged as SHOULD: the Consumer declares no {} (a Consumer profile's [bounds])",
+                    b.limit
+                ));
+            }
+        }
+    }
     let mut findings = Vec::new();
     let mut not_judged = Vec::new();
     for e in &s.expect {
@@ -105,9 +150,29 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>) -> ScenarioResult {
             Judged::NotJudged(why) => not_judged.push(format!("{}: {why}", e.check.name())),
         }
     }
+    if let Some(note) = bound_note {
+        not_judged.push(note);
+    }
+    // Every v2 request's envelope (§4.1), in every scenario, as
+    // CHK-ENVELOPE checks every Provider answer: a MUST whatever the
+    // scenario's level.
+    let mut envelope_broken = false;
+    for (check, cited, judged) in judge::envelope(trace) {
+        let named = s.expect.iter().any(|e| e.check.name() == check);
+        if let (false, Judged::Broken(message)) = (named, judged) {
+            envelope_broken = true;
+            findings.push(Finding {
+                check: format!("request_envelope/{check}"),
+                cited: vec![cited.to_string()],
+                message,
+            });
+        }
+    }
     let verdict = if findings.is_empty() {
         Verdict::Pass
-    } else if s.level == "SHOULD" {
+    } else if envelope_broken {
+        Verdict::Fail
+    } else if level == "SHOULD" {
         Verdict::Warn
     } else {
         Verdict::Fail
@@ -123,9 +188,53 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>) -> ScenarioResult {
     }
 }
 
+/// Why `s` cannot judge this run, when the Consumer negotiated and offered
+/// none of a capability the scenario needs (§2.3: offering one is the
+/// Consumer's choice). A Consumer that never negotiated is judged as is.
+fn unoffered(s: &Scenario, trace: &Trace<'_>) -> Option<String> {
+    use cetp_proto::bundle::Value;
+    if s.needs.is_empty() {
+        return None;
+    }
+    let mut offered: BTreeSet<String> = BTreeSet::new();
+    let mut negotiated = false;
+    for c in trace.calls.iter().filter(|c| c.method == "negotiate") {
+        negotiated = true;
+        if let Some(Value::String(text)) = c
+            .extras
+            .get(cetp_proto::envelope::keys::CONSUMER_CAPABILITIES)
+        {
+            if let Ok(list) = serde_json::from_str::<Vec<String>>(text) {
+                offered.extend(list);
+            }
+        }
+    }
+    let missing: Vec<&str> = s
+        .needs
+        .iter()
+        .filter(|n| !offered.contains(*n))
+        .map(String::as_str)
+        .collect();
+    (negotiated && !missing.is_empty()).then(|| {
+        format!(
+            "not judged: the Consumer offered no {} in negotiate, which this scenario needs (offering it is the Consumer's choice, §2.3)",
+            missing.join(", ")
+        )
+    })
+}
+
 /// Runs `s` in-process against the reference Consumer configured by
 /// `config` (a mutant when its `faults` say so).
 pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioResult, String> {
+    run_in_process_traced(s, config).map(|(r, _)| r)
+}
+
+/// [`run_in_process`], also handing back every call the Consumer made (what
+/// a legal variant's differential test compares).
+pub fn run_in_process_traced(
+    s: &Scenario,
+    config: &ConsumerConfig,
+) -> Result<(ScenarioResult, Vec<hostile::CallRecord>), String> {
     let hostile = Hostile::new(s.provider.clone(), s.script.clone());
     let mut port = HostilePort::new(hostile, T0);
     port.decoy = s.provider.decoy.then(Hostile::decoy);
@@ -162,7 +271,67 @@ pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioR
         resolves: Some(&port.resolves),
         decoy_calls: port.decoy.as_ref().map_or(&[], |d| &d.log),
     };
-    Ok(judge_run(s, &trace))
+    let result = judge_run(s, &trace, &DeclaredBounds::of(&config.limits));
+    Ok((result, port.hostile.log.clone()))
+}
+
+/// The bounds on Provider data a Consumer declares (a Consumer profile's
+/// `[bounds]`; for the in-process reference Consumer, its
+/// [`LocalLimits`](cetp_reference::consumer::LocalLimits)). §7.3 requires a
+/// bound and fixes no figure: a scenario testing one judges it against the
+/// declared figure, and at most WARNs when none is declared.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredBounds {
+    /// Names and titles, bytes.
+    pub max_name_bytes: Option<u64>,
+    /// Provider, tool and scope descriptions, bytes.
+    pub max_description_bytes: Option<u64>,
+    /// Nesting depth of Provider JSON (schemas, results, details).
+    pub max_json_depth: Option<u64>,
+    /// Inline JSON results and error details, bytes.
+    pub max_inline_bytes: Option<u64>,
+    /// File results read through a descriptor, bytes.
+    pub max_file_bytes: Option<u64>,
+    /// Tools or scopes accepted from one Provider.
+    pub max_items: Option<u64>,
+}
+
+impl DeclaredBounds {
+    /// Every bound name a scenario's `bound.limit` may use.
+    pub const NAMES: &'static [&'static str] = &[
+        "max_name_bytes",
+        "max_description_bytes",
+        "max_json_depth",
+        "max_inline_bytes",
+        "max_file_bytes",
+        "max_items",
+    ];
+
+    pub fn get(&self, name: &str) -> Option<u64> {
+        match name {
+            "max_name_bytes" => self.max_name_bytes,
+            "max_description_bytes" => self.max_description_bytes,
+            "max_json_depth" => self.max_json_depth,
+            "max_inline_bytes" => self.max_inline_bytes,
+            "max_file_bytes" => self.max_file_bytes,
+            "max_items" => self.max_items,
+            _ => None,
+        }
+    }
+
+    /// What the in-process reference Consumer (or a variant or mutant of
+    /// it) declares: the limits it is configured with.
+    pub fn of(l: &cetp_reference::consumer::LocalLimits) -> DeclaredBounds {
+        DeclaredBounds {
+            max_name_bytes: Some(l.max_name_bytes as u64),
+            max_description_bytes: Some(l.max_description_bytes as u64),
+            max_json_depth: Some(l.json_depth() as u64),
+            max_inline_bytes: Some(l.max_inline_bytes as u64),
+            max_file_bytes: Some(l.max_file_bytes),
+            max_items: Some(l.max_items as u64),
+        }
+    }
 }
 
 /// A Consumer mutant as documented in `vectors/mutants/consumer-mutants.json`.
@@ -196,6 +365,95 @@ pub fn parse_mutants(text: &str) -> Result<Vec<ConsumerMutantDoc>, String> {
     Ok(f.mutants)
 }
 
+/// A Consumer legal variant as documented in
+/// `vectors/variants/consumer-variants.json`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerVariantDoc {
+    pub name: String,
+    pub sections: Vec<String>,
+    /// Requirement ids whose clause leaves the choice (or fixes less than a
+    /// stricter reading would ask).
+    pub allowed_by: Vec<String>,
+    /// `MAY` (the text grants it) or `UNSPECIFIED` (the text fixes no figure
+    /// or schedule).
+    pub latitude: String,
+    pub description: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerVariantsFile {
+    pub format_version: u32,
+    pub consumer: String,
+    pub description: String,
+    pub variants: Vec<ConsumerVariantDoc>,
+}
+
+pub fn load_variants(path: &Path) -> Result<Vec<ConsumerVariantDoc>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let f: ConsumerVariantsFile =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if f.format_version != 1 {
+        return Err(format!(
+            "{}: format_version {}",
+            path.display(),
+            f.format_version
+        ));
+    }
+    Ok(f.variants)
+}
+
+/// One Consumer legal variant through every scenario: any FAIL or WARN is a
+/// false verdict of the suite (the variant follows the spec's text).
+#[derive(Clone, Debug)]
+pub struct VariantResult {
+    pub name: String,
+    /// (scenario, verdict, first finding) of every FAIL or WARN.
+    pub false_verdicts: Vec<(String, Verdict, String)>,
+    /// Scenarios not judged for it (a declared bound admits their size).
+    pub not_judged: Vec<String>,
+}
+
+impl VariantResult {
+    pub fn passed(&self) -> bool {
+        self.false_verdicts.is_empty()
+    }
+}
+
+/// Runs every scenario against the reference Consumer taking `variant`'s
+/// latitude.
+pub fn run_variant(
+    scenarios: &[Scenario],
+    variant: &ConsumerVariantDoc,
+) -> Result<VariantResult, String> {
+    let latitude = ConsumerLatitude::parse(&variant.name)
+        .ok_or_else(|| format!("unknown Consumer legal variant {:?}", variant.name))?;
+    let config = ConsumerConfig::default().with_latitude(latitude);
+    let mut false_verdicts = Vec::new();
+    let mut not_judged = Vec::new();
+    for s in scenarios {
+        let r = run_in_process(s, &config)?;
+        match r.verdict {
+            Verdict::Pass => {}
+            Verdict::NotApplicable => not_judged.push(s.id.clone()),
+            v => {
+                let first = r
+                    .findings
+                    .first()
+                    .map(|f| format!("{}: {}", f.check, f.message))
+                    .unwrap_or_default();
+                false_verdicts.push((s.id.clone(), v, first));
+            }
+        }
+    }
+    Ok(VariantResult {
+        name: variant.name.clone(),
+        false_verdicts,
+        not_judged,
+    })
+}
+
 /// One scenario finding that kills a mutant: it cites a requirement the
 /// mutant breaks.
 #[derive(Clone, Debug)]
@@ -226,6 +484,8 @@ pub struct ConsumerSelftest {
     /// The reference Consumer on every scenario: each must pass.
     pub reference: Vec<ScenarioResult>,
     pub mutants: Vec<MutantResult>,
+    /// Every Consumer legal variant through every scenario.
+    pub variants: Vec<VariantResult>,
 }
 
 impl ConsumerSelftest {
@@ -235,8 +495,13 @@ impl ConsumerSelftest {
     pub fn killed(&self) -> usize {
         self.mutants.iter().filter(|m| m.killed()).count()
     }
+    pub fn false_verdicts(&self) -> usize {
+        self.variants.iter().map(|v| v.false_verdicts.len()).sum()
+    }
     pub fn ok(&self) -> bool {
-        self.reference_clean() && self.killed() == self.mutants.len()
+        self.reference_clean()
+            && self.killed() == self.mutants.len()
+            && self.variants.iter().all(VariantResult::passed)
     }
 
     /// The Consumer proof (`reports/consumer-proof.json`): requirement →
@@ -252,12 +517,28 @@ impl ConsumerSelftest {
             }
             mutants.insert(m.name.clone(), json!(proved));
         }
+        // Each legal variant: the scenarios that judged it falsely (must be
+        // none) and those its declared bounds leave unjudged.
+        let variants: serde_json::Map<String, Json> = self
+            .variants
+            .iter()
+            .map(|v| {
+                (
+                    v.name.clone(),
+                    json!({
+                        "false_verdicts": v.false_verdicts.iter().map(|(s, _, _)| s).collect::<Vec<_>>(),
+                        "not_judged": v.not_judged,
+                    }),
+                )
+            })
+            .collect();
         json!({
             "format_version": 1,
             "role": "consumer",
             "generated_by": "cetp selftest --consumer-only --write-proof",
             "mutants": mutants,
             "requirements": by_req,
+            "variants": variants,
         })
     }
 
@@ -336,6 +617,40 @@ impl ConsumerSelftest {
                 100.0 * k as f64 / n as f64
             }
         ));
+        let vwidth = self
+            .variants
+            .iter()
+            .map(|v| v.name.len())
+            .max()
+            .unwrap_or(0)
+            .max("consumer legal variant".len());
+        out.push_str(&format!(
+            "\n{:<vwidth$}  {:<8}  false verdicts / not judged\n",
+            "consumer legal variant", "result"
+        ));
+        for v in &self.variants {
+            let detail = if v.passed() {
+                if v.not_judged.is_empty() {
+                    "none".to_string()
+                } else {
+                    format!("not judged: {}", v.not_judged.join(", "))
+                }
+            } else {
+                v.false_verdicts
+                    .iter()
+                    .map(|(s, verdict, f)| format!("{s} {}: {f}", verdict.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            let result = if v.passed() { "pass" } else { "FALSE" };
+            out.push_str(&format!("{:<vwidth$}  {:<8}  {}\n", v.name, result, detail));
+        }
+        out.push_str(&format!(
+            "consumer legal variants: {} x {} scenarios, {} false verdict(s)\n",
+            self.variants.len(),
+            self.reference.len(),
+            self.false_verdicts()
+        ));
         out
     }
 }
@@ -358,6 +673,7 @@ impl MutantResult {
 pub fn selftest(
     scenarios: &[Scenario],
     mutants: &[ConsumerMutantDoc],
+    variants: &[ConsumerVariantDoc],
 ) -> Result<ConsumerSelftest, String> {
     let base = ConsumerConfig::default();
     let reference = scenarios
@@ -396,9 +712,14 @@ pub fn selftest(
             other_findings: other,
         });
     }
+    let variants = variants
+        .iter()
+        .map(|v| run_variant(scenarios, v))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(ConsumerSelftest {
         reference,
         mutants: out,
+        variants,
     })
 }
 
@@ -668,7 +989,11 @@ pub fn wire_unplayable(s: &Scenario, dev: &Playable) -> Option<String> {
 /// Plays `s` on a device: the hostile Provider answers there, the Consumer
 /// under test acts there. Descriptor reads are not visible, so the checks
 /// about them are not judged; launched resolutions are.
-pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<ScenarioResult, String> {
+pub fn run_on_device(
+    s: &Scenario,
+    dev: &mut dyn ConsumerDevice,
+    bounds: &DeclaredBounds,
+) -> Result<ScenarioResult, String> {
     let playable = Playable::of(dev);
     if let Some(why) = wire_unplayable(s, &playable) {
         return Ok(ScenarioResult {
@@ -708,13 +1033,23 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
         {
             None => {
                 let ms = act.get("ms").and_then(Json::as_u64).unwrap_or(0);
-                dev.advance_clock(ms)?;
+                if let Err(e) = dev.advance_clock(ms) {
+                    if lacks_op(&e) {
+                        return Ok(setup_gap(
+                            s,
+                            "the advance_clock op, which this device does not offer",
+                            &e,
+                        ));
+                    }
+                    return Err(e);
+                }
                 None
             }
             Some(action) => {
                 if action == Action::Reset {
                     hostile.life += 1;
                 }
+                let is_cancel = matches!(action, Action::CancelTool { .. });
                 let mut on = |ev: DeviceEvent| match ev {
                     DeviceEvent::Call {
                         authority: called,
@@ -777,13 +1112,26 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
                         None
                     }
                 };
-                Some(dev.act(&action.to_json(), &mut on)?)
+                match dev.act(&action.to_json(), &mut on) {
+                    Ok(o) => Some(o),
+                    // `cancel_tool` is an extension of consumer_act: a
+                    // device (or driver) without it lacks an ability.
+                    Err(e) if is_cancel && (lacks_op(&e) || e.contains(": bad_request")) => {
+                        return Ok(setup_gap(
+                            s,
+                            "the cancel_tool act (a consumer_act extension), which this device does not perform",
+                            &e,
+                        ));
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         };
         if unrouted {
-            return Err(format!(
-                "{}: the device's incoming_call names no authority, so calls to the two hosted Providers cannot be told apart",
-                s.id
+            return Ok(setup_gap(
+                s,
+                "incoming_call's authority (an extension needed once two Providers are hosted), which this device does not send",
+                "calls to the two hosted Providers cannot be told apart",
             ));
         }
         acts.push(ActRecord {
@@ -799,7 +1147,40 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
         resolves: Some(&resolves),
         decoy_calls: decoy.as_ref().map_or(&[], |d| &d.log),
     };
-    Ok(judge_run(s, &trace))
+    Ok(judge_run(s, &trace, bounds))
+}
+
+/// Whether a device error says the device lacks the op or act (probe-wire
+/// kinds `unsupported`, `unknown_op`, or the host's `op_unavailable` for an
+/// op the device's hello leaves out), not that the device or transport is
+/// in trouble. The Consumer device reports errors as text (`op: kind:
+/// message`), so the kind is found by its name.
+fn lacks_op(e: &str) -> bool {
+    [
+        ErrorKind::Unsupported,
+        ErrorKind::UnknownOp,
+        ErrorKind::OpUnavailable,
+    ]
+    .iter()
+    .any(|k| e.contains(&format!(": {}", k.as_str())))
+}
+
+/// A scenario a device cannot play because it lacks an ability: a setup
+/// gap, NOT_APPLICABLE naming the ability (it holds the Consumer claim
+/// back), never an infrastructure error.
+fn setup_gap(s: &Scenario, ability: &str, detail: &str) -> ScenarioResult {
+    ScenarioResult {
+        id: s.id.clone(),
+        title: s.title.clone(),
+        verdict: Verdict::NotApplicable,
+        findings: Vec::new(),
+        not_judged: vec![format!(
+            "not judged: the scenario needs {ability} ({})",
+            judge::clip(detail, 200)
+        )],
+        acts: Vec::new(),
+        calls: 0,
+    }
 }
 
 /// A Consumer profile (TOML): who the Consumer under test is, and the
@@ -812,7 +1193,16 @@ pub fn run_on_device(s: &Scenario, dev: &mut dyn ConsumerDevice) -> Result<Scena
 /// command = ["adb", "shell", "am", "broadcast", "-a", "com.vendor.agent.TEST",
 ///            "--es", "do", "{do}", "--es", "tool", "{tool}", "--es", "args", "{args}"]
 /// timeout_ms = 120000
+/// [bounds]                     # optional: what the Consumer accepts (§7.3)
+/// max_description_bytes = 65536
+/// max_json_depth = 32
 /// ```
+///
+/// `[bounds]` may declare `max_name_bytes`, `max_description_bytes`,
+/// `max_json_depth`, `max_inline_bytes`, `max_file_bytes` and `max_items`.
+/// A scenario that tests a bound the spec leaves open FAILs only a Consumer
+/// that declared a smaller figure and accepted more; without a declared
+/// figure it at most WARNs.
 ///
 /// Placeholders in every argument: `{do}`, `{authority}`, `{tool}`,
 /// `{args}` (JSON text), `{decision}`, `{action}` (the whole action, JSON).
@@ -824,6 +1214,8 @@ pub struct ConsumerProfile {
     #[serde(default)]
     pub consumer: ConsumerInfo,
     pub driver: DriverSpec,
+    #[serde(default)]
+    pub bounds: DeclaredBounds,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -1044,5 +1436,130 @@ mod hosted_tests {
             json!([{"when": {"method": "negotiate"}, "reply": {"disconnect": true}}]),
         );
         assert_eq!(wire_unplayable(&s, &sim), None);
+    }
+}
+
+#[cfg(test)]
+mod ability_tests {
+    use super::*;
+
+    /// A device that hosts anything and whose Consumer answers every act,
+    /// but lacks one ability.
+    struct Lacking {
+        clock: bool,
+        cancel: bool,
+    }
+
+    /// A device whose incoming_call names no authority.
+    struct Anonymous;
+
+    impl ConsumerDevice for Anonymous {
+        fn host(&mut self, _: &BTreeMap<String, String>, _: &str, _: &str) -> Result<(), String> {
+            Ok(())
+        }
+        fn act(
+            &mut self,
+            _: &Json,
+            on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
+        ) -> Result<ActOutcome, String> {
+            on(DeviceEvent::Call {
+                authority: None,
+                method: "negotiate".into(),
+                extras: cetp_proto::Bundle::default(),
+                now_ms: T0,
+            });
+            Ok(ActOutcome::Refused { detail: "x".into() })
+        }
+        fn advance_clock(&mut self, _: u64) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    impl ConsumerDevice for Lacking {
+        fn host(&mut self, _: &BTreeMap<String, String>, _: &str, _: &str) -> Result<(), String> {
+            Ok(())
+        }
+        fn act(
+            &mut self,
+            action: &Json,
+            _: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
+        ) -> Result<ActOutcome, String> {
+            match action.get("do").and_then(Json::as_str) {
+                Some("cancel_tool") if !self.cancel => {
+                    Err("consumer_act: bad_request: unknown action \"cancel_tool\"".into())
+                }
+                Some("call_tool") if !self.cancel => {
+                    Err("consumer_act: io: connection reset".into())
+                }
+                _ => Ok(ActOutcome::Success { value: json!({}) }),
+            }
+        }
+        fn advance_clock(&mut self, _: u64) -> Result<(), String> {
+            if self.clock {
+                Ok(())
+            } else {
+                Err("advance_clock: unsupported: this device keeps real time".into())
+            }
+        }
+    }
+
+    fn scenario(acts: Json) -> Scenario {
+        serde_json::from_value(json!({
+            "id": "T-1", "title": "t", "role": "consumer", "level": "MUST",
+            "requirements": ["CETP2-2.1-04"], "acts": acts,
+            "expect": [{"check": "no_crash"}]}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_device_lacking_an_ability_is_a_setup_gap_naming_it_never_an_infra_error() {
+        let none = DeclaredBounds::default();
+        let clock = scenario(json!([{"do": "connect"}, {"do": "advance_clock", "ms": 5}]));
+        let mut dev = Lacking {
+            clock: false,
+            cancel: true,
+        };
+        let r = run_on_device(&clock, &mut dev, &none).unwrap();
+        assert_eq!(r.verdict, Verdict::NotApplicable);
+        assert!(
+            r.not_judged[0].contains("advance_clock"),
+            "{:?}",
+            r.not_judged
+        );
+        let cancel =
+            scenario(json!([{"do": "connect"}, {"do": "cancel_tool", "tool": "slow_job"}]));
+        let mut dev = Lacking {
+            clock: true,
+            cancel: false,
+        };
+        let r = run_on_device(&cancel, &mut dev, &none).unwrap();
+        assert_eq!(r.verdict, Verdict::NotApplicable);
+        assert!(
+            r.not_judged[0].contains("cancel_tool"),
+            "{:?}",
+            r.not_judged
+        );
+        // Trouble of the device or transport stays an error (INFRA_ERROR).
+        let call = scenario(json!([{"do": "connect"}, {"do": "call_tool", "tool": "get_value"}]));
+        assert!(run_on_device(&call, &mut dev, &none).is_err());
+        // Two hosted Providers, and calls that do not say which was called.
+        let mut two: Scenario = scenario(json!([{"do": "connect"}]));
+        two.provider.decoy = true;
+        let r = run_on_device(&two, &mut Anonymous, &none).unwrap();
+        assert_eq!(r.verdict, Verdict::NotApplicable);
+        assert!(
+            r.not_judged[0].contains("incoming_call's authority"),
+            "{:?}",
+            r.not_judged
+        );
+        // A device with the ability plays the scenario.
+        let mut dev = Lacking {
+            clock: true,
+            cancel: true,
+        };
+        assert_eq!(
+            run_on_device(&clock, &mut dev, &none).unwrap().verdict,
+            Verdict::Pass
+        );
     }
 }

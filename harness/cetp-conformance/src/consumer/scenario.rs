@@ -28,12 +28,32 @@ pub struct Scenario {
     /// `MUST` (a broken expectation FAILs) or `SHOULD` (it WARNs).
     pub level: String,
     pub requirements: Vec<String>,
+    /// The Consumer bound this scenario tests, when the spec fixes no figure
+    /// for it (§7.3): judged against the figure the Consumer declares.
+    #[serde(default)]
+    pub bound: Option<BoundUse>,
+    /// Optional capabilities (§2.3) the scenario needs the Consumer to
+    /// offer: offering them is the Consumer's choice, so a Consumer whose
+    /// negotiate offered none of one is not judged by the scenario.
+    #[serde(default)]
+    pub needs: Vec<String>,
     #[serde(default)]
     pub provider: ProviderSpec,
     #[serde(default)]
     pub script: Vec<Rule>,
     pub acts: Vec<Json>,
     pub expect: Vec<Expect>,
+}
+
+/// `bound`: which declared bound (`limit`, one of
+/// [`super::DeclaredBounds::NAMES`]) the scenario tests and the size it
+/// sends. A Consumer declaring `limit >= size` is not judged by it; one
+/// declaring nothing is judged at SHOULD level at most.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BoundUse {
+    pub limit: String,
+    pub size: u64,
 }
 
 /// The hostile Provider's shape.
@@ -341,6 +361,24 @@ pub fn load_texts(texts: &[(String, String)]) -> Result<Vec<Scenario>, String> {
         for s in f.scenarios {
             if s.role != "consumer" {
                 return Err(format!("{name}: {} has role {:?}", s.id, s.role));
+            }
+            if let Some(n) = s
+                .needs
+                .iter()
+                .find(|n| cetp_proto::envelope::Capability::parse(n).is_none())
+            {
+                return Err(format!(
+                    "{name}: {} needs an unknown capability {n:?}",
+                    s.id
+                ));
+            }
+            if let Some(b) = &s.bound {
+                if !super::DeclaredBounds::NAMES.contains(&b.limit.as_str()) {
+                    return Err(format!(
+                        "{name}: {} tests an unknown bound {:?}",
+                        s.id, b.limit
+                    ));
+                }
             }
             if out.iter().any(|o| o.id == s.id) {
                 return Err(format!("{name}: duplicate scenario id {}", s.id));

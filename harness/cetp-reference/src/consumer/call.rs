@@ -4,7 +4,7 @@
 //! every descriptor nobody asked for (§4.5).
 
 use super::error::{CetpError, ConsumerError, DeviceFault, Refusal};
-use super::{Consumer, ConsumerFault, Mode};
+use super::{Consumer, ConsumerFault, ConsumerLatitude, Mode};
 use crate::port::ConsumerPort;
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::descriptor::Violation;
@@ -365,6 +365,9 @@ impl Consumer {
         if self.has(ConsumerFault::DeadlineRelative) {
             extras.insert(keys::DEADLINE_AT_MS, Value::Long(request_budget));
         }
+        if call.method == Method::ExecuteTool && self.has(ConsumerFault::DeadlineOmitted) {
+            extras.remove(keys::DEADLINE_AT_MS);
+        }
         if call.method == Method::ListTools && self.has(ConsumerFault::ListToolsWithoutToken) {
             extras.remove(keys::SESSION_TOKEN);
         }
@@ -582,6 +585,10 @@ impl Consumer {
                     format!("retry_after_ms is negative ({ms})"),
                 ))
             }
+            // Waiting longer than asked is allowed (§5: "at least").
+            Some(ms) if self.takes(ConsumerLatitude::ExtraRetryWait) => u64::try_from(ms)
+                .unwrap_or(u64::MAX)
+                .saturating_add(self.config.default_backoff_ms),
             Some(ms) => u64::try_from(ms).unwrap_or(u64::MAX),
             None => self.config.default_backoff_ms,
         };

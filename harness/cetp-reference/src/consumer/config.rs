@@ -1,6 +1,7 @@
 //! What a Consumer offers and what it will put up with.
 
 use super::fault::ConsumerFault;
+use super::latitude::ConsumerLatitude;
 use cetp_proto::bundle::MAX_JSON_DEPTH;
 use cetp_proto::envelope::Capability;
 
@@ -84,6 +85,9 @@ pub struct ConsumerConfig {
     /// Mutations switched on (none for the reference Consumer): each breaks
     /// one consumer-side requirement, for the self-test.
     pub faults: Vec<ConsumerFault>,
+    /// Legal variations switched on (none for the reference Consumer): each
+    /// takes one latitude the spec leaves a Consumer, for the self-test.
+    pub latitudes: Vec<ConsumerLatitude>,
 }
 
 impl Default for ConsumerConfig {
@@ -101,7 +105,50 @@ impl Default for ConsumerConfig {
             limits: LocalLimits::default(),
             uuid_seed: 0x00c3_e7b2_0000_0001,
             faults: Vec::new(),
+            latitudes: Vec::new(),
         }
+    }
+}
+
+impl ConsumerConfig {
+    /// This configuration taking latitude `l`: its settings, and the switch
+    /// for the behaviour it changes (`Consumer::takes`).
+    pub fn with_latitude(mut self, l: ConsumerLatitude) -> Self {
+        use ConsumerLatitude as L;
+        let lim = &mut self.limits;
+        match l {
+            L::TightTextBounds => {
+                lim.max_name_bytes = 128;
+                lim.max_description_bytes = 1024;
+                lim.max_message_bytes = 256;
+            }
+            L::GenerousTextBounds => {
+                lim.max_name_bytes = 1024;
+                lim.max_description_bytes = 1024 * 1024;
+            }
+            L::ShallowJson => lim.max_json_depth = 16,
+            L::DeepJson => lim.max_json_depth = MAX_JSON_DEPTH,
+            L::SmallInlineResults => lim.max_inline_bytes = 64 * 1024,
+            L::SmallFileCap => lim.max_file_bytes = 1024 * 1024,
+            L::LargeFileCap => lim.max_file_bytes = 256 * 1024 * 1024,
+            L::FewItems => lim.max_items = 32,
+            L::SingleRetry => self.max_retries = 1,
+            L::NoAutomaticRetry => self.max_retries = 0,
+            L::ExtraRetryWait => self.default_backoff_ms = 2_000,
+            L::SlowPolling => {
+                self.default_poll_ms = 5_000;
+                self.min_poll_ms = 500;
+            }
+            L::NoOptionalCapabilities => self.capabilities = Vec::new(),
+            L::FilesOnly => self.capabilities = vec![Capability::LargeResults],
+            L::V2Only => self.versions = vec![2],
+            L::OneConfirmationRound => self.max_resolutions = 1,
+            L::ShortRequestBudget => self.request_budget_ms = 10_000,
+        }
+        if !self.latitudes.contains(&l) {
+            self.latitudes.push(l);
+        }
+        self
     }
 }
 

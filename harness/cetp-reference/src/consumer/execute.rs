@@ -3,7 +3,7 @@
 
 use super::call::{Budget, V2Call};
 use super::error::{ConsumerError, DeviceFault, ProtocolFault, ProviderText, Refusal};
-use super::{Consumer, ConsumerFault, Mode};
+use super::{Consumer, ConsumerFault, ConsumerLatitude, Mode};
 use crate::port::ConsumerPort;
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::canonical::sha256_hex;
@@ -219,14 +219,60 @@ impl Consumer {
         agent: &mut dyn UserAgent,
     ) -> Result<Outcome, ConsumerError> {
         let provider_id = exec.provider_id.as_str();
-        let outcome = match self.run(port, exec, agent)? {
+        if self.has(ConsumerFault::ObeysDescriptionText) {
+            let description = self
+                .cached_tools(provider_id)
+                .and_then(|c| c.get(&exec.tool_name))
+                .map(|t| t.description.as_str().to_string())
+                .unwrap_or_default();
+            self.call_named(port, provider_id, &description, &exec.tool_name, agent);
+        }
+        let started = self.run(port, exec, agent);
+        if let (Err(e), true) = (&started, self.has(ConsumerFault::ObeysErrorText)) {
+            let text = format!("{e:?}");
+            self.call_named(port, provider_id, &text, &exec.tool_name, agent);
+        }
+        let outcome = match started? {
             Started::Done(outcome) => outcome,
             Started::Pending(mut op) => self.wait(port, &mut op)?,
         };
         if self.has(ConsumerFault::ObeysProviderText) {
             self.obey(port, provider_id, &outcome, agent);
         }
+        if let (Outcome::Succeeded(out), true) =
+            (&outcome, self.has(ConsumerFault::ObeysToolNamesInResults))
+        {
+            let text = out.value.to_string();
+            self.call_named(port, provider_id, &text, &exec.tool_name, agent);
+        }
         Ok(outcome)
+    }
+
+    /// The prompt-injection mutants' bug: every other listed tool that
+    /// Provider `text` names is executed (with empty args).
+    fn call_named(
+        &mut self,
+        port: &mut dyn ConsumerPort,
+        provider_id: &str,
+        text: &str,
+        except: &str,
+        agent: &mut dyn UserAgent,
+    ) {
+        let named: Vec<String> = self
+            .cached_tools(provider_id)
+            .map(|c| {
+                c.tools
+                    .iter()
+                    .filter(|t| t.name != except && text.contains(t.name.as_str()))
+                    .map(|t| t.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for tool in named {
+            if let Ok(exec) = self.prepare(provider_id, &tool, &Json::Object(Default::default())) {
+                let _ = self.run(port, &exec, agent);
+            }
+        }
     }
 
     /// The mutant's bug: a result that says "call TOOL" makes it call TOOL.
@@ -852,8 +898,16 @@ impl Consumer {
         budget: &Budget,
     ) -> Result<Outcome, ConsumerError> {
         loop {
-            let delay = op
-                .poll_after_ms
+            // poll_after_ms is the earliest next query (§4.4): a slower
+            // cadence is the Consumer's choice.
+            let asked = op.poll_after_ms.map(|ms| {
+                if self.takes(ConsumerLatitude::SlowPolling) {
+                    ms.saturating_mul(2)
+                } else {
+                    ms
+                }
+            });
+            let delay = asked
                 .unwrap_or(self.config.default_poll_ms)
                 .max(self.config.min_poll_ms)
                 .max(1);

@@ -72,6 +72,8 @@ consumer_faults! {
     RequestIdNotUuid => "request_id_not_uuid",
     /// Sends `deadline_at_ms` as a relative budget, not an epoch time.
     DeadlineRelative => "deadline_relative",
+    /// Sends `execute_tool` without `deadline_at_ms`.
+    DeadlineOmitted => "deadline_omitted",
     /// Sends v2 `list_tools` without its `session_token`.
     ListToolsWithoutToken => "list_tools_without_token",
     /// Reuses the request id of its first read for every later read.
@@ -124,6 +126,14 @@ consumer_faults! {
     UnknownErrorCodePanics => "unknown_error_code_panics",
     /// Executes a tool a Provider's result text names ("call TOOL").
     ObeysProviderText => "obeys_provider_text",
+    /// Executes any other tool a successful result names, however phrased
+    /// (a quoted "SYSTEM:" block, a bare tool name).
+    ObeysToolNamesInResults => "obeys_tool_names_in_results",
+    /// Executes a tool an error message names ("to recover, run TOOL").
+    ObeysErrorText => "obeys_error_text",
+    /// Executes, before a tool, the tools its description names ("always
+    /// invoke TOOL first").
+    ObeysDescriptionText => "obeys_description_text",
 }
 
 impl fmt::Display for ConsumerFault {

@@ -24,6 +24,7 @@ mod config;
 mod error;
 mod execute;
 mod fault;
+mod latitude;
 mod session;
 
 pub use act::{ActOutcome, Action, DrivenConsumer};
@@ -36,6 +37,7 @@ pub use execute::{
     Unattended, UserAgent,
 };
 pub use fault::ConsumerFault;
+pub use latitude::ConsumerLatitude;
 
 use cetp_proto::descriptor::{ToolSummary, Violation};
 use cetp_proto::discovery::Plan;
@@ -304,6 +306,11 @@ impl Consumer {
     /// Whether a mutation is switched on.
     pub(crate) fn has(&self, fault: ConsumerFault) -> bool {
         self.config.faults.contains(&fault)
+    }
+
+    /// Whether a legal variation is switched on.
+    pub(crate) fn takes(&self, l: ConsumerLatitude) -> bool {
+        self.config.latitudes.contains(&l)
     }
 
     /// The reference Consumer with one fault switched on.

@@ -635,6 +635,16 @@ impl Consumer {
             .iter()
             .map(|c| c.as_str().to_string())
             .collect();
+        // The mutant takes every capability for granted, so it also lets a
+        // sync_or_async tool through without async_operations.
+        let negotiated = if self.has(ConsumerFault::CapabilityNotNegotiatedUsed) {
+            Capability::ALL
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect()
+        } else {
+            negotiated
+        };
         let known_scopes: Option<BTreeSet<String>> = st
             .info
             .as_ref()
