@@ -12,9 +12,23 @@
 #   CLEAN_BUDGET=600s per clean run (reference, each legal variant)
 #   MUTANTS="a b"     only these mutants (default: every non-equivalent one)
 #   VARIANTS="a b"    only these variants (default: all); VARIANTS=none skips
+#   THROUGHPUT=0      skips the throughput figures; THROUGHPUT_BUDGET=30s per run
 #   SEED=7
+#
+#   scripts/fuzz-bench.sh --full-clean
+#       only the issue's clean runs, in one command: the reference, the notes
+#       fixture and every legal variant, 10 minutes each through the
+#       descriptor oracle (about 5.5 hours; CLEAN_BUDGET overrides the 10 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --full-clean ]; then
+  MUTANTS=none THROUGHPUT=0 CLEAN_ORACLES=descriptor CLEAN_BUDGET=${CLEAN_BUDGET:-600s}
+  export MUTANTS THROUGHPUT CLEAN_ORACLES CLEAN_BUDGET
+  unset VARIANTS
+elif [ -n "${1:-}" ]; then
+  echo "usage: $0 [--full-clean]  (the rest is set through the environment, see the header)" >&2
+  exit 2
+fi
 budget=${BUDGET:-60s}
 blind_budget=${BLIND_BUDGET:-$budget}
 desc_budget=${DESC_BUDGET:-$budget}
@@ -27,10 +41,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # fixture/mutant pairs from the mutants' documentation
-pairs=$(python3 - "$@" <<'PY'
+pairs=$(python3 - <<'PY'
 import json, os
 ms = json.load(open("vectors/mutants/mutants.json"))["mutants"]
 only = os.environ.get("MUTANTS", "").split()
+if only == ["none"]:
+    ms = []
 for m in ms:
     if m.get("equivalent"):
         continue
@@ -51,6 +67,7 @@ first_ms() { python3 -c "import json,sys;r=json.load(open(sys.argv[1]));v=r['fir
 
 target_of() { if [ "$1" = reference ]; then echo "sim:mutant=$2"; else echo "sim:provider=$1,mutant=$2"; fi; }
 
+if [ -n "$pairs" ]; then
 printf '%-8s %-42s %12s %12s %12s\n' fixture mutant "structured s" "descriptor s" "blind s"
 found=0; total=0; s_times=(); d_times=(); b_times=()
 while read -r fixture mutant; do
@@ -101,10 +118,32 @@ if b:
     ms, mb = statistics.median(s), statistics.median(b)
     print(f"median speed-up: at least {mb/max(ms,0.01):.0f}x (the blind median is capped at its budget)")
 PY
+fi
 
-echo
-cargo build -q --release -p cetp-fuzz --example fuzz_throughput
-target/release/examples/fuzz_throughput --ms 2000
+if [ "${THROUGHPUT:-1}" != 0 ]; then
+  echo
+  cargo build -q --release -p cetp-fuzz --example fuzz_throughput
+  target/release/examples/fuzz_throughput --ms 2000
+  # The whole fuzz loop (generation, the target, the oracle, every check):
+  # judged envelopes per second, in-process and over TCP to `cetp sim`.
+  tb=${THROUGHPUT_BUDGET:-30s}
+  port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+  "$cetp" sim --listen "127.0.0.1:$port" >/dev/null 2>&1 &
+  sim_pid=$!
+  for _ in $(seq 50); do python3 -c "import socket,sys;socket.create_connection(('127.0.0.1',$port),1)" 2>/dev/null && break; sleep 0.1; done
+  echo
+  printf '%-44s %-13s %10s %12s\n' "whole fuzz loop (${tb}, reference)" oracle sequences envelopes/s
+  for where in in-process tcp; do
+    if [ "$where" = tcp ]; then t=(--target "tcp:127.0.0.1:$port" --profile profiles/reference.toml); else t=(--target sim); fi
+    for o in descriptor differential; do
+      rm -f "$work/t/fuzz.json"
+      "$cetp" fuzz "${t[@]}" --oracle "$o" --budget "$tb" --seed "$seed" --out "$work/t" -q >/dev/null 2>&1 || true
+      python3 -c "import json,sys;r=json.load(open(sys.argv[1]));s=r['stats'];print(f\"{sys.argv[2]:<44} {r['oracle_kind']:<13} {s['cases']:>10} {s['envelopes']*1000/max(s['elapsed_ms'],1):>12.0f}\")" "$work/t/fuzz.json" "$where" || echo "$where $o: no report"
+    done
+  done
+  kill "$sim_pid" 2>/dev/null || true
+  wait "$sim_pid" 2>/dev/null || true
+fi
 
 if [ "${VARIANTS:-}" != none ]; then
   echo

@@ -1517,3 +1517,65 @@ fn fuzz_says_which_oracle_judged_the_run() {
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(t.contains("judged by the differential oracle"), "{t}");
 }
+
+/// The descriptor oracle over TCP, the way a user fuzzes a Provider the
+/// harness does not know: `cetp sim` serves the probe wire on a socket (the
+/// fuzzer sees only `tcp:HOST:PORT` and the vendor's profile), a mutant
+/// whose vendor policy never escalates (`no_escalation`, §3.4 CETP2-3.4-12:
+/// the profile's escalating args acted on without asking) is found, and the
+/// conforming reference run with the same seed gets no finding.
+#[test]
+fn descriptor_oracle_over_tcp_finds_a_mutant_and_passes_the_reference() {
+    let profile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/reference.toml");
+    let run = |sim: &ServedSim, dir: &Path| {
+        let target = format!("tcp:{}", sim.1);
+        cetp(&[
+            "fuzz",
+            "--target",
+            &target,
+            "--profile",
+            profile.to_str().unwrap(),
+            "--oracle",
+            "descriptor",
+            "--cases",
+            "12",
+            "--seed",
+            "7",
+            "--max-findings",
+            "1",
+            "--out",
+            dir.to_str().unwrap(),
+            "-q",
+        ])
+    };
+    let mutant = ServedSim::start_with(&["--mutant", "no_escalation"]);
+    let dir = tmp("fuzz-tcp-mutant");
+    let o = run(&mutant, &dir);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("judged by the descriptor oracle"), "{t}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("fuzz.json")).unwrap()).unwrap();
+    assert_eq!(report["oracle_kind"], "descriptor", "{report}");
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report}");
+    // The case written shrinks to the escalating call the shadow expected
+    // to be asked about, and what follows from it.
+    let id = findings[0]["id"].as_str().unwrap();
+    let case = std::fs::read_to_string(dir.join("findings").join(format!("{id}.json"))).unwrap();
+    assert!(case.contains("\"escalating\""), "{case}");
+    assert!(case.contains("CETP2-3.4-12"), "{case}");
+    assert!(case.contains("USER_ACTION_REQUIRED"), "{case}");
+    drop(mutant);
+
+    let reference = ServedSim::start();
+    let dir = tmp("fuzz-tcp-reference");
+    let o = run(&reference, &dir);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("fuzz.json")).unwrap()).unwrap();
+    assert_eq!(report["oracle_kind"], "descriptor", "{report}");
+    assert_eq!(report["findings"], serde_json::json!([]), "{report}");
+    assert_eq!(report["stats"]["cases"], 12, "{report}");
+}

@@ -42,6 +42,7 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Error codes a business may answer `execute_tool` with once the protocol
@@ -301,21 +302,71 @@ impl Business for MirrorBusiness {
             .cloned()
             .flatten();
         let mirrored = index.and_then(|i| target.as_ref().and_then(|a| self.business_of(i, a)));
+        let asks = matches!(
+            mirrored,
+            Some(
+                BusinessAnswer::Error { .. }
+                    | BusinessAnswer::AskConfirm
+                    | BusinessAnswer::AskGrant
+            )
+        );
+        // What the profile says the protocol decides for this caller and
+        // these args: a scope identity b lacks is asked for or refused
+        // (§3.4, §7.2: AUTH_REQUIRED, or PERMISSION_DENIED; a confirmation
+        // request is the strictest reading), never served before a grant
+        // is approved; a call the vendor's own policy escalates is
+        // confirmed (or refused) before it acts (§3.4 runtime risk).
+        let lacking = call.uid == IDENTITY_B.uid && self.shape.lacking_b.contains(&call.tool.name);
+        if lacking && (call.confirmed || call.granted) {
+            // Approved in this run: the target may keep the grant, so later
+            // sequences (whose shadow starts afresh) no longer know b lacks it.
+            self.shape.granted_b.store(true, Ordering::Relaxed);
+        }
+        if !call.confirmed && !call.granted && !asks {
+            if lacking && !self.shape.granted_b.load(Ordering::Relaxed) {
+                return BusinessAnswer::AskGrant;
+            }
+            if call.tool.confirmation != "never"
+                && self
+                    .shape
+                    .escalating
+                    .get(&call.tool.name)
+                    .is_some_and(|a| a.contains(call.args))
+            {
+                return BusinessAnswer::AskConfirm;
+            }
+        }
         let fallback = index.map_or(Json::Null, |i| self.shape.fallback(i));
         // The observer is the harness's eyes: the shadow reports its own
         // count of effects there, the target its own.
-        if let Some((tool, pointer)) = &self.shape.observer {
+        if let Some((tool, pointer, counts)) = &self.shape.observer {
             if *tool == call.tool.name {
                 return match mirrored {
-                    Some(BusinessAnswer::Error { code, retryable }) => {
-                        BusinessAnswer::Error { code, retryable }
-                    }
+                    // A refusal, or a grant or confirmation it asks for
+                    // (the observer tool may be one a caller lacks a scope
+                    // for), is repeated as is.
+                    Some(
+                        a @ (BusinessAnswer::Error { .. }
+                        | BusinessAnswer::AskGrant
+                        | BusinessAnswer::AskConfirm),
+                    ) => a,
                     other => {
                         let base = match other {
                             Some(BusinessAnswer::Value(v)) => v,
                             _ => fallback,
                         };
-                        BusinessAnswer::Value(set_pointer(base, pointer, call.effects))
+                        // A count of objects is an array's length: as
+                        // many copies of an item the schema allows.
+                        // (always the same item: equal snapshots then mean
+                        // equal counts).
+                        let count = match counts {
+                            Counts::Objects => {
+                                let n = call.effects.min(10_000) as usize;
+                                Json::Array(vec![self.shape.observed_item.clone(); n])
+                            }
+                            _ => json!(call.effects),
+                        };
+                        BusinessAnswer::Value(set_pointer(base, pointer, count))
                     }
                 };
             }
@@ -334,10 +385,10 @@ impl Business for MirrorBusiness {
     }
 }
 
-/// `value` with the number `n` at `pointer`, objects made along the way.
-fn set_pointer(mut value: Json, pointer: &str, n: u64) -> Json {
+/// `value` with `n` at `pointer`, objects made along the way.
+fn set_pointer(mut value: Json, pointer: &str, n: Json) -> Json {
     if pointer.is_empty() {
-        return json!(n);
+        return n;
     }
     let mut cur = &mut value;
     let parts: Vec<String> = pointer
@@ -353,7 +404,7 @@ fn set_pointer(mut value: Json, pointer: &str, n: u64) -> Json {
             break;
         };
         if i + 1 == parts.len() {
-            obj.insert(p.clone(), json!(n));
+            obj.insert(p.clone(), n);
             break;
         }
         cur = obj.entry(p.clone()).or_insert_with(|| json!({}));
@@ -389,8 +440,28 @@ pub struct Shape {
     package: String,
     authority: String,
     manifest: ManifestVariant,
-    /// The observer's tool and pointer, when it counts effects.
-    observer: Option<(String, String)>,
+    /// The observer's tool and pointer, when it counts effects or objects
+    /// (the shadow's count of effects there: equal snapshots mean no
+    /// effect, which either unit shows).
+    observer: Option<(String, String, Counts)>,
+    /// One item of the observer's list, as its output schema allows (the
+    /// shadow's count of objects is that many copies).
+    observed_item: Json,
+    /// Tools identity b lacks a scope for: the profile's
+    /// `scope_missing_for_b` and `read_scope_missing_for_b` roles name one
+    /// each (the vendor knows who holds what; descriptors do not), and any
+    /// tool that declares every scope of a named one lacks it too (§3.4:
+    /// every call checks every declared scope).
+    lacking_b: BTreeSet<String>,
+    /// A resolution approved a call of b's that lacked a scope, in some
+    /// sequence of the run: the target may hold the grant from then on (and
+    /// which scopes it covers is its business), so `lacking_b` is no longer
+    /// enforced.
+    granted_b: AtomicBool,
+    /// Args per tool that the Provider's own policy must confirm (the
+    /// profile's `escalating_args` and `escalating` role; §3.4 runtime risk
+    /// above the annotation).
+    escalating: HashMap<String, Vec<Json>>,
 }
 
 impl Shape {
@@ -510,15 +581,47 @@ impl Shape {
             .iter()
             .map(|t| CompiledSchema::compile(&t.output_schema, DEFAULT_DIALECT).ok())
             .collect();
-        let fallbacks = tools
+        let fallbacks: Vec<Json> = tools
             .iter()
             .map(|t| generate(&t.output_schema, seed))
             .collect();
         let observer = profile
             .observer
             .as_ref()
-            .filter(|o| o.counts == Counts::Effects)
-            .map(|o| (o.tool.clone(), o.pointer.clone()));
+            .filter(|o| matches!(o.counts, Counts::Effects | Counts::Objects))
+            .map(|o| (o.tool.clone(), o.pointer.clone(), o.counts));
+        let observed_item = observer
+            .as_ref()
+            .and_then(|(tool, pointer, _)| {
+                let i = tools.iter().position(|t| t.name == *tool)?;
+                let fallback: &Json = &fallbacks[i];
+                if let Some(item) = fallback
+                    .pointer(pointer)
+                    .and_then(Json::as_array)
+                    .and_then(|a| a.first())
+                {
+                    return Some(item.clone());
+                }
+                let mut schema = &tools[i].output_schema;
+                for part in pointer.split('/').skip(1) {
+                    schema = schema.get("properties")?.get(part)?;
+                }
+                Some(generate(schema.get("items")?, seed))
+            })
+            .unwrap_or(Json::Null);
+        let lacking_b = lacking_for_b(&tools, profile);
+        let mut escalating: HashMap<String, Vec<Json>> = HashMap::new();
+        for t in &tools {
+            if let Some(a) = profile.escalating_args(&t.name) {
+                escalating.entry(t.name.clone()).or_default().push(a);
+            }
+        }
+        if let Some(r) = profile.roles.get("escalating") {
+            escalating
+                .entry(r.tool.clone())
+                .or_default()
+                .push(cetp_conformance::profile::table_to_json(&r.args));
+        }
         Ok(Shape {
             tools,
             outputs,
@@ -538,8 +641,36 @@ impl Shape {
                 _ => ManifestVariant::DualStack,
             },
             observer,
+            observed_item,
+            lacking_b,
+            granted_b: AtomicBool::new(false),
+            escalating,
         })
     }
+}
+
+/// The tools identity b lacks a scope for, from the profile's scope roles:
+/// the role's tool, and every tool declaring all of its scopes.
+fn lacking_for_b(tools: &[DescribedTool], profile: &Profile) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for role in ["scope_missing_for_b", "read_scope_missing_for_b"] {
+        let Some(r) = profile.roles.get(role) else {
+            continue;
+        };
+        let Some(named) = tools.iter().find(|t| t.name == r.tool) else {
+            continue;
+        };
+        out.insert(named.name.clone());
+        if named.scopes.is_empty() {
+            continue;
+        }
+        for t in tools {
+            if named.scopes.iter().all(|s| t.scopes.contains(s)) {
+                out.insert(t.name.clone());
+            }
+        }
+    }
+    out
 }
 
 /// A value `schema` accepts, the same for the same seed; `null` when none
@@ -646,6 +777,11 @@ impl Shadow {
         cfg.limits = s.limits;
         cfg.manifest = s.manifest;
         cfg.provider_id = provider_id;
+        // Who holds which scope is the business's (the profile's scope
+        // roles, `MirrorBusiness::decide`): the engine's grants record only
+        // what this run's resolutions approved.
+        cfg.grants = BTreeMap::new();
+        cfg.default_grants = BTreeSet::new();
         cfg.described = Some(Arc::new(Described {
             tools: s.tools.clone(),
             info: s.info.clone(),
@@ -1068,9 +1204,23 @@ fn effects_mismatch(
     let since = step.get("since")?.as_str()?;
     let want = step.get("delta")?.as_i64()?;
     let (a, b) = (trun.bindings.get(since)?, trun.bindings.get(after)?);
+    if want == 0 && counts == Some(Counts::Objects) {
+        // The shadow committed nothing: a create or a delete moved the
+        // count (an update changes no count, so only the count is compared).
+        let (n, m) = (object_count(a)?, object_count(b)?);
+        return (n != m).then(|| {
+            format!("expected no effect since `{since}`, the observer's count of objects went from {n} to {m}")
+        });
+    }
     let got = effect_delta(a, b, counts)?;
     (got != want)
         .then(|| format!("expected {want} effect(s) since `{since}`, the observer counted {got}"))
+}
+
+/// A count of objects as the profile's README defines it: a number, or an
+/// array's length.
+fn object_count(v: &Json) -> Option<u64> {
+    v.as_u64().or_else(|| v.as_array().map(|a| a.len() as u64))
 }
 
 /// Why the target's answer at a compiled step is not one the step expects.

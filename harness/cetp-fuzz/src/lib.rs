@@ -332,7 +332,20 @@ impl<'a> Fuzzer<'a> {
         // oracle's reference hosts the same app, so its tools are the ones to
         // generate for (and the failure shows again as a finding).
         let world = match world::learn(&target, profile, &env, cfg.seed) {
-            Ok(w) => w,
+            // The descriptor oracle also watches an observer that counts
+            // objects: a window in which the shadow commits nothing must
+            // leave the count unchanged (a background update of an earlier
+            // sequence moves no count; anything else that moves it without
+            // reproducing is reported as flaky, not as a finding).
+            Ok(mut w) => {
+                if matches!(oracle, OracleMode::Descriptor { .. }) {
+                    w.observer |= profile
+                        .observer
+                        .as_ref()
+                        .is_some_and(|o| o.counts == cetp_conformance::profile::Counts::Objects);
+                }
+                w
+            }
             Err(e) => {
                 let OracleMode::Differential(oracle) = &oracle else {
                     return Err(FuzzError::Target(e));

@@ -133,6 +133,22 @@ fn an_effect_before_confirmation_is_found() {
     assert!(!r.findings.is_empty(), "{:?}", r.stats);
 }
 
+/// What only the vendor's profile can tell the oracle: identity b lacks the
+/// scope of its `scope_missing_for_b` tool (§3.4, §7.2), and the notes app's
+/// observer counts objects, so a delete that happens before its
+/// confirmation (§4.3) shows as one note fewer where the shadow committed
+/// nothing.
+#[test]
+fn what_the_profile_tells_finds_scope_and_effect_mutants() {
+    for (target, cases) in [
+        ("sim:provider=notes,mutant=scope_not_enforced", 12),
+        ("sim:provider=notes,mutant=effect_before_confirmation", 8),
+    ] {
+        let r = fuzz(target, "notes.toml", cases, 7);
+        assert!(!r.findings.is_empty(), "{target}: {:?}", r.stats);
+    }
+}
+
 /// A device that, once, answers one `list_tools` call as if the method did
 /// not exist: a failure the same moves do not show again.
 struct OnceWrong {

@@ -107,6 +107,9 @@ pub struct BusinessCall<'a> {
     pub confirmed: bool,
     /// Committed effects so far (for an observer that counts them).
     pub effects: u64,
+    /// The caller holds every scope the tool declares through a grant
+    /// approved in this app (an approved AUTH_REQUIRED resolution, §3.4).
+    pub granted: bool,
 }
 
 /// What the business answers a call.
@@ -257,7 +260,13 @@ impl ReferenceProvider {
         let Some(desc) = d.tools.get(index) else {
             return Failure::new(ErrorCode::ToolNotFound, "No such tool.").into();
         };
-        let effects = lock(&self.durable.state).effects;
+        let (effects, granted) = {
+            let s = lock(&self.durable.state);
+            let held = s.grants.get(&cx.uid);
+            let granted = !tool.scopes.is_empty()
+                && held.is_some_and(|h| tool.scopes.iter().all(|x| h.contains(*x)));
+            (s.effects, granted)
+        };
         let answer = d.business.decide(&BusinessCall {
             uid: cx.uid,
             request_id: cx.request_id,
@@ -265,6 +274,7 @@ impl ReferenceProvider {
             args: value,
             confirmed,
             effects,
+            granted,
         });
         let always = tool.confirmation == "always";
         match answer {
@@ -387,9 +397,15 @@ impl ReferenceProvider {
         }
     }
 
-    /// A v1 call of a described read tool (§8): the business's value, when
-    /// it gives one.
-    pub(crate) fn described_v1_value(&self, index: usize, args: &Json) -> Result<Json, Failure> {
+    /// A v1 call of a described read tool (§8) by the caller `uid`: the
+    /// business's value, when it gives one (a grant or confirmation it asks
+    /// for is a refusal over v1, which has neither).
+    pub(crate) fn described_v1_value(
+        &self,
+        index: usize,
+        args: &Json,
+        uid: u32,
+    ) -> Result<Json, Failure> {
         let d = self
             .described()
             .ok_or_else(|| Failure::new(ErrorCode::InternalError, "Internal error."))?;
@@ -398,13 +414,19 @@ impl ReferenceProvider {
             .get(index)
             .ok_or_else(|| Failure::new(ErrorCode::ToolNotFound, "No such tool."))?;
         let effects = lock(&self.durable.state).effects;
+        let granted = !tool.scopes.is_empty()
+            && lock(&self.durable.state)
+                .grants
+                .get(&uid)
+                .is_some_and(|h| tool.scopes.iter().all(|x| h.contains(x)));
         match d.business.decide(&BusinessCall {
-            uid: 0,
+            uid,
             request_id: "",
             tool,
             args,
             confirmed: false,
             effects,
+            granted,
         }) {
             BusinessAnswer::Value(v) | BusinessAnswer::Accepted { value: v } => Ok(v),
             BusinessAnswer::Error { code, .. } => Err(Failure::new(code, "Refused.")),

@@ -786,7 +786,7 @@ impl ReferenceProvider {
             .value
             .clone()),
             ToolArgs::Notes(args) => self.notes_read(args),
-            ToolArgs::Described { index, args, .. } => self.described_v1_value(*index, args),
+            ToolArgs::Described { index, args, .. } => self.described_v1_value(*index, args, 0),
             _ => Err(Failure::new(ErrorCode::InternalError, "Internal error.")),
         }
     }

@@ -84,7 +84,10 @@ impl ReferenceProvider {
         {
             return Err(Failure::new(ErrorCode::PermissionDenied, "Not allowed."));
         }
-        let out = if tool.is_read() {
+        let out = if let ToolArgs::Described { index, args, .. } = &targs {
+            // The business decides, for this caller (its scopes).
+            self.described_v1_value(*index, args, caller.uid)?
+        } else if tool.is_read() {
             self.read_value(&targs)?
         } else {
             self.effect_now(now_ms, caller.uid, &targs)?
