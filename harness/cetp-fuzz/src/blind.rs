@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value as Json};
 use std::sync::{Arc, Mutex};
 
-use crate::gen::{GenStep, Meta, Move, Sequence};
+use crate::moves::{GenStep, Meta, Move, Sequence};
 
 /// The seed sequence: the same envelopes every time; only the bytes vary.
 pub fn sequence(world: &World) -> Sequence {

@@ -22,7 +22,7 @@
 //! built again on every legal variant and only their union judges.
 
 use crate::exec::{run_case, CaseRun};
-use crate::gen::{GenStep, Meta};
+use crate::moves::{GenStep, Meta};
 use crate::oracle::{class, compile_step, effect_delta, oracle_steps, to_case, with_steps};
 use crate::oracle::{OpenOperations, MAX_ROUNDS};
 use cetp_conformance::device::{Device, DeviceError, HelloInfo, Target};

@@ -1,6 +1,6 @@
 //! `cetp fuzz`: structure-aware, stateful fuzzing of a live Provider.
 //!
-//! Each fuzz case is a generated sequence of moves ([`gen`]) written in the
+//! Each fuzz case is a generated sequence of moves ([`moves`]) written in the
 //! vector format's step language. The oracle ([`oracle`]) runs it on the
 //! reference Provider and every legal variant, in-process, and compiles the
 //! expectations they all allow; the regular interpreter then runs the
@@ -61,7 +61,7 @@ macro_rules! forward_device {
 pub mod blind;
 pub mod descriptor;
 pub mod exec;
-pub mod gen;
+pub mod moves;
 pub mod oracle;
 pub mod world;
 
@@ -70,7 +70,7 @@ use cetp_conformance::interp::{Env, Stop};
 use cetp_conformance::profile::Profile;
 use cetp_conformance::vector::Case;
 use exec::{run_case, CaseRun};
-use gen::{Move, Sequence};
+use moves::{Move, Sequence};
 use oracle::Oracle;
 use serde_json::{json, Value as Json};
 use sha2::{Digest, Sha256};
@@ -97,7 +97,7 @@ pub enum OracleChoice {
 /// How sequences are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mutator {
-    /// Stateful, structure-aware generation ([`gen`]).
+    /// Stateful, structure-aware generation ([`moves`]).
     Structured,
     /// The blind byte-level baseline ([`blind`]).
     Blind,
@@ -423,7 +423,7 @@ impl<'a> Fuzzer<'a> {
     fn sequence(&self, seed: u64) -> Sequence {
         match self.cfg.mutator {
             Mutator::Structured => {
-                gen::Generator::new(&self.world, seed).sequence(self.cfg.max_moves)
+                moves::Generator::new(&self.world, seed).sequence(self.cfg.max_moves)
             }
             Mutator::Blind => blind::sequence(&self.world),
         }
@@ -508,7 +508,7 @@ impl<'a> Fuzzer<'a> {
     /// business answers and judges the target's run (the reference engine
     /// first; only a failure there is judged again by every legal variant,
     /// and only that verdict counts). No second target run is needed.
-    fn attempt_descriptor(&mut self, steps: &[gen::GenStep], index: u64, seed: u64) -> Attempt {
+    fn attempt_descriptor(&mut self, steps: &[moves::GenStep], index: u64, seed: u64) -> Attempt {
         let OracleMode::Descriptor { transcript, .. } = &self.oracle else {
             return Attempt::Nothing;
         };
@@ -605,7 +605,7 @@ impl<'a> Fuzzer<'a> {
     fn compile_and_run(
         &mut self,
         reference_only: bool,
-        steps: &[gen::GenStep],
+        steps: &[moves::GenStep],
         index: u64,
         seed: u64,
         start_ms: i64,
@@ -1125,7 +1125,7 @@ fn finding_file(
 #[cfg(test)]
 mod quiesce_tests {
     use super::*;
-    use gen::{GenStep, Meta};
+    use moves::{GenStep, Meta};
 
     fn step(j: Json) -> GenStep {
         GenStep {

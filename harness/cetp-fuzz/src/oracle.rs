@@ -7,7 +7,7 @@
 //! So a fuzz FAIL is never a choice one of the legal variants makes.
 
 use crate::exec::{run_case, CaseRun};
-use crate::gen::{GenStep, Meta};
+use crate::moves::{GenStep, Meta};
 use cetp_conformance::device::Target;
 use cetp_conformance::interp::Stop;
 use cetp_conformance::profile::{Counts, Profile};

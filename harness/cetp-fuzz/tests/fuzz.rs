@@ -151,9 +151,9 @@ fn the_same_seed_generates_the_same_sequences_and_only_allowed_tools() {
     let world = cetp_fuzz::world::learn(&t, &profile, &env, 1).unwrap();
     let allowed: Vec<&str> = world.executable().map(|t| t.name.as_str()).collect();
     for seed in 0..40 {
-        let a = cetp_fuzz::gen::Generator::new(&world, seed).sequence(8);
-        let b = cetp_fuzz::gen::Generator::new(&world, seed).sequence(8);
-        let text = |s: &cetp_fuzz::gen::Sequence| {
+        let a = cetp_fuzz::moves::Generator::new(&world, seed).sequence(8);
+        let b = cetp_fuzz::moves::Generator::new(&world, seed).sequence(8);
+        let text = |s: &cetp_fuzz::moves::Sequence| {
             serde_json::to_string(&s.steps().iter().map(|g| g.step.clone()).collect::<Vec<_>>())
                 .unwrap()
         };
