@@ -1056,52 +1056,13 @@ pub fn run_on_device(
                         method,
                         extras,
                         now_ms: at,
-                    } => Some(match (decoy.as_mut(), called.as_deref()) {
-                        (Some(d), Some(a)) if a == d.authority() => {
-                            match d.on_call(&method, &extras, at) {
-                                hostile::Scripted::Reply { bundle, .. } => WireAnswer::Result {
-                                    bundle,
-                                    fd_data: None,
-                                },
-                                _ => WireAnswer::Throw {
-                                    class: "java.lang.IllegalStateException".into(),
-                                },
-                            }
-                        }
-                        (Some(_), None) => {
-                            unrouted = true;
-                            WireAnswer::Throw {
-                                class: "java.lang.IllegalStateException".into(),
-                            }
-                        }
-                        _ => match hostile.on_call(&method, &extras, at) {
-                            hostile::Scripted::Reply { mut bundle, fd, .. } => {
-                                if fd.is_some() {
-                                    bundle.remove(cetp_proto::envelope::keys::RESULT_FD);
-                                }
-                                match fd.map(|(_, spec)| spec) {
-                                    Some(hostile::FdSpec::Endless { fill, .. }) => {
-                                        WireAnswer::EndlessFd { bundle, fill }
-                                    }
-                                    Some(hostile::FdSpec::Bytes(b)) => WireAnswer::Result {
-                                        bundle,
-                                        fd_data: Some(b),
-                                    },
-                                    None => WireAnswer::Result {
-                                        bundle,
-                                        fd_data: None,
-                                    },
-                                }
-                            }
-                            hostile::Scripted::Throw { class, .. } => WireAnswer::Throw { class },
-                            hostile::Scripted::Timeout => WireAnswer::Fail {
-                                kind: ErrorKind::Timeout,
-                            },
-                            hostile::Scripted::Died => WireAnswer::Fail {
-                                kind: ErrorKind::ProviderDied,
-                            },
-                        },
-                    }),
+                    } => Some(route_call(
+                        &mut hostile,
+                        decoy.as_mut(),
+                        called.as_deref(),
+                        (&method, &extras, at),
+                        &mut unrouted,
+                    )),
                     DeviceEvent::Launched { handle, decision } => {
                         resolves.push(port::ResolveRecord {
                             handle,
@@ -1148,6 +1109,69 @@ pub fn run_on_device(
         decoy_calls: decoy.as_ref().map_or(&[], |d| &d.log),
     };
     Ok(judge_run(s, &trace, bounds))
+}
+
+/// Which hosted Provider a call reached and what it answers, as the wire
+/// carries it: the decoy's calls by their `authority`, the hostile
+/// Provider's otherwise. With a decoy hosted, a call naming no authority
+/// cannot be routed (`unrouted`: the scenario is not judged).
+fn route_call(
+    hostile: &mut Hostile,
+    decoy: Option<&mut Hostile>,
+    called: Option<&str>,
+    (method, extras, at): (&str, &cetp_proto::Bundle, i64),
+    unrouted: &mut bool,
+) -> WireAnswer {
+    match (decoy, called) {
+        (Some(d), Some(a)) if a == d.authority() => match d.on_call(method, extras, at) {
+            hostile::Scripted::Reply { bundle, .. } => WireAnswer::Result {
+                bundle,
+                fd_data: None,
+            },
+            _ => WireAnswer::Throw {
+                class: "java.lang.IllegalStateException".into(),
+            },
+        },
+        (Some(_), None) => {
+            *unrouted = true;
+            WireAnswer::Throw {
+                class: "java.lang.IllegalStateException".into(),
+            }
+        }
+        _ => wire_answer(hostile.on_call(method, extras, at)),
+    }
+}
+
+/// The hostile Provider's scripted answer as a wire answer: a descriptor's
+/// bytes (or an endless one) travel beside the Bundle, not in it.
+fn wire_answer(scripted: hostile::Scripted) -> WireAnswer {
+    match scripted {
+        hostile::Scripted::Reply { mut bundle, fd, .. } => {
+            if fd.is_some() {
+                bundle.remove(cetp_proto::envelope::keys::RESULT_FD);
+            }
+            match fd.map(|(_, spec)| spec) {
+                Some(hostile::FdSpec::Endless { fill, .. }) => {
+                    WireAnswer::EndlessFd { bundle, fill }
+                }
+                Some(hostile::FdSpec::Bytes(b)) => WireAnswer::Result {
+                    bundle,
+                    fd_data: Some(b),
+                },
+                None => WireAnswer::Result {
+                    bundle,
+                    fd_data: None,
+                },
+            }
+        }
+        hostile::Scripted::Throw { class, .. } => WireAnswer::Throw { class },
+        hostile::Scripted::Timeout => WireAnswer::Fail {
+            kind: ErrorKind::Timeout,
+        },
+        hostile::Scripted::Died => WireAnswer::Fail {
+            kind: ErrorKind::ProviderDied,
+        },
+    }
 }
 
 /// Whether a device error says the device lacks the op or act (probe-wire
