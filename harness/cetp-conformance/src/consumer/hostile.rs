@@ -519,59 +519,10 @@ impl Hostile {
             return plain(Self::error(rec, "NEGOTIATION_REQUIRED", true).to_bundle());
         }
         if let Some(code) = get("error").and_then(Json::as_str) {
-            let mut e = Self::error(
-                rec,
-                code,
-                get("retryable").and_then(Json::as_bool).unwrap_or(false),
-            );
-            if let Some(m) = get("message").and_then(Json::as_str) {
-                e.message = m.to_string();
-            }
-            e.retry_after_ms = get("retry_after_ms").and_then(Json::as_i64);
-            e.details = get("details").cloned();
-            let mut bundle = e.to_bundle();
-            let fd = get("result_fd").and_then(Json::as_str).map(|text| {
-                let h = self.next_handle("fd");
-                bundle.insert(keys::RESULT_FD, Value::Fd(FdValue { handle: h.clone() }));
-                (h, FdSpec::Bytes(text.as_bytes().to_vec()))
-            });
-            return Scripted::Reply {
-                bundle,
-                fd,
-                intent: None,
-            };
+            return self.scripted_error(reply, rec, code);
         }
         if let Some(n) = get("needs_user") {
-            let code = n
-                .get("code")
-                .and_then(Json::as_str)
-                .unwrap_or("USER_ACTION_REQUIRED");
-            let token = n
-                .get("resume_token")
-                .and_then(Json::as_str)
-                .unwrap_or("rt-1")
-                .to_string();
-            let handle = self.next_handle("pi");
-            let mut e = Self::error(rec, code, false);
-            e.message = "confirm in the Provider's screen".into();
-            e.resolution = Some(PendingIntentValue {
-                handle: handle.clone(),
-                creator_package: Some(self.package.clone()),
-                creator_uid: Some(10_300),
-                immutable: Some(true),
-                activity: Some(true),
-            });
-            e.resume_token = Some(token.clone());
-            self.intents.push(IssuedIntent {
-                handle: handle.clone(),
-                resume_token: token.clone(),
-                call_index: index,
-            });
-            return Scripted::Reply {
-                bundle: e.to_bundle(),
-                fd: None,
-                intent: Some((handle, token)),
-            };
+            return self.needs_user(n, rec, index);
         }
         if let Some(v) = get("success") {
             return Self::ok(rec, json!({"kind": "inline", "value": v}));
@@ -584,21 +535,7 @@ impl Hostile {
             return Self::ok(rec, d.clone());
         }
         if let Some(a) = get("accepted") {
-            let op = a
-                .get("operation_id")
-                .and_then(Json::as_str)
-                .unwrap_or("op-1")
-                .to_string();
-            self.operations
-                .insert(op.clone(), rec.tool().unwrap_or_default());
-            return plain(
-                Response::Accepted {
-                    protocol_version: Some(2),
-                    request_id: Self::echo(rec),
-                    data: a.clone(),
-                }
-                .to_bundle(),
-            );
+            return self.accepted(a, rec);
         }
         if let Some(o) = get("operation") {
             let mut data = o.clone();
@@ -615,6 +552,88 @@ impl Hostile {
         // An unknown reply form answers by default (a data test refuses
         // such scenarios).
         self.default_reply(rec, now_ms)
+    }
+
+    /// `{"error": CODE, …}`: an error answer, optionally with a descriptor.
+    fn scripted_error(&mut self, reply: &Json, rec: &CallRecord, code: &str) -> Scripted {
+        let mut e = Self::error(
+            rec,
+            code,
+            reply
+                .get("retryable")
+                .and_then(Json::as_bool)
+                .unwrap_or(false),
+        );
+        if let Some(m) = reply.get("message").and_then(Json::as_str) {
+            e.message = m.to_string();
+        }
+        e.retry_after_ms = reply.get("retry_after_ms").and_then(Json::as_i64);
+        e.details = reply.get("details").cloned();
+        let mut bundle = e.to_bundle();
+        let fd = reply.get("result_fd").and_then(Json::as_str).map(|text| {
+            let h = self.next_handle("fd");
+            bundle.insert(keys::RESULT_FD, Value::Fd(FdValue { handle: h.clone() }));
+            (h, FdSpec::Bytes(text.as_bytes().to_vec()))
+        });
+        Scripted::Reply {
+            bundle,
+            fd,
+            intent: None,
+        }
+    }
+
+    /// `{"needs_user": …}`: a confirmation with an immutable PendingIntent
+    /// of the Provider's own activity and a resume token.
+    fn needs_user(&mut self, n: &Json, rec: &CallRecord, index: usize) -> Scripted {
+        let code = n
+            .get("code")
+            .and_then(Json::as_str)
+            .unwrap_or("USER_ACTION_REQUIRED");
+        let token = n
+            .get("resume_token")
+            .and_then(Json::as_str)
+            .unwrap_or("rt-1")
+            .to_string();
+        let handle = self.next_handle("pi");
+        let mut e = Self::error(rec, code, false);
+        e.message = "confirm in the Provider's screen".into();
+        e.resolution = Some(PendingIntentValue {
+            handle: handle.clone(),
+            creator_package: Some(self.package.clone()),
+            creator_uid: Some(10_300),
+            immutable: Some(true),
+            activity: Some(true),
+        });
+        e.resume_token = Some(token.clone());
+        self.intents.push(IssuedIntent {
+            handle: handle.clone(),
+            resume_token: token.clone(),
+            call_index: index,
+        });
+        Scripted::Reply {
+            bundle: e.to_bundle(),
+            fd: None,
+            intent: Some((handle, token)),
+        }
+    }
+
+    /// `{"accepted": …}`: a background operation, remembered for its tool.
+    fn accepted(&mut self, a: &Json, rec: &CallRecord) -> Scripted {
+        let op = a
+            .get("operation_id")
+            .and_then(Json::as_str)
+            .unwrap_or("op-1")
+            .to_string();
+        self.operations
+            .insert(op.clone(), rec.tool().unwrap_or_default());
+        plain(
+            Response::Accepted {
+                protocol_version: Some(2),
+                request_id: Self::echo(rec),
+                data: a.clone(),
+            }
+            .to_bundle(),
+        )
     }
 
     fn file(&mut self, rec: &CallRecord, f: &Json) -> Scripted {
