@@ -28,6 +28,70 @@ fn protocol(provider: &str, method: &'static str, violations: Vec<Violation>) ->
     })
 }
 
+/// The mutant `unknown_members_refused`: a tool descriptor member this
+/// Consumer does not know is refused, although §3.2 lets it be ignored.
+fn refuse_unknown_members(raw_tools: &[Json], label: &str) -> Result<(), ConsumerError> {
+    const KNOWN: [&str; 7] = [
+        "name",
+        "title",
+        "description",
+        "input_schema",
+        "output_schema",
+        "scopes",
+        "annotations",
+    ];
+    let unknown = raw_tools.iter().enumerate().find_map(|(i, t)| {
+        t.as_object()?
+            .keys()
+            .find(|k| !KNOWN.contains(&k.as_str()))
+            .map(|k| format!("/tools/{i}/{k}"))
+    });
+    match unknown {
+        Some(at) => Err(ConsumerError::violation(
+            label,
+            Method::ListTools.as_str(),
+            "descriptor.member.unknown",
+            "3.2",
+            format!("unknown member at {at}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Each tool's compiled output schema, reused from the previous list when
+/// the revision and the descriptor are the same (§3.3).
+fn output_schemas(
+    label: &str,
+    tools: &[ToolInfo],
+    reuse: Option<&ToolCache>,
+    dialect: &str,
+) -> Result<BTreeMap<String, Arc<CompiledSchema>>, ConsumerError> {
+    let mut output_schemas = BTreeMap::new();
+    for t in tools {
+        let cached = reuse.and_then(|p| {
+            let same = p.catalog.get(&t.name).map(|old| &old.descriptor) == Some(&t.descriptor);
+            same.then(|| p.output_schemas.get(&t.name).cloned())
+                .flatten()
+        });
+        let compiled = match cached {
+            Some(c) => c,
+            None => Arc::new(
+                CompiledSchema::compile(&t.descriptor.output_schema, dialect).map_err(|e| {
+                    ConsumerError::violation(
+                        label,
+                        Method::ListTools.as_str(),
+                        "schema.compiles",
+                        "3.3",
+                        e,
+                    )
+                })?,
+            ),
+        };
+        output_schemas.insert(t.name.clone(), compiled);
+    }
+    Ok(output_schemas)
+}
+
 fn must_only(violations: Vec<Violation>) -> (Vec<Violation>, Vec<Violation>) {
     violations
         .into_iter()
@@ -267,13 +331,33 @@ impl Consumer {
         port: &mut dyn ConsumerPort,
         idx: usize,
     ) -> Result<(), ConsumerError> {
-        let budget = self.budget(port);
-        let name = Method::Negotiate.as_str();
         let label = self.providers[idx].label();
         let request = NegotiateRequest {
             consumer_versions: self.offered_versions(),
             consumer_capabilities: self.offered_capabilities(),
         };
+        let data = self.negotiate_exchange(port, idx, &request, &label)?;
+        let previous = match &self.providers[idx].mode {
+            Mode::V2(st) => Some((st.session.provider_id.clone(), st.session.generation)),
+            _ => None,
+        };
+        let judged = self.judge_negotiation(idx, &label, &request, &data, &previous)?;
+        let session = self.new_session(port.now_ms(), idx, &label, &data, judged, &previous)?;
+        self.install_session(idx, session);
+        Ok(())
+    }
+
+    /// Sends negotiate until it has a success, retrying as §5 allows; an
+    /// `accepted` or a final error ends the negotiation.
+    fn negotiate_exchange(
+        &mut self,
+        port: &mut dyn ConsumerPort,
+        idx: usize,
+        request: &NegotiateRequest,
+        label: &str,
+    ) -> Result<Json, ConsumerError> {
+        let budget = self.budget(port);
+        let name = Method::Negotiate.as_str();
         let mut extras = request.to_bundle();
         if self.has(ConsumerFault::CapabilitiesAsStringArray) {
             extras.insert(
@@ -282,15 +366,15 @@ impl Consumer {
             );
         }
         let mut tries = 0u32;
-        let data = loop {
+        loop {
             let b = self.call_plain(port, idx, name, &extras, &budget)?;
             match Response::from_bundle(&b).map_err(|e| {
-                ConsumerError::violation(&label, name, "response.envelope", "5", e.message)
+                ConsumerError::violation(label, name, "response.envelope", "5", e.message)
             })? {
-                Response::Success { data, .. } => break data,
+                Response::Success { data, .. } => return Ok(data),
                 Response::Accepted { .. } => {
                     return Err(ConsumerError::violation(
-                        &label,
+                        label,
                         name,
                         "response.accepted.method",
                         "4.4",
@@ -298,11 +382,11 @@ impl Consumer {
                     ))
                 }
                 Response::Error(env) => {
-                    let code = self.check_error(&label, name, &env)?;
+                    let code = self.check_error(label, name, &env)?;
                     if self.retry_after(
                         port,
                         Site {
-                            provider: &label,
+                            provider: label,
                             method: name,
                         },
                         code,
@@ -312,13 +396,26 @@ impl Consumer {
                     )? {
                         continue;
                     }
-                    return Err(self.cetp_error(&label, name, code, &env));
+                    return Err(self.cetp_error(label, name, code, &env));
                 }
             }
-        };
+        }
+    }
+
+    /// The negotiate answer against §2.2, §3.1 and §8: its MUST violations
+    /// refuse it, its SHOULD ones are kept as warnings.
+    fn judge_negotiation(
+        &self,
+        idx: usize,
+        label: &str,
+        request: &NegotiateRequest,
+        data: &Json,
+        previous: &Option<(String, u64)>,
+    ) -> Result<(cetp_proto::descriptor::Negotiated, Vec<Violation>), ConsumerError> {
+        let name = Method::Negotiate.as_str();
         let entry = &self.providers[idx];
         let (n, violations) = validate_negotiate(
-            &data,
+            data,
             &NegotiateContext {
                 consumer_versions: &request.consumer_versions,
                 consumer_capabilities: &request.consumer_capabilities,
@@ -338,11 +435,7 @@ impl Consumer {
                 ),
             ));
         }
-        let previous = match &entry.mode {
-            Mode::V2(st) => Some((st.session.provider_id.clone(), st.session.generation)),
-            _ => None,
-        };
-        if let Some((old_id, _)) = &previous {
+        if let Some((old_id, _)) = previous {
             if *old_id != n.provider_id {
                 musts.push(Violation::must(
                     "provider_id.stable",
@@ -356,13 +449,27 @@ impl Consumer {
             }
         }
         if !musts.is_empty() {
-            return Err(protocol(&label, name, musts));
+            return Err(protocol(label, name, musts));
         }
+        Ok((n, warnings))
+    }
+
+    /// The session a valid negotiation opens: its texts bounded, its
+    /// provider_id not another Provider's (§3.1).
+    fn new_session(
+        &self,
+        now_ms: i64,
+        idx: usize,
+        label: &str,
+        data: &Json,
+        (n, warnings): (cetp_proto::descriptor::Negotiated, Vec<Violation>),
+        previous: &Option<(String, u64)>,
+    ) -> Result<Session, ConsumerError> {
         let lim = &self.config.limits;
-        self.check_text(&label, "/provider_id", &n.provider_id, lim.max_name_bytes)?;
+        self.check_text(label, "/provider_id", &n.provider_id, lim.max_name_bytes)?;
         let provider_name = match data.get("provider_name").and_then(Json::as_str) {
             Some(s) => {
-                self.check_text(&label, "/provider_name", s, lim.max_name_bytes)?;
+                self.check_text(label, "/provider_name", s, lim.max_name_bytes)?;
                 Some(ProviderText::checked(s))
             }
             None => None,
@@ -375,7 +482,7 @@ impl Consumer {
                 package: other.1.found.package.clone(),
             }));
         }
-        let session = Session {
+        Ok(Session {
             provider_id: n.provider_id.clone(),
             provider_name,
             selected_version: n.selected_version,
@@ -385,21 +492,25 @@ impl Consumer {
                 .filter_map(|c| Capability::parse(c))
                 .collect(),
             limits: n.limits.clone(),
-            negotiated_at_ms: port.now_ms(),
+            negotiated_at_ms: now_ms,
             expires_at_ms: data
                 .get("expires_at")
                 .and_then(Json::as_str)
                 .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
                 .map(|t| t.timestamp_millis()),
-            generation: previous.map_or(1, |(_, g)| g + 1),
+            generation: previous.as_ref().map_or(1, |(_, g)| g + 1),
             warnings,
             token: n.session_token.clone(),
-        };
+        })
+    }
+
+    /// Puts a new session in place: info and tools survive a renegotiation;
+    /// the tool list is re-checked for the new generation before it is
+    /// trusted again (§3.3).
+    fn install_session(&mut self, idx: usize, session: Session) {
         let stale = self.has(ConsumerFault::StaleTokenAfterRenegotiation);
         let entry = &mut self.providers[idx];
         match &mut entry.mode {
-            // Info and tools survive; the tool list is re-checked for the
-            // new generation before it is trusted again (§3.3).
             Mode::V2(st) => {
                 let old = std::mem::replace(&mut st.session, session);
                 if stale {
@@ -414,7 +525,6 @@ impl Consumer {
                 }))
             }
         }
-        Ok(())
     }
 
     pub(super) fn check_text(
@@ -662,30 +772,7 @@ impl Consumer {
         // Counted before validation: validating compiles every schema.
         self.check_count(&label, "/tools", raw_tools.len())?;
         if self.has(ConsumerFault::UnknownMembersRefused) {
-            const KNOWN: [&str; 7] = [
-                "name",
-                "title",
-                "description",
-                "input_schema",
-                "output_schema",
-                "scopes",
-                "annotations",
-            ];
-            let unknown = raw_tools.iter().enumerate().find_map(|(i, t)| {
-                t.as_object()?
-                    .keys()
-                    .find(|k| !KNOWN.contains(&k.as_str()))
-                    .map(|k| format!("/tools/{i}/{k}"))
-            });
-            if let Some(at) = unknown {
-                return Err(ConsumerError::violation(
-                    &label,
-                    name,
-                    "descriptor.member.unknown",
-                    "3.2",
-                    format!("unknown member at {at}"),
-                ));
-            }
+            refuse_unknown_members(&raw_tools, &label)?;
         }
         let (list, violations) = validate_tool_list(
             &data,
@@ -699,54 +786,15 @@ impl Consumer {
         if !musts.is_empty() {
             return Err(protocol(&label, name, musts));
         }
-        let lim = self.config.limits.clone();
-        self.check_text(&label, "/revision", &list.revision, lim.max_name_bytes)?;
-        let mut tools = Vec::with_capacity(list.tools.len());
-        // With no violation, validation kept every tool, in order.
-        for (i, (summary, raw)) in list.tools.into_iter().zip(raw_tools.iter()).enumerate() {
-            let title = raw.get("title").and_then(Json::as_str);
-            let description = raw
-                .get("description")
-                .and_then(Json::as_str)
-                .unwrap_or_default();
-            if let Some(t) = title {
-                self.check_text(&label, &format!("/tools/{i}/title"), t, lim.max_name_bytes)?;
-            }
-            self.check_text(
-                &label,
-                &format!("/tools/{i}/description"),
-                description,
-                lim.max_description_bytes,
-            )?;
-            tools.push(ToolInfo {
-                name: summary.name.clone(),
-                title: title.map(ProviderText::checked),
-                description: ProviderText::checked(description),
-                descriptor: summary,
-            });
-        }
+        let max_name = self.config.limits.max_name_bytes;
+        self.check_text(&label, "/revision", &list.revision, max_name)?;
+        let tools = self.tool_infos(&label, list.tools, &raw_tools)?;
         let previous = match &mut self.providers[idx].mode {
             Mode::V2(st) => st.tools.take(),
             _ => None,
         };
         let reuse = previous.filter(|p| p.catalog.revision == list.revision);
-        let mut output_schemas = BTreeMap::new();
-        for t in &tools {
-            let cached = reuse.as_ref().and_then(|p| {
-                let same = p.catalog.get(&t.name).map(|old| &old.descriptor) == Some(&t.descriptor);
-                same.then(|| p.output_schemas.get(&t.name).cloned())
-                    .flatten()
-            });
-            let compiled = match cached {
-                Some(c) => c,
-                None => Arc::new(
-                    CompiledSchema::compile(&t.descriptor.output_schema, &dialect).map_err(
-                        |e| ConsumerError::violation(&label, name, "schema.compiles", "3.3", e),
-                    )?,
-                ),
-            };
-            output_schemas.insert(t.name.clone(), compiled);
-        }
+        let output_schemas = output_schemas(&label, &tools, reuse.as_ref(), &dialect)?;
         let cache = ToolCache {
             checked_generation: generation,
             catalog: ToolCatalog {
@@ -760,6 +808,41 @@ impl Consumer {
             st.tools = Some(cache);
         }
         Ok(())
+    }
+
+    /// The listed tools with their titles and descriptions bounded (§7.3);
+    /// with no violation, validation kept every tool, in order.
+    fn tool_infos(
+        &self,
+        label: &str,
+        summaries: Vec<cetp_proto::descriptor::ToolSummary>,
+        raw_tools: &[Json],
+    ) -> Result<Vec<ToolInfo>, ConsumerError> {
+        let lim = &self.config.limits;
+        let mut tools = Vec::with_capacity(summaries.len());
+        for (i, (summary, raw)) in summaries.into_iter().zip(raw_tools.iter()).enumerate() {
+            let title = raw.get("title").and_then(Json::as_str);
+            let description = raw
+                .get("description")
+                .and_then(Json::as_str)
+                .unwrap_or_default();
+            if let Some(t) = title {
+                self.check_text(label, &format!("/tools/{i}/title"), t, lim.max_name_bytes)?;
+            }
+            self.check_text(
+                label,
+                &format!("/tools/{i}/description"),
+                description,
+                lim.max_description_bytes,
+            )?;
+            tools.push(ToolInfo {
+                name: summary.name.clone(),
+                title: title.map(ProviderText::checked),
+                description: ProviderText::checked(description),
+                descriptor: summary,
+            });
+        }
+        Ok(tools)
     }
 
     /// The tool names of a Provider used through v1 (§8: v1 is read-only).
