@@ -30,7 +30,7 @@ use cetp_proto::bundle::{FdValue, PendingIntentValue, Value};
 use cetp_proto::descriptor::{Negotiated, ToolSummary};
 use cetp_proto::error::ErrorCode;
 use cetp_proto::Bundle;
-use cetp_reference::port::CallAnswer;
+use cetp_proto::device::CallAnswer;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Map, Value as Json};
