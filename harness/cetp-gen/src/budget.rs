@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 /// Limits of one draw (or probe): filter attempts and wall-clock time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
+    /// Candidates a filter may throw away before the draw gives up.
     pub attempts: u64,
+    /// Wall-clock time the draw may take.
     pub time: Duration,
 }
 
@@ -31,7 +33,9 @@ pub struct Limits {
 /// plus `valid`/`invalid`), and each value drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {
+    /// Wall-clock time building the generator may take.
     pub build: Duration,
+    /// Each value drawn.
     pub draw: Limits,
     /// Each probe made while building: whether a strategy yields at all
     /// (a strategy that does not is left out, or refused by name).

@@ -27,9 +27,13 @@ pub enum Kind {
 /// output format's keywordLocation does) that holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GenError {
+    /// Why: unsatisfiable, unsupported, too deep, or over the work budget.
     pub kind: Kind,
+    /// The keyword that cannot be met (`pattern`, `$ref`, …).
     pub keyword: String,
+    /// Where the keyword is, as a JSON pointer into the schema.
     pub pointer: String,
+    /// What is wrong with it, for a person.
     pub message: String,
 }
 
@@ -85,7 +89,9 @@ impl std::error::Error for GenError {}
 /// the keyword, and the keyword (`/properties/count maximum`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Violation {
+    /// The schema location holding the keyword (a JSON pointer).
     pub pointer: String,
+    /// The keyword the value breaks.
     pub keyword: String,
 }
 

@@ -61,10 +61,13 @@ pub struct Generator {
 }
 
 impl Generator {
+    /// A generator for `schema` with the default work budget; refuses a
+    /// schema it cannot satisfy or support, naming the keyword.
     pub fn new(schema: &Json) -> Result<Generator, GenError> {
         Generator::with_budget(schema, Budget::default())
     }
 
+    /// As [`Generator::new`], within `budget`.
     pub fn with_budget(schema: &Json, budget: Budget) -> Result<Generator, GenError> {
         Ok(Generator {
             strategies: strategy::Gen::new(Doc::new(schema)?, budget),
