@@ -243,23 +243,34 @@ pub struct ReadCap {
 }
 
 impl CallCount {
+    /// The calls it counts.
     pub fn on(&self) -> CallFilter {
-        CallFilter {
-            method: self.method.clone(),
-            tool: self.tool.clone(),
-            act: self.act,
-            v1: self.v1,
-        }
+        CallFilter::of(&self.method, &self.tool, self.act, self.v1)
     }
 }
 
 impl CallGap {
+    /// The calls whose gaps it measures.
     pub fn on(&self) -> CallFilter {
+        CallFilter::of(&self.method, &self.tool, self.act, self.v1)
+    }
+}
+
+impl CallFilter {
+    // The checks with more parameters repeat the filter's four fields
+    // rather than flatten it: serde's flatten would lose
+    // deny_unknown_fields, and a misspelt parameter must be refused.
+    fn of(
+        method: &Option<String>,
+        tool: &Option<String>,
+        act: Option<u64>,
+        v1: Option<bool>,
+    ) -> Self {
         CallFilter {
-            method: self.method.clone(),
-            tool: self.tool.clone(),
-            act: self.act,
-            v1: self.v1,
+            method: method.clone(),
+            tool: tool.clone(),
+            act,
+            v1,
         }
     }
 }
