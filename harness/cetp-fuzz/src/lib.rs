@@ -508,6 +508,31 @@ impl<'a> Fuzzer<'a> {
     /// business answers and judges the target's run (the reference engine
     /// first; only a failure there is judged again by every legal variant,
     /// and only that verdict counts). No second target run is needed.
+    /// Runs one case on the target (the blind mutator reseeded for it) and
+    /// remembers when the target left an operation running, so the next
+    /// case waits for it to settle.
+    fn run_on_target(&mut self, case: &Case, seed: u64) -> CaseRun {
+        if let Some(m) = &self.blind {
+            m.reseed(seed);
+        }
+        let run = run_case(
+            &self.target,
+            self.profile,
+            &self.env,
+            self.rules,
+            case,
+            seed,
+        );
+        if run
+            .bindings
+            .values()
+            .any(|doc| doc.get("status").and_then(Json::as_str) == Some("accepted"))
+        {
+            self.unsettled = true;
+        }
+        run
+    }
+
     fn attempt_descriptor(&mut self, steps: &[moves::GenStep], index: u64, seed: u64) -> Attempt {
         let OracleMode::Descriptor { transcript, .. } = &self.oracle else {
             return Attempt::Nothing;
@@ -519,24 +544,7 @@ impl<'a> Fuzzer<'a> {
         let Some(case) = oracle::to_case(&header(index), &oracle::oracle_steps(steps)) else {
             return Attempt::Nothing;
         };
-        if let Some(m) = &self.blind {
-            m.reseed(seed);
-        }
-        let trun = run_case(
-            &self.target,
-            self.profile,
-            &self.env,
-            self.rules,
-            &case,
-            seed,
-        );
-        if trun
-            .bindings
-            .values()
-            .any(|doc| doc.get("status").and_then(Json::as_str) == Some("accepted"))
-        {
-            self.unsettled = true;
-        }
+        let trun = self.run_on_target(&case, seed);
         let answers = transcript_snapshot(&transcript);
         let skip = self
             .blind
@@ -651,24 +659,7 @@ impl<'a> Fuzzer<'a> {
             Ok(c) => c,
             Err(_) => return Attempt::Nothing,
         };
-        if let Some(m) = &self.blind {
-            m.reseed(seed);
-        }
-        let run = run_case(
-            &self.target,
-            self.profile,
-            &self.env,
-            self.rules,
-            &case,
-            seed,
-        );
-        if run
-            .bindings
-            .values()
-            .any(|doc| doc.get("status").and_then(Json::as_str) == Some("accepted"))
-        {
-            self.unsettled = true;
-        }
+        let run = self.run_on_target(&case, seed);
         // For looking into what the generator reaches: every compiled case
         // with the target's outcome (a developer's aid, off by default).
         if let Some(dir) = &self.trace {
