@@ -1121,3 +1121,63 @@ fn stray_descriptors_in_any_answer_are_closed() {
     assert_eq!(rules(&e), vec!["error.retryable.rule"]);
     assert!(r.conn.held_handles().is_empty());
 }
+
+// ------------------------------------------------ legal variants' behaviours
+
+/// `strict_json`: a result repeating a member name is refused by the
+/// variant and read (last one wins) by the reference; both are legal.
+#[test]
+fn strict_json_refuses_repeated_members_the_reference_reads_them() {
+    use cetp_reference::consumer::ConsumerLatitude;
+    let app = || {
+        Scripted::new(|s| {
+            (s.method == "execute_tool").then(|| {
+                let mut b = Response::success(s.request_id().as_deref(), json!({})).to_bundle();
+                b.insert(
+                    keys::DATA,
+                    Value::str(r#"{"kind":"inline","value":{"v":1,"v":2}}"#),
+                );
+                Reply::bundle(b)
+            })
+        })
+    };
+    let mut reference = rig(app());
+    reference.ready();
+    let value = unwrap_value(reference.exec("get_value").unwrap());
+    assert_eq!(value, json!({"v": 2}));
+
+    let config = ConsumerConfig::default().with_latitude(ConsumerLatitude::StrictJson);
+    let mut strict = rig_with(app(), config);
+    strict.ready();
+    let e = strict.exec("get_value").unwrap_err();
+    assert!(
+        matches!(e.refusal(), Some(Refusal::JsonNotStrict { at, member, .. })
+            if at == "data" && member == "v"),
+        "{e}"
+    );
+}
+
+/// `eager_tool_list`: the tool list is read at connect; the reference
+/// waits until it needs it (§3.3 fixes no moment).
+#[test]
+fn eager_tool_list_reads_the_list_at_connect() {
+    use cetp_reference::consumer::ConsumerLatitude;
+    for (config, at_connect) in [
+        (ConsumerConfig::default(), 0),
+        (
+            ConsumerConfig::default().with_latitude(ConsumerLatitude::EagerToolList),
+            1,
+        ),
+    ] {
+        let app =
+            Scripted::new(|s| (s.method == "execute_tool").then(|| inline(s, json!({"v": 1}))));
+        let mut r = rig_with(app, config);
+        r.consumer.discover(&mut r.conn).unwrap();
+        r.consumer.connect(&mut r.conn, PACKAGE).unwrap();
+        assert_eq!(r.app.seen_method("list_tools").len(), at_connect);
+        // Either way the list is checked once per negotiation, not again.
+        r.exec("get_value").unwrap();
+        r.exec("get_value").unwrap();
+        assert_eq!(r.app.seen_method("list_tools").len(), 1);
+    }
+}

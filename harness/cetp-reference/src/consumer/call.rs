@@ -195,9 +195,33 @@ impl Consumer {
                         limit: lim.json_depth(),
                     }));
                 }
+                self.strict_json(provider, key, s)?;
             }
         }
         Ok(())
+    }
+
+    /// The `strict_json` latitude's parser: a member name repeated in one
+    /// object is refused (see [`super::strict`]).
+    pub(super) fn strict_json(
+        &self,
+        provider: &str,
+        at: &str,
+        text: &str,
+    ) -> Result<(), ConsumerError> {
+        if !self.takes(ConsumerLatitude::StrictJson) {
+            return Ok(());
+        }
+        match super::strict::repeated_member(text) {
+            Some(member) => Err(ConsumerError::refused(Refusal::JsonNotStrict {
+                provider: provider.to_string(),
+                at: at.to_string(),
+                member: super::ProviderText::truncated(&member, 64)
+                    .as_str()
+                    .to_string(),
+            })),
+            None => Ok(()),
+        }
     }
 
     /// The error code of an error answer, if it is one §5 defines and its

@@ -144,6 +144,8 @@ impl ConsumerConfig {
             L::V2Only => self.versions = vec![2],
             L::OneConfirmationRound => self.max_resolutions = 1,
             L::ShortRequestBudget => self.request_budget_ms = 10_000,
+            // Behaviours, switched where they act (`Consumer::takes`).
+            L::StrictJson | L::EagerToolList => {}
         }
         if !self.latitudes.contains(&l) {
             self.latitudes.push(l);

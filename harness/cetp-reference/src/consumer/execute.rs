@@ -757,6 +757,7 @@ impl Consumer {
                 limit: depth,
             }));
         }
+        self.strict_json(label, "result_fd", text)?;
         let value: Json = serde_json::from_str(text).map_err(|e| {
             ConsumerError::violation(label, method, "result.file.json", "4.5", e.to_string())
         })?;

@@ -53,6 +53,9 @@ consumer_latitudes! {
     LargeFileCap => "large_file_cap",
     /// At most 32 tools or scopes from one Provider.
     FewItems => "few_items",
+    /// Refuses Provider JSON that repeats a member name in one object
+    /// (RFC 8259 §4 leaves that to the parser).
+    StrictJson => "strict_json",
     // ---- retries (§5, §6: only retryable, never before retry_after_ms)
     /// Retries a retryable error once, not three times.
     SingleRetry => "single_retry",
@@ -70,6 +73,10 @@ consumer_latitudes! {
     FilesOnly => "files_only",
     /// Speaks v2 only: never uses v1, even with a v1-only Provider.
     V2Only => "v2_only",
+    /// Lists tools and checks the revision right after each negotiation,
+    /// not when it first needs the list (§3.3: at least once per new
+    /// negotiation, at a moment it does not fix).
+    EagerToolList => "eager_tool_list",
     // ---- confirmation and budgets (§4.1, §4.3)
     /// One confirmation round per execution.
     OneConfirmationRound => "one_confirmation_round",

@@ -26,6 +26,7 @@ mod execute;
 mod fault;
 mod latitude;
 mod session;
+mod strict;
 
 pub use act::{ActOutcome, Action, DrivenConsumer};
 pub use config::{uuid_v4_from_bytes, ConsumerConfig, LocalLimits, SeededUuids, UuidSource};

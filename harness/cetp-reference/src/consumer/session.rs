@@ -4,8 +4,9 @@
 use super::call::{Budget, Site, V2Call};
 use super::error::{ConsumerError, DeviceFault, ProtocolFault, ProviderText, Refusal};
 use super::{
-    Connected, Consumer, ConsumerFault, DiscoveredProvider, DiscoveryReport, Mode, ProviderEntry,
-    ProviderInfo, RejectedService, ScopeInfo, Session, ToolCache, ToolCatalog, ToolInfo, V2State,
+    Connected, Consumer, ConsumerFault, ConsumerLatitude, DiscoveredProvider, DiscoveryReport,
+    Mode, ProviderEntry, ProviderInfo, RejectedService, ScopeInfo, Session, ToolCache, ToolCatalog,
+    ToolInfo, V2State,
 };
 use crate::port::ConsumerPort;
 use cetp_proto::descriptor::{
@@ -313,7 +314,11 @@ impl Consumer {
         port: &mut dyn ConsumerPort,
         idx: usize,
     ) -> Result<(), ConsumerError> {
-        let result = self.negotiate_inner(port, idx);
+        let mut result = self.negotiate_inner(port, idx);
+        if result.is_ok() && self.takes(ConsumerLatitude::EagerToolList) {
+            let budget = self.budget(port);
+            result = self.refresh_tools(port, idx, &budget);
+        }
         if let Err(e @ (ConsumerError::Protocol(_) | ConsumerError::Cetp(_))) = &result {
             self.providers[idx].mode = if self.has(ConsumerFault::V1FallbackAfterFailedNegotiation)
                 && self.providers[idx].found.versions.contains(&1)
