@@ -1181,3 +1181,62 @@ fn eager_tool_list_reads_the_list_at_connect() {
         assert_eq!(r.app.seen_method("list_tools").len(), 1);
     }
 }
+
+/// `cancels_abandoned`: when its budget runs out the variant cancels the
+/// operation (only with cancellation negotiated) and still polls it to a
+/// terminal state (§4.4); the reference leaves it running.
+#[test]
+fn cancels_abandoned_cancels_then_polls_only_with_cancellation() {
+    use cetp_reference::consumer::ConsumerLatitude;
+    for (caps, cancels) in [
+        (&["async_operations", "cancellation"][..], true),
+        (&["async_operations"][..], false),
+    ] {
+        let config = ConsumerConfig {
+            execution_budget_ms: 10_000,
+            ..ConsumerConfig::default()
+        }
+        .with_latitude(ConsumerLatitude::CancelsAbandoned);
+        let asked = Arc::new(AtomicU32::new(0));
+        let a = asked.clone();
+        let app = Scripted::new(move |s| match s.method.as_str() {
+            "execute_tool" => Some(accepted(s, "op-a", 1000)),
+            "cancel_operation" => {
+                a.store(1, Ordering::SeqCst);
+                Some(ok(
+                    s,
+                    json!({"operation_id": "op-a", "state": "cancellation_requested"}),
+                ))
+            }
+            "get_operation" => Some(ok(
+                s,
+                if a.load(Ordering::SeqCst) == 1 {
+                    json!({"operation_id": "op-a", "state": "cancelled"})
+                } else {
+                    json!({"operation_id": "op-a", "state": "running", "poll_after_ms": 1000})
+                },
+            )),
+            _ => None,
+        })
+        .with_caps(caps);
+        let mut r = rig_with(app, config);
+        r.ready();
+        let got = r.exec("slow_job");
+        if cancels {
+            assert_eq!(
+                got.unwrap(),
+                Outcome::Cancelled {
+                    operation_id: "op-a".into()
+                }
+            );
+            assert_eq!(r.app.seen_method("cancel_operation").len(), 1);
+        } else {
+            let e = got.unwrap_err();
+            assert!(
+                matches!(e.refusal(), Some(Refusal::BudgetExhausted { .. })),
+                "{e}"
+            );
+            assert!(r.app.seen_method("cancel_operation").is_empty());
+        }
+    }
+}

@@ -145,7 +145,7 @@ impl ConsumerConfig {
             L::OneConfirmationRound => self.max_resolutions = 1,
             L::ShortRequestBudget => self.request_budget_ms = 10_000,
             // Behaviours, switched where they act (`Consumer::takes`).
-            L::StrictJson | L::EagerToolList => {}
+            L::StrictJson | L::EagerToolList | L::CancelsAbandoned => {}
         }
         if !self.latitudes.contains(&l) {
             self.latitudes.push(l);

@@ -913,6 +913,12 @@ impl Consumer {
                 .max(self.config.min_poll_ms)
                 .max(1);
             if !self.wait_within(port, delay, budget) {
+                if self.abandons_by_cancelling(op) {
+                    // The agent no longer waits for it: ask the Provider to
+                    // stop, then (§4.4) still query the terminal state,
+                    // within a budget of its own.
+                    return self.cancel(port, op);
+                }
                 return Err(ConsumerError::refused(Refusal::BudgetExhausted {
                     provider: op.provider_id.clone(),
                     request_id: op.request_id.clone(),
@@ -932,6 +938,17 @@ impl Consumer {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The `cancels_abandoned` latitude: an operation the Consumer stops
+    /// waiting for is cancelled (§4.4: the Consumer 可以 call
+    /// cancel_operation once `cancellation` is negotiated), once.
+    fn abandons_by_cancelling(&self, op: &Operation) -> bool {
+        self.takes(ConsumerLatitude::CancelsAbandoned)
+            && !op.cancel_requested
+            && self
+                .index_of(&op.provider_id)
+                .is_ok_and(|idx| self.negotiated(idx, Capability::Cancellation))
     }
 
     /// Asks the Provider to cancel (§4.4), then polls until a terminal state:

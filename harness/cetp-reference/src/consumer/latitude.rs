@@ -66,6 +66,9 @@ consumer_latitudes! {
     // ---- operations (§4.4: poll_after_ms is the earliest next query)
     /// Polls at twice the Provider's `poll_after_ms`, 5 s without one.
     SlowPolling => "slow_polling",
+    /// Cancels an operation it stops waiting for (its budget ran out),
+    /// then polls it to a terminal state (§4.4: cancellation is a MAY).
+    CancelsAbandoned => "cancels_abandoned",
     // ---- negotiation (§2.2, §2.3, §8)
     /// Offers no optional capability.
     NoOptionalCapabilities => "no_optional_capabilities",
