@@ -401,6 +401,23 @@ impl Consumer {
         extras
     }
 
+    /// §2.2: a session past its expires_at is over; negotiate again rather
+    /// than send a dead token. True when it did.
+    fn renegotiate_if_expired(
+        &mut self,
+        port: &mut dyn ConsumerPort,
+        idx: usize,
+    ) -> Result<bool, ConsumerError> {
+        let expired = match &self.providers[idx].mode {
+            Mode::V2(st) => st.session.expires_at_ms.is_some_and(|t| port.now_ms() >= t),
+            _ => false,
+        };
+        if expired {
+            self.negotiate_at(port, idx)?;
+        }
+        Ok(expired)
+    }
+
     /// Sends one v2 request until it has an answer worth returning: retries
     /// after a port timeout or a dead Binder, and after retryable errors
     /// (honouring `retry_after_ms`), always with the same request id;
@@ -421,15 +438,8 @@ impl Consumer {
         let mut request_id = call.request_id.to_string();
         let mut refreshed = false;
         loop {
-            // §2.2: a session past its expires_at is over; negotiate again
-            // (once per request) rather than send a dead token.
-            let expired = match &self.providers[idx].mode {
-                Mode::V2(st) => st.session.expires_at_ms.is_some_and(|t| port.now_ms() >= t),
-                _ => false,
-            };
-            if expired && !refreshed {
-                refreshed = true;
-                self.negotiate_at(port, idx)?;
+            if !refreshed {
+                refreshed = self.renegotiate_if_expired(port, idx)?;
             }
             let (authority, token, provider) = self.v2_target(idx, call.method)?;
             let now = port.now_ms();

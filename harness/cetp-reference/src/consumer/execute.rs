@@ -315,33 +315,14 @@ impl Consumer {
         agent: &mut dyn UserAgent,
     ) -> Result<Started, ConsumerError> {
         let budget = self.budget(port);
-        let scanned = if self.has(ConsumerFault::RoutesByScanOrder) {
-            self.first_listing(&exec.tool_name)
-        } else {
-            None
-        };
-        let idx = match scanned {
-            Some(i) => i,
-            None => self.index_of(&exec.provider_id)?,
-        };
+        let idx = self.route(exec)?;
         if matches!(self.providers[idx].mode, Mode::V1 { .. }) {
             return self.run_v1(port, idx, exec, &budget);
         }
         let mut tool = self.tool_for(port, idx, &exec.tool_name, &budget)?;
         let label = self.providers[idx].label();
         let package = self.providers[idx].found.package.clone();
-        // §4.1: the args' UTF-8 length must not exceed the negotiated limit.
-        let negotiated = self
-            .current_session(idx)
-            .and_then(|s| s.limit("max_request_bytes"))
-            .and_then(|l| usize::try_from(l).ok())
-            .unwrap_or(0);
-        if exec.args.len() > negotiated {
-            return Err(ConsumerError::refused(Refusal::ArgsTooLarge {
-                bytes: exec.args.len(),
-                limit: negotiated,
-            }));
-        }
+        self.check_request_size(idx, exec)?;
         let name = Method::ExecuteTool.as_str();
         let mut resume_token: Option<String> = None;
         let mut rounds = 0u32;
@@ -442,6 +423,37 @@ impl Consumer {
                 }
             }
         }
+    }
+
+    /// The Provider an execution goes to: the one it was prepared for
+    /// (routing is by provider_id and tool name, §3.3).
+    fn route(&self, exec: &Execution) -> Result<usize, ConsumerError> {
+        let scanned = if self.has(ConsumerFault::RoutesByScanOrder) {
+            self.first_listing(&exec.tool_name)
+        } else {
+            None
+        };
+        match scanned {
+            Some(i) => Ok(i),
+            None => self.index_of(&exec.provider_id),
+        }
+    }
+
+    /// §4.1: the args' UTF-8 length must not exceed the negotiated limit;
+    /// a request over it is never sent.
+    fn check_request_size(&self, idx: usize, exec: &Execution) -> Result<(), ConsumerError> {
+        let negotiated = self
+            .current_session(idx)
+            .and_then(|s| s.limit("max_request_bytes"))
+            .and_then(|l| usize::try_from(l).ok())
+            .unwrap_or(0);
+        if exec.args.len() > negotiated {
+            return Err(ConsumerError::refused(Refusal::ArgsTooLarge {
+                bytes: exec.args.len(),
+                limit: negotiated,
+            }));
+        }
+        Ok(())
     }
 
     fn current_session(&self, idx: usize) -> Option<&super::Session> {

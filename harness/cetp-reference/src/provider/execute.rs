@@ -170,68 +170,18 @@ impl ReferenceProvider {
                 return f.into();
             }
         }
-        let Some(tool) = self
-            .catalog
-            .find(tool_name)
-            .filter(|t| !self.hidden_tools(cx.uid).contains(&t.name))
-        else {
-            return Failure::new(ErrorCode::ToolNotFound, "No such tool.").into();
-        };
-        let max = self.limits().max_request_bytes;
-        if args.len() as u64 > max && !self.has(Fault::ArgsLimitNotEnforced) {
-            return Failure::new(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "args is {} bytes, more than the negotiated {max}.",
-                    args.len()
-                ),
-            )
-            .into();
-        }
-        let value = match parse_json_text("args", args) {
-            Ok(v) => v,
-            Err(e) => {
-                return invalid_args(self, format!("args is not valid JSON ({})", e.found)).into()
-            }
-        };
-        if !self.has(Fault::SchemaNotValidated) && !tool.input.is_valid(&value) {
-            return invalid_args(self, "The arguments do not match the tool's input schema.")
-                .details(json!({ "errors": tool.input.errors(&value) }))
-                .into();
-        }
-        let targs = match ToolArgs::parse(tool.kind, &value) {
-            Ok(t) => t,
-            Err(why) => return invalid_args(self, why).into(),
+        let (tool, value, targs) = match self.checked_call(cx, tool_name, args) {
+            Ok(call) => call,
+            Err(answer) => return *answer,
         };
 
-        let mut confirmed = false;
-        // §4.3 does not say which code asks for what: for a described app,
-        // any approved resolution of this call is the user's approval.
-        let mut approved = false;
-        if let Some(token) = resume_token {
-            match self.redeem(cx, tool, args, token) {
-                super::decisions::Redeem::Approved(Purpose::Confirm) => confirmed = true,
-                super::decisions::Redeem::Approved(Purpose::Grant(_)) => approved = true,
-                super::decisions::Redeem::Denied => {
-                    let f = if self.has(Fault::DenialWrongCode) {
-                        Failure::new(ErrorCode::PermissionDenied, "Not allowed.")
-                    } else {
-                        Failure::new(ErrorCode::UserCancelled, "The user declined this action.")
-                    };
-                    // A denial is terminal: retries of this id get it again.
-                    if self.has(Fault::DenialNotRecorded) {
-                        lock(&self.durable.state).records.remove(&key);
-                    } else if !tool.is_read() {
-                        self.record_terminal(&key, tool, &digest, cx.now_ms, f.clone().into());
-                    }
-                    return f.into();
-                }
-                super::decisions::Redeem::Again(f) => return f.into(),
-                super::decisions::Redeem::Invalid(why) => {
-                    return Failure::new(ErrorCode::InvalidRequest, why).into()
-                }
-            }
-        }
+        let (confirmed, approved) = match resume_token {
+            Some(token) => match self.redeemed(cx, tool, args, token, &key, &digest) {
+                Ok(both) => both,
+                Err(answer) => return *answer,
+            },
+            None => (false, false),
+        };
 
         // A described app's scope, confirmation and business answers are
         // its business's, inside what its descriptor allows.
@@ -294,6 +244,91 @@ impl ReferenceProvider {
             return self.maybe_in_background(cx, tool, answer);
         }
         self.run_mutation(cx, tool, &targs, key, digest)
+    }
+
+    /// The call's tool (one this caller may see), its args parsed and
+    /// checked against the negotiated size (§4.1) and the input schema
+    /// (§3.2), or the answer that refuses it.
+    fn checked_call<'t>(
+        &'t self,
+        cx: &Cx<'_>,
+        tool_name: &str,
+        args: &str,
+    ) -> Result<(&'t ToolDef, Json, ToolArgs), Box<Answer>> {
+        let refuse = |f: Failure| Err(Box::new(Answer::from(f)));
+        let Some(tool) = self
+            .catalog
+            .find(tool_name)
+            .filter(|t| !self.hidden_tools(cx.uid).contains(&t.name))
+        else {
+            return refuse(Failure::new(ErrorCode::ToolNotFound, "No such tool."));
+        };
+        let max = self.limits().max_request_bytes;
+        if args.len() as u64 > max && !self.has(Fault::ArgsLimitNotEnforced) {
+            return refuse(Failure::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "args is {} bytes, more than the negotiated {max}.",
+                    args.len()
+                ),
+            ));
+        }
+        let value = match parse_json_text("args", args) {
+            Ok(v) => v,
+            Err(e) => {
+                return refuse(invalid_args(
+                    self,
+                    format!("args is not valid JSON ({})", e.found),
+                ))
+            }
+        };
+        if !self.has(Fault::SchemaNotValidated) && !tool.input.is_valid(&value) {
+            return refuse(
+                invalid_args(self, "The arguments do not match the tool's input schema.")
+                    .details(json!({ "errors": tool.input.errors(&value) })),
+            );
+        }
+        match ToolArgs::parse(tool.kind, &value) {
+            Ok(targs) => Ok((tool, value, targs)),
+            Err(why) => refuse(invalid_args(self, why)),
+        }
+    }
+
+    /// Redeems a resume token (§4.3): (confirmed, approved), or the answer
+    /// that ends the call. §4.3 does not say which code asks for what: for
+    /// a described app, any approved resolution of this call is the user's
+    /// approval.
+    fn redeemed(
+        &self,
+        cx: &Cx<'_>,
+        tool: &ToolDef,
+        args: &str,
+        token: &str,
+        key: &DedupeKey,
+        digest: &str,
+    ) -> Result<(bool, bool), Box<Answer>> {
+        match self.redeem(cx, tool, args, token) {
+            super::decisions::Redeem::Approved(Purpose::Confirm) => Ok((true, false)),
+            super::decisions::Redeem::Approved(Purpose::Grant(_)) => Ok((false, true)),
+            super::decisions::Redeem::Denied => {
+                let f = if self.has(Fault::DenialWrongCode) {
+                    Failure::new(ErrorCode::PermissionDenied, "Not allowed.")
+                } else {
+                    Failure::new(ErrorCode::UserCancelled, "The user declined this action.")
+                };
+                // A denial is terminal: retries of this id get it again.
+                if self.has(Fault::DenialNotRecorded) {
+                    lock(&self.durable.state).records.remove(key);
+                } else if !tool.is_read() {
+                    self.record_terminal(key, tool, digest, cx.now_ms, f.clone().into());
+                }
+                Err(Box::new(f.into()))
+            }
+            super::decisions::Redeem::Again(f) => Err(Box::new(f.into())),
+            super::decisions::Redeem::Invalid(why) => Err(Box::new(
+                Failure::new(ErrorCode::InvalidRequest, why).into(),
+            )),
+        }
     }
 
     /// The read-tool latitudes: a `sync_or_async` read tool may hand its
