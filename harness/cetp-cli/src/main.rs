@@ -11,11 +11,11 @@ mod consumer_cmd;
 mod embedded;
 mod fuzz_cmd;
 
-use cetp_conformance::contract::{self, FetchError};
 use cetp_conformance::coverage;
 use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
 use cetp_conformance::journal::PausePoint;
+use cetp_conformance::lock_target::{self, FetchError};
 use cetp_conformance::profile::{builtin, Profile};
 use cetp_conformance::rundir::{DirError, RunDir};
 use cetp_conformance::runner::{run, RunConfig};
@@ -486,7 +486,7 @@ fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<P
     // A pattern that selects nothing is a typo, not a run of zero cases.
     let mut ids: Vec<&str> = suite.cases.iter().map(|c| c.id.as_str()).collect();
     if lock.is_some() {
-        ids.push(cetp_conformance::contract::LOCK_CASE_ID);
+        ids.push(cetp_conformance::lock_target::LOCK_CASE_ID);
     }
     for (flag, patterns) in [("--only", &only), ("--skip", &args.skip)] {
         for p in patterns.iter() {
@@ -909,7 +909,7 @@ fn lock_command(args: &LockArgs) -> Result<ExitCode, Failure> {
     let spec = parse_target(&args.target, &None, &args.adb_server)?;
     let profile = profile_for(&args.profile, &spec)?;
     let target = open_target(&spec, &args.target)?;
-    let built = contract::record(&target, &profile).map_err(fetch_failure)?;
+    let built = lock_target::record(&target, &profile).map_err(fetch_failure)?;
     if !built.problems.is_empty() {
         for p in &built.problems {
             eprintln!(
@@ -948,7 +948,7 @@ fn drift_command(args: &DriftArgs) -> Result<ExitCode, Failure> {
             let spec = parse_target(t, &None, &args.adb_server)?;
             let profile = profile_for(&args.profile, &spec)?;
             let target = open_target(&spec, t)?;
-            contract::drift(&target, &profile, &lock).map_err(fetch_failure)?
+            lock_target::drift(&target, &profile, &lock).map_err(fetch_failure)?
         }
         (None, None) => return Err(usage("give --target or --against")),
     };

@@ -244,9 +244,13 @@ pub fn run(
                 exec.attempts(case, i, &mut tally, out)
             });
         }
-        if let Some(lock) = cfg.lock.as_ref().filter(|_| crate::contract::selected(cfg)) {
-            d.run_case(crate::contract::lock_case_info(), |_| {
-                crate::contract::lock_executed(target, env, lock)
+        if let Some(lock) = cfg
+            .lock
+            .as_ref()
+            .filter(|_| crate::lock_target::selected(cfg))
+        {
+            d.run_case(crate::lock_target::lock_case_info(), |_| {
+                crate::lock_target::lock_executed(target, env, lock)
             });
         }
     }

@@ -1124,48 +1124,15 @@ fn stray_descriptors_in_any_answer_are_closed() {
 
 // ------------------------------------------------ legal variants' behaviours
 
-/// `strict_json`: a result repeating a member name is refused by the
-/// variant and read (last one wins) by the reference; both are legal.
-#[test]
-fn strict_json_refuses_repeated_members_the_reference_reads_them() {
-    use cetp_reference::consumer::ConsumerLatitude;
-    let app = || {
-        Scripted::new(|s| {
-            (s.method == "execute_tool").then(|| {
-                let mut b = Response::success(s.request_id().as_deref(), json!({})).to_bundle();
-                b.insert(
-                    keys::DATA,
-                    Value::str(r#"{"kind":"inline","value":{"v":1,"v":2}}"#),
-                );
-                Reply::bundle(b)
-            })
-        })
-    };
-    let mut reference = rig(app());
-    reference.ready();
-    let value = unwrap_value(reference.exec("get_value").unwrap());
-    assert_eq!(value, json!({"v": 2}));
-
-    let config = ConsumerConfig::default().with_latitude(ConsumerLatitude::StrictJson);
-    let mut strict = rig_with(app(), config);
-    strict.ready();
-    let e = strict.exec("get_value").unwrap_err();
-    assert!(
-        matches!(e.refusal(), Some(Refusal::JsonNotStrict { at, member, .. })
-            if at == "data" && member == "v"),
-        "{e}"
-    );
-}
-
 /// `eager_tool_list`: the tool list is read at connect; the reference
 /// waits until it needs it (§3.3 fixes no moment).
 #[test]
 fn eager_tool_list_reads_the_list_at_connect() {
-    use cetp_reference::consumer::ConsumerLatitude;
+    use cetp_reference::consumer::ConsumerVariant;
     for (config, at_connect) in [
         (ConsumerConfig::default(), 0),
         (
-            ConsumerConfig::default().with_latitude(ConsumerLatitude::EagerToolList),
+            ConsumerConfig::default().with_latitude(ConsumerVariant::EagerToolList),
             1,
         ),
     ] {
@@ -1187,7 +1154,7 @@ fn eager_tool_list_reads_the_list_at_connect() {
 /// terminal state (§4.4); the reference leaves it running.
 #[test]
 fn cancels_abandoned_cancels_then_polls_only_with_cancellation() {
-    use cetp_reference::consumer::ConsumerLatitude;
+    use cetp_reference::consumer::ConsumerVariant;
     for (caps, cancels) in [
         (&["async_operations", "cancellation"][..], true),
         (&["async_operations"][..], false),
@@ -1196,7 +1163,7 @@ fn cancels_abandoned_cancels_then_polls_only_with_cancellation() {
             execution_budget_ms: 10_000,
             ..ConsumerConfig::default()
         }
-        .with_latitude(ConsumerLatitude::CancelsAbandoned);
+        .with_latitude(ConsumerVariant::CancelsAbandoned);
         let asked = Arc::new(AtomicU32::new(0));
         let a = asked.clone();
         let app = Scripted::new(move |s| match s.method.as_str() {

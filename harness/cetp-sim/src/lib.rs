@@ -52,7 +52,7 @@ use cetp_reference::device::{
     DeviceClock, DeviceConfig, DeviceIdentity, LocalDevice, IDENTITY_A, IDENTITY_B,
 };
 use cetp_reference::provider::{
-    thread_sleeper, Fault, FixtureSet, Latitude, ManifestVariant, ProviderConfig, ReferenceProvider,
+    thread_sleeper, FixtureSet, ManifestVariant, Mutant, ProviderConfig, ReferenceProvider, Variant,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -106,9 +106,9 @@ pub const MAX_WAIT_MS: u64 = 600_000;
 pub struct SimConfig {
     /// The app the device hosts.
     pub provider: FixtureSet,
-    /// A [`Fault`] name of that app: host that mutant instead.
+    /// A [`Mutant`] name of that app: host that mutant instead.
     pub mutant: Option<String>,
-    /// A [`Latitude`] name: host that legal variant of the reference.
+    /// A [`Variant`] name: host that legal variant of the reference.
     pub variant: Option<String>,
     pub manifest: ManifestVariant,
     /// Device clock = host clock + skew (deadlines are judged in device time).
@@ -246,13 +246,13 @@ impl fmt::Debug for Sim {
 /// The mutant `name` of `app`; a fault the app has no place for is as
 /// unknown as a misspelt one. Targets check this when parsed, so a wrong
 /// name is a usage error, not a device that failed to start.
-pub fn mutant_of(app: FixtureSet, name: &str) -> Result<Fault, SimError> {
-    Fault::parse(name)
+pub fn mutant_of(app: FixtureSet, name: &str) -> Result<Mutant, SimError> {
+    Mutant::parse(name)
         .filter(|f| f.applies_to(app))
         .ok_or_else(|| SimError::UnknownMutant {
             name: name.to_string(),
             provider: app,
-            valid: Fault::ALL
+            valid: Mutant::ALL
                 .iter()
                 .filter(|f| f.applies_to(app))
                 .map(|f| f.name().to_string())
@@ -261,10 +261,10 @@ pub fn mutant_of(app: FixtureSet, name: &str) -> Result<Fault, SimError> {
 }
 
 /// The legal variant `name`.
-pub fn variant_named(name: &str) -> Result<Latitude, SimError> {
-    Latitude::parse(name).ok_or_else(|| SimError::UnknownVariant {
+pub fn variant_named(name: &str) -> Result<Variant, SimError> {
+    Variant::parse(name).ok_or_else(|| SimError::UnknownVariant {
         name: name.to_string(),
-        valid: Latitude::ALL.iter().map(|l| l.name().to_string()).collect(),
+        valid: Variant::ALL.iter().map(|l| l.name().to_string()).collect(),
     })
 }
 
@@ -643,7 +643,7 @@ mod tests {
             assert!(text.contains("no_such_mutant"), "{text}");
             let (_, list) = text.split_once("valid names: ").expect("a list");
             let listed: BTreeSet<&str> = list.split(", ").collect();
-            let expected: BTreeSet<&str> = Fault::ALL
+            let expected: BTreeSet<&str> = Mutant::ALL
                 .iter()
                 .filter(|f| f.applies_to(app))
                 .map(|f| f.name())
@@ -663,7 +663,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             hosted.provider().config().faults,
-            BTreeSet::from([Fault::DeleteNoteUnconfirmed])
+            BTreeSet::from([Mutant::DeleteNoteUnconfirmed])
         );
         let e = Sim::new(SimConfig {
             mutant: notes_only,

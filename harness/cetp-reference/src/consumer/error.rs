@@ -182,13 +182,6 @@ pub enum Refusal {
         at: String,
         limit: usize,
     },
-    /// JSON text the Consumer's parser refuses although serde_json reads it
-    /// (the `strict_json` latitude: a member name repeated in one object).
-    JsonNotStrict {
-        provider: String,
-        at: String,
-        member: String,
-    },
     TooLarge {
         provider: String,
         at: String,
