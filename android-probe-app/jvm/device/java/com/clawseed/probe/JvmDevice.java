@@ -47,8 +47,10 @@ import org.robolectric.shadow.api.Shadow;
  * The end-to-end JVM device (scripts/jvm-device.sh): the probe app's own
  * {@link ProbeSession}, {@code Dispatcher} and {@link AndroidBackend} under
  * Robolectric, serving probe wire over TCP for identity a and identity b,
- * in front of the sample Provider of examples/java-provider, registered
- * from its manifest as Robolectric registers providers. Runs until killed.
+ * in front of a vendor's Provider ({@link VendorApp}: the sample of
+ * examples/java-provider by default, or the vendor's own compiled classes),
+ * registered from its manifest or the script's flags as Robolectric
+ * registers providers. Runs until killed.
  *
  * <p>What differs from a phone, and how this device says so:
  * <ul>
@@ -83,7 +85,7 @@ public class JvmDevice {
     private Context app;
     private Vendor vendor;
 
-    /** The sample Provider as installed: its manifest, read once, and the live Provider object. */
+    /** The vendor's Provider as installed, and the live Provider object. */
     static final class Vendor {
         String pkg;
         ProviderInfo provider;
@@ -446,7 +448,7 @@ public class JvmDevice {
         return v;
     }
 
-    /** The sample app's Context: its own package and UID, the JVM's resources and files. */
+    /** The vendor app's Context: its own package and UID, the JVM's resources and files. */
     static final class VendorContext extends ContextWrapper {
         private final ApplicationInfo info;
 
