@@ -12,9 +12,10 @@
 #     Kotlin compiler Maven fetches, on its own base class, with
 #     kotlin-stdlib on --classpath and registered from its manifest: the
 #     whole suite, no FAIL, no INFRA.
-#  3. A Provider whose call() throws, a class Binder carries and one it
-#     cannot, and one whose onCreate() throws: FAILs charged to the
-#     Provider, with the reason, never INFRA.
+#  3. A Provider whose call() throws, a class Binder carries, one it
+#     cannot, and an Error (which kills a phone's Provider process), and
+#     one whose onCreate() throws: FAILs charged to the Provider, with the
+#     reason, never INFRA.
 #  4. A class that is not there, a class whose base class is missing, and
 #     the Kotlin Provider without kotlin-stdlib: exit 2 before serving,
 #     naming the missing class.
@@ -175,7 +176,7 @@ mkdir -p "$work/broken-classes"
 find "$fixtures" -name '*.java' > "$work/broken-sources"
 javac --release 17 -Xlint:all,-classfile -Werror -encoding UTF-8 -cp "$fw" -d "$work/broken-classes" @"$work/broken-sources"
 jar cf "$work/jar/broken.jar" -C "$work/broken-classes" .
-for where in call call-plain create; do
+for where in call call-plain call-error create; do
     start_device --provider-jar "$work/jar/broken.jar" --provider-class com.example.cetp.broken.BrokenProvider \
         --authority com.example.cetp.broken.clawseed.tools \
         --meta com.clawseed.tools.version=2 --meta com.clawseed.tools.versions=2 \
@@ -187,10 +188,12 @@ r, where = json.load(open(sys.argv[1])), sys.argv[2]
 # What the host must be told, per place of the throw, as a phone tells it:
 # the carried class the Provider's own subclass crosses Binder as; nothing
 # (an empty reply, judged as the Provider's answer); the process that died
-# while starting (with the onCreate's exception, which only the JVM knows).
+# during the call, or while starting (with the Error, or the onCreate's
+# exception, in the message).
 expect = {"call": "exception java.lang.IllegalStateException where", "call-plain": "answered <no status>",
-          "create": "provider_died"}[where]
-also = {"call": None, "call-plain": None, "create": "its onCreate threw"}[where]
+          "call-error": "provider_died", "create": "provider_died"}[where]
+also = {"call": None, "call-plain": None, "call-error": "java.lang.AssertionError",
+        "create": "its onCreate threw"}[where]
 cases = [c for c in r["cases"] if c["verdict"] != "NOT_APPLICABLE"]
 problems = []
 if not cases:

@@ -336,13 +336,19 @@ public class JvmDevice {
     }
 
     /**
-     * A Provider whose {@code onCreate} threw: on a phone its process died
-     * while starting, and the next request starts it again. Here the next
+     * A Provider whose {@code onCreate} threw, or whose process an Error in
+     * {@code call} killed ({@link JvmShadows#DEAD}): on a phone its process
+     * died, and the next request starts it again. Here the next
      * call attaches it again; if that throws too, no client is found and the
      * probe reports {@code provider_died}, charged to the Provider.
      */
     private synchronized void startIfDead() {
-        if (vendor.live == null) {
+        ContentProvider live = vendor.live;
+        if (live == null) {
+            vendor.live = attach(vendor);
+        } else if (JvmShadows.DEAD.contains(live)) {
+            // An Error killed its process during a call: this request starts it again.
+            live.shutdown();
             vendor.live = attach(vendor);
         }
     }
@@ -368,7 +374,7 @@ public class JvmDevice {
         }
         try {
             p.attachInfo(v.context, v.provider);
-        } catch (RuntimeException | LinkageError e) {
+        } catch (RuntimeException | Error e) {
             return crashed(v, "its onCreate threw", e);
         }
         ShadowContentResolver.registerProviderInternal(v.provider.authority, p);
