@@ -13,6 +13,9 @@
 #     cannot be moved (the README gives the full run).
 #  2. Each seeded defect (examples/java-provider/defects.tsv): the cases that
 #     show it FAIL, a FAIL citing the defect's requirement.
+#  3. scripts/jvm-jar-check.sh: vendors' compiled Providers loaded with
+#     --provider-jar (the sample as a jar gives the verdicts of run 1 case
+#     by case; a Kotlin Provider; Providers that throw; missing classes).
 #
 # Needs cargo (it builds the debug cetp; CETP_BIN=path uses another) and what
 # scripts/probe-app-check.sh needs. Prints each run's figures and its time.
@@ -152,4 +155,8 @@ print(f"jvm-device-check: seeded defect {name}: FAIL citing {req} ({', '.join(ci
 PY
     echo "jvm-device-check: defect $name took $(( $(date +%s) - t2 )) s"
 done < <(grep -v '^#' examples/java-provider/defects.tsv)
+echo "jvm-device-check: the built-in sample and its defects took $(( $(date +%s) - t0 )) s"
+
+# ---- 3. a vendor's compiled Provider (--provider-jar), compared with the clean run above
+CETP_BIN="$cetp" scripts/jvm-jar-check.sh --no-build --baseline "$work/clean/report.json"
 echo "jvm-device-check: all of it took $(( $(date +%s) - t0 )) s"
