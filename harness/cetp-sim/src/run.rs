@@ -52,8 +52,8 @@ pub struct SimOptions {
     /// What a host may shape when it hosts a hostile Provider: `open`
     /// (any authority, package, manifest and reply) or `probe-app` (only
     /// what the probe app allows on a phone: its own authority and package,
-    /// its declared meta-data sets, its throwable classes, no scripted
-    /// PendingIntent and no dying Provider).
+    /// its declared meta-data sets, its throwable classes, PendingIntents of
+    /// its own confirmation activity only, no foreign value in a result).
     #[arg(long, value_name = "RULES", default_value = "open", value_parser = parse_hosting_arg)]
     pub hosting: crate::hosted::Hosting,
 }
