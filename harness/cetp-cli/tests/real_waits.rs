@@ -245,12 +245,15 @@ fn a_lifetime_beyond_max_wait_leaves_its_case_unjudged_naming_the_flag_and_value
         let (verdict, reason) = &v[id];
         assert_eq!(verdict, "NOT_APPLICABLE", "{id}: {reason}\n{}", text(&o));
         assert!(
-            reason.contains("beyond --max-wait 1000 ms") && reason.contains("(needs --max-wait)"),
+            reason.contains("beyond --max-wait 1000 ms") && reason.contains("(needs --max-wait "),
             "{id}: {reason}"
         );
     }
-    // The token's lifetime is the profile's: its wait is known exactly.
+    // The token's lifetime is the profile's: its wait is known exactly,
+    // and the claim names the change that would judge it.
     assert!(v["CONF-010"].1.contains(&want), "{}", v["CONF-010"].1);
+    let needs = format!("(needs --max-wait {}s)", wait_ms().div_ceil(1000));
+    assert!(v["CONF-010"].1.contains(&needs), "{}", v["CONF-010"].1);
     assert!(
         started.elapsed() < Duration::from_millis(wait_ms()),
         "nothing was waited for"

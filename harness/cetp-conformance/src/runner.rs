@@ -567,13 +567,16 @@ impl CaseExecutor<'_> {
 }
 
 /// Whether parked case `k` may go on now: its steps left execute nothing,
-/// or no other parked case waits between a snapshot and its judgement.
+/// or no other parked case waits between a snapshot and its judgement
+/// (the earliest due of those always may, so the run never stalls).
 fn resumable(parked: &[Parked<'_>], k: usize) -> bool {
-    parked[k].rest_quiet()
+    let order = |p: &Parked<'_>| (p.due_ms, p.i);
+    let me = &parked[k];
+    me.rest_quiet()
         || !parked
             .iter()
             .enumerate()
-            .any(|(j, p)| j != k && p.window_open())
+            .any(|(j, p)| j != k && p.window_open() && (!me.window_open() || order(p) < order(me)))
 }
 
 /// A case of the run that may wait in real time, and where it is: its

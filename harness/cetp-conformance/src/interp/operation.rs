@@ -468,8 +468,10 @@ impl CaseRunner<'_> {
             }
         }
         if ms > self.max_wait_ms {
+            // The flag with the value that would judge it: the claim then
+            // lists it as the change to make.
             return Err(Stop::setup(
-                "--max-wait",
+                &format!("--max-wait {}", flag_duration(ms)),
                 format!(
                     "the device's clock cannot be moved, and {what} plus a margin of {} is a real-time wait of {}, beyond --max-wait {}; `--max-wait {}` (or a build with a shorter lifetime) would judge it",
                     duration(margin),
