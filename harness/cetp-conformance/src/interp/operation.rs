@@ -36,7 +36,7 @@ const MAX_SLEEP_SLICE_MS: u64 = 1_000;
 fn duration(ms: u64) -> String {
     if ms < 10_000 {
         format!("{ms} ms")
-    } else if ms % 60_000 == 0 {
+    } else if ms.is_multiple_of(60_000) {
         format!("{} min", ms / 60_000)
     } else {
         format!("{} s", ms.div_ceil(1000))
