@@ -636,11 +636,17 @@ impl CaseRunner<'_> {
         };
         let now = self.target.a.now_ms();
         let ms = u64::try_from(target.saturating_sub(now)).unwrap_or(0);
-        let what = format!(
-            "the time left until {} ({})",
-            until.templates().join(", "),
-            duration(ms)
-        );
+        // `${s/data/expires_at}` reads as the bound answer's field.
+        let names: Vec<&str> = until
+            .templates()
+            .iter()
+            .map(|t| t.trim_start_matches("${").trim_end_matches('}'))
+            .collect();
+        let when = match names.as_slice() {
+            [one] => one.to_string(),
+            many => format!("the latest of {}", many.join(", ")),
+        };
+        let what = format!("the time left until {when} ({})", duration(ms));
         self.let_lifetime_pass(ms, &what, plus_ms)
     }
 
