@@ -893,6 +893,63 @@ pub fn requirement_index(suite: &Suite) -> BTreeMap<String, Vec<String>> {
 mod tests {
     use super::*;
 
+    /// The case `id` of the repository's vectors, parked after the step
+    /// that waits (its first `advance_clock` or `age`), due at `due_ms`.
+    fn parked<'c>(suite: &'c Suite, id: &str, due_ms: i64) -> Parked<'c> {
+        let case = suite.cases.iter().find(|c| c.id == id).unwrap();
+        let at = case
+            .steps
+            .iter()
+            .position(|s| matches!(s.step, Step::AdvanceClock { .. } | Step::Age { .. }))
+            .unwrap();
+        let mut p = Parked::new(case, 0);
+        p.state = Some(CaseState::parked_at(at + 1));
+        p.due_ms = due_ms;
+        p.i = suite.cases.iter().position(|c| c.id == id).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_case_waiting_inside_an_observer_window_keeps_other_effects_out() {
+        let suite = Suite::load(&crate::suite::default_vectors_dir()).unwrap();
+        let steps = |id: &str| -> Vec<&Step> {
+            let c = suite.cases.iter().find(|c| c.id == id).unwrap();
+            c.steps.iter().map(|s| &s.step).collect()
+        };
+        // Negotiation and list_tools execute nothing; a tool call does.
+        assert!(quiet(&steps("BIND-005")));
+        assert!(!quiet(&steps("CONF-010")));
+        assert!(!quiet(&steps("IDEM-001")));
+        assert!(may_park(
+            suite.cases.iter().find(|c| c.id == "BIND-005").unwrap()
+        ));
+
+        // BIND-005 waits with no snapshot open and executes nothing after;
+        // CONF-010 and IDEM-008 wait between `before` and their judgement
+        // of effects.
+        let bind = parked(&suite, "BIND-005", 10);
+        assert!(!bind.window_open() && bind.rest_quiet());
+        let conf = parked(&suite, "CONF-010", 20);
+        assert!(conf.window_open() && !conf.rest_quiet());
+        let idem = parked(&suite, "IDEM-008", 30);
+        assert!(idem.window_open());
+        let async8 = parked(&suite, "ASYNC-008", 5);
+        assert!(!async8.window_open());
+
+        // Alone, each may go on when due.
+        assert!(resumable(&[parked(&suite, "CONF-010", 20)], 0));
+        // A quiet rest goes on whatever is open.
+        let set = [conf, bind];
+        assert!(resumable(&set, 1));
+        let [conf, bind] = set;
+        // Two open windows: only the earliest goes on (never a stall), the
+        // other's effects wait for it.
+        let set = [conf, idem, bind];
+        assert!(resumable(&set, 0));
+        assert!(!resumable(&set, 1));
+        assert!(resumable(&set, 2));
+    }
+
     #[test]
     fn wildcards() {
         assert!(wildcard("NEG-*", "NEG-001"));

@@ -251,6 +251,27 @@ impl CaseState {
     pub fn step(&self) -> usize {
         self.step
     }
+
+    /// A case parked after its `step`th step, with nothing bound (the
+    /// scheduler's tests).
+    #[cfg(test)]
+    pub(crate) fn parked_at(step: usize) -> CaseState {
+        use rand::SeedableRng;
+        CaseState {
+            rng: ChaCha8Rng::seed_from_u64(0),
+            case_id: String::new(),
+            bindings: Bindings::new(),
+            sessions: BTreeMap::new(),
+            observer_session: None,
+            virtual_clock: Some(false),
+            snapshots: BTreeSet::new(),
+            step,
+            sent_at: BTreeMap::new(),
+            max_wait_ms: DEFAULT_MAX_WAIT_MS,
+            park: None,
+            real_waited_ms: 0,
+        }
+    }
 }
 
 impl<'a> CaseRunner<'a> {
