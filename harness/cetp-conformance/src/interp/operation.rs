@@ -488,7 +488,11 @@ impl CaseRunner<'_> {
     /// moved): parks the case where the runner may (its executor runs
     /// other cases meanwhile), else sleeps here.
     fn real_wait(&mut self, ms: u64, what: &str) -> StepResult {
-        let due = self.target.a.now_ms().saturating_add(ms as i64);
+        let due = self
+            .target
+            .a
+            .now_ms()
+            .saturating_add(i64::try_from(ms).unwrap_or(i64::MAX));
         self.sent(
             "a",
             "wait",
