@@ -188,6 +188,12 @@ struct RunArgs {
     /// continues the run.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     run_timeout: Option<std::time::Duration>,
+    /// The longest real-time wait for a lifetime to run out on a device
+    /// whose clock cannot move (a phone): a longer one leaves its case
+    /// unjudged, naming the value that would judge it. Waits overlap the
+    /// rest of the run.
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = humantime::parse_duration)]
+    max_wait: std::time::Duration,
     /// The vectors directory [default: the repository's vectors/].
     #[arg(long)]
     vectors: Option<PathBuf>,
@@ -510,6 +516,7 @@ fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<P
         run_timeout: args.run_timeout,
         interrupt: None,
         provider_apks: provider_apks(&spec)?,
+        max_wait: Some(args.max_wait),
     };
     Ok(Prepared {
         args: args.clone(),
@@ -572,6 +579,7 @@ fn journal_config(args: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "skip": cfg.skip,
         "attempts": cfg.attempts,
         "require_claim": args.require_claim,
+        "max_wait_ms": u64::try_from(args.max_wait.as_millis()).unwrap_or(u64::MAX),
     })
 }
 
@@ -821,6 +829,11 @@ fn args_of_journal(config: &serde_json::Value, r: &ResumeArgs) -> Result<RunArgs
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| bad("attempts"))?,
         run_timeout: r.run_timeout,
+        // Journals written before --max-wait existed: its default.
+        max_wait: config["max_wait_ms"].as_u64().map_or(
+            std::time::Duration::from_secs(180),
+            std::time::Duration::from_millis,
+        ),
         vectors: path("vectors"),
         verbose: r.verbose,
         require_claim: config["require_claim"].as_bool().unwrap_or(false),

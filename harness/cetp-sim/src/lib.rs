@@ -125,6 +125,15 @@ pub struct SimConfig {
     /// What a host may shape when it hosts a Provider here: anything (the
     /// simulated device), or only what the probe app allows on a phone.
     pub hosting: hosted::Hosting,
+    /// The device's clock cannot be moved: `advance_clock` is answered
+    /// `unknown_op` and left out of `hello`'s ops, as on a phone, so that
+    /// the harness's real-time waits can be tested (`cetp sim --fixed-clock`).
+    pub fixed_clock: bool,
+    /// The Provider's session lifetime instead of its app's (a vendor's
+    /// debug build with short lifetimes).
+    pub session_ttl_ms: Option<i64>,
+    /// The Provider's resume-token lifetime instead of its app's.
+    pub resume_token_ttl_ms: Option<i64>,
 }
 
 impl Default for SimConfig {
@@ -139,6 +148,9 @@ impl Default for SimConfig {
             seed: 0,
             hang: None,
             hosting: hosted::Hosting::Open,
+            fixed_clock: false,
+            session_ttl_ms: None,
+            resume_token_ttl_ms: None,
         }
     }
 }
@@ -290,6 +302,12 @@ pub fn provider_config(cfg: &SimConfig) -> Result<ProviderConfig, SimError> {
     for scope in scopes_withheld_from_b(app) {
         b_scopes.remove(*scope);
     }
+    if let Some(ms) = cfg.session_ttl_ms {
+        base.session_ttl_ms = ms;
+    }
+    if let Some(ms) = cfg.resume_token_ttl_ms {
+        base.resume_token_ttl_ms = ms;
+    }
     Ok(ProviderConfig {
         seed: cfg.seed,
         grants: BTreeMap::from([(IDENTITY_A.uid, all), (IDENTITY_B.uid, b_scopes)]),
@@ -332,11 +350,14 @@ impl Sim {
         sim.log(
             'I',
             &format!(
-                "boot: provider={} mutant={} manifest={} clock_skew_ms={}",
+                "boot: provider={} mutant={} manifest={} clock_skew_ms={} fixed_clock={} session_ttl_ms={} resume_token_ttl_ms={}",
                 sim.provider.config().package,
                 sim.cfg.mutant.as_deref().unwrap_or("none"),
                 manifest_variant_name(sim.cfg.manifest),
-                sim.cfg.clock_skew_ms
+                sim.cfg.clock_skew_ms,
+                sim.cfg.fixed_clock,
+                sim.provider.config().session_ttl_ms,
+                sim.provider.config().resume_token_ttl_ms,
             ),
         );
         Ok(sim)
