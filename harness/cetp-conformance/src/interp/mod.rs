@@ -590,34 +590,12 @@ impl<'a> CaseRunner<'a> {
             ),
             Step::Restart => self.restart(),
             Step::CancelConsistent { final_, since } => self.cancel_consistent(final_, since),
-            Step::Age {
-                ms,
-                window_of,
-                since,
-                margin_ms,
-                fixed_clock_wait_ms,
-            } => self.age(
-                *ms,
-                window_of.as_deref().zip(since.as_deref()),
-                *margin_ms,
-                *fixed_clock_wait_ms,
-            ),
-            Step::AdvanceClock {
-                ms,
-                profile,
-                until,
-                plus_ms,
-            } => match until {
-                Some(until) => self.advance_clock_until(until, *plus_ms),
-                None => self.advance_clock_step(*ms, profile.as_deref(), *plus_ms),
-            },
+            Step::Age { .. } | Step::AdvanceClock { .. } | Step::Sleep { .. } => {
+                self.clock_step(step)
+            }
             Step::Uuid { bind } => {
                 let id = self.uuid();
                 self.bindings.insert(bind.clone(), json!(id));
-                Ok(())
-            }
-            Step::Sleep { ms } => {
-                self.target.a.sleep_ms(*ms);
                 Ok(())
             }
             Step::Observe { bind } => self.observe_step(bind),
@@ -645,6 +623,39 @@ impl<'a> CaseRunner<'a> {
             | Step::V1ReadOnly { .. }
             | Step::Differ { .. }
             | Step::Assert { .. } => self.compare_step(step),
+        }
+    }
+
+    /// The steps that let device time pass: moved where the harness can
+    /// move the clock, waited in real time elsewhere.
+    fn clock_step(&mut self, step: &Step) -> StepResult {
+        match step {
+            Step::Age {
+                ms,
+                window_of,
+                since,
+                margin_ms,
+                fixed_clock_wait_ms,
+            } => self.age(
+                *ms,
+                window_of.as_deref().zip(since.as_deref()),
+                *margin_ms,
+                *fixed_clock_wait_ms,
+            ),
+            Step::AdvanceClock {
+                ms,
+                profile,
+                until,
+                plus_ms,
+            } => match until {
+                Some(until) => self.advance_clock_until(until, *plus_ms),
+                None => self.advance_clock_step(*ms, profile.as_deref(), *plus_ms),
+            },
+            Step::Sleep { ms } => {
+                self.target.a.sleep_ms(*ms);
+                Ok(())
+            }
+            _ => Err(Stop::Infra("vector error: not a clock step".into())),
         }
     }
 
