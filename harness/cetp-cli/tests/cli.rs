@@ -1073,17 +1073,24 @@ impl ServedSim {
             .unwrap()
             .port();
         let addr = format!("127.0.0.1:{port}");
-        let child = Command::new(env!("CARGO_BIN_EXE_cetp"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cetp"))
             .args(["sim", "--listen", &addr])
             .args(extra)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        for _ in 0..100 {
-            if std::net::TcpStream::connect(&addr).is_ok() {
-                break;
+        // A loaded CI machine can take seconds to start a debug binary: wait
+        // for the port (bounded), and say so if the sim exited instead.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("cetp sim {extra:?} exited ({status}) before listening on {addr}");
             }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "cetp sim {extra:?} is not listening on {addr} after 60 s"
+            );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         ServedSim(child, addr)
