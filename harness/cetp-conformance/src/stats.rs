@@ -72,8 +72,11 @@ impl RunStats {
     /// Counts of every verdict, cases then checks.
     pub fn summary(&self) -> Summary {
         let mut s = Summary::default();
-        for v in self.cases.iter().map(|c| c.verdict) {
-            s.add(v);
+        for c in &self.cases {
+            s.add(c.verdict);
+            if c.verdict == Verdict::NotApplicable && c.unjudged.is_some() {
+                s.not_judged += 1;
+            }
         }
         for v in self.checks.iter().map(|c| c.verdict) {
             s.add(v);
@@ -145,6 +148,7 @@ impl RunStats {
             unjudged: Vec::new(),
             filtered,
             statement,
+            fixes: Vec::new(),
         }
     }
 }
@@ -239,13 +243,91 @@ pub fn provider_claim(
         unjudged,
         filtered,
         statement: String::new(),
+        fixes: Vec::new(),
     };
     let not_applicable = cases
         .iter()
         .filter(|c| c.verdict == Verdict::NotApplicable)
         .count();
     claim.statement = statement(&claim, env.is_some(), failed, not_applicable);
+    if env.is_some() && claim.v2_declared && !claim.cetp_v2 {
+        claim.fixes = fixes(&claim, cases, checks, core_ran);
+    }
     claim
+}
+
+/// The shortest list of changes that would establish the claim: the cases
+/// and checks to make pass, then one change per missing field, the one
+/// that judges most core cases first. A need another one covers is left
+/// out (an observer counting effects also says how many).
+fn fixes(
+    claim: &Claim,
+    cases: &[CaseOutcome],
+    checks: &[CheckOutcome],
+    core_ran: usize,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if claim.filtered {
+        out.push("run every core case: drop --only/--skip (§9)".to_string());
+        return out;
+    }
+    let not_passed: Vec<&str> = cases
+        .iter()
+        .filter(|c| c.needs.is_empty() && !passed(c.verdict, &c.unjudged) && c.unjudged.is_none())
+        .map(|c| c.id.as_str())
+        .chain(
+            checks
+                .iter()
+                .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Warn))
+                .map(|c| c.id.as_str()),
+        )
+        .collect();
+    if !not_passed.is_empty() {
+        let shown: Vec<&str> = not_passed.iter().take(12).copied().collect();
+        out.push(format!(
+            "make the Provider pass {}{} (a FAIL, FLAKY or INFRA_ERROR is not a pass)",
+            shown.join(", "),
+            if not_passed.len() > shown.len() {
+                format!(" and {} more", not_passed.len() - shown.len())
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let needs: BTreeSet<&str> = claim.unjudged.iter().map(|u| u.needs.as_str()).collect();
+    let mut groups: Vec<&Unjudged> = claim
+        .unjudged
+        .iter()
+        .filter(|u| {
+            !(u.needs == "[observer] counts" && needs.contains("[observer] counts = \"effects\""))
+        })
+        .collect();
+    groups.sort_by(|a, b| {
+        b.cases
+            .len()
+            .cmp(&a.cases.len())
+            .then(a.needs.cmp(&b.needs))
+    });
+    for u in groups {
+        let mut n = u.cases.len();
+        if u.needs == "[observer] counts = \"effects\"" {
+            n += claim
+                .unjudged
+                .iter()
+                .filter(|o| o.needs == "[observer] counts")
+                .map(|o| o.cases.len())
+                .sum::<usize>();
+        }
+        out.push(format!(
+            "{} (judges {n} core case(s): {})",
+            crate::profile_check::fix_for(&u.needs),
+            u.cases.join(", ")
+        ));
+    }
+    if out.is_empty() && core_ran == 0 {
+        out.push("run the core cases against a Provider that declares v2".into());
+    }
+    out
 }
 
 /// The claim in one sentence.

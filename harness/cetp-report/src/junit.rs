@@ -199,6 +199,7 @@ mod tests {
             verdict: Verdict::Fail,
             reason: "error_message \"<script>&</script>\" \u{1b}[31m\u{0}]]>".into(),
             baseline: None,
+            unjudged: None,
             duration_ms: 5,
         });
         let xml = j.render();
@@ -223,6 +224,7 @@ mod tests {
             verdict: Verdict::Fail,
             reason: "error_message \u{fffe}".into(),
             baseline: None,
+            unjudged: None,
             duration_ms: 5,
         });
         let xml = j.render();
