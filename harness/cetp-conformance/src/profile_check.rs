@@ -202,8 +202,9 @@ fn walk<'a>(steps: &[&'a Step], f: &mut dyn FnMut(&'a Step)) {
 }
 
 /// The sub-schema at a JSON pointer into instances of `schema`: `None`
-/// when the schema says nothing can be there, `Some(None)` when it cannot
-/// tell (no properties listed, a `$ref`, a combinator).
+/// when nothing the schema declares can be there (a member it does not
+/// list, a member of a scalar), `Some(None)` when it cannot tell (no
+/// members listed, a `$ref`, a combinator).
 fn schema_at(schema: &Json, pointer: &str) -> Option<Option<Json>> {
     let mut s = schema.clone();
     for raw in pointer.split('/').skip(1) {
@@ -232,10 +233,19 @@ fn schema_at(schema: &Json, pointer: &str) -> Option<Option<Json>> {
             s = items.clone();
             continue;
         }
-        let closed = obj.get("additionalProperties") == Some(&Json::Bool(false))
-            || obj.get("unevaluatedProperties") == Some(&Json::Bool(false));
+        // A member the schema does not declare names nothing the tool
+        // documents: an open object may carry it, but a profile that
+        // points there is a typo far more often than a reliance on an
+        // undocumented member. A schema that declares no members at all
+        // says nothing either way.
+        let declares = obj
+            .get("properties")
+            .and_then(Json::as_object)
+            .is_some_and(|p| !p.is_empty());
+        let open_schema = obj.get("patternProperties").is_some()
+            || obj.get("additionalProperties").is_some_and(Json::is_object);
         let scalar = !ty.is_empty() && ty.iter().all(|t| !matches!(*t, "object" | "array"));
-        if scalar || (ty == ["object"] && closed && obj.get("patternProperties").is_none()) {
+        if scalar || (declares && !open_schema && token.parse::<usize>().is_err()) {
             return None;
         }
         if ty == ["array"] && token.parse::<usize>().is_err() {

@@ -147,6 +147,51 @@ fn id_source<'a>(
     None
 }
 
+/// For a read tool that takes an object's id: a read tool without
+/// required args whose result lists objects carrying that id, and the
+/// pointer to the first one's (the list's first entry at run time). A read
+/// acting on an object that exists needs no side effect to find one.
+fn list_source<'a>(
+    tool: &ToolContract,
+    reads: &[&'a ToolContract],
+) -> Option<(&'a ToolContract, String, String)> {
+    let required: Vec<&str> = tool
+        .input_schema
+        .get("required")
+        .and_then(Json::as_array)
+        .map(|r| r.iter().filter_map(Json::as_str).collect())
+        .unwrap_or_default();
+    let esc = |s: &str| s.replace('~', "~0").replace('/', "~1");
+    for name in required {
+        for r in reads.iter().filter(|r| r.name != tool.name) {
+            let no_args = r
+                .input_schema
+                .get("required")
+                .and_then(Json::as_array)
+                .is_none_or(|a| a.is_empty());
+            let Some(props) = r.output_schema.get("properties").and_then(Json::as_object) else {
+                continue;
+            };
+            if !no_args {
+                continue;
+            }
+            for (list, s) in props {
+                let carries = types(s).iter().any(|t| t == "array")
+                    && s.pointer(&format!("/items/properties/{}", esc(name)))
+                        .is_some();
+                if carries {
+                    return Some((
+                        r,
+                        format!("/{}", esc(name)),
+                        format!("/{}/0/{}", esc(list), esc(name)),
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// The starter profile's text for the Provider `live` describes.
 pub fn starter(live: &Live, suite: &Suite, target_label: &str) -> String {
     let mut tools: Vec<&ToolContract> = live
@@ -242,6 +287,22 @@ pub fn starter(live: &Live, suite: &Suite, target_label: &str) -> String {
             .get("required")
             .and_then(Json::as_array)
             .is_some_and(|r| !r.is_empty());
+        if takes_args && t.annotations.effect == "read" {
+            if let Some((r, to, from)) = list_source(t, &reads) {
+                let _ = writeln!(
+                    o,
+                    "# reads an object that exists: {} lists them; the first one's id is used",
+                    r.name
+                );
+                let _ = writeln!(
+                    o,
+                    "setup = [ {{ tool = {}, bind = {{ {} = {} }} }} ]",
+                    toml_string(&r.name),
+                    toml_string(&to),
+                    toml_string(&from)
+                );
+            }
+        }
         if takes_args && matches!(t.annotations.effect.as_str(), "delete" | "update") {
             match id_source(t, &creates) {
                 Some((c, p)) => {
