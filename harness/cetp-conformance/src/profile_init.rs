@@ -162,7 +162,14 @@ fn list_source<'a>(
         .map(|r| r.iter().filter_map(Json::as_str).collect())
         .unwrap_or_default();
     let esc = |s: &str| s.replace('~', "~0").replace('/', "~1");
-    for name in required {
+    // Only args that name an object (`note_id`, `id`): a symbol or a
+    // query a list also carries is better generated, and a list that is
+    // empty at run time would leave the read unjudged for nothing.
+    let names_object = |n: &str| {
+        let l = n.to_ascii_lowercase();
+        l == "id" || l.ends_with("_id") || n.ends_with("Id")
+    };
+    for name in required.into_iter().filter(|n| names_object(n)) {
         for r in reads.iter().filter(|r| r.name != tool.name) {
             let no_args = r
                 .input_schema
