@@ -685,7 +685,7 @@ impl Checker<'_> {
                         }
                     }
                     if let Some(c) = &chosen {
-                        if !p.tools.get(&c.name).is_some_and(|s| s.sample_args.is_some())
+                        if p.tools.get(&c.name).is_none_or(|s| s.sample_args.is_none())
                             && t.profile_role.as_ref().is_none_or(|r| !p.roles.contains_key(r))
                             && valid_args(&c.input_schema, &facts.map_or(String::new(), |f| f.dialect.clone())).is_none()
                         {
@@ -882,5 +882,59 @@ pub fn fix_for(needs: &str) -> String {
         other if other.starts_with("[timing] ") => format!("set {} in milliseconds", other.trim_start_matches("[timing] ").trim()).replace("set ", "set [timing] "),
         other if other.starts_with("[tools.") => format!("give {other} in the profile"),
         other => format!("provide {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pointer_names_what_the_schema_declares_or_cannot_tell() {
+        let s = json!({"type": "object", "properties": {
+            "notes": {"type": "array", "items": {"type": "object", "properties": {"note_id": {"type": "string"}}}},
+            "count": {"type": "integer"},
+            "extra": {"type": "object"}
+        }});
+        assert!(matches!(schema_at(&s, "/notes/0/note_id"), Some(Some(_))));
+        assert!(matches!(schema_at(&s, "/count"), Some(Some(_))));
+        assert!(schema_at(&s, "/counts").is_none(), "not declared");
+        assert!(schema_at(&s, "/count/x").is_none(), "inside a number");
+        assert!(
+            schema_at(&s, "/notes/x").is_none(),
+            "an array has no members"
+        );
+        assert_eq!(
+            schema_at(&s, "/extra/anything"),
+            Some(None),
+            "declares none"
+        );
+        assert_eq!(schema_at(&json!({}), "/x"), Some(None));
+        assert_eq!(schema_at(&json!({"$ref": "#/x"}), "/x"), Some(None));
+        // A bound pointer is filled like a setup's bind fills it.
+        let mut args = json!({"note_ids": ["placeholder"]});
+        set_at(&mut args, "/note_ids/0", json!("n_1"));
+        set_at(&mut args, "/a/b", json!(1));
+        assert_eq!(args, json!({"note_ids": ["n_1"], "a": {"b": 1}}));
+    }
+
+    #[test]
+    fn every_fix_names_a_change() {
+        for needs in [
+            "[observer]",
+            "[observer] counts",
+            "[execute] allow",
+            "--target-b",
+            "[roles.async]",
+            "[timing] resume_token_ttl_ms",
+            "[tools.get_note] setup",
+        ] {
+            let f = fix_for(needs);
+            assert!(!f.is_empty() && f != needs, "{needs}: {f}");
+        }
+        assert_eq!(
+            fix_for("[timing] resume_token_ttl_ms"),
+            "set [timing] resume_token_ttl_ms in milliseconds"
+        );
     }
 }

@@ -384,3 +384,96 @@ fn statement(claim: &Claim, identified: bool, failed: usize, not_applicable: usi
         "CETP v2 not established: no core case passed.".to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(id: &str, verdict: Verdict, unjudged: Option<&str>) -> CaseOutcome {
+        CaseOutcome {
+            id: id.into(),
+            title: String::new(),
+            requirements: vec![format!("REQ-{id}")],
+            verdict,
+            reason: String::new(),
+            needs: Vec::new(),
+            baselined: false,
+            cited: Vec::new(),
+            unjudged: unjudged.map(str::to_string),
+        }
+    }
+
+    fn env() -> Env {
+        Env {
+            package: "p".into(),
+            authority: "a".into(),
+            manifest_kind: "v2_only".into(),
+            declared: Some(cetp_proto::discovery::Declared {
+                authority: "a".into(),
+                versions: BTreeSet::from([2]),
+                source: cetp_proto::discovery::VersionSource::Versions,
+                legacy_version: None,
+            }),
+            manifest: None,
+            identity_a: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_claim_not_established_lists_the_changes_that_would_establish_it() {
+        let cases = [
+            case("P", Verdict::Pass, None),
+            case("F", Verdict::Fail, None),
+            case("S", Verdict::NotApplicable, None),
+            case("O1", Verdict::NotApplicable, Some("[observer]")),
+            case("O2", Verdict::NotApplicable, Some("[observer]")),
+            case("B", Verdict::NotApplicable, Some("--target-b")),
+            case("C1", Verdict::NotApplicable, Some("[observer] counts")),
+            case(
+                "C2",
+                Verdict::NotApplicable,
+                Some("[observer] counts = \"effects\""),
+            ),
+        ];
+        let c = provider_claim(Some(&env()), &cases, &[], None, false);
+        assert!(!c.cetp_v2);
+        // The FAIL first; then the field judging most cases; the counts
+        // an effects counter also gives are not listed twice.
+        assert_eq!(c.fixes.len(), 4, "{:?}", c.fixes);
+        assert!(
+            c.fixes[0].starts_with("make the Provider pass F "),
+            "{:?}",
+            c.fixes
+        );
+        assert!(
+            c.fixes[1].starts_with("add an [observer]")
+                && c.fixes[1].contains("2 core case(s): O1, O2")
+        );
+        assert!(c.fixes.iter().any(|f| f.contains("--target-b")));
+        assert!(c
+            .fixes
+            .iter()
+            .any(|f| f.contains("counts = \"effects\"") && f.contains("judges 2 core")));
+        assert!(!c
+            .fixes
+            .iter()
+            .any(|f| f.contains("(judges 1 core case(s): C1)")));
+        // The spec's NOT_APPLICABLE needs no change; the setup's are counted.
+        let mut stats = RunStats::default();
+        for o in cases {
+            stats.case(o);
+        }
+        assert_eq!(
+            (stats.summary().not_applicable, stats.summary().not_judged),
+            (6, 5)
+        );
+        // An established claim lists nothing.
+        let ok = [
+            case("P", Verdict::Pass, None),
+            case("S", Verdict::NotApplicable, None),
+        ];
+        assert!(provider_claim(Some(&env()), &ok, &[], None, false)
+            .fixes
+            .is_empty());
+    }
+}
