@@ -409,3 +409,14 @@ fn missing_fields_name_the_cases_they_leave_unjudged() {
         text(&o)
     );
 }
+
+/// The starter for the reference, as a vendor reads it (a review artifact:
+/// a change to what `cetp init` writes shows in the diff).
+#[test]
+fn the_reference_starter_snapshot() {
+    let dir = tmp("snapshot");
+    let out = dir.join("reference.toml");
+    let o = cetp(&["init", "--target", "sim", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    insta::assert_snapshot!(std::fs::read_to_string(&out).unwrap());
+}
