@@ -758,6 +758,22 @@ impl Checker<'_> {
                 add(&needs, hint, case, conditional);
             }
         }
+        // One hint for every case the allow list keeps from running: the
+        // side-effecting tools it does not list yet.
+        if let (Some(m), Some(f)) = (groups.get_mut("[execute] allow"), facts) {
+            let names: Vec<&str> = f
+                .tools
+                .iter()
+                .filter(|t| !p.may_execute(&t.name, &t.annotations.effect))
+                .map(|t| t.name.as_str())
+                .collect();
+            if !names.is_empty() {
+                m.hint = format!(
+                    "list in [execute] allow the side-effecting tools whose effects on this device you accept (not listed yet: {})",
+                    names.join(", ")
+                );
+            }
+        }
         self.report.missing = groups.into_values().collect();
         if facts.is_none() {
             self.report.needs_target.push(
