@@ -420,3 +420,27 @@ fn the_reference_starter_snapshot() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     insta::assert_snapshot!(std::fs::read_to_string(&out).unwrap());
 }
+
+/// A Provider whose descriptors break the spec is the run's to judge: the
+/// check a run makes first never turns its mutant into a usage error.
+#[test]
+fn descriptors_that_break_the_spec_fail_the_run_not_the_profile() {
+    let profile = profiles().join("reference.toml");
+    for m in [
+        "annotation_booleans_as_strings",
+        "unknown_annotation_enum",
+        "remote_ref_in_schema",
+        "missing_output_schema",
+    ] {
+        let o = cetp(&[
+            "run",
+            "--target",
+            &format!("sim:mutant={m}"),
+            "--profile",
+            profile.to_str().unwrap(),
+            "--only",
+            "EXE-*",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{m}: {}", text(&o));
+    }
+}
