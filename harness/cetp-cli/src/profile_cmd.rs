@@ -33,6 +33,16 @@ pub struct CheckArgs {
     pub adb_server: Option<String>,
     #[arg(long)]
     pub vectors: Option<PathBuf>,
+    /// `json`: the findings as one JSON object on stdout (`errors`,
+    /// `missing`, `needs_target`) for CI; the exit code is the same.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: CheckFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
 }
 
 #[derive(Args)]
@@ -104,6 +114,13 @@ pub fn check_command(cmd: &ProfileCmd) -> Result<ExitCode, Failure> {
         None => None,
     };
     let report = profile_check::check(&profile, &suite, live.as_ref().map(|l| &l.facts));
+    if args.format == CheckFormat::Json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report)
+                .map_err(|e| infra(format!("cannot render the findings: {e}")))?
+        );
+    }
     conclude(&report, &args.profile.display().to_string())
 }
 

@@ -245,6 +245,26 @@ fn wrong(name: &str, edit: impl Fn(&str) -> String, field: &str, says: &str) {
     assert_eq!(o.status.code(), Some(2), "{name}: {t}");
     assert!(t.contains(&format!("error: {field}:")), "{name}: {t}");
     assert!(t.contains(says), "{name}: {t}");
+    // The same findings as JSON on stdout, for CI.
+    let o = cetp(&[
+        "profile",
+        "check",
+        p.to_str().unwrap(),
+        "--target",
+        "sim",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        j["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["field"] == field && e["message"].as_str().unwrap().contains(says)),
+        "{name}: {j}"
+    );
     let report = dir.join("report");
     let o = cetp(&[
         "run",

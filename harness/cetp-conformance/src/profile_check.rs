@@ -38,7 +38,7 @@ pub struct Facts {
 }
 
 /// A field that is wrong: the run would not judge what it is for.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FieldError {
     /// The profile field, as written in TOML (`tools.add_note.sample_args`).
     pub field: String,
@@ -47,7 +47,7 @@ pub struct FieldError {
 
 /// A field (or flag, or device ability) whose absence leaves cases
 /// unjudged by the setup.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Missing {
     /// As a run's `needs X` names it.
     pub needs: String,
@@ -63,7 +63,7 @@ pub struct Missing {
     pub conditional: bool,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Report {
     pub errors: Vec<FieldError>,
     pub missing: Vec<Missing>,
