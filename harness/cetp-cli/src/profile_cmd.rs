@@ -68,6 +68,15 @@ pub struct InitArgs {
     pub vectors: Option<PathBuf>,
 }
 
+/// A value `schema` accepts from `cetp-gen`, the same on every call (a
+/// fixed seed: the same Provider gives the same starter).
+fn generate(schema: &serde_json::Value) -> Option<serde_json::Value> {
+    use proptest::test_runner::{RngAlgorithm, TestRng};
+    let g = cetp_gen::Generator::new(schema).ok()?;
+    g.draw_valid(&mut TestRng::from_seed(RngAlgorithm::ChaCha, &[7u8; 32]))
+        .ok()
+}
+
 fn esc(s: &str) -> String {
     escape::terminal(s, 2000)
 }
@@ -135,7 +144,7 @@ pub fn init_command(args: &InitArgs) -> Result<ExitCode, Failure> {
     let mut naming = Profile::default();
     naming.target.package = args.package.clone();
     let live = live_of(&args.target, &args.target_b, &args.adb_server, &naming)?;
-    let text = cetp_conformance::profile_init::starter(&live, &suite, &args.target);
+    let text = cetp_conformance::profile_init::starter(&live, &suite, &args.target, &generate);
     std::fs::write(&args.out, &text)
         .map_err(|e| infra(format!("cannot write {}: {e}", args.out.display())))?;
     let profile = Profile::from_toml(&text)
@@ -156,4 +165,27 @@ pub fn init_command(args: &InitArgs) -> Result<ExitCode, Failure> {
         );
     }
     Ok(ExitCode::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn generate_satisfies_a_pattern_the_runner_cannot() {
+        let schema = json!({"type": "object", "properties": {"task_id": {"type": "string", "pattern": "^t[0-9]{1,12}$"}}, "required": ["task_id"], "additionalProperties": false});
+        let v = super::generate(&schema);
+        let v = v.expect("a value");
+        let c = cetp_proto::schema::CompiledSchema::compile(
+            &schema,
+            "https://json-schema.org/draft/2020-12/schema",
+        )
+        .unwrap();
+        assert!(c.is_valid(&v), "{v}");
+        let id = v["task_id"].as_str().unwrap();
+        assert!(
+            id.starts_with('t') && id[1..].chars().all(|c| c.is_ascii_digit()),
+            "{v}"
+        );
+    }
 }

@@ -199,8 +199,26 @@ fn list_source<'a>(
     None
 }
 
-/// The starter profile's text for the Provider `live` describes.
-pub fn starter(live: &Live, suite: &Suite, target_label: &str) -> String {
+/// Valid args for `schema`: the run's own generator first (the args a run
+/// would make), then `fallback` (the caller's schema-driven generator,
+/// `cetp-gen`, which satisfies patterns and formats the simple one
+/// cannot); a value is kept only when the schema accepts it.
+fn sample(schema: &Json, dialect: &str, fallback: &dyn Fn(&Json) -> Option<Json>) -> Option<Json> {
+    valid_args(schema, dialect).or_else(|| {
+        let v = fallback(schema)?;
+        let compiled = cetp_proto::schema::CompiledSchema::compile(schema, dialect).ok()?;
+        compiled.is_valid(&v).then_some(v)
+    })
+}
+
+/// The starter profile's text for the Provider `live` describes;
+/// `generate` draws valid args where the run's own generator cannot.
+pub fn starter(
+    live: &Live,
+    suite: &Suite,
+    target_label: &str,
+    generate: &dyn Fn(&Json) -> Option<Json>,
+) -> String {
     let mut tools: Vec<&ToolContract> = live
         .facts
         .tools
@@ -263,7 +281,7 @@ pub fn starter(live: &Live, suite: &Suite, target_label: &str) -> String {
     for t in &tools {
         let _ = writeln!(o, "[tools.{}]", t.name);
         let _ = writeln!(o, "# {}", annotations(t));
-        match valid_args(&t.input_schema, dialect)
+        match sample(&t.input_schema, dialect, generate)
             .as_ref()
             .and_then(toml_inline)
         {
@@ -313,7 +331,7 @@ pub fn starter(live: &Live, suite: &Suite, target_label: &str) -> String {
         if takes_args && matches!(t.annotations.effect.as_str(), "delete" | "update") {
             match id_source(t, &creates) {
                 Some((c, p)) => {
-                    let args = valid_args(&c.input_schema, dialect)
+                    let args = sample(&c.input_schema, dialect, generate)
                         .as_ref()
                         .and_then(toml_inline)
                         .unwrap_or_else(|| "{}".into());
