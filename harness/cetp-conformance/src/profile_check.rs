@@ -585,177 +585,30 @@ impl Checker<'_> {
     }
 
     /// What each case needs that the profile (and the target) does not
-    /// give, step by step.
+    /// give, step by step, grouped by field.
     fn missing(&mut self) {
         let mut groups: BTreeMap<String, Missing> = BTreeMap::new();
-        let mut add = |needs: &str, hint: String, case: &Case, conditional: bool| {
-            let m = groups.entry(needs.to_string()).or_insert_with(|| Missing {
-                needs: needs.to_string(),
-                hint,
-                cases: Vec::new(),
-                core_cases: Vec::new(),
-                requirements: Vec::new(),
-                conditional,
-            });
-            m.conditional &= conditional;
-            if !m.cases.contains(&case.id) {
-                m.cases.push(case.id.clone());
-                if case.needs.is_empty() {
-                    m.core_cases.push(case.id.clone());
-                }
-                for r in &case.requirements {
-                    if !m.requirements.contains(r) {
-                        m.requirements.push(r.clone());
-                    }
-                }
-            }
-        };
         let p = self.profile;
         let facts = self.facts;
         for case in self.suite.cases.iter().filter(|c| c.role == Role::Provider) {
-            if case.identities.iter().any(|i| i == "b") {
-                let has_b = facts.is_some_and(|f| f.second_identity);
-                if !has_b {
-                    add(
-                        "--target-b",
-                        "a second caller identity (another UID, package and certificate): give --target-b (tcp targets; sim and adb targets bring both), or set [identities] second = false to have these cases reported unjudged instead of failed".into(),
-                        case,
-                        // Without a target, which kind it will be is unknown.
-                        facts.is_none(),
-                    );
-                }
+            let mut found: Found = Vec::new();
+            if case.identities.iter().any(|i| i == "b") && !facts.is_some_and(|f| f.second_identity)
+            {
+                found.push((
+                    "--target-b".into(),
+                    "a second caller identity (another UID, package and certificate): give --target-b (tcp targets; sim and adb targets bring both), or set [identities] second = false to have these cases reported unjudged instead of failed".into(),
+                    // Without a target, which kind it will be is unknown.
+                    facts.is_none(),
+                ));
             }
             let steps: Vec<&Step> = case.steps.iter().map(|s| &s.step).collect();
             // The tool each bound call would execute (with a target).
-            let mut bound_tools: BTreeMap<String, Option<ToolContract>> = BTreeMap::new();
-            let mut found: Vec<(String, String, bool)> = Vec::new();
+            let mut bound: BTreeMap<String, Option<ToolContract>> = BTreeMap::new();
             walk(&steps, &mut |s| {
-                match s {
-                Step::Call { tool: Some(t), bind, .. } => {
-                    let chosen = choose(t, p, facts);
-                    if let Some(b) = bind {
-                        bound_tools.insert(b.clone(), chosen.clone());
-                    }
-                    if let Some(role) = &t.profile_role {
-                        if role != "observer" && !p.roles.contains_key(role) {
-                            let conditional = !t.pick.is_empty();
-                            found.push((
-                                format!("[roles.{role}]"),
-                                role_hint(role),
-                                conditional,
-                            ));
-                        }
-                    }
-                    if t.profile_role.is_none() && !t.pick.is_empty() && t.executes {
-                        let reads = t
-                            .pick
-                            .get("effect")
-                            .is_none_or(|e| e.contains(&json!("read")));
-                        match facts {
-                            Some(f) => {
-                                let matching: Vec<&ToolContract> =
-                                    f.tools.iter().filter(|x| matches(x, &t.pick)).collect();
-                                if !matching.is_empty()
-                                    && !matching
-                                        .iter()
-                                        .any(|x| p.may_execute(&x.name, &x.annotations.effect))
-                                {
-                                    let names: Vec<&str> =
-                                        matching.iter().map(|x| x.name.as_str()).collect();
-                                    found.push((
-                                        "[execute] allow".into(),
-                                        format!(
-                                            "list a tool with {} the harness may execute for real: {}",
-                                            describe(&t.pick),
-                                            names.join(", ")
-                                        ),
-                                        false,
-                                    ));
-                                }
-                            }
-                            None if !reads && p.execute.allow.is_empty() => found.push((
-                                "[execute] allow".into(),
-                                format!(
-                                    "list a tool with {} the harness may execute for real",
-                                    describe(&t.pick)
-                                ),
-                                false,
-                            )),
-                            None => {}
-                        }
-                    }
-                    if let Some(c) = &chosen {
-                        if p.tools.get(&c.name).is_none_or(|s| s.sample_args.is_none())
-                            && t.profile_role.as_ref().is_none_or(|r| !p.roles.contains_key(r))
-                            && valid_args(&c.input_schema, &facts.map_or(String::new(), |f| f.dialect.clone())).is_none()
-                        {
-                            found.push((
-                                format!("[tools.{}] sample_args", c.name),
-                                format!("the harness cannot generate valid args from the input_schema of {}: write them", c.name),
-                                false,
-                            ));
-                        }
-                    }
-                }
-                Step::Observe { .. } if p.observer.is_none() => found.push((
-                    "[observer]".into(),
-                    "a read tool whose result shows what happened (profiles/README.md, the observer)".into(),
-                    false,
-                )),
-                Step::ExpectEffects { delta, tool_of, .. } => {
-                    let Some(o) = &p.observer else { return };
-                    if *delta == 0 {
-                        return;
-                    }
-                    let effect = tool_of
-                        .as_ref()
-                        .and_then(|b| bound_tools.get(b).cloned().flatten())
-                        .map(|t| t.annotations.effect);
-                    match o.counts {
-                        Counts::Snapshot if effect.as_deref() != Some("read") => found.push((
-                            "[observer] counts".into(),
-                            "set observer.counts to \"effects\" (a counter of committed effects) or \"objects\" (a number or list of objects)".into(),
-                            false,
-                        )),
-                        Counts::Objects => match effect.as_deref() {
-                            Some("create" | "delete" | "read") => {}
-                            Some(_) => found.push((
-                                "[observer] counts = \"effects\"".into(),
-                                "a count of objects does not show an update or a transaction: point the observer at a counter of committed effects".into(),
-                                false,
-                            )),
-                            None => found.push((
-                                "[observer] counts = \"effects\"".into(),
-                                "if the tool this case executes is an update or a transaction, a count of objects cannot show its effect".into(),
-                                true,
-                            )),
-                        },
-                        _ => {}
-                    }
-                }
-                Step::AdvanceClock { profile: key, .. } => {
-                    if let Some(k) = key {
-                        if p.timing_ms(k).is_none() {
-                            found.push((
-                                format!("[timing] {k}"),
-                                format!("the Provider's {k}, in milliseconds (profiles/README.md, [timing])"),
-                                false,
-                            ));
-                        }
-                    }
-                    if facts.is_some_and(|f| !f.movable_clock) {
-                        found.push((
-                            "a device with a movable clock".into(),
-                            "a device whose clock the harness can move (a simulated device), or lifetimes short enough to wait for".into(),
-                            true,
-                        ));
-                    }
-                }
-                _ => {}
-            }
+                step_needs(s, p, facts, &mut bound, &mut found)
             });
             for (needs, hint, conditional) in found {
-                add(&needs, hint, case, conditional);
+                add_missing(&mut groups, &needs, hint, case, conditional);
             }
         }
         // One hint for every case the allow list keeps from running: the
@@ -780,6 +633,201 @@ impl Checker<'_> {
                 "args against input schemas, bind and observer pointers against output schemas, role annotations, and which allowed tools the cases would pick".into(),
             );
         }
+    }
+}
+
+/// What one step needs: (needs, hint, conditional).
+type Found = Vec<(String, String, bool)>;
+
+/// Adds `case` to the group of `needs`.
+fn add_missing(
+    groups: &mut BTreeMap<String, Missing>,
+    needs: &str,
+    hint: String,
+    case: &Case,
+    conditional: bool,
+) {
+    let m = groups.entry(needs.to_string()).or_insert_with(|| Missing {
+        needs: needs.to_string(),
+        hint,
+        cases: Vec::new(),
+        core_cases: Vec::new(),
+        requirements: Vec::new(),
+        conditional,
+    });
+    m.conditional &= conditional;
+    if !m.cases.contains(&case.id) {
+        m.cases.push(case.id.clone());
+        if case.needs.is_empty() {
+            m.core_cases.push(case.id.clone());
+        }
+        for r in &case.requirements {
+            if !m.requirements.contains(r) {
+                m.requirements.push(r.clone());
+            }
+        }
+    }
+}
+
+fn step_needs(
+    s: &Step,
+    p: &Profile,
+    facts: Option<&Facts>,
+    bound: &mut BTreeMap<String, Option<ToolContract>>,
+    found: &mut Found,
+) {
+    match s {
+        Step::Call {
+            tool: Some(t),
+            bind,
+            ..
+        } => {
+            let chosen = choose(t, p, facts);
+            if let Some(b) = bind {
+                bound.insert(b.clone(), chosen.clone());
+            }
+            call_needs(t, chosen.as_ref(), p, facts, found);
+        }
+        Step::Observe { .. } if p.observer.is_none() => found.push((
+            "[observer]".into(),
+            "a read tool whose result shows what happened (profiles/README.md, the observer)"
+                .into(),
+            false,
+        )),
+        Step::ExpectEffects { delta, tool_of, .. } => {
+            let effect = tool_of
+                .as_ref()
+                .and_then(|b| bound.get(b).cloned().flatten())
+                .map(|t| t.annotations.effect);
+            effects_needs(*delta, effect.as_deref(), p, found);
+        }
+        Step::AdvanceClock { profile: key, .. } => {
+            if let Some(k) = key {
+                if p.timing_ms(k).is_none() {
+                    found.push((
+                        format!("[timing] {k}"),
+                        format!(
+                            "the Provider's {k}, in milliseconds (profiles/README.md, [timing])"
+                        ),
+                        false,
+                    ));
+                }
+            }
+            if facts.is_some_and(|f| !f.movable_clock) {
+                found.push((
+                    "a device with a movable clock".into(),
+                    "a device whose clock the harness can move (a simulated device), or lifetimes short enough to wait for".into(),
+                    true,
+                ));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A call's role, the allowed tool its `pick` needs, and args the runner
+/// cannot generate for the tool it would choose.
+fn call_needs(
+    t: &ToolRef,
+    chosen: Option<&ToolContract>,
+    p: &Profile,
+    facts: Option<&Facts>,
+    found: &mut Found,
+) {
+    if let Some(role) = &t.profile_role {
+        if role != "observer" && !p.roles.contains_key(role) {
+            // With a `pick`, annotations may still find a tool that works.
+            found.push((
+                format!("[roles.{role}]"),
+                role_hint(role),
+                !t.pick.is_empty(),
+            ));
+        }
+    }
+    if t.profile_role.is_none() && !t.pick.is_empty() && t.executes {
+        let reads = t
+            .pick
+            .get("effect")
+            .is_none_or(|e| e.contains(&json!("read")));
+        match facts {
+            Some(f) => {
+                let matching: Vec<&ToolContract> =
+                    f.tools.iter().filter(|x| matches(x, &t.pick)).collect();
+                if !matching.is_empty()
+                    && !matching
+                        .iter()
+                        .any(|x| p.may_execute(&x.name, &x.annotations.effect))
+                {
+                    let names: Vec<&str> = matching.iter().map(|x| x.name.as_str()).collect();
+                    found.push((
+                        "[execute] allow".into(),
+                        format!(
+                            "list a tool with {} the harness may execute for real: {}",
+                            describe(&t.pick),
+                            names.join(", ")
+                        ),
+                        false,
+                    ));
+                }
+            }
+            None if !reads && p.execute.allow.is_empty() => found.push((
+                "[execute] allow".into(),
+                format!(
+                    "list a tool with {} the harness may execute for real",
+                    describe(&t.pick)
+                ),
+                false,
+            )),
+            None => {}
+        }
+    }
+    if let Some(c) = chosen {
+        let dialect = facts.map_or(String::new(), |f| f.dialect.clone());
+        if p.tools.get(&c.name).is_none_or(|s| s.sample_args.is_none())
+            && t.profile_role
+                .as_ref()
+                .is_none_or(|r| !p.roles.contains_key(r))
+            && valid_args(&c.input_schema, &dialect).is_none()
+        {
+            found.push((
+                format!("[tools.{}] sample_args", c.name),
+                format!(
+                    "the harness cannot generate valid args from the input_schema of {}: write them",
+                    c.name
+                ),
+                false,
+            ));
+        }
+    }
+}
+
+/// What the observer must count for `delta` effects of a tool with
+/// `effect` (unknown without a target) to be judged.
+fn effects_needs(delta: i64, effect: Option<&str>, p: &Profile, found: &mut Found) {
+    let Some(o) = &p.observer else { return };
+    if delta == 0 {
+        return;
+    }
+    match o.counts {
+        Counts::Snapshot if effect != Some("read") => found.push((
+            "[observer] counts".into(),
+            "set observer.counts to \"effects\" (a counter of committed effects) or \"objects\" (a number or list of objects)".into(),
+            false,
+        )),
+        Counts::Objects => match effect {
+            Some("create" | "delete" | "read") => {}
+            Some(_) => found.push((
+                "[observer] counts = \"effects\"".into(),
+                "a count of objects does not show an update or a transaction: point the observer at a counter of committed effects".into(),
+                false,
+            )),
+            None => found.push((
+                "[observer] counts = \"effects\"".into(),
+                "if the tool this case executes is an update or a transaction, a count of objects cannot show its effect".into(),
+                true,
+            )),
+        },
+        _ => {}
     }
 }
 

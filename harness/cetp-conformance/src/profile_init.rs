@@ -243,6 +243,16 @@ pub fn starter(
         .filter(|t| t.annotations.effect == "create")
         .collect();
     let mut o = String::new();
+    head_section(&mut o, live, target_label, &side);
+    tool_sections(&mut o, &tools, &reads, &creates, dialect, generate);
+    observer_section(&mut o, &reads);
+    role_sections(&mut o, &tools, &reads, &side);
+    unjudged_section(&mut o, live, suite);
+    o
+}
+
+/// The header, `[target]` and `[execute]` with the side-effecting tools.
+fn head_section(o: &mut String, live: &Live, target_label: &str, side: &[&ToolContract]) {
     let _ = writeln!(
         o,
         "# Starter profile of {}, written by `cetp init` from the Provider's own",
@@ -270,15 +280,25 @@ pub fn starter(
         o,
         "# tools (list those whose effects on this device you accept):"
     );
-    for t in &side {
+    for t in side {
         let _ = writeln!(o, "#   {}: {}", t.name, annotations(t));
     }
     if side.is_empty() {
         let _ = writeln!(o, "#   (none: every tool is effect=read)");
     }
     let _ = writeln!(o, "allow = []\n");
+}
 
-    for t in &tools {
+/// `[tools.NAME]` of every tool: its sample args and setup.
+fn tool_sections(
+    o: &mut String,
+    tools: &[&ToolContract],
+    reads: &[&ToolContract],
+    creates: &[&ToolContract],
+    dialect: &str,
+    generate: &dyn Fn(&Json) -> Option<Json>,
+) {
+    for t in tools {
         let _ = writeln!(o, "[tools.{}]", t.name);
         let _ = writeln!(o, "# {}", annotations(t));
         match sample(&t.input_schema, dialect, generate)
@@ -364,10 +384,13 @@ pub fn starter(
         }
         let _ = writeln!(o);
     }
+}
 
+/// The observer candidates and the one chosen.
+fn observer_section(o: &mut String, reads: &[&ToolContract]) {
     // The observer: a read tool whose result is a list or a count.
     let mut candidates: Vec<(&ToolContract, String, &'static str)> = Vec::new();
-    for t in &reads {
+    for t in reads {
         let required = t
             .input_schema
             .get("required")
@@ -420,7 +443,15 @@ pub fn starter(
         let _ = writeln!(o, "counts = {}", toml_string(counts));
     }
     let _ = writeln!(o);
+}
 
+/// The candidates for each role, commented out.
+fn role_sections(
+    o: &mut String,
+    tools: &[&ToolContract],
+    reads: &[&ToolContract],
+    side: &[&ToolContract],
+) {
     // Roles annotations can suggest.
     let _ = writeln!(
         o,
@@ -494,7 +525,10 @@ pub fn starter(
     );
     let _ = writeln!(o, "# Lifetimes only you know, in milliseconds:");
     let _ = writeln!(o, "# [timing]\n# resume_token_ttl_ms = 600000\n");
+}
 
+/// What the starter leaves unjudged, from the check itself.
+fn unjudged_section(o: &mut String, live: &Live, suite: &Suite) {
     // What this starter leaves unjudged, from the check itself.
     match Profile::from_toml(&o) {
         Ok(p) => {
@@ -531,5 +565,4 @@ pub fn starter(
             );
         }
     }
-    o
 }
