@@ -333,7 +333,7 @@ fn tool_sections(
             .and_then(Json::as_array)
             .is_some_and(|r| !r.is_empty());
         if takes_args && t.annotations.effect == "read" {
-            if let Some((r, to, from)) = list_source(t, &reads) {
+            if let Some((r, to, from)) = list_source(t, reads) {
                 let _ = writeln!(
                     o,
                     "# reads an object that exists: {} lists them; the first one's id is used",
@@ -349,7 +349,7 @@ fn tool_sections(
             }
         }
         if takes_args && matches!(t.annotations.effect.as_str(), "delete" | "update") {
-            match id_source(t, &creates) {
+            match id_source(t, creates) {
                 Some((c, p)) => {
                     let args = sample(&c.input_schema, dialect, generate)
                         .as_ref()
@@ -530,7 +530,7 @@ fn role_sections(
 /// What the starter leaves unjudged, from the check itself.
 fn unjudged_section(o: &mut String, live: &Live, suite: &Suite) {
     // What this starter leaves unjudged, from the check itself.
-    match Profile::from_toml(&o) {
+    match Profile::from_toml(o) {
         Ok(p) => {
             let report = check(&p, suite, Some(&live.facts));
             if !report.missing.is_empty() {
