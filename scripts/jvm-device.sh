@@ -1,13 +1,34 @@
 #!/usr/bin/env bash
 # The end-to-end JVM device: the probe app's own ProbeSession, Dispatcher and
 # AndroidBackend under Robolectric, serving probe wire over TCP for identity
-# a and identity b, in front of the sample CETP v2 Provider of
-# examples/java-provider (a real android.content.ContentProvider, registered
-# from its manifest as Robolectric registers providers). No phone: see
-# examples/java-provider/README.md for what differs from one.
+# a and identity b, in front of a CETP v2 Provider: the sample of
+# examples/java-provider by default, or a vendor's own compiled Provider
+# (--provider-jar), registered as Android registers it from its manifest.
+# No phone: see examples/java-provider/README.md for what differs from one,
+# and "Certify your Provider in CI without a phone" there for vendors.
 #
 #   scripts/jvm-device.sh --listen HOST:PORT --listen-b HOST:PORT [--defect NAME]
-#       serves until killed; prints a line with "ready" once both ports accept
+#       the sample; serves until killed; prints a line with "ready" once
+#       both ports accept
+#   scripts/jvm-device.sh --listen … --listen-b … --provider-jar JAR …
+#           [--provider-class CLASS] [--authority AUTH] [--package PKG]
+#           [--manifest AndroidManifest.xml] [--meta KEY=VALUE …]
+#           [--provider-meta KEY=VALUE …] [--permission PERM] [--classpath CP]
+#       a vendor's Provider. --provider-jar (repeatable; a jar or a class
+#       directory) is the vendor's own code, checked before serving: every
+#       class it names must load. --classpath (repeatable, ':'-separated)
+#       holds its dependencies (kotlin-stdlib, …, .aar files too; not the
+#       Android framework, which the device provides). From --manifest (the app's manifest
+#       source) come the package, the provider (the one named by
+#       --provider-class, or the only one), its authority, permission and
+#       meta-data, and the discovery service's meta-data; without it give
+#       --provider-class and --authority (the package defaults to the
+#       class's). The flags win over the manifest. --meta sets the discovery
+#       service's meta-data (spec §2.1: com.clawseed.tools.version=2,
+#       com.clawseed.tools.versions=2; com.clawseed.tools.authority is the
+#       authority), --provider-meta the provider's own; values are typed as
+#       aapt2 types android:value (2 is an Integer).
+#       A class that cannot be loaded exits 2 naming it, before serving.
 #   ... --no-build: use the classes the last run built
 #   scripts/jvm-device.sh --build-only
 #       builds and exits (scripts/jvm-device-check.sh builds once, then starts
@@ -15,8 +36,7 @@
 #   scripts/jvm-device.sh --list-defects
 #       the seeded defects of the sample, one name per line
 #
-# Then: cetp run --target tcp:HOST:PORT --target-b HOST:PORT \
-#         --profile examples/java-provider/profile.toml
+# Then: cetp run --target tcp:HOST:PORT --target-b HOST:PORT --profile PROFILE
 #
 # Needs what scripts/probe-app-check.sh needs (scripts/setup.sh installs it);
 # builds under android-probe-app/jvm/target/.
@@ -24,11 +44,16 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 defects="$root/examples/java-provider/defects.tsv"
-usage="usage: $0 --listen HOST:PORT --listen-b HOST:PORT [--defect NAME] [--no-build] | --list-defects | --build-only"
+usage="usage: $0 --listen HOST:PORT --listen-b HOST:PORT [--defect NAME | --provider-jar JAR… [--provider-class CLASS]
+    [--authority AUTH] [--package PKG] [--manifest FILE] [--meta KEY=VALUE…] [--provider-meta KEY=VALUE…]
+    [--permission PERM] [--classpath CP]] [--no-build] | --list-defects | --build-only"
 
 names() { grep -v '^#' "$defects" | cut -f1; }
+die() { echo "jvm-device: $*" >&2; exit 2; }
 
 listen="" listen_b="" defect="" build=1 build_only=0
+jars=() classpath=() metas=() provider_metas=()
+provider_class="" authority="" package="" manifest="" permission=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --list-defects) names; exit 0 ;;
@@ -37,6 +62,15 @@ while [ $# -gt 0 ]; do
         --defect) defect="${2:?$usage}"; shift 2 ;;
         --no-build) build=0; shift ;;
         --build-only) build_only=1; shift ;;
+        --provider-jar) jars+=("${2:?$usage}"); shift 2 ;;
+        --provider-class) provider_class="${2:?$usage}"; shift 2 ;;
+        --authority) authority="${2:?$usage}"; shift 2 ;;
+        --package) package="${2:?$usage}"; shift 2 ;;
+        --manifest) manifest="${2:?$usage}"; shift 2 ;;
+        --meta) metas+=("${2:?$usage}"); shift 2 ;;
+        --provider-meta) provider_metas+=("${2:?$usage}"); shift 2 ;;
+        --permission) permission="${2:?$usage}"; shift 2 ;;
+        --classpath) classpath+=("${2:?$usage}"); shift 2 ;;
         *) echo "$usage" >&2; exit 2 ;;
     esac
 done
@@ -44,6 +78,21 @@ if [ "$build_only" -eq 0 ]; then
     [ -n "$listen" ] && [ -n "$listen_b" ] || { echo "$usage" >&2; exit 2; }
     for hp in "$listen" "$listen_b"; do
         [[ "$hp" =~ ^.+:[0-9]+$ ]] || { echo "jvm-device: not HOST:PORT: $hp" >&2; exit 2; }
+    done
+fi
+vendor_flags="$provider_class$authority$package$manifest$permission${metas[*]-}${provider_metas[*]-}${classpath[*]-}"
+if [ "${#jars[@]}" -eq 0 ] && [ -n "$vendor_flags" ]; then
+    die "give the Provider's compiled code with --provider-jar (a jar or a class directory)"
+fi
+if [ "${#jars[@]}" -gt 0 ]; then
+    [ -z "$defect" ] || die "--defect seeds a defect in the sample; it does not apply to --provider-jar"
+    [ -n "$manifest" ] || { [ -n "$provider_class" ] && [ -n "$authority" ]; } ||
+        die "give --provider-class and --authority, or --manifest"
+    for f in "${jars[@]}" $manifest; do
+        [ -e "$f" ] || die "no such file or directory: $f"
+    done
+    for kv in "${metas[@]}" "${provider_metas[@]}"; do
+        [[ "$kv" == ?*=* ]] || die "not KEY=VALUE: $kv"
     done
 fi
 if [ -n "$defect" ] && ! names | grep -qxF -- "$defect"; then
@@ -58,7 +107,7 @@ if [ "$build" -eq 1 ]; then
     rm -rf "$out/device-classes"
     find "$root/android-probe-app/jvm/device/java" -name '*.java' > "$out/device-sources"
     javac --release 17 -Xlint:all,-classfile,-processing -Werror -encoding UTF-8 \
-        -cp "$out/sample-classes:$(cat "$out/run.classpath")" -d "$out/device-classes" @"$out/device-sources"
+        -cp "$(cat "$out/run.classpath")" -d "$out/device-classes" @"$out/device-sources"
     [ "$build_only" -eq 1 ] && exit 0
 elif [ ! -d "$out/device-classes" ]; then
     echo "jvm-device: --no-build, but nothing was built yet" >&2
@@ -67,13 +116,79 @@ fi
 cp="$(cat "$out/run.classpath")"
 mapfile -t jvmflags < "$out/run.jvmflags"
 
-defect_flag=()
-[ -n "$defect" ] && defect_flag=("-Dcom.example.cetp.tasks.defect=$defect")
-echo "jvm-device: starting Robolectric (identity a on $listen, b on $listen_b)" >&2
+# The Provider: the sample as built by scripts/probe-app-check.sh, or the
+# vendor's code. Absolute paths: the JVM may resolve them from elsewhere.
+abs() { (cd "$(dirname "$1")" && printf '%s/%s' "$(pwd)" "$(basename "$1")"); }
+props=()
+if [ "${#jars[@]}" -eq 0 ]; then
+    code="$out/sample-classes"
+    props+=("-Dcetp.jvm.manifest=$root/examples/java-provider/src/main/AndroidManifest.xml")
+    [ -n "$defect" ] && props+=("-Dcom.example.cetp.tasks.defect=$defect")
+    what="the sample Provider"
+else
+    own=""
+    for j in "${jars[@]}"; do own="$own:$(abs "$j")"; done
+    own="${own#:}"
+    props+=("-Dcetp.jvm.provider.code=$own")
+    code="$own"
+    # An Android library (.aar) on --classpath: a JVM reads its classes.jar,
+    # extracted once per file under target/vendor-aar/.
+    for c in "${classpath[@]}"; do
+        IFS=":" read -r -a entries <<< "$c"
+        for e in "${entries[@]}"; do
+            [ -n "$e" ] || continue
+            [ -e "$e" ] || die "--classpath: no such file or directory: $e"
+            if [[ "$e" == *.aar ]]; then
+                mkdir -p "$out/vendor-aar"
+                x="$out/vendor-aar/$(basename "$e" .aar)-$(sha256sum "$e" | cut -c1-12).jar"
+                [ -f "$x" ] || python3 -c 'import sys, zipfile; open(sys.argv[2], "wb").write(zipfile.ZipFile(sys.argv[1]).read("classes.jar"))' "$e" "$x" ||
+                    die "--classpath: $e has no classes.jar"
+                e="$x"
+            fi
+            code="$code:$e"
+        done
+    done
+    # A --provider-class found nowhere is named at once, before Robolectric
+    # starts (the device's own check, in its sandbox, covers the rest).
+    if [ -n "$provider_class" ]; then
+        python3 - "$provider_class" "$code" <<'PY' || exit 2
+import os, sys, zipfile
+cls, path = sys.argv[1], sys.argv[2]
+entry = cls.replace(".", "/") + ".class"
+for e in filter(None, path.split(":")):
+    if os.path.isdir(e) and os.path.isfile(os.path.join(e, entry)):
+        sys.exit(0)
+    if os.path.isfile(e):
+        try:
+            if entry in zipfile.ZipFile(e).namelist():
+                sys.exit(0)
+        except zipfile.BadZipFile:
+            sys.exit(f"jvm-device: {e} is neither a jar nor a class directory")
+sys.exit(f"jvm-device: the Provider class {cls} is in none of --provider-jar and --classpath")
+PY
+    fi
+    [ -n "$manifest" ] && props+=("-Dcetp.jvm.manifest=$(abs "$manifest")")
+    [ -n "$provider_class" ] && props+=("-Dcetp.jvm.provider.class=$provider_class")
+    [ -n "$authority" ] && props+=("-Dcetp.jvm.provider.authority=$authority")
+    [ -n "$package" ] && props+=("-Dcetp.jvm.provider.package=$package")
+    [ -n "$permission" ] && props+=("-Dcetp.jvm.provider.permission=$permission")
+    # One property per pair, numbered: their order is kept (a later one wins).
+    i=0
+    for kv in "${metas[@]}"; do props+=("-Dcetp.jvm.meta.$i=$kv"); i=$((i + 1)); done
+    i=0
+    for kv in "${provider_metas[@]}"; do props+=("-Dcetp.jvm.provider_meta.$i=$kv"); i=$((i + 1)); done
+    what="${provider_class:-the Provider of $manifest}"
+fi
+[ "${#jars[@]}" -eq 0 ] && props+=("-Dcetp.jvm.provider.code=$code")
+echo "jvm-device: starting Robolectric (identity a on $listen, b on $listen_b) with $what" >&2
 # exec: killing this script's process kills the JVM.
-exec java "${jvmflags[@]}" "${defect_flag[@]}" \
+# -XX:TieredStopAtLevel=1: the client compiler only. Robolectric's start
+# (instrumenting the framework's classes) is mostly JIT work, and a suite
+# runs for seconds, never long enough for the optimising compiler to pay
+# off: the device is ready in about 5 s instead of 12 on 2 loaded cores.
+exec java -XX:TieredStopAtLevel=1 "${jvmflags[@]}" "${props[@]}" \
     -Dcetp.jvm.listen="$listen" -Dcetp.jvm.listen_b="$listen_b" \
-    -cp "$out/device-classes:$out/sample-classes:$cp" \
+    -cp "$out/device-classes:$code:$cp" \
     org.junit.platform.console.ConsoleLauncher \
     --select-method com.clawseed.probe.JvmDevice#serve \
     --disable-banner --details=none

@@ -14,7 +14,7 @@ use cetp_conformance::consumer::runner::{self, ConsumerPlace};
 use cetp_conformance::consumer::{self, scenario::Scenario, ScenarioResult};
 use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
-use cetp_reference::consumer::{ConsumerConfig, ConsumerFault};
+use cetp_reference::consumer::{ConsumerConfig, ConsumerMutant};
 use cetp_report::terminal::Terminal;
 use clap::Args;
 use std::path::PathBuf;
@@ -139,12 +139,12 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
             None => return Err(usage(format!("cannot read {part:?} in target {t:?}"))),
         }
     }
-    if consumer != "default" && ConsumerFault::parse(&consumer).is_none() {
+    if consumer != "default" && ConsumerMutant::parse(&consumer).is_none() {
         return Err(usage(format!("no Consumer mutant named {consumer:?}")));
     }
     match kind {
         "sim" => {
-            let faults = ConsumerFault::parse(&consumer).into_iter().collect();
+            let faults = ConsumerMutant::parse(&consumer).into_iter().collect();
             Ok((
                 Where::InProcess(ConsumerConfig {
                     faults,

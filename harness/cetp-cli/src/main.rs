@@ -12,11 +12,11 @@ mod embedded;
 mod fuzz_cmd;
 mod profile_cmd;
 
-use cetp_conformance::contract::{self, FetchError};
 use cetp_conformance::coverage;
 use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
 use cetp_conformance::journal::PausePoint;
+use cetp_conformance::lock_target::{self, FetchError};
 use cetp_conformance::profile::{builtin, Profile};
 use cetp_conformance::rundir::{DirError, RunDir};
 use cetp_conformance::runner::{run, RunConfig};
@@ -197,6 +197,12 @@ struct RunArgs {
     /// continues the run.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     run_timeout: Option<std::time::Duration>,
+    /// The longest real-time wait for a lifetime to run out on a device
+    /// whose clock cannot move (a phone): a longer one leaves its case
+    /// unjudged, naming the value that would judge it. Waits overlap the
+    /// rest of the run.
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = humantime::parse_duration)]
+    max_wait: std::time::Duration,
     /// The vectors directory [default: the repository's vectors/].
     #[arg(long)]
     vectors: Option<PathBuf>,
@@ -495,7 +501,7 @@ fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<P
     // A pattern that selects nothing is a typo, not a run of zero cases.
     let mut ids: Vec<&str> = suite.cases.iter().map(|c| c.id.as_str()).collect();
     if lock.is_some() {
-        ids.push(cetp_conformance::contract::LOCK_CASE_ID);
+        ids.push(cetp_conformance::lock_target::LOCK_CASE_ID);
     }
     for (flag, patterns) in [("--only", &only), ("--skip", &args.skip)] {
         for p in patterns.iter() {
@@ -519,6 +525,7 @@ fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<P
         run_timeout: args.run_timeout,
         interrupt: None,
         provider_apks: provider_apks(&spec)?,
+        max_wait: Some(args.max_wait),
     };
     Ok(Prepared {
         args: args.clone(),
@@ -581,6 +588,7 @@ fn journal_config(args: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "skip": cfg.skip,
         "attempts": cfg.attempts,
         "require_claim": args.require_claim,
+        "max_wait_ms": u64::try_from(args.max_wait.as_millis()).unwrap_or(u64::MAX),
     })
 }
 
@@ -883,6 +891,11 @@ fn args_of_journal(config: &serde_json::Value, r: &ResumeArgs) -> Result<RunArgs
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| bad("attempts"))?,
         run_timeout: r.run_timeout,
+        // Journals written before --max-wait existed: its default.
+        max_wait: config["max_wait_ms"].as_u64().map_or(
+            std::time::Duration::from_secs(180),
+            std::time::Duration::from_millis,
+        ),
         vectors: path("vectors"),
         verbose: r.verbose,
         require_claim: config["require_claim"].as_bool().unwrap_or(false),
@@ -971,7 +984,7 @@ fn lock_command(args: &LockArgs) -> Result<ExitCode, Failure> {
     let spec = parse_target(&args.target, &None, &args.adb_server)?;
     let profile = profile_for(&args.profile, &spec)?;
     let target = open_target(&spec, &args.target)?;
-    let built = contract::record(&target, &profile).map_err(fetch_failure)?;
+    let built = lock_target::record(&target, &profile).map_err(fetch_failure)?;
     if !built.problems.is_empty() {
         for p in &built.problems {
             eprintln!(
@@ -1010,7 +1023,7 @@ fn drift_command(args: &DriftArgs) -> Result<ExitCode, Failure> {
             let spec = parse_target(t, &None, &args.adb_server)?;
             let profile = profile_for(&args.profile, &spec)?;
             let target = open_target(&spec, t)?;
-            contract::drift(&target, &profile, &lock).map_err(fetch_failure)?
+            lock_target::drift(&target, &profile, &lock).map_err(fetch_failure)?
         }
         (None, None) => return Err(usage("give --target or --against")),
     };

@@ -2,12 +2,12 @@
 //! fail against it in-process (a development aid for documenting mutants).
 
 use cetp_conformance::event::{Fanout, Verdict};
-use cetp_conformance::local::local_target;
+use cetp_conformance::in_process::in_process_target;
 use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
 use cetp_conformance::suite::{default_vectors_dir, Suite};
 use cetp_reference::device::{DeviceClock, IDENTITY_A, IDENTITY_B};
-use cetp_reference::provider::{thread_sleeper, Fault, ProviderConfig, ReferenceProvider};
+use cetp_reference::provider::{thread_sleeper, Mutant, ProviderConfig, ReferenceProvider};
 use std::sync::Arc;
 
 fn main() {
@@ -19,7 +19,7 @@ fn main() {
     .expect("profile");
     let profile = Profile::from_toml(&text).expect("profile");
     let only: Vec<String> = std::env::args().skip(1).collect();
-    for fault in Fault::ALL {
+    for fault in Mutant::ALL {
         if !only.is_empty() && !only.iter().any(|o| o == fault.name()) {
             continue;
         }
@@ -33,7 +33,7 @@ fn main() {
         cfg.effect_delay_ms = 20;
         cfg.sleeper = thread_sleeper();
         cfg.faults.insert(*fault);
-        let target = local_target(
+        let target = in_process_target(
             Arc::new(ReferenceProvider::new(cfg)),
             DeviceClock::system(0),
         );

@@ -150,7 +150,18 @@ impl<'o> Dispatcher<'o> {
     /// Runs one case: `CaseStarted`, whatever the executor emits (steps,
     /// findings) to the fan-out it is handed, then `CaseFinished`.
     pub fn run_case(&mut self, case: CaseInfo, execute: impl FnOnce(&mut Fanout) -> Executed) {
-        let started = Instant::now();
+        self.run_case_since(case, Instant::now(), execute)
+    }
+
+    /// [`Self::run_case`] for a case that began at `started`: one that
+    /// waited in real time while other cases ran, whose events come
+    /// together now.
+    pub fn run_case_since(
+        &mut self,
+        case: CaseInfo,
+        started: Instant,
+        execute: impl FnOnce(&mut Fanout) -> Executed,
+    ) {
         self.out.emit(Event::CaseStarted {
             case_id: case.id.clone(),
             title: case.title.clone(),

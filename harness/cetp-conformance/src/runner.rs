@@ -7,10 +7,10 @@ use crate::device::{HelloInfo, Target};
 use crate::dispatch::{AttemptFolder, CaseInfo, Dispatcher, Executed};
 use crate::event::{Claim, Event, Fanout, Summary, Verdict};
 use crate::exit::ExitCode;
-use crate::interp::{CaseRunner, CheckTally, Env, Stop};
+use crate::interp::{CaseRunner, CaseState, CheckTally, Env, Stop, DEFAULT_MAX_WAIT_MS};
 use crate::profile::Profile;
 use crate::suite::{Baseline, Suite};
-use crate::vector::{Case, Level, Role};
+use crate::vector::{Case, Level, Role, Step};
 use cetp_proto::discovery::{parse_manifest, Declared};
 use cetp_proto::envelope::Capability;
 use rand::SeedableRng;
@@ -45,6 +45,18 @@ pub struct RunConfig {
     /// SHA-256 of each Provider APK the target installs before the run
     /// (`adb:…,install=`), pinned: the build under test when it is known.
     pub provider_apks: Vec<String>,
+    /// The longest real-time wait for device time on a device whose clock
+    /// cannot move (`--max-wait`; `None`: [`DEFAULT_MAX_WAIT_MS`]).
+    pub max_wait: Option<std::time::Duration>,
+}
+
+impl RunConfig {
+    /// `--max-wait` in ms.
+    pub fn max_wait_ms(&self) -> u64 {
+        self.max_wait.map_or(DEFAULT_MAX_WAIT_MS, |d| {
+            u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+        })
+    }
 }
 
 pub use crate::stats::{CaseOutcome, CheckOutcome};
@@ -172,6 +184,12 @@ pub fn config_hash(suite: &Suite, target: &Target, profile: &Profile, cfg: &RunC
         "only": cfg.only,
         "skip": cfg.skip,
     });
+    // Only where it differs from the default, so that the runs made before
+    // --max-wait existed keep their hash.
+    let mut doc = doc;
+    if cfg.max_wait_ms() != DEFAULT_MAX_WAIT_MS {
+        doc["max_wait_ms"] = json!(cfg.max_wait_ms());
+    }
     cetp_proto::canonical::canonical_hash(&doc).unwrap_or_default()
 }
 
@@ -239,14 +257,46 @@ pub fn run(
             deadline: cfg.run_timeout.map(|t| started + t),
             interrupt: interrupt.clone(),
         };
-        for (i, case) in cases.iter().enumerate() {
-            d.run_case(case_info(case), |out| {
-                exec.attempts(case, i, &mut tally, out)
+        // Cases waiting in real time for a lifetime to run out (a device
+        // whose clock cannot move): the run goes on with the other cases
+        // and comes back to each once its time is due, so a run costs
+        // about its longest wait, not their sum.
+        // The observer sees every caller's effects: while a case waits
+        // between its snapshot and its judgement of effects, only cases
+        // that execute nothing start, the others keep their order and
+        // wait for it. Nothing parks where the clock moves, so such a run
+        // keeps the suite's order.
+        let mut parked: Vec<Parked<'_>> = Vec::new();
+        let mut pending: std::collections::VecDeque<usize> = (0..cases.len()).collect();
+        loop {
+            exec.resume_due(&mut parked, &mut tally, &mut d);
+            let window = parked.iter().any(|p| p.window_open());
+            let next = pending.iter().position(|&i| {
+                !window || quiet(&cases[i].steps.iter().map(|s| &s.step).collect::<Vec<_>>())
             });
+            match next.and_then(|k| pending.remove(k)) {
+                Some(i) => {
+                    let case = cases[i];
+                    if may_park(case) {
+                        let p = exec.attempts_parking(Parked::new(case, i), &mut tally);
+                        exec.settle(p, &mut parked, &mut d);
+                    } else {
+                        d.run_case(case_info(case), |out| {
+                            exec.attempts(case, i, &mut tally, out)
+                        });
+                    }
+                }
+                None if parked.is_empty() => break,
+                None => exec.sleep_to_next(&parked),
+            }
         }
-        if let Some(lock) = cfg.lock.as_ref().filter(|_| crate::contract::selected(cfg)) {
-            d.run_case(crate::contract::lock_case_info(), |_| {
-                crate::contract::lock_executed(target, env, lock)
+        if let Some(lock) = cfg
+            .lock
+            .as_ref()
+            .filter(|_| crate::lock_target::selected(cfg))
+        {
+            d.run_case(crate::lock_target::lock_case_info(), |_| {
+                crate::lock_target::lock_executed(target, env, lock)
             });
         }
     }
@@ -365,6 +415,7 @@ impl CaseExecutor<'_> {
             let mut emit = |e: Event| out.emit(e);
             let mut runner =
                 CaseRunner::new(self.target, self.profile, self.env, &mut emit, tally, rng)
+                    .max_wait(self.cfg.max_wait_ms())
                     .guarded(&self.stalls, self.deadline, &self.interrupt);
             let result = runner.run(case);
             let cited = if result.is_err() {
@@ -374,12 +425,286 @@ impl CaseExecutor<'_> {
             };
             let mut e = executed(case, result);
             e.cited = cited;
+            noted_wait(&mut e, runner.real_waited_ms());
             if folder.push(e) {
                 break;
             }
         }
         folder.fold()
     }
+
+    /// [`Self::attempts`] for a case that may park at a real-time wait: its
+    /// events are kept, to go out together when it finishes (the device
+    /// journal still records each exchange as it happens, which is what
+    /// `cetp resume` needs). Runs until the case is done or parks again.
+    fn attempts_parking<'c>(&self, mut p: Parked<'c>, tally: &mut CheckTally) -> Parked<'c> {
+        let attempts = self.cfg.attempts.max(1);
+        while p.attempt < attempts {
+            let mut events = std::mem::take(&mut p.events);
+            let mut emit = |e: Event| events.push(e);
+            let resumed = p.state.take();
+            let was_parked = resumed.is_some();
+            let mut runner = match resumed {
+                Some(state) => CaseRunner::resumed(
+                    self.target,
+                    self.profile,
+                    self.env,
+                    &mut emit,
+                    tally,
+                    state,
+                ),
+                None => CaseRunner::new(
+                    self.target,
+                    self.profile,
+                    self.env,
+                    &mut emit,
+                    tally,
+                    run_rng(self.cfg, p.i, p.attempt),
+                )
+                .max_wait(self.cfg.max_wait_ms())
+                .parking(),
+            }
+            .guarded(&self.stalls, self.deadline, &self.interrupt);
+            let result = if was_parked {
+                runner.resume(p.case)
+            } else {
+                runner.start(p.case)
+            };
+            let result = match result {
+                Ok(Some(due)) => {
+                    p.due_ms = due;
+                    p.state = Some(runner.into_state());
+                    p.events = events;
+                    return p;
+                }
+                Ok(None) => Ok(()),
+                Err(stop) => Err(stop),
+            };
+            let cited = if result.is_err() {
+                runner.cited.clone()
+            } else {
+                Vec::new()
+            };
+            let waited = runner.real_waited_ms();
+            drop(runner);
+            p.events = events;
+            let mut e = executed(p.case, result);
+            e.cited = cited;
+            noted_wait(&mut e, waited);
+            p.attempt += 1;
+            if p.folder.push(e) {
+                break;
+            }
+        }
+        p.attempt = attempts;
+        p
+    }
+
+    /// A case back from [`Self::attempts_parking`]: reported if it is done,
+    /// else parked until its time.
+    fn settle<'c>(&self, p: Parked<'c>, parked: &mut Vec<Parked<'c>>, d: &mut Dispatcher<'_>) {
+        if p.state.is_some() {
+            parked.push(p);
+            return;
+        }
+        let Parked {
+            case,
+            started,
+            folder,
+            events,
+            ..
+        } = p;
+        d.run_case_since(case_info(case), started, |out| {
+            for e in events {
+                out.emit(e);
+            }
+            folder.fold()
+        });
+    }
+
+    /// Resumes the parked cases whose device time has come (all of them
+    /// once the run is stopping: each is then cut at its next step),
+    /// earliest first. The device's clock decides (read through the
+    /// journal, so a resumed run takes the same decisions), not the host's.
+    fn resume_due<'c>(
+        &self,
+        parked: &mut Vec<Parked<'c>>,
+        tally: &mut CheckTally,
+        d: &mut Dispatcher<'_>,
+    ) {
+        while !parked.is_empty() {
+            let stopping = self.stopping();
+            let now = self.target.a.now_ms();
+            let Some(k) = (0..parked.len())
+                .filter(|&k| stopping || (parked[k].due_ms <= now && resumable(parked, k)))
+                .min_by_key(|&k| (parked[k].due_ms, parked[k].i))
+            else {
+                return;
+            };
+            let p = parked.remove(k);
+            let p = self.attempts_parking(p, tally);
+            self.settle(p, parked, d);
+        }
+    }
+
+    /// Sleeps toward the earliest parked case that may resume, in slices so
+    /// that Ctrl-C is heard.
+    fn sleep_to_next(&self, parked: &[Parked<'_>]) {
+        if self.stopping() {
+            return;
+        }
+        let now = self.target.a.now_ms();
+        let due = (0..parked.len())
+            .filter(|&k| resumable(parked, k))
+            .map(|k| parked[k].due_ms)
+            .min()
+            .unwrap_or(now);
+        let left = u64::try_from(due.saturating_sub(now)).unwrap_or(0);
+        self.target.a.sleep_ms(left.clamp(1, 1_000));
+    }
+
+    /// Ctrl-C or `--run-timeout`: no more waiting.
+    fn stopping(&self) -> bool {
+        self.interrupt.load(std::sync::atomic::Ordering::SeqCst)
+            || self.deadline.is_some_and(|t| Instant::now() >= t)
+    }
+}
+
+/// Whether parked case `k` may go on now: its steps left execute nothing,
+/// or no other parked case waits between a snapshot and its judgement
+/// (the earliest due of those always may, so the run never stalls).
+fn resumable(parked: &[Parked<'_>], k: usize) -> bool {
+    let order = |p: &Parked<'_>| (p.due_ms, p.i);
+    let me = &parked[k];
+    me.rest_quiet()
+        || !parked
+            .iter()
+            .enumerate()
+            .any(|(j, p)| j != k && p.window_open() && (!me.window_open() || order(p) < order(me)))
+}
+
+/// A case of the run that may wait in real time, and where it is: its
+/// attempts so far, the interpreter state of the attempt parked at a wait
+/// (`state`), and the events it emitted, held until it finishes.
+struct Parked<'c> {
+    case: &'c Case,
+    i: usize,
+    started: Instant,
+    folder: AttemptFolder,
+    attempt: u32,
+    state: Option<CaseState>,
+    events: Vec<Event>,
+    /// The device time the parked attempt waits for.
+    due_ms: i64,
+}
+
+impl<'c> Parked<'c> {
+    /// The steps after the one it waits at.
+    fn rest(&self) -> Vec<&'c Step> {
+        let at = self.state.as_ref().map_or(0, CaseState::step);
+        self.case.steps.iter().skip(at).map(|s| &s.step).collect()
+    }
+
+    /// Whether it waits between an observer snapshot and its judgement of
+    /// effects: another caller's effect then would be charged to it.
+    fn window_open(&self) -> bool {
+        let at = self.state.as_ref().map_or(0, CaseState::step);
+        let before = self.case.steps.iter().take(at).map(|s| &s.step);
+        let observed = before.into_iter().any(|s| {
+            let mut found = false;
+            visit(s, &mut |s| found |= matches!(s, Step::Observe { .. }));
+            found
+        });
+        observed
+            && self.rest().into_iter().any(|s| {
+                let mut found = false;
+                visit(s, &mut |s| {
+                    found |= matches!(
+                        s,
+                        Step::ExpectEffects { .. } | Step::CancelConsistent { .. }
+                    )
+                });
+                found
+            })
+    }
+
+    /// Whether its steps left execute nothing.
+    fn rest_quiet(&self) -> bool {
+        quiet(&self.rest())
+    }
+
+    fn new(case: &'c Case, i: usize) -> Self {
+        Parked {
+            case,
+            i,
+            started: Instant::now(),
+            folder: AttemptFolder::default(),
+            attempt: 0,
+            state: None,
+            events: Vec::new(),
+            due_ms: 0,
+        }
+    }
+}
+
+/// Each step and the steps nested in it.
+fn visit(step: &Step, f: &mut dyn FnMut(&Step)) {
+    f(step);
+    match step {
+        Step::Concurrent { steps }
+        | Step::IfAnswer { steps, .. }
+        | Step::EachTool { steps, .. } => {
+            for s in steps {
+                visit(s, f);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether steps execute nothing that could change the observer's value:
+/// no `execute_tool` (v2 or v1), no tool loop, no restart.
+fn quiet(steps: &[&Step]) -> bool {
+    let mut loud = false;
+    for s in steps {
+        visit(s, &mut |s| {
+            loud |= match s {
+                Step::Call {
+                    method, v1, tool, ..
+                } => method == "execute_tool" || *v1 || tool.is_some(),
+                Step::EachTool { .. } | Step::Restart | Step::Resolve { .. } => true,
+                _ => false,
+            }
+        });
+    }
+    !loud
+}
+
+/// Whether a case has a top-level step that may wait in real time for
+/// device time (on a device whose clock cannot move): only such a step
+/// parks its case.
+fn may_park(case: &Case) -> bool {
+    case.steps
+        .iter()
+        .any(|s| matches!(s.step, Step::AdvanceClock { .. } | Step::Age { .. }))
+}
+
+/// Says in the reason that device time was waited for in real time (the
+/// device's clock could not be moved); where the clock was moved, the
+/// trace's `advance_clock` steps say so and the reason is unchanged.
+fn noted_wait(e: &mut Executed, waited_ms: u64) {
+    if waited_ms == 0 || e.unjudged.is_some() || e.verdict == Verdict::NotApplicable {
+        return;
+    }
+    let note = format!(
+        "judged by waiting {} s in real time (the device's clock cannot be moved)",
+        waited_ms.div_ceil(1000)
+    );
+    e.reason = if e.reason.is_empty() {
+        note
+    } else {
+        format!("{} ({note})", e.reason)
+    };
 }
 
 /// What one attempt's stop means: a SHOULD case fails as WARN; a stop the
@@ -571,6 +896,63 @@ pub fn requirement_index(suite: &Suite) -> BTreeMap<String, Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The case `id` of the repository's vectors, parked after the step
+    /// that waits (its first `advance_clock` or `age`), due at `due_ms`.
+    fn parked<'c>(suite: &'c Suite, id: &str, due_ms: i64) -> Parked<'c> {
+        let case = suite.cases.iter().find(|c| c.id == id).unwrap();
+        let at = case
+            .steps
+            .iter()
+            .position(|s| matches!(s.step, Step::AdvanceClock { .. } | Step::Age { .. }))
+            .unwrap();
+        let mut p = Parked::new(case, 0);
+        p.state = Some(CaseState::parked_at(at + 1));
+        p.due_ms = due_ms;
+        p.i = suite.cases.iter().position(|c| c.id == id).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_case_waiting_inside_an_observer_window_keeps_other_effects_out() {
+        let suite = Suite::load(&crate::suite::default_vectors_dir()).unwrap();
+        let steps = |id: &str| -> Vec<&Step> {
+            let c = suite.cases.iter().find(|c| c.id == id).unwrap();
+            c.steps.iter().map(|s| &s.step).collect()
+        };
+        // Negotiation and list_tools execute nothing; a tool call does.
+        assert!(quiet(&steps("BIND-005")));
+        assert!(!quiet(&steps("CONF-010")));
+        assert!(!quiet(&steps("IDEM-001")));
+        assert!(may_park(
+            suite.cases.iter().find(|c| c.id == "BIND-005").unwrap()
+        ));
+
+        // BIND-005 waits with no snapshot open and executes nothing after;
+        // CONF-010 and IDEM-008 wait between `before` and their judgement
+        // of effects.
+        let bind = parked(&suite, "BIND-005", 10);
+        assert!(!bind.window_open() && bind.rest_quiet());
+        let conf = parked(&suite, "CONF-010", 20);
+        assert!(conf.window_open() && !conf.rest_quiet());
+        let idem = parked(&suite, "IDEM-008", 30);
+        assert!(idem.window_open());
+        let async8 = parked(&suite, "ASYNC-008", 5);
+        assert!(!async8.window_open());
+
+        // Alone, each may go on when due.
+        assert!(resumable(&[parked(&suite, "CONF-010", 20)], 0));
+        // A quiet rest goes on whatever is open.
+        let set = [conf, bind];
+        assert!(resumable(&set, 1));
+        let [conf, bind] = set;
+        // Two open windows: only the earliest goes on (never a stall), the
+        // other's effects wait for it.
+        let set = [conf, idem, bind];
+        assert!(resumable(&set, 0));
+        assert!(!resumable(&set, 1));
+        assert!(resumable(&set, 2));
+    }
 
     #[test]
     fn wildcards() {

@@ -450,7 +450,7 @@ pub fn selftest(
         match make_target(&f.target) {
             Ok(t) => {
                 if fcfg.lock.is_none() {
-                    match crate::contract::record(&t, &f.profile) {
+                    match crate::lock_target::record(&t, &f.profile) {
                         Ok(built) if built.problems.is_empty() => fcfg.lock = Some(built.lock),
                         Ok(built) => reference_problems.extend(built.problems.iter().map(|p| {
                             format!(

@@ -341,11 +341,6 @@ pub enum Step {
     Restart,
     /// Let device time pass.
     Sleep { ms: u64 },
-    /// Move the device clock forward at once (simulated devices only; the
-    /// case is NOT_APPLICABLE on a device that cannot).
-    /// `ms`, or the duration the profile names under `[timing]` plus
-    /// `plus_ms` (a lifetime only the vendor knows, such as
-    /// `resume_token_ttl_ms`).
     /// Let what a case made (a finished request, an operation's outcome)
     /// grow old: on a device whose clock the harness can move, by `ms`, or
     /// until `margin_ms` short of the end of the idempotency window that the
@@ -365,6 +360,13 @@ pub enum Step {
         margin_ms: u64,
         fixed_clock_wait_ms: u64,
     },
+    /// Let a lifetime run out: `ms`, or the duration the profile names
+    /// under `[timing]` (a lifetime only the vendor knows, such as
+    /// `resume_token_ttl_ms`), plus `plus_ms` (or the profile's
+    /// `timing.expiry_margin_ms`). The device clock is moved at once where
+    /// the harness can; elsewhere (a phone) the case waits in real time,
+    /// overlapping other cases, and a wait beyond `--max-wait` leaves the
+    /// case not judged, naming the flag.
     AdvanceClock {
         #[serde(default)]
         ms: Option<u64>,

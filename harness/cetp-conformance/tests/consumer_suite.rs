@@ -4,7 +4,7 @@
 
 use cetp_conformance::consumer::{self, judge::CHECKS, scenario, ConsumerMutantDoc};
 use cetp_conformance::event::Verdict;
-use cetp_reference::consumer::{ConsumerConfig, ConsumerFault};
+use cetp_reference::consumer::{ConsumerConfig, ConsumerMutant};
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -83,7 +83,7 @@ fn every_consumer_mutant_is_killed_citing_its_requirement() {
 fn the_mutant_file_follows_the_fault_enum() {
     let docs = mutants();
     let names: Vec<&str> = docs.iter().map(|m| m.name.as_str()).collect();
-    let enum_names: Vec<&str> = ConsumerFault::ALL.iter().map(|f| f.name()).collect();
+    let enum_names: Vec<&str> = ConsumerMutant::ALL.iter().map(|f| f.name()).collect();
     assert_eq!(names, enum_names);
     let cat = catalog();
     for m in &docs {
@@ -217,7 +217,7 @@ fn a_bound_the_spec_leaves_open_is_judged_by_the_declared_figure() {
     let deep = all.iter().find(|s| s.id == "CDATA-002").unwrap();
     assert_eq!(deep.bound.as_ref().unwrap().limit, "max_json_depth");
     let mutant = ConsumerConfig {
-        faults: vec![ConsumerFault::JsonDepthUnbounded],
+        faults: vec![ConsumerMutant::JsonDepthUnbounded],
         ..ConsumerConfig::default()
     };
     // Declares 32 and accepts 48: FAIL.
@@ -274,13 +274,13 @@ fn variants() -> Vec<consumer::ConsumerVariantDoc> {
 
 #[test]
 fn consumer_variants_are_data_in_step_with_the_latitudes_and_cite_their_clause() {
-    use cetp_reference::consumer::ConsumerLatitude;
+    use cetp_reference::consumer::ConsumerVariant;
     let docs = variants();
     let names: Vec<&str> = docs.iter().map(|v| v.name.as_str()).collect();
-    let all: Vec<&str> = ConsumerLatitude::ALL.iter().map(|l| l.name()).collect();
+    let all: Vec<&str> = ConsumerVariant::ALL.iter().map(|l| l.name()).collect();
     assert_eq!(
         names, all,
-        "consumer-variants.json and ConsumerLatitude::ALL differ"
+        "consumer-variants.json and ConsumerVariant::ALL differ"
     );
     assert!(docs.len() >= 15, "{} Consumer legal variants", docs.len());
     let cat = catalog();
@@ -323,7 +323,7 @@ fn every_consumer_legal_variant_passes_every_scenario() {
 /// scenario (its calls or outcomes), so passing it proves something.
 #[test]
 fn every_consumer_latitude_changes_something_observable() {
-    use cetp_reference::consumer::ConsumerLatitude;
+    use cetp_reference::consumer::ConsumerVariant;
     let all = scenarios();
     // What the Consumer did: every call (method, device time, deadline)
     // and every act's outcome.
@@ -346,7 +346,7 @@ fn every_consumer_latitude_changes_something_observable() {
         .map(|s| seen(s, &ConsumerConfig::default()))
         .collect();
     let mut idle = Vec::new();
-    for l in ConsumerLatitude::ALL {
+    for l in ConsumerVariant::ALL {
         let config = ConsumerConfig::default().with_latitude(*l);
         let differs = all.iter().zip(&base).any(|(s, b)| seen(s, &config) != *b);
         // Bounds no scenario reaches are still declared: the bound

@@ -1,10 +1,10 @@
 //! The contract lock against in-process Providers: recording, drift, and
 //! LOCK-001 in a run.
 
-use cetp_conformance::contract::{drift, record, LOCK_CASE_ID};
 use cetp_conformance::device::Target;
 use cetp_conformance::event::{Fanout, Verdict};
-use cetp_conformance::local::local_target;
+use cetp_conformance::in_process::in_process_target;
+use cetp_conformance::lock_target::{drift, record, LOCK_CASE_ID};
 use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
 use cetp_conformance::suite::{default_vectors_dir, Suite};
@@ -16,7 +16,7 @@ use cetp_proto::provider::{
 use cetp_proto::Value;
 use cetp_reference::app::ProviderApp;
 use cetp_reference::device::{DeviceClock, IDENTITY_A, IDENTITY_B};
-use cetp_reference::provider::{thread_sleeper, Fault, ProviderConfig, ReferenceProvider};
+use cetp_reference::provider::{thread_sleeper, Mutant, ProviderConfig, ReferenceProvider};
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ fn profile() -> Profile {
 }
 
 fn target(app: Arc<dyn ProviderApp>) -> Target {
-    local_target(app, DeviceClock::system(0))
+    in_process_target(app, DeviceClock::system(0))
 }
 
 fn reference() -> Target {
@@ -220,7 +220,7 @@ fn provider(cfg: ProviderConfig) -> Target {
 
 fn mutant() -> Target {
     provider(ProviderConfig {
-        faults: BTreeSet::from([Fault::SchemaChangedRevisionKept]),
+        faults: BTreeSet::from([Mutant::SchemaChangedRevisionKept]),
         ..ProviderConfig::default()
     })
 }
@@ -269,7 +269,7 @@ fn the_next_release_is_breaking_drift_never_a_violation() {
 #[test]
 fn with_the_lock_the_next_release_passes_everything_and_the_mutant_fails_only_lock_001() {
     let suite = Suite::load(&default_vectors_dir()).unwrap();
-    let config = |next_release: bool, faults: BTreeSet<Fault>| {
+    let config = |next_release: bool, faults: BTreeSet<Mutant>| {
         let mut cfg = ProviderConfig {
             next_release,
             faults,
@@ -312,7 +312,7 @@ fn with_the_lock_the_next_release_passes_everything_and_the_mutant_fails_only_lo
     let mutant = || {
         provider(config(
             false,
-            BTreeSet::from([Fault::SchemaChangedRevisionKept]),
+            BTreeSet::from([Mutant::SchemaChangedRevisionKept]),
         ))
     };
     assert_eq!(failing(&mutant(), None), Vec::<String>::new());

@@ -35,8 +35,8 @@ use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
 use cetp_proto::{Bundle, ErrorCode, Value};
 use cetp_reference::device::{DeviceClock, IDENTITY_B};
 use cetp_reference::provider::{
-    Business, BusinessAnswer, BusinessCall, Described, DescribedTool, Flavour, Latitude,
-    ManifestVariant, ProviderConfig, ReferenceProvider,
+    Business, BusinessAnswer, BusinessCall, Described, DescribedTool, Flavour, ManifestVariant,
+    ProviderConfig, ReferenceProvider, Variant,
 };
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -696,7 +696,7 @@ fn generate(schema: &Json, seed: u64) -> Json {
 #[derive(Clone, Debug)]
 pub struct Member {
     pub name: String,
-    latitude: Option<Latitude>,
+    latitude: Option<Variant>,
 }
 
 pub struct Shadow {
@@ -723,18 +723,18 @@ impl Shadow {
             name: "reference".into(),
             latitude: None,
         }];
-        for l in Latitude::ALL {
+        for l in Variant::ALL {
             // The target's own manifest, limits, provider id and observer
             // are what they are: the latitudes that only set them are not
             // choices left open here.
             if matches!(
                 l,
-                Latitude::V2OnlyManifest
-                    | Latitude::NoEffectCounter
-                    | Latitude::GenerousLimits
-                    | Latitude::InlineLimitFitsLargeResult
-                    | Latitude::SingleConcurrentRequest
-                    | Latitude::ProviderIdCustom
+                Variant::V2OnlyManifest
+                    | Variant::NoEffectCounter
+                    | Variant::GenerousLimits
+                    | Variant::InlineLimitFitsLargeResult
+                    | Variant::SingleConcurrentRequest
+                    | Variant::ProviderIdCustom
             ) {
                 continue;
             }
@@ -1085,7 +1085,7 @@ impl Shadow {
                                 let cfg = self.config(m, business.clone(), *f);
                                 let provider = Arc::new(ReferenceProvider::new(cfg));
                                 let app: Arc<dyn cetp_reference::app::ProviderApp> = provider;
-                                let t = cetp_conformance::local::local_target(
+                                let t = cetp_conformance::in_process::in_process_target(
                                     app,
                                     DeviceClock::manual(start_ms),
                                 );

@@ -691,7 +691,7 @@ impl<'a> Fuzzer<'a> {
         let before = self.observe_total();
         if let Some(lock) = self.cfg.lock.clone() {
             let cfg = cetp_conformance::runner::RunConfig::default();
-            let o = cetp_conformance::contract::run_lock_case(
+            let o = cetp_conformance::lock_target::run_lock_case(
                 &self.target,
                 &self.env,
                 &lock,

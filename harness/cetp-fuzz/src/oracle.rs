@@ -13,7 +13,7 @@ use cetp_conformance::interp::Stop;
 use cetp_conformance::profile::{Counts, Profile};
 use cetp_conformance::vector::Case;
 use cetp_reference::device::DeviceClock;
-use cetp_reference::provider::{FixtureSet, Latitude, ManifestVariant, ReferenceProvider};
+use cetp_reference::provider::{FixtureSet, ManifestVariant, ReferenceProvider, Variant};
 use cetp_sim::{provider_config, SimConfig};
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -69,17 +69,17 @@ impl Oracle {
             name: "reference".into(),
             cfg: base.clone(),
         }];
-        for l in Latitude::ALL {
+        for l in Variant::ALL {
             // A v2-only manifest is the target's own shape, not a latitude
             // the oracle adds: discovery and v1 answers depend on it.
-            if *l == Latitude::V2OnlyManifest {
+            if *l == Variant::V2OnlyManifest {
                 continue;
             }
             // Whether list_alerts counts effects is what the target's own
             // profile says about its observer; a Provider without the
             // counter comes with another profile (no-counter.toml), so under
             // this one it could not be observed at all.
-            if *l == Latitude::NoEffectCounter {
+            if *l == Variant::NoEffectCounter {
                 continue;
             }
             members.push(Member {
@@ -103,7 +103,8 @@ impl Oracle {
         let cfg = provider_config(&m.cfg).ok()?;
         let provider = Arc::new(ReferenceProvider::new(cfg));
         let app: Arc<dyn cetp_reference::app::ProviderApp> = provider.clone();
-        let target = cetp_conformance::local::local_target(app, DeviceClock::manual(start_ms));
+        let target =
+            cetp_conformance::in_process::in_process_target(app, DeviceClock::manual(start_ms));
         Some((target, provider))
     }
 

@@ -8,7 +8,7 @@ use cetp_proto::envelope::Capability;
 use cetp_proto::provider::Decision;
 use cetp_reference::consumer::{Consumer, ConsumerConfig, ConsumerError, Fault as Blame, Outcome};
 use cetp_reference::device::{DeviceClock, DeviceConnection, LocalDevice};
-use cetp_reference::provider::{Fault, ReferenceProvider, PACKAGE};
+use cetp_reference::provider::{Mutant, ReferenceProvider, PACKAGE};
 use serde_json::{json, Value as Json};
 use std::sync::Arc;
 
@@ -33,10 +33,10 @@ struct Run {
 }
 
 /// Runs `step` against the reference with `fault` (none: the reference).
-fn run(fault: Option<Fault>, offer: &[Capability], step: Step) -> Run {
+fn run(fault: Option<Mutant>, offer: &[Capability], step: Step) -> Run {
     let provider =
         Arc::new(fault.map_or_else(ReferenceProvider::reference, ReferenceProvider::with_fault));
-    let fault = fault.map_or("reference", Fault::name);
+    let fault = fault.map_or("reference", Mutant::name);
     let device = LocalDevice::new(provider.clone(), DeviceClock::manual(scripted::T0));
     let mut conn = device.connect_as("a").unwrap();
     let mut c = Consumer::new(ConsumerConfig {
@@ -231,7 +231,7 @@ fn every_visible_mutant_is_stopped_with_its_rule() {
         ),
     ];
     for (name, offer, step, rule) in cases {
-        let fault = Fault::parse(name).unwrap_or_else(|| panic!("no mutant {name}"));
+        let fault = Mutant::parse(name).unwrap_or_else(|| panic!("no mutant {name}"));
         let r = run(Some(fault), offer, *step);
         let err = r
             .result
@@ -254,7 +254,7 @@ fn every_visible_mutant_is_stopped_with_its_rule() {
 #[test]
 fn a_mismatched_authority_package_is_never_used() {
     let provider = Arc::new(ReferenceProvider::with_fault(
-        Fault::AuthorityPackageMismatch,
+        Mutant::AuthorityPackageMismatch,
     ));
     let device = LocalDevice::new(provider, DeviceClock::manual(scripted::T0));
     let mut conn = device.connect_as("a").unwrap();

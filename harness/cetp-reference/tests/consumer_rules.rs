@@ -1121,3 +1121,89 @@ fn stray_descriptors_in_any_answer_are_closed() {
     assert_eq!(rules(&e), vec!["error.retryable.rule"]);
     assert!(r.conn.held_handles().is_empty());
 }
+
+// ------------------------------------------------ legal variants' behaviours
+
+/// `eager_tool_list`: the tool list is read at connect; the reference
+/// waits until it needs it (§3.3 fixes no moment).
+#[test]
+fn eager_tool_list_reads_the_list_at_connect() {
+    use cetp_reference::consumer::ConsumerVariant;
+    for (config, at_connect) in [
+        (ConsumerConfig::default(), 0),
+        (
+            ConsumerConfig::default().with_latitude(ConsumerVariant::EagerToolList),
+            1,
+        ),
+    ] {
+        let app =
+            Scripted::new(|s| (s.method == "execute_tool").then(|| inline(s, json!({"v": 1}))));
+        let mut r = rig_with(app, config);
+        r.consumer.discover(&mut r.conn).unwrap();
+        r.consumer.connect(&mut r.conn, PACKAGE).unwrap();
+        assert_eq!(r.app.seen_method("list_tools").len(), at_connect);
+        // Either way the list is checked once per negotiation, not again.
+        r.exec("get_value").unwrap();
+        r.exec("get_value").unwrap();
+        assert_eq!(r.app.seen_method("list_tools").len(), 1);
+    }
+}
+
+/// `cancels_abandoned`: when its budget runs out the variant cancels the
+/// operation (only with cancellation negotiated) and still polls it to a
+/// terminal state (§4.4); the reference leaves it running.
+#[test]
+fn cancels_abandoned_cancels_then_polls_only_with_cancellation() {
+    use cetp_reference::consumer::ConsumerVariant;
+    for (caps, cancels) in [
+        (&["async_operations", "cancellation"][..], true),
+        (&["async_operations"][..], false),
+    ] {
+        let config = ConsumerConfig {
+            execution_budget_ms: 10_000,
+            ..ConsumerConfig::default()
+        }
+        .with_latitude(ConsumerVariant::CancelsAbandoned);
+        let asked = Arc::new(AtomicU32::new(0));
+        let a = asked.clone();
+        let app = Scripted::new(move |s| match s.method.as_str() {
+            "execute_tool" => Some(accepted(s, "op-a", 1000)),
+            "cancel_operation" => {
+                a.store(1, Ordering::SeqCst);
+                Some(ok(
+                    s,
+                    json!({"operation_id": "op-a", "state": "cancellation_requested"}),
+                ))
+            }
+            "get_operation" => Some(ok(
+                s,
+                if a.load(Ordering::SeqCst) == 1 {
+                    json!({"operation_id": "op-a", "state": "cancelled"})
+                } else {
+                    json!({"operation_id": "op-a", "state": "running", "poll_after_ms": 1000})
+                },
+            )),
+            _ => None,
+        })
+        .with_caps(caps);
+        let mut r = rig_with(app, config);
+        r.ready();
+        let got = r.exec("slow_job");
+        if cancels {
+            assert_eq!(
+                got.unwrap(),
+                Outcome::Cancelled {
+                    operation_id: "op-a".into()
+                }
+            );
+            assert_eq!(r.app.seen_method("cancel_operation").len(), 1);
+        } else {
+            let e = got.unwrap_err();
+            assert!(
+                matches!(e.refusal(), Some(Refusal::BudgetExhausted { .. })),
+                "{e}"
+            );
+            assert!(r.app.seen_method("cancel_operation").is_empty());
+        }
+    }
+}

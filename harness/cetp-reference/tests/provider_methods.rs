@@ -823,7 +823,7 @@ fn a_replay_into_a_session_without_async_operations_never_gets_accepted() {
     for config in [
         ProviderConfig::default(),
         ProviderConfig::default()
-            .with_latitude(cetp_reference::provider::Latitude::ValidateBeforeDedupe),
+            .with_latitude(cetp_reference::provider::Variant::ValidateBeforeDedupe),
     ] {
         replay_without_async_operations(World::with_config(config));
     }

@@ -17,7 +17,7 @@ use cetp_proto::schema::DEFAULT_DIALECT;
 use cetp_proto::Value;
 use cetp_reference::app::ProviderApp;
 use cetp_reference::provider::{
-    thread_sleeper, Fault, FixtureSet, ProviderConfig, ReferenceProvider, PACKAGE,
+    thread_sleeper, FixtureSet, Mutant, ProviderConfig, ReferenceProvider, PACKAGE,
 };
 use provider_support::*;
 use serde_json::{json, Value as Json};
@@ -100,7 +100,7 @@ fn start_op(w: &mut World) -> String {
 }
 
 fn differs(name: &str, base: ProviderConfig, scenario: fn(&mut World) -> String) {
-    let fault = Fault::parse(name).unwrap_or_else(|| panic!("no fault {name}"));
+    let fault = Mutant::parse(name).unwrap_or_else(|| panic!("no fault {name}"));
     let reference = scenario(&mut World::with_config(base.clone()));
     let mut cfg = base;
     cfg.faults.insert(fault);
@@ -852,7 +852,7 @@ fn schema_changed_revision_kept_is_next_release_under_the_old_revision() {
         ..ProviderConfig::default()
     });
     let mutant = list(ProviderConfig {
-        faults: BTreeSet::from([Fault::SchemaChangedRevisionKept]),
+        faults: BTreeSet::from([Mutant::SchemaChangedRevisionKept]),
         ..ProviderConfig::default()
     });
     assert_eq!(mutant["tools"], next["tools"]);
@@ -885,7 +885,7 @@ fn every_fault_has_a_differential_test_in_each_of_its_apps() {
         (FixtureSet::Notes, NOTES_TESTED),
     ] {
         let tested: BTreeSet<&str> = tested.iter().copied().collect();
-        let expected: BTreeSet<&str> = Fault::ALL
+        let expected: BTreeSet<&str> = Mutant::ALL
             .iter()
             .filter(|f| f.applies_to(set))
             .map(|f| f.name())
@@ -894,7 +894,7 @@ fn every_fault_has_a_differential_test_in_each_of_its_apps() {
     }
     assert_eq!(TESTED.len() + NOTES_TESTED.len(), {
         let mut n = 0;
-        for f in Fault::ALL {
+        for f in Mutant::ALL {
             n += f.providers().len();
         }
         n
@@ -903,7 +903,7 @@ fn every_fault_has_a_differential_test_in_each_of_its_apps() {
 
 #[test]
 fn every_fault_builds_by_name_for_its_apps_only() {
-    for f in Fault::ALL {
+    for f in Mutant::ALL {
         for set in FixtureSet::ALL {
             match ReferenceProvider::mutant_of(set, f.name()) {
                 Ok(p) => {
@@ -919,7 +919,7 @@ fn every_fault_builds_by_name_for_its_apps_only() {
     assert!(ReferenceProvider::mutant("delete_note_unconfirmed").is_err());
 }
 
-/// `vectors/mutants/mutants.json` and [`Fault::ALL`] list the same mutants,
+/// `vectors/mutants/mutants.json` and [`Mutant::ALL`] list the same mutants,
 /// in the same order, and each entry is well formed.
 #[test]
 fn mutants_json_matches_fault_list() {
@@ -935,7 +935,7 @@ fn mutants_json_matches_fault_list() {
         .iter()
         .map(|e| e["name"].as_str().expect("name"))
         .collect();
-    let all: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+    let all: Vec<&str> = Mutant::ALL.iter().map(|f| f.name()).collect();
     assert_eq!(names, all);
     let sections: BTreeSet<&str> = [
         "0", "1", "2.1", "2.2", "2.3", "3.1", "3.2", "3.3", "3.4", "4", "4.1", "4.2", "4.3", "4.4",
@@ -999,7 +999,7 @@ fn mutants_json_matches_fault_list() {
                 .map(|v| v.as_str().expect("provider name"))
                 .collect(),
         };
-        let fault = Fault::parse(name).expect("a fault");
+        let fault = Mutant::parse(name).expect("a fault");
         let expected: Vec<&str> = fault.providers().iter().map(|s| s.name()).collect();
         assert_eq!(providers, expected, "{name}: providers");
     }
@@ -1018,7 +1018,7 @@ fn retired_mutants_are_not_faults() {
     assert!(!retired.is_empty());
     for r in retired {
         let name = r["name"].as_str().unwrap();
-        assert!(Fault::parse(name).is_none(), "{name} is retired");
+        assert!(Mutant::parse(name).is_none(), "{name} is retired");
         assert!(
             r["reason"].as_str().is_some_and(|w| w.len() >= 20),
             "{name}"

@@ -1,5 +1,5 @@
 //! One test per legal variant: the same scenario against the reference and
-//! against the reference taking one [`Latitude`] must be told apart by what a
+//! against the reference taking one [`Variant`] must be told apart by what a
 //! Consumer can observe. The conformance suite has to pass every variant;
 //! these prove each variant is a real change, so that "passes every legal
 //! variant" is not a claim about copies of the reference.
@@ -10,7 +10,7 @@ use cetp_proto::discovery::META_VERSIONS;
 use cetp_proto::envelope::{is_uuid, keys, V1Response};
 use cetp_proto::Value;
 use cetp_reference::app::ProviderApp;
-use cetp_reference::provider::{Latitude, ProviderConfig};
+use cetp_reference::provider::{ProviderConfig, Variant};
 use provider_support::*;
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
@@ -133,8 +133,8 @@ struct Scenario {
 }
 
 impl Scenario {
-    fn latitude(&self) -> Latitude {
-        Latitude::parse(self.name).unwrap_or_else(|| panic!("no latitude {}", self.name))
+    fn latitude(&self) -> Variant {
+        Variant::parse(self.name).unwrap_or_else(|| panic!("no latitude {}", self.name))
     }
     fn reference(&self) -> String {
         (self.run)(&mut World::with_config(self.base.clone()))
@@ -485,7 +485,7 @@ variants! {
 
 #[test]
 fn every_latitude_has_a_differential_test() {
-    let all: Vec<&str> = Latitude::ALL.iter().map(|l| l.name()).collect();
+    let all: Vec<&str> = Variant::ALL.iter().map(|l| l.name()).collect();
     let tested: BTreeSet<&str> = TESTED.iter().copied().collect();
     let missing: Vec<&&str> = all.iter().filter(|n| !tested.contains(**n)).collect();
     assert!(
@@ -495,7 +495,7 @@ fn every_latitude_has_a_differential_test() {
     assert_eq!(TESTED.len(), all.len(), "a latitude has two scenarios");
     for s in scenarios() {
         assert!(
-            Latitude::parse(s.name).is_some(),
+            Variant::parse(s.name).is_some(),
             "{}: no such latitude",
             s.name
         );
@@ -508,7 +508,7 @@ fn every_latitude_has_a_differential_test() {
 #[test]
 fn no_scenario_is_vacuous() {
     let mut same = Vec::new();
-    for l in Latitude::ALL {
+    for l in Variant::ALL {
         let s = scenario(l.name());
         let (reference, variant) = (s.reference(), s.variant());
         assert!(!reference.is_empty() && !variant.is_empty(), "{}", s.name);

@@ -1,8 +1,8 @@
-//! `vectors/variants/variants.json` and [`Latitude::ALL`] list the same legal
+//! `vectors/variants/variants.json` and [`Variant::ALL`] list the same legal
 //! variants, in the same order; every entry is well formed and its profile
 //! exists.
 
-use cetp_reference::provider::{Latitude, ReferenceProvider};
+use cetp_reference::provider::{ReferenceProvider, Variant};
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 
@@ -23,7 +23,7 @@ fn variants_json_matches_the_latitude_list() {
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
-    let all: Vec<&str> = Latitude::ALL.iter().map(|l| l.name()).collect();
+    let all: Vec<&str> = Variant::ALL.iter().map(|l| l.name()).collect();
     assert_eq!(names, all);
     assert!(entries.len() >= 25, "at least 25 legal variants");
     let catalog: Json = serde_json::from_str(

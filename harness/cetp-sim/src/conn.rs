@@ -325,7 +325,10 @@ impl Conn {
             // compatible): let device time pass at once, so expiry and
             // retention can be tested without waiting. Real devices answer
             // `unknown_op` and the cases that need it are not applicable.
-            OpRequest::Unknown { op, params } if op == "advance_clock" => {
+            // `--fixed-clock` answers it as a phone does (below).
+            OpRequest::Unknown { op, params }
+                if op == "advance_clock" && !self.sim.config().fixed_clock =>
+            {
                 self.advance_clock(&params)
             }
             OpRequest::Unknown { op, params } if op == "consumer_act" => {
@@ -364,7 +367,12 @@ impl Conn {
                 extra: Map::new(),
             },
             now_ms: self.sim.now_ms(),
-            ops: OPS.iter().map(|s| s.to_string()).collect(),
+            // A device with a fixed clock does not offer to move it.
+            ops: OPS
+                .iter()
+                .filter(|op| !(self.sim.config().fixed_clock && **op == "advance_clock"))
+                .map(|s| s.to_string())
+                .collect(),
             extra: {
                 let mut extra = Map::new();
                 extra.insert(

@@ -13,7 +13,7 @@ use cetp_proto::provider::{
 };
 use cetp_proto::{Bundle, Value};
 use cetp_reference::app::launch_intent;
-use cetp_reference::consumer::{ConsumerConfig, ConsumerFault, DrivenConsumer};
+use cetp_reference::consumer::{ConsumerConfig, ConsumerMutant, DrivenConsumer};
 use cetp_reference::port::ConsumerPort;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use std::sync::Arc;
 /// Consumer) and every Consumer mutant.
 pub fn names() -> Vec<String> {
     std::iter::once("default".to_string())
-        .chain(ConsumerFault::ALL.iter().map(|f| f.name().to_string()))
+        .chain(ConsumerMutant::ALL.iter().map(|f| f.name().to_string()))
         .collect()
 }
 
@@ -32,7 +32,7 @@ pub fn built_in(name: &str) -> Option<DrivenConsumer> {
     if name == "default" || name == "reference" {
         return Some(DrivenConsumer::new(config));
     }
-    ConsumerFault::parse(name).map(|f| {
+    ConsumerMutant::parse(name).map(|f| {
         DrivenConsumer::new(ConsumerConfig {
             faults: vec![f],
             ..config

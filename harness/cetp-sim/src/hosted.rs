@@ -17,7 +17,9 @@
 //!   script's, default true). When a Consumer launches it (`resolve`), the
 //!   host gets an `intent_launched` event naming the script's `handle` and
 //!   the decision played. `hello` lists it as `pending_intent` under
-//!   `reply_extensions`.
+//!   `reply_extensions`. (The probe app sends the same event from its own
+//!   confirmation activity once the user decided there, with `launcher`
+//!   left out when Android does not name the app that launched it.)
 //! - `incoming_call` names the `authority` called: one connection may host
 //!   several Providers (a Consumer scenario's decoy, §3.1 routing).
 //! - `reply` may carry `"fail": "timeout"|"provider_died"` instead of a
@@ -348,9 +350,12 @@ pub enum Hosting {
     /// What the probe app allows on a phone (android-probe-app/README.md,
     /// "What `host_provider` accepts"): its one declared authority in its
     /// own package, one of its declared meta-data sets, the exceptions that
-    /// cross Binder as themselves, `fd_endless`, `fail: timeout`, and no
-    /// PendingIntent, descriptor or foreign value in a result. `hello`
-    /// says so as the app does (`hosted_provider`, `reply_fail`), so the
+    /// cross Binder as themselves, `fd_endless`, `fail: timeout` (a call
+    /// held past the Consumer's timeout), `fail: provider_died` (its hosted
+    /// process, `:hosted`, kills itself mid-call), a `pending_intent` only
+    /// as an immutable intent of its own confirmation activity, and no
+    /// descriptor or foreign value in a result. `hello` says so as the app
+    /// does (`hosted_provider`, `reply_extensions`, `reply_fail`), so the
     /// host's phone path is tested end to end here.
     ProbeApp,
 }
@@ -368,6 +373,11 @@ const PROBE_THROWABLE: [&str; 5] = [
     "java.lang.NullPointerException",
     "java.lang.UnsupportedOperationException",
 ];
+
+/// The probe app's `reply` extensions (its `HostedProvider.REPLY_EXTENSIONS`)
+/// and `fail` kinds (`HostedProvider.FAIL_KINDS`): what its `hello` lists.
+const PROBE_REPLY_EXTENSIONS: [&str; 2] = ["fd_endless", "pending_intent"];
+const PROBE_FAIL_KINDS: [ErrorKind; 2] = [ErrorKind::Timeout, ErrorKind::ProviderDied];
 
 impl Hosting {
     pub fn parse(s: &str) -> Result<Hosting, String> {
@@ -409,9 +419,10 @@ impl Hosting {
             Hosting::ProbeApp => {
                 extra.insert(
                     "reply_extensions".into(),
-                    json(serde_json::json!(["fd_endless"])),
+                    json(serde_json::json!(PROBE_REPLY_EXTENSIONS)),
                 );
-                extra.insert("reply_fail".into(), json(serde_json::json!(["timeout"])));
+                let fails: Vec<&str> = PROBE_FAIL_KINDS.iter().map(|k| k.as_str()).collect();
+                extra.insert("reply_fail".into(), json(serde_json::json!(fails)));
                 extra.insert(
                     "hosted_provider".into(),
                     json(serde_json::json!({
@@ -474,10 +485,16 @@ impl Hosting {
                     "`throw` {class:?}: this device throws only {PROBE_THROWABLE:?}"
                 ))
             }
-            ReplyOutcome::Fail { kind } if *kind != ErrorKind::Timeout => unsupported(format!(
-                "`fail` {:?}: the provider runs in the probe's own process, which must not die",
-                kind.as_str()
-            )),
+            ReplyOutcome::Fail { kind } if !PROBE_FAIL_KINDS.contains(kind) => {
+                unsupported(format!(
+                    "`fail` {:?}: this device plays `fail` only as {:?}",
+                    kind.as_str(),
+                    PROBE_FAIL_KINDS
+                        .iter()
+                        .map(|k| k.as_str())
+                        .collect::<Vec<_>>()
+                ))
+            }
             ReplyOutcome::Result {
                 result: Some(b), ..
             }
@@ -485,7 +502,7 @@ impl Hosting {
                 result: Some(b), ..
             } => match foreign_value(b) {
                 Some(tag) => unsupported(format!(
-                    "a result holding a {tag} value: this device returns plain Bundle values only"
+                    "a result holding a {tag}: this device returns plain Bundle values and PendingIntents of its own confirmation activity only"
                 )),
                 None => Ok(()),
             },
@@ -495,10 +512,15 @@ impl Hosting {
 }
 
 /// The first value in `b` (nested Bundles too) a phone's probe cannot put
-/// in a result: a PendingIntent, a descriptor or a foreign class.
+/// in a result: a descriptor, a foreign class, or a PendingIntent other
+/// than the one it makes (immutable, of its own confirmation activity).
 fn foreign_value(b: &Bundle) -> Option<&'static str> {
     b.0.values().find_map(|v| match v {
-        Value::PendingIntent(_) | Value::Fd(_) | Value::Other { .. } => Some(v.type_tag()),
+        Value::PendingIntent(pi) if pi.immutable == Some(false) || pi.activity == Some(false) => {
+            Some("`pending_intent` that is not an immutable activity intent")
+        }
+        Value::Fd(_) => Some("`fd` value"),
+        Value::Other { .. } => Some("`other` value"),
         Value::Bundle(inner) => foreign_value(inner),
         _ => None,
     })
@@ -693,17 +715,8 @@ mod hosting_tests {
 
     #[test]
     fn the_probe_apps_throw_classes_are_its_java_list_and_all_cross_binder() {
-        // The probe app's own list (core/HostedProvider.THROWABLE), read from
-        // its source so that the two cannot drift apart.
-        let java = include_str!(
-            "../../../android-probe-app/core/src/main/java/com/clawseed/probe/core/HostedProvider.java"
-        );
-        let start = java
-            .find("THROWABLE = ")
-            .expect("THROWABLE in HostedProvider.java");
-        let list = &java[start..start + java[start..].find(");").unwrap()];
-        let declared: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
-        assert_eq!(declared, PROBE_THROWABLE);
+        // The probe app's own list (core/HostedProvider.THROWABLE).
+        assert_eq!(java_list("THROWABLE"), PROBE_THROWABLE);
         for c in PROBE_THROWABLE {
             assert_eq!(
                 crate::binder::crossed_class(c),
@@ -712,6 +725,50 @@ mod hosting_tests {
             );
         }
         assert!(!PROBE_THROWABLE.contains(&"java.lang.RuntimeException"));
+    }
+
+    /// A `List` of strings in HostedProvider.java (`NAME = ...;`), read from
+    /// its source so that the sim and the app cannot drift apart.
+    fn java_list(name: &str) -> Vec<String> {
+        let java = include_str!(
+            "../../../android-probe-app/core/src/main/java/com/clawseed/probe/core/HostedProvider.java"
+        );
+        let start = java
+            .find(&format!("{name} = "))
+            .unwrap_or_else(|| panic!("{name} in HostedProvider.java"));
+        let list = &java[start..start + java[start..].find(");").unwrap()];
+        list.split('"')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_probe_apps_reply_extensions_and_fail_kinds_are_its_java_lists_and_its_hello() {
+        let extensions = java_list("REPLY_EXTENSIONS");
+        assert_eq!(extensions, PROBE_REPLY_EXTENSIONS);
+        let fails = java_list("FAIL_KINDS");
+        let kinds: Vec<&str> = PROBE_FAIL_KINDS.iter().map(|k| k.as_str()).collect();
+        assert_eq!(fails, kinds);
+        let mut hello = Map::new();
+        Hosting::ProbeApp.hello_members(&mut hello);
+        let listed = |key: &str| -> Vec<String> {
+            hello[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(listed("reply_extensions"), extensions);
+        assert_eq!(listed("reply_fail"), fails);
+        // Every fail kind listed is played: none is refused by the rules.
+        for kind in PROBE_FAIL_KINDS {
+            assert!(Hosting::ProbeApp
+                .check_reply(&reply(ReplyOutcome::Fail { kind }))
+                .is_ok());
+        }
     }
 
     #[test]
@@ -749,19 +806,23 @@ mod hosting_tests {
             assert_eq!(e.kind, ErrorKind::Unsupported, "{bad:?}");
             assert!(Hosting::Open.check_host(&bad).is_ok());
         }
-        let mut pi = Bundle::default();
-        let mut inner = Bundle::default();
-        inner.0.insert(
-            "resolution".into(),
-            Value::PendingIntent(cetp_proto::PendingIntentValue {
+        // A confirmation's PendingIntent, nested as a CETP error carries it.
+        let nested = |v: Value| {
+            let mut inner = Bundle::default();
+            inner.0.insert("resolution".into(), v);
+            let mut b = Bundle::default();
+            b.0.insert("error".into(), Value::Bundle(inner));
+            b
+        };
+        let intent = |immutable: Option<bool>, activity: Option<bool>| {
+            nested(Value::PendingIntent(cetp_proto::PendingIntentValue {
                 handle: "pi-1".into(),
                 creator_package: None,
                 creator_uid: None,
-                immutable: None,
-                activity: None,
-            }),
-        );
-        pi.0.insert("error".into(), Value::Bundle(inner));
+                immutable,
+                activity,
+            }))
+        };
         for (outcome, played) in [
             (
                 ReplyOutcome::Throw {
@@ -787,6 +848,12 @@ mod hosting_tests {
                 ReplyOutcome::Fail {
                     kind: ErrorKind::ProviderDied,
                 },
+                true,
+            ),
+            (
+                ReplyOutcome::Fail {
+                    kind: ErrorKind::TransactionTooLarge,
+                },
                 false,
             ),
             (
@@ -796,9 +863,50 @@ mod hosting_tests {
                 },
                 true,
             ),
+            // The probe's own confirmation intent: immutable, an activity,
+            // whether the script says so or leaves it to the device.
             (
                 ReplyOutcome::Result {
-                    result: Some(pi.clone()),
+                    result: Some(intent(None, None)),
+                    fd_data: None,
+                },
+                true,
+            ),
+            (
+                ReplyOutcome::Result {
+                    result: Some(intent(Some(true), Some(true))),
+                    fd_data: None,
+                },
+                true,
+            ),
+            (
+                ReplyOutcome::Result {
+                    result: Some(intent(Some(false), Some(true))),
+                    fd_data: None,
+                },
+                false,
+            ),
+            (
+                ReplyOutcome::EndlessFd {
+                    result: Some(intent(Some(true), Some(false))),
+                    fill: b' ',
+                },
+                false,
+            ),
+            (
+                ReplyOutcome::Result {
+                    result: Some(nested(Value::Fd(FdValue {
+                        handle: "fd-1".into(),
+                    }))),
+                    fd_data: None,
+                },
+                false,
+            ),
+            (
+                ReplyOutcome::Result {
+                    result: Some(nested(Value::Other {
+                        class: "android.os.Binder".into(),
+                    })),
                     fd_data: None,
                 },
                 false,

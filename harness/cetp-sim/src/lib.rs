@@ -52,7 +52,7 @@ use cetp_reference::device::{
     DeviceClock, DeviceConfig, DeviceIdentity, LocalDevice, IDENTITY_A, IDENTITY_B,
 };
 use cetp_reference::provider::{
-    thread_sleeper, Fault, FixtureSet, Latitude, ManifestVariant, ProviderConfig, ReferenceProvider,
+    thread_sleeper, FixtureSet, ManifestVariant, Mutant, ProviderConfig, ReferenceProvider, Variant,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -106,9 +106,9 @@ pub const MAX_WAIT_MS: u64 = 600_000;
 pub struct SimConfig {
     /// The app the device hosts.
     pub provider: FixtureSet,
-    /// A [`Fault`] name of that app: host that mutant instead.
+    /// A [`Mutant`] name of that app: host that mutant instead.
     pub mutant: Option<String>,
-    /// A [`Latitude`] name: host that legal variant of the reference.
+    /// A [`Variant`] name: host that legal variant of the reference.
     pub variant: Option<String>,
     pub manifest: ManifestVariant,
     /// Device clock = host clock + skew (deadlines are judged in device time).
@@ -125,6 +125,15 @@ pub struct SimConfig {
     /// What a host may shape when it hosts a Provider here: anything (the
     /// simulated device), or only what the probe app allows on a phone.
     pub hosting: hosted::Hosting,
+    /// The device's clock cannot be moved: `advance_clock` is answered
+    /// `unknown_op` and left out of `hello`'s ops, as on a phone, so that
+    /// the harness's real-time waits can be tested (`cetp sim --fixed-clock`).
+    pub fixed_clock: bool,
+    /// The Provider's session lifetime instead of its app's (a vendor's
+    /// debug build with short lifetimes).
+    pub session_ttl_ms: Option<i64>,
+    /// The Provider's resume-token lifetime instead of its app's.
+    pub resume_token_ttl_ms: Option<i64>,
 }
 
 impl Default for SimConfig {
@@ -139,6 +148,9 @@ impl Default for SimConfig {
             seed: 0,
             hang: None,
             hosting: hosted::Hosting::Open,
+            fixed_clock: false,
+            session_ttl_ms: None,
+            resume_token_ttl_ms: None,
         }
     }
 }
@@ -246,13 +258,13 @@ impl fmt::Debug for Sim {
 /// The mutant `name` of `app`; a fault the app has no place for is as
 /// unknown as a misspelt one. Targets check this when parsed, so a wrong
 /// name is a usage error, not a device that failed to start.
-pub fn mutant_of(app: FixtureSet, name: &str) -> Result<Fault, SimError> {
-    Fault::parse(name)
+pub fn mutant_of(app: FixtureSet, name: &str) -> Result<Mutant, SimError> {
+    Mutant::parse(name)
         .filter(|f| f.applies_to(app))
         .ok_or_else(|| SimError::UnknownMutant {
             name: name.to_string(),
             provider: app,
-            valid: Fault::ALL
+            valid: Mutant::ALL
                 .iter()
                 .filter(|f| f.applies_to(app))
                 .map(|f| f.name().to_string())
@@ -261,10 +273,10 @@ pub fn mutant_of(app: FixtureSet, name: &str) -> Result<Fault, SimError> {
 }
 
 /// The legal variant `name`.
-pub fn variant_named(name: &str) -> Result<Latitude, SimError> {
-    Latitude::parse(name).ok_or_else(|| SimError::UnknownVariant {
+pub fn variant_named(name: &str) -> Result<Variant, SimError> {
+    Variant::parse(name).ok_or_else(|| SimError::UnknownVariant {
         name: name.to_string(),
-        valid: Latitude::ALL.iter().map(|l| l.name().to_string()).collect(),
+        valid: Variant::ALL.iter().map(|l| l.name().to_string()).collect(),
     })
 }
 
@@ -289,6 +301,12 @@ pub fn provider_config(cfg: &SimConfig) -> Result<ProviderConfig, SimError> {
     let mut b_scopes = all.clone();
     for scope in scopes_withheld_from_b(app) {
         b_scopes.remove(*scope);
+    }
+    if let Some(ms) = cfg.session_ttl_ms {
+        base.session_ttl_ms = ms;
+    }
+    if let Some(ms) = cfg.resume_token_ttl_ms {
+        base.resume_token_ttl_ms = ms;
     }
     Ok(ProviderConfig {
         seed: cfg.seed,
@@ -332,11 +350,14 @@ impl Sim {
         sim.log(
             'I',
             &format!(
-                "boot: provider={} mutant={} manifest={} clock_skew_ms={}",
+                "boot: provider={} mutant={} manifest={} clock_skew_ms={} fixed_clock={} session_ttl_ms={} resume_token_ttl_ms={}",
                 sim.provider.config().package,
                 sim.cfg.mutant.as_deref().unwrap_or("none"),
                 manifest_variant_name(sim.cfg.manifest),
-                sim.cfg.clock_skew_ms
+                sim.cfg.clock_skew_ms,
+                sim.cfg.fixed_clock,
+                sim.provider.config().session_ttl_ms,
+                sim.provider.config().resume_token_ttl_ms,
             ),
         );
         Ok(sim)
@@ -643,7 +664,7 @@ mod tests {
             assert!(text.contains("no_such_mutant"), "{text}");
             let (_, list) = text.split_once("valid names: ").expect("a list");
             let listed: BTreeSet<&str> = list.split(", ").collect();
-            let expected: BTreeSet<&str> = Fault::ALL
+            let expected: BTreeSet<&str> = Mutant::ALL
                 .iter()
                 .filter(|f| f.applies_to(app))
                 .map(|f| f.name())
@@ -663,7 +684,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             hosted.provider().config().faults,
-            BTreeSet::from([Fault::DeleteNoteUnconfirmed])
+            BTreeSet::from([Mutant::DeleteNoteUnconfirmed])
         );
         let e = Sim::new(SimConfig {
             mutant: notes_only,

@@ -52,10 +52,22 @@ pub struct SimOptions {
     /// What a host may shape when it hosts a hostile Provider: `open`
     /// (any authority, package, manifest and reply) or `probe-app` (only
     /// what the probe app allows on a phone: its own authority and package,
-    /// its declared meta-data sets, its throwable classes, no scripted
-    /// PendingIntent and no dying Provider).
+    /// its declared meta-data sets, its throwable classes, PendingIntents of
+    /// its own confirmation activity only, no foreign value in a result).
     #[arg(long, value_name = "RULES", default_value = "open", value_parser = parse_hosting_arg)]
     pub hosting: crate::hosted::Hosting,
+    /// A device whose clock the harness cannot move, as a phone's:
+    /// `advance_clock` is answered `unknown_op`, so time-bound cases are
+    /// judged by waiting in real time.
+    #[arg(long)]
+    pub fixed_clock: bool,
+    /// The Provider's session lifetime (its `expires_at`), instead of the
+    /// app's: a debug build with short lifetimes.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(i64).range(1..))]
+    pub session_ttl_ms: Option<i64>,
+    /// The Provider's resume-token lifetime, instead of the app's.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(i64).range(1..))]
+    pub resume_token_ttl_ms: Option<i64>,
 }
 
 impl Default for SimOptions {
@@ -74,6 +86,9 @@ impl Default for SimOptions {
             seed: cfg.seed,
             hang: cfg.hang,
             hosting: cfg.hosting,
+            fixed_clock: cfg.fixed_clock,
+            session_ttl_ms: cfg.session_ttl_ms,
+            resume_token_ttl_ms: cfg.resume_token_ttl_ms,
         }
     }
 }
@@ -102,6 +117,9 @@ impl SimOptions {
             seed: self.seed,
             hang: self.hang.clone(),
             hosting: self.hosting,
+            fixed_clock: self.fixed_clock,
+            session_ttl_ms: self.session_ttl_ms,
+            resume_token_ttl_ms: self.resume_token_ttl_ms,
         }
     }
 }

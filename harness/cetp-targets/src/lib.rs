@@ -36,7 +36,7 @@ use cetp_conformance::device::Target;
 use cetp_proto::device::{AdbErrorKind, ErrorKind};
 use cetp_sim::Sim;
 use cetp_transport::adb::{Adb, AdbConfig, ProbeInstrumentation, PROBE_SOCKET_A, PROBE_SOCKET_B};
-use cetp_transport::{inproc, tcp, ClientConfig, ProbeClient, Tap, TransportError};
+use cetp_transport::{pipe, tcp, ClientConfig, ProbeClient, Tap, TransportError};
 use device::{AdbSide, SharedRuntime};
 use std::any::Any;
 use std::sync::Arc;
@@ -196,7 +196,7 @@ fn connect_sim(
 ) -> Result<ProbeDevice, TargetError> {
     let served = sim.clone();
     let name = identity.to_string();
-    let stream = inproc::connect(rt.handle(), move |device_end| async move {
+    let stream = pipe::connect(rt.handle(), move |device_end| async move {
         served.serve_connection(&name, device_end).await
     });
     let client = ProbeClient::connect_on(

@@ -94,6 +94,9 @@ impl SimSpec {
             hang: self.hang.clone(),
             // An in-process target hosts no Provider for a host to script.
             hosting: cetp_sim::Hosting::Open,
+            fixed_clock: false,
+            session_ttl_ms: None,
+            resume_token_ttl_ms: None,
         }
     }
 }

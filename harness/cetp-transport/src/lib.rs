@@ -11,7 +11,7 @@
 pub mod adb;
 pub mod client;
 pub mod error;
-pub mod inproc;
+pub mod pipe;
 pub mod tcp;
 
 pub use client::{

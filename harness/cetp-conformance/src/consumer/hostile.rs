@@ -323,6 +323,11 @@ impl Hostile {
             if !rule.when.matches(rec) {
                 continue;
             }
+            if let Some(m) = &rule.when.after {
+                if !self.log.iter().any(|r| r.method == *m) {
+                    continue;
+                }
+            }
             let count = 1 + self.log.iter().filter(|r| rule.when.matches(r)).count() as u32;
             if rule.when.nth.is_some_and(|n| n != count) {
                 continue;

@@ -36,6 +36,7 @@ pub const CHECKS: &[(&str, &str)] = &[
     ("read_bounded", "no descriptor read asks for more than `max_bytes` (in-process only)"),
     ("resolved_before_resume", "a call carrying a resume_token comes after the resolution issued with it was launched"),
     ("no_unnegotiated", "no operation method (get_operation, cancel_operation) unless its capability was granted"),
+    ("polled_after_cancel", "every answered cancel_operation is followed by a get_operation of the same operation (§4.4: a cancel request is not an end)"),
 ];
 
 /// What an act of the scenario was and what came of it.
@@ -122,6 +123,7 @@ pub fn judge(t: &Trace<'_>, e: &Expect) -> Judged {
         ConsumerCheck::ReadBounded(cap) => read_bounded(t, cap),
         ConsumerCheck::ResolvedBeforeResume {} => resolved_before_resume(t),
         ConsumerCheck::NoUnnegotiated {} => no_unnegotiated(t),
+        ConsumerCheck::PolledAfterCancel {} => polled_after_cancel(t),
     }
 }
 
@@ -484,6 +486,32 @@ fn outcome(t: &Trace<'_>, want: &OutcomeIs) -> Judged {
         }
         _ => Judged::Pass,
     }
+}
+
+/// §4.4: a successful cancel_operation only says the request was taken;
+/// the Consumer still queries the operation until a terminal state. A
+/// cancel the Provider refused (an error answer) asks nothing more.
+fn polled_after_cancel(t: &Trace<'_>) -> Judged {
+    let op_of = |c: &CallRecord| c.str(keys::OPERATION_ID);
+    first(
+        t.calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.method == "cancel_operation" && c.error_code.is_none())
+            .filter(|(i, c)| {
+                !t.calls[i + 1..]
+                    .iter()
+                    .any(|later| later.method == "get_operation" && op_of(later) == op_of(c))
+            })
+            .map(|(i, c)| {
+                format!(
+                    "{} was answered, and operation {:?} was never queried after it",
+                    label(i, c),
+                    op_of(c).unwrap_or_default()
+                )
+            })
+            .collect(),
+    )
 }
 
 fn no_crash(t: &Trace<'_>) -> Judged {

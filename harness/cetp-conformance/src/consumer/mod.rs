@@ -4,7 +4,7 @@
 //! scenario (`vectors/consumer/`), citing requirement ids.
 //!
 //! In-process, the Consumer under test is the reference Consumer or one of
-//! its mutants ([`ConsumerFault`]); [`selftest`] proves that every mutant is
+//! its mutants ([`ConsumerMutant`]); [`selftest`] proves that every mutant is
 //! caught by a scenario citing the requirement it breaks.
 
 pub mod hostile;
@@ -16,7 +16,7 @@ pub mod scenario;
 use crate::event::Verdict;
 use cetp_proto::device::ErrorKind;
 use cetp_reference::consumer::{
-    ActOutcome, Action, ConsumerConfig, ConsumerFault, ConsumerLatitude, DrivenConsumer,
+    ActOutcome, Action, ConsumerConfig, ConsumerMutant, ConsumerVariant, DrivenConsumer,
 };
 use hostile::{Hostile, AUTHORITY, T0};
 use judge::{judge, ActRecord, Judged, Trace};
@@ -427,7 +427,7 @@ pub fn run_variant(
     scenarios: &[Scenario],
     variant: &ConsumerVariantDoc,
 ) -> Result<VariantResult, String> {
-    let latitude = ConsumerLatitude::parse(&variant.name)
+    let latitude = ConsumerVariant::parse(&variant.name)
         .ok_or_else(|| format!("unknown Consumer legal variant {:?}", variant.name))?;
     let config = ConsumerConfig::default().with_latitude(latitude);
     let mut false_verdicts = Vec::new();
@@ -682,7 +682,7 @@ pub fn selftest(
         .collect::<Result<Vec<_>, _>>()?;
     let mut out = Vec::new();
     for m in mutants {
-        let fault = ConsumerFault::parse(&m.name)
+        let fault = ConsumerMutant::parse(&m.name)
             .ok_or_else(|| format!("unknown Consumer mutant {:?}", m.name))?;
         let config = ConsumerConfig {
             faults: vec![fault],

@@ -127,6 +127,10 @@ pub struct When {
     /// Only v1 calls (true) or v2 calls (false).
     #[serde(default)]
     pub v1: Option<bool>,
+    /// Only calls made after a call of this method (e.g. `get_operation`
+    /// once `cancel_operation` came: a Provider that honours a cancel).
+    #[serde(default)]
+    pub after: Option<String>,
 }
 
 impl When {
@@ -179,6 +183,7 @@ pub enum ConsumerCheck {
     ReadBounded(ReadCap),
     ResolvedBeforeResume {},
     NoUnnegotiated {},
+    PolledAfterCancel {},
 }
 
 /// Which calls a check looks at: all of them, or those of a method, a
@@ -300,6 +305,7 @@ impl ConsumerCheck {
             ConsumerCheck::ReadBounded(_) => "read_bounded",
             ConsumerCheck::ResolvedBeforeResume {} => "resolved_before_resume",
             ConsumerCheck::NoUnnegotiated {} => "no_unnegotiated",
+            ConsumerCheck::PolledAfterCancel {} => "polled_after_cancel",
         }
     }
 }

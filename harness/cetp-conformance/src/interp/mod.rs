@@ -42,6 +42,10 @@ use std::time::Instant;
 pub const CALL_TIMEOUT_MS: u64 = 10_000;
 /// Largest descriptor the harness will read in one `read_fd`.
 pub const MAX_FD_READ: u64 = 64 * 1024 * 1024;
+/// Longest real-time wait a case may take on a device whose clock cannot
+/// move, unless `--max-wait` says otherwise: a lifetime beyond it leaves
+/// its case unjudged, naming the flag.
+pub const DEFAULT_MAX_WAIT_MS: u64 = 180_000;
 
 /// What is known about the target before any case runs.
 #[derive(Clone, Debug)]
@@ -207,6 +211,67 @@ pub struct CaseRunner<'a> {
     /// The device time at which each bound call was sent: an `age` step
     /// measures from it.
     sent_at: BTreeMap<String, i64>,
+    /// The longest real-time wait on a device whose clock cannot move
+    /// (`--max-wait`).
+    max_wait_ms: u64,
+    /// Whether a top-level real-time wait may park the case (its executor
+    /// runs other cases meanwhile) instead of sleeping in place.
+    parking: bool,
+    /// How deep in nested steps the running step is (1: top level): only a
+    /// top-level step can park, its case then resumes at the next one.
+    depth: usize,
+    /// The device time a parked case waits for, and when it parked.
+    park: Option<(i64, Instant)>,
+    /// Real time waited for device time, in ms (the device's clock could
+    /// not be moved): said in the case's reason.
+    real_waited_ms: u64,
+}
+
+/// What a case parked at a real-time wait keeps: everything the
+/// interpreter owns, without the borrows of the run (event sink, check
+/// tally, device), which [`CaseRunner::resumed`] hands back.
+pub struct CaseState {
+    rng: ChaCha8Rng,
+    case_id: String,
+    bindings: Bindings,
+    sessions: BTreeMap<String, Session>,
+    observer_session: Option<String>,
+    virtual_clock: Option<bool>,
+    snapshots: BTreeSet<String>,
+    step: usize,
+    sent_at: BTreeMap<String, i64>,
+    max_wait_ms: u64,
+    park: Option<(i64, Instant)>,
+    real_waited_ms: u64,
+}
+
+impl CaseState {
+    /// How many of the case's top-level steps have started (the one it
+    /// waits at included).
+    pub fn step(&self) -> usize {
+        self.step
+    }
+
+    /// A case parked after its `step`th step, with nothing bound (the
+    /// scheduler's tests).
+    #[cfg(test)]
+    pub(crate) fn parked_at(step: usize) -> CaseState {
+        use rand::SeedableRng;
+        CaseState {
+            rng: ChaCha8Rng::seed_from_u64(0),
+            case_id: String::new(),
+            bindings: Bindings::new(),
+            sessions: BTreeMap::new(),
+            observer_session: None,
+            virtual_clock: Some(false),
+            snapshots: BTreeSet::new(),
+            step,
+            sent_at: BTreeMap::new(),
+            max_wait_ms: DEFAULT_MAX_WAIT_MS,
+            park: None,
+            real_waited_ms: 0,
+        }
+    }
 }
 
 impl<'a> CaseRunner<'a> {
@@ -271,7 +336,75 @@ impl<'a> CaseRunner<'a> {
             deadline: None,
             interrupt: None,
             sent_at: BTreeMap::new(),
+            max_wait_ms: DEFAULT_MAX_WAIT_MS,
+            parking: false,
+            depth: 0,
+            park: None,
+            real_waited_ms: 0,
         }
+    }
+
+    /// Bounds each real-time wait for device time (`--max-wait`).
+    pub fn max_wait(mut self, ms: u64) -> Self {
+        self.max_wait_ms = ms;
+        self
+    }
+
+    /// Lets a top-level real-time wait park the case: [`Self::start`] and
+    /// [`Self::resume`] then return the device time it waits for, and the
+    /// executor runs other cases until then.
+    pub fn parking(mut self) -> Self {
+        self.parking = true;
+        self
+    }
+
+    /// The state of a case that parked, to be resumed later.
+    pub fn into_state(self) -> CaseState {
+        CaseState {
+            rng: self.rng,
+            case_id: self.case_id,
+            bindings: self.bindings,
+            sessions: self.sessions,
+            observer_session: self.observer_session,
+            virtual_clock: self.virtual_clock,
+            snapshots: self.snapshots,
+            step: self.step,
+            sent_at: self.sent_at,
+            max_wait_ms: self.max_wait_ms,
+            park: self.park,
+            real_waited_ms: self.real_waited_ms,
+        }
+    }
+
+    /// A parked case's runner again, with the run's borrows.
+    pub fn resumed(
+        target: &'a Target,
+        profile: &'a Profile,
+        env: &'a Env,
+        emit: &'a mut dyn FnMut(Event),
+        tally: &'a mut CheckTally,
+        state: CaseState,
+    ) -> Self {
+        let mut r = CaseRunner::new(target, profile, env, emit, tally, state.rng);
+        r.case_id = state.case_id;
+        r.bindings = state.bindings;
+        r.sessions = state.sessions;
+        r.observer_session = state.observer_session;
+        r.virtual_clock = state.virtual_clock;
+        r.snapshots = state.snapshots;
+        r.step = state.step;
+        r.sent_at = state.sent_at;
+        r.max_wait_ms = state.max_wait_ms;
+        r.park = state.park;
+        r.real_waited_ms = state.real_waited_ms;
+        r.parking = true;
+        r
+    }
+
+    /// Real time the case waited for device time (its clock could not be
+    /// moved), in ms; 0 where the clock was moved or nothing waited.
+    pub fn real_waited_ms(&self) -> u64 {
+        self.real_waited_ms
     }
 
     /// What the case has bound so far (answer documents, snapshots, ids):
@@ -285,8 +418,42 @@ impl<'a> CaseRunner<'a> {
         self.step
     }
 
-    /// Runs a case to its end or its first failed expectation.
+    /// Runs a case to its end or its first failed expectation (real-time
+    /// waits are slept in place unless the runner is [`Self::parking`]).
     pub fn run(&mut self, case: &Case) -> StepResult {
+        self.begin(case)?;
+        while self.steps(case)?.is_some() {
+            self.resume_wait()?;
+        }
+        Ok(())
+    }
+
+    /// Runs a case to its end, its first failed expectation, or a
+    /// real-time wait it parks at: `Some(device time)` it waits for. The
+    /// caller then keeps [`Self::into_state`] and calls [`Self::resume`]
+    /// once the device's clock has reached it.
+    pub fn start(&mut self, case: &Case) -> Result<Option<i64>, Stop> {
+        self.begin(case)?;
+        self.steps(case)
+    }
+
+    /// Goes on with a parked case: ends its wait (sleeping what is left of
+    /// it), then runs the steps after it.
+    pub fn resume(&mut self, case: &Case) -> Result<Option<i64>, Stop> {
+        self.resume_wait()?;
+        self.steps(case)
+    }
+
+    fn resume_wait(&mut self) -> StepResult {
+        if let Some((due, started)) = self.park.take() {
+            let now = self.sleep_until(due)?;
+            self.answered(json!({"now_ms": now, "waited": "real time"}), started);
+        }
+        Ok(())
+    }
+
+    /// Everything before the first step: whether the case applies.
+    fn begin(&mut self, case: &Case) -> StepResult {
         self.case_id = case.id.clone();
         self.bindings.insert(
             "env".into(),
@@ -313,7 +480,13 @@ impl<'a> CaseRunner<'a> {
                 )
             });
         }
-        for step in &case.steps {
+        Ok(())
+    }
+
+    /// The steps from the first not yet started, until the end, a stop, or
+    /// a parked wait (`Some(device time)`).
+    fn steps(&mut self, case: &Case) -> Result<Option<i64>, Stop> {
+        while let Some(step) = case.steps.get(self.step) {
             self.step += 1;
             if self
                 .interrupt
@@ -339,11 +512,21 @@ impl<'a> CaseRunner<'a> {
                 }
                 return Err(stop);
             }
+            if let Some((due, _)) = self.park {
+                return Ok(Some(due));
+            }
         }
-        Ok(())
+        Ok(None)
     }
 
     fn run_step(&mut self, step: &Step, needs: &[String]) -> StepResult {
+        self.depth += 1;
+        let result = self.run_one_step(step, needs);
+        self.depth -= 1;
+        result
+    }
+
+    fn run_one_step(&mut self, step: &Step, needs: &[String]) -> StepResult {
         match step {
             Step::Discover { bind, expect } => self.discover(bind.as_deref(), expect.as_ref()),
             Step::Negotiate {
@@ -407,34 +590,12 @@ impl<'a> CaseRunner<'a> {
             ),
             Step::Restart => self.restart(),
             Step::CancelConsistent { final_, since } => self.cancel_consistent(final_, since),
-            Step::Age {
-                ms,
-                window_of,
-                since,
-                margin_ms,
-                fixed_clock_wait_ms,
-            } => self.age(
-                *ms,
-                window_of.as_deref().zip(since.as_deref()),
-                *margin_ms,
-                *fixed_clock_wait_ms,
-            ),
-            Step::AdvanceClock {
-                ms,
-                profile,
-                until,
-                plus_ms,
-            } => match until {
-                Some(until) => self.advance_clock_until(until, *plus_ms),
-                None => self.advance_clock_step(*ms, profile.as_deref(), *plus_ms),
-            },
+            Step::Age { .. } | Step::AdvanceClock { .. } | Step::Sleep { .. } => {
+                self.clock_step(step)
+            }
             Step::Uuid { bind } => {
                 let id = self.uuid();
                 self.bindings.insert(bind.clone(), json!(id));
-                Ok(())
-            }
-            Step::Sleep { ms } => {
-                self.target.a.sleep_ms(*ms);
                 Ok(())
             }
             Step::Observe { bind } => self.observe_step(bind),
@@ -462,6 +623,39 @@ impl<'a> CaseRunner<'a> {
             | Step::V1ReadOnly { .. }
             | Step::Differ { .. }
             | Step::Assert { .. } => self.compare_step(step),
+        }
+    }
+
+    /// The steps that let device time pass: moved where the harness can
+    /// move the clock, waited in real time elsewhere.
+    fn clock_step(&mut self, step: &Step) -> StepResult {
+        match step {
+            Step::Age {
+                ms,
+                window_of,
+                since,
+                margin_ms,
+                fixed_clock_wait_ms,
+            } => self.age(
+                *ms,
+                window_of.as_deref().zip(since.as_deref()),
+                *margin_ms,
+                *fixed_clock_wait_ms,
+            ),
+            Step::AdvanceClock {
+                ms,
+                profile,
+                until,
+                plus_ms,
+            } => match until {
+                Some(until) => self.advance_clock_until(until, *plus_ms),
+                None => self.advance_clock_step(*ms, profile.as_deref(), *plus_ms),
+            },
+            Step::Sleep { ms } => {
+                self.target.a.sleep_ms(*ms);
+                Ok(())
+            }
+            _ => Err(Stop::Infra("vector error: not a clock step".into())),
         }
     }
 

@@ -28,6 +28,25 @@ const MAX_REAL_POLL_WAIT_MS: u64 = 2_000;
 const MAX_FIXED_CLOCK_AGE_MS: u64 = 180_000;
 /// Longest single wait honoured on a movable clock.
 const MAX_VIRTUAL_POLL_WAIT_MS: u64 = 120_000;
+/// Longest sleep between two looks at the interrupt flag and the device
+/// clock during a real-time wait.
+const MAX_SLEEP_SLICE_MS: u64 = 1_000;
+
+/// `ms` for a reason: `1500 ms`, `65 s`, `30 min`.
+fn duration(ms: u64) -> String {
+    if ms < 10_000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(60_000) {
+        format!("{} min", ms / 60_000)
+    } else {
+        format!("{} s", ms.div_ceil(1000))
+    }
+}
+
+/// `ms` as a `--max-wait` value that covers it (whole seconds, rounded up).
+fn flag_duration(ms: u64) -> String {
+    format!("{}s", ms.div_ceil(1000))
+}
 
 impl CaseRunner<'_> {
     /// Polls the operation of the bound `accepted` answer `operation_of`
@@ -390,42 +409,132 @@ impl CaseRunner<'_> {
         }
     }
 
+    /// Lets a lifetime run out: `base` ms (given, or the profile's
+    /// `[timing] KEY`) and a margin, the case's `plus_ms` unless the profile
+    /// sets `timing.expiry_margin_ms`. Device time is moved where the
+    /// harness can move it; elsewhere the case waits in real time, bounded
+    /// by `--max-wait`.
     pub(super) fn advance_clock_step(
         &mut self,
         ms: Option<u64>,
         profile: Option<&str>,
         plus_ms: u64,
     ) -> StepResult {
-        let base = match (ms, profile) {
-            (Some(ms), _) => ms,
-            (None, Some(key)) => self.profile.timing_ms(key).ok_or_else(|| {
-                Stop::setup(
-                    &format!("[timing] {key}"),
-                    format!("needs timing.{key} in the profile"),
-                )
-            })?,
+        let (base, what) = match (ms, profile) {
+            (Some(ms), _) => (ms, None),
+            (None, Some(key)) => (
+                self.profile.timing_ms(key).ok_or_else(|| {
+                    Stop::setup(
+                        &format!("[timing] {key}"),
+                        format!("needs timing.{key} in the profile"),
+                    )
+                })?,
+                Some(format!("timing.{key}")),
+            ),
             (None, None) => {
                 return Err(Stop::Infra(
                     "vector error: advance_clock needs ms or profile".into(),
                 ))
             }
         };
-        let ms = base.saturating_add(plus_ms);
-        self.sent("a", "advance_clock", json!({"ms": ms}));
-        let started = Instant::now();
-        match self.target.a.advance_clock(ms) {
-            Ok(now) => {
-                self.answered(json!({"now_ms": now}), started);
-                if let Some(b) = &self.target.b {
-                    b.resync_clock().map_err(device_stop)?;
+        let what = what.unwrap_or_else(|| format!("a lifetime of {}", duration(base)));
+        self.let_lifetime_pass(base, &what, plus_ms)
+    }
+
+    /// `base` ms of a lifetime (`what`, for the reasons) and the margin.
+    fn let_lifetime_pass(&mut self, base: u64, what: &str, plus_ms: u64) -> StepResult {
+        let margin = self
+            .profile
+            .timing_ms("expiry_margin_ms")
+            .unwrap_or(plus_ms);
+        let ms = base.saturating_add(margin);
+        if self.virtual_clock != Some(false) {
+            self.sent("a", "advance_clock", json!({"ms": ms}));
+            let started = Instant::now();
+            match self.target.a.advance_clock(ms) {
+                Ok(now) => {
+                    self.virtual_clock = Some(true);
+                    self.answered(json!({"now_ms": now}), started);
+                    if let Some(b) = &self.target.b {
+                        b.resync_clock().map_err(device_stop)?;
+                    }
+                    return Ok(());
                 }
-                Ok(())
+                Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::UnknownOp) => {
+                    self.virtual_clock = Some(false);
+                    self.answered(json!({"unsupported": e.to_string()}), started);
+                }
+                Err(e) => return Err(device_stop(e)),
             }
-            Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::UnknownOp) => Err(Stop::setup(
-                "a device with a movable clock",
-                "needs a device whose clock the harness can move (the simulated device's advance_clock)",
-            )),
-            Err(e) => Err(device_stop(e)),
+        }
+        if ms > self.max_wait_ms {
+            // The flag with the value that would judge it: the claim then
+            // lists it as the change to make.
+            return Err(Stop::setup(
+                &format!("--max-wait {}", flag_duration(ms)),
+                format!(
+                    "the device's clock cannot be moved, and {what} plus a margin of {} is a real-time wait of {}, beyond --max-wait {}; `--max-wait {}` (or a build with a shorter lifetime) would judge it",
+                    duration(margin),
+                    duration(ms),
+                    duration(self.max_wait_ms),
+                    flag_duration(ms)
+                ),
+            ));
+        }
+        self.real_wait(ms, &format!("{what} plus a margin of {}", duration(margin)))
+    }
+
+    /// Waits `ms` of real time for the device's clock (which cannot be
+    /// moved): parks the case where the runner may (its executor runs
+    /// other cases meanwhile), else sleeps here.
+    fn real_wait(&mut self, ms: u64, what: &str) -> StepResult {
+        let due = self
+            .target
+            .a
+            .now_ms()
+            .saturating_add(i64::try_from(ms).unwrap_or(i64::MAX));
+        self.sent(
+            "a",
+            "wait",
+            json!({"ms": ms, "for": what, "until_ms": due, "clock": "real time: the device's clock cannot be moved"}),
+        );
+        self.real_waited_ms = self.real_waited_ms.saturating_add(ms);
+        let started = Instant::now();
+        if self.parking && self.depth == 1 {
+            self.park = Some((due, started));
+            return Ok(());
+        }
+        let now = self.sleep_until(due)?;
+        self.answered(json!({"now_ms": now, "waited": "real time"}), started);
+        Ok(())
+    }
+
+    /// Sleeps until the device's clock reads `due`, in slices, so that
+    /// Ctrl-C and `--run-timeout` end the wait (the case is then cut and
+    /// left to `cetp resume`). Returns the device time then.
+    pub(super) fn sleep_until(&mut self, due: i64) -> Result<i64, Stop> {
+        loop {
+            let now = self.target.a.now_ms();
+            if now >= due {
+                return Ok(now);
+            }
+            if self
+                .interrupt
+                .is_some_and(|i| i.load(std::sync::atomic::Ordering::SeqCst))
+            {
+                return Err(Stop::Cut(format!(
+                    "the run was interrupted while this case waited in real time (step {})",
+                    self.step
+                )));
+            }
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(Stop::Cut(format!(
+                    "the run reached its --run-timeout while this case waited in real time (step {})",
+                    self.step
+                )));
+            }
+            let left = u64::try_from(due.saturating_sub(now)).unwrap_or(0);
+            self.target.a.sleep_ms(left.clamp(1, MAX_SLEEP_SLICE_MS));
         }
     }
 
@@ -475,10 +584,17 @@ impl CaseRunner<'_> {
                 return Ok(());
             }
         }
-        self.target
-            .a
-            .sleep_ms(fixed_clock_wait_ms.min(MAX_FIXED_CLOCK_AGE_MS).min(ms));
-        Ok(())
+        // Not a lifetime: a wait long enough to catch what is forgotten
+        // early, so --max-wait shortens it rather than leaving the case
+        // unjudged.
+        let wait = fixed_clock_wait_ms
+            .min(MAX_FIXED_CLOCK_AGE_MS)
+            .min(ms)
+            .min(self.max_wait_ms);
+        self.real_wait(
+            wait,
+            "the age the case gives its operation on a fixed clock",
+        )
     }
 
     /// Moves the device clock past an RFC 3339 time a bound answer names.
@@ -524,7 +640,18 @@ impl CaseRunner<'_> {
         };
         let now = self.target.a.now_ms();
         let ms = u64::try_from(target.saturating_sub(now)).unwrap_or(0);
-        self.advance_clock_step(Some(ms), None, plus_ms)
+        // `${s/data/expires_at}` reads as the bound answer's field.
+        let names: Vec<&str> = until
+            .templates()
+            .iter()
+            .map(|t| t.trim_start_matches("${").trim_end_matches('}'))
+            .collect();
+        let when = match names.as_slice() {
+            [one] => one.to_string(),
+            many => format!("the latest of {}", many.join(", ")),
+        };
+        let what = format!("the time left until {when} ({})", duration(ms));
+        self.let_lifetime_pass(ms, &what, plus_ms)
     }
 
     pub(super) fn read_fd(

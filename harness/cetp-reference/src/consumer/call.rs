@@ -4,7 +4,7 @@
 //! every descriptor nobody asked for (§4.5).
 
 use super::error::{CetpError, ConsumerError, DeviceFault, Refusal};
-use super::{Consumer, ConsumerFault, ConsumerLatitude, Mode};
+use super::{Consumer, ConsumerMutant, ConsumerVariant, Mode};
 use crate::port::ConsumerPort;
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::descriptor::Violation;
@@ -81,7 +81,7 @@ fn collect_fds(b: &Bundle, out: &mut Vec<String>) {
 
 impl Consumer {
     pub(super) fn close_quietly(&self, port: &mut dyn ConsumerPort, handle: &str) {
-        if self.has(ConsumerFault::FileFdNotClosed) {
+        if self.has(ConsumerMutant::FileFdNotClosed) {
             return;
         }
         // Closing is best effort: a handle the device no longer holds is closed.
@@ -90,7 +90,7 @@ impl Consumer {
 
     /// Whether the current session of Provider `idx` negotiated `cap`.
     pub(super) fn negotiated(&self, idx: usize, cap: Capability) -> bool {
-        if self.has(ConsumerFault::CapabilityNotNegotiatedUsed) {
+        if self.has(ConsumerMutant::CapabilityNotNegotiatedUsed) {
             return true;
         }
         matches!(&self.providers[idx].mode, Mode::V2(st) if st.session.has(cap))
@@ -187,7 +187,7 @@ impl Consumer {
                     }));
                 }
                 if exceeds_depth(s, lim.json_depth()).is_some()
-                    && !self.has(ConsumerFault::JsonDepthUnbounded)
+                    && !self.has(ConsumerMutant::JsonDepthUnbounded)
                 {
                     return Err(ConsumerError::refused(Refusal::JsonTooDeep {
                         provider: provider.to_string(),
@@ -210,7 +210,7 @@ impl Consumer {
     ) -> Result<ErrorCode, ConsumerError> {
         let shown = super::ProviderText::truncated(&env.code, self.config.limits.max_name_bytes);
         let Some(code) = env.known_code() else {
-            if self.has(ConsumerFault::UnknownErrorCodePanics) {
+            if self.has(ConsumerMutant::UnknownErrorCodePanics) {
                 panic!("unknown error code {:?}", shown.as_str());
             }
             return Err(ConsumerError::violation(
@@ -359,22 +359,39 @@ impl Consumer {
     /// under test break them, then the method's own.
     fn v2_extras(&self, call: &V2Call<'_>, common: Common, request_budget: i64) -> Bundle {
         let mut extras = common.to_bundle();
-        if self.has(ConsumerFault::ProtocolVersionLong) {
+        if self.has(ConsumerMutant::ProtocolVersionLong) {
             extras.insert(keys::PROTOCOL_VERSION, Value::Long(2));
         }
-        if self.has(ConsumerFault::DeadlineRelative) {
+        if self.has(ConsumerMutant::DeadlineRelative) {
             extras.insert(keys::DEADLINE_AT_MS, Value::Long(request_budget));
         }
-        if call.method == Method::ExecuteTool && self.has(ConsumerFault::DeadlineOmitted) {
+        if call.method == Method::ExecuteTool && self.has(ConsumerMutant::DeadlineOmitted) {
             extras.remove(keys::DEADLINE_AT_MS);
         }
-        if call.method == Method::ListTools && self.has(ConsumerFault::ListToolsWithoutToken) {
+        if call.method == Method::ListTools && self.has(ConsumerMutant::ListToolsWithoutToken) {
             extras.remove(keys::SESSION_TOKEN);
         }
         for (k, v) in &call.fields {
             extras.insert(k, v.clone());
         }
         extras
+    }
+
+    /// §2.2: a session past its expires_at is over; negotiate again rather
+    /// than send a dead token. True when it did.
+    fn renegotiate_if_expired(
+        &mut self,
+        port: &mut dyn ConsumerPort,
+        idx: usize,
+    ) -> Result<bool, ConsumerError> {
+        let expired = match &self.providers[idx].mode {
+            Mode::V2(st) => st.session.expires_at_ms.is_some_and(|t| port.now_ms() >= t),
+            _ => false,
+        };
+        if expired {
+            self.negotiate_at(port, idx)?;
+        }
+        Ok(expired)
     }
 
     /// Sends one v2 request until it has an answer worth returning: retries
@@ -397,15 +414,8 @@ impl Consumer {
         let mut request_id = call.request_id.to_string();
         let mut refreshed = false;
         loop {
-            // §2.2: a session past its expires_at is over; negotiate again
-            // (once per request) rather than send a dead token.
-            let expired = match &self.providers[idx].mode {
-                Mode::V2(st) => st.session.expires_at_ms.is_some_and(|t| port.now_ms() >= t),
-                _ => false,
-            };
-            if expired && !refreshed {
-                refreshed = true;
-                self.negotiate_at(port, idx)?;
+            if !refreshed {
+                refreshed = self.renegotiate_if_expired(port, idx)?;
             }
             let (authority, token, provider) = self.v2_target(idx, call.method)?;
             let now = port.now_ms();
@@ -445,8 +455,10 @@ impl Consumer {
                     {
                         transport_tries += 1;
                         let fresh = match e.kind {
-                            ErrorKind::Timeout => self.has(ConsumerFault::NewRequestIdAfterTimeout),
-                            _ => self.has(ConsumerFault::NewRequestIdAfterDisconnect),
+                            ErrorKind::Timeout => {
+                                self.has(ConsumerMutant::NewRequestIdAfterTimeout)
+                            }
+                            _ => self.has(ConsumerMutant::NewRequestIdAfterDisconnect),
                         };
                         if fresh {
                             request_id = self.fresh_request_id();
@@ -482,7 +494,7 @@ impl Consumer {
             }
             let code = self.check_error(&provider, name, env)?;
             if code == ErrorCode::NegotiationRequired
-                && self.has(ConsumerFault::RetriesWithDeadToken)
+                && self.has(ConsumerMutant::RetriesWithDeadToken)
             {
                 if error_tries < self.config.max_retries
                     && self.wait_within(port, self.config.default_backoff_ms, budget)
@@ -496,7 +508,7 @@ impl Consumer {
                 continue;
             }
             if self.retry_after(port, site, code, env, &mut error_tries, budget)? {
-                if self.has(ConsumerFault::NewRequestIdOnRetry) {
+                if self.has(ConsumerMutant::NewRequestIdOnRetry) {
                     request_id = self.fresh_request_id();
                 }
                 continue;
@@ -568,12 +580,12 @@ impl Consumer {
         budget: &Budget,
     ) -> Result<bool, ConsumerError> {
         let Site { provider, method } = site;
-        let retryable = env.retryable || self.has(ConsumerFault::RetriesNotRetryable);
+        let retryable = env.retryable || self.has(ConsumerMutant::RetriesNotRetryable);
         if !(retryable && auto_retryable(code) && *tries < self.config.max_retries) {
             return Ok(false);
         }
         let wait = match env.retry_after_ms {
-            Some(ms) if ms >= 0 && self.has(ConsumerFault::IgnoresRetryAfter) => {
+            Some(ms) if ms >= 0 && self.has(ConsumerMutant::IgnoresRetryAfter) => {
                 self.config.default_backoff_ms
             }
             Some(ms) if ms < 0 => {
@@ -586,7 +598,7 @@ impl Consumer {
                 ))
             }
             // Waiting longer than asked is allowed (§5: "at least").
-            Some(ms) if self.takes(ConsumerLatitude::ExtraRetryWait) => u64::try_from(ms)
+            Some(ms) if self.takes(ConsumerVariant::ExtraRetryWait) => u64::try_from(ms)
                 .unwrap_or(u64::MAX)
                 .saturating_add(self.config.default_backoff_ms),
             Some(ms) => u64::try_from(ms).unwrap_or(u64::MAX),

@@ -1,7 +1,7 @@
 //! What a Consumer offers and what it will put up with.
 
-use super::fault::ConsumerFault;
-use super::latitude::ConsumerLatitude;
+use super::mutant::ConsumerMutant;
+use super::variant::ConsumerVariant;
 use cetp_proto::bundle::MAX_JSON_DEPTH;
 use cetp_proto::envelope::Capability;
 
@@ -84,10 +84,10 @@ pub struct ConsumerConfig {
     pub uuid_seed: u64,
     /// Mutations switched on (none for the reference Consumer): each breaks
     /// one consumer-side requirement, for the self-test.
-    pub faults: Vec<ConsumerFault>,
+    pub faults: Vec<ConsumerMutant>,
     /// Legal variations switched on (none for the reference Consumer): each
     /// takes one latitude the spec leaves a Consumer, for the self-test.
-    pub latitudes: Vec<ConsumerLatitude>,
+    pub latitudes: Vec<ConsumerVariant>,
 }
 
 impl Default for ConsumerConfig {
@@ -113,8 +113,8 @@ impl Default for ConsumerConfig {
 impl ConsumerConfig {
     /// This configuration taking latitude `l`: its settings, and the switch
     /// for the behaviour it changes (`Consumer::takes`).
-    pub fn with_latitude(mut self, l: ConsumerLatitude) -> Self {
-        use ConsumerLatitude as L;
+    pub fn with_latitude(mut self, l: ConsumerVariant) -> Self {
+        use ConsumerVariant as L;
         let lim = &mut self.limits;
         match l {
             L::TightTextBounds => {
@@ -144,6 +144,8 @@ impl ConsumerConfig {
             L::V2Only => self.versions = vec![2],
             L::OneConfirmationRound => self.max_resolutions = 1,
             L::ShortRequestBudget => self.request_budget_ms = 10_000,
+            // Behaviours, switched where they act (`Consumer::takes`).
+            L::EagerToolList | L::CancelsAbandoned => {}
         }
         if !self.latitudes.contains(&l) {
             self.latitudes.push(l);

@@ -3,7 +3,7 @@
 
 use super::call::{Budget, V2Call};
 use super::error::{ConsumerError, DeviceFault, ProtocolFault, ProviderText, Refusal};
-use super::{Consumer, ConsumerFault, ConsumerLatitude, Mode};
+use super::{Consumer, ConsumerMutant, ConsumerVariant, Mode};
 use crate::port::ConsumerPort;
 use cetp_proto::bundle::exceeds_depth;
 use cetp_proto::canonical::sha256_hex;
@@ -219,7 +219,7 @@ impl Consumer {
         agent: &mut dyn UserAgent,
     ) -> Result<Outcome, ConsumerError> {
         let provider_id = exec.provider_id.as_str();
-        if self.has(ConsumerFault::ObeysDescriptionText) {
+        if self.has(ConsumerMutant::ObeysDescriptionText) {
             let description = self
                 .cached_tools(provider_id)
                 .and_then(|c| c.get(&exec.tool_name))
@@ -228,7 +228,7 @@ impl Consumer {
             self.call_named(port, provider_id, &description, &exec.tool_name, agent);
         }
         let started = self.run(port, exec, agent);
-        if let (Err(e), true) = (&started, self.has(ConsumerFault::ObeysErrorText)) {
+        if let (Err(e), true) = (&started, self.has(ConsumerMutant::ObeysErrorText)) {
             let text = format!("{e:?}");
             self.call_named(port, provider_id, &text, &exec.tool_name, agent);
         }
@@ -236,11 +236,11 @@ impl Consumer {
             Started::Done(outcome) => outcome,
             Started::Pending(mut op) => self.wait(port, &mut op)?,
         };
-        if self.has(ConsumerFault::ObeysProviderText) {
+        if self.has(ConsumerMutant::ObeysProviderText) {
             self.obey(port, provider_id, &outcome, agent);
         }
         if let (Outcome::Succeeded(out), true) =
-            (&outcome, self.has(ConsumerFault::ObeysToolNamesInResults))
+            (&outcome, self.has(ConsumerMutant::ObeysToolNamesInResults))
         {
             let text = out.value.to_string();
             self.call_named(port, provider_id, &text, &exec.tool_name, agent);
@@ -315,33 +315,14 @@ impl Consumer {
         agent: &mut dyn UserAgent,
     ) -> Result<Started, ConsumerError> {
         let budget = self.budget(port);
-        let scanned = if self.has(ConsumerFault::RoutesByScanOrder) {
-            self.first_listing(&exec.tool_name)
-        } else {
-            None
-        };
-        let idx = match scanned {
-            Some(i) => i,
-            None => self.index_of(&exec.provider_id)?,
-        };
+        let idx = self.route(exec)?;
         if matches!(self.providers[idx].mode, Mode::V1 { .. }) {
             return self.run_v1(port, idx, exec, &budget);
         }
         let mut tool = self.tool_for(port, idx, &exec.tool_name, &budget)?;
         let label = self.providers[idx].label();
         let package = self.providers[idx].found.package.clone();
-        // §4.1: the args' UTF-8 length must not exceed the negotiated limit.
-        let negotiated = self
-            .current_session(idx)
-            .and_then(|s| s.limit("max_request_bytes"))
-            .and_then(|l| usize::try_from(l).ok())
-            .unwrap_or(0);
-        if exec.args.len() > negotiated {
-            return Err(ConsumerError::refused(Refusal::ArgsTooLarge {
-                bytes: exec.args.len(),
-                limit: negotiated,
-            }));
-        }
+        self.check_request_size(idx, exec)?;
         let name = Method::ExecuteTool.as_str();
         let mut resume_token: Option<String> = None;
         let mut rounds = 0u32;
@@ -408,7 +389,7 @@ impl Consumer {
                 Response::Error(env) => {
                     let code = self.check_error(&label, name, &env)?;
                     if code == ErrorCode::PermissionDenied
-                        && self.has(ConsumerFault::V1AfterPermissionDenied)
+                        && self.has(ConsumerMutant::V1AfterPermissionDenied)
                         && self.providers[idx].found.versions.contains(&1)
                     {
                         self.providers[idx].mode = Mode::V1 { tools: None };
@@ -427,7 +408,7 @@ impl Consumer {
                         Ok(token) => token,
                         Err(ConsumerError::Cetp(e))
                             if e.code == code
-                                && self.has(ConsumerFault::RetriesUserAction)
+                                && self.has(ConsumerMutant::RetriesUserAction)
                                 && rounds <= self.config.max_retries =>
                         {
                             resume_token = None;
@@ -435,13 +416,44 @@ impl Consumer {
                         }
                         Err(e) => return Err(e),
                     };
-                    if self.has(ConsumerFault::ResumeWithNewRequestId) {
+                    if self.has(ConsumerMutant::ResumeWithNewRequestId) {
                         request_id = self.fresh_request_id();
                     }
                     resume_token = Some(token);
                 }
             }
         }
+    }
+
+    /// The Provider an execution goes to: the one it was prepared for
+    /// (routing is by provider_id and tool name, §3.3).
+    fn route(&self, exec: &Execution) -> Result<usize, ConsumerError> {
+        let scanned = if self.has(ConsumerMutant::RoutesByScanOrder) {
+            self.first_listing(&exec.tool_name)
+        } else {
+            None
+        };
+        match scanned {
+            Some(i) => Ok(i),
+            None => self.index_of(&exec.provider_id),
+        }
+    }
+
+    /// §4.1: the args' UTF-8 length must not exceed the negotiated limit;
+    /// a request over it is never sent.
+    fn check_request_size(&self, idx: usize, exec: &Execution) -> Result<(), ConsumerError> {
+        let negotiated = self
+            .current_session(idx)
+            .and_then(|s| s.limit("max_request_bytes"))
+            .and_then(|l| usize::try_from(l).ok())
+            .unwrap_or(0);
+        if exec.args.len() > negotiated {
+            return Err(ConsumerError::refused(Refusal::ArgsTooLarge {
+                bytes: exec.args.len(),
+                limit: negotiated,
+            }));
+        }
+        Ok(())
     }
 
     fn current_session(&self, idx: usize) -> Option<&super::Session> {
@@ -555,7 +567,7 @@ impl Consumer {
         let Some(decision) = agent.decide(&request) else {
             return Err(self.cetp_error(label, name, code, env));
         };
-        if self.has(ConsumerFault::ResumeWithoutResolution) {
+        if self.has(ConsumerMutant::ResumeWithoutResolution) {
             return Ok(token.clone());
         }
         let outcome = port.resolve(&pi.handle, decision).map_err(|e| {
@@ -697,7 +709,7 @@ impl Consumer {
             ));
         };
         let local = self.config.limits.max_file_bytes;
-        if size_bytes > local && !self.has(ConsumerFault::FileReadUncapped) {
+        if size_bytes > local && !self.has(ConsumerMutant::FileReadUncapped) {
             self.close_quietly(port, &handle);
             return Err(ConsumerError::refused(Refusal::TooLarge {
                 provider: label.to_string(),
@@ -706,7 +718,7 @@ impl Consumer {
                 limit: local,
             }));
         }
-        let tail_unread = self.has(ConsumerFault::FileTailNotRead);
+        let tail_unread = self.has(ConsumerMutant::FileTailNotRead);
         let ask = if tail_unread {
             size_bytes
         } else {
@@ -780,7 +792,7 @@ impl Consumer {
                 ),
             ));
         }
-        if got != size_bytes && !self.has(ConsumerFault::FileSizeNotChecked) {
+        if got != size_bytes && !self.has(ConsumerMutant::FileSizeNotChecked) {
             violations.push(Violation::must(
                 "result.file.size",
                 "4.5",
@@ -792,7 +804,7 @@ impl Consumer {
                 },
             ));
         } else if sha256_hex(&read.bytes) != sha256
-            && !self.has(ConsumerFault::FileSha256NotChecked)
+            && !self.has(ConsumerMutant::FileSha256NotChecked)
         {
             violations.push(Violation::must(
                 "result.file.sha256",
@@ -901,7 +913,7 @@ impl Consumer {
             // poll_after_ms is the earliest next query (§4.4): a slower
             // cadence is the Consumer's choice.
             let asked = op.poll_after_ms.map(|ms| {
-                if self.takes(ConsumerLatitude::SlowPolling) {
+                if self.takes(ConsumerVariant::SlowPolling) {
                     ms.saturating_mul(2)
                 } else {
                     ms
@@ -912,6 +924,12 @@ impl Consumer {
                 .max(self.config.min_poll_ms)
                 .max(1);
             if !self.wait_within(port, delay, budget) {
+                if self.abandons_by_cancelling(op) {
+                    // The agent no longer waits for it: ask the Provider to
+                    // stop, then (§4.4) still query the terminal state,
+                    // within a budget of its own.
+                    return self.cancel(port, op);
+                }
                 return Err(ConsumerError::refused(Refusal::BudgetExhausted {
                     provider: op.provider_id.clone(),
                     request_id: op.request_id.clone(),
@@ -931,6 +949,17 @@ impl Consumer {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The `cancels_abandoned` latitude: an operation the Consumer stops
+    /// waiting for is cancelled (§4.4: the Consumer 可以 call
+    /// cancel_operation once `cancellation` is negotiated), once.
+    fn abandons_by_cancelling(&self, op: &Operation) -> bool {
+        self.takes(ConsumerVariant::CancelsAbandoned)
+            && !op.cancel_requested
+            && self
+                .index_of(&op.provider_id)
+                .is_ok_and(|idx| self.negotiated(idx, Capability::Cancellation))
     }
 
     /// Asks the Provider to cancel (§4.4), then polls until a terminal state:
@@ -987,7 +1016,7 @@ impl Consumer {
             }
         }
         op.cancel_requested = true;
-        if self.has(ConsumerFault::StopsPollingAfterCancel) {
+        if self.has(ConsumerMutant::StopsPollingAfterCancel) {
             return Ok(Outcome::Cancelled {
                 operation_id: op.operation_id.clone(),
             });
@@ -1068,7 +1097,7 @@ impl Consumer {
             .progress
             .as_ref()
             .is_some_and(|p| p.total.is_some_and(|t| t > 0.0 && p.current == Some(t)));
-        if looks_done && self.has(ConsumerFault::ProgressTakenAsSuccess) && !state.is_terminal() {
+        if looks_done && self.has(ConsumerMutant::ProgressTakenAsSuccess) && !state.is_terminal() {
             return Ok(Some(Outcome::Succeeded(ToolOutput {
                 provider_id: label,
                 tool_name: op.tool_name.clone(),
@@ -1219,7 +1248,7 @@ impl Consumer {
         tool: &ToolRef,
         value: &Json,
     ) -> Result<(), ConsumerError> {
-        if self.has(ConsumerFault::OutputSchemaNotChecked) {
+        if self.has(ConsumerMutant::OutputSchemaNotChecked) {
             return Ok(());
         }
         check_output(label, method, tool, value)

@@ -23,9 +23,9 @@ mod call;
 mod config;
 mod error;
 mod execute;
-mod fault;
-mod latitude;
+mod mutant;
 mod session;
+mod variant;
 
 pub use act::{ActOutcome, Action, DrivenConsumer};
 pub use config::{uuid_v4_from_bytes, ConsumerConfig, LocalLimits, SeededUuids, UuidSource};
@@ -36,8 +36,8 @@ pub use execute::{
     ConfirmationRequest, Delivery, Execution, Operation, Outcome, Progress, Started, ToolOutput,
     Unattended, UserAgent,
 };
-pub use fault::ConsumerFault;
-pub use latitude::ConsumerLatitude;
+pub use mutant::ConsumerMutant;
+pub use variant::ConsumerVariant;
 
 use cetp_proto::descriptor::{ToolSummary, Violation};
 use cetp_proto::discovery::Plan;
@@ -297,24 +297,24 @@ impl Consumer {
 
     fn fresh_request_id(&mut self) -> String {
         let id = self.uuids.next_uuid();
-        if self.has(ConsumerFault::RequestIdNotUuid) {
+        if self.has(ConsumerMutant::RequestIdNotUuid) {
             return format!("req-{}", &id[..8]);
         }
         id
     }
 
     /// Whether a mutation is switched on.
-    pub(crate) fn has(&self, fault: ConsumerFault) -> bool {
+    pub(crate) fn has(&self, fault: ConsumerMutant) -> bool {
         self.config.faults.contains(&fault)
     }
 
     /// Whether a legal variation is switched on.
-    pub(crate) fn takes(&self, l: ConsumerLatitude) -> bool {
+    pub(crate) fn takes(&self, l: ConsumerVariant) -> bool {
         self.config.latitudes.contains(&l)
     }
 
     /// The reference Consumer with one fault switched on.
-    pub fn mutant(config: ConsumerConfig, fault: ConsumerFault) -> Self {
+    pub fn mutant(config: ConsumerConfig, fault: ConsumerMutant) -> Self {
         Consumer::new(ConsumerConfig {
             faults: vec![fault],
             ..config

@@ -4,8 +4,9 @@
 use super::call::{Budget, Site, V2Call};
 use super::error::{ConsumerError, DeviceFault, ProtocolFault, ProviderText, Refusal};
 use super::{
-    Connected, Consumer, ConsumerFault, DiscoveredProvider, DiscoveryReport, Mode, ProviderEntry,
-    ProviderInfo, RejectedService, ScopeInfo, Session, ToolCache, ToolCatalog, ToolInfo, V2State,
+    Connected, Consumer, ConsumerMutant, ConsumerVariant, DiscoveredProvider, DiscoveryReport,
+    Mode, ProviderEntry, ProviderInfo, RejectedService, ScopeInfo, Session, ToolCache, ToolCatalog,
+    ToolInfo, V2State,
 };
 use crate::port::ConsumerPort;
 use cetp_proto::descriptor::{
@@ -161,17 +162,17 @@ impl Consumer {
             };
             if let (Some(v), true) = (
                 declared.legacy_version,
-                self.has(ConsumerFault::LegacyVersionMetaUsed),
+                self.has(ConsumerMutant::LegacyVersionMetaUsed),
             ) {
                 declared.versions = BTreeSet::from([v]);
             }
             if declared.source == cetp_proto::discovery::VersionSource::Version
-                && self.has(ConsumerFault::LegacyVersionAsV2)
+                && self.has(ConsumerMutant::LegacyVersionAsV2)
             {
                 declared.versions.insert(2);
             }
             if let Err(e) = check_same_package(&m) {
-                if !self.has(ConsumerFault::SamePackageNotChecked) {
+                if !self.has(ConsumerMutant::SamePackageNotChecked) {
                     reject(format!("§2.1: {e}"));
                     continue;
                 }
@@ -241,7 +242,7 @@ impl Consumer {
         }
         match entry.found.plan.clone() {
             Plan::NegotiateV2 => {
-                if self.has(ConsumerFault::NoNegotiateFirst) {
+                if self.has(ConsumerMutant::NoNegotiateFirst) {
                     let authority = entry.found.authority.clone();
                     let probe = cetp_proto::envelope::Common {
                         session_token: String::new(),
@@ -288,7 +289,7 @@ impl Consumer {
     fn offered_versions(&self) -> Vec<i32> {
         let mut v = self.config.versions.clone();
         v.sort_unstable_by(|a, b| b.cmp(a));
-        if self.has(ConsumerFault::VersionsAscending) {
+        if self.has(ConsumerMutant::VersionsAscending) {
             v.reverse();
         }
         v.dedup();
@@ -313,9 +314,13 @@ impl Consumer {
         port: &mut dyn ConsumerPort,
         idx: usize,
     ) -> Result<(), ConsumerError> {
-        let result = self.negotiate_inner(port, idx);
+        let mut result = self.negotiate_inner(port, idx);
+        if result.is_ok() && self.takes(ConsumerVariant::EagerToolList) {
+            let budget = self.budget(port);
+            result = self.refresh_tools(port, idx, &budget);
+        }
         if let Err(e @ (ConsumerError::Protocol(_) | ConsumerError::Cetp(_))) = &result {
-            self.providers[idx].mode = if self.has(ConsumerFault::V1FallbackAfterFailedNegotiation)
+            self.providers[idx].mode = if self.has(ConsumerMutant::V1FallbackAfterFailedNegotiation)
                 && self.providers[idx].found.versions.contains(&1)
             {
                 Mode::V1 { tools: None }
@@ -359,7 +364,7 @@ impl Consumer {
         let budget = self.budget(port);
         let name = Method::Negotiate.as_str();
         let mut extras = request.to_bundle();
-        if self.has(ConsumerFault::CapabilitiesAsStringArray) {
+        if self.has(ConsumerMutant::CapabilitiesAsStringArray) {
             extras.insert(
                 cetp_proto::envelope::keys::CONSUMER_CAPABILITIES,
                 cetp_proto::Value::StringArray(request.consumer_capabilities.clone()),
@@ -508,7 +513,7 @@ impl Consumer {
     /// the tool list is re-checked for the new generation before it is
     /// trusted again (§3.3).
     fn install_session(&mut self, idx: usize, session: Session) {
-        let stale = self.has(ConsumerFault::StaleTokenAfterRenegotiation);
+        let stale = self.has(ConsumerMutant::StaleTokenAfterRenegotiation);
         let entry = &mut self.providers[idx];
         match &mut entry.mode {
             Mode::V2(st) => {
@@ -534,7 +539,7 @@ impl Consumer {
         text: &str,
         limit: usize,
     ) -> Result<(), ConsumerError> {
-        if text.len() > limit && !self.has(ConsumerFault::TextLengthUnbounded) {
+        if text.len() > limit && !self.has(ConsumerMutant::TextLengthUnbounded) {
             return Err(ConsumerError::refused(Refusal::TextTooLong {
                 provider: provider.to_string(),
                 at: at.to_string(),
@@ -568,7 +573,7 @@ impl Consumer {
         budget: &Budget,
     ) -> Result<Json, ConsumerError> {
         let mut request_id = self.fresh_request_id();
-        if self.has(ConsumerFault::ReadReusesRequestId) {
+        if self.has(ConsumerMutant::ReadReusesRequestId) {
             request_id = self.first_read_id.get_or_insert(request_id).clone();
         }
         let answer = self.call_v2(
@@ -716,7 +721,7 @@ impl Consumer {
         let fresh = match &self.providers[idx].mode {
             Mode::V2(st) => st.tools.as_ref().is_some_and(|t| {
                 t.checked_generation == st.session.generation
-                    || self.has(ConsumerFault::ToolListNotRechecked)
+                    || self.has(ConsumerMutant::ToolListNotRechecked)
             }),
             _ => false,
         };
@@ -747,7 +752,7 @@ impl Consumer {
             .collect();
         // The mutant takes every capability for granted, so it also lets a
         // sync_or_async tool through without async_operations.
-        let negotiated = if self.has(ConsumerFault::CapabilityNotNegotiatedUsed) {
+        let negotiated = if self.has(ConsumerMutant::CapabilityNotNegotiatedUsed) {
             Capability::ALL
                 .iter()
                 .map(|c| c.as_str().to_string())
@@ -771,7 +776,7 @@ impl Consumer {
             .unwrap_or_default();
         // Counted before validation: validating compiles every schema.
         self.check_count(&label, "/tools", raw_tools.len())?;
-        if self.has(ConsumerFault::UnknownMembersRefused) {
+        if self.has(ConsumerMutant::UnknownMembersRefused) {
             refuse_unknown_members(&raw_tools, &label)?;
         }
         let (list, violations) = validate_tool_list(

@@ -4,7 +4,7 @@
 use super::fixtures::ToolDef;
 use super::state::{Answer, DedupeKey, Failure, PendingDecision, Purpose, Record, RecordState};
 use super::util::lock;
-use super::{notes, Cx, Fault, FixtureSet, Latitude, ReferenceProvider, IMPOSTOR_PACKAGE};
+use super::{notes, Cx, FixtureSet, Mutant, ReferenceProvider, Variant, IMPOSTOR_PACKAGE};
 use cetp_proto::provider::{Decision, IntentTarget, ResolveOutcome};
 use cetp_proto::ErrorCode;
 
@@ -51,7 +51,7 @@ impl ReferenceProvider {
             }
         }
         let confirmation = d.rng.hex("confirmation")[..32].to_string();
-        let resume_token = self.issued(if self.takes(Latitude::ResumeTokensLong) {
+        let resume_token = self.issued(if self.takes(Variant::ResumeTokensLong) {
             let mut t = String::new();
             while t.len() < 200 {
                 t.push_str(&d.rng.hex("resume"));
@@ -64,7 +64,7 @@ impl ReferenceProvider {
                 FixtureSet::Notes => notes::resume_token(&mut d.rng),
             }
         });
-        let foreign = self.has(Fault::ForeignPendingIntent);
+        let foreign = self.has(Mutant::ForeignPendingIntent);
         let target = IntentTarget {
             creator_package: if foreign {
                 IMPOSTOR_PACKAGE.to_string()
@@ -72,9 +72,9 @@ impl ReferenceProvider {
                 self.cfg.package.clone()
             },
             creator_uid: if foreign { 10_666 } else { self.cfg.uid },
-            immutable: !self.has(Fault::MutablePendingIntent),
+            immutable: !self.has(Mutant::MutablePendingIntent),
             activity: true,
-            component: if foreign || self.has(Fault::ResolutionImplicitIntent) {
+            component: if foreign || self.has(Mutant::ResolutionImplicitIntent) {
                 None
             } else {
                 Some(match purpose {
@@ -102,7 +102,7 @@ impl ReferenceProvider {
         d.pending_by_request.insert(by_request, confirmation);
         // §6: the id is now bound to this tool and these args, so a reuse
         // with other content is refused even before anything executes.
-        if !tool.is_read() && !self.has(Fault::NoDedupe) && !d.records.contains_key(key) {
+        if !tool.is_read() && !self.has(Mutant::NoDedupe) && !d.records.contains_key(key) {
             d.records.insert(
                 key.clone(),
                 Record {
@@ -123,7 +123,7 @@ impl ReferenceProvider {
                 ErrorCode::AuthRequired,
                 format!("This action needs your permission in the {app} app."),
             ),
-            Purpose::Confirm if self.takes(Latitude::ConfirmWithAuthRequired) => (
+            Purpose::Confirm if self.takes(Variant::ConfirmWithAuthRequired) => (
                 ErrorCode::AuthRequired,
                 format!("Sign in to the {app} app and confirm this action."),
             ),
@@ -133,7 +133,7 @@ impl ReferenceProvider {
             ),
         };
         let mut f = Failure::new(code, message);
-        let hide = p.purpose == Purpose::Confirm && self.has(Fault::NoResolutionOnUserAction);
+        let hide = p.purpose == Purpose::Confirm && self.has(Mutant::NoResolutionOnUserAction);
         if !hide {
             f.resolution = Some(Box::new(p.target.clone()));
         }
@@ -151,22 +151,22 @@ impl ReferenceProvider {
         let Some(p) = d.decisions.get(&id) else {
             return Redeem::Invalid("Unknown resume_token.");
         };
-        if p.used && !self.has(Fault::ResumeTokenReusable) {
+        if p.used && !self.has(Mutant::ResumeTokenReusable) {
             return Redeem::Invalid("The resume_token was already used.");
         }
-        if p.uid != cx.uid && !self.has(Fault::ResumeTokenOtherCaller) {
+        if p.uid != cx.uid && !self.has(Mutant::ResumeTokenOtherCaller) {
             return Redeem::Invalid("The resume_token was not issued to this caller.");
         }
         if p.tool != tool.name {
             return Redeem::Invalid("The resume_token was issued for another tool.");
         }
-        if p.args != args && !self.has(Fault::ResumeTokenArgsUnbound) {
+        if p.args != args && !self.has(Mutant::ResumeTokenArgsUnbound) {
             return Redeem::Invalid("The args differ from those the resume_token was issued for.");
         }
-        if p.request_id != cx.request_id && !self.has(Fault::ResumeTokenNotBoundToRequest) {
+        if p.request_id != cx.request_id && !self.has(Mutant::ResumeTokenNotBoundToRequest) {
             return Redeem::Invalid("The resume_token was issued for another request_id.");
         }
-        if cx.now_ms > p.expires_ms && !self.has(Fault::ResumeTokenNeverExpires) {
+        if cx.now_ms > p.expires_ms && !self.has(Mutant::ResumeTokenNeverExpires) {
             return Redeem::Invalid("The resume_token has expired.");
         }
         let (decision, purpose) = (p.decision, p.purpose.clone());
@@ -177,7 +177,7 @@ impl ReferenceProvider {
             p.used = true;
         }
         match decision {
-            Some(Decision::Deny) if !self.has(Fault::DenialExecutes) => Redeem::Denied,
+            Some(Decision::Deny) if !self.has(Mutant::DenialExecutes) => Redeem::Denied,
             _ => Redeem::Approved(purpose),
         }
     }

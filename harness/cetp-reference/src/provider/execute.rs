@@ -7,7 +7,7 @@ use super::state::{
     Alert, Answer, DedupeKey, DurableState, Failure, Job, Operation, Purpose, Record, RecordState,
 };
 use super::util::lock;
-use super::{Cx, Fault, Latitude, ReferenceProvider};
+use super::{Cx, Mutant, ReferenceProvider, Variant};
 use cetp_proto::bundle::parse_json_text;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};
 use cetp_proto::envelope::{Capability, OpState};
@@ -138,7 +138,7 @@ pub(crate) enum Effected {
 }
 
 pub(crate) fn invalid_args(p: &ReferenceProvider, message: impl Into<String>) -> Failure {
-    let code = if p.has(Fault::InvalidArgsWrongCode) {
+    let code = if p.has(Mutant::InvalidArgsWrongCode) {
         ErrorCode::InvalidRequest
     } else {
         ErrorCode::InvalidArgs
@@ -158,80 +158,30 @@ impl ReferenceProvider {
         let key = self.dedupe_key(cx.uid, cx.request_id);
         // §6 first: a retry after its deadline, or one that would now fail
         // validation, still gets the recorded terminal result.
-        if !self.has(Fault::NoDedupe) && !self.takes(Latitude::ValidateBeforeDedupe) {
+        if !self.has(Mutant::NoDedupe) && !self.takes(Variant::ValidateBeforeDedupe) {
             let d = lock(&self.durable.state);
             if let (mut d, Some(answer)) = self.settle(d, cx, &key, tool_name, &digest) {
                 return self.replayed(&mut d, cx, answer);
             }
         }
         // §4.1: the deadline is checked before any business effect.
-        if !self.has(Fault::DeadlineCheckedAfterEffect) {
+        if !self.has(Mutant::DeadlineCheckedAfterEffect) {
             if let Some(f) = self.deadline_passed(cx) {
                 return f.into();
             }
         }
-        let Some(tool) = self
-            .catalog
-            .find(tool_name)
-            .filter(|t| !self.hidden_tools(cx.uid).contains(&t.name))
-        else {
-            return Failure::new(ErrorCode::ToolNotFound, "No such tool.").into();
-        };
-        let max = self.limits().max_request_bytes;
-        if args.len() as u64 > max && !self.has(Fault::ArgsLimitNotEnforced) {
-            return Failure::new(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "args is {} bytes, more than the negotiated {max}.",
-                    args.len()
-                ),
-            )
-            .into();
-        }
-        let value = match parse_json_text("args", args) {
-            Ok(v) => v,
-            Err(e) => {
-                return invalid_args(self, format!("args is not valid JSON ({})", e.found)).into()
-            }
-        };
-        if !self.has(Fault::SchemaNotValidated) && !tool.input.is_valid(&value) {
-            return invalid_args(self, "The arguments do not match the tool's input schema.")
-                .details(json!({ "errors": tool.input.errors(&value) }))
-                .into();
-        }
-        let targs = match ToolArgs::parse(tool.kind, &value) {
-            Ok(t) => t,
-            Err(why) => return invalid_args(self, why).into(),
+        let (tool, value, targs) = match self.checked_call(cx, tool_name, args) {
+            Ok(call) => call,
+            Err(answer) => return *answer,
         };
 
-        let mut confirmed = false;
-        // §4.3 does not say which code asks for what: for a described app,
-        // any approved resolution of this call is the user's approval.
-        let mut approved = false;
-        if let Some(token) = resume_token {
-            match self.redeem(cx, tool, args, token) {
-                super::decisions::Redeem::Approved(Purpose::Confirm) => confirmed = true,
-                super::decisions::Redeem::Approved(Purpose::Grant(_)) => approved = true,
-                super::decisions::Redeem::Denied => {
-                    let f = if self.has(Fault::DenialWrongCode) {
-                        Failure::new(ErrorCode::PermissionDenied, "Not allowed.")
-                    } else {
-                        Failure::new(ErrorCode::UserCancelled, "The user declined this action.")
-                    };
-                    // A denial is terminal: retries of this id get it again.
-                    if self.has(Fault::DenialNotRecorded) {
-                        lock(&self.durable.state).records.remove(&key);
-                    } else if !tool.is_read() {
-                        self.record_terminal(&key, tool, &digest, cx.now_ms, f.clone().into());
-                    }
-                    return f.into();
-                }
-                super::decisions::Redeem::Again(f) => return f.into(),
-                super::decisions::Redeem::Invalid(why) => {
-                    return Failure::new(ErrorCode::InvalidRequest, why).into()
-                }
-            }
-        }
+        let (confirmed, approved) = match resume_token {
+            Some(token) => match self.redeemed(cx, tool, args, token, &key, &digest) {
+                Ok(both) => both,
+                Err(answer) => return *answer,
+            },
+            None => (false, false),
+        };
 
         // A described app's scope, confirmation and business answers are
         // its business's, inside what its descriptor allows.
@@ -251,32 +201,32 @@ impl ReferenceProvider {
 
         // §3.4, §7.2: every call checks every scope, whatever list_tools said.
         let scope_uid = match cx.extras.get("calling_uid") {
-            Some(Value::Int(uid)) if self.has(Fault::ClaimedCallerTrusted) => *uid as u32,
+            Some(Value::Int(uid)) if self.has(Mutant::ClaimedCallerTrusted) => *uid as u32,
             _ => cx.uid,
         };
         let missing = self.missing_scopes(scope_uid, tool);
         if !missing.is_empty() && !self.scope_check_skipped(cx, &targs) {
-            if self.has(Fault::ScopeDegradedData) {
+            if self.has(Mutant::ScopeDegradedData) {
                 return degraded(tool.kind);
             }
-            if !self.has(Fault::ScopeNotEnforced) {
+            if !self.has(Mutant::ScopeNotEnforced) {
                 return self.ask(cx, tool, args, &digest, &key, Purpose::Grant(missing));
             }
         }
 
-        let consumer_says_confirmed = self.has(Fault::ConsumerConfirmedFlagTrusted)
+        let consumer_says_confirmed = self.has(Mutant::ConsumerConfirmedFlagTrusted)
             && matches!(cx.extras.get("confirmed"), Some(Value::Bool(true)));
-        if needs_confirmation(tool, &targs, !self.has(Fault::NoEscalation))
+        if needs_confirmation(tool, &targs, !self.has(Mutant::NoEscalation))
             && !confirmed
             && !consumer_says_confirmed
             && !self.confirmation_skipped(&targs)
         {
-            if self.has(Fault::EffectBeforeConfirmation) {
+            if self.has(Mutant::EffectBeforeConfirmation) {
                 let mut d = lock(&self.durable.state);
                 // The mutant's whole point is the effect; its value is unused.
                 let _ = self.effect(&mut d, cx.now_ms, cx.uid, cx.request_id, false, &targs);
             }
-            if self.takes(Latitude::EscalationRefused) && tool.confirmation != "always" {
+            if self.takes(Variant::EscalationRefused) && tool.confirmation != "always" {
                 return Failure::new(
                     ErrorCode::PermissionDenied,
                     "This call is riskier than the tool allows without a review; it was refused.",
@@ -296,17 +246,102 @@ impl ReferenceProvider {
         self.run_mutation(cx, tool, &targs, key, digest)
     }
 
+    /// The call's tool (one this caller may see), its args parsed and
+    /// checked against the negotiated size (§4.1) and the input schema
+    /// (§3.2), or the answer that refuses it.
+    fn checked_call<'t>(
+        &'t self,
+        cx: &Cx<'_>,
+        tool_name: &str,
+        args: &str,
+    ) -> Result<(&'t ToolDef, Json, ToolArgs), Box<Answer>> {
+        let refuse = |f: Failure| Err(Box::new(Answer::from(f)));
+        let Some(tool) = self
+            .catalog
+            .find(tool_name)
+            .filter(|t| !self.hidden_tools(cx.uid).contains(&t.name))
+        else {
+            return refuse(Failure::new(ErrorCode::ToolNotFound, "No such tool."));
+        };
+        let max = self.limits().max_request_bytes;
+        if args.len() as u64 > max && !self.has(Mutant::ArgsLimitNotEnforced) {
+            return refuse(Failure::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "args is {} bytes, more than the negotiated {max}.",
+                    args.len()
+                ),
+            ));
+        }
+        let value = match parse_json_text("args", args) {
+            Ok(v) => v,
+            Err(e) => {
+                return refuse(invalid_args(
+                    self,
+                    format!("args is not valid JSON ({})", e.found),
+                ))
+            }
+        };
+        if !self.has(Mutant::SchemaNotValidated) && !tool.input.is_valid(&value) {
+            return refuse(
+                invalid_args(self, "The arguments do not match the tool's input schema.")
+                    .details(json!({ "errors": tool.input.errors(&value) })),
+            );
+        }
+        match ToolArgs::parse(tool.kind, &value) {
+            Ok(targs) => Ok((tool, value, targs)),
+            Err(why) => refuse(invalid_args(self, why)),
+        }
+    }
+
+    /// Redeems a resume token (§4.3): (confirmed, approved), or the answer
+    /// that ends the call. §4.3 does not say which code asks for what: for
+    /// a described app, any approved resolution of this call is the user's
+    /// approval.
+    fn redeemed(
+        &self,
+        cx: &Cx<'_>,
+        tool: &ToolDef,
+        args: &str,
+        token: &str,
+        key: &DedupeKey,
+        digest: &str,
+    ) -> Result<(bool, bool), Box<Answer>> {
+        match self.redeem(cx, tool, args, token) {
+            super::decisions::Redeem::Approved(Purpose::Confirm) => Ok((true, false)),
+            super::decisions::Redeem::Approved(Purpose::Grant(_)) => Ok((false, true)),
+            super::decisions::Redeem::Denied => {
+                let f = if self.has(Mutant::DenialWrongCode) {
+                    Failure::new(ErrorCode::PermissionDenied, "Not allowed.")
+                } else {
+                    Failure::new(ErrorCode::UserCancelled, "The user declined this action.")
+                };
+                // A denial is terminal: retries of this id get it again.
+                if self.has(Mutant::DenialNotRecorded) {
+                    lock(&self.durable.state).records.remove(key);
+                } else if !tool.is_read() {
+                    self.record_terminal(key, tool, digest, cx.now_ms, f.clone().into());
+                }
+                Err(Box::new(f.into()))
+            }
+            super::decisions::Redeem::Again(f) => Err(Box::new(f.into())),
+            super::decisions::Redeem::Invalid(why) => Err(Box::new(
+                Failure::new(ErrorCode::InvalidRequest, why).into(),
+            )),
+        }
+    }
+
     /// The read-tool latitudes: a `sync_or_async` read tool may hand its
     /// result over through an operation (§2.3, §4.4), a large one included
     /// (§4.5 only says how the file travels).
     fn maybe_in_background(&self, cx: &Cx<'_>, tool: &ToolDef, answer: Answer) -> Answer {
         let background = tool.may_run_async
             && cx.caps.contains(&Capability::AsyncOperations)
-            && !self.takes(Latitude::SyncForAsyncTool)
+            && !self.takes(Variant::SyncForAsyncTool)
             && match (&answer, tool.kind) {
-                (Answer::Success { .. }, ToolKind::GetQuote) => self.takes(Latitude::AsyncReadTool),
+                (Answer::Success { .. }, ToolKind::GetQuote) => self.takes(Variant::AsyncReadTool),
                 (Answer::Success { file: Some(_), .. }, ToolKind::ExportHistory) => {
-                    self.takes(Latitude::LargeResultViaOperation)
+                    self.takes(Variant::LargeResultViaOperation)
                 }
                 _ => false,
             };
@@ -362,8 +397,8 @@ impl ReferenceProvider {
             return answer;
         };
         let async_ok = cx.caps.contains(&Capability::AsyncOperations)
-            || self.has(Fault::AsyncWithoutNegotiation);
-        if async_ok && !self.takes(Latitude::ReplayReturnsTerminal) {
+            || self.has(Mutant::AsyncWithoutNegotiation);
+        if async_ok && !self.takes(Variant::ReplayReturnsTerminal) {
             return answer;
         }
         let Some(id) = data.get("operation_id").and_then(Json::as_str) else {
@@ -402,7 +437,7 @@ impl ReferenceProvider {
     }
 
     pub(crate) fn deadline_passed(&self, cx: &Cx<'_>) -> Option<Failure> {
-        (cx.now_ms > cx.deadline_at_ms && !self.has(Fault::DeadlineIgnored)).then(|| {
+        (cx.now_ms > cx.deadline_at_ms && !self.has(Mutant::DeadlineIgnored)).then(|| {
             Failure::new(
                 ErrorCode::DeadlineExceeded,
                 "The request deadline has passed; nothing was done.",
@@ -415,7 +450,7 @@ impl ReferenceProvider {
     /// digest of their bytes; they never reach a record anyway.
     fn args_digest(&self, args: &str) -> String {
         let raw = || format!("raw:{}", sha256_hex(args.as_bytes()));
-        if self.takes(Latitude::DedupeRawArgs) {
+        if self.takes(Variant::DedupeRawArgs) {
             return raw();
         }
         parse_json_text("args", args)
@@ -426,7 +461,7 @@ impl ReferenceProvider {
 
     pub(crate) fn dedupe_key(&self, uid: u32, request_id: &str) -> DedupeKey {
         DedupeKey {
-            uid: (!self.has(Fault::DedupeNotCallerBound)).then_some(uid),
+            uid: (!self.has(Mutant::DedupeNotCallerBound)).then_some(uid),
             provider_id: self.cfg.provider_id.clone(),
             request_id: request_id.to_string(),
         }
@@ -449,7 +484,7 @@ impl ReferenceProvider {
             return Seen::Fresh;
         }
         let settled = !matches!(r.state, RecordState::InFlight { .. });
-        let kept_ms = if self.has(Fault::DedupeForgottenEarly) {
+        let kept_ms = if self.has(Mutant::DedupeForgottenEarly) {
             60_000
         } else {
             self.window_ms()
@@ -459,17 +494,17 @@ impl ReferenceProvider {
             d.records.remove(key);
             return Seen::Fresh;
         }
-        if r.tool != tool && self.has(Fault::DedupePerTool) {
+        if r.tool != tool && self.has(Mutant::DedupePerTool) {
             // The mutant keys its records by tool as well: another tool's
             // record is none of this call's business.
             return Seen::Fresh;
         }
-        let other_content = if self.has(Fault::DedupeToolNotBound) {
+        let other_content = if self.has(Mutant::DedupeToolNotBound) {
             r.tool == tool && r.digest != digest
         } else {
             r.tool != tool || r.digest != digest
         };
-        if !self.has(Fault::DedupeIgnoresArgs) && other_content {
+        if !self.has(Mutant::DedupeIgnoresArgs) && other_content {
             return Seen::Conflict;
         }
         match &r.state {
@@ -511,7 +546,7 @@ impl ReferenceProvider {
                         ),
                     )
                 }
-                Seen::InFlight if self.has(Fault::ConcurrentDoubleExecution) => return (d, None),
+                Seen::InFlight if self.has(Mutant::ConcurrentDoubleExecution) => return (d, None),
                 Seen::InFlight => {
                     let elapsed = start.elapsed();
                     if elapsed >= bound {
@@ -543,7 +578,7 @@ impl ReferenceProvider {
         now_ms: i64,
         answer: Answer,
     ) {
-        if self.has(Fault::NoDedupe) {
+        if self.has(Mutant::NoDedupe) {
             return;
         }
         let mut d = lock(&self.durable.state);
@@ -557,7 +592,7 @@ impl ReferenceProvider {
         if let Some(d) = self.described() {
             return d.hidden.get(&uid).cloned().unwrap_or_default();
         }
-        if !self.takes(Latitude::HideToolsWithoutScope) {
+        if !self.takes(Variant::HideToolsWithoutScope) {
             return BTreeSet::new();
         }
         self.catalog
@@ -589,7 +624,7 @@ impl ReferenceProvider {
         key: DedupeKey,
         digest: String,
     ) -> Answer {
-        let dedupe = !self.has(Fault::NoDedupe) && !self.dedupe_skipped(cx, targs);
+        let dedupe = !self.has(Mutant::NoDedupe) && !self.dedupe_skipped(cx, targs);
         let boot = {
             let mut d = lock(&self.durable.state);
             if dedupe {
@@ -626,8 +661,8 @@ impl ReferenceProvider {
             .into();
         }
         let async_ok = (cx.caps.contains(&Capability::AsyncOperations)
-            || self.has(Fault::AsyncWithoutNegotiation))
-            && !self.takes(Latitude::SyncForAsyncTool);
+            || self.has(Mutant::AsyncWithoutNegotiation))
+            && !self.takes(Variant::SyncForAsyncTool);
         let answer = match self.effect(
             &mut guard,
             cx.now_ms,
@@ -638,7 +673,7 @@ impl ReferenceProvider {
         ) {
             Ok(Effected::Value(v)) => self.package(cx.caps, tool, v),
             Ok(Effected::Operation(id)) => Answer::Accepted {
-                data: if self.has(Fault::PollAfterMsMissing) {
+                data: if self.has(Mutant::PollAfterMsMissing) {
                     json!({ "operation_id": id })
                 } else {
                     json!({"operation_id": id, "poll_after_ms": self.poll_after_ms()})
@@ -658,7 +693,7 @@ impl ReferenceProvider {
         }
         drop(guard);
         self.durable.changed.notify_all();
-        if self.has(Fault::DeadlineCheckedAfterEffect) {
+        if self.has(Mutant::DeadlineCheckedAfterEffect) {
             if let Some(f) = self.deadline_passed(cx) {
                 return f.into();
             }
@@ -754,11 +789,11 @@ impl ReferenceProvider {
     pub(crate) fn read_value(&self, targs: &ToolArgs) -> Result<Json, Failure> {
         match targs {
             ToolArgs::GetQuote { symbol } => {
-                if self.has(Fault::ReadToolHasEffect) {
+                if self.has(Mutant::ReadToolHasEffect) {
                     lock(&self.durable.state).effects += 1;
                 }
                 let price = fixtures::quote_price(symbol);
-                Ok(if self.has(Fault::OutputViolatesSchema) {
+                Ok(if self.has(Mutant::OutputViolatesSchema) {
                     json!({ "symbol": symbol, "price": format!("{price:.2}") })
                 } else {
                     json!({ "symbol": symbol, "price": price })
@@ -771,7 +806,7 @@ impl ReferenceProvider {
                     .iter()
                     .map(|(id, a)| json!({"alert_id": id, "symbol": a.symbol, "price": a.price}))
                     .collect();
-                Ok(if self.takes(Latitude::NoEffectCounter) {
+                Ok(if self.takes(Variant::NoEffectCounter) {
                     json!({ "count": alerts.len(), "alerts": alerts })
                 } else {
                     json!({ "count": alerts.len(), "effects": d.effects, "alerts": alerts })
@@ -781,7 +816,7 @@ impl ReferenceProvider {
             // through `read_serialized`.
             ToolArgs::ExportHistory { rows } => Ok(fixtures::history_export(
                 *rows,
-                self.takes(Latitude::HostileText),
+                self.takes(Variant::HostileText),
             )
             .value
             .clone()),
@@ -797,7 +832,7 @@ impl ReferenceProvider {
         match targs {
             ToolArgs::ExportHistory { rows } => Ok(fixtures::history_export(
                 *rows,
-                self.takes(Latitude::HostileText),
+                self.takes(Variant::HostileText),
             )),
             _ => self.read_value(targs).map(|v| Arc::new(Serialized::new(v))),
         }
@@ -809,7 +844,7 @@ impl ReferenceProvider {
     }
 
     fn unchecked_output(&self, tool: &ToolDef) -> bool {
-        (tool.kind == ToolKind::GetQuote && self.has(Fault::OutputViolatesSchema))
+        (tool.kind == ToolKind::GetQuote && self.has(Mutant::OutputViolatesSchema))
             // A described tool's value is the target's own (judged on the
             // target) or generated from its schema.
             || matches!(tool.kind, ToolKind::Described(_))
@@ -843,18 +878,18 @@ impl ReferenceProvider {
         // spaces).
         let max = self.limits().max_inline_result_bytes;
         if (INLINE_WRAPPER_BYTES + result.text.len()) as u64 <= max
-            || self.has(Fault::InlineOverLimit)
+            || self.has(Mutant::InlineOverLimit)
         {
             return Answer::ok(json!({"kind": "inline", "value": result.into_value()}));
         }
-        if !caps.contains(&Capability::LargeResults) && !self.has(Fault::FileWithoutNegotiation) {
+        if !caps.contains(&Capability::LargeResults) && !self.has(Mutant::FileWithoutNegotiation) {
             return Failure::new(
                 ErrorCode::ResultTooLarge,
                 "The result is too large to return inline, and large_results was not negotiated.",
             )
             .into();
         }
-        let (bytes, digest): (Arc<[u8]>, String) = if self.has(Fault::FileContentViolatesSchema) {
+        let (bytes, digest): (Arc<[u8]>, String) = if self.has(Mutant::FileContentViolatesSchema) {
             let b = json!("The export is too large; ask for fewer rows.")
                 .to_string()
                 .into_bytes();
@@ -863,8 +898,8 @@ impl ReferenceProvider {
         } else {
             (result.text.clone(), result.sha256().to_string())
         };
-        let size = bytes.len() as u64 + u64::from(self.has(Fault::FileWrongSize));
-        let sha256 = if self.has(Fault::FileWrongSha256) {
+        let size = bytes.len() as u64 + u64::from(self.has(Mutant::FileWrongSize));
+        let sha256 = if self.has(Mutant::FileWrongSha256) {
             sha256_hex(&bytes[..bytes.len().saturating_sub(1)])
         } else {
             digest
@@ -942,7 +977,7 @@ fn degraded(kind: ToolKind) -> Answer {
 mod tests {
     use super::fixtures::{history_export, Catalog, Serialized, ToolKind};
     use super::INLINE_WRAPPER_BYTES;
-    use crate::provider::latitude::Latitude;
+    use crate::provider::variant::Variant;
     use crate::provider::FixtureSet;
     use cetp_proto::canonical::sha256_hex;
     use serde_json::json;
@@ -970,11 +1005,11 @@ mod tests {
     /// and keeps the no_effect_counter variant's, asked in either order.
     #[test]
     fn validity_is_judged_per_schema() {
-        let catalog = |lat: &[Latitude]| {
-            let lat: BTreeSet<Latitude> = lat.iter().copied().collect();
+        let catalog = |lat: &[Variant]| {
+            let lat: BTreeSet<Variant> = lat.iter().copied().collect();
             Catalog::new(FixtureSet::Reference, &BTreeSet::new(), &lat, false)
         };
-        let (full, lean) = (catalog(&[]), catalog(&[Latitude::NoEffectCounter]));
+        let (full, lean) = (catalog(&[]), catalog(&[Variant::NoEffectCounter]));
         let full = full.by_kind(ToolKind::ListAlerts).unwrap();
         let lean = lean.by_kind(ToolKind::ListAlerts).unwrap();
         let value = json!({"count": 0, "alerts": []});

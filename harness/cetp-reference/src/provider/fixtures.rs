@@ -6,10 +6,10 @@
 //! published, the routing faults (`tool_name_invalid`,
 //! `high_risk_without_always`) change the definition the Provider acts on.
 
-use super::fault::Fault;
 use super::hostile;
-use super::latitude::Latitude;
+use super::mutant::Mutant;
 use super::notes::{self, NoteTool};
+use super::variant::Variant;
 use super::FixtureSet;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};
 use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
@@ -162,7 +162,7 @@ pub(crate) struct Spec {
     pub may_run_async: bool,
 }
 
-fn specs(faults: &BTreeSet<Fault>, next_release: bool) -> Vec<Spec> {
+fn specs(faults: &BTreeSet<Mutant>, next_release: bool) -> Vec<Spec> {
     let symbol_max_length = if next_release {
         NEXT_RELEASE_SYMBOL_MAX_LENGTH
     } else {
@@ -180,7 +180,7 @@ fn specs(faults: &BTreeSet<Fault>, next_release: bool) -> Vec<Spec> {
     vec![
         Spec {
             kind: ToolKind::GetQuote,
-            name: if faults.contains(&Fault::ToolNameInvalid) {
+            name: if faults.contains(&Mutant::ToolNameInvalid) {
                 "getQuote"
             } else {
                 "get_quote"
@@ -282,7 +282,7 @@ fn specs(faults: &BTreeSet<Fault>, next_release: bool) -> Vec<Spec> {
             // Deleting twice leaves the same state; §6 still requires dedupe.
             idempotent: true,
             open_world: false,
-            confirmation: if faults.contains(&Fault::HighRiskWithoutAlways) {
+            confirmation: if faults.contains(&Mutant::HighRiskWithoutAlways) {
                 "provider_policy"
             } else {
                 "always"
@@ -363,11 +363,11 @@ impl Catalog {
     /// ([`super::ProviderConfig::next_release`]).
     pub fn new(
         set: FixtureSet,
-        faults: &BTreeSet<Fault>,
-        latitudes: &BTreeSet<Latitude>,
+        faults: &BTreeSet<Mutant>,
+        latitudes: &BTreeSet<Variant>,
         next_release: bool,
     ) -> Catalog {
-        if faults.contains(&Fault::SchemaChangedRevisionKept) {
+        if faults.contains(&Mutant::SchemaChangedRevisionKept) {
             // The next release's schema (published and enforced), under the
             // revision of the release it replaced.
             let mut catalog = Catalog::build(set, faults, latitudes, true);
@@ -379,8 +379,8 @@ impl Catalog {
 
     fn build(
         set: FixtureSet,
-        faults: &BTreeSet<Fault>,
-        latitudes: &BTreeSet<Latitude>,
+        faults: &BTreeSet<Mutant>,
+        latitudes: &BTreeSet<Variant>,
         next_release: bool,
     ) -> Catalog {
         let specs = match set {
@@ -391,15 +391,15 @@ impl Catalog {
             .into_iter()
             .map(|mut s| {
                 match s.kind {
-                    ToolKind::GetQuote if latitudes.contains(&Latitude::AsyncReadTool) => {
+                    ToolKind::GetQuote if latitudes.contains(&Variant::AsyncReadTool) => {
                         s.may_run_async = true
                     }
                     ToolKind::ExportHistory
-                        if latitudes.contains(&Latitude::LargeResultViaOperation) =>
+                        if latitudes.contains(&Variant::LargeResultViaOperation) =>
                     {
                         s.may_run_async = true
                     }
-                    ToolKind::ListAlerts if latitudes.contains(&Latitude::NoEffectCounter) => {
+                    ToolKind::ListAlerts if latitudes.contains(&Variant::NoEffectCounter) => {
                         if let Some(props) = s.output["properties"].as_object_mut() {
                             props.remove("effects");
                         }
@@ -407,7 +407,7 @@ impl Catalog {
                         s.description = "Your price alerts";
                     }
                     // The trades carry the user's notes (see `history`).
-                    ToolKind::ExportHistory if latitudes.contains(&Latitude::HostileText) => {
+                    ToolKind::ExportHistory if latitudes.contains(&Variant::HostileText) => {
                         s.output["properties"]["rows"]["items"]["properties"]["note"] =
                             json!({"type": "string"});
                     }
@@ -514,8 +514,8 @@ impl Catalog {
     pub fn list_tools(
         &self,
         async_negotiated: bool,
-        faults: &BTreeSet<Fault>,
-        latitudes: &BTreeSet<Latitude>,
+        faults: &BTreeSet<Mutant>,
+        latitudes: &BTreeSet<Variant>,
         hidden: &BTreeSet<String>,
     ) -> Json {
         let key = format!("{async_negotiated}|{faults:?}|{latitudes:?}|{hidden:?}");
@@ -531,8 +531,8 @@ impl Catalog {
     fn list_uncached(
         &self,
         async_negotiated: bool,
-        faults: &BTreeSet<Fault>,
-        latitudes: &BTreeSet<Latitude>,
+        faults: &BTreeSet<Mutant>,
+        latitudes: &BTreeSet<Variant>,
         hidden: &BTreeSet<String>,
     ) -> Json {
         let tools = self.published(async_negotiated, faults, latitudes, hidden);
@@ -542,7 +542,7 @@ impl Catalog {
         };
         // §3.3: the revision must change with the list; a hash of its
         // canonical form changes exactly then.
-        let revision = if faults.contains(&Fault::StaticRevision) {
+        let revision = if faults.contains(&Mutant::StaticRevision) {
             "tools-1".to_string()
         } else {
             let h =
@@ -556,8 +556,8 @@ impl Catalog {
     fn published(
         &self,
         async_negotiated: bool,
-        faults: &BTreeSet<Fault>,
-        latitudes: &BTreeSet<Latitude>,
+        faults: &BTreeSet<Mutant>,
+        latitudes: &BTreeSet<Variant>,
         hidden: &BTreeSet<String>,
     ) -> Json {
         let mut tools: Vec<Json> = self
@@ -566,19 +566,19 @@ impl Catalog {
             .filter(|t| !hidden.contains(&t.name))
             .map(|t| {
                 let execution = if t.may_run_async
-                    && (async_negotiated || faults.contains(&Fault::SyncOrAsyncWithoutNegotiation))
+                    && (async_negotiated || faults.contains(&Mutant::SyncOrAsyncWithoutNegotiation))
                 {
                     "sync_or_async"
                 } else {
                     "sync"
                 };
                 let mut input_schema = t.input_schema.clone();
-                if t.kind == ToolKind::CreateAlert && faults.contains(&Fault::RemoteRefInSchema) {
+                if t.kind == ToolKind::CreateAlert && faults.contains(&Mutant::RemoteRefInSchema) {
                     input_schema["properties"]["price"] =
                         json!({"$ref": "https://schemas.clawseed.example/price.json"});
                 }
                 let risk = if t.kind == ToolKind::ListAlerts
-                    && faults.contains(&Fault::UnknownAnnotationEnum)
+                    && faults.contains(&Mutant::UnknownAnnotationEnum)
                 {
                     "negligible"
                 } else {
@@ -606,11 +606,11 @@ impl Catalog {
                         "execution": execution
                     }
                 });
-                if latitudes.contains(&Latitude::DescriptorUnknownFields) {
+                if latitudes.contains(&Variant::DescriptorUnknownFields) {
                     tool["x_vendor_category"] = json!("finance");
                     tool["annotations"]["x_ui_hint"] = json!({"color": "amber"});
                 }
-                if t.kind == ToolKind::GetQuote && faults.contains(&Fault::MissingOutputSchema) {
+                if t.kind == ToolKind::GetQuote && faults.contains(&Mutant::MissingOutputSchema) {
                     if let Some(m) = tool.as_object_mut() {
                         m.remove("output_schema");
                     }
@@ -618,7 +618,7 @@ impl Catalog {
                 tool
             })
             .collect();
-        if faults.contains(&Fault::DuplicateToolNames) {
+        if faults.contains(&Mutant::DuplicateToolNames) {
             if let Some(first) = tools.first().cloned() {
                 let mut dup = first;
                 dup["description"] = json!("Current price of a security (delayed)");
@@ -629,11 +629,11 @@ impl Catalog {
     }
 
     /// The v1 view (§2.1, §8): only tools without side effects.
-    pub fn list_tools_v1(&self, faults: &BTreeSet<Fault>) -> Json {
+    pub fn list_tools_v1(&self, faults: &BTreeSet<Mutant>) -> Json {
         let tools: Vec<Json> = self
             .tools
             .iter()
-            .filter(|t| t.is_read() || faults.contains(&Fault::V1ListsWriteTools))
+            .filter(|t| t.is_read() || faults.contains(&Mutant::V1ListsWriteTools))
             .map(|t| {
                 json!({"name": t.name, "description": t.description, "parameters": t.input_schema})
             })
@@ -642,8 +642,8 @@ impl Catalog {
     }
 }
 
-fn published_scope_name(name: &str, faults: &BTreeSet<Fault>) -> String {
-    if faults.contains(&Fault::ScopeNameInvalid) && name == "history.read" {
+fn published_scope_name(name: &str, faults: &BTreeSet<Mutant>) -> String {
+    if faults.contains(&Mutant::ScopeNameInvalid) && name == "history.read" {
         "History Read".to_string()
     } else {
         name.to_string()
@@ -653,14 +653,14 @@ fn published_scope_name(name: &str, faults: &BTreeSet<Fault>) -> String {
 /// `get_provider_info` scope catalog (§3.2).
 pub(crate) fn scopes_json(
     set: FixtureSet,
-    faults: &BTreeSet<Fault>,
-    latitudes: &BTreeSet<Latitude>,
+    faults: &BTreeSet<Mutant>,
+    latitudes: &BTreeSet<Variant>,
 ) -> Json {
     Json::Array(
         scope_defs(set)
             .iter()
             .map(|s| {
-                let sensitivity = if faults.contains(&Fault::UnknownScopeSensitivity)
+                let sensitivity = if faults.contains(&Mutant::UnknownScopeSensitivity)
                     && s.name == "alerts.write"
                 {
                     "secret"
@@ -790,8 +790,8 @@ pub(crate) fn history_export(rows: u64, hostile: bool) -> Arc<Serialized> {
 }
 
 /// A boolean annotation as published (§3.4: a Boolean).
-fn bool_annotation(v: bool, faults: &BTreeSet<Fault>) -> Json {
-    if faults.contains(&Fault::AnnotationBooleansAsStrings) {
+fn bool_annotation(v: bool, faults: &BTreeSet<Mutant>) -> Json {
+    if faults.contains(&Mutant::AnnotationBooleansAsStrings) {
         Json::String(v.to_string())
     } else {
         Json::Bool(v)

@@ -1,4 +1,4 @@
-//! The strings of the `hostile_text` variant ([`super::Latitude::HostileText`]):
+//! The strings of the `hostile_text` variant ([`super::Variant::HostileText`]):
 //! a conformant Provider whose free text tries every way out of the media
 //! a harness renders it in (HTML, XML, Markdown, SARIF, a terminal).
 //!
@@ -8,7 +8,7 @@
 //! to more: a safe, user-facing description (§5), so it only gets
 //! [`ERROR_NOTE`], text a real localized message can carry.
 
-use super::Latitude;
+use super::Variant;
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 
@@ -51,8 +51,8 @@ pub(crate) const LONG_NOTE_BYTES: usize = 1_000_000;
 /// published under `latitudes`: the one switch of all of it. Only what is
 /// published is dressed; the app's own messages keep its plain name, so an
 /// `error_message` that names the app gets no markup through it.
-pub(crate) fn vendor_text(text: &str, latitudes: &BTreeSet<Latitude>) -> String {
-    if latitudes.contains(&Latitude::HostileText) {
+pub(crate) fn vendor_text(text: &str, latitudes: &BTreeSet<Variant>) -> String {
+    if latitudes.contains(&Variant::HostileText) {
         format!("{text}{HOSTILE}")
     } else {
         text.to_string()

@@ -12,7 +12,7 @@
 //! portfolio) or the notes app (`notes.rs`), whose tools, ids and async
 //! policy have another shape, so that the suite is not tuned to one app.
 //!
-//! A mutant is the same Provider with one [`Fault`] switched on
+//! A mutant is the same Provider with one [`Mutant`] switched on
 //! ([`ReferenceProvider::mutant`], [`ReferenceProvider::mutant_of`]);
 //! `vectors/mutants/mutants.json` documents what each one breaks.
 //!
@@ -26,10 +26,9 @@
 mod decisions;
 pub mod described;
 mod execute;
-pub mod fault;
 mod fixtures;
 mod hostile;
-pub mod latitude;
+pub mod mutant;
 mod notes;
 mod operations;
 mod respond;
@@ -37,13 +36,14 @@ mod session;
 mod state;
 mod util;
 mod v1;
+pub mod variant;
 
 pub use described::{Business, BusinessAnswer, BusinessCall, Described, DescribedTool, Flavour};
-pub use fault::{Fault, UnknownFault};
-pub use latitude::Latitude;
+pub use mutant::{Mutant, UnknownMutant};
 pub use notes::{
     ARCHIVE_BACKGROUND_OVER, NOTES_AUTHORITY, NOTES_PACKAGE, NOTES_RESUME_TOKEN_TTL_MS, NOTES_UID,
 };
+pub use variant::Variant;
 
 use crate::app::ProviderApp;
 use cetp_proto::discovery::{META_AUTHORITY, META_VERSION, META_VERSIONS};
@@ -147,8 +147,8 @@ impl fmt::Display for FixtureSet {
 
 /// [`ReferenceProvider::issued`], for code that has the latitudes but not
 /// the Provider (the catalog's revision).
-pub(crate) fn issued_string(latitudes: &BTreeSet<Latitude>, s: String) -> String {
-    if latitudes.contains(&Latitude::TemplateSyntaxInIds) {
+pub(crate) fn issued_string(latitudes: &BTreeSet<Variant>, s: String) -> String {
+    if latitudes.contains(&Variant::TemplateSyntaxInIds) {
         // `${1}` is bound to nothing; `${s/data/session_token}` names a
         // session many cases bind: a harness that expanded it would send
         // another session's token in the Provider's string.
@@ -261,10 +261,10 @@ pub struct ProviderConfig {
     /// variant: `cetp drift` against a lock of the default catalog reports
     /// breaking drift and no violation.
     pub next_release: bool,
-    pub faults: BTreeSet<Fault>,
-    /// Legal variants taken (`latitude.rs`): each one a latitude the spec
+    pub faults: BTreeSet<Mutant>,
+    /// Legal variants taken (`variant.rs`): each one a latitude the spec
     /// leaves, never a defect.
-    pub latitudes: BTreeSet<Latitude>,
+    pub latitudes: BTreeSet<Variant>,
     /// Host another Provider's published tools instead of the fixture set's
     /// (`described.rs`): the shadow `cetp fuzz` judges unknown Providers by.
     pub described: Option<Arc<Described>>,
@@ -327,9 +327,9 @@ impl fmt::Debug for ProviderConfig {
 impl ProviderConfig {
     /// This configuration taking `l`, with the settings the latitude implies
     /// (limits, manifest, provider id).
-    pub fn with_latitude(mut self, l: Latitude) -> Self {
+    pub fn with_latitude(mut self, l: Variant) -> Self {
         match l {
-            Latitude::GenerousLimits => {
+            Variant::GenerousLimits => {
                 self.limits = Limits {
                     max_request_bytes: 1 << 20,
                     max_inline_result_bytes: 1 << 20,
@@ -337,13 +337,13 @@ impl ProviderConfig {
                     idempotency_window_seconds: 7 * 86_400,
                 }
             }
-            Latitude::SingleConcurrentRequest => self.limits.max_concurrent_requests = 1,
-            Latitude::V2OnlyManifest => self.manifest = ManifestVariant::V2Only,
-            Latitude::ProviderIdCustom => self.provider_id = format!("{}.tools", self.package),
+            Variant::SingleConcurrentRequest => self.limits.max_concurrent_requests = 1,
+            Variant::V2OnlyManifest => self.manifest = ManifestVariant::V2Only,
+            Variant::ProviderIdCustom => self.provider_id = format!("{}.tools", self.package),
             // Room for the 1 MB trade note inline (§2.2 sets only a
             // minimum); the profile's large export still needs a file.
-            Latitude::HostileText => self.limits.max_inline_result_bytes = 1 << 20,
-            Latitude::InlineLimitFitsLargeResult => self.limits.max_inline_result_bytes = 4 << 20,
+            Variant::HostileText => self.limits.max_inline_result_bytes = 1 << 20,
+            Variant::InlineLimitFitsLargeResult => self.limits.max_inline_result_bytes = 4 << 20,
             _ => {}
         }
         self.latitudes.insert(l);
@@ -455,15 +455,15 @@ impl ReferenceProvider {
     }
 
     /// The reference with exactly one fault.
-    pub fn with_fault(fault: Fault) -> Self {
+    pub fn with_fault(fault: Mutant) -> Self {
         Self::new(ProviderConfig {
             faults: BTreeSet::from([fault]),
             ..ProviderConfig::default()
         })
     }
 
-    /// The mutant of the reference app named `name` (a [`Fault::name`]).
-    pub fn mutant(name: &str) -> Result<Self, UnknownFault> {
+    /// The mutant of the reference app named `name` (a [`Mutant::name`]).
+    pub fn mutant(name: &str) -> Result<Self, UnknownMutant> {
         Self::mutant_of(FixtureSet::Reference, name)
     }
 
@@ -473,11 +473,11 @@ impl ReferenceProvider {
     }
 
     /// The mutant `name` of an app; a fault that has no place in that app
-    /// ([`Fault::applies_to`]) is as unknown as a misspelt one.
-    pub fn mutant_of(set: FixtureSet, name: &str) -> Result<Self, UnknownFault> {
-        let fault = Fault::parse(name)
+    /// ([`Mutant::applies_to`]) is as unknown as a misspelt one.
+    pub fn mutant_of(set: FixtureSet, name: &str) -> Result<Self, UnknownMutant> {
+        let fault = Mutant::parse(name)
             .filter(|f| f.applies_to(set))
-            .ok_or_else(|| UnknownFault(name.to_string()))?;
+            .ok_or_else(|| UnknownMutant(name.to_string()))?;
         Ok(Self::new(ProviderConfig {
             faults: BTreeSet::from([fault]),
             ..ProviderConfig::of(set)
@@ -495,11 +495,11 @@ impl ReferenceProvider {
         lock(&self.durable.state).effects
     }
 
-    pub(crate) fn has(&self, fault: Fault) -> bool {
+    pub(crate) fn has(&self, fault: Mutant) -> bool {
         self.cfg.faults.contains(&fault)
     }
 
-    pub(crate) fn takes(&self, latitude: Latitude) -> bool {
+    pub(crate) fn takes(&self, latitude: Variant) -> bool {
         self.cfg.latitudes.contains(&latitude)
     }
 
@@ -509,15 +509,15 @@ impl ReferenceProvider {
         hostile::vendor_text(text, &self.cfg.latitudes)
     }
 
-    /// The reference taking one legal variant (a [`Latitude::name`]).
-    pub fn variant(name: &str) -> Result<Self, UnknownFault> {
-        let l = Latitude::parse(name).ok_or_else(|| UnknownFault(name.to_string()))?;
+    /// The reference taking one legal variant (a [`Variant::name`]).
+    pub fn variant(name: &str) -> Result<Self, UnknownMutant> {
+        let l = Variant::parse(name).ok_or_else(|| UnknownMutant(name.to_string()))?;
         Ok(Self::new(ProviderConfig::default().with_latitude(l)))
     }
 
     /// The wait the app suggests between polls.
     pub(crate) fn poll_after_ms(&self) -> i64 {
-        match (self.takes(Latitude::SlowOperations), self.cfg.fixtures) {
+        match (self.takes(Variant::SlowOperations), self.cfg.fixtures) {
             (true, _) => 60_000,
             (false, FixtureSet::Reference) => POLL_AFTER_MS,
             (false, FixtureSet::Notes) => notes::POLL_AFTER_MS,
@@ -525,7 +525,7 @@ impl ReferenceProvider {
     }
 
     pub(crate) fn new_operation_id(&self, d: &mut state::DurableState) -> String {
-        self.issued(if self.takes(Latitude::OperationIdsUuid) {
+        self.issued(if self.takes(Variant::OperationIdsUuid) {
             d.rng.uuid()
         } else {
             format!("op_{}", &d.rng.hex("operation")[..24])
@@ -542,7 +542,7 @@ impl ReferenceProvider {
     /// The limits as advertised and enforced.
     pub(crate) fn limits(&self) -> Limits {
         let mut l = self.cfg.limits;
-        if self.has(Fault::NegotiateLimitsBelowMinimum) {
+        if self.has(Mutant::NegotiateLimitsBelowMinimum) {
             l.max_request_bytes = 16_384;
         }
         l
@@ -553,7 +553,7 @@ impl ReferenceProvider {
     }
 
     pub(crate) fn provider_id(&self) -> &str {
-        if self.has(Fault::ProviderIdOutsideNamespace) {
+        if self.has(Mutant::ProviderIdOutsideNamespace) {
             "com.clawseed.elsewhere"
         } else {
             &self.cfg.provider_id
@@ -580,7 +580,7 @@ impl ReferenceProvider {
     }
 
     fn unknown_method(&self) -> Failure {
-        if self.has(Fault::UnknownMethodWrongCode) {
+        if self.has(Mutant::UnknownMethodWrongCode) {
             Failure::new(ErrorCode::ToolNotFound, "No such tool.")
         } else {
             Failure::new(ErrorCode::MethodNotFound, "No such method.")
@@ -589,7 +589,7 @@ impl ReferenceProvider {
 
     /// An unknown method in the v1 dialect (no `protocol_version`).
     fn unknown_v1_method(&self) -> Failure {
-        if self.has(Fault::UnknownV1MethodWrongCode) {
+        if self.has(Mutant::UnknownV1MethodWrongCode) {
             Failure::new(ErrorCode::ToolNotFound, "No such tool.")
         } else {
             self.unknown_method()
@@ -602,7 +602,7 @@ impl ReferenceProvider {
             extras.and_then(|b| b.get(keys::PROTOCOL_VERSION)),
             Some(Value::Long(_))
         );
-        if long_version && self.has(Fault::LongProtocolVersionAsV1) {
+        if long_version && self.has(Mutant::LongProtocolVersionAsV1) {
             return Dialect::V1;
         }
         dialect_of(method, extras)
@@ -618,7 +618,7 @@ impl ReferenceProvider {
         let mut reply = self.v2_answer(caller, now_ms, method, extras);
         // negotiate carries no protocol_version to echo, so its errors may
         // leave it out.
-        if method == Method::Negotiate && self.takes(Latitude::NegotiateErrorsWithoutVersion) {
+        if method == Method::Negotiate && self.takes(Variant::NegotiateErrorsWithoutVersion) {
             if let Reply::Result {
                 bundle: Some(b), ..
             } = &mut reply
@@ -660,7 +660,7 @@ impl ReferenceProvider {
         };
         let empty = Bundle::new();
         let mut answer = self.serve(caller, now_ms, extras.unwrap_or(&empty), &req);
-        if self.takes(Latitude::ListsShuffled) {
+        if self.takes(Variant::ListsShuffled) {
             self.shuffle_lists(&mut answer);
         }
         self.finish_v2(answer, request_id.as_deref())
@@ -690,8 +690,8 @@ impl ReferenceProvider {
         // negotiate, and the Provider refuses it.
         if let Some(cap) = req.method().capability() {
             let waived = match req.method() {
-                Method::GetOperation => self.has(Fault::GetOperationWithoutCapability),
-                Method::CancelOperation => self.has(Fault::CancelWithoutCapability),
+                Method::GetOperation => self.has(Mutant::GetOperationWithoutCapability),
+                Method::CancelOperation => self.has(Mutant::CancelWithoutCapability),
                 _ => false,
             };
             if !caps.contains(&cap) && !waived {
@@ -711,7 +711,7 @@ impl ReferenceProvider {
             caps: &caps,
         };
         match req {
-            V2Request::GetProviderInfo(_) if self.has(Fault::ProviderInfoMissing) => {
+            V2Request::GetProviderInfo(_) if self.has(Mutant::ProviderInfoMissing) => {
                 Failure::new(ErrorCode::MethodNotFound, "No such method.").into()
             }
             V2Request::GetProviderInfo(_) => self.provider_info(),
@@ -740,7 +740,7 @@ impl ReferenceProvider {
     /// The unavailable_after_restart latitude: true once, for the first call
     /// after a restart.
     fn warming_up(&self) -> bool {
-        self.takes(Latitude::UnavailableAfterRestart)
+        self.takes(Variant::UnavailableAfterRestart)
             && std::mem::take(&mut lock(&self.memory).warming_up)
     }
 
@@ -781,7 +781,7 @@ impl ReferenceProvider {
         let scopes =
             fixtures::scopes_json(self.cfg.fixtures, &self.cfg.faults, &self.cfg.latitudes);
         let mut info = serde_json::json!({
-            "provider_id": if self.has(Fault::ProviderIdUnstable) {
+            "provider_id": if self.has(Mutant::ProviderIdUnstable) {
                 format!("{}.tools", self.provider_id())
             } else {
                 self.provider_id().to_string()
@@ -791,7 +791,7 @@ impl ReferenceProvider {
             "schema_dialect": cetp_proto::schema::DEFAULT_DIALECT,
             "scopes": scopes,
         });
-        if self.takes(Latitude::DescriptorUnknownFields) {
+        if self.takes(Variant::DescriptorUnknownFields) {
             info["x_vendor"] =
                 serde_json::json!({"support_url": "https://help.example", "tier": 3});
             info["privacy_policy"] = serde_json::json!("https://help.example/privacy");
@@ -806,7 +806,7 @@ impl ProviderApp for ReferenceProvider {
         meta.insert(META_AUTHORITY.to_string(), self.cfg.authority.clone());
         let (version, versions) = match self.cfg.manifest {
             ManifestVariant::DualStack | ManifestVariant::MismatchedPackage => {
-                if self.has(Fault::DualStackWithoutVersion1) {
+                if self.has(Mutant::DualStackWithoutVersion1) {
                     (None, Some("1,2"))
                 } else {
                     (Some("1"), Some("1,2"))
@@ -823,7 +823,7 @@ impl ProviderApp for ReferenceProvider {
             meta.insert(META_VERSIONS.to_string(), v.to_string());
         }
         let foreign = self.cfg.manifest == ManifestVariant::MismatchedPackage
-            || self.has(Fault::AuthorityPackageMismatch);
+            || self.has(Mutant::AuthorityPackageMismatch);
         vec![ServiceManifest {
             package: self.cfg.package.clone(),
             service: format!("{}/.cetp.ToolProviderService", self.cfg.package),
@@ -913,7 +913,7 @@ impl ProviderApp for ReferenceProvider {
             let epoch = mem.epoch + 1;
             // A Provider may keep sessions in durable storage (§2.2 lets it,
             // not makes it, invalidate them on restart).
-            let sessions = if self.takes(Latitude::SessionsSurviveRestart) {
+            let sessions = if self.takes(Variant::SessionsSurviveRestart) {
                 std::mem::take(&mut mem.sessions)
             } else {
                 Default::default()
@@ -921,7 +921,7 @@ impl ProviderApp for ReferenceProvider {
             *mem = Memory {
                 epoch,
                 sessions,
-                warming_up: self.takes(Latitude::UnavailableAfterRestart),
+                warming_up: self.takes(Variant::UnavailableAfterRestart),
                 ..Memory::default()
             };
         }
@@ -931,10 +931,10 @@ impl ProviderApp for ReferenceProvider {
         // together), so their reservations simply vanish.
         d.records
             .retain(|_, r| !matches!(r.state, state::RecordState::InFlight { .. }));
-        if self.has(Fault::DedupeLostOnRestart) {
+        if self.has(Mutant::DedupeLostOnRestart) {
             d.records.clear();
         }
-        if self.has(Fault::OperationLostOnRestart) {
+        if self.has(Mutant::OperationLostOnRestart) {
             d.operations.clear();
             d.active_ops.clear();
         }

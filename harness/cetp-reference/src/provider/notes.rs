@@ -23,7 +23,7 @@ use super::execute::{invalid_args, Effected, ToolArgs};
 use super::fixtures::{ScopeDef, Spec, ToolKind};
 use super::state::{DurableState, Failure, Job, Operation};
 use super::util::{lock, DetRng};
-use super::{Cx, Fault, ReferenceProvider};
+use super::{Cx, Mutant, ReferenceProvider};
 use cetp_proto::envelope::{Capability, OpState};
 use cetp_proto::ErrorCode;
 use serde_json::{json, Map, Value as Json};
@@ -628,7 +628,7 @@ impl ReferenceProvider {
                 if let Some(n) = d.notes.notes.get(note_id) {
                     return Ok(note_json(note_id, n));
                 }
-                if self.has(Fault::GetNoteCreatesMissing) {
+                if self.has(Mutant::GetNoteCreatesMissing) {
                     d.notes.insert(
                         note_id.clone(),
                         "Untitled".to_string(),
@@ -681,7 +681,7 @@ impl ReferenceProvider {
             return Err(no_such_notes(missing));
         }
         let changing = d.notes.to_archive(target);
-        let value = if self.has(Fault::BackgroundArchiveResultShape) {
+        let value = if self.has(Mutant::BackgroundArchiveResultShape) {
             json!({ "archived_ids": changing })
         } else {
             let value = json!({ "archived": changing.len() });
@@ -711,14 +711,14 @@ impl ReferenceProvider {
     /// The delete_note_unconfirmed mutant: delete_note skips its
     /// confirmation.
     pub(crate) fn confirmation_skipped(&self, targs: &ToolArgs) -> bool {
-        self.has(Fault::DeleteNoteUnconfirmed)
+        self.has(Mutant::DeleteNoteUnconfirmed)
             && matches!(targs, ToolArgs::Notes(NoteArgs::Delete { .. }))
     }
 
     /// The background_archive_skips_scope mutant: an archive that will run in
     /// the background is not checked for its scope.
     pub(crate) fn scope_check_skipped(&self, cx: &Cx<'_>, targs: &ToolArgs) -> bool {
-        self.has(Fault::BackgroundArchiveSkipsScope)
+        self.has(Mutant::BackgroundArchiveSkipsScope)
             && cx.caps.contains(&Capability::AsyncOperations)
             && matches!(targs, ToolArgs::Notes(NoteArgs::Archive(t)) if t.is_large())
     }
@@ -727,14 +727,14 @@ impl ReferenceProvider {
     /// synchronously is executed without a dedupe record.
     pub(crate) fn dedupe_skipped(&self, cx: &Cx<'_>, targs: &ToolArgs) -> bool {
         let background = cx.caps.contains(&Capability::AsyncOperations);
-        self.has(Fault::SyncArchiveNotDeduped)
+        self.has(Mutant::SyncArchiveNotDeduped)
             && matches!(targs, ToolArgs::Notes(NoteArgs::Archive(t)) if !(background && t.is_large()))
     }
 
     /// The archive_replayed_after_restart mutant: the job queue forgets which
     /// archives it finished and queues them again when the process restarts.
     pub(crate) fn replay_jobs_after_restart(&self, d: &mut DurableState) {
-        if !self.has(Fault::ArchiveReplayedAfterRestart) {
+        if !self.has(Mutant::ArchiveReplayedAfterRestart) {
             return;
         }
         let DurableState {

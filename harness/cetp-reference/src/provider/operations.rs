@@ -13,7 +13,7 @@ use super::notes;
 use super::state::{Answer, DurableState, Failure, Job, Operation};
 use super::util::lock;
 use super::{
-    Cx, Fault, Latitude, ReferenceProvider, OPERATION_DONE_AFTER_MS, OPERATION_RUNNING_AFTER_MS,
+    Cx, Mutant, ReferenceProvider, Variant, OPERATION_DONE_AFTER_MS, OPERATION_RUNNING_AFTER_MS,
 };
 use cetp_proto::canonical::sha256_hex;
 use cetp_proto::envelope::Capability;
@@ -60,7 +60,7 @@ impl ReferenceProvider {
     /// twenty minutes of device time over every job.
     fn job_timing(&self, job: &Job) -> (i64, i64) {
         let (running, done) = job.timing();
-        if self.takes(Latitude::SlowOperations) {
+        if self.takes(Variant::SlowOperations) {
             (running, done.max(20 * 60_000))
         } else {
             (running, done)
@@ -123,7 +123,7 @@ impl ReferenceProvider {
         let age = now_ms.saturating_sub(op.created_ms);
         let (running_after, done_after) = self.job_timing(&job);
         // The mutant's cancelled job runs on to its end.
-        let runs_on = self.has(Fault::CancelledThenSucceeds)
+        let runs_on = self.has(Mutant::CancelledThenSucceeds)
             && op.state == OpState::Cancelled
             && op.outcome.is_none();
         if op.state.is_terminal() && !(runs_on && age >= done_after) {
@@ -133,13 +133,13 @@ impl ReferenceProvider {
             return;
         }
         let (state, outcome) = if op.cancel_requested && !runs_on {
-            if self.has(Fault::CancelledThenSucceeds) {
+            if self.has(Mutant::CancelledThenSucceeds) {
                 if let Some(op) = d.operations.get_mut(id) {
                     op.state = OpState::Cancelled;
                 }
                 return;
             }
-            if self.has(Fault::CancelReportsCancelledAfterEffect) {
+            if self.has(Mutant::CancelReportsCancelledAfterEffect) {
                 self.apply_job(d, &job);
             }
             (OpState::Cancelled, None)
@@ -220,8 +220,8 @@ impl ReferenceProvider {
     /// else gets the same answer as an unknown id.
     fn find_op(&self, d: &DurableState, cx: &Cx<'_>, op_id: &str) -> Result<(), Failure> {
         let visible = d.operations.get(op_id).filter(|op| {
-            (op.uid == cx.uid || self.has(Fault::OperationOtherCaller))
-                && (op.request_id == cx.request_id || self.has(Fault::OperationRequestIdUnbound))
+            (op.uid == cx.uid || self.has(Mutant::OperationOtherCaller))
+                && (op.request_id == cx.request_id || self.has(Mutant::OperationRequestIdUnbound))
         });
         let Some(op) = visible else {
             return Err(Failure::new(
@@ -229,7 +229,7 @@ impl ReferenceProvider {
                 "No such operation for this request.",
             ));
         };
-        let ttl = if self.has(Fault::OperationExpiredEarly) {
+        let ttl = if self.has(Mutant::OperationExpiredEarly) {
             EARLY_TTL_MS
         } else {
             self.window_ms()
@@ -257,17 +257,17 @@ impl ReferenceProvider {
                 if let Some(m) = v.pointer_mut("/progress/message") {
                     *m = json!(self.vendor_text(m.as_str().unwrap_or_default()));
                 }
-                if self.takes(Latitude::ProgressOmitted) {
+                if self.takes(Variant::ProgressOmitted) {
                     if let Some(obj) = v.as_object_mut() {
                         obj.remove("progress");
                     }
                 }
-                if self.has(Fault::FailedOperationWithoutError) {
+                if self.has(Mutant::FailedOperationWithoutError) {
                     if let Some(obj) = v.as_object_mut() {
                         obj.remove("error");
                     }
                 }
-                if self.has(Fault::OperationResultUnwrapped) {
+                if self.has(Mutant::OperationResultUnwrapped) {
                     if let Some(value) = v.get_mut("result").and_then(|r| r.get("value")).cloned() {
                         v["result"] = value;
                     }
@@ -279,7 +279,7 @@ impl ReferenceProvider {
                     .flatten();
                 if op.state == OpState::Succeeded
                     && file.is_none()
-                    && self.takes(Latitude::OperationResultsAsFiles)
+                    && self.takes(Variant::OperationResultsAsFiles)
                     && cx.caps.contains(&Capability::LargeResults)
                 {
                     if let Some(value) = v.pointer("/result/value") {
@@ -312,8 +312,8 @@ impl ReferenceProvider {
             // The mutants look the operation up by its id alone, dropping
             // one of the bindings find_op holds.
             let lax = d.operations.get(op_id).is_some_and(|op| {
-                (op.uid == cx.uid || self.has(Fault::CancelOtherCaller))
-                    && (op.request_id == cx.request_id || self.has(Fault::CancelRequestIdUnbound))
+                (op.uid == cx.uid || self.has(Mutant::CancelOtherCaller))
+                    && (op.request_id == cx.request_id || self.has(Mutant::CancelRequestIdUnbound))
             });
             if !lax {
                 return f.into();
@@ -332,7 +332,7 @@ impl ReferenceProvider {
         };
         match op.state {
             OpState::Succeeded | OpState::Failed
-                if !self.takes(Latitude::CancelFinishedAcknowledged) =>
+                if !self.takes(Variant::CancelFinishedAcknowledged) =>
             {
                 return Failure::new(
                     ErrorCode::Conflict,
@@ -343,7 +343,7 @@ impl ReferenceProvider {
             OpState::Queued | OpState::Running => op.cancel_requested = true,
             _ => {}
         }
-        let state = if self.has(Fault::CancelReportsWrongState) {
+        let state = if self.has(Mutant::CancelReportsWrongState) {
             OpState::Cancelled
         } else {
             OpState::CancellationRequested

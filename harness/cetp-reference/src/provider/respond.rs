@@ -2,7 +2,7 @@
 //! resolution PendingIntent of §4.3 and the result descriptor of §4.5.
 
 use super::state::{Answer, Failure};
-use super::{Fault, Latitude, ReferenceProvider};
+use super::{Mutant, ReferenceProvider, Variant};
 use cetp_proto::envelope::{keys, ErrorEnvelope, V1Response};
 use cetp_proto::provider::{Attachment, FdSource, Reply};
 use cetp_proto::{Bundle, ErrorCode, FdValue, PendingIntentValue, Value};
@@ -16,7 +16,7 @@ const LEAKED_TRACE: &str = "java.lang.IllegalArgumentException: price must be po
 impl ReferenceProvider {
     pub(crate) fn finish_v2(&self, answer: Answer, request_id: Option<&str>) -> Reply {
         let echo = match request_id {
-            Some(_) if self.has(Fault::WrongRequestIdEcho) => {
+            Some(_) if self.has(Mutant::WrongRequestIdEcho) => {
                 Some(super::util::lock(&self.durable.state).rng.uuid())
             }
             other => other.map(str::to_string),
@@ -42,7 +42,7 @@ impl ReferenceProvider {
                     let src = FdSource::Bytes(bytes);
                     attachments.push((
                         handle,
-                        if self.has(Fault::WritableResultFd) {
+                        if self.has(Mutant::WritableResultFd) {
                             Attachment::WritableFile(src)
                         } else {
                             Attachment::File(src)
@@ -61,7 +61,7 @@ impl ReferenceProvider {
                 }
                 b
             }
-            Answer::Error(f) if self.has(Fault::RefusalsThrown) => {
+            Answer::Error(f) if self.has(Mutant::RefusalsThrown) => {
                 return Reply::Threw {
                     class: "java.lang.SecurityException".into(),
                     message: f.message,
@@ -85,17 +85,17 @@ impl ReferenceProvider {
         echo: Option<String>,
     ) -> (Bundle, Option<(String, Attachment)>) {
         let invalid_args = f.code == ErrorCode::InvalidArgs;
-        let code = if invalid_args && self.has(Fault::UnknownErrorCode) {
+        let code = if invalid_args && self.has(Mutant::UnknownErrorCode) {
             "BAD_ARGS".to_string()
         } else {
             f.code.as_str().to_string()
         };
-        let message = if invalid_args && self.has(Fault::StackTraceInMessage) {
+        let message = if invalid_args && self.has(Mutant::StackTraceInMessage) {
             format!("{}\n{LEAKED_TRACE}", f.message)
         } else {
             self.error_message(f.message)
         };
-        let retryable = f.retryable || (invalid_args && self.has(Fault::InvalidArgsRetryable));
+        let retryable = f.retryable || (invalid_args && self.has(Mutant::InvalidArgsRetryable));
         let mut attachment = None;
         let resolution = f.resolution.map(|target| {
             let handle = self.next_handle("resolution");
@@ -105,7 +105,7 @@ impl ReferenceProvider {
                 creator_uid: Some(i64::from(target.creator_uid)),
                 // A device before Android 12 cannot tell (PendingIntent
                 // .isImmutable() is API 31).
-                immutable: (!self.takes(Latitude::PendingIntentMutabilityUnknown))
+                immutable: (!self.takes(Variant::PendingIntentMutabilityUnknown))
                     .then_some(target.immutable),
                 activity: Some(target.activity),
             };
@@ -116,18 +116,18 @@ impl ReferenceProvider {
             code,
             message,
             retryable,
-            protocol_version: if self.has(Fault::NoProtocolVersionEcho) {
+            protocol_version: if self.has(Mutant::NoProtocolVersionEcho) {
                 None
             } else {
                 Some(2)
             },
-            request_id: if self.has(Fault::NoRequestIdEcho) {
+            request_id: if self.has(Mutant::NoRequestIdEcho) {
                 None
             } else {
                 echo
             },
             details: f.details.or_else(|| {
-                self.takes(Latitude::ErrorDetailsEverywhere)
+                self.takes(Variant::ErrorDetailsEverywhere)
                     .then(|| serde_json::json!({"reason": f.code.as_str(), "support": "https://help.example/cetp"}))
             }),
             retry_after_ms: f.retry_after_ms,
@@ -135,7 +135,7 @@ impl ReferenceProvider {
             resume_token: f.resume_token,
         };
         let mut b = env.to_bundle();
-        if self.has(Fault::ErrorMissingRetryable) {
+        if self.has(Mutant::ErrorMissingRetryable) {
             b.remove(keys::RETRYABLE);
         }
         (b, attachment)
@@ -155,7 +155,7 @@ impl ReferenceProvider {
 
     /// The `error_message` of a v1 or v2 error answer.
     fn error_message(&self, mut message: String) -> String {
-        if self.takes(Latitude::HostileText) {
+        if self.takes(Variant::HostileText) {
             message.push_str(super::hostile::ERROR_NOTE);
         }
         message

@@ -3,7 +3,7 @@
 
 use super::state::{Answer, Failure, Session};
 use super::util::{lock, rfc3339_utc};
-use super::{notes, Fault, FixtureSet, Latitude, ReferenceProvider, RETRY_AFTER_MS};
+use super::{notes, FixtureSet, Mutant, ReferenceProvider, Variant, RETRY_AFTER_MS};
 use cetp_proto::envelope::{
     decode_v2_request, is_uuid, keys, Capability, Method, NegotiateRequest, V2Request,
 };
@@ -27,7 +27,7 @@ impl ReferenceProvider {
     ) -> Result<V2Request, Failure> {
         let mut b = extras.cloned().unwrap_or_default();
         let mut hidden_id = None;
-        if self.takes(Latitude::UnknownExtrasRejected) {
+        if self.takes(Variant::UnknownExtrasRejected) {
             const KNOWN: &[&str] = &[
                 keys::PROTOCOL_VERSION,
                 keys::SESSION_TOKEN,
@@ -48,14 +48,14 @@ impl ReferenceProvider {
             }
         }
         if method != Method::Negotiate {
-            if self.has(Fault::UnsupportedVersionAccepted) {
+            if self.has(Mutant::UnsupportedVersionAccepted) {
                 if let Some(Value::Int(v)) = b.get(keys::PROTOCOL_VERSION) {
                     if *v != 2 {
                         b.insert(keys::PROTOCOL_VERSION, Value::Int(2));
                     }
                 }
             }
-            if self.has(Fault::MissingDeadlineAnswersDeadlineExceeded)
+            if self.has(Mutant::MissingDeadlineAnswersDeadlineExceeded)
                 && !b.contains(keys::DEADLINE_AT_MS)
             {
                 return Err(Failure::new(
@@ -63,10 +63,10 @@ impl ReferenceProvider {
                     "The request deadline has passed.",
                 ));
             }
-            if self.has(Fault::SessionNotChecked) && !b.contains(keys::SESSION_TOKEN) {
+            if self.has(Mutant::SessionNotChecked) && !b.contains(keys::SESSION_TOKEN) {
                 b.insert(keys::SESSION_TOKEN, Value::str(""));
             }
-            if self.has(Fault::LenientRequestId) {
+            if self.has(Mutant::LenientRequestId) {
                 if let Ok(Some(id)) = b.opt_string(keys::REQUEST_ID) {
                     if !is_uuid(&id) {
                         b.insert(keys::REQUEST_ID, Value::str(PLACEHOLDER_ID));
@@ -107,15 +107,15 @@ impl ReferenceProvider {
             .copied()
             .filter(|v| ours.contains(v))
             .collect();
-        let picked = if self.has(Fault::NegotiatePicksLowest) {
+        let picked = if self.has(Mutant::NegotiatePicksLowest) {
             common.first()
         } else {
             common.last()
         };
         let selected = match picked {
-            Some(_) if self.has(Fault::NegotiateIgnoresOffer) => ours.last().copied().unwrap_or(2),
+            Some(_) if self.has(Mutant::NegotiateIgnoresOffer) => ours.last().copied().unwrap_or(2),
             Some(v) => *v,
-            None if self.has(Fault::NegotiateIgnoresNoCommon) => 2,
+            None if self.has(Mutant::NegotiateIgnoresNoCommon) => 2,
             None => {
                 return Failure::new(
                     ErrorCode::UnsupportedVersion,
@@ -133,7 +133,7 @@ impl ReferenceProvider {
         let capabilities: BTreeSet<Capability> = PROVIDER_CAPABILITIES
             .into_iter()
             .filter(|c| {
-                self.has(Fault::NegotiateExtraCapability)
+                self.has(Mutant::NegotiateExtraCapability)
                     || n.consumer_capabilities.iter().any(|o| o == c.as_str())
             })
             // A described app grants what the Provider it describes granted.
@@ -142,11 +142,11 @@ impl ReferenceProvider {
         let expires_ms = now_ms.saturating_add(self.cfg.session_ttl_ms);
         // Draw from the generator before taking the memory lock: the lock
         // order is memory, then durable, and never the other way round.
-        let random = (!self.has(Fault::SessionTokenPredictable)).then(|| {
+        let random = (!self.has(Mutant::SessionTokenPredictable)).then(|| {
             let mut d = lock(&self.durable.state);
-            if self.takes(Latitude::SessionTokensUuid) {
+            if self.takes(Variant::SessionTokensUuid) {
                 d.rng.uuid()
-            } else if self.takes(Latitude::SessionTokensSigned) {
+            } else if self.takes(Variant::SessionTokensSigned) {
                 // A JWS-like blob: a fixed header shared by every token, then
                 // random claims and a signature.
                 let claims = d.rng.hex("session");
@@ -169,7 +169,7 @@ impl ReferenceProvider {
             let token = match random {
                 None => format!("session-{}", mem.issued),
                 // 320 bytes, beyond the 256 of §2.2.
-                Some(t) if self.has(Fault::SessionTokenTooLong) => t.repeat(5),
+                Some(t) if self.has(Mutant::SessionTokenTooLong) => t.repeat(5),
                 Some(t) => self.issued(t),
             };
             // Forget expired sessions so memory stays bounded by live ones.
@@ -216,25 +216,25 @@ impl ReferenceProvider {
         let mem = lock(&self.memory);
         match mem.sessions.get(token) {
             Some(s)
-                if (s.uid == uid || self.has(Fault::SessionNotBoundToCaller))
+                if (s.uid == uid || self.has(Mutant::SessionNotBoundToCaller))
                     && self.session_live(s.expires_ms, now_ms)
                     && s.version == 2 =>
             {
-                if self.has(Fault::CapabilitiesChangedInSession) {
+                if self.has(Mutant::CapabilitiesChangedInSession) {
                     if let Some(latest) = mem.latest_caps.get(&s.uid) {
                         return Ok(latest.clone());
                     }
                 }
                 Ok(s.capabilities.clone())
             }
-            _ if self.has(Fault::SessionNotChecked) => Ok(BTreeSet::new()),
+            _ if self.has(Mutant::SessionNotChecked) => Ok(BTreeSet::new()),
             _ => Err(self.no_session()),
         }
     }
 
     /// Whether a session expiring at `expires_ms` is still valid.
     fn session_live(&self, expires_ms: i64, now_ms: i64) -> bool {
-        now_ms < expires_ms || self.has(Fault::SessionNeverExpires)
+        now_ms < expires_ms || self.has(Mutant::SessionNeverExpires)
     }
 
     fn no_session(&self) -> Failure {
@@ -242,7 +242,7 @@ impl ReferenceProvider {
             ErrorCode::NegotiationRequired,
             "The session is missing, expired or not valid here; negotiate again.",
         )
-        .retryable(!self.has(Fault::NegotiationRequiredNotRetryable))
+        .retryable(!self.has(Mutant::NegotiationRequiredNotRetryable))
     }
 
     /// Admits one more concurrent request of `uid`, or RATE_LIMITED.
@@ -256,7 +256,7 @@ impl ReferenceProvider {
                 ErrorCode::RateLimited,
                 "Too many concurrent requests; retry shortly.",
             )
-            .retryable(!self.has(Fault::RateLimitedNotRetryable));
+            .retryable(!self.has(Mutant::RateLimitedNotRetryable));
             f.retry_after_ms = Some(RETRY_AFTER_MS);
             return Err(f);
         }

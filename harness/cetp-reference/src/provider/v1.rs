@@ -3,7 +3,7 @@
 
 use super::execute::ToolArgs;
 use super::state::Failure;
-use super::{Fault, ReferenceProvider};
+use super::{Mutant, ReferenceProvider};
 use cetp_proto::bundle::parse_json_text;
 use cetp_proto::envelope::keys;
 use cetp_proto::provider::{CallerIdentity, Reply};
@@ -60,7 +60,7 @@ impl ReferenceProvider {
         let tool = self
             .catalog
             .find(&name)
-            .filter(|t| t.is_read() || self.has(Fault::V1ExecutesWriteTool))
+            .filter(|t| t.is_read() || self.has(Mutant::V1ExecutesWriteTool))
             .ok_or_else(|| Failure::new(ErrorCode::ToolNotFound, "No such tool."))?;
         if args.len() as u64 > self.limits().max_request_bytes {
             return Err(bad("args is too large."));
@@ -78,7 +78,7 @@ impl ReferenceProvider {
                 .clone()
         };
         // A described app's scope policy is its business's (`described.rs`).
-        if !self.has(Fault::V1SkipsScopeCheck)
+        if !self.has(Mutant::V1SkipsScopeCheck)
             && self.described().is_none()
             && tool.scopes.iter().any(|s| !held.contains(*s))
         {

@@ -10,7 +10,7 @@ use cetp_proto::provider::{
 use cetp_proto::{Bundle, Value};
 use cetp_reference::app::ProviderApp;
 use cetp_reference::provider::{
-    Fault, FixtureSet, ProviderConfig, ReferenceProvider, FULL_ACCESS_UID,
+    FixtureSet, Mutant, ProviderConfig, ReferenceProvider, FULL_ACCESS_UID,
 };
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -161,7 +161,7 @@ impl World {
     pub fn notes() -> World {
         World::new(ReferenceProvider::hosting(FixtureSet::Notes))
     }
-    pub fn mutant(f: Fault) -> World {
+    pub fn mutant(f: Mutant) -> World {
         World::new(ReferenceProvider::with_fault(f))
     }
     pub fn with_config(c: ProviderConfig) -> World {

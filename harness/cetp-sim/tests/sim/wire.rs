@@ -865,3 +865,59 @@ async fn timeouts_are_real_waits() {
     assert_eq!(status(&replay), "success");
     assert_eq!(sim.provider().effects(), 1);
 }
+
+/// `--fixed-clock` is a phone's clock: not offered, `advance_clock`
+/// answered `unknown_op`, device time moving with real time only; and the
+/// debug build's short session lifetime is the one negotiate declares.
+#[tokio::test]
+async fn a_fixed_clock_cannot_be_moved_and_short_lifetimes_are_declared() {
+    let sim = sim(SimConfig {
+        fixed_clock: true,
+        session_ttl_ms: Some(5_000),
+        resume_token_ttl_ms: Some(5_000),
+        ..SimConfig::default()
+    });
+    let mut c = Client::duplex(&sim, "a");
+    let h = c.hello().await;
+    assert!(!h.ops.iter().any(|o| o == "advance_clock"), "{:?}", h.ops);
+    let mut params = cetp_wire::Map::new();
+    params.insert("ms".into(), Json::from(60_000u64));
+    let e = c
+        .err(OpRequest::Unknown {
+            op: "advance_clock".into(),
+            params,
+        })
+        .await;
+    assert_eq!(e.kind, ErrorKind::UnknownOp);
+    assert!((sim.now_ms() - host_now_ms()).abs() < 10_000, "not moved");
+    assert_eq!(sim.provider().config().resume_token_ttl_ms, 5_000);
+    let b = c.bundle("negotiate", Some(negotiate_extras(&[]))).await;
+    let expires = data(&b)["expires_at"].as_str().unwrap().to_string();
+    let now = sim.now_ms();
+    let at = chrono_free_rfc3339_ms(&expires);
+    assert!(
+        (at - now - 5_000).abs() < 2_000,
+        "expires_at {expires} is not 5 s after {now}"
+    );
+}
+
+/// Milliseconds of an RFC 3339 UTC time `YYYY-MM-DDTHH:MM:SS[.fff]Z`.
+fn chrono_free_rfc3339_ms(t: &str) -> i64 {
+    let (date, time) = t.trim_end_matches('Z').split_once('T').unwrap();
+    let d: Vec<i64> = date.split('-').map(|p| p.parse().unwrap()).collect();
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let h: Vec<i64> = hms.split(':').map(|p| p.parse().unwrap()).collect();
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y, m) = if d[1] <= 2 {
+        (d[0] - 1, d[1] + 9)
+    } else {
+        (d[0], d[1] - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d[2] - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let ms: i64 = format!("{frac:0<3}")[..3].parse().unwrap();
+    ((days * 24 + h[0]) * 60 + h[1]) * 60_000 + h[2] * 1000 + ms
+}

@@ -21,7 +21,7 @@ import com.clawseed.probe.core.DeviceError;
 import com.clawseed.probe.core.FdSource;
 import com.clawseed.probe.core.ProbeSession;
 import com.clawseed.probe.wire.Ops;
-import java.io.ByteArrayInputStream;
+import com.clawseed.probe.wire.WireError;
 import java.io.File;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -30,11 +30,9 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.security.MessageDigest;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import javax.xml.parsers.DocumentBuilderFactory;
 import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.robolectric.RobolectricTestRunner;
@@ -44,16 +42,15 @@ import org.robolectric.shadows.ShadowContentResolver;
 import org.robolectric.shadows.ShadowPackageManager;
 import org.robolectric.shadows.ShadowSigningInfo;
 import org.robolectric.shadow.api.Shadow;
-import org.w3c.dom.Document;
-import org.w3c.dom.Element;
-import org.w3c.dom.Node;
 
 /**
  * The end-to-end JVM device (scripts/jvm-device.sh): the probe app's own
  * {@link ProbeSession}, {@code Dispatcher} and {@link AndroidBackend} under
  * Robolectric, serving probe wire over TCP for identity a and identity b,
- * in front of the sample Provider of examples/java-provider, registered
- * from its manifest as Robolectric registers providers. Runs until killed.
+ * in front of a vendor's Provider ({@link VendorApp}: the sample of
+ * examples/java-provider by default, or the vendor's own compiled classes),
+ * registered from its manifest or the script's flags as Robolectric
+ * registers providers. Runs until killed.
  *
  * <p>What differs from a phone, and how this device says so:
  * <ul>
@@ -73,7 +70,8 @@ import org.w3c.dom.Node;
  * is compiled and run only by scripts/jvm-device.sh.
  */
 @RunWith(RobolectricTestRunner.class)
-@Config(sdk = 34, shadows = {ShadowPackageManagerFlags.class, JvmShadows.CallingUid.class, JvmShadows.Creator.class})
+@Config(sdk = 34, shadows = {ShadowPackageManagerFlags.class, JvmShadows.CallingUid.class, JvmShadows.Creator.class,
+    JvmShadows.CrossBinder.class})
 public class JvmDevice {
     static final String ANDROID = ManifestInstaller.ANDROID;
     /** Identity b: a second app with its own UID, package and certificate. */
@@ -87,12 +85,15 @@ public class JvmDevice {
     private Context app;
     private Vendor vendor;
 
-    /** The sample Provider as installed: its manifest, read once, and the live Provider object. */
+    /** The vendor's Provider as installed, and the live Provider object. */
     static final class Vendor {
         String pkg;
         ProviderInfo provider;
         Context context;
+        /** Null while the Provider is not started (its onCreate threw). */
         volatile ContentProvider live;
+        /** Why it did not start, for the error the host sees; null when it runs. */
+        volatile String startFailure;
     }
 
     @Test
@@ -107,8 +108,18 @@ public class JvmDevice {
         ShadowPackageManager spm = shadowOf(app.getPackageManager());
         setCert(spm, app.getPackageName(), CERT_A, app.getApplicationInfo().uid);
         installB(spm);
-        vendor = installVendor(spm, new File(System.getProperty("cetp.repo.dir"),
-                "examples/java-provider/src/main/AndroidManifest.xml"));
+        VendorApp spec;
+        try {
+            spec = VendorApp.fromProperties();
+            spec.checkLoadable(JvmDevice.class.getClassLoader());
+        } catch (VendorApp.UsageError e) {
+            // The command's mistake, before anything is served: scripts/jvm-device.sh's usage exit.
+            System.err.println("jvm-device: " + e.getMessage());
+            System.err.flush();
+            Runtime.getRuntime().halt(2);
+            return;
+        }
+        vendor = installVendor(spm, spec);
 
         ServerSocket a = listen(listenA);
         ServerSocket b = listen(listenB);
@@ -210,7 +221,17 @@ public class JvmDevice {
         public CallResult call(Ops.CallParams params) throws DeviceError, InterruptedException {
             JvmShadows.CALLING_UID.set(uid);
             try {
+                if (params.authority.equals(vendor.provider.authority)) {
+                    startIfDead();
+                }
                 return inner.call(params);
+            } catch (DeviceError e) {
+                String why = vendor.startFailure;
+                if (why != null && WireError.PROVIDER_DIED.equals(e.kind)) {
+                    // What only the JVM device can add: the phone's probe sees the death, not its cause.
+                    throw new DeviceError(e.kind, e.getMessage() + " (JVM device: " + why + ")");
+                }
+                throw e;
             } finally {
                 JvmShadows.CALLING_UID.remove();
             }
@@ -308,20 +329,67 @@ public class JvmDevice {
     /** As after {@code am force-stop}: the old Provider object is shut down, a new one attached. */
     private synchronized void restartVendor() {
         ContentProvider old = vendor.live;
-        old.shutdown();
+        if (old != null) {
+            old.shutdown();
+        }
         vendor.live = attach(vendor);
     }
 
-    private static ContentProvider attach(Vendor v) {
-        try {
-            ContentProvider p = (ContentProvider) Class.forName(v.provider.name).getDeclaredConstructor().newInstance();
-            // attachInfo calls onCreate, as Android does when the process starts.
-            p.attachInfo(v.context, v.provider);
-            ShadowContentResolver.registerProviderInternal(v.provider.authority, p);
-            return p;
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("cannot instantiate " + v.provider.name, e);
+    /**
+     * A Provider whose {@code onCreate} threw, or whose process an Error in
+     * {@code call} killed ({@link JvmShadows#DEAD}): on a phone its process
+     * died, and the next request starts it again. Here the next
+     * call attaches it again; if that throws too, no client is found and the
+     * probe reports {@code provider_died}, charged to the Provider.
+     */
+    private synchronized void startIfDead() {
+        ContentProvider live = vendor.live;
+        if (live == null) {
+            vendor.live = attach(vendor);
+        } else if (JvmShadows.DEAD.contains(live)) {
+            // An Error killed its process during a call: this request starts it again.
+            live.shutdown();
+            vendor.live = attach(vendor);
         }
+    }
+
+    /**
+     * A new instance of the Provider, attached as Android attaches it when
+     * its process starts ({@code attachInfo} calls {@code onCreate}), and
+     * registered for its authority; null when its constructor or
+     * {@code onCreate} threw, which is then logged with its stack trace as
+     * a phone's logcat shows the crash, and remembered for the error report.
+     */
+    private static ContentProvider attach(Vendor v) {
+        ContentProvider p;
+        try {
+            p = (ContentProvider) Class.forName(v.provider.name).getDeclaredConstructor().newInstance();
+        } catch (java.lang.reflect.InvocationTargetException | ExceptionInInitializerError e) {
+            return crashed(v, "its constructor threw", e instanceof ExceptionInInitializerError
+                    ? ((ExceptionInInitializerError) e).getCause() : e.getCause());
+        } catch (ReflectiveOperationException e) {
+            // VendorApp.checkLoadable proved it loads and is a ContentProvider:
+            // only a missing public no-argument constructor is left, as on a phone.
+            return crashed(v, "it cannot be instantiated", e);
+        }
+        try {
+            p.attachInfo(v.context, v.provider);
+        } catch (RuntimeException | Error e) {
+            return crashed(v, "its onCreate threw", e);
+        }
+        ShadowContentResolver.registerProviderInternal(v.provider.authority, p);
+        v.startFailure = null;
+        return p;
+    }
+
+    private static ContentProvider crashed(Vendor v, String what, Throwable e) {
+        v.startFailure = what + ": " + e;
+        // The Provider's registration is dropped, so the probe finds no client for it.
+        ShadowContentResolver.registerProviderInternal(v.provider.authority, null);
+        System.err.println("jvm-device: the Provider " + v.provider.name + " did not start (a phone's process would"
+                + " crash: \"Unable to get provider " + v.provider.name + "\"): " + what + ":");
+        e.printStackTrace(System.err);
+        return null;
     }
 
     private void installB(ShadowPackageManager spm) {
@@ -350,14 +418,14 @@ public class JvmDevice {
         }
     }
 
-    /** The sample Provider's package, Provider and discovery service, from its manifest. */
-    private Vendor installVendor(ShadowPackageManager spm, File manifest) throws Exception {
-        DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
-        f.setNamespaceAware(true);
-        Document doc = f.newDocumentBuilder().parse(new ByteArrayInputStream(Files.readAllBytes(manifest.toPath())));
-        Element root = doc.getDocumentElement();
+    /**
+     * The vendor's package, Provider and discovery service, as Android
+     * installs them from the APK; then the Provider is started, as Android
+     * starts it with its process.
+     */
+    private Vendor installVendor(ShadowPackageManager spm, VendorApp spec) {
         Vendor v = new Vendor();
-        v.pkg = root.getAttribute("package");
+        v.pkg = spec.pkg;
         PackageInfo info = new PackageInfo();
         info.packageName = v.pkg;
         info.applicationInfo = new ApplicationInfo();
@@ -369,40 +437,24 @@ public class JvmDevice {
         ApplicationInfo appInfo = spm.getInternalMutablePackageInfo(v.pkg).applicationInfo;
         v.context = new VendorContext(app, appInfo);
 
-        Element provider = only(root, "provider");
-        ProviderInfo p = new ProviderInfo();
-        p.name = className(v.pkg, provider.getAttributeNS(ANDROID, "name"));
-        p.packageName = v.pkg;
-        p.authority = provider.getAttributeNS(ANDROID, "authorities");
-        p.exported = Boolean.parseBoolean(provider.getAttributeNS(ANDROID, "exported"));
-        p.readPermission = emptyToNull(provider.getAttributeNS(ANDROID, "permission"));
-        p.writePermission = p.readPermission;
+        ProviderInfo p = spec.provider;
         p.applicationInfo = appInfo;
-        p.metaData = ManifestInstaller.metaData(provider);
         spm.addOrUpdateProvider(p);
         v.provider = p;
 
-        Element service = only(root, "service");
-        ServiceInfo s = new ServiceInfo();
-        s.name = className(v.pkg, service.getAttributeNS(ANDROID, "name"));
-        s.packageName = v.pkg;
-        s.exported = Boolean.parseBoolean(service.getAttributeNS(ANDROID, "exported"));
-        s.permission = emptyToNull(service.getAttributeNS(ANDROID, "permission"));
+        ServiceInfo s = spec.service;
         s.applicationInfo = appInfo;
-        s.metaData = ManifestInstaller.metaData(service);
         spm.addOrUpdateService(s);
         IntentFilter filter = new IntentFilter();
-        for (Element i : children(service, "intent-filter")) {
-            for (Element action : children(i, "action")) {
-                filter.addAction(action.getAttributeNS(ANDROID, "name"));
-            }
+        for (String action : spec.serviceActions) {
+            filter.addAction(action);
         }
         spm.addIntentFilterForService(new ComponentName(v.pkg, s.name), filter);
         v.live = attach(v);
         return v;
     }
 
-    /** The sample app's Context: its own package and UID, the JVM's resources and files. */
+    /** The vendor app's Context: its own package and UID, the JVM's resources and files. */
     static final class VendorContext extends ContextWrapper {
         private final ApplicationInfo info;
 
@@ -430,31 +482,6 @@ public class JvmDevice {
         public Context getApplicationContext() {
             return this;
         }
-    }
-
-    private static String emptyToNull(String s) {
-        return s == null || s.isEmpty() ? null : s;
-    }
-
-    private static String className(String pkg, String name) {
-        return name.startsWith(".") ? pkg + name : name;
-    }
-
-    private static Element only(Element root, String tag) {
-        if (root.getElementsByTagName(tag).getLength() != 1) {
-            throw new IllegalStateException("the sample's manifest must declare exactly one " + tag);
-        }
-        return (Element) root.getElementsByTagName(tag).item(0);
-    }
-
-    private static List<Element> children(Element parent, String tag) {
-        List<Element> out = new ArrayList<>();
-        for (Node n = parent.getFirstChild(); n != null; n = n.getNextSibling()) {
-            if (n instanceof Element && tag.equals(((Element) n).getTagName())) {
-                out.add((Element) n);
-            }
-        }
-        return out;
     }
 
     static String sha256(byte[] data) {

@@ -27,10 +27,23 @@ import java.util.Map;
 final class BundleMapper {
     private final HandleTable<PendingIntent> intents;
     private final HandleTable<ParcelFileDescriptor> fds;
+    private final IntentMaker maker;
 
+    /** Makes the PendingIntent a wire {@code pending_intent} value stands for. */
+    interface IntentMaker {
+        PendingIntent make(WireValue.PendingIntentInfo value) throws DeviceError;
+    }
+
+    /** {@code pending_intent} values are handles this connection holds, passed back to a Provider. */
     BundleMapper(HandleTable<PendingIntent> intents, HandleTable<ParcelFileDescriptor> fds) {
+        this(intents, fds, null);
+    }
+
+    /** {@code pending_intent} values are made by {@code maker} (the hosted Provider's confirmations). */
+    BundleMapper(HandleTable<PendingIntent> intents, HandleTable<ParcelFileDescriptor> fds, IntentMaker maker) {
         this.intents = intents;
         this.fds = fds;
+        this.maker = maker;
     }
 
     /** A Provider's result, and how many of its keys could not be read at all. */
@@ -284,8 +297,8 @@ final class BundleMapper {
                     out.putBundle(key, toAndroid(v.asBundle()));
                     break;
                 case PENDING_INTENT:
-                    // A handle this connection holds, passed back to a Provider.
-                    out.putParcelable(key, intents.peek(v.asPendingIntent().handle));
+                    out.putParcelable(key, maker != null ? maker.make(v.asPendingIntent())
+                            : intents.peek(v.asPendingIntent().handle));
                     break;
                 case FD:
                     out.putParcelable(key, fds.peek(v.asString()));

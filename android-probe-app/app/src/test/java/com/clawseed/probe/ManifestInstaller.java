@@ -86,6 +86,7 @@ final class ManifestInstaller {
             p.packageName = pkg;
             p.authority = e.getAttributeNS(ANDROID, "authorities");
             p.exported = Boolean.parseBoolean(e.getAttributeNS(ANDROID, "exported"));
+            p.processName = processName(pkg, e.getAttributeNS(ANDROID, "process"));
             p.applicationInfo = app;
             spm.addOrUpdateProvider(p);
         }
@@ -128,6 +129,18 @@ final class ManifestInstaller {
             }
         }
         return md;
+    }
+
+    /**
+     * The process a component runs in, as Android names it: the package's
+     * own by default, {@code package:name} for a private {@code :name}.
+     * (Robolectric records it but runs every component in the test's process.)
+     */
+    static String processName(String pkg, String declared) {
+        if (declared.isEmpty()) {
+            return pkg;
+        }
+        return declared.startsWith(":") ? pkg + declared : declared;
     }
 
     private static String className(String pkg, String name) {

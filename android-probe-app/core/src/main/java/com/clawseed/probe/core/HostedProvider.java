@@ -47,13 +47,21 @@ import java.util.function.LongSupplier;
  * ({@link Variant}); that service is then enabled, and disabled again when
  * the hosting connection closes (a Consumer never discovers a Provider that
  * no host answers for).</li>
- * <li>The Provider runs in the probe's own process, so it cannot die mid-call
- * ({@code fail: "provider_died"} is refused) and errors the simulated device
- * reports as device errors (no host, no reply in time, host gone) reach the
- * Consumer as an {@code IllegalStateException} from {@code call()}.</li>
+ * <li>The Android ContentProvider runs in a process of its own
+ * ({@code :hosted}) and reaches this object, which lives in the probe's
+ * process beside the connections, through a bridge. So {@code fail:
+ * "provider_died"} is played for real: the answer {@link Answer#dies()} and
+ * the hosted process kills itself mid-call, while the probe lives on. Errors
+ * the simulated device reports as device errors (no host, no reply in time,
+ * host gone) reach the Consumer as an {@code IllegalStateException} from
+ * {@code call()}.</li>
  * <li>A reply result can hold only values Android can build from the wire:
- * no {@code pending_intent}, {@code fd} or {@code other} values (the
- * descriptor of a reply is {@code fd_data} or {@code fd_endless}).</li>
+ * a {@code pending_intent} becomes a PendingIntent the probe creates for its
+ * own confirmation activity (immutable, an activity: a script asking for
+ * anything else is refused), and a launch of it comes back as an
+ * {@code intent_launched} event once the user decided there
+ * ({@link #issue}, {@link #launched}); no {@code fd} or {@code other} values
+ * (the descriptor of a reply is {@code fd_data} or {@code fd_endless}).</li>
  * </ul>
  */
 public final class HostedProvider {
@@ -70,11 +78,25 @@ public final class HostedProvider {
             "java.lang.NullPointerException",
             "java.lang.UnsupportedOperationException"));
 
-    /** The {@code fail} kinds of a reply this device plays. */
-    public static final List<String> FAIL_KINDS = Collections.singletonList("timeout");
+    /**
+     * The {@code fail} kinds of a reply this device plays: a call held past
+     * the caller's timeout, and the hosted process killed mid-call.
+     */
+    public static final List<String> FAIL_KINDS = Collections.unmodifiableList(Arrays.asList(
+            "timeout",
+            "provider_died"));
 
     /** The {@code reply} extensions of the simulated device this one plays in full (hello's {@code reply_extensions}). */
-    public static final List<String> REPLY_EXTENSIONS = Collections.singletonList("fd_endless");
+    public static final List<String> REPLY_EXTENSIONS = Collections.unmodifiableList(Arrays.asList(
+            "fd_endless",
+            "pending_intent"));
+
+    /** The decisions a user can make in the confirmation activity, as {@code intent_launched} names them. */
+    public static final List<String> DECISIONS = Collections.unmodifiableList(Arrays.asList(
+            "approve", "deny", "dismiss"));
+
+    /** Confirmations remembered at once; the oldest is forgotten first. */
+    static final int MAX_CONFIRMATIONS = 256;
 
     /** Longest authority, in UTF-8 bytes, as the simulated device. */
     static final int MAX_AUTHORITY_BYTES = 256;
@@ -92,7 +114,9 @@ public final class HostedProvider {
         /** The hosting connection closed while the call waited. */
         HOST_GONE,
         /** The reply asked for a call that never answers ({@code fail: "timeout"}); the hold is over. */
-        NEVER_ANSWERED
+        NEVER_ANSWERED,
+        /** The reply asked for the Provider to die mid-call ({@code fail: "provider_died"}). */
+        DIES
     }
 
     /** A discovery service the device declares for the hosted authority, with its meta-data. */
@@ -263,13 +287,34 @@ public final class HostedProvider {
         public final String message;
         /** Why the call failed, when no scripted answer came; null for a scripted answer. */
         public final Failure failure;
+        /** The connection whose reply this is (its confirmations are reported there); null for failures. */
+        final Connection host;
 
         private Answer(WireBundle result, FdPayload fd, String throwClass, String message, Failure failure) {
+            this(result, fd, throwClass, message, failure, null);
+        }
+
+        private Answer(WireBundle result, FdPayload fd, String throwClass, String message, Failure failure,
+                Connection host) {
             this.result = result;
             this.fd = fd;
             this.throwClass = throwClass;
             this.message = message;
             this.failure = failure;
+            this.host = host;
+        }
+
+        /** The answer of a {@code fail: "provider_died"} reply: the hosted process must die now. */
+        static Answer dying(String message) {
+            return new Answer(null, null, null, message, Failure.DIES);
+        }
+
+        /**
+         * True when the hosted Provider's process must kill itself instead of
+         * answering, so that the Consumer sees its Binder die mid-call.
+         */
+        public boolean dies() {
+            return failure == Failure.DIES;
         }
 
         /** The answer of a {@code throw} reply; {@code throwClass} must be one of {@link #THROWABLE}. */
@@ -335,6 +380,20 @@ public final class HostedProvider {
     private int busy;
     private long calls;
     private final Map<String, Waiter> pending = new LinkedHashMap<>();
+    private long confirmationSerial;
+    /** Confirmation tokens issued, oldest first, bounded by {@link #MAX_CONFIRMATIONS}. */
+    private final Map<String, Confirmation> confirmations = new LinkedHashMap<>();
+
+    /** A PendingIntent a reply scripted: the connection to tell, and the script's handle. */
+    private static final class Confirmation {
+        final Connection host;
+        final String handle;
+
+        Confirmation(Connection host, String handle) {
+            this.host = host;
+            this.handle = handle;
+        }
+    }
 
     /** {@code clock} gives the device time written as {@code now_ms} (Unix epoch ms). */
     public HostedProvider(Hostable hostable, Exposer exposer, Limits limits, LongSupplier clock) {
@@ -400,6 +459,63 @@ public final class HostedProvider {
     /** The variant exposed now, or null. */
     public synchronized Variant exposed() {
         return exposed;
+    }
+
+    /**
+     * Remembers a PendingIntent that {@code answer}'s result scripts under
+     * {@code handle} and returns the token its intent carries, by which the
+     * confirmation activity reports its launch ({@link #launched}). Null when
+     * the answer came from no connection (nothing to report to).
+     */
+    public synchronized String issue(Answer answer, String handle) {
+        if (answer.host == null || answer.host.isClosed()) {
+            return null;
+        }
+        String token = "k" + (++confirmationSerial);
+        confirmations.put(token, new Confirmation(answer.host, handle));
+        Iterator<String> oldest = confirmations.keySet().iterator();
+        while (confirmations.size() > MAX_CONFIRMATIONS) {
+            oldest.next();
+            oldest.remove();
+        }
+        return token;
+    }
+
+    /** Confirmation tokens remembered now (for tests). */
+    public synchronized int confirmations() {
+        return confirmations.size();
+    }
+
+    /**
+     * The confirmation activity of {@code token} was launched and the user
+     * made {@code decision} there: tells the connection whose reply scripted
+     * it ({@code intent_launched}, with the script's handle), waiting a
+     * bounded time for room in its queue. Returns false when the token is
+     * unknown (forgotten, or forged: the activity is not exported, but its
+     * data is only a string), its connection has closed, or the event could
+     * not be queued. {@code launcherUid} is -1 when unknown. Called from the
+     * activity's thread before it finishes, so that the event reaches the
+     * host before any call the Consumer makes once it has the result.
+     */
+    public boolean launched(String token, String decision, long launcherUid, List<String> launcherPackages) {
+        if (!DECISIONS.contains(decision)) {
+            throw new IllegalArgumentException("not a decision: " + decision);
+        }
+        Confirmation c;
+        synchronized (this) {
+            c = confirmations.get(token);
+        }
+        if (c == null || c.host.isClosed()) {
+            return false;
+        }
+        Frame event = Ops.intentLaunched(c.handle, decision, hostable.authority, launcherUid,
+                launcherPackages == null ? Collections.<String>emptyList() : launcherPackages, clock.getAsLong());
+        try {
+            return c.host.events.offer(event, 1, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     /**
@@ -482,6 +598,9 @@ public final class HostedProvider {
         }
         switch (r.kind) {
             case FAIL:
+                if ("provider_died".equals(r.failKind)) {
+                    return Answer.dying("the scripted provider of " + hostable.authority + " dies mid-call");
+                }
                 // A Provider that never answers: the caller's own timeout must
                 // fire first; the Binder thread is given back after the hold.
                 if (host.closed.await(limits.holdMs, TimeUnit.MILLISECONDS)) {
@@ -492,13 +611,13 @@ public final class HostedProvider {
             case THROW:
                 return new Answer(null, null, r.throwClass, r.throwMessage, null);
             case ENDLESS:
-                return new Answer(withFd(r.result), new FdPayload(null, r.endlessFill), null, null, null);
+                return new Answer(withFd(r.result), new FdPayload(null, r.endlessFill), null, null, null, host);
             case RESULT:
             default:
                 if (r.fdData != null) {
-                    return new Answer(withFd(r.result), new FdPayload(r.fdData, -1), null, null, null);
+                    return new Answer(withFd(r.result), new FdPayload(r.fdData, -1), null, null, null, host);
                 }
-                return new Answer(r.result, null, null, null, null);
+                return new Answer(r.result, null, null, null, null, host);
         }
     }
 
@@ -593,7 +712,17 @@ public final class HostedProvider {
         for (Map.Entry<String, WireValue> e : b.entrySet()) {
             WireValue v = e.getValue();
             switch (v.type) {
-                case PENDING_INTENT:
+                case PENDING_INTENT: {
+                    // The probe creates one PendingIntent only: immutable, for
+                    // its own confirmation activity. A script asking for a
+                    // mutable one, or one of a service or broadcast, asks for
+                    // what it would not get.
+                    WireValue.PendingIntentInfo pi = v.asPendingIntent();
+                    if (Boolean.FALSE.equals(pi.immutable) || Boolean.FALSE.equals(pi.activity)) {
+                        return "`pending_intent` (key " + e.getKey() + ") that is not an immutable activity intent";
+                    }
+                    break;
+                }
                 case FD:
                 case OTHER:
                     return "`" + v.type.tag + "` (key " + e.getKey() + ")";
@@ -622,8 +751,7 @@ public final class HostedProvider {
             case FAIL:
                 if (!FAIL_KINDS.contains(p.failKind)) {
                     throw DeviceError.unsupported("this device plays `fail` only as " + FAIL_KINDS + ", not \""
-                            + p.failKind + "\": its scripted provider runs in the probe's own process, which must"
-                            + " outlive the call");
+                            + p.failKind + "\"");
                 }
                 break;
             case RESULT:
@@ -811,6 +939,7 @@ public final class HostedProvider {
                     exposed = null;
                     hide = true;
                 }
+                confirmations.values().removeIf(c -> c.host == this);
                 if (hide) {
                     try {
                         exposer.expose(null);

@@ -301,6 +301,29 @@ public final class Ops {
                 .with("now_ms", JsonNumber.of(nowMs)));
     }
 
+    /**
+     * The event a hosted Provider sends when a Consumer launched one of the
+     * PendingIntents its reply scripted and the user decided there
+     * (the simulated device's {@code intent_launched}): {@code handle} is
+     * the script's. {@code launcherUid} is -1 when the device cannot tell
+     * who launched it; {@code launcher} is then left out.
+     */
+    public static Frame.Event intentLaunched(String handle, String decision, String authority, long launcherUid,
+            List<String> launcherPackages, long nowMs) {
+        JsonObject f = new JsonObject()
+                .with("handle", Json.sanitize(handle))
+                .with("decision", decision)
+                .with("authority", Json.sanitize(authority));
+        if (launcherUid >= 0) {
+            List<Object> pkgs = new ArrayList<>();
+            for (String p : launcherPackages) {
+                pkgs.add(Json.sanitize(p));
+            }
+            f.with("launcher", new JsonObject().with("uid", JsonNumber.of(launcherUid)).with("packages", pkgs));
+        }
+        return new Frame.Event("intent_launched", f.with("now_ms", JsonNumber.of(nowMs)));
+    }
+
     // Answers
 
     public static final class Identity {

@@ -254,8 +254,8 @@ class HostedProviderTest {
         assertEquals("[\"hello\",\"discover\",\"call\",\"read_fd\",\"close_fd\",\"resolve\",\"restart_provider\","
                 + "\"host_provider\",\"reply\"]", text(hello.get("ops")));
         assertFalse(hello.containsKey("consumers"), text(hello));
-        assertEquals("[\"fd_endless\"]", text(hello.get("reply_extensions")));
-        assertEquals("[\"timeout\"]", text(hello.get("reply_fail")));
+        assertEquals("[\"fd_endless\",\"pending_intent\"]", text(hello.get("reply_extensions")));
+        assertEquals("[\"timeout\",\"provider_died\"]", text(hello.get("reply_fail")));
         JsonObject hp = (JsonObject) hello.get("hosted_provider");
         assertEquals(AUTHORITY, hp.get("authority"));
         assertEquals(PKG, hp.get("package"));
@@ -513,12 +513,12 @@ class HostedProviderTest {
         send("{\"id\":3,\"op\":\"reply\",\"call\":\"c-1\",\"result\":null,\"fd_data\":\"" + "QUFB".repeat(342) + "\"}");
         assertTrue(err(3, "unsupported").error.message.contains("1026 bytes"));
         send("{\"id\":4,\"op\":\"reply\",\"call\":\"c-1\",\"result\":{\"r\":{\"t\":\"pending_intent\",\"v\":{\"handle\":\"pi-1\","
-                + "\"creator_package\":null,\"creator_uid\":null,\"immutable\":true,\"activity\":true}}}}");
-        assertTrue(err(4, "unsupported").error.message.contains("pending_intent"));
+                + "\"creator_package\":null,\"creator_uid\":null,\"immutable\":false,\"activity\":true}}}}");
+        assertTrue(err(4, "unsupported").error.message.contains("immutable activity"));
         send("{\"id\":5,\"op\":\"reply\",\"call\":\"c-1\",\"result\":{\"b\":{\"t\":\"bundle\",\"v\":{\"f\":{\"t\":\"fd\",\"v\":{\"handle\":\"fd-1\"}}}}}}");
         assertTrue(err(5, "unsupported").error.message.contains("`fd`"));
-        send("{\"id\":6,\"op\":\"reply\",\"call\":\"c-1\",\"fail\":\"provider_died\"}");
-        err(6, "unsupported");
+        send("{\"id\":6,\"op\":\"reply\",\"call\":\"c-1\",\"fail\":\"transaction_too_large\"}");
+        assertTrue(err(6, "unsupported").error.message.contains("provider_died"));
         send("{\"id\":7,\"op\":\"reply\",\"call\":\"c-1\",\"fail\":\"timeout\",\"result\":null}");
         assertTrue(err(7, "bad_request").error.message.startsWith("bad_value"));
         send("{\"id\":8,\"op\":\"reply\",\"call\":\"c-1\",\"result\":null,\"fd_endless\":256}");
@@ -529,6 +529,93 @@ class HostedProviderTest {
         send("{\"id\":10,\"op\":\"reply\",\"call\":\"c-1\",\"result\":{\"k\":{\"t\":\"long\",\"v\":5}}}");
         ok(10);
         assertEquals(5L, get(call).result.get("k").asLong());
+    }
+
+    private static String pendingIntent(String handle, String immutable, String activity) {
+        return "{\"t\":\"pending_intent\",\"v\":{\"handle\":\"" + handle + "\",\"creator_package\":null,"
+                + "\"creator_uid\":null,\"immutable\":" + immutable + ",\"activity\":" + activity + "}}";
+    }
+
+    @Test
+    void aScriptedPendingIntentIsPlayedAndItsLaunchIsReportedToItsHost() throws Exception {
+        host(1);
+        CompletableFuture<HostedProvider.Answer> call = consumerCalls("execute_tool", null, null);
+        assertEquals("incoming_call", event().event);
+        // Only an immutable activity intent: what the probe creates.
+        for (String[] bad : new String[][] {{"false", "true"}, {"true", "false"}}) {
+            send("{\"id\":2,\"op\":\"reply\",\"call\":\"c-1\",\"result\":{\"e\":{\"t\":\"bundle\",\"v\":"
+                    + "{\"resolution\":" + pendingIntent("pi-1", bad[0], bad[1]) + "}}}}");
+            assertTrue(err(2, "unsupported").error.message.contains("immutable activity intent"));
+        }
+        assertFalse(call.isDone(), "a refused reply leaves the call waiting");
+        // Unstated facts are the probe's: immutable, an activity.
+        send("{\"id\":3,\"op\":\"reply\",\"call\":\"c-1\",\"result\":{\"e\":{\"t\":\"bundle\",\"v\":"
+                + "{\"resolution\":" + pendingIntent("pi-7", "null", "true") + "}}}}");
+        ok(3);
+        HostedProvider.Answer a = get(call);
+        assertFalse(a.throwsException());
+        assertFalse(a.dies());
+        WireValue.PendingIntentInfo pi = a.result.get("e").asBundle().get("resolution").asPendingIntent();
+        assertEquals("pi-7", pi.handle);
+        String token = hosting.issue(a, pi.handle);
+        assertNotNull(token);
+        assertFalse(hosting.launched("k999", "approve", 10200, List.of()), "an unknown token reports nothing");
+        assertThrows(IllegalArgumentException.class, () -> hosting.launched(token, "maybe", 1, List.of()));
+        assertTrue(hosting.launched(token, "approve", 10200, List.of("com.example.consumer")));
+        Frame.Event launched = event();
+        assertEquals("intent_launched", launched.event);
+        assertEquals("{\"authority\":\"" + AUTHORITY + "\",\"decision\":\"approve\",\"handle\":\"pi-7\","
+                + "\"launcher\":{\"packages\":[\"com.example.consumer\"],\"uid\":10200},\"now_ms\":" + NOW + "}",
+                text(launched.fields));
+        // A second launch of the same intent is reported again; no launcher known is left out.
+        assertTrue(hosting.launched(token, "deny", -1, null));
+        assertEquals("{\"authority\":\"" + AUTHORITY + "\",\"decision\":\"deny\",\"handle\":\"pi-7\",\"now_ms\":"
+                + NOW + "}", text(event().fields));
+        // Failures come from no connection: nothing to report a launch to.
+        assertNull(hosting.issue(HostedProvider.Answer.failed(HostedProvider.Failure.BUSY, "x"), "pi-1"));
+        assertEquals(1, hosting.confirmations());
+        client.close();
+        server.join(10_000);
+        assertFalse(hosting.launched(token, "approve", 10200, List.of()), "its host is gone");
+        assertEquals(0, hosting.confirmations(), "a closed connection's confirmations are forgotten");
+    }
+
+    @Test
+    void confirmationsAreBounded() throws Exception {
+        host(1);
+        CompletableFuture<HostedProvider.Answer> call = consumerCalls("m", null, null);
+        event();
+        send("{\"id\":2,\"op\":\"reply\",\"call\":\"c-1\",\"result\":{\"r\":" + pendingIntent("pi-1", "true", "true") + "}}");
+        ok(2);
+        HostedProvider.Answer a = get(call);
+        String first = hosting.issue(a, "pi-1");
+        for (int i = 0; i < HostedProvider.MAX_CONFIRMATIONS; i++) {
+            hosting.issue(a, "pi-1");
+        }
+        assertEquals(HostedProvider.MAX_CONFIRMATIONS, hosting.confirmations());
+        assertFalse(hosting.launched(first, "approve", 1, List.of()), "the oldest was forgotten");
+    }
+
+    @Test
+    void failProviderDiedMakesTheHostedProcessDieAndFreesTheCall() throws Exception {
+        host(1);
+        CompletableFuture<HostedProvider.Answer> call = consumerCalls("execute_tool", null, null);
+        event();
+        send("{\"id\":2,\"op\":\"reply\",\"call\":\"c-1\",\"fail\":\"provider_died\"}");
+        ok(2);
+        HostedProvider.Answer a = get(call);
+        assertTrue(a.dies(), "the answer asks the hosted process to die");
+        assertFalse(a.throwsException());
+        assertNull(a.result);
+        assertEquals(HostedProvider.Failure.DIES, a.failure);
+        assertEquals(0, hosting.busy());
+        assertEquals(0, hosting.waiting());
+        // The probe (this object, its connection) lives on: the retry is served.
+        CompletableFuture<HostedProvider.Answer> retry = consumerCalls("execute_tool", null, null);
+        assertEquals("c-2", event().fields.get("call"));
+        send("{\"id\":3,\"op\":\"reply\",\"call\":\"c-2\",\"result\":{\"k\":{\"t\":\"int\",\"v\":1}}}");
+        ok(3);
+        assertFalse(get(retry).dies());
     }
 
     @Test

@@ -2,9 +2,9 @@
 //! one requirement (or a tight cluster of them) of the spec.
 //!
 //! Every fault is checked at exactly one place of the Provider, so reading a
-//! `self.has(Fault::X)` site shows the whole mutation. The spec sections each
+//! `self.has(Mutant::X)` site shows the whole mutation. The spec sections each
 //! fault breaks, and a description of the broken behaviour, live as data in
-//! `vectors/mutants/mutants.json`, which a test keeps in step with [`Fault::ALL`].
+//! `vectors/mutants/mutants.json`, which a test keeps in step with [`Mutant::ALL`].
 //!
 //! A fault belongs to the apps ([`FixtureSet`]) where it has a place and a
 //! scenario showing it: most to the reference app only, the engine faults
@@ -18,19 +18,19 @@ macro_rules! faults {
     ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
         /// One mutation of the reference Provider.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum Fault { $( $(#[$doc])* $variant, )* }
+        pub enum Mutant { $( $(#[$doc])* $variant, )* }
 
-        impl Fault {
+        impl Mutant {
             /// Every fault, in a stable order.
-            pub const ALL: &'static [Fault] = &[ $( Fault::$variant, )* ];
+            pub const ALL: &'static [Mutant] = &[ $( Mutant::$variant, )* ];
 
             /// Stable snake_case name (the mutant's id in vectors and reports).
             pub fn name(self) -> &'static str {
-                match self { $( Fault::$variant => $name, )* }
+                match self { $( Mutant::$variant => $name, )* }
             }
 
-            pub fn parse(name: &str) -> Option<Fault> {
-                match name { $( $name => Some(Fault::$variant), )* _ => None }
+            pub fn parse(name: &str) -> Option<Mutant> {
+                match name { $( $name => Some(Mutant::$variant), )* _ => None }
             }
         }
     };
@@ -293,30 +293,30 @@ faults! {
 
 /// Engine faults that break the notes app as well, each with a notes
 /// scenario of its own.
-pub const SHARED_WITH_NOTES: &[Fault] = &[
-    Fault::NoDedupe,
-    Fault::DedupeLostOnRestart,
-    Fault::EffectBeforeConfirmation,
-    Fault::DenialExecutes,
-    Fault::NoEscalation,
-    Fault::ResumeTokenArgsUnbound,
-    Fault::ScopeNotEnforced,
-    Fault::OperationLostOnRestart,
-    Fault::CancelReportsCancelledAfterEffect,
-    Fault::InlineOverLimit,
-    Fault::V1SkipsScopeCheck,
+pub const SHARED_WITH_NOTES: &[Mutant] = &[
+    Mutant::NoDedupe,
+    Mutant::DedupeLostOnRestart,
+    Mutant::EffectBeforeConfirmation,
+    Mutant::DenialExecutes,
+    Mutant::NoEscalation,
+    Mutant::ResumeTokenArgsUnbound,
+    Mutant::ScopeNotEnforced,
+    Mutant::OperationLostOnRestart,
+    Mutant::CancelReportsCancelledAfterEffect,
+    Mutant::InlineOverLimit,
+    Mutant::V1SkipsScopeCheck,
 ];
 
-const NOTES_ONLY: &[Fault] = &[
-    Fault::DeleteNoteUnconfirmed,
-    Fault::GetNoteCreatesMissing,
-    Fault::BackgroundArchiveSkipsScope,
-    Fault::ArchiveReplayedAfterRestart,
-    Fault::BackgroundArchiveResultShape,
-    Fault::SyncArchiveNotDeduped,
+const NOTES_ONLY: &[Mutant] = &[
+    Mutant::DeleteNoteUnconfirmed,
+    Mutant::GetNoteCreatesMissing,
+    Mutant::BackgroundArchiveSkipsScope,
+    Mutant::ArchiveReplayedAfterRestart,
+    Mutant::BackgroundArchiveResultShape,
+    Mutant::SyncArchiveNotDeduped,
 ];
 
-impl Fault {
+impl Mutant {
     /// Whether the fault has a place in the app `set` (the `providers` of
     /// its `mutants.json` entry).
     pub fn applies_to(self, set: FixtureSet) -> bool {
@@ -335,23 +335,23 @@ impl Fault {
     }
 }
 
-impl fmt::Display for Fault {
+impl fmt::Display for Mutant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-/// A mutant name that is not in [`Fault::ALL`].
+/// A mutant name that is not in [`Mutant::ALL`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnknownFault(pub String);
+pub struct UnknownMutant(pub String);
 
-impl fmt::Display for UnknownFault {
+impl fmt::Display for UnknownMutant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "unknown mutant {:?}", self.0)
     }
 }
 
-impl std::error::Error for UnknownFault {}
+impl std::error::Error for UnknownMutant {}
 
 #[cfg(test)]
 mod tests {
@@ -360,23 +360,23 @@ mod tests {
     #[test]
     fn names_round_trip_and_are_unique() {
         let mut seen = std::collections::BTreeSet::new();
-        for f in Fault::ALL {
-            assert_eq!(Fault::parse(f.name()), Some(*f));
+        for f in Mutant::ALL {
+            assert_eq!(Mutant::parse(f.name()), Some(*f));
             assert!(seen.insert(f.name()), "duplicate {}", f.name());
             assert!(f
                 .name()
                 .bytes()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_'));
         }
-        assert_eq!(Fault::parse("nope"), None);
+        assert_eq!(Mutant::parse("nope"), None);
     }
 
     #[test]
     fn every_fault_has_an_app() {
-        for f in Fault::ALL {
+        for f in Mutant::ALL {
             assert!(!f.providers().is_empty(), "{f}");
         }
-        let notes = Fault::ALL
+        let notes = Mutant::ALL
             .iter()
             .filter(|f| f.applies_to(FixtureSet::Notes))
             .count();

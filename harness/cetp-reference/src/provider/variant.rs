@@ -2,32 +2,32 @@
 //! one latitude the spec leaves a Provider (a MAY, an "either", a shape or an
 //! order it does not fix).
 //!
-//! They are the dual of [`super::Fault`]: the suite must kill every mutant
+//! They are the dual of [`super::Mutant`]: the suite must kill every mutant
 //! and must pass every legal variant, which is how a false FAIL is caught
 //! before a vendor meets it. Every latitude is checked at one place (or one
-//! tight cluster) of the Provider, so a `self.takes(Latitude::X)` site shows
+//! tight cluster) of the Provider, so a `self.takes(Variant::X)` site shows
 //! the whole variation. The clause that allows each one, and the profile a
 //! vendor of such a Provider would write, live as data in
 //! `vectors/variants/variants.json`, which a test keeps in step with
-//! [`Latitude::ALL`].
+//! [`Variant::ALL`].
 
 macro_rules! latitudes {
     ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
         /// One latitude of the reference Provider.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum Latitude { $( $(#[$doc])* $variant, )* }
+        pub enum Variant { $( $(#[$doc])* $variant, )* }
 
-        impl Latitude {
+        impl Variant {
             /// Every latitude, in a stable order.
-            pub const ALL: &'static [Latitude] = &[ $( Latitude::$variant, )* ];
+            pub const ALL: &'static [Variant] = &[ $( Variant::$variant, )* ];
 
             /// Stable snake_case name (the variant's id in data and reports).
             pub fn name(self) -> &'static str {
-                match self { $( Latitude::$variant => $name, )* }
+                match self { $( Variant::$variant => $name, )* }
             }
 
-            pub fn parse(name: &str) -> Option<Latitude> {
-                match name { $( $name => Some(Latitude::$variant), )* _ => None }
+            pub fn parse(name: &str) -> Option<Variant> {
+                match name { $( $name => Some(Variant::$variant), )* _ => None }
             }
         }
     };
@@ -136,10 +136,10 @@ mod tests {
     #[test]
     fn names_round_trip_and_are_unique() {
         let mut seen = std::collections::BTreeSet::new();
-        for l in Latitude::ALL {
-            assert_eq!(Latitude::parse(l.name()), Some(*l));
+        for l in Variant::ALL {
+            assert_eq!(Variant::parse(l.name()), Some(*l));
             assert!(seen.insert(l.name()), "duplicate {}", l.name());
         }
-        assert_eq!(Latitude::parse("no_such_latitude"), None);
+        assert_eq!(Variant::parse("no_such_latitude"), None);
     }
 }

@@ -3,39 +3,39 @@
 //! not fix, a retry or poll schedule within what it requires, a capability
 //! or version it need not use).
 //!
-//! They are the dual of [`super::ConsumerFault`]: the Consumer suite must
+//! They are the dual of [`super::ConsumerMutant`]: the Consumer suite must
 //! kill every Consumer mutant and must pass every Consumer legal variant,
 //! which is how a false verdict of the suite is caught before a vendor's
 //! Consumer meets it. A latitude is either a setting
 //! ([`super::ConsumerConfig::with_latitude`]) or a behaviour checked at one
-//! place of the Consumer (`self.takes(ConsumerLatitude::X)`). The clause
+//! place of the Consumer (`self.takes(ConsumerVariant::X)`). The clause
 //! that leaves each choice lives as data in
 //! `vectors/variants/consumer-variants.json`, which a test keeps in step
-//! with [`ConsumerLatitude::ALL`].
+//! with [`ConsumerVariant::ALL`].
 
-macro_rules! consumer_latitudes {
+macro_rules! consumer_variants {
     ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
         /// One latitude of the reference Consumer.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum ConsumerLatitude { $( $(#[$doc])* $variant, )* }
+        pub enum ConsumerVariant { $( $(#[$doc])* $variant, )* }
 
-        impl ConsumerLatitude {
+        impl ConsumerVariant {
             /// Every latitude, in a stable order.
-            pub const ALL: &'static [ConsumerLatitude] = &[ $( ConsumerLatitude::$variant, )* ];
+            pub const ALL: &'static [ConsumerVariant] = &[ $( ConsumerVariant::$variant, )* ];
 
             /// Stable snake_case name (the variant's id in data and reports).
             pub fn name(self) -> &'static str {
-                match self { $( ConsumerLatitude::$variant => $name, )* }
+                match self { $( ConsumerVariant::$variant => $name, )* }
             }
 
-            pub fn parse(name: &str) -> Option<ConsumerLatitude> {
-                match name { $( $name => Some(ConsumerLatitude::$variant), )* _ => None }
+            pub fn parse(name: &str) -> Option<ConsumerVariant> {
+                match name { $( $name => Some(ConsumerVariant::$variant), )* _ => None }
             }
         }
     };
 }
 
-consumer_latitudes! {
+consumer_variants! {
     // ---- bounds on Provider data (§2.2, §4.5, §7.3: required, no figure)
     /// Tighter text bounds: names 128 bytes, descriptions 1 KiB, messages 256.
     TightTextBounds => "tight_text_bounds",
@@ -63,6 +63,9 @@ consumer_latitudes! {
     // ---- operations (§4.4: poll_after_ms is the earliest next query)
     /// Polls at twice the Provider's `poll_after_ms`, 5 s without one.
     SlowPolling => "slow_polling",
+    /// Cancels an operation it stops waiting for (its budget ran out),
+    /// then polls it to a terminal state (§4.4: cancellation is a MAY).
+    CancelsAbandoned => "cancels_abandoned",
     // ---- negotiation (§2.2, §2.3, §8)
     /// Offers no optional capability.
     NoOptionalCapabilities => "no_optional_capabilities",
@@ -70,6 +73,10 @@ consumer_latitudes! {
     FilesOnly => "files_only",
     /// Speaks v2 only: never uses v1, even with a v1-only Provider.
     V2Only => "v2_only",
+    /// Lists tools and checks the revision right after each negotiation,
+    /// not when it first needs the list (§3.3: at least once per new
+    /// negotiation, at a moment it does not fix).
+    EagerToolList => "eager_tool_list",
     // ---- confirmation and budgets (§4.1, §4.3)
     /// One confirmation round per execution.
     OneConfirmationRound => "one_confirmation_round",
@@ -84,10 +91,10 @@ mod tests {
     #[test]
     fn names_round_trip_and_are_unique() {
         let mut seen = std::collections::BTreeSet::new();
-        for l in ConsumerLatitude::ALL {
-            assert_eq!(ConsumerLatitude::parse(l.name()), Some(*l));
+        for l in ConsumerVariant::ALL {
+            assert_eq!(ConsumerVariant::parse(l.name()), Some(*l));
             assert!(seen.insert(l.name()), "{l:?}");
         }
-        assert!(ConsumerLatitude::ALL.len() >= 15);
+        assert!(ConsumerVariant::ALL.len() >= 15);
     }
 }

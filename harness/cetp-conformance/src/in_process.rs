@@ -11,11 +11,11 @@ use cetp_reference::app::ProviderApp;
 use cetp_reference::device::{DeviceClock, DeviceConnection, LocalDevice, IDENTITY_A, IDENTITY_B};
 use std::sync::Arc;
 
-pub struct LocalTargetDevice {
+pub struct InProcessDevice {
     conn: DeviceConnection,
 }
 
-impl Device for LocalTargetDevice {
+impl Device for InProcessDevice {
     fn hello(&self) -> Result<HelloInfo, DeviceError> {
         let id = self.conn.identity();
         Ok(HelloInfo {
@@ -95,14 +95,14 @@ impl Device for LocalTargetDevice {
 }
 
 /// A target hosting `app` in-process, with both standard identities.
-pub fn local_target(app: Arc<dyn ProviderApp>, clock: DeviceClock) -> Target {
+pub fn in_process_target(app: Arc<dyn ProviderApp>, clock: DeviceClock) -> Target {
     let device = LocalDevice::new(app, clock);
     Target {
         label: "local".into(),
-        a: Box::new(LocalTargetDevice {
+        a: Box::new(InProcessDevice {
             conn: device.connect(IDENTITY_A.identity()),
         }),
-        b: Some(Box::new(LocalTargetDevice {
+        b: Some(Box::new(InProcessDevice {
             conn: device.connect(IDENTITY_B.identity()),
         })),
     }

@@ -2,7 +2,7 @@
 //! must PASS or be NOT_APPLICABLE.
 
 use cetp_conformance::event::{Fanout, Verdict};
-use cetp_conformance::local::local_target;
+use cetp_conformance::in_process::in_process_target;
 use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
 use cetp_conformance::suite::{default_vectors_dir, Suite};
@@ -35,7 +35,7 @@ fn profile() -> Profile {
 /// Runs `suite` against a fresh in-process reference Provider, seed 7.
 fn run_on_reference(suite: &Suite) -> cetp_conformance::runner::RunOutcome {
     let app = Arc::new(ReferenceProvider::new(reference_config()));
-    let target = local_target(app, DeviceClock::system(0));
+    let target = in_process_target(app, DeviceClock::system(0));
     let cfg = RunConfig {
         seed: 7,
         harness_version: "test".into(),
@@ -140,7 +140,7 @@ fn disagreeing_attempts_are_flaky_never_a_pass() {
             inner: ReferenceProvider::new(reference_config()),
             negotiated: Default::default(),
         });
-        let target = local_target(app, DeviceClock::system(0));
+        let target = in_process_target(app, DeviceClock::system(0));
         let cfg = RunConfig {
             seed: 7,
             attempts,
@@ -177,7 +177,7 @@ fn a_second_run_against_the_same_device_is_not_answered_from_the_first() {
     // with the same seed must still send fresh request ids.
     let suite = Suite::load(&default_vectors_dir()).unwrap();
     let app = Arc::new(ReferenceProvider::new(reference_config()));
-    let target = local_target(app, DeviceClock::system(0));
+    let target = in_process_target(app, DeviceClock::system(0));
     for started_at_ms in [1_000, 2_000] {
         let cfg = RunConfig {
             seed: 7,
@@ -239,7 +239,7 @@ impl cetp_reference::app::ProviderApp for UiMisses {
 fn an_unapplied_decision_is_infra_error_never_a_verdict() {
     let suite = Suite::load(&default_vectors_dir()).unwrap();
     let app = Arc::new(UiMisses(ReferenceProvider::new(reference_config())));
-    let target = local_target(app, DeviceClock::system(0));
+    let target = in_process_target(app, DeviceClock::system(0));
     let cfg = RunConfig {
         seed: 7,
         only: vec!["CONF-*".into()],
@@ -264,13 +264,13 @@ fn an_unapplied_decision_is_infra_error_never_a_verdict() {
 fn a_provider_that_refuses_by_throwing_fails_the_refusal_cases() {
     let suite = Suite::load(&default_vectors_dir()).unwrap();
     let app = Arc::new(ReferenceProvider::new(ProviderConfig {
-        faults: std::collections::BTreeSet::from([cetp_reference::provider::Fault::parse(
+        faults: std::collections::BTreeSet::from([cetp_reference::provider::Mutant::parse(
             "refusals_thrown",
         )
         .unwrap()]),
         ..reference_config()
     }));
-    let target = local_target(app, DeviceClock::system(0));
+    let target = in_process_target(app, DeviceClock::system(0));
     let cfg = RunConfig {
         seed: 7,
         harness_version: "test".into(),
@@ -412,7 +412,7 @@ fn a_retryable_answer_is_retried_with_its_request_id_before_it_is_judged() {
             remaining: unavailable.into(),
             seen: Default::default(),
         });
-        let target = local_target(app.clone(), DeviceClock::system(0));
+        let target = in_process_target(app.clone(), DeviceClock::system(0));
         let cfg = RunConfig {
             seed: 7,
             only: vec!["EXE-002".into()],

@@ -2,36 +2,36 @@
 //! Consumer break one consumer-side requirement of the spec.
 //!
 //! Every fault is checked at exactly one place of the Consumer, so reading a
-//! `self.has(ConsumerFault::X)` site shows the whole mutation. The
+//! `self.has(ConsumerMutant::X)` site shows the whole mutation. The
 //! requirement each fault breaks, and a description of the broken
 //! behaviour, live as data in `vectors/mutants/consumer-mutants.json`, which
-//! a test keeps in step with [`ConsumerFault::ALL`].
+//! a test keeps in step with [`ConsumerMutant::ALL`].
 
 use std::fmt;
 
-macro_rules! consumer_faults {
+macro_rules! consumer_mutants {
     ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
         /// One mutation of the reference Consumer.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum ConsumerFault { $( $(#[$doc])* $variant, )* }
+        pub enum ConsumerMutant { $( $(#[$doc])* $variant, )* }
 
-        impl ConsumerFault {
+        impl ConsumerMutant {
             /// Every fault, in a stable order.
-            pub const ALL: &'static [ConsumerFault] = &[ $( ConsumerFault::$variant, )* ];
+            pub const ALL: &'static [ConsumerMutant] = &[ $( ConsumerMutant::$variant, )* ];
 
             /// Stable snake_case name (the mutant's id in vectors and reports).
             pub fn name(self) -> &'static str {
-                match self { $( ConsumerFault::$variant => $name, )* }
+                match self { $( ConsumerMutant::$variant => $name, )* }
             }
 
-            pub fn parse(name: &str) -> Option<ConsumerFault> {
-                match name { $( $name => Some(ConsumerFault::$variant), )* _ => None }
+            pub fn parse(name: &str) -> Option<ConsumerMutant> {
+                match name { $( $name => Some(ConsumerMutant::$variant), )* _ => None }
             }
         }
     };
 }
 
-consumer_faults! {
+consumer_mutants! {
     // ---- discovery and negotiation (§2.1, §2.2, §8)
     /// Sends a v2 `get_provider_info` (with an empty token) before negotiating.
     NoNegotiateFirst => "no_negotiate_first",
@@ -136,7 +136,7 @@ consumer_faults! {
     ObeysDescriptionText => "obeys_description_text",
 }
 
-impl fmt::Display for ConsumerFault {
+impl fmt::Display for ConsumerMutant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -149,10 +149,10 @@ mod tests {
     #[test]
     fn names_round_trip_and_are_unique() {
         let mut seen = std::collections::BTreeSet::new();
-        for f in ConsumerFault::ALL {
-            assert_eq!(ConsumerFault::parse(f.name()), Some(*f));
+        for f in ConsumerMutant::ALL {
+            assert_eq!(ConsumerMutant::parse(f.name()), Some(*f));
             assert!(seen.insert(f.name()), "{f}");
         }
-        assert!(ConsumerFault::ALL.len() >= 20);
+        assert!(ConsumerMutant::ALL.len() >= 20);
     }
 }

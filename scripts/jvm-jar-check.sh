@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# A vendor's own compiled Provider certified on the JVM device
+# (scripts/jvm-device.sh --provider-jar), as a vendor's CI does it: not a
+# phone (see "Certify your Provider in CI without a phone" in
+# examples/java-provider/README.md).
+#
+#  1. The sample Provider built as a jar and registered from flags alone
+#     (no manifest) gives, case by case, the verdicts of the built-in sample
+#     (--baseline: the built-in run's report.json; without it, this script
+#     runs the built-in sample first).
+#  2. A Kotlin Provider (examples/kotlin-provider), compiled here by the
+#     Kotlin compiler Maven fetches, on its own base class, with
+#     kotlin-stdlib on --classpath and registered from its manifest: the
+#     whole suite, no FAIL, no INFRA.
+#  3. A Provider whose call() throws, a class Binder carries, one it
+#     cannot, and an Error (which kills a phone's Provider process), and
+#     one whose onCreate() throws: FAILs charged to the Provider, with the
+#     reason, never INFRA.
+#  4. A class that is not there, a class whose base class is missing, and
+#     the Kotlin Provider without kotlin-stdlib: exit 2 before serving,
+#     naming the missing class.
+#
+#   scripts/jvm-jar-check.sh [--no-build] [--baseline REPORT.json]
+#
+# Needs what scripts/jvm-device.sh needs, and cargo unless CETP_BIN=path.
+# Prints each part's time.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+build=1 baseline=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-build) build=0; shift ;;
+        --baseline) baseline="${2:?--baseline REPORT.json}"; shift 2 ;;
+        *) echo "usage: $0 [--no-build] [--baseline REPORT.json]" >&2; exit 2 ;;
+    esac
+done
+if [ -n "${CETP_BIN:-}" ]; then
+    cetp="$CETP_BIN"
+else
+    cargo build -q -p cetp-cli
+    cetp="${CARGO_TARGET_DIR:-$root/target}/debug/cetp"
+fi
+out="$root/android-probe-app/jvm/target"
+work="$(mktemp -d)"
+device_pid=""
+stop_device() {
+    if [ -n "$device_pid" ]; then
+        kill "$device_pid" 2>/dev/null || true
+        wait "$device_pid" 2>/dev/null || true
+        device_pid=""
+    fi
+}
+trap 'stop_device; rm -rf "$work"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+t0=$(date +%s)
+if [ "$build" -eq 1 ]; then
+    nice -n 10 scripts/jvm-device.sh --build-only 2>/dev/null
+fi
+fw="$(cat "$out/framework.path")"
+
+# Starts the device with the flags given, waits for its "ready"; sets
+# target and target_b. The device's log is $work/device.log.
+start_device() {
+    local a b log="$work/device.log"
+    a="127.0.0.1:$(free_port)"
+    b="127.0.0.1:$(free_port)"
+    : > "$log"
+    nice -n 10 scripts/jvm-device.sh --listen "$a" --listen-b "$b" --no-build "$@" > "$log" 2>&1 &
+    device_pid=$!
+    for _ in $(seq 600); do
+        if grep -q ready "$log"; then
+            target="tcp:$a"
+            target_b="$b"
+            return 0
+        fi
+        if ! kill -0 "$device_pid" 2>/dev/null; then
+            cat "$log" >&2
+            echo "jvm-jar-check: the JVM device exited before it was ready" >&2
+            exit 1
+        fi
+        sleep 0.5
+    done
+    cat "$log" >&2
+    echo "jvm-jar-check: the JVM device was not ready within 300 s" >&2
+    exit 1
+}
+
+# cetp run against the device started last; the report lands in $work/$1.
+run_cetp() {
+    local name="$1"
+    shift
+    set +e
+    "$cetp" run --target "$target" --target-b "$target_b" --report-dir "$work/$name" "$@" > "$work/$name.out" 2>&1
+    set -e
+    stop_device
+    [ -f "$work/$name/report.json" ] || { cat "$work/$name.out" "$work/device.log"; echo "jvm-jar-check: $name: no report"; exit 1; }
+}
+
+sample_flags=(--profile examples/java-provider/profile.toml --skip ASYNC-008 --skip IDEM-008)
+
+# ---- 1. the sample as a jar, registered from flags
+t1=$(date +%s)
+if [ -z "$baseline" ]; then
+    start_device
+    run_cetp builtin "${sample_flags[@]}"
+    baseline="$work/builtin/report.json"
+fi
+mkdir -p "$work/jar"
+jar cf "$work/jar/sample-tasks.jar" -C "$out/sample-classes" .
+# The sample's manifest, said with flags (what a vendor without a manifest
+# at hand does): the discovery service's meta-data and the provider's own.
+certs="$(sed -n 's/.*android:value="\([0-9a-f]\{64\}\)".*/\1/p' examples/java-provider/src/main/AndroidManifest.xml)"
+start_device --provider-jar "$work/jar/sample-tasks.jar" \
+    --provider-class com.example.cetp.tasks.TaskToolProvider \
+    --authority com.example.cetp.tasks.clawseed.tools --package com.example.cetp.tasks \
+    --permission com.clawseed.permission.ACCESS_TOOLS \
+    --meta com.clawseed.tools.version=2 --meta com.clawseed.tools.versions=2 \
+    --provider-meta "com.example.cetp.tasks.manager_certs=$certs"
+run_cetp sample-jar "${sample_flags[@]}"
+python3 - "$baseline" "$work/sample-jar/report.json" <<'PY' || { cat "$work/sample-jar.out"; exit 1; }
+import json, sys
+base, jar = (json.load(open(p)) for p in sys.argv[1:3])
+def verdicts(r):
+    return {c["id"]: c["verdict"] for c in r["cases"] + r["checks"]}
+b, j = verdicts(base), verdicts(jar)
+diff = [f"{i}: built-in {b.get(i)}, jar {j.get(i)}" for i in sorted(set(b) | set(j)) if b.get(i) != j.get(i)]
+if diff:
+    print("jvm-jar-check: the sample as a jar differs from the built-in sample:")
+    for d in diff:
+        print("  " + d)
+    sys.exit(1)
+s = jar["summary"]
+print(f"jvm-jar-check: the sample as a jar: the built-in sample's verdicts in all {len(j)} cases and checks "
+      f"({s['pass']} passed, {s['fail']} failed, {s['not_applicable']} not applicable, {s['infra_error']} infra)")
+PY
+echo "jvm-jar-check: part 1 took $(( $(date +%s) - t1 )) s"
+
+# ---- 2. a Kotlin Provider on its own base class
+t2=$(date +%s)
+kt="$root/examples/kotlin-provider"
+if ! nice -n 10 mvn -q -B -f "$kt/pom.xml" generate-resources > "$work/kotlin-mvn.log" 2>&1; then
+    cat "$work/kotlin-mvn.log" >&2
+    echo "jvm-jar-check: mvn could not fetch the Kotlin compiler" >&2
+    exit 3
+fi
+stdlib="$(cat "$kt/target/stdlib.path")"
+rm -f "$kt/target/notes.jar"
+# The client compiler only: a compiler run this short is mostly JIT work (half the time).
+nice -n 10 java -XX:TieredStopAtLevel=1 -cp "$(cat "$kt/target/kotlinc.classpath")" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler \
+    -no-stdlib -no-reflect -jvm-target 17 -Werror -classpath "$fw:$stdlib" \
+    -d "$kt/target/notes.jar" "$kt/src/main/kotlin"
+echo "jvm-jar-check: compiled examples/kotlin-provider with kotlinc in $(( $(date +%s) - t2 )) s"
+start_device --provider-jar "$kt/target/notes.jar" --classpath "$stdlib" --manifest "$kt/src/main/AndroidManifest.xml"
+run_cetp kotlin --profile "$kt/profile.toml"
+python3 - "$work/kotlin/report.json" <<'PY' || { cat "$work/kotlin.out"; exit 1; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = [f"{c['id']} {c['verdict']}: {c['reason']}" for c in r["cases"] + r["checks"]
+       if c["verdict"] in ("FAIL", "INFRA_ERROR", "FLAKY", "WARN")]
+s = r["summary"]
+if bad or s["pass"] < 40:
+    print(f"jvm-jar-check: the Kotlin Provider does not pass ({s['pass']} passed):")
+    for b in bad:
+        print("  " + b)
+    sys.exit(1)
+print(f"jvm-jar-check: Kotlin Provider: {s['pass']} passed, 0 failed, {s['not_applicable']} not applicable, 0 infra")
+PY
+echo "jvm-jar-check: part 2 took $(( $(date +%s) - t2 )) s"
+
+# ---- 3. the vendor's exceptions are the vendor's
+t3=$(date +%s)
+fixtures="$root/android-probe-app/jvm/fixtures/java"
+mkdir -p "$work/broken-classes"
+find "$fixtures" -name '*.java' > "$work/broken-sources"
+javac --release 17 -Xlint:all,-classfile -Werror -encoding UTF-8 -cp "$fw" -d "$work/broken-classes" @"$work/broken-sources"
+jar cf "$work/jar/broken.jar" -C "$work/broken-classes" .
+for where in call call-plain call-error create; do
+    start_device --provider-jar "$work/jar/broken.jar" --provider-class com.example.cetp.broken.BrokenProvider \
+        --authority com.example.cetp.broken.clawseed.tools \
+        --meta com.clawseed.tools.version=2 --meta com.clawseed.tools.versions=2 \
+        --provider-meta "com.example.cetp.broken.throw=$where"
+    run_cetp "broken-$where" --only NEG-001 --only DESC-001
+    python3 - "$work/broken-$where/report.json" "$where" <<'PY' || { cat "$work/broken-$where.out"; exit 1; }
+import json, sys
+r, where = json.load(open(sys.argv[1])), sys.argv[2]
+# What the host must be told, per place of the throw, as a phone tells it:
+# the carried class the Provider's own subclass crosses Binder as; nothing
+# (an empty reply, judged as the Provider's answer); the process that died
+# during the call, or while starting (with the Error, or the onCreate's
+# exception, in the message).
+expect = {"call": "exception java.lang.IllegalStateException where", "call-plain": "answered <no status>",
+          "call-error": "provider_died", "create": "provider_died"}[where]
+also = {"call": None, "call-plain": None, "call-error": "java.lang.AssertionError",
+        "create": "its onCreate threw"}[where]
+cases = [c for c in r["cases"] if c["verdict"] != "NOT_APPLICABLE"]
+problems = []
+if not cases:
+    problems.append("no case ran")
+for c in cases:
+    if c["verdict"] != "FAIL":
+        problems.append(f"{c['id']} is {c['verdict']}, not FAIL: {c['reason']}")
+    elif expect not in c["reason"] or (also and also not in c["reason"]):
+        problems.append(f"{c['id']} FAILs without saying '{expect}' and '{also}': {c['reason']}")
+if r["summary"]["infra_error"]:
+    problems.append(f"{r['summary']['infra_error']} INFRA_ERROR")
+if problems:
+    print(f"jvm-jar-check: BrokenProvider throwing in {where}:")
+    for p in problems:
+        print("  " + p)
+    sys.exit(1)
+print(f"jvm-jar-check: BrokenProvider throwing in {where}: "
+      + "; ".join(f"{c['id']} FAIL ({c['reason'][:300]})" for c in cases))
+PY
+done
+echo "jvm-jar-check: part 3 took $(( $(date +%s) - t3 )) s"
+
+# ---- 4. a class that cannot be loaded is a usage error
+t4=$(date +%s)
+# The jar of NeedsMissing without its base class, as a vendor who forgot a jar.
+(cd "$work/broken-classes" && jar cf "$work/jar/partial.jar" com/example/cetp/broken/NeedsMissing.class)
+usage_error() {
+    local expect="$1"
+    shift
+    local a b code
+    a="127.0.0.1:$(free_port)"
+    b="127.0.0.1:$(free_port)"
+    set +e
+    nice -n 10 scripts/jvm-device.sh --listen "$a" --listen-b "$b" --no-build "$@" > "$work/usage.log" 2>&1
+    code=$?
+    set -e
+    if [ "$code" -ne 2 ] || ! grep -v 'starting Robolectric' "$work/usage.log" | grep -q -- "$expect" ||
+        grep -q ready "$work/usage.log"; then
+        cat "$work/usage.log"
+        echo "jvm-jar-check: expected exit 2 naming $expect before serving; got exit $code"
+        exit 1
+    fi
+    echo "jvm-jar-check: usage error (exit 2): $(grep -v 'starting Robolectric' "$work/usage.log" | grep -m1 -- "$expect")"
+}
+usage_error com.example.cetp.broken.NoSuchProvider --provider-jar "$work/jar/broken.jar" \
+    --provider-class com.example.cetp.broken.NoSuchProvider --authority com.example.cetp.broken.clawseed.tools
+usage_error com.example.cetp.broken.MissingBase --provider-jar "$work/jar/partial.jar" \
+    --provider-class com.example.cetp.broken.NeedsMissing --authority com.example.cetp.broken.clawseed.tools
+# The Kotlin Provider without kotlin-stdlib on --classpath: the classes its
+# code names (not its superclass) are missing.
+usage_error kotlin.jvm.internal.Intrinsics --provider-jar "$kt/target/notes.jar" \
+    --manifest "$kt/src/main/AndroidManifest.xml"
+echo "jvm-jar-check: part 4 took $(( $(date +%s) - t4 )) s"
+echo "jvm-jar-check: all of it took $(( $(date +%s) - t0 )) s"
