@@ -32,32 +32,43 @@ fn profiles() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles")
 }
 
-/// `cetp sim --listen` on a free port (identity b on the next one), killed
-/// when dropped.
-struct ServedSim(std::process::Child, u16);
+/// `cetp sim --listen` on two free ports (identities a and b), killed when
+/// dropped.
+struct ServedSim(std::process::Child, u16, u16);
 
 impl ServedSim {
     fn start(extra: &[&str]) -> ServedSim {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr = format!("127.0.0.1:{port}");
+        // Both ports held at once, so that they differ; released for the sim.
+        let (la, lb) = (
+            std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+            std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        );
+        let (pa, pb) = (
+            la.local_addr().unwrap().port(),
+            lb.local_addr().unwrap().port(),
+        );
+        drop((la, lb));
+        let (a, b) = (format!("127.0.0.1:{pa}"), format!("127.0.0.1:{pb}"));
         let child = Command::new(env!("CARGO_BIN_EXE_cetp"))
-            .args(["sim", "--listen", &addr])
+            .args(["sim", "--listen", &a, "--listen-b", &b])
             .args(extra)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        for _ in 0..100 {
-            if std::net::TcpStream::connect(&addr).is_ok() {
-                break;
+        // On a loaded machine (the CI's two cores) the sim can take seconds
+        // to bind.
+        let up = (0..300).any(|_| {
+            let ok = std::net::TcpStream::connect(&a).is_ok()
+                && std::net::TcpStream::connect(&b).is_ok();
+            if !ok {
+                std::thread::sleep(std::time::Duration::from_millis(100));
             }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        ServedSim(child, port)
+            ok
+        });
+        let sim = ServedSim(child, pa, pb);
+        assert!(up, "cetp sim did not listen on {a} and {b} within 30 s");
+        sim
     }
 
     fn target(&self) -> String {
@@ -65,7 +76,7 @@ impl ServedSim {
     }
 
     fn b(&self) -> String {
-        format!("127.0.0.1:{}", self.1 + 1)
+        format!("127.0.0.1:{}", self.2)
     }
 }
 

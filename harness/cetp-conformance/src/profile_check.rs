@@ -904,12 +904,12 @@ pub struct Live {
 pub fn read_live(
     target: &crate::device::Target,
     profile: &Profile,
-) -> Result<Live, crate::contract::FetchError> {
+) -> Result<Live, crate::lock_target::FetchError> {
     let (hello, env) =
-        crate::runner::identify(target, profile).map_err(crate::contract::FetchError::Infra)?;
-    let answers = crate::contract::fetch(target.a.as_ref(), &env.authority, true)?;
+        crate::runner::identify(target, profile).map_err(crate::lock_target::FetchError::Infra)?;
+    let answers = crate::lock_target::fetch(target.a.as_ref(), &env.authority, true)?;
     let built =
-        cetp_contract::lock::build(&answers, &crate::contract::offered(), Some(&env.package));
+        cetp_contract::lock::build(&answers, &crate::lock_target::offered(), Some(&env.package));
     let movable_clock = hello.is_some_and(|h| h.ops.iter().any(|o| o == "advance_clock"));
     Ok(Live {
         facts: Facts {
