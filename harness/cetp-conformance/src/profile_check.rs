@@ -713,10 +713,12 @@ fn step_needs(
                     ));
                 }
             }
+            // A clock that cannot move is waited for in real time, up to
+            // --max-wait: only a lifetime beyond it leaves the case unjudged.
             if facts.is_some_and(|f| !f.movable_clock) {
                 found.push((
-                    "a device with a movable clock".into(),
-                    "a device whose clock the harness can move (a simulated device), or lifetimes short enough to wait for".into(),
+                    "--max-wait".into(),
+                    "the device's clock cannot be moved: the harness waits each lifetime in real time, up to cetp run --max-wait; a longer lifetime needs a larger --max-wait, or a debug build with shorter lifetimes".into(),
                     true,
                 ));
             }
@@ -943,6 +945,9 @@ pub fn fix_for(needs: &str) -> String {
         "--target-b" => "give --target-b HOST:PORT: a second caller identity (another UID, package and certificate)".into(),
         "a device with a movable clock" => "a device whose clock the harness can move (a simulated device), or lifetimes short enough to wait for in real time".into(),
         "a device that plays the user's decision (resolve)" => "a device that plays the user's decision on your confirmation UI (the probe app, with [ui] selectors)".into(),
+        other if other.starts_with("--max-wait") => format!(
+            "give {other} (a real-time wait that long on a device whose clock cannot move), or use a build whose lifetimes are shorter"
+        ),
         other if other.starts_with("[timing] ") => format!("set {} in milliseconds", other.trim_start_matches("[timing] ").trim()).replace("set ", "set [timing] "),
         other if other.starts_with("[tools.") => format!("give {other} in the profile"),
         other => format!("provide {other}"),
@@ -992,6 +997,7 @@ mod tests {
             "[roles.async]",
             "[timing] resume_token_ttl_ms",
             "[tools.get_note] setup",
+            "--max-wait 4m",
         ] {
             let f = fix_for(needs);
             assert!(!f.is_empty() && f != needs, "{needs}: {f}");
