@@ -210,6 +210,9 @@ fn run(shape: &[u8], strings: &[String]) -> Vec<Event> {
                 reason: p.s(),
                 baseline: known.then(|| p.s()),
                 duration_ms: 5,
+                // A setup-caused N/A names what would judge it: hostile
+                // text too, through every reporter's fix line.
+                unjudged: (verdict == Verdict::NotApplicable).then(|| p.s()),
             },
         ]);
     }
@@ -258,6 +261,7 @@ fn run(shape: &[u8], strings: &[String]) -> Vec<Event> {
                 requirements: vec![],
             }],
             statement: p.s(),
+            fixes: vec![p.s(), p.s()],
             ..Claim::default()
         },
         exit_code: 1,

@@ -10,6 +10,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod consumer_cmd;
 mod embedded;
 mod fuzz_cmd;
+mod profile_cmd;
 
 use cetp_conformance::coverage;
 use cetp_conformance::event::Fanout;
@@ -85,6 +86,14 @@ enum Command {
     /// Record a Provider's tool contracts (schemas, scopes, annotations,
     /// revision) as a lock file.
     Lock(LockArgs),
+    /// Write a commented starter profile from a live Provider's descriptors
+    /// (negotiate and list_tools only: nothing side-effecting is executed).
+    Init(profile_cmd::InitArgs),
+    /// Work with vendor profiles (`cetp profile check PROFILE`).
+    Profile {
+        #[command(subcommand)]
+        cmd: profile_cmd::ProfileCmd,
+    },
     /// Compare a Provider, or a second lock file, with a lock: exit 0 no
     /// drift, 1 breaking drift or a spec violation, 4 compatible drift only.
     Drift(DriftArgs),
@@ -638,6 +647,7 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
     };
     let target = open_with(&p.spec, &opts)
         .map_err(|e| infra(format!("cannot open target {}: {e}", p.args.target)))?;
+    precheck(&p, &target, replay.is_some())?;
     let run_dir = match run_dir {
         Some(mut d) => {
             d.start_journal(&journal_config(&p.args, &p.cfg), pause)
@@ -647,6 +657,58 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         None => None,
     };
     execute(p, target, run_dir, replay, Some(trace), false)
+}
+
+/// `cetp run` checks its profile first (`cetp profile check`): a wrong
+/// field stops the run before anything executes; a missing one only says
+/// what it will leave unjudged. The built-in profiles of simulated targets
+/// are skipped: they are the fixtures' own, also run against mutants whose
+/// descriptors break the spec on purpose, which the run must judge.
+fn precheck(
+    p: &Prepared,
+    target: &cetp_conformance::device::Target,
+    quiet: bool,
+) -> Result<(), Failure> {
+    if p.args.profile.is_none() && matches!(p.spec, TargetSpec::Sim(_)) {
+        return Ok(());
+    }
+    let live = match cetp_conformance::profile_check::read_live(target, &p.profile) {
+        // Descriptors that break the spec are the run's to judge, not a
+        // profile's fault: check what the profile alone shows.
+        Ok(l) if l.problems == 0 => Some(l),
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!(
+                "cetp: the profile is checked without the Provider's tools: {}",
+                escape::terminal(&e.to_string(), 500)
+            );
+            None
+        }
+    };
+    let report = cetp_conformance::profile_check::check(
+        &p.profile,
+        &p.suite,
+        live.as_ref().map(|l| &l.facts),
+    );
+    if !report.errors.is_empty() {
+        return profile_cmd::conclude(&report, "profile").map(|_| ());
+    }
+    if !quiet {
+        for m in &report.missing {
+            eprintln!(
+                "profile: without {}, {} case(s) will not be judged ({} core): {}",
+                escape::terminal(&m.needs, 200),
+                m.cases.len(),
+                m.core_cases.len(),
+                escape::terminal(&profile_check_fix(&m.needs), 400)
+            );
+        }
+    }
+    Ok(())
+}
+
+fn profile_check_fix(needs: &str) -> String {
+    cetp_conformance::profile_check::fix_for(needs)
 }
 
 /// The terminal view of a run: on stdout, or on stderr when stdout
@@ -1309,6 +1371,8 @@ fn main() {
         Command::List { what, vectors } => list_command(*what, vectors),
         Command::Catalog { ids, spec, vectors } => catalog_command(ids, spec, vectors),
         Command::Lock(args) => lock_command(args),
+        Command::Init(args) => profile_cmd::init_command(args),
+        Command::Profile { cmd } => profile_cmd::check_command(cmd),
         Command::Drift(args) => drift_command(args),
         Command::Sim(opts) => {
             let rt = match tokio::runtime::Builder::new_multi_thread()

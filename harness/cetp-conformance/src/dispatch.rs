@@ -180,6 +180,7 @@ impl<'o> Dispatcher<'o> {
             reason: e.reason.clone(),
             baseline: baseline.clone(),
             duration_ms: started.elapsed().as_millis() as u64,
+            unjudged: e.unjudged.clone(),
         });
         self.stats.cut |= e.cut;
         self.stats.case(CaseOutcome {

@@ -49,6 +49,11 @@ pub struct Claim {
     /// A run filtered with --only/--skip makes no claim.
     pub filtered: bool,
     pub statement: String,
+    /// For a claim not established: the shortest list of changes that
+    /// would establish it (profile lines, flags, device abilities, cases
+    /// to fix), one per line; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fixes: Vec<String>,
 }
 
 /// Core cases left unjudged for one missing profile field or device ability.
@@ -75,6 +80,15 @@ pub struct Summary {
     pub not_applicable: usize,
     pub infra_error: usize,
     pub flaky: usize,
+    /// Of `not_applicable`, those the setup caused (a profile field, a
+    /// flag, a device ability): not judged, unlike a NOT_APPLICABLE by the
+    /// spec, and never a pass.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_judged: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Summary {
@@ -165,6 +179,11 @@ pub enum Event {
         /// Failure accepted by the baseline (known failure, with its reason).
         baseline: Option<String>,
         duration_ms: u64,
+        /// For a NOT_APPLICABLE the setup caused (not the spec): the
+        /// profile field, flag or device ability that would judge the case
+        /// (the `needs X` of its reason). Absent otherwise.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        unjudged: Option<String>,
     },
     CheckVerdict {
         check: String,

@@ -33,6 +33,8 @@ pub mod journal;
 pub mod lock_target;
 pub mod pin;
 pub mod profile;
+pub mod profile_check;
+pub mod profile_init;
 pub mod rundir;
 pub mod runner;
 pub mod selftest;

@@ -72,8 +72,11 @@ impl RunStats {
     /// Counts of every verdict, cases then checks.
     pub fn summary(&self) -> Summary {
         let mut s = Summary::default();
-        for v in self.cases.iter().map(|c| c.verdict) {
-            s.add(v);
+        for c in &self.cases {
+            s.add(c.verdict);
+            if c.verdict == Verdict::NotApplicable && c.unjudged.is_some() {
+                s.not_judged += 1;
+            }
         }
         for v in self.checks.iter().map(|c| c.verdict) {
             s.add(v);
@@ -145,6 +148,7 @@ impl RunStats {
             unjudged: Vec::new(),
             filtered,
             statement,
+            fixes: Vec::new(),
         }
     }
 }
@@ -239,13 +243,91 @@ pub fn provider_claim(
         unjudged,
         filtered,
         statement: String::new(),
+        fixes: Vec::new(),
     };
     let not_applicable = cases
         .iter()
         .filter(|c| c.verdict == Verdict::NotApplicable)
         .count();
     claim.statement = statement(&claim, env.is_some(), failed, not_applicable);
+    if env.is_some() && claim.v2_declared && !claim.cetp_v2 {
+        claim.fixes = fixes(&claim, cases, checks, core_ran);
+    }
     claim
+}
+
+/// The shortest list of changes that would establish the claim: the cases
+/// and checks to make pass, then one change per missing field, the one
+/// that judges most core cases first. A need another one covers is left
+/// out (an observer counting effects also says how many).
+fn fixes(
+    claim: &Claim,
+    cases: &[CaseOutcome],
+    checks: &[CheckOutcome],
+    core_ran: usize,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if claim.filtered {
+        out.push("run every core case: drop --only/--skip (§9)".to_string());
+        return out;
+    }
+    let not_passed: Vec<&str> = cases
+        .iter()
+        .filter(|c| c.needs.is_empty() && !passed(c.verdict, &c.unjudged) && c.unjudged.is_none())
+        .map(|c| c.id.as_str())
+        .chain(
+            checks
+                .iter()
+                .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Warn))
+                .map(|c| c.id.as_str()),
+        )
+        .collect();
+    if !not_passed.is_empty() {
+        let shown: Vec<&str> = not_passed.iter().take(12).copied().collect();
+        out.push(format!(
+            "make the Provider pass {}{} (a FAIL, FLAKY or INFRA_ERROR is not a pass)",
+            shown.join(", "),
+            if not_passed.len() > shown.len() {
+                format!(" and {} more", not_passed.len() - shown.len())
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let needs: BTreeSet<&str> = claim.unjudged.iter().map(|u| u.needs.as_str()).collect();
+    let mut groups: Vec<&Unjudged> = claim
+        .unjudged
+        .iter()
+        .filter(|u| {
+            !(u.needs == "[observer] counts" && needs.contains("[observer] counts = \"effects\""))
+        })
+        .collect();
+    groups.sort_by(|a, b| {
+        b.cases
+            .len()
+            .cmp(&a.cases.len())
+            .then(a.needs.cmp(&b.needs))
+    });
+    for u in groups {
+        let mut n = u.cases.len();
+        if u.needs == "[observer] counts = \"effects\"" {
+            n += claim
+                .unjudged
+                .iter()
+                .filter(|o| o.needs == "[observer] counts")
+                .map(|o| o.cases.len())
+                .sum::<usize>();
+        }
+        out.push(format!(
+            "{} (judges {n} core case(s): {})",
+            crate::profile_check::fix_for(&u.needs),
+            u.cases.join(", ")
+        ));
+    }
+    if out.is_empty() && core_ran == 0 {
+        out.push("run the core cases against a Provider that declares v2".into());
+    }
+    out
 }
 
 /// The claim in one sentence.
@@ -300,5 +382,98 @@ fn statement(claim: &Claim, identified: bool, failed: usize, not_applicable: usi
         )
     } else {
         "CETP v2 not established: no core case passed.".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(id: &str, verdict: Verdict, unjudged: Option<&str>) -> CaseOutcome {
+        CaseOutcome {
+            id: id.into(),
+            title: String::new(),
+            requirements: vec![format!("REQ-{id}")],
+            verdict,
+            reason: String::new(),
+            needs: Vec::new(),
+            baselined: false,
+            cited: Vec::new(),
+            unjudged: unjudged.map(str::to_string),
+        }
+    }
+
+    fn env() -> Env {
+        Env {
+            package: "p".into(),
+            authority: "a".into(),
+            manifest_kind: "v2_only".into(),
+            declared: Some(cetp_proto::discovery::Declared {
+                authority: "a".into(),
+                versions: BTreeSet::from([2]),
+                source: cetp_proto::discovery::VersionSource::Versions,
+                legacy_version: None,
+            }),
+            manifest: None,
+            identity_a: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_claim_not_established_lists_the_changes_that_would_establish_it() {
+        let cases = [
+            case("P", Verdict::Pass, None),
+            case("F", Verdict::Fail, None),
+            case("S", Verdict::NotApplicable, None),
+            case("O1", Verdict::NotApplicable, Some("[observer]")),
+            case("O2", Verdict::NotApplicable, Some("[observer]")),
+            case("B", Verdict::NotApplicable, Some("--target-b")),
+            case("C1", Verdict::NotApplicable, Some("[observer] counts")),
+            case(
+                "C2",
+                Verdict::NotApplicable,
+                Some("[observer] counts = \"effects\""),
+            ),
+        ];
+        let c = provider_claim(Some(&env()), &cases, &[], None, false);
+        assert!(!c.cetp_v2);
+        // The FAIL first; then the field judging most cases; the counts
+        // an effects counter also gives are not listed twice.
+        assert_eq!(c.fixes.len(), 4, "{:?}", c.fixes);
+        assert!(
+            c.fixes[0].starts_with("make the Provider pass F "),
+            "{:?}",
+            c.fixes
+        );
+        assert!(
+            c.fixes[1].starts_with("add an [observer]")
+                && c.fixes[1].contains("2 core case(s): O1, O2")
+        );
+        assert!(c.fixes.iter().any(|f| f.contains("--target-b")));
+        assert!(c
+            .fixes
+            .iter()
+            .any(|f| f.contains("counts = \"effects\"") && f.contains("judges 2 core")));
+        assert!(!c
+            .fixes
+            .iter()
+            .any(|f| f.contains("(judges 1 core case(s): C1)")));
+        // The spec's NOT_APPLICABLE needs no change; the setup's are counted.
+        let mut stats = RunStats::default();
+        for o in cases {
+            stats.case(o);
+        }
+        assert_eq!(
+            (stats.summary().not_applicable, stats.summary().not_judged),
+            (6, 5)
+        );
+        // An established claim lists nothing.
+        let ok = [
+            case("P", Verdict::Pass, None),
+            case("S", Verdict::NotApplicable, None),
+        ];
+        assert!(provider_claim(Some(&env()), &ok, &[], None, false)
+            .fixes
+            .is_empty());
     }
 }

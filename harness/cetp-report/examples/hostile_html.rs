@@ -62,6 +62,7 @@ fn main() {
             verdict: Verdict::Fail,
             reason: format!("{hostile} {huge}"),
             baseline: None,
+            unjudged: None,
             duration_ms: 3,
         },
         Event::CaseFinished {
@@ -72,6 +73,7 @@ fn main() {
             verdict: Verdict::Pass,
             reason: String::new(),
             baseline: None,
+            unjudged: None,
             duration_ms: 1,
         },
         Event::CheckVerdict {

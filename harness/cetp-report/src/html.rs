@@ -39,6 +39,19 @@ struct CaseView {
     requirements: Vec<String>,
     cited: Vec<String>,
     trace: Vec<String>,
+    /// A NOT_APPLICABLE the setup caused: what would judge it.
+    unjudged: Option<String>,
+}
+
+impl CaseView {
+    /// The label shown: a case the setup kept from judging is NOT_JUDGED,
+    /// apart from a NOT_APPLICABLE by the spec.
+    fn label(&self) -> &'static str {
+        match (&self.unjudged, self.verdict) {
+            (Some(_), Verdict::NotApplicable) => "NOT_JUDGED",
+            (_, v) => v.as_str(),
+        }
+    }
 }
 
 pub struct HtmlReport {
@@ -103,7 +116,7 @@ impl HtmlReport {
         // No script, no network, whatever a Provider's text turns into.
         o.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n");
         let _ = writeln!(o, "<title>cetp report {}</title>", html(&self.run_id, 80));
-        o.push_str("<style>body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}code,pre{font:12px ui-monospace,monospace}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}details{margin:.2em 0}summary{cursor:pointer}.v{font-weight:bold;display:inline-block;width:7em}.PASS{color:#1a7f37}.FAIL,.FLAKY{color:#cf222e}.WARN{color:#9a6700}.NOT_APPLICABLE{color:#777}.INFRA_ERROR{color:#8250df}.claim{padding:.6em;border:2px solid #888;max-width:60em}p,summary{overflow-wrap:anywhere}</style>\n</head><body>\n");
+        o.push_str("<style>body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}code,pre{font:12px ui-monospace,monospace}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}details{margin:.2em 0}summary{cursor:pointer}.v{font-weight:bold;display:inline-block;min-width:10em;white-space:nowrap;overflow-wrap:normal}.PASS{color:#1a7f37}.FAIL,.FLAKY{color:#cf222e}.WARN{color:#9a6700}.NOT_APPLICABLE{color:#777}.NOT_JUDGED{color:#bc4c00}.fixes{margin:.4em 0 0 1.2em;padding:0}.INFRA_ERROR{color:#8250df}.claim{padding:.6em;border:2px solid #888;max-width:60em}p,summary{overflow-wrap:anywhere}</style>\n</head><body>\n");
         let _ = writeln!(            o,            "<h1>cetp conformance report</h1>\n<p>Run <code>{}</code> of <code>{}</code> against <code>{}</code>, seed {}{}.</p>",
             html(&self.run_id, 80),
             html(&self.harness, 80),
@@ -121,17 +134,27 @@ impl HtmlReport {
     fn render_outcome(&self, o: &mut String) {
         match &self.end {
             Some((s, claim, code)) => {
-                let _ = writeln!(
+                let _ = write!(
                     o,
-                    "<div class=\"claim\"><b>Claim (§9):</b> {}</div>",
+                    "<div class=\"claim\"><b>Claim (§9):</b> {}",
                     html(&claim.statement, 4000)
                 );
+                if !claim.fixes.is_empty() {
+                    o.push_str("<br><b>To establish it:</b><ul class=\"fixes\">");
+                    for f in &claim.fixes {
+                        let _ = write!(o, "<li>{}</li>", html(f, 4000));
+                    }
+                    o.push_str("</ul>");
+                }
+                o.push_str("</div>\n");
+                let judged_na = s.not_applicable - s.not_judged.min(s.not_applicable);
                 let rows = [
                     ("PASS", s.pass),
                     ("FAIL", s.fail),
                     ("FLAKY", s.flaky),
                     ("WARN", s.warn),
-                    ("NOT_APPLICABLE", s.not_applicable),
+                    ("NOT_APPLICABLE", judged_na),
+                    ("NOT_JUDGED", s.not_judged),
                     ("INFRA_ERROR", s.infra_error),
                 ];
                 o.push_str("<h2>By verdict</h2>\n");
@@ -157,10 +180,10 @@ impl HtmlReport {
             *sections
                 .entry(sec)
                 .or_default()
-                .entry(c.verdict.as_str())
+                .entry(c.label())
                 .or_default() += 1;
         }
-        o.push_str("<h2>By spec section</h2>\n<table><tr><th>§</th><th>PASS</th><th>FAIL</th><th>FLAKY</th><th>WARN</th><th>N/A</th><th>INFRA</th></tr>\n");
+        o.push_str("<h2>By spec section</h2>\n<table><tr><th>§</th><th>PASS</th><th>FAIL</th><th>FLAKY</th><th>WARN</th><th>N/A</th><th>NOT JUDGED</th><th>INFRA</th></tr>\n");
         let mut keys: Vec<&String> = sections.keys().collect();
         keys.sort_by_key(|k| {
             k.split('.')
@@ -172,13 +195,14 @@ impl HtmlReport {
             let n = |v: &str| m.get(v).copied().unwrap_or(0);
             let _ = writeln!(
                 o,
-                "<tr><td>§{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>§{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 html(sec, 20),
                 n("PASS"),
                 n("FAIL"),
                 n("FLAKY"),
                 n("WARN"),
                 n("NOT_APPLICABLE"),
+                n("NOT_JUDGED"),
                 n("INFRA_ERROR")
             );
         }
@@ -187,7 +211,7 @@ impl HtmlReport {
     /// One case or check, open when it failed: its requirements, reason,
     /// the command that reruns a case, and its wire trace.
     fn render_case(&self, o: &mut String, c: &CaseView) {
-        let v = c.verdict.as_str();
+        let v = c.label();
         let open = if matches!(c.verdict, Verdict::Fail | Verdict::Flaky) {
             " open"
         } else {
@@ -210,6 +234,13 @@ impl HtmlReport {
         o.push_str("</p>\n");
         if !c.reason.is_empty() {
             let _ = writeln!(o, "<p>{}</p>", html(&c.reason, 4000));
+        }
+        if let Some(needs) = &c.unjudged {
+            let _ = writeln!(
+                o,
+                "<p><b>To judge it:</b> {}</p>",
+                html(&cetp_conformance::profile_check::fix_for(needs), 4000)
+            );
         }
         if c.kind == "case" {
             let _ = writeln!(
@@ -240,6 +271,7 @@ fn chart(rows: &[(&str, usize)]) -> String {
         "FAIL" | "FLAKY" => "#cf222e",
         "WARN" => "#9a6700",
         "INFRA_ERROR" => "#8250df",
+        "NOT_JUDGED" => "#bc4c00",
         _ => "#999",
     };
     let mut s = format!(
@@ -311,6 +343,7 @@ impl Reporter for HtmlReport {
                 cited,
                 verdict,
                 reason,
+                unjudged,
                 ..
             } => {
                 let trace = self.traces.remove(case_id).unwrap_or_default();
@@ -323,6 +356,7 @@ impl Reporter for HtmlReport {
                     requirements: requirements.clone(),
                     cited: cited.clone(),
                     trace,
+                    unjudged: unjudged.clone(),
                 });
             }
             Event::CheckVerdict {
@@ -342,6 +376,7 @@ impl Reporter for HtmlReport {
                 requirements: requirements.clone(),
                 cited: cited.clone(),
                 trace: Vec::new(),
+                unjudged: None,
             }),
             Event::RunFinished {
                 summary,

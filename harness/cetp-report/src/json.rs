@@ -61,7 +61,8 @@ impl Reporter for JsonReport {
                 self.doc.insert("harness".into(), json!(harness));
                 self.doc.insert("config_hash".into(), json!(config_hash));
                 self.doc.insert("seed".into(), json!(seed));
-                self.doc.insert("started_at_ms".into(), json!(started_at_ms));
+                self.doc
+                    .insert("started_at_ms".into(), json!(started_at_ms));
                 self.doc.insert("target".into(), json!({ "label": target }));
             }
             Event::RunPinned { pin_hash, fields } => {
@@ -75,7 +76,12 @@ impl Reporter for JsonReport {
                 manifest,
                 declared_versions,
             } => {
-                let label = self.doc.get("target").and_then(|t| t.get("label")).cloned().unwrap_or(Json::Null);
+                let label = self
+                    .doc
+                    .get("target")
+                    .and_then(|t| t.get("label"))
+                    .cloned()
+                    .unwrap_or(Json::Null);
                 self.doc.insert(
                     "target".into(),
                     json!({
@@ -97,10 +103,22 @@ impl Reporter for JsonReport {
                 reason,
                 baseline,
                 duration_ms,
-            } => self.cases.push(json!({
-                "id": case_id, "title": title, "requirements": requirements, "cited": cited,
-                "verdict": verdict, "reason": reason, "baseline": baseline, "duration_ms": duration_ms,
-            })),
+                unjudged,
+            } => {
+                let mut case = json!({
+                    "id": case_id, "title": title, "requirements": requirements, "cited": cited,
+                    "verdict": verdict, "reason": reason, "baseline": baseline, "duration_ms": duration_ms,
+                });
+                // Added in a compatible way: only on a case the setup kept
+                // from judging, naming what would judge it.
+                if let Some(needs) = unjudged {
+                    case["unjudged"] = json!({
+                        "needs": needs,
+                        "fix": cetp_conformance::profile_check::fix_for(needs),
+                    });
+                }
+                self.cases.push(case);
+            }
             Event::CheckVerdict {
                 check,
                 title,
@@ -113,7 +131,9 @@ impl Reporter for JsonReport {
                 "id": check, "title": title, "requirements": requirements, "cited": cited,
                 "verdict": verdict, "reason": reason, "answers_checked": answers_checked,
             })),
-            Event::BaselineStale { id, reason } => self.stale.push(json!({"id": id, "reason": reason})),
+            Event::BaselineStale { id, reason } => {
+                self.stale.push(json!({"id": id, "reason": reason}))
+            }
             Event::RunFinished {
                 summary,
                 claim,

@@ -136,6 +136,7 @@ impl Reporter for JunitReport {
                 cited,
                 baseline,
                 duration_ms,
+                unjudged,
                 ..
             } => self.rows.push(Row {
                 class: "cetp.case",
@@ -147,9 +148,14 @@ impl Reporter for JunitReport {
                 } else {
                     *verdict
                 },
-                reason: match baseline {
-                    Some(b) => format!("known failure ({b}): {reason}"),
-                    None => reason.clone(),
+                reason: match (baseline, unjudged) {
+                    (Some(b), _) => format!("known failure ({b}): {reason}"),
+                    // Skipped for the setup: say what would judge it.
+                    (None, Some(needs)) => format!(
+                        "{reason}; to judge it: {}",
+                        cetp_conformance::profile_check::fix_for(needs)
+                    ),
+                    (None, None) => reason.clone(),
                 },
                 cited: cited.clone(),
                 millis: *duration_ms,
@@ -199,6 +205,7 @@ mod tests {
             verdict: Verdict::Fail,
             reason: "error_message \"<script>&</script>\" \u{1b}[31m\u{0}]]>".into(),
             baseline: None,
+            unjudged: None,
             duration_ms: 5,
         });
         let xml = j.render();
@@ -223,6 +230,7 @@ mod tests {
             verdict: Verdict::Fail,
             reason: "error_message \u{fffe}".into(),
             baseline: None,
+            unjudged: None,
             duration_ms: 5,
         });
         let xml = j.render();

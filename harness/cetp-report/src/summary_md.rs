@@ -6,6 +6,7 @@
 
 use crate::escape::markdown as md;
 use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
+use cetp_conformance::profile_check::fix_for;
 use std::path::PathBuf;
 
 pub struct SummaryMd {
@@ -16,6 +17,8 @@ pub struct SummaryMd {
     /// The run's pin hash (`RunPinned`).
     pin: Option<String>,
     rows: Vec<String>,
+    /// Cases NOT_APPLICABLE for the setup: what would judge each.
+    unjudged: Vec<String>,
     end: Option<(Summary, Claim, i32)>,
 }
 
@@ -29,6 +32,7 @@ impl SummaryMd {
             run_id: String::new(),
             pin: None,
             rows: Vec::new(),
+            unjudged: Vec::new(),
             end: None,
         }
     }
@@ -73,9 +77,31 @@ impl SummaryMd {
                 "| PASS | FAIL | FLAKY | WARN | N/A | INFRA | exit |\n|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {code} |\n\n",
                 s.pass, s.fail, s.flaky, s.warn, s.not_applicable, s.infra_error
             ));
+            if s.not_judged > 0 {
+                out.push_str(&format!(
+                    "N/A: {} by the spec, {} not judged for the setup.\n\n",
+                    s.not_applicable - s.not_judged.min(s.not_applicable),
+                    s.not_judged
+                ));
+            }
             out.push_str(&format!("**Claim:** {}\n\n", md(&claim.statement, 2000)));
+            if !claim.fixes.is_empty() {
+                out.push_str("To establish it:\n\n");
+                for f in &claim.fixes {
+                    out.push_str(&format!("- {}\n", md(f, 2000)));
+                }
+                out.push('\n');
+            }
         } else {
             out.push_str("The run did not finish.\n\n");
+        }
+        if !self.unjudged.is_empty() {
+            out.push_str("| not judged for the setup | needs | to judge it |\n|---|---|---|\n");
+            for r in &self.unjudged {
+                out.push_str(r);
+                out.push('\n');
+            }
+            out.push('\n');
         }
         if self.rows.is_empty() {
             out.push_str("Nothing needs attention.\n");
@@ -103,6 +129,17 @@ impl Reporter for SummaryMd {
                 self.target = target.clone();
                 self.seed = *seed;
             }
+            Event::CaseFinished {
+                case_id,
+                verdict: Verdict::NotApplicable,
+                unjudged: Some(needs),
+                ..
+            } => self.unjudged.push(format!(
+                "| {} | {} | {} |",
+                md(case_id, 40),
+                md(needs, 200),
+                md(&fix_for(needs), 400)
+            )),
             Event::CaseFinished {
                 case_id,
                 verdict,

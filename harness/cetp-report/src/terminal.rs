@@ -3,6 +3,7 @@
 
 use crate::escape::terminal as esc;
 use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
+use cetp_conformance::profile_check::fix_for;
 use std::io::Write;
 
 pub struct Terminal<W: Write + Send> {
@@ -133,6 +134,7 @@ impl<W: Write + Send> Terminal<W> {
         verdict: Verdict,
         reason: &str,
         baseline: Option<&str>,
+        unjudged: Option<&str>,
     ) -> Option<String> {
         if let Some(pb) = &self.progress {
             pb.inc(1);
@@ -143,7 +145,13 @@ impl<W: Write + Send> Terminal<W> {
         let known = baseline
             .map(|b| format!(" [known failure: {}]", esc(b, 200)))
             .unwrap_or_default();
-        let why = reason_line(reason);
+        let mut why = reason_line(reason);
+        if let Some(needs) = unjudged {
+            why.push_str(&format!(
+                "\n        to judge it: {}",
+                esc(&fix_for(needs), 600)
+            ));
+        }
         // One line to paste: the case alone, with its wire trace.
         let again =
             if matches!(verdict, Verdict::Fail | Verdict::Flaky | Verdict::Warn) && !self.trace {
@@ -207,8 +215,24 @@ impl<W: Write + Send> Terminal<W> {
         if let Some(pb) = self.progress.take() {
             pb.finish_and_clear();
         }
+        let not_judged = if summary.not_judged > 0 {
+            format!(
+                " ({} by the spec, {} not judged for the setup)",
+                summary.not_applicable - summary.not_judged.min(summary.not_applicable),
+                summary.not_judged
+            )
+        } else {
+            String::new()
+        };
+        let mut fixes = String::new();
+        if !claim.fixes.is_empty() {
+            fixes.push_str("\nto establish it:");
+            for f in &claim.fixes {
+                fixes.push_str(&format!("\n  - {}", esc(f, 2000)));
+            }
+        }
         format!(
-            "\n{} passed, {} failed, {} flaky, {} warned, {} not applicable, {} infra errors ({:.1} s)\nclaim: {}\nexit code {exit_code}",
+            "\n{} passed, {} failed, {} flaky, {} warned, {} not applicable{not_judged}, {} infra errors ({:.1} s)\nclaim: {}{fixes}\nexit code {exit_code}",
             summary.pass,
             summary.fail,
             summary.flaky,
@@ -326,8 +350,16 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 verdict,
                 reason,
                 baseline,
+                unjudged,
                 ..
-            } => self.case_finished(case_id, title, *verdict, reason, baseline.as_deref()),
+            } => self.case_finished(
+                case_id,
+                title,
+                *verdict,
+                reason,
+                baseline.as_deref(),
+                unjudged.as_deref(),
+            ),
             Event::CheckVerdict {
                 check,
                 title,

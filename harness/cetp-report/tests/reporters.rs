@@ -44,6 +44,7 @@ fn fixed_run() -> Vec<Event> {
             reason: format!("error_message {HOSTILE}"),
             baseline: None,
             duration_ms: 5,
+            unjudged: None,
         },
         Event::CaseFinished {
             case_id: "NEG-001".into(),
@@ -54,6 +55,31 @@ fn fixed_run() -> Vec<Event> {
             reason: String::new(),
             baseline: None,
             duration_ms: 1,
+            unjudged: None,
+        },
+        // Not applicable by the spec, and not judged for the setup: shown
+        // apart, the second with the fix that would judge it.
+        Event::CaseFinished {
+            case_id: "NEG-014".into(),
+            title: "v2-only manifests".into(),
+            requirements: vec!["CETP2-2.1-06".into()],
+            cited: vec![],
+            verdict: Verdict::NotApplicable,
+            reason: "applies to v2_only manifests".into(),
+            baseline: None,
+            duration_ms: 1,
+            unjudged: None,
+        },
+        Event::CaseFinished {
+            case_id: "IDEM-004".into(),
+            title: "no second effect".into(),
+            requirements: vec!["CETP2-6-02".into()],
+            cited: vec![],
+            verdict: Verdict::NotApplicable,
+            reason: format!("not judged: {HOSTILE} (needs [observer])"),
+            baseline: None,
+            duration_ms: 1,
+            unjudged: Some("[observer]".into()),
         },
         Event::CheckVerdict {
             check: "CHK-ERROR-MESSAGE".into(),
@@ -75,10 +101,16 @@ fn fixed_run() -> Vec<Event> {
             summary: Summary {
                 pass: 1,
                 fail: 2,
+                not_applicable: 2,
+                not_judged: 1,
                 ..Summary::default()
             },
             claim: Claim {
                 statement: "Not CETP v2: IDEM-001 failed.".into(),
+                fixes: vec![
+                    "make the Provider pass IDEM-001".into(),
+                    format!("add an [observer] {HOSTILE}"),
+                ],
                 ..Claim::default()
             },
             exit_code: 1,
@@ -210,6 +242,7 @@ fn junit_of_every_verdict_is_valid_junit() {
             verdict,
             reason: reason.into(),
             baseline: baseline.map(str::to_string),
+            unjudged: None,
             duration_ms: 2,
         });
     }

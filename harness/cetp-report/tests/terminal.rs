@@ -34,6 +34,7 @@ fn case(id: &str, verdict: Verdict, reason: &str, baseline: Option<&str>) -> Eve
         verdict,
         reason: reason.into(),
         baseline: baseline.map(str::to_string),
+        unjudged: None,
         duration_ms: 1,
     }
 }
