@@ -855,16 +855,23 @@ impl Shadow {
             if !notes.is_empty() {
                 return Judged::Notes(notes);
             }
+            let passed = |i: usize| runs.iter().any(|(_, r)| r.stop.is_none() || r.step > i + 1);
             let first_stop = runs
                 .iter()
                 .filter_map(|(k, r)| {
                     let stop = r.stop.as_ref()?;
+                    let at = r.step.saturating_sub(1);
                     let variant = *k / FLAVOURS.len() > 0;
+                    // A run that cannot run an optional step (its earlier
+                    // answer asked nothing to resolve) stops there
+                    // unjudged, as long as another run went on.
+                    if steps.get(at).is_some_and(|s| s.meta == Meta::Optional) && passed(at) {
+                        return None;
+                    }
                     // A variant that cannot go on by its own latitude stops
                     // there unjudged; the reference engine's stop, or any
                     // FAIL, is a step the shadow cannot vouch for.
-                    (!variant || matches!(stop, Stop::Fail(_) | Stop::Cut(_)))
-                        .then(|| r.step.saturating_sub(1))
+                    (!variant || matches!(stop, Stop::Fail(_) | Stop::Cut(_))).then_some(at)
                 })
                 .min();
             match first_stop {
@@ -910,10 +917,19 @@ impl Shadow {
                 }
                 if oi == *ts {
                     // The target stopped here. A FAIL of a step every shadow
-                    // run passed is a finding; any other stop ends the
-                    // judgement.
+                    // run that reached it passed is a finding; any other stop
+                    // ends the judgement. Before `limit` a run stops short
+                    // only by its own earlier answer (a legal variant's sync
+                    // answer leaves no operation to poll; a run that was not
+                    // asked again has nothing to resolve at an optional
+                    // step): it took a path the target, which went on, did
+                    // not, and says nothing about this step. A run that
+                    // stopped at this very step does.
                     if let Stop::Fail(reason) = stop {
-                        if reached.len() == only_runs.len() && !transient(trun, &s.step) {
+                        let stopped_here = only_runs
+                            .iter()
+                            .any(|r| r.stop.is_some() && r.step == i + 1);
+                        if !stopped_here && !reached.is_empty() && !transient(trun, &s.step) {
                             compiled.push(s.step.clone());
                             verdict = Some((
                                 compiled.len(),
@@ -933,7 +949,7 @@ impl Shadow {
             let Some(mut step) = compile_step(s, &reached, counts) else {
                 continue;
             };
-            if s.meta == Meta::Plain && step.get("expect").is_some() {
+            if matches!(s.meta, Meta::Plain | Meta::Optional) && step.get("expect").is_some() {
                 self.widen(&mut step, &runs);
             }
             compiled.push(step.clone());

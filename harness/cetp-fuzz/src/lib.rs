@@ -275,6 +275,10 @@ pub struct Fuzzer<'a> {
     /// effect judgements are dropped from then on rather than risk
     /// charging it with an earlier sequence's effect.
     effects_unsafe: Option<String>,
+    /// The finding being confirmed failed again only with its schema-drawn
+    /// args drawn anew ([`Fuzzer::reproduces`]): its shrink draws them
+    /// anew for every candidate too.
+    redraw_reruns: bool,
 }
 
 enum OracleMode {
@@ -396,6 +400,7 @@ impl<'a> Fuzzer<'a> {
             trace: std::env::var_os("CETP_FUZZ_TRACE").map(Into::into),
             unsettled: false,
             effects_unsafe: None,
+            redraw_reruns: false,
         })
     }
 
@@ -679,6 +684,20 @@ impl<'a> Fuzzer<'a> {
         }
     }
 
+    /// Judges one given sequence (its moves, seeded by `seed`) as a run
+    /// judges each generated one, without shrinking or confirming: what a
+    /// regression test holds a mutant or a legal variant to, move by move.
+    pub fn judge_moves(&mut self, moves: &[Move], seed: u64) -> Judgement {
+        match self.attempt(moves, 0, seed) {
+            Attempt::OracleNotes(n) => Judgement::OracleNotes(n),
+            Attempt::Nothing => Judgement::Unjudged,
+            Attempt::Ran { case, run } => match signature(&case, &run) {
+                Some((signature, message)) => Judgement::Finding { signature, message },
+                None => Judgement::Pass,
+            },
+        }
+    }
+
     /// Runs until the budget, the case count or `max_findings` is reached.
     pub fn run(&mut self, progress: &mut dyn FnMut(&Stats)) -> FuzzReport {
         let started = Instant::now();
@@ -757,6 +776,7 @@ impl<'a> Fuzzer<'a> {
                         // A Provider the harness does not know is charged
                         // only with what fails again: the same moves, run
                         // anew with fresh request ids.
+                        self.redraw_reruns = false;
                         if !signatures.contains(&sig)
                             && !self.reproduces(&seq.moves, index, seed, &sig)
                         {
@@ -849,16 +869,30 @@ impl<'a> Fuzzer<'a> {
         }
         for _ in 0..self.cfg.confirm_runs {
             let again = self.next_seed(seed);
-            match self.attempt(moves, index, again) {
-                Attempt::Ran { case, run } => {
-                    if signature(&case, &run).is_none_or(|(s, _)| s != sig) {
-                        return false;
-                    }
-                }
-                _ => return false,
+            if self.fails_again(moves, index, again, sig) {
+                continue;
             }
+            // The first run may have changed what the same values meet (a
+            // read that created the missing object it was asked for): the
+            // same moves with their schema-drawn args drawn anew.
+            let Some(redrawn) = moves::redraw_generated(moves, &self.world, again) else {
+                return false;
+            };
+            let again = self.next_seed(seed);
+            if !self.fails_again(&redrawn, index, again, sig) {
+                return false;
+            }
+            self.redraw_reruns = true;
         }
         true
+    }
+
+    /// Whether `moves` run with `seed` fail with signature `sig`.
+    fn fails_again(&mut self, moves: &[Move], index: u64, seed: u64, sig: &str) -> bool {
+        match self.attempt(moves, index, seed) {
+            Attempt::Ran { case, run } => signature(&case, &run).is_some_and(|(s, _)| s == sig),
+            _ => false,
+        }
     }
 
     fn next_seed(&mut self, seed: u64) -> u64 {
@@ -893,6 +927,11 @@ impl<'a> Fuzzer<'a> {
             }
             *budget -= 1;
             let s = me.next_seed(seed);
+            let cand = if me.redraw_reruns {
+                moves::redraw_generated(&cand, &me.world, s).unwrap_or(cand)
+            } else {
+                cand
+            };
             match me.attempt(&cand, index, s) {
                 Attempt::Ran { case, run } => {
                     stats.envelopes += run.answers as u64;
@@ -1039,6 +1078,19 @@ fn wrap_blind(skip: &Option<Option<String>>, seed: u64, t: Target) -> Target {
         }
         None => t,
     }
+}
+
+/// What [`Fuzzer::judge_moves`] made of one sequence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Judgement {
+    /// The target failed: the finding's signature and message.
+    Finding { signature: String, message: String },
+    /// Judged, and the target passed.
+    Pass,
+    /// Nothing of the sequence was left to judge.
+    Unjudged,
+    /// A check fired on the oracle itself.
+    OracleNotes(Vec<String>),
 }
 
 enum Attempt {
