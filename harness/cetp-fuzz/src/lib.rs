@@ -1267,3 +1267,73 @@ mod quiesce_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod reproduce_tests {
+    use super::*;
+    use moves::{GenStep, Meta};
+
+    /// get_note_creates_missing was reported flaky: its first run creates
+    /// the note it was asked for, so the confirmation run of the same moves
+    /// meets a note that exists. The confirmation draws the schema-drawn
+    /// args anew and the finding is confirmed (and shrunk with fresh ones).
+    #[test]
+    fn a_finding_that_consumed_its_args_is_confirmed_with_args_drawn_anew() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let suite = cetp_conformance::suite::Suite::load(&dir.join("vectors")).unwrap();
+        let profile =
+            Profile::from_toml(&std::fs::read_to_string(dir.join("profiles/notes.toml")).unwrap())
+                .unwrap();
+        let step = |j: Json, meta: Meta| GenStep { step: j, meta };
+        let moves = [
+            Move {
+                steps: vec![step(
+                    json!({"do": "negotiate", "as": "a", "bind": "s1"}),
+                    Meta::Plain,
+                )],
+            },
+            Move {
+                steps: vec![
+                    step(json!({"do": "observe", "bind": "o2"}), Meta::Plain),
+                    step(
+                        json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s1",
+                            "tool": {"name": "get_note"}, "args": {"json": {"note_id": "n_zzzzzzzzzz"}},
+                            "bind": "e3", "expect": {}, "requirements": []}),
+                        Meta::Plain,
+                    ),
+                    step(
+                        json!({"do": "observe", "bind": "p4", "requirements": ["CETP2-3.4-08"]}),
+                        Meta::EffectsAfter {
+                            since: "o2".into(),
+                            tool_of: Some("e3".into()),
+                        },
+                    ),
+                ],
+            },
+        ];
+        let spec =
+            cetp_targets::TargetSpec::parse("sim:provider=notes,mutant=get_note_creates_missing")
+                .unwrap();
+        let target = cetp_targets::open(&spec).unwrap();
+        let (_, env) = cetp_conformance::runner::identify(&target, &profile).unwrap();
+        let cfg = FuzzConfig {
+            oracle: OracleChoice::Descriptor,
+            ..FuzzConfig::default()
+        };
+        let mut f = Fuzzer::new(target, &profile, env, &suite.rules, cfg).unwrap();
+        let Attempt::Ran { case, run } = f.attempt(&moves, 0, 1) else {
+            panic!("the sequence was not judged");
+        };
+        let (sig, _) = signature(&case, &run).expect("the first run fails");
+        assert!(sig.contains("CETP2-3.4-08"), "{sig}");
+        assert!(
+            !f.fails_again(&moves, 0, 2, &sig),
+            "the same args no longer fail"
+        );
+        assert!(
+            f.reproduces(&moves, 0, 3, &sig),
+            "confirmed with args drawn anew"
+        );
+        assert!(f.redraw_reruns, "its shrink draws them anew too");
+    }
+}
