@@ -79,7 +79,8 @@ const WIDE: &[&str] = &[
 
 /// Steps that change nothing on the Provider and draw nothing from the
 /// interpreter's generator: the shadow may drop them without shifting the
-/// request ids of the steps after them.
+/// request ids of the steps after them (all but `cancel_consistent`, which
+/// is replaced instead: [`draws_a_request_id`]).
 const PURE: &[&str] = &[
     "same",
     "equal",
@@ -91,6 +92,13 @@ const PURE: &[&str] = &[
     "read_fd",
     "cancel_consistent",
 ];
+
+/// A pure step that still draws a request id from the interpreter's
+/// generator: `cancel_consistent` judges the effects by an observer
+/// snapshot of its own (when the state it reads lets it get that far).
+fn draws_a_request_id(step: &Json) -> bool {
+    step.get("do").and_then(Json::as_str) == Some("cancel_consistent")
+}
 
 /// Identifies one `execute_tool` call across the target and the shadow: the
 /// identity, request id, tool and args text (the generator makes them the
@@ -823,6 +831,9 @@ impl Shadow {
         // judged (a Provider step dropped would shift the request ids the
         // generator draws after it, and with them every repeated answer).
         let mut limit = steps.len();
+        // Judgements the shadow could not vouch for, run as an observation
+        // in their place (by index in the target's sequence).
+        let mut replaced: BTreeSet<usize> = BTreeSet::new();
         let mut runs: Vec<(usize, CaseRun)> = Vec::new();
         for round in 0..=MAX_ROUNDS {
             let Some(case) = to_case(header, &oracle_steps(&steps)) else {
@@ -882,8 +893,20 @@ impl Shadow {
                         .and_then(Json::as_str)
                         .is_some_and(|d| PURE.contains(&d));
                     if pure && round < MAX_ROUNDS {
-                        steps.remove(i);
-                        orig.remove(i);
+                        if draws_a_request_id(&steps[i].step) {
+                            replaced.insert(orig[i]);
+                            // It takes an observer snapshot, whose request id
+                            // the target's run drew: an observation in its
+                            // place keeps every later request id the same,
+                            // and with it every repeated answer.
+                            steps[i] = GenStep {
+                                step: json!({"do": "observe", "bind": format!("__in_place_of_{i}")}),
+                                meta: Meta::Plain,
+                            };
+                        } else {
+                            steps.remove(i);
+                            orig.remove(i);
+                        }
                         continue;
                     }
                     limit = i;
@@ -925,7 +948,7 @@ impl Shadow {
                     // step): it took a path the target, which went on, did
                     // not, and says nothing about this step. A run that
                     // stopped at this very step does.
-                    if let Stop::Fail(reason) = stop {
+                    if let (Stop::Fail(reason), false) = (stop, replaced.contains(&oi)) {
                         let stopped_here = only_runs
                             .iter()
                             .any(|r| r.stop.is_some() && r.step == i + 1);
