@@ -401,3 +401,46 @@ fn a_read_that_creates_what_it_was_asked_for_fails_again_with_args_drawn_anew() 
         "sim:provider=notes",
     );
 }
+
+/// A `cancel_consistent` that some shadow run cannot pass (the slow
+/// business flavour's operation fails, so it ended neither cancelled nor
+/// succeeded) is not judged; it still takes an observer snapshot on the
+/// target, whose request id the shadow must draw too, or every later call
+/// is keyed differently and its repeated answer is lost (the reference was
+/// charged with its own `accepted` in a 2-minute clean run).
+#[test]
+fn a_judgement_the_shadow_cannot_vouch_for_keeps_later_request_ids_aligned() {
+    let tool = json!({"name": "sync_portfolio"});
+    let caps = ["async_operations", "cancellation"];
+    let m = moves(vec![
+        vec![negotiate("s1", &caps)],
+        vec![
+            step(json!({"do": "observe", "bind": "o2"}), Meta::Plain),
+            execute("s1", tool.clone(), json!("valid"), "e3"),
+            call(
+                json!({"do": "call", "as": "a", "method": "get_operation", "session": "s1",
+                "request_id": "${e3/_request/request_id}", "operation_id": "${e3/data/operation_id}",
+                "bind": "g4"}),
+            ),
+            call(
+                json!({"do": "poll", "as": "a", "session": "s1", "operation_of": "e3", "bind": "f5"}),
+            ),
+            step(
+                json!({"do": "cancel_consistent", "final": "f5", "since": "o2",
+                    "requirements": ["CETP2-4.4-17"]}),
+                Meta::Judgement,
+            ),
+        ],
+        vec![
+            negotiate("s6", &caps),
+            execute("s6", tool, json!("valid"), "e7"),
+        ],
+    ]);
+    for target in ["sim", "sim:variant=slow_operations"] {
+        assert_eq!(
+            judge(target, "reference.toml", &m),
+            Judgement::Pass,
+            "{target}"
+        );
+    }
+}
