@@ -652,8 +652,8 @@ impl<'w> Generator<'w> {
 
     /// The retry §6 is about: a side effect with valid args, then the same
     /// request id and args again (the same session, or a new one of the same
-    /// caller, as after a lost connection): the first answer again, and no
-    /// second effect.
+    /// caller, as after a lost connection; sometimes minutes or an hour
+    /// later): the first answer again, and no second effect.
     fn retry(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
         let tools: Vec<ToolInfo> = self.world.side_effecting().cloned().collect();
         let tool = self.pick(&tools)?;
@@ -678,7 +678,19 @@ impl<'w> Generator<'w> {
             ident,
             may_ask: tool.confirmation == "always",
         });
-        let s2 = if self.chance(0.3) {
+        // Sometimes later, well inside the idempotency window the record
+        // must outlive (§6: at least a day), in a new session, as the old
+        // one may have expired meanwhile.
+        let later = self.chance(0.3);
+        if later {
+            let ms = *[61_000u64, 600_000, 3_600_000]
+                .get(self.rng.random_range(0..3))
+                .unwrap_or(&61_000);
+            out.push(plain(
+                json!({"do": "advance_clock", "ms": ms, "requirements": []}),
+            ));
+        }
+        let s2 = if later || self.chance(0.3) {
             self.fresh_session(ident, &mut out)
         } else {
             s
