@@ -79,7 +79,8 @@ const WIDE: &[&str] = &[
 
 /// Steps that change nothing on the Provider and draw nothing from the
 /// interpreter's generator: the shadow may drop them without shifting the
-/// request ids of the steps after them.
+/// request ids of the steps after them (all but `cancel_consistent`, which
+/// is replaced instead: [`draws_a_request_id`]).
 const PURE: &[&str] = &[
     "same",
     "equal",
@@ -91,6 +92,13 @@ const PURE: &[&str] = &[
     "read_fd",
     "cancel_consistent",
 ];
+
+/// A pure step that still draws a request id from the interpreter's
+/// generator: `cancel_consistent` judges the effects by an observer
+/// snapshot of its own (when the state it reads lets it get that far).
+fn draws_a_request_id(step: &Json) -> bool {
+    step.get("do").and_then(Json::as_str) == Some("cancel_consistent")
+}
 
 /// Identifies one `execute_tool` call across the target and the shadow: the
 /// identity, request id, tool and args text (the generator makes them the
@@ -823,6 +831,9 @@ impl Shadow {
         // judged (a Provider step dropped would shift the request ids the
         // generator draws after it, and with them every repeated answer).
         let mut limit = steps.len();
+        // Judgements the shadow could not vouch for, run as an observation
+        // in their place (by index in the target's sequence).
+        let mut replaced: BTreeSet<usize> = BTreeSet::new();
         let mut runs: Vec<(usize, CaseRun)> = Vec::new();
         for round in 0..=MAX_ROUNDS {
             let Some(case) = to_case(header, &oracle_steps(&steps)) else {
@@ -855,16 +866,23 @@ impl Shadow {
             if !notes.is_empty() {
                 return Judged::Notes(notes);
             }
+            let passed = |i: usize| runs.iter().any(|(_, r)| r.stop.is_none() || r.step > i + 1);
             let first_stop = runs
                 .iter()
                 .filter_map(|(k, r)| {
                     let stop = r.stop.as_ref()?;
+                    let at = r.step.saturating_sub(1);
                     let variant = *k / FLAVOURS.len() > 0;
+                    // A run that cannot run an optional step (its earlier
+                    // answer asked nothing to resolve) stops there
+                    // unjudged, as long as another run went on.
+                    if steps.get(at).is_some_and(|s| s.meta == Meta::Optional) && passed(at) {
+                        return None;
+                    }
                     // A variant that cannot go on by its own latitude stops
                     // there unjudged; the reference engine's stop, or any
                     // FAIL, is a step the shadow cannot vouch for.
-                    (!variant || matches!(stop, Stop::Fail(_) | Stop::Cut(_)))
-                        .then(|| r.step.saturating_sub(1))
+                    (!variant || matches!(stop, Stop::Fail(_) | Stop::Cut(_))).then_some(at)
                 })
                 .min();
             match first_stop {
@@ -875,8 +893,20 @@ impl Shadow {
                         .and_then(Json::as_str)
                         .is_some_and(|d| PURE.contains(&d));
                     if pure && round < MAX_ROUNDS {
-                        steps.remove(i);
-                        orig.remove(i);
+                        if draws_a_request_id(&steps[i].step) {
+                            replaced.insert(orig[i]);
+                            // It takes an observer snapshot, whose request id
+                            // the target's run drew: an observation in its
+                            // place keeps every later request id the same,
+                            // and with it every repeated answer.
+                            steps[i] = GenStep {
+                                step: json!({"do": "observe", "bind": format!("__in_place_of_{i}")}),
+                                meta: Meta::Plain,
+                            };
+                        } else {
+                            steps.remove(i);
+                            orig.remove(i);
+                        }
                         continue;
                     }
                     limit = i;
@@ -910,10 +940,19 @@ impl Shadow {
                 }
                 if oi == *ts {
                     // The target stopped here. A FAIL of a step every shadow
-                    // run passed is a finding; any other stop ends the
-                    // judgement.
-                    if let Stop::Fail(reason) = stop {
-                        if reached.len() == only_runs.len() && !transient(trun, &s.step) {
+                    // run that reached it passed is a finding; any other stop
+                    // ends the judgement. Before `limit` a run stops short
+                    // only by its own earlier answer (a legal variant's sync
+                    // answer leaves no operation to poll; a run that was not
+                    // asked again has nothing to resolve at an optional
+                    // step): it took a path the target, which went on, did
+                    // not, and says nothing about this step. A run that
+                    // stopped at this very step does.
+                    if let (Stop::Fail(reason), false) = (stop, replaced.contains(&oi)) {
+                        let stopped_here = only_runs
+                            .iter()
+                            .any(|r| r.stop.is_some() && r.step == i + 1);
+                        if !stopped_here && !reached.is_empty() && !transient(trun, &s.step) {
                             compiled.push(s.step.clone());
                             verdict = Some((
                                 compiled.len(),
@@ -933,7 +972,7 @@ impl Shadow {
             let Some(mut step) = compile_step(s, &reached, counts) else {
                 continue;
             };
-            if s.meta == Meta::Plain && step.get("expect").is_some() {
+            if matches!(s.meta, Meta::Plain | Meta::Optional) && step.get("expect").is_some() {
                 self.widen(&mut step, &runs);
             }
             compiled.push(step.clone());

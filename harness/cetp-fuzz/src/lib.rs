@@ -275,6 +275,10 @@ pub struct Fuzzer<'a> {
     /// effect judgements are dropped from then on rather than risk
     /// charging it with an earlier sequence's effect.
     effects_unsafe: Option<String>,
+    /// The finding being confirmed failed again only with its schema-drawn
+    /// args drawn anew ([`Fuzzer::reproduces`]): its shrink draws them
+    /// anew for every candidate too.
+    redraw_reruns: bool,
 }
 
 enum OracleMode {
@@ -396,6 +400,7 @@ impl<'a> Fuzzer<'a> {
             trace: std::env::var_os("CETP_FUZZ_TRACE").map(Into::into),
             unsettled: false,
             effects_unsafe: None,
+            redraw_reruns: false,
         })
     }
 
@@ -679,6 +684,20 @@ impl<'a> Fuzzer<'a> {
         }
     }
 
+    /// Judges one given sequence (its moves, seeded by `seed`) as a run
+    /// judges each generated one, without shrinking or confirming: what a
+    /// regression test holds a mutant or a legal variant to, move by move.
+    pub fn judge_moves(&mut self, moves: &[Move], seed: u64) -> Judgement {
+        match self.attempt(moves, 0, seed) {
+            Attempt::OracleNotes(n) => Judgement::OracleNotes(n),
+            Attempt::Nothing => Judgement::Unjudged,
+            Attempt::Ran { case, run } => match signature(&case, &run) {
+                Some((signature, message)) => Judgement::Finding { signature, message },
+                None => Judgement::Pass,
+            },
+        }
+    }
+
     /// Runs until the budget, the case count or `max_findings` is reached.
     pub fn run(&mut self, progress: &mut dyn FnMut(&Stats)) -> FuzzReport {
         let started = Instant::now();
@@ -757,6 +776,7 @@ impl<'a> Fuzzer<'a> {
                         // A Provider the harness does not know is charged
                         // only with what fails again: the same moves, run
                         // anew with fresh request ids.
+                        self.redraw_reruns = false;
                         if !signatures.contains(&sig)
                             && !self.reproduces(&seq.moves, index, seed, &sig)
                         {
@@ -849,16 +869,30 @@ impl<'a> Fuzzer<'a> {
         }
         for _ in 0..self.cfg.confirm_runs {
             let again = self.next_seed(seed);
-            match self.attempt(moves, index, again) {
-                Attempt::Ran { case, run } => {
-                    if signature(&case, &run).is_none_or(|(s, _)| s != sig) {
-                        return false;
-                    }
-                }
-                _ => return false,
+            if self.fails_again(moves, index, again, sig) {
+                continue;
             }
+            // The first run may have changed what the same values meet (a
+            // read that created the missing object it was asked for): the
+            // same moves with their schema-drawn args drawn anew.
+            let Some(redrawn) = moves::redraw_generated(moves, &self.world, again) else {
+                return false;
+            };
+            let again = self.next_seed(seed);
+            if !self.fails_again(&redrawn, index, again, sig) {
+                return false;
+            }
+            self.redraw_reruns = true;
         }
         true
+    }
+
+    /// Whether `moves` run with `seed` fail with signature `sig`.
+    fn fails_again(&mut self, moves: &[Move], index: u64, seed: u64, sig: &str) -> bool {
+        match self.attempt(moves, index, seed) {
+            Attempt::Ran { case, run } => signature(&case, &run).is_some_and(|(s, _)| s == sig),
+            _ => false,
+        }
     }
 
     fn next_seed(&mut self, seed: u64) -> u64 {
@@ -893,6 +927,11 @@ impl<'a> Fuzzer<'a> {
             }
             *budget -= 1;
             let s = me.next_seed(seed);
+            let cand = if me.redraw_reruns {
+                moves::redraw_generated(&cand, &me.world, s).unwrap_or(cand)
+            } else {
+                cand
+            };
             match me.attempt(&cand, index, s) {
                 Attempt::Ran { case, run } => {
                     stats.envelopes += run.answers as u64;
@@ -1039,6 +1078,19 @@ fn wrap_blind(skip: &Option<Option<String>>, seed: u64, t: Target) -> Target {
         }
         None => t,
     }
+}
+
+/// What [`Fuzzer::judge_moves`] made of one sequence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Judgement {
+    /// The target failed: the finding's signature and message.
+    Finding { signature: String, message: String },
+    /// Judged, and the target passed.
+    Pass,
+    /// Nothing of the sequence was left to judge.
+    Unjudged,
+    /// A check fired on the oracle itself.
+    OracleNotes(Vec<String>),
 }
 
 enum Attempt {
@@ -1213,5 +1265,75 @@ mod quiesce_tests {
             !failed(Then::DropEffects),
             "unsettled, the effect judgement is dropped, not charged"
         );
+    }
+}
+
+#[cfg(test)]
+mod reproduce_tests {
+    use super::*;
+    use moves::{GenStep, Meta};
+
+    /// get_note_creates_missing was reported flaky: its first run creates
+    /// the note it was asked for, so the confirmation run of the same moves
+    /// meets a note that exists. The confirmation draws the schema-drawn
+    /// args anew and the finding is confirmed (and shrunk with fresh ones).
+    #[test]
+    fn a_finding_that_consumed_its_args_is_confirmed_with_args_drawn_anew() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let suite = cetp_conformance::suite::Suite::load(&dir.join("vectors")).unwrap();
+        let profile =
+            Profile::from_toml(&std::fs::read_to_string(dir.join("profiles/notes.toml")).unwrap())
+                .unwrap();
+        let step = |j: Json, meta: Meta| GenStep { step: j, meta };
+        let moves = [
+            Move {
+                steps: vec![step(
+                    json!({"do": "negotiate", "as": "a", "bind": "s1"}),
+                    Meta::Plain,
+                )],
+            },
+            Move {
+                steps: vec![
+                    step(json!({"do": "observe", "bind": "o2"}), Meta::Plain),
+                    step(
+                        json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s1",
+                            "tool": {"name": "get_note"}, "args": {"json": {"note_id": "n_zzzzzzzzzz"}},
+                            "bind": "e3", "expect": {}, "requirements": []}),
+                        Meta::Plain,
+                    ),
+                    step(
+                        json!({"do": "observe", "bind": "p4", "requirements": ["CETP2-3.4-08"]}),
+                        Meta::EffectsAfter {
+                            since: "o2".into(),
+                            tool_of: Some("e3".into()),
+                        },
+                    ),
+                ],
+            },
+        ];
+        let spec =
+            cetp_targets::TargetSpec::parse("sim:provider=notes,mutant=get_note_creates_missing")
+                .unwrap();
+        let target = cetp_targets::open(&spec).unwrap();
+        let (_, env) = cetp_conformance::runner::identify(&target, &profile).unwrap();
+        let cfg = FuzzConfig {
+            oracle: OracleChoice::Descriptor,
+            ..FuzzConfig::default()
+        };
+        let mut f = Fuzzer::new(target, &profile, env, &suite.rules, cfg).unwrap();
+        let Attempt::Ran { case, run } = f.attempt(&moves, 0, 1) else {
+            panic!("the sequence was not judged");
+        };
+        let (sig, _) = signature(&case, &run).expect("the first run fails");
+        assert!(sig.contains("CETP2-3.4-08"), "{sig}");
+        assert!(
+            !f.fails_again(&moves, 0, 2, &sig),
+            "the same args no longer fail"
+        );
+        assert!(
+            f.reproduces(&moves, 0, 3, &sig),
+            "confirmed with args drawn anew"
+        );
+        assert!(f.redraw_reruns, "its shrink draws them anew too");
     }
 }

@@ -33,6 +33,12 @@ pub enum Meta {
         since: String,
         tool_of: Option<String>,
     },
+    /// Runs as [`Meta::Plain`], but only where an earlier answer made it
+    /// possible (a resolution a retry asked for again, and the resumed
+    /// call): an oracle run whose own earlier answer leaves it nothing to
+    /// run stops there unjudged, as long as another run went on, and the
+    /// runs that went on judge what follows.
+    Optional,
 }
 
 #[derive(Clone, Debug)]
@@ -118,6 +124,8 @@ const KINDS: &[(&str, u32)] = &[
     ("restart_replay", 4),
     ("async_flow", 10),
     ("large", 4),
+    ("retry", 6),
+    ("restart_operation", 4),
 ];
 
 impl<'w> Generator<'w> {
@@ -277,6 +285,8 @@ impl<'w> Generator<'w> {
             "async_flow" => self.async_flow(&mut pre)?,
             "large" => self.large(&mut pre)?,
             "restart_replay" => self.restart_replay(&mut pre)?,
+            "retry" => self.retry(&mut pre)?,
+            "restart_operation" => self.restart_operation(&mut pre)?,
             "tokens" => {
                 // Enough sessions to judge tokens by: a few negotiations.
                 while self.st.tokens.len() < 4 {
@@ -633,8 +643,144 @@ impl<'w> Generator<'w> {
             "request_id": format!("${{{e}/_request/request_id}}"), "bind": r,
             "requirements": ["CETP2-4.4-13", "CETP2-4.4-14", "CETP2-6-04"]}),
         )];
+        // The record that survived carries the first answer (§6).
+        let mut replay = replay;
+        replay.push(same_answer(&e, &r, &["CETP2-4.4-13", "CETP2-6-04"]));
         out.extend(self.observed(replay, Some(r), &["CETP2-4.4-13", "CETP2-4.4-14"]));
         Some(out)
+    }
+
+    /// The retry §6 is about: a side effect with valid args, then the same
+    /// request id and args again (the same session, or a new one of the same
+    /// caller, as after a lost connection; sometimes minutes or an hour
+    /// later): the first answer again, and no second effect.
+    fn retry(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        let tools: Vec<ToolInfo> = self.world.side_effecting().cloned().collect();
+        let tool = self.pick(&tools)?;
+        let ident = self.ident();
+        let s = self.session_of(ident, pre);
+        let e = self.name("e");
+        let mut first = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
+            "tool": {"name": literal(&tool.name)}, "args": "valid", "bind": e,
+            "requirements": ["CETP2-4-04", "CETP2-6-01"]});
+        if tool.execution != "sync" {
+            first["expect"] = json!({"status": ["success", "accepted", "error"]});
+        }
+        let mut out = self.observed(
+            vec![call_step(first)],
+            Some(e.clone()),
+            &["CETP2-6-01", "CETP2-3.4-12"],
+        );
+        self.st.execs.push(Exec {
+            bind: e.clone(),
+            tool: tool.clone(),
+            session: s.clone(),
+            ident,
+            may_ask: tool.confirmation == "always",
+        });
+        // Sometimes later, well inside the idempotency window the record
+        // must outlive (§6: at least a day), in a new session, as the old
+        // one may have expired meanwhile.
+        let later = self.chance(0.3);
+        if later {
+            let ms = *[61_000u64, 600_000, 3_600_000]
+                .get(self.rng.random_range(0..3))
+                .unwrap_or(&61_000);
+            out.push(plain(
+                json!({"do": "advance_clock", "ms": ms, "requirements": []}),
+            ));
+        }
+        let s2 = if later || self.chance(0.3) {
+            self.fresh_session(ident, &mut out)
+        } else {
+            s
+        };
+        let r = self.name("r");
+        let replay = vec![
+            call_step(
+                json!({"do": "call", "as": ident, "method": "execute_tool", "session": s2,
+                "tool": {"name": literal(&tool.name)}, "args": {"same_as": e},
+                "request_id": format!("${{{e}/_request/request_id}}"), "bind": r,
+                "requirements": ["CETP2-6-01", "CETP2-6-04"]}),
+            ),
+            same_answer(&e, &r, &["CETP2-6-04"]),
+        ];
+        out.extend(self.observed(replay, Some(r), &["CETP2-6-01", "CETP2-6-04"]));
+        Some(out)
+    }
+
+    /// An operation across a restart (§4.4: operation states are persisted,
+    /// a restart executes nothing twice): accepted in a session with
+    /// async_operations, sometimes followed to its end first, the process
+    /// killed, then read by its caller in a new session: still known, and
+    /// once ended, ended the same way.
+    fn restart_operation(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        let tools: Vec<ToolInfo> = self
+            .world
+            .executable()
+            .filter(|t| t.execution != "sync")
+            .cloned()
+            .collect();
+        let tool = self.pick(&tools)?;
+        let ident = self.ident();
+        let mut caps = vec!["async_operations"];
+        if self.chance(0.5) {
+            caps.push("cancellation");
+        }
+        let s = self.session_with(ident, &caps, pre);
+        let e = self.name("e");
+        let tool_ref = match self
+            .world
+            .roles
+            .iter()
+            .find(|(r, t)| **t == tool.name && r.as_str() == "async")
+        {
+            Some((r, _)) if self.chance(0.7) => json!({"profile_role": r}),
+            _ => json!({"name": literal(&tool.name)}),
+        };
+        let mut inner = vec![call_step(json!({
+            "do": "call", "as": ident, "method": "execute_tool", "session": s,
+            "tool": tool_ref, "args": "valid", "bind": e,
+            "expect": {"status": ["success", "accepted", "error"]},
+            "requirements": ["CETP2-4.4-01", "CETP2-4-04"]}))];
+        self.st.execs.push(Exec {
+            bind: e.clone(),
+            tool: tool.clone(),
+            session: s.clone(),
+            ident,
+            may_ask: tool.confirmation == "always",
+        });
+        let settled_first = self.chance(0.5).then(|| self.name("f"));
+        if let Some(f) = &settled_first {
+            inner.push(call_step(json!({
+                "do": "settle", "as": ident, "session": s, "of": e, "bind": f,
+                "expect": {}, "requirements": ["CETP2-4.4-05", "CETP2-4.4-08"]})));
+        }
+        inner.extend(self.make("restart")?.steps);
+        let s2 = self.session_with(ident, &caps, &mut inner);
+        let g = self.name("g");
+        let reqs = ["CETP2-4.4-13", "CETP2-4.4-14", "CETP2-6-04"];
+        if self.chance(0.5) {
+            inner.push(call_step(json!({
+                "do": "call", "as": ident, "method": "get_operation", "session": s2,
+                "request_id": format!("${{{e}/_request/request_id}}"),
+                "operation_id": format!("${{{e}/data/operation_id}}"), "bind": g,
+                "requirements": reqs})));
+        } else {
+            inner.push(call_step(json!({
+                "do": "settle", "as": ident, "session": s2, "of": e, "bind": g,
+                "expect": {}, "requirements": reqs})));
+            if let Some(f) = &settled_first {
+                // An ended operation stays ended with the same outcome: the
+                // restart ran nothing again (§4.4, §6).
+                inner.push(same_answer(f, &g, &reqs));
+            }
+        }
+        Some(if tool.effect == "read" {
+            inner
+        } else {
+            self.observed(inner, Some(e), &["CETP2-4.4-14", "CETP2-6-01"])
+        })
     }
 
     fn replay(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
@@ -1158,10 +1304,39 @@ impl<'w> Generator<'w> {
                 }
             }
         }
+        if self.chance(0.4) {
+            // The original request again, without a token, after the user's
+            // decision: a decision is the request's terminal result (§4.3,
+            // §6), so a denial is not undone by asking again. A Provider
+            // may ask again first (validate_before_dedupe does); what its
+            // approval then resumes must still be the first decision. Only
+            // the runs that were asked again can resolve and resume.
+            let rr = self.name("r");
+            let again = self.name("r");
+            inner.push(call_step(json!({
+                "do": "call", "as": e.ident, "method": "execute_tool", "session": e.session,
+                "tool": {"name": e.tool.name}, "args": {"same_as": e.bind},
+                "request_id": format!("${{{}/_request/request_id}}", e.bind), "bind": rr,
+                "requirements": ["CETP2-6-04", "CETP2-4.3-05"]})));
+            inner.push(GenStep {
+                step: json!({"do": "resolve", "as": e.ident,
+                    "handle": format!("${{{rr}/resolution/handle}}"), "decision": "approve",
+                    "requirements": []}),
+                meta: Meta::Optional,
+            });
+            let mut resumed = call_step(json!({
+                "do": "call", "as": e.ident, "method": "execute_tool", "session": e.session,
+                "tool": {"name": e.tool.name}, "args": {"same_as": e.bind},
+                "request_id": format!("${{{}/_request/request_id}}", e.bind),
+                "resume_token": format!("${{{rr}/resume_token}}"), "bind": again,
+                "requirements": ["CETP2-6-04", "CETP2-4.3-05"]}));
+            resumed.meta = Meta::Optional;
+            inner.push(resumed);
+        }
         Some(self.observed(
             inner,
             Some(r),
-            &["CETP2-4.3-05", "CETP2-4.3-12", "CETP2-4.3-10"],
+            &["CETP2-4.3-05", "CETP2-4.3-12", "CETP2-4.3-10", "CETP2-6-04"],
         ))
     }
 
@@ -1308,8 +1483,16 @@ impl<'w> Generator<'w> {
         let mut out = vec![plain(json!({"do": "observe", "bind": before}))];
         out.extend(inner);
         if cancelled {
+            // The judgement reads the operation's state, which a poll's
+            // answer carries (`/data/state`); the settled answer holds the
+            // result instead. A run that answered synchronously has no
+            // operation to poll and stops there.
+            let state = self.name("f");
+            out.push(call_step(json!({
+                "do": "poll", "as": ident, "session": s, "operation_of": e, "bind": state,
+                "expect": {}, "requirements": ["CETP2-4.4-09"]})));
             out.push(GenStep {
-                step: json!({"do": "cancel_consistent", "final": fin, "since": before,
+                step: json!({"do": "cancel_consistent", "final": state, "since": before,
                              "requirements": ["CETP2-4.4-17"]}),
                 meta: Meta::Judgement,
             });
@@ -1407,6 +1590,45 @@ impl<'w> Generator<'w> {
         } else {
             self.observed(out, Some(first), &["CETP2-6-05"])
         })
+    }
+}
+
+/// `moves` with every argument drawn from a tool's input schema drawn
+/// anew (seeded by `seed`), or `None` when none was drawn. A re-run of a
+/// failure needs this when the first run changed what its values meet: a
+/// read that creates the object it was asked for shows that only for an id
+/// that does not exist yet, and the first run made it exist.
+pub fn redraw_generated(moves: &[Move], world: &World, seed: u64) -> Option<Vec<Move>> {
+    let mut g = Generator::new(world, seed);
+    let mut changed = false;
+    let mut out = moves.to_vec();
+    for step in out.iter_mut().flat_map(|m| m.steps.iter_mut()) {
+        let j = &mut step.step;
+        if j.pointer("/args/json").is_none() {
+            continue;
+        }
+        let Some(name) = j.pointer("/tool/name").and_then(Json::as_str) else {
+            continue;
+        };
+        let Some(tool) = world.tools.iter().find(|t| literal(&t.name) == name) else {
+            continue;
+        };
+        if let Some(v) = g.generated(tool) {
+            j["args"] = json!({ "json": v });
+            changed = true;
+        }
+    }
+    changed.then_some(out)
+}
+
+/// A judgement that `b` repeats the terminal answer `a` (§6), unless one
+/// of them is an answer §5 lets a Provider give at any time.
+fn same_answer(a: &str, b: &str, reqs: &[&str]) -> GenStep {
+    GenStep {
+        step: json!({"do": "same", "a": a, "b": b,
+            "unless_code": ["RATE_LIMITED", "NEGOTIATION_REQUIRED", "UNAVAILABLE"],
+            "requirements": reqs}),
+        meta: Meta::Judgement,
     }
 }
 

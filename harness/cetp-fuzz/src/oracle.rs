@@ -443,7 +443,7 @@ pub(crate) fn compile_step(s: &GenStep, runs: &[&CaseRun], counts: Option<Counts
             }
             Some(e)
         }
-        Meta::Plain => {
+        Meta::Plain | Meta::Optional => {
             if j.get("do").and_then(Json::as_str) == Some("concurrent") {
                 // Which of several overlapping calls is served, refused as
                 // RATE_LIMITED or met as in progress is the machine's timing,

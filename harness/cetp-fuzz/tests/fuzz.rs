@@ -201,7 +201,7 @@ fn operation_and_file_mutants_are_found() {
         ("operation_other_caller", 60),
         ("cancel_reports_cancelled_after_effect", 40),
         ("poll_after_ms_missing", 40),
-        ("writable_result_fd", 20),
+        ("writable_result_fd", 40),
     ] {
         let target = format!("sim:mutant={mutant}");
         let r = fuzz(&target, cases, 7);

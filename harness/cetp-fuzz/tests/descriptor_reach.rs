@@ -1,0 +1,446 @@
+//! The fixture mutants the descriptor oracle used to miss, each held to the
+//! sequence that shows it: the mutant is found (citing the clause it
+//! breaks), and the unmutated fixture and the legal variants whose latitude
+//! touches the same answers pass the very same sequence. The generator
+//! makes each of these sequences (`moves.rs`: `retry`, `restart_operation`,
+//! the retry after a decision in `resolve`, the poll before
+//! `cancel_consistent` in `async_flow`); here they are written out, so that a
+//! change of the generator's odds cannot hide a regression of the oracle.
+
+use cetp_conformance::profile::Profile;
+use cetp_conformance::suite::Suite;
+use cetp_fuzz::moves::{redraw_generated, GenStep, Meta, Move};
+use cetp_fuzz::{FuzzConfig, Fuzzer, Judgement, OracleChoice};
+use cetp_targets::{open, TargetSpec};
+use serde_json::{json, Value as Json};
+use std::path::PathBuf;
+
+fn vectors() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../vectors")
+}
+
+fn profile(name: &str) -> Profile {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../profiles")
+        .join(name);
+    Profile::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A fuzzer judging `target` through the descriptor oracle.
+fn fuzzer<'a>(target: &str, p: &'a Profile, suite: &'a Suite) -> Fuzzer<'a> {
+    let t = open(&TargetSpec::parse(target).unwrap()).unwrap();
+    let (_, env) = cetp_conformance::runner::identify(&t, p).unwrap();
+    let cfg = FuzzConfig {
+        seed: 1,
+        oracle: OracleChoice::Descriptor,
+        ..FuzzConfig::default()
+    };
+    let f = Fuzzer::new(t, p, env, &suite.rules, cfg).unwrap();
+    assert_eq!(f.oracle_kind(), "descriptor");
+    f
+}
+
+fn judge(target: &str, prof: &str, moves: &[Move]) -> Judgement {
+    let p = profile(prof);
+    let suite = Suite::load(&vectors()).unwrap();
+    fuzzer(target, &p, &suite).judge_moves(moves, 11)
+}
+
+fn step(j: Json, meta: Meta) -> GenStep {
+    GenStep { step: j, meta }
+}
+
+/// A call whose expectation the oracle compiles.
+fn call(mut j: Json) -> GenStep {
+    if j.get("expect").is_none() {
+        j["expect"] = json!({});
+    }
+    if j.get("requirements").is_none() {
+        j["requirements"] = json!([]);
+    }
+    step(j, Meta::Plain)
+}
+
+fn negotiate(bind: &str, caps: &[&str]) -> GenStep {
+    step(
+        json!({"do": "negotiate", "as": "a", "bind": bind, "capabilities": caps}),
+        Meta::Plain,
+    )
+}
+
+fn execute(session: &str, tool: Json, args: Json, bind: &str) -> GenStep {
+    call(
+        json!({"do": "call", "as": "a", "method": "execute_tool", "session": session,
+        "tool": tool, "args": args, "bind": bind,
+        "expect": {"status": ["success", "accepted", "error"]}}),
+    )
+}
+
+fn same(a: &str, b: &str, reqs: &[&str]) -> GenStep {
+    step(
+        json!({"do": "same", "a": a, "b": b,
+            "unless_code": ["RATE_LIMITED", "NEGOTIATION_REQUIRED", "UNAVAILABLE"],
+            "requirements": reqs}),
+        Meta::Judgement,
+    )
+}
+
+fn effects_after(bind: &str, since: &str, of: &str, reqs: &[&str]) -> GenStep {
+    step(
+        json!({"do": "observe", "bind": bind, "requirements": reqs}),
+        Meta::EffectsAfter {
+            since: since.into(),
+            tool_of: Some(of.into()),
+        },
+    )
+}
+
+fn moves(groups: Vec<Vec<GenStep>>) -> Vec<Move> {
+    groups.into_iter().map(|steps| Move { steps }).collect()
+}
+
+/// §6 (CETP2-6-01, CETP2-6-04): a side effect retried with its request id
+/// and args gets the first answer.
+fn retried(tool: Json) -> Vec<Move> {
+    moves(vec![
+        vec![negotiate("s1", &[])],
+        vec![execute("s1", tool.clone(), json!("valid"), "e2")],
+        vec![
+            call(
+                json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s1",
+                "tool": tool, "args": {"same_as": "e2"},
+                "request_id": "${e2/_request/request_id}", "bind": "r3",
+                "requirements": ["CETP2-6-01", "CETP2-6-04"]}),
+            ),
+            same("e2", "r3", &["CETP2-6-04"]),
+        ],
+    ])
+}
+
+/// §4.4 (CETP2-4.4-13): an operation accepted before a restart is still
+/// known to its caller after it.
+fn read_after_restart(tool: Json) -> Vec<Move> {
+    let caps = ["async_operations", "cancellation"];
+    moves(vec![
+        vec![negotiate("s1", &caps)],
+        vec![execute("s1", tool, json!("valid"), "e2")],
+        vec![
+            step(json!({"do": "restart", "requirements": []}), Meta::Plain),
+            negotiate("s3", &caps),
+        ],
+        vec![call(
+            json!({"do": "call", "as": "a", "method": "get_operation", "session": "s3",
+            "request_id": "${e2/_request/request_id}", "operation_id": "${e2/data/operation_id}",
+            "bind": "g4", "requirements": ["CETP2-4.4-13"]}),
+        )],
+    ])
+}
+
+/// §4.4 (CETP2-4.4-13, -14), §6 (CETP2-6-04): an operation that ended
+/// before a restart ends the same way after it.
+fn settled_across_restart(tool: Json) -> Vec<Move> {
+    let caps = ["async_operations"];
+    moves(vec![
+        vec![negotiate("s1", &caps)],
+        vec![
+            execute("s1", tool, json!("valid"), "e2"),
+            call(json!({"do": "settle", "as": "a", "session": "s1", "of": "e2", "bind": "f2"})),
+        ],
+        vec![
+            step(json!({"do": "restart", "requirements": []}), Meta::Plain),
+            negotiate("s3", &caps),
+        ],
+        vec![
+            call(
+                json!({"do": "settle", "as": "a", "session": "s3", "of": "e2", "bind": "f4",
+                "requirements": ["CETP2-4.4-13"]}),
+            ),
+            same("f2", "f4", &["CETP2-4.4-13", "CETP2-6-04"]),
+        ],
+    ])
+}
+
+/// §4.4 (CETP2-4.4-17): an operation that reports itself cancelled had no
+/// effect; the state is read with a poll.
+fn cancelled(tool: Json) -> Vec<Move> {
+    moves(vec![
+        vec![negotiate("s1", &["async_operations", "cancellation"])],
+        vec![
+            step(json!({"do": "observe", "bind": "o1"}), Meta::Plain),
+            execute("s1", tool, json!("valid"), "e2"),
+            call(
+                json!({"do": "call", "as": "a", "method": "cancel_operation", "session": "s1",
+                "request_id": "${e2/_request/request_id}", "operation_id": "${e2/data/operation_id}",
+                "bind": "g3", "requirements": ["CETP2-4.4-17"]}),
+            ),
+            call(json!({"do": "settle", "as": "a", "session": "s1", "of": "e2", "bind": "f4"})),
+            call(
+                json!({"do": "poll", "as": "a", "session": "s1", "operation_of": "e2", "bind": "f5"}),
+            ),
+            step(
+                json!({"do": "cancel_consistent", "final": "f5", "since": "o1",
+                    "requirements": ["CETP2-4.4-17"]}),
+                Meta::Judgement,
+            ),
+            effects_after("p6", "o1", "e2", &["CETP2-4.4-17"]),
+        ],
+    ])
+}
+
+/// §4.3, §6 (CETP2-6-04): a denial is the request's terminal result. The
+/// request sent again may be asked about again (validate_before_dedupe
+/// does), but what an approval then resumes is still the denial; the
+/// resolution and the resumed call run only where the retry asked.
+fn denied_then_retried() -> Vec<Move> {
+    let tool = json!({"name": "create_alert"});
+    let resumed = |bind: &str, token: &str| {
+        json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s1",
+            "tool": tool, "args": {"same_as": "e2"}, "request_id": "${e2/_request/request_id}",
+            "resume_token": token, "bind": bind, "expect": {},
+            "requirements": ["CETP2-4.3-05", "CETP2-6-04"]})
+    };
+    moves(vec![
+        vec![negotiate("s1", &[])],
+        vec![
+            step(json!({"do": "observe", "bind": "o2"}), Meta::Plain),
+            execute("s1", tool.clone(), json!("escalating"), "e2"),
+            step(
+                json!({"do": "resolve", "as": "a", "handle": "${e2/resolution/handle}",
+                    "decision": "deny", "requirements": []}),
+                Meta::Plain,
+            ),
+            call(resumed("r3", "${e2/resume_token}")),
+            call(
+                json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s1",
+                "tool": tool, "args": {"same_as": "e2"}, "request_id": "${e2/_request/request_id}",
+                "bind": "r4", "requirements": ["CETP2-6-04"]}),
+            ),
+            step(
+                json!({"do": "resolve", "as": "a", "handle": "${r4/resolution/handle}",
+                    "decision": "approve", "requirements": []}),
+                Meta::Optional,
+            ),
+            step(resumed("r5", "${r4/resume_token}"), Meta::Optional),
+            effects_after("p6", "o2", "r5", &["CETP2-6-04"]),
+        ],
+    ])
+}
+
+/// A read of a note id that does not exist (§3.4, CETP2-3.4-08: a read
+/// changes no business state).
+fn missing_note_read(id: &str) -> Vec<Move> {
+    moves(vec![
+        vec![negotiate("s1", &[])],
+        vec![
+            step(json!({"do": "observe", "bind": "o2"}), Meta::Plain),
+            call(
+                json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s1",
+                "tool": {"name": "get_note"}, "args": {"json": {"note_id": id}}, "bind": "e3"}),
+            ),
+            effects_after("p4", "o2", "e3", &["CETP2-3.4-08"]),
+        ],
+    ])
+}
+
+fn assert_found(j: &Judgement, target: &str, requirement: &str) {
+    match j {
+        Judgement::Finding { signature, .. } => assert!(
+            signature.contains(requirement),
+            "{target}: found, but not citing {requirement}: {j:?}"
+        ),
+        other => panic!("{target}: not found: {other:?}"),
+    }
+}
+
+fn assert_passes(j: &Judgement, target: &str) {
+    assert!(
+        matches!(j, Judgement::Pass | Judgement::Unjudged),
+        "{target}: {j:?}"
+    );
+}
+
+/// Each mutant is found by its sequence, and the unmutated fixture passes
+/// the same sequence.
+#[test]
+fn the_mutants_once_missed_are_found_and_their_fixtures_pass() {
+    let archive = json!({"profile_role": "async"});
+    let sync_portfolio = json!({"name": "sync_portfolio"});
+    let cases: Vec<(&str, &str, Vec<Move>, &str)> = vec![
+        (
+            "notes,mutant=sync_archive_not_deduped",
+            "notes.toml",
+            retried(json!({"name": "archive_notes"})),
+            "CETP2-6-04",
+        ),
+        (
+            "notes,mutant=archive_replayed_after_restart",
+            "notes.toml",
+            settled_across_restart(archive.clone()),
+            "CETP2-4.4-13",
+        ),
+        (
+            "mutant=operation_lost_on_restart",
+            "reference.toml",
+            read_after_restart(sync_portfolio.clone()),
+            "CETP2-4.4-13",
+        ),
+        (
+            "notes,mutant=operation_lost_on_restart",
+            "notes.toml",
+            read_after_restart(archive.clone()),
+            "CETP2-4.4-13",
+        ),
+        (
+            "mutant=cancel_reports_cancelled_after_effect",
+            "reference.toml",
+            cancelled(sync_portfolio),
+            "CETP2-4.4-17",
+        ),
+        (
+            "notes,mutant=cancel_reports_cancelled_after_effect",
+            "notes.toml",
+            cancelled(archive),
+            "CETP2-4.4-17",
+        ),
+        (
+            "mutant=denial_not_recorded",
+            "reference.toml",
+            denied_then_retried(),
+            "CETP2-6-04",
+        ),
+    ];
+    for (spec, prof, m, requirement) in cases {
+        let (app, _) = spec.rsplit_once("mutant=").unwrap();
+        let mutant = format!(
+            "sim:{}{}",
+            if app.is_empty() { "" } else { "provider=" },
+            spec
+        );
+        let clean = if app.is_empty() {
+            "sim".to_string()
+        } else {
+            "sim:provider=notes".to_string()
+        };
+        assert_found(&judge(&mutant, prof, &m), &mutant, requirement);
+        assert_passes(&judge(&clean, prof, &m), &clean);
+    }
+}
+
+/// The legal variants whose latitude touches these answers (a sync answer,
+/// a terminal replay, another order of validation and dedupe, sessions or a
+/// warm-up across a restart, an acknowledged cancel of a finished
+/// operation, ...) pass every sequence above: no finding on a legal choice.
+#[test]
+fn legal_variants_pass_the_same_sequences() {
+    let sync_portfolio = json!({"name": "sync_portfolio"});
+    let sequences = [
+        read_after_restart(sync_portfolio.clone()),
+        settled_across_restart(sync_portfolio.clone()),
+        cancelled(sync_portfolio.clone()),
+        retried(sync_portfolio),
+        retried(json!({"name": "create_alert"})),
+        denied_then_retried(),
+    ];
+    for v in [
+        "validate_before_dedupe",
+        "replay_returns_terminal",
+        "sync_for_async_tool",
+        "slow_operations",
+        "cancel_finished_acknowledged",
+        "sessions_survive_restart",
+        "unavailable_after_restart",
+        "operation_results_as_files",
+        "confirm_with_auth_required",
+        "escalation_refused",
+        "dedupe_raw_args",
+    ] {
+        let target = format!("sim:variant={v}");
+        for (i, m) in sequences.iter().enumerate() {
+            assert_passes(
+                &judge(&target, "reference.toml", m),
+                &format!("{target}, sequence {i}"),
+            );
+        }
+    }
+}
+
+/// get_note_creates_missing was reported flaky: the mutant is
+/// deterministic, but its first run creates the note it was asked for, so
+/// the same moves run again meet a note that exists. The confirmation run
+/// draws the schema-drawn args anew, and the mutant fails again.
+#[test]
+fn a_read_that_creates_what_it_was_asked_for_fails_again_with_args_drawn_anew() {
+    let p = profile("notes.toml");
+    let suite = Suite::load(&vectors()).unwrap();
+    let mut f = fuzzer(
+        "sim:provider=notes,mutant=get_note_creates_missing",
+        &p,
+        &suite,
+    );
+    let first = missing_note_read("n_zzzzzzzzzz");
+    assert_found(
+        &f.judge_moves(&first, 11),
+        "get_note_creates_missing",
+        "CETP2-3.4-08",
+    );
+    // The same args again: the note exists now, nothing is created.
+    assert_eq!(f.judge_moves(&first, 12), Judgement::Pass);
+    let again = redraw_generated(&first, f.world(), 13).expect("the note id is drawn anew");
+    assert_ne!(
+        again[1].steps[1].step["args"], first[1].steps[1].step["args"],
+        "a fresh note id"
+    );
+    assert_found(
+        &f.judge_moves(&again, 14),
+        "get_note_creates_missing",
+        "CETP2-3.4-08",
+    );
+    // The unmutated notes app refuses the missing id and creates nothing.
+    assert_passes(
+        &judge("sim:provider=notes", "notes.toml", &first),
+        "sim:provider=notes",
+    );
+}
+
+/// A `cancel_consistent` that some shadow run cannot pass (the slow
+/// business flavour's operation fails, so it ended neither cancelled nor
+/// succeeded) is not judged; it still takes an observer snapshot on the
+/// target, whose request id the shadow must draw too, or every later call
+/// is keyed differently and its repeated answer is lost (the reference was
+/// charged with its own `accepted` in a 2-minute clean run).
+#[test]
+fn a_judgement_the_shadow_cannot_vouch_for_keeps_later_request_ids_aligned() {
+    let tool = json!({"name": "sync_portfolio"});
+    let caps = ["async_operations", "cancellation"];
+    let m = moves(vec![
+        vec![negotiate("s1", &caps)],
+        vec![
+            step(json!({"do": "observe", "bind": "o2"}), Meta::Plain),
+            execute("s1", tool.clone(), json!("valid"), "e3"),
+            call(
+                json!({"do": "call", "as": "a", "method": "get_operation", "session": "s1",
+                "request_id": "${e3/_request/request_id}", "operation_id": "${e3/data/operation_id}",
+                "bind": "g4"}),
+            ),
+            call(
+                json!({"do": "poll", "as": "a", "session": "s1", "operation_of": "e3", "bind": "f5"}),
+            ),
+            step(
+                json!({"do": "cancel_consistent", "final": "f5", "since": "o2",
+                    "requirements": ["CETP2-4.4-17"]}),
+                Meta::Judgement,
+            ),
+        ],
+        vec![
+            negotiate("s6", &caps),
+            execute("s6", tool, json!("valid"), "e7"),
+        ],
+    ]);
+    for target in ["sim", "sim:variant=slow_operations"] {
+        assert_eq!(
+            judge(target, "reference.toml", &m),
+            Judgement::Pass,
+            "{target}"
+        );
+    }
+}
