@@ -543,21 +543,7 @@ impl Shape {
             .iter()
             .filter_map(DescribedTool::from_json)
             .collect();
-        let listed_b: Option<BTreeSet<String>> = get("lb", "/data/tools").map(|t| {
-            t.as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|t| t.get("name").and_then(Json::as_str).map(str::to_string))
-                .collect()
-        });
-        let hidden_b = match listed_b {
-            Some(l) => tools
-                .iter()
-                .filter(|t| !l.contains(&t.name))
-                .map(|t| t.name.clone())
-                .collect(),
-            None => BTreeSet::new(),
-        };
+        let hidden_b = hidden_from_b(&tools, get("lb", "/data/tools"));
         let capabilities = get("s", "/data/capabilities")
             .and_then(|c| c.as_array().cloned())
             .unwrap_or_default()
@@ -578,13 +564,7 @@ impl Shape {
             max_concurrent_requests: limit("max_concurrent_requests", 1),
             idempotency_window_seconds: limit("idempotency_window_seconds", 86_400),
         };
-        // A session without `expires_at` does not expire (§2.2 lets it).
-        let session_ttl_ms = get("s", "/data/expires_at")
-            .and_then(|e| e.as_str().map(str::to_string))
-            .and_then(|e| humantime::parse_rfc3339_weak(&e).ok())
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| (d.as_millis() as i64).saturating_sub(before).max(1000))
-            .unwrap_or(10 * 365 * 86_400_000);
+        let session_ttl_ms = session_ttl_ms(get("s", "/data/expires_at"), before);
         let outputs = tools
             .iter()
             .map(|t| CompiledSchema::compile(&t.output_schema, DEFAULT_DIALECT).ok())
@@ -600,36 +580,10 @@ impl Shape {
             .map(|o| (o.tool.clone(), o.pointer.clone(), o.counts));
         let observed_item = observer
             .as_ref()
-            .and_then(|(tool, pointer, _)| {
-                let i = tools.iter().position(|t| t.name == *tool)?;
-                let fallback: &Json = &fallbacks[i];
-                if let Some(item) = fallback
-                    .pointer(pointer)
-                    .and_then(Json::as_array)
-                    .and_then(|a| a.first())
-                {
-                    return Some(item.clone());
-                }
-                let mut schema = &tools[i].output_schema;
-                for part in pointer.split('/').skip(1) {
-                    schema = schema.get("properties")?.get(part)?;
-                }
-                Some(generate(schema.get("items")?, seed))
-            })
+            .and_then(|(tool, pointer, _)| observed_item(&tools, &fallbacks, tool, pointer, seed))
             .unwrap_or(Json::Null);
         let lacking_b = lacking_for_b(&tools, profile);
-        let mut escalating: HashMap<String, Vec<Json>> = HashMap::new();
-        for t in &tools {
-            if let Some(a) = profile.escalating_args(&t.name) {
-                escalating.entry(t.name.clone()).or_default().push(a);
-            }
-        }
-        if let Some(r) = profile.roles.get("escalating") {
-            escalating
-                .entry(r.tool.clone())
-                .or_default()
-                .push(cetp_conformance::profile::table_to_json(&r.args));
-        }
+        let escalating = escalating_args(&tools, profile);
         Ok(Shape {
             tools,
             outputs,
@@ -655,6 +609,190 @@ impl Shape {
             escalating,
         })
     }
+}
+
+/// The judged case: the steps compiled for the target's run, and the run
+/// as judged (the verdict's FAIL, else the target's own stop); nothing
+/// when no step expects anything and no check fired.
+fn judged(
+    header: &Json,
+    compiled: Vec<Json>,
+    verdict: Option<(usize, String, Vec<String>)>,
+    trun: &CaseRun,
+) -> Judged {
+    if compiled.iter().all(|s| {
+        s.get("expect").is_none()
+            && !matches!(s.get("do").and_then(Json::as_str), Some("expect_effects"))
+    }) && trun.checks.is_empty()
+        && verdict.is_none()
+    {
+        return Judged::Nothing;
+    }
+    let case = with_steps(header, compiled);
+    let run = CaseRun {
+        stop: verdict
+            .as_ref()
+            .map(|(_, why, _)| Stop::Fail(why.clone()))
+            .or_else(|| trun.stop.clone().filter(|s| !matches!(s, Stop::Fail(_)))),
+        step: verdict.as_ref().map_or(trun.step, |(n, _, _)| *n),
+        bindings: trun.bindings.clone(),
+        checks: trun.checks.clone(),
+        cited: verdict.map(|(_, _, c)| c).unwrap_or_default(),
+        answers: trun.answers,
+        dispatched: trun.dispatched,
+    };
+    Judged::Ran { case, run }
+}
+
+/// The target FAILed step `i`, which every shadow run that reached it
+/// passed and none stopped at: a finding (a step only transient answers
+/// fail is not).
+fn fail_every_run_passed(
+    stop: &Stop,
+    i: usize,
+    s: &GenStep,
+    runs: &[CaseRun],
+    trun: &CaseRun,
+    compiled: &mut Vec<Json>,
+) -> Option<(usize, String, Vec<String>)> {
+    let Stop::Fail(reason) = stop else {
+        return None;
+    };
+    let reached = runs.iter().any(|r| r.stop.is_none() || r.step > i + 1);
+    let stopped_here = runs.iter().any(|r| r.stop.is_some() && r.step == i + 1);
+    if stopped_here || !reached || transient(trun, &s.step) {
+        return None;
+    }
+    compiled.push(s.step.clone());
+    Some((
+        compiled.len(),
+        format!("{reason} (every run of the descriptor shadow passed this step)"),
+        reqs(&s.step),
+    ))
+}
+
+/// The target failed a step the shadow dropped, after its last kept one
+/// and before the first it could not vouch for.
+fn dropped_step_failed(
+    original: &[GenStep],
+    orig: &[usize],
+    limit: usize,
+    target_stop: Option<(usize, &Stop)>,
+    compiled: &mut Vec<Json>,
+) -> Option<(usize, String, Vec<String>)> {
+    let (ts, stop) = target_stop?;
+    let before_limit = orig.get(limit).is_none_or(|l| ts < *l);
+    if orig.contains(&ts) || !before_limit {
+        return None;
+    }
+    intrinsic_fail(original, ts, stop, compiled)
+}
+
+/// A step that only judges what earlier steps bound: one the shadow can
+/// drop (or replace) without changing what the target was sent.
+fn is_pure(s: &GenStep) -> bool {
+    s.step
+        .get("do")
+        .and_then(Json::as_str)
+        .is_some_and(|d| PURE.contains(&d))
+}
+
+/// The first step of `steps` the shadow cannot vouch for, by where its
+/// runs stopped.
+fn first_unvouched(runs: &[(usize, CaseRun)], steps: &[GenStep]) -> Option<usize> {
+    let passed = |i: usize| runs.iter().any(|(_, r)| r.stop.is_none() || r.step > i + 1);
+    runs.iter()
+        .filter_map(|(k, r)| {
+            let stop = r.stop.as_ref()?;
+            let at = r.step.saturating_sub(1);
+            let variant = *k / FLAVOURS.len() > 0;
+            // A run that cannot run an optional step (its earlier answer
+            // asked nothing to resolve) stops there unjudged, as long as
+            // another run went on.
+            if steps.get(at).is_some_and(|s| s.meta == Meta::Optional) && passed(at) {
+                return None;
+            }
+            // A variant that cannot go on by its own latitude stops there
+            // unjudged; the reference engine's stop, or any FAIL, is a step
+            // the shadow cannot vouch for.
+            (!variant || matches!(stop, Stop::Fail(_) | Stop::Cut(_))).then_some(at)
+        })
+        .min()
+}
+
+/// The tools identity b's list leaves out (`listed`: its `/data/tools`;
+/// none when there is no identity b).
+fn hidden_from_b(tools: &[DescribedTool], listed: Option<Json>) -> BTreeSet<String> {
+    let Some(listed) = listed else {
+        return BTreeSet::new();
+    };
+    let names: BTreeSet<String> = listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Json::as_str).map(str::to_string))
+        .collect();
+    tools
+        .iter()
+        .filter(|t| !names.contains(&t.name))
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+/// The session lifetime the target's `expires_at` shows, from `before`
+/// (device time before negotiating); a session without one does not
+/// expire (§2.2 lets it).
+fn session_ttl_ms(expires_at: Option<Json>, before: i64) -> i64 {
+    expires_at
+        .and_then(|e| e.as_str().map(str::to_string))
+        .and_then(|e| humantime::parse_rfc3339_weak(&e).ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| (d.as_millis() as i64).saturating_sub(before).max(1000))
+        .unwrap_or(10 * 365 * 86_400_000)
+}
+
+/// One item of the observer's list, as the target's output schema allows
+/// it: from the schema's generated instance, else generated from the
+/// list's `items` schema.
+fn observed_item(
+    tools: &[DescribedTool],
+    fallbacks: &[Json],
+    tool: &str,
+    pointer: &str,
+    seed: u64,
+) -> Option<Json> {
+    let i = tools.iter().position(|t| t.name == *tool)?;
+    let fallback: &Json = &fallbacks[i];
+    if let Some(item) = fallback
+        .pointer(pointer)
+        .and_then(Json::as_array)
+        .and_then(|a| a.first())
+    {
+        return Some(item.clone());
+    }
+    let mut schema = &tools[i].output_schema;
+    for part in pointer.split('/').skip(1) {
+        schema = schema.get("properties")?.get(part)?;
+    }
+    Some(generate(schema.get("items")?, seed))
+}
+
+/// The escalating args the profile names per tool (`escalating_args`, and
+/// the `escalating` role's).
+fn escalating_args(tools: &[DescribedTool], profile: &Profile) -> HashMap<String, Vec<Json>> {
+    let mut escalating: HashMap<String, Vec<Json>> = HashMap::new();
+    for t in tools {
+        if let Some(a) = profile.escalating_args(&t.name) {
+            escalating.entry(t.name.clone()).or_default().push(a);
+        }
+    }
+    if let Some(r) = profile.roles.get("escalating") {
+        escalating
+            .entry(r.tool.clone())
+            .or_default()
+            .push(cetp_conformance::profile::table_to_json(&r.args));
+    }
+    escalating
 }
 
 /// The tools identity b lacks a scope for, from the profile's scope roles:
@@ -818,11 +956,8 @@ impl Shadow {
         start_ms: i64,
         wrap: &(dyn Fn(Target) -> Target + Sync),
     ) -> Judged {
-        let members = if all {
-            &self.members[..]
-        } else {
-            &self.members[..1]
-        };
+        // Every member, or the reference engine's alone.
+        let members = &self.members[..if all { self.members.len() } else { 1 }];
         // Index of each step in the sequence the target ran.
         let mut orig: Vec<usize> = (0..steps.len()).collect();
         let original: Vec<GenStep> = steps.to_vec();
@@ -842,57 +977,13 @@ impl Shadow {
             runs = self.run_members(
                 members, &case, transcript, profile, rules, seed, start_ms, wrap,
             );
-            let mut notes = Vec::new();
-            for (k, run) in &runs {
-                for (check, (step, f)) in &run.checks {
-                    // The shadow publishes the target's own descriptors: a
-                    // check that fires on both for the same rule judged the
-                    // target's data, and stands against the target.
-                    if trun
-                        .checks
-                        .get(check)
-                        .is_some_and(|(_, tf)| tf.rule == f.rule)
-                    {
-                        continue;
-                    }
-                    notes.push(format!(
-                        "{check} fired on the descriptor shadow ({}) at step {step}: {} ({})",
-                        self.member_name(members, *k),
-                        f.message,
-                        f.rule
-                    ));
-                }
-            }
+            let notes = self.shadow_notes(members, &runs, trun);
             if !notes.is_empty() {
                 return Judged::Notes(notes);
             }
-            let passed = |i: usize| runs.iter().any(|(_, r)| r.stop.is_none() || r.step > i + 1);
-            let first_stop = runs
-                .iter()
-                .filter_map(|(k, r)| {
-                    let stop = r.stop.as_ref()?;
-                    let at = r.step.saturating_sub(1);
-                    let variant = *k / FLAVOURS.len() > 0;
-                    // A run that cannot run an optional step (its earlier
-                    // answer asked nothing to resolve) stops there
-                    // unjudged, as long as another run went on.
-                    if steps.get(at).is_some_and(|s| s.meta == Meta::Optional) && passed(at) {
-                        return None;
-                    }
-                    // A variant that cannot go on by its own latitude stops
-                    // there unjudged; the reference engine's stop, or any
-                    // FAIL, is a step the shadow cannot vouch for.
-                    (!variant || matches!(stop, Stop::Fail(_) | Stop::Cut(_))).then_some(at)
-                })
-                .min();
-            match first_stop {
+            match first_unvouched(&runs, &steps) {
                 Some(i) if i < steps.len() => {
-                    let pure = steps[i]
-                        .step
-                        .get("do")
-                        .and_then(Json::as_str)
-                        .is_some_and(|d| PURE.contains(&d));
-                    if pure && round < MAX_ROUNDS {
+                    if is_pure(&steps[i]) && round < MAX_ROUNDS {
                         if draws_a_request_id(&steps[i].step) {
                             replaced.insert(orig[i]);
                             // It takes an observer snapshot, whose request id
@@ -948,18 +1039,10 @@ impl Shadow {
                     // step): it took a path the target, which went on, did
                     // not, and says nothing about this step. A run that
                     // stopped at this very step does.
-                    if let (Stop::Fail(reason), false) = (stop, replaced.contains(&oi)) {
-                        let stopped_here = only_runs
-                            .iter()
-                            .any(|r| r.stop.is_some() && r.step == i + 1);
-                        if !stopped_here && !reached.is_empty() && !transient(trun, &s.step) {
-                            compiled.push(s.step.clone());
-                            verdict = Some((
-                                compiled.len(),
-                                format!("{reason} (every run of the descriptor shadow passed this step)"),
-                                reqs(&s.step),
-                            ));
-                        }
+                    if !replaced.contains(&oi) {
+                        verdict =
+                            fail_every_run_passed(stop, i, s, &only_runs, trun, &mut compiled)
+                                .or(verdict);
                     }
                     break;
                 }
@@ -991,38 +1074,41 @@ impl Shadow {
                 verdict = Some((compiled.len(), why, reqs(&step)));
             }
         }
-        // The target failed a step the shadow dropped after its last kept
-        // one.
-        if let (None, Some((ts, stop))) = (&verdict, &target_stop) {
-            let before_limit = orig.get(limit).is_none_or(|l| ts < l);
-            if !orig.contains(ts) && before_limit {
-                if let Some(v) = intrinsic_fail(&original, *ts, stop, &mut compiled) {
-                    verdict = Some(v);
+        if verdict.is_none() {
+            verdict = dropped_step_failed(&original, &orig, limit, target_stop, &mut compiled);
+        }
+        judged(header, compiled, verdict, trun)
+    }
+
+    /// Checks that fired on the shadow's own runs. The shadow publishes the
+    /// target's own descriptors: a check that fires on both for the same
+    /// rule judged the target's data, and stands against the target; any
+    /// other is a note on the oracle, not a finding.
+    fn shadow_notes(
+        &self,
+        members: &[Member],
+        runs: &[(usize, CaseRun)],
+        trun: &CaseRun,
+    ) -> Vec<String> {
+        let mut notes = Vec::new();
+        for (k, run) in runs {
+            for (check, (step, f)) in &run.checks {
+                if trun
+                    .checks
+                    .get(check)
+                    .is_some_and(|(_, tf)| tf.rule == f.rule)
+                {
+                    continue;
                 }
+                notes.push(format!(
+                    "{check} fired on the descriptor shadow ({}) at step {step}: {} ({})",
+                    self.member_name(members, *k),
+                    f.message,
+                    f.rule
+                ));
             }
         }
-        if compiled.iter().all(|s| {
-            s.get("expect").is_none()
-                && !matches!(s.get("do").and_then(Json::as_str), Some("expect_effects"))
-        }) && trun.checks.is_empty()
-            && verdict.is_none()
-        {
-            return Judged::Nothing;
-        }
-        let case = with_steps(header, compiled);
-        let run = CaseRun {
-            stop: verdict
-                .as_ref()
-                .map(|(_, why, _)| Stop::Fail(why.clone()))
-                .or_else(|| trun.stop.clone().filter(|s| !matches!(s, Stop::Fail(_)))),
-            step: verdict.as_ref().map_or(trun.step, |(n, _, _)| *n),
-            bindings: trun.bindings.clone(),
-            checks: trun.checks.clone(),
-            cited: verdict.map(|(_, _, c)| c).unwrap_or_default(),
-            answers: trun.answers,
-            dispatched: trun.dispatched,
-        };
-        Judged::Ran { case, run }
+        notes
     }
 
     fn member_name(&self, members: &[Member], k: usize) -> String {

@@ -698,6 +698,52 @@ impl<'a> Fuzzer<'a> {
         }
     }
 
+    /// The contract lock's case (`LOCK-001`), run once before the
+    /// sequences when a lock is given: its FAIL is a finding whose evidence
+    /// is the lock, not a case file.
+    fn lock_finding(&self, started: Instant) -> Option<Finding> {
+        let lock = self.cfg.lock.as_ref()?;
+        let cfg = cetp_conformance::runner::RunConfig::default();
+        let o = cetp_conformance::lock_target::run_lock_case(
+            &self.target,
+            &self.env,
+            lock,
+            &cfg,
+            &mut cetp_conformance::event::Fanout::default(),
+        );
+        if o.verdict != cetp_conformance::event::Verdict::Fail {
+            return None;
+        }
+        Some(Finding {
+            id: o.id.clone(),
+            signature: format!("case {}", o.id),
+            message: o.reason.clone(),
+            cited: o.cited.clone(),
+            // Not a case file: the lock is the evidence; `cetp run --lock
+            // FILE --only LOCK-001` replays it.
+            file: json!({"lock_case": o.id, "reason": o.reason, "requirements": o.requirements}),
+            case_index: 0,
+            case_seed: self.cfg.seed,
+            found_after_ms: started.elapsed().as_millis() as u64,
+            moves_before: 0,
+            moves_after: 0,
+            steps_after: 0,
+        })
+    }
+
+    /// The case count, the time budget, `max_findings` or an interrupt
+    /// ends the run.
+    fn should_stop(&self, index: u64, started: Instant, findings: usize) -> bool {
+        self.cfg.cases.is_some_and(|n| index >= n)
+            || self.cfg.budget.is_some_and(|b| started.elapsed() >= b)
+            || findings >= self.cfg.max_findings
+            || self
+                .cfg
+                .interrupt
+                .as_ref()
+                .is_some_and(|i| i.load(Ordering::SeqCst))
+    }
+
     /// Runs until the budget, the case count or `max_findings` is reached.
     pub fn run(&mut self, progress: &mut dyn FnMut(&Stats)) -> FuzzReport {
         let started = Instant::now();
@@ -708,48 +754,15 @@ impl<'a> Fuzzer<'a> {
         let mut first_finding_ms = None;
         let mut flaky: Vec<Flaky> = Vec::new();
         let before = self.observe_total();
-        if let Some(lock) = self.cfg.lock.clone() {
-            let cfg = cetp_conformance::runner::RunConfig::default();
-            let o = cetp_conformance::lock_target::run_lock_case(
-                &self.target,
-                &self.env,
-                &lock,
-                &cfg,
-                &mut cetp_conformance::event::Fanout::default(),
-            );
-            if o.verdict == cetp_conformance::event::Verdict::Fail {
-                let sig = format!("case {}", o.id);
-                signatures.insert(sig.clone());
-                first_finding_ms.get_or_insert(started.elapsed().as_millis() as u64);
-                findings.push(Finding {
-                    id: o.id.clone(),
-                    signature: sig,
-                    message: o.reason.clone(),
-                    cited: o.cited.clone(),
-                    // Not a case file: the lock is the evidence; `cetp run
-                    // --lock FILE --only LOCK-001` replays it.
-                    file: json!({"lock_case": o.id, "reason": o.reason, "requirements": o.requirements}),
-                    case_index: 0,
-                    case_seed: self.cfg.seed,
-                    found_after_ms: started.elapsed().as_millis() as u64,
-                    moves_before: 0,
-                    moves_after: 0,
-                    steps_after: 0,
-                });
-                stats.findings = findings.len();
-            }
+        if let Some(f) = self.lock_finding(started) {
+            signatures.insert(f.signature.clone());
+            first_finding_ms.get_or_insert(f.found_after_ms);
+            findings.push(f);
+            stats.findings = findings.len();
         }
         let mut last_tick = Instant::now();
         for index in 0.. {
-            if self.cfg.cases.is_some_and(|n| index >= n)
-                || self.cfg.budget.is_some_and(|b| started.elapsed() >= b)
-                || findings.len() >= self.cfg.max_findings
-                || self
-                    .cfg
-                    .interrupt
-                    .as_ref()
-                    .is_some_and(|i| i.load(Ordering::SeqCst))
-            {
+            if self.should_stop(index, started, findings.len()) {
                 break;
             }
             let seed = case_seed(self.cfg.seed, index);

@@ -215,6 +215,87 @@ impl<'w> Generator<'w> {
         (ident, self.session_of(ident, pre))
     }
 
+    /// A process restart: sessions may end with it (§2.2), so the moves
+    /// after it work in new ones.
+    fn restart_move(&mut self) -> Vec<GenStep> {
+        // Sessions may end with the process (§2.2): the moves after
+        // a restart work in new ones, so that what must survive it
+        // (de-duplication records, §4.4) is what they meet.
+        let mut out = vec![plain(json!({"do": "restart", "requirements": []}))];
+        let idents: Vec<&'static str> = self.st.sessions.iter().map(|x| x.ident).collect();
+        self.st.sessions.clear();
+        for ident in ["a", "b"] {
+            if idents.contains(&ident) {
+                out.extend(self.session_move(ident).steps);
+            }
+        }
+        for e in &mut self.st.execs {
+            if let Some(n) = self.st.sessions.iter().find(|x| x.ident == e.ident) {
+                e.session = n.name.clone();
+            }
+        }
+        out
+    }
+
+    /// Two tool lists whose revisions must agree with their contents
+    /// (§3.3), or `None` when there is no earlier list to hold one to.
+    fn revision(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        let judge = |a: &str, b: &str| GenStep {
+            step: json!({"do": "revision_consistent", "a": a, "b": b,
+                         "requirements": ["CETP2-3.3-03"]}),
+            meta: Meta::Judgement,
+        };
+        if self.chance(0.5) {
+            // Two sessions apart only in async_operations: execution
+            // annotations follow it (§3.3), so on most Providers the
+            // two lists differ, and so must their revisions.
+            let ident = self.ident();
+            let on = self.session_with(ident, &["async_operations"], pre);
+            let a = self.list_into(&on, ident, pre);
+            let off = self.session_with(ident, &[], pre);
+            let b = self.list_into(&off, ident, pre);
+            Some(vec![judge(&a, &b)])
+        } else {
+            // A fresh session, often with other capabilities, held
+            // to any earlier list.
+            let s = self.fresh_session("a", pre);
+            let a = self.list_into(&s, "a", pre);
+            let prior = self.st.lists.clone();
+            let b = self.pick(&prior).filter(|b| *b != a)?;
+            Some(vec![judge(&b, &a)])
+        }
+    }
+
+    /// The Provider's identity, the same in negotiate, get_provider_info
+    /// and across calls (§3.1).
+    fn stable(&mut self, pre: &mut Vec<GenStep>) -> Vec<GenStep> {
+        let ident = self.ident();
+        let s = self.session_of(ident, pre);
+        let a = self.name("i");
+        pre.push(call_step(
+            json!({"do": "call", "as": ident, "method": "get_provider_info",
+            "session": s, "bind": a, "requirements": ["CETP2-4-02"]}),
+        ));
+        let prior = self.st.infos.clone();
+        self.st.infos.push(a.clone());
+        // The same identity in negotiate and in get_provider_info,
+        // and across calls, sessions, identities and restarts.
+        let mut out = vec![GenStep {
+            step: json!({"do": "equal", "a": format!("${{{s}/data/provider_id}}"),
+                         "b": format!("${{{a}/data/provider_id}}"),
+                         "requirements": ["CETP2-3.1-01"]}),
+            meta: Meta::Judgement,
+        }];
+        if let Some(b) = self.pick(&prior) {
+            out.push(GenStep {
+                step: json!({"do": "same", "a": b, "b": a, "pointers": ["/data/provider_id"],
+                             "requirements": ["CETP2-3.1-01"]}),
+                meta: Meta::Judgement,
+            });
+        }
+        out
+    }
+
     fn make(&mut self, kind: &str) -> Option<Move> {
         let mut pre = Vec::new();
         let steps = match kind {
@@ -231,25 +312,7 @@ impl<'w> Generator<'w> {
             "v1" => self.v1(&mut pre)?,
             "operation" => self.operation(&mut pre)?,
             "resolve" => self.resolve(&mut pre)?,
-            "restart" => {
-                // Sessions may end with the process (§2.2): the moves after
-                // a restart work in new ones, so that what must survive it
-                // (de-duplication records, §4.4) is what they meet.
-                let mut out = vec![plain(json!({"do": "restart", "requirements": []}))];
-                let idents: Vec<&'static str> = self.st.sessions.iter().map(|x| x.ident).collect();
-                self.st.sessions.clear();
-                for ident in ["a", "b"] {
-                    if idents.contains(&ident) {
-                        out.extend(self.session_move(ident).steps);
-                    }
-                }
-                for e in &mut self.st.execs {
-                    if let Some(n) = self.st.sessions.iter().find(|x| x.ident == e.ident) {
-                        e.session = n.name.clone();
-                    }
-                }
-                out
-            }
+            "restart" => self.restart_move(),
             // What discovery must show (§2.1): each judged on its own, kept
             // where every member's manifest (the target's shape) holds it.
             "discover" => [
@@ -300,59 +363,8 @@ impl<'w> Generator<'w> {
                     meta: Meta::Judgement,
                 }]
             }
-            "revision" => {
-                let judge = |a: &str, b: &str| GenStep {
-                    step: json!({"do": "revision_consistent", "a": a, "b": b,
-                                 "requirements": ["CETP2-3.3-03"]}),
-                    meta: Meta::Judgement,
-                };
-                if self.chance(0.5) {
-                    // Two sessions apart only in async_operations: execution
-                    // annotations follow it (§3.3), so on most Providers the
-                    // two lists differ, and so must their revisions.
-                    let ident = self.ident();
-                    let on = self.session_with(ident, &["async_operations"], &mut pre);
-                    let a = self.list_into(&on, ident, &mut pre);
-                    let off = self.session_with(ident, &[], &mut pre);
-                    let b = self.list_into(&off, ident, &mut pre);
-                    vec![judge(&a, &b)]
-                } else {
-                    // A fresh session, often with other capabilities, held
-                    // to any earlier list.
-                    let s = self.fresh_session("a", &mut pre);
-                    let a = self.list_into(&s, "a", &mut pre);
-                    let prior = self.st.lists.clone();
-                    let b = self.pick(&prior).filter(|b| *b != a)?;
-                    vec![judge(&b, &a)]
-                }
-            }
-            "stable" => {
-                let ident = self.ident();
-                let s = self.session_of(ident, &mut pre);
-                let a = self.name("i");
-                pre.push(call_step(
-                    json!({"do": "call", "as": ident, "method": "get_provider_info",
-                    "session": s, "bind": a, "requirements": ["CETP2-4-02"]}),
-                ));
-                let prior = self.st.infos.clone();
-                self.st.infos.push(a.clone());
-                // The same identity in negotiate and in get_provider_info,
-                // and across calls, sessions, identities and restarts.
-                let mut out = vec![GenStep {
-                    step: json!({"do": "equal", "a": format!("${{{s}/data/provider_id}}"),
-                                 "b": format!("${{{a}/data/provider_id}}"),
-                                 "requirements": ["CETP2-3.1-01"]}),
-                    meta: Meta::Judgement,
-                }];
-                if let Some(b) = self.pick(&prior) {
-                    out.push(GenStep {
-                        step: json!({"do": "same", "a": b, "b": a, "pointers": ["/data/provider_id"],
-                                     "requirements": ["CETP2-3.1-01"]}),
-                        meta: Meta::Judgement,
-                    });
-                }
-                out
-            }
+            "revision" => self.revision(&mut pre)?,
+            "stable" => self.stable(&mut pre),
             "expire" => {
                 let sess = self.pick(&self.st.sessions.clone())?;
                 let l = self.name("x");
@@ -927,25 +939,7 @@ impl<'w> Generator<'w> {
                     tags.extend(["CETP2-4.3-07", "CETP2-7.1-02"]);
                 }
                 3 => {
-                    let others: Vec<String> = self
-                        .st
-                        .sessions
-                        .iter()
-                        .filter(|x| x.ident != ident)
-                        .map(|x| format!("${{{}/data/session_token}}", x.name))
-                        .collect();
-                    let forged = ["", "AAAA", "forged-token-0000000000000000", "x"]
-                        [self.rng.random_range(0..4)]
-                    .to_string();
-                    let long = "t".repeat(300);
-                    let v = self
-                        .pick(&others)
-                        .filter(|_| self.rng.random_bool(0.6))
-                        .unwrap_or(if self.rng.random_bool(0.2) {
-                            long
-                        } else {
-                            forged
-                        });
+                    let v = self.foreign_token(ident);
                     extras.insert("session_token".into(), json!({"t": "string", "v": v}));
                     tags.extend(["CETP2-2.2-13", "CETP2-2.2-09"]);
                 }
@@ -955,14 +949,7 @@ impl<'w> Generator<'w> {
                     tags.extend(["CETP2-4.1-09", "CETP2-5-17"]);
                 }
                 _ => {
-                    let rid = [
-                        "",
-                        "not-a-uuid",
-                        "00000000-0000-0000-0000-000000000000",
-                        "F47AC10B-58CC-4372-A567-0E02B2C3D479",
-                        "f47ac10b-58cc-4372-a567-0e02b2c3d4790",
-                        "f47ac10b58cc4372a5670e02b2c3d479",
-                    ][self.rng.random_range(0..6)];
+                    let rid = self.bad_request_id();
                     extras.insert("request_id".into(), json!({"t": "string", "v": rid}));
                     tags.push("CETP2-4.1-03");
                 }
@@ -978,6 +965,41 @@ impl<'w> Generator<'w> {
         tags.dedup();
         step["requirements"] = json!(tags);
         vec![call_step(step)]
+    }
+
+    /// A session token that is not `ident`'s: another identity's, a forged
+    /// one, or one far too long (§2.2: a token is bound to its caller).
+    fn foreign_token(&mut self, ident: &str) -> String {
+        let others: Vec<String> = self
+            .st
+            .sessions
+            .iter()
+            .filter(|x| x.ident != ident)
+            .map(|x| format!("${{{}/data/session_token}}", x.name))
+            .collect();
+        let forged = ["", "AAAA", "forged-token-0000000000000000", "x"]
+            [self.rng.random_range(0..4)]
+        .to_string();
+        let long = "t".repeat(300);
+        self.pick(&others)
+            .filter(|_| self.rng.random_bool(0.6))
+            .unwrap_or(if self.rng.random_bool(0.2) {
+                long
+            } else {
+                forged
+            })
+    }
+
+    /// A request_id that is not a lower-case UUID (§4.1).
+    fn bad_request_id(&mut self) -> &'static str {
+        [
+            "",
+            "not-a-uuid",
+            "00000000-0000-0000-0000-000000000000",
+            "F47AC10B-58CC-4372-A567-0E02B2C3D479",
+            "f47ac10b-58cc-4372-a567-0e02b2c3d4790",
+            "f47ac10b58cc4372a5670e02b2c3d479",
+        ][self.rng.random_range(0..6)]
     }
 
     /// A common field with a value of another Bundle type.
@@ -1189,6 +1211,43 @@ impl<'w> Generator<'w> {
         })
     }
 
+    /// A call that asks the user first (a tool that always confirms, or an
+    /// escalating call), when no earlier execution did.
+    fn asking_exec(&mut self, pre: &mut Vec<GenStep>) -> Option<Exec> {
+        let tools: Vec<ToolInfo> = self
+            .world
+            .executable()
+            .filter(|t| t.confirmation == "always" || t.escalating)
+            .cloned()
+            .collect();
+        let tool = self.pick(&tools)?;
+        let s = self.session_of("a", pre);
+        let bind = self.name("e");
+        let args = if tool.escalating {
+            "escalating"
+        } else {
+            "valid"
+        };
+        pre.extend(self.observed(
+            vec![call_step(
+                json!({"do": "call", "as": "a", "method": "execute_tool", "session": s,
+                "tool": {"name": literal(&tool.name)}, "args": args, "bind": bind,
+                "requirements": ["CETP2-4.3-01", "CETP2-4.3-05", "CETP2-3.4-12"]}),
+            )],
+            Some(bind.clone()),
+            &["CETP2-4.3-05", "CETP2-3.4-12"],
+        ));
+        let ex = Exec {
+            bind,
+            tool,
+            session: s,
+            ident: "a",
+            may_ask: true,
+        };
+        self.st.execs.push(ex.clone());
+        Some(ex)
+    }
+
     fn resolve(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
         let candidates: Vec<Exec> = self
             .st
@@ -1199,41 +1258,7 @@ impl<'w> Generator<'w> {
             .collect();
         let e = match self.pick(&candidates) {
             Some(e) => e,
-            None => {
-                // Make a call that asks first.
-                let tools: Vec<ToolInfo> = self
-                    .world
-                    .executable()
-                    .filter(|t| t.confirmation == "always" || t.escalating)
-                    .cloned()
-                    .collect();
-                let tool = self.pick(&tools)?;
-                let s = self.session_of("a", pre);
-                let bind = self.name("e");
-                let args = if tool.escalating {
-                    "escalating"
-                } else {
-                    "valid"
-                };
-                pre.extend(self.observed(
-                    vec![call_step(
-                        json!({"do": "call", "as": "a", "method": "execute_tool", "session": s,
-                        "tool": {"name": literal(&tool.name)}, "args": args, "bind": bind,
-                        "requirements": ["CETP2-4.3-01", "CETP2-4.3-05", "CETP2-3.4-12"]}),
-                    )],
-                    Some(bind.clone()),
-                    &["CETP2-4.3-05", "CETP2-3.4-12"],
-                ));
-                let ex = Exec {
-                    bind,
-                    tool,
-                    session: s,
-                    ident: "a",
-                    may_ask: true,
-                };
-                self.st.execs.push(ex.clone());
-                ex
-            }
+            None => self.asking_exec(pre)?,
         };
         let decision = ["approve", "approve", "deny", "dismiss"][self.rng.random_range(0..4)];
         let other = self.world.has_b && self.chance(0.15);
@@ -1360,6 +1385,65 @@ impl<'w> Generator<'w> {
     /// creator, by the other identity, under another request id, from a
     /// session without the capability, after time has passed, and a settle;
     /// after a cancellation, the final state is held to the effects seen.
+    /// One query of an async execution's operation (§4.4): by its creator,
+    /// by the other identity, with a new request id, from a session
+    /// without async_operations, or after time passed; a poll or a cancel.
+    fn operation_query(
+        &mut self,
+        what: i32,
+        (ident, s, own_rid): (&'static str, &str, &str),
+        caps: &[&str],
+        inner: &mut Vec<GenStep>,
+    ) -> (&'static str, String, String, &'static str) {
+        match what {
+            0 => (ident, s.to_string(), own_rid.to_string(), "get_operation"),
+            1 | 5 if self.world.has_b => {
+                let other = if ident == "a" { "b" } else { "a" };
+                let os = self.session_with(other, caps, inner);
+                let m = if what == 1 {
+                    "get_operation"
+                } else {
+                    "cancel_operation"
+                };
+                (other, os, own_rid.to_string(), m)
+            }
+            2 | 6 => {
+                let m = if what == 2 {
+                    "get_operation"
+                } else {
+                    "cancel_operation"
+                };
+                (ident, s.to_string(), "new".to_string(), m)
+            }
+            3 => {
+                // Another session of the creator, without async_operations.
+                let few: Vec<&str> = ["cancellation", "large_results"]
+                    .into_iter()
+                    .filter(|_| self.rng.random_bool(0.5))
+                    .collect();
+                let os = self.session_with(ident, &few, inner);
+                (ident, os, own_rid.to_string(), "get_operation")
+            }
+            7 => {
+                // Time passes, well inside the idempotency window the
+                // operation must outlive (§4.4).
+                let ms = *[61_000u64, 600_000, 3_600_000]
+                    .get(self.rng.random_range(0..3))
+                    .unwrap_or(&61_000);
+                inner.push(plain(
+                    json!({"do": "advance_clock", "ms": ms, "requirements": []}),
+                ));
+                (ident, s.to_string(), own_rid.to_string(), "get_operation")
+            }
+            _ => (
+                ident,
+                s.to_string(),
+                own_rid.to_string(),
+                "cancel_operation",
+            ),
+        }
+    }
+
     fn async_flow(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
         let tools: Vec<ToolInfo> = self
             .world
@@ -1413,48 +1497,8 @@ impl<'w> Generator<'w> {
         for _ in 0..self.rng.random_range(1..=3) {
             let b = self.name("g");
             let what = self.rng.random_range(0..9);
-            let (who, sess, rid, method) = match what {
-                0 => (ident, s.clone(), own_rid.clone(), "get_operation"),
-                1 | 5 if self.world.has_b => {
-                    let other = if ident == "a" { "b" } else { "a" };
-                    let os = self.session_with(other, &caps, &mut inner);
-                    let m = if what == 1 {
-                        "get_operation"
-                    } else {
-                        "cancel_operation"
-                    };
-                    (other, os, own_rid.clone(), m)
-                }
-                2 | 6 => {
-                    let m = if what == 2 {
-                        "get_operation"
-                    } else {
-                        "cancel_operation"
-                    };
-                    (ident, s.clone(), "new".to_string(), m)
-                }
-                3 => {
-                    // Another session of the creator, without async_operations.
-                    let few: Vec<&str> = ["cancellation", "large_results"]
-                        .into_iter()
-                        .filter(|_| self.rng.random_bool(0.5))
-                        .collect();
-                    let os = self.session_with(ident, &few, &mut inner);
-                    (ident, os, own_rid.clone(), "get_operation")
-                }
-                7 => {
-                    // Time passes, well inside the idempotency window the
-                    // operation must outlive (§4.4).
-                    let ms = *[61_000u64, 600_000, 3_600_000]
-                        .get(self.rng.random_range(0..3))
-                        .unwrap_or(&61_000);
-                    inner.push(plain(
-                        json!({"do": "advance_clock", "ms": ms, "requirements": []}),
-                    ));
-                    (ident, s.clone(), own_rid.clone(), "get_operation")
-                }
-                _ => (ident, s.clone(), own_rid.clone(), "cancel_operation"),
-            };
+            let (who, sess, rid, method) =
+                self.operation_query(what, (ident, &s, &own_rid), &caps, &mut inner);
             if method == "cancel_operation" && who == ident && rid == own_rid {
                 cancelled = true;
             }
