@@ -692,10 +692,11 @@ impl<'w> Generator<'w> {
         });
         // Sometimes later, well inside the idempotency window the record
         // must outlive (§6: at least a day), in a new session, as the old
-        // one may have expired meanwhile.
+        // one may have expired meanwhile; never exactly a lifetime (see
+        // `operation_query`).
         let later = self.chance(0.3);
         if later {
-            let ms = *[61_000u64, 600_000, 3_600_000]
+            let ms = *[61_000u64, 590_000, 3_590_000]
                 .get(self.rng.random_range(0..3))
                 .unwrap_or(&61_000);
             out.push(plain(
@@ -1426,8 +1427,12 @@ impl<'w> Generator<'w> {
             }
             7 => {
                 // Time passes, well inside the idempotency window the
-                // operation must outlive (§4.4).
-                let ms = *[61_000u64, 600_000, 3_600_000]
+                // operation must outlive (§4.4), and never exactly a
+                // lifetime (the reference's resume token lives ten minutes,
+                // its session an hour): a device's clock moves a little
+                // more than it is asked to, the descriptor shadow's
+                // exactly, so at the boundary the two would disagree.
+                let ms = *[61_000u64, 590_000, 3_590_000]
                     .get(self.rng.random_range(0..3))
                     .unwrap_or(&61_000);
                 inner.push(plain(
