@@ -1067,33 +1067,43 @@ impl ServedSim {
     }
 
     fn start_with(extra: &[&str]) -> ServedSim {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr = format!("127.0.0.1:{port}");
+        // Port 0: the sim picks a free port itself and names it (`listening
+        // identity=a addr=HOST:PORT`), so tests starting sims at once never
+        // race for a port. Its output is drained to the end, so it never
+        // blocks on a full pipe.
         let mut child = Command::new(env!("CARGO_BIN_EXE_cetp"))
-            .args(["sim", "--listen", &addr])
+            .args(["sim", "--listen", "127.0.0.1:0"])
             .args(extra)
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        // A loaded CI machine can take seconds to start a debug binary: wait
-        // for the port (bounded), and say so if the sim exited instead.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while std::net::TcpStream::connect(&addr).is_err() {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("cetp sim {extra:?} exited ({status}) before listening on {addr}");
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut tx = Some(tx);
+            for line in std::io::BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                let named = line
+                    .strip_prefix("listening identity=")
+                    .and_then(|rest| rest.split_once(" addr="))
+                    .filter(|(id, _)| *id == "a")
+                    .map(|(_, addr)| addr.to_string());
+                if let (Some(addr), Some(tx)) = (named, tx.take()) {
+                    let _ = tx.send(addr);
+                }
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "cetp sim {extra:?} is not listening on {addr} after 60 s"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
+        });
+        // A loaded CI machine can take seconds to start a debug binary.
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(addr) => ServedSim(child, addr),
+            Err(_) => {
+                let status = child.try_wait();
+                let _ = child.kill();
+                panic!("cetp sim {extra:?} named no address within 60 s (exit: {status:?})");
+            }
         }
-        ServedSim(child, addr)
     }
 }
 
