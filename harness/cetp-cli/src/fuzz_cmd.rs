@@ -485,23 +485,28 @@ fn open_workers(args: &FuzzArgs, suite: &Suite) -> Result<Vec<campaign::WorkerSp
     let shown = |t: &str| escape::terminal(t, 200);
     let mut specs: Vec<campaign::WorkerSpec> = Vec::new();
     let mut first: Option<(String, cetp_conformance::pin::Pin)> = None;
+    // Every target and profile read before any device is opened.
+    let mut parsed = Vec::new();
     for (i, t) in args.target.iter().enumerate() {
-        let parsed = cetp_targets::TargetSpec::parse(t).map_err(|e| usage(e.to_string()))?;
+        let kind = cetp_targets::TargetSpec::parse(t).map_err(|e| usage(e.to_string()))?;
         // Two workers on one device would each see the other's effects and
         // sessions; simulated targets are a fresh device each.
-        if !matches!(parsed, cetp_targets::TargetSpec::Sim(_)) && args.target[..i].contains(t) {
+        if !matches!(kind, cetp_targets::TargetSpec::Sim(_)) && args.target[..i].contains(t) {
             return Err(usage(format!(
                 "target {} is named twice: two workers on one device would judge each other's calls",
                 shown(t)
             )));
         }
-        let is_adb = matches!(parsed, cetp_targets::TargetSpec::Adb(_));
+        let is_adb = matches!(kind, cetp_targets::TargetSpec::Adb(_));
         let spec = parse_target(
             t,
             &args.target_b,
             if is_adb { &args.adb_server } else { &None },
         )?;
         let profile = profile_for(&args.profile, &spec)?;
+        parsed.push((t, spec, profile));
+    }
+    for (t, spec, profile) in parsed {
         let target = cetp_targets::open(&spec)
             .map_err(|e| infra(format!("cannot open target {}: {e}", shown(t))))?;
         let (_, env) = cetp_conformance::runner::identify(&target, &profile)
@@ -514,7 +519,7 @@ fn open_workers(args: &FuzzArgs, suite: &Suite) -> Result<Vec<campaign::WorkerSp
         )
         .map_err(|e| infra(format!("cannot identify target {}: {e}", shown(t))))?;
         match &first {
-            None => first = Some((t.clone(), pin.clone())),
+            None => first = Some((t.to_string(), pin.clone())),
             Some((t0, p0)) => {
                 let moved = campaign::build_differences(p0, &pin);
                 if !moved.is_empty() && !args.mixed_builds {
@@ -540,7 +545,7 @@ fn open_workers(args: &FuzzArgs, suite: &Suite) -> Result<Vec<campaign::WorkerSp
             }
         }
         specs.push(campaign::WorkerSpec {
-            label: t.clone(),
+            label: t.to_string(),
             target,
             profile,
             env,
