@@ -273,16 +273,59 @@ fn read_entry(path: &Path) -> Option<Entry> {
     (e.format == FORMAT && e.version == 1 && !e.moves.is_empty()).then_some(e)
 }
 
-/// Whether every tool an entry's steps name is one `world` lets this
-/// worker execute (a tool by name, or a profile role it has): an entry
-/// written against another profile or Provider never makes this worker
-/// execute what its own profile does not allow.
+/// The step kinds the generator writes ([`crate::moves`]): a corpus entry
+/// holding any other (a `sleep`, an `each_tool`) is not one of ours and is
+/// not run. A test holds the generator to this list.
+pub const GENERATED_STEPS: &[&str] = &[
+    "advance_clock",
+    "call",
+    "cancel_consistent",
+    "concurrent",
+    "discover",
+    "equal",
+    "negotiate",
+    "observe",
+    "poll",
+    "read_fd",
+    "resolve",
+    "restart",
+    "revision_consistent",
+    "same",
+    "settle",
+    "tokens_unpredictable",
+    "uuid",
+    "v1_read_only",
+];
+
+/// The longest time (device clock moved, operation waited for) a corpus
+/// entry's step may name: ten days, past the longest the generator moves
+/// the clock (eight days, `advance` in [`crate::moves`]).
+pub const MAX_ENTRY_MS: u64 = 10 * 24 * 3_600_000;
+
+/// Whether this worker may run an entry: only step kinds the generator
+/// writes ([`GENERATED_STEPS`]), no time beyond [`MAX_ENTRY_MS`], and every
+/// tool named one `world` lets this worker execute (a tool by name, or a
+/// profile role it has): an entry written against another profile or
+/// Provider, or by hand, never makes this worker execute what its own
+/// profile does not allow, nor wait without bound.
 pub fn runnable(entry: &Entry, world: &World) -> bool {
     fn ok(j: &Json, world: &World) -> bool {
         match j {
             Json::Array(a) => a.iter().all(|x| ok(x, world)),
             Json::Object(o) => {
-                if o.contains_key("do") {
+                if let Some(kind) = o.get("do") {
+                    if !kind.as_str().is_some_and(|k| GENERATED_STEPS.contains(&k)) {
+                        return false;
+                    }
+                    // The fields that make the harness wait or move a
+                    // clock (a call's deadline is sent, not waited for).
+                    let too_long = ["ms", "max_ms", "plus_ms", "fixed_clock_wait_ms"]
+                        .iter()
+                        .filter_map(|k| o.get(*k))
+                        .any(|v| v.as_u64().is_none_or(|ms| ms > MAX_ENTRY_MS));
+                    if too_long {
+                        return false;
+                    }
                     if let Some(tool) = o.get("tool") {
                         let named = match (tool.get("name"), tool.get("profile_role")) {
                             (Some(Json::String(n)), None) => {
@@ -855,6 +898,45 @@ mod tests {
         b.fields.insert("signing_cert".into(), json!(["ab"]));
         assert_eq!(build_differences(&a, &b), ["signing_cert", "revision"]);
         assert_ne!(build_key(&a), build_key(&b));
+    }
+
+    /// The corpus runs only the step kinds the generator writes: every one
+    /// it writes must be on the list, or its own entries would be skipped.
+    #[test]
+    fn every_generated_sequence_is_runnable_from_the_corpus() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let profile = cetp_conformance::profile::Profile::from_toml(
+            &std::fs::read_to_string(dir.join("profiles/reference.toml")).unwrap(),
+        )
+        .unwrap();
+        let spec = cetp_targets::TargetSpec::parse("sim").unwrap();
+        let target = cetp_targets::open(&spec).unwrap();
+        let (_, env) = cetp_conformance::runner::identify(&target, &profile).unwrap();
+        let world = crate::world::learn(&target, &profile, &env, 1).unwrap();
+        let mut kinds = BTreeSet::new();
+        for seed in 0..400 {
+            let moves = Generator::new(&world, seed).sequence(8).moves;
+            let entry = Entry {
+                format: FORMAT.into(),
+                version: 1,
+                found_by: "test".into(),
+                seed,
+                features: vec![],
+                moves: moves.clone(),
+            };
+            for s in moves.iter().flat_map(|m| &m.steps) {
+                kinds.insert(s.step["do"].as_str().unwrap_or("?").to_string());
+            }
+            assert!(runnable(&entry, &world), "seed {seed}: {moves:#?}");
+            let mut slow = entry.clone();
+            slow.moves[0].steps[0].step = json!({"do": "sleep", "ms": 1});
+            assert!(!runnable(&slow, &world), "a step kind not generated");
+            slow.moves[0].steps[0].step = json!({"do": "advance_clock", "ms": MAX_ENTRY_MS + 1});
+            assert!(!runnable(&slow, &world), "too long a wait");
+        }
+        // The generator reaches most kinds in 400 sequences: the list is
+        // not wider than it needs to be by much.
+        assert!(kinds.len() + 4 >= GENERATED_STEPS.len(), "{kinds:?}");
     }
 
     #[test]

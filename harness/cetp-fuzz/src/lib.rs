@@ -462,6 +462,10 @@ impl<'a> Fuzzer<'a> {
     /// Writes the sequence to the campaign's corpus when its run showed
     /// something new.
     fn feed_corpus(&mut self, moves: &[Move], case: &Json, run: &CaseRun, seed: u64) {
+        // The blind mutator edits one fixed sequence: nothing to keep.
+        if self.cfg.mutator != Mutator::Structured {
+            return;
+        }
         let Some(m) = self.campaign.as_mut() else {
             return;
         };
