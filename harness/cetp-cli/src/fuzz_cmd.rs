@@ -469,6 +469,9 @@ fn campaign_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
     print_campaign(args, started, &report);
     Ok(if !report.findings.is_empty() {
         ExitCode::Fail
+    } else if report.refused() {
+        // Its profile leaves a worker nothing to call: fix the profile.
+        ExitCode::Usage
     } else if !report.complete() {
         // A worker lost or never started: nothing is charged, but the
         // campaign did not fuzz what was asked.
@@ -617,6 +620,12 @@ fn write_campaign(args: &FuzzArgs, report: &campaign::CampaignReport) -> Result<
 /// Every worker's figures and how it ended, the totals, then each finding
 /// once with every worker that saw it.
 fn print_campaign(args: &FuzzArgs, started: Instant, report: &campaign::CampaignReport) {
+    print_workers(report);
+    print_campaign_findings(args, started, report);
+}
+
+/// One line per worker: its target, seed, state and figures.
+fn print_workers(report: &campaign::CampaignReport) {
     use campaign::WorkerState;
     for w in &report.workers {
         let state = match &w.state {
@@ -625,6 +634,9 @@ fn print_campaign(args: &FuzzArgs, started: Instant, report: &campaign::Campaign
             WorkerState::Lost(why) => format!("LOST: {}", escape::terminal(why, 400)),
             WorkerState::NotStarted(why) => {
                 format!("NOT STARTED: {}", escape::terminal(why, 400))
+            }
+            WorkerState::Refused(why) => {
+                format!("REFUSED: {}", escape::terminal(why, 400))
             }
             WorkerState::Died(why) => format!(
                 "DIED (a defect of cetp, not charged): {}",
@@ -657,6 +669,11 @@ fn print_campaign(args: &FuzzArgs, started: Instant, report: &campaign::Campaign
                 .unwrap_or_default(),
         );
     }
+}
+
+/// The totals, each finding with the workers that saw it, then what each
+/// worker saw that is not charged (flaky failures, oracle notes).
+fn print_campaign_findings(args: &FuzzArgs, started: Instant, report: &campaign::CampaignReport) {
     let s = &report.stats;
     println!(
         "seed {}: {} workers, {} sequences, {} judged, {} envelopes, {} findings in {:.1}s",

@@ -567,9 +567,11 @@ pub enum WorkerState {
     Finished,
     /// Its device stopped answering part-way.
     Lost(String),
-    /// It could not start (the target refused to be learned, nothing to
-    /// fuzz).
+    /// It could not start: its target could not be learned.
     NotStarted(String),
+    /// Its profile and target leave nothing it may call (as a one-target
+    /// run refuses to start).
+    Refused(String),
     /// The target failed the descriptor oracle's learning case: that case
     /// is its finding, and nothing was fuzzed.
     Unlearnable,
@@ -622,6 +624,14 @@ pub struct CampaignReport {
 }
 
 impl CampaignReport {
+    /// Whether a worker refused to start (a usage error, as in a one-target
+    /// run).
+    pub fn refused(&self) -> bool {
+        self.workers
+            .iter()
+            .any(|w| matches!(w.state, WorkerState::Refused(_)))
+    }
+
     /// Whether every worker ran to its end.
     pub fn complete(&self) -> bool {
         self.workers
@@ -634,6 +644,7 @@ enum Outcome {
     Ran(Box<FuzzReport>, Option<CorpusStats>),
     Unlearnable(Box<crate::Finding>),
     NotStarted(String),
+    Refused(String),
 }
 
 /// Runs one worker per spec until each ends, calling `progress` with every
@@ -726,6 +737,7 @@ fn work(
                 ))
             };
         }
+        Err(FuzzError::Refused(why)) => return Outcome::Refused(why),
         Err(e) => return Outcome::NotStarted(e.to_string()),
     };
     let mut member = Member::new(hub, i, &spec.label, &spec.build);
@@ -781,6 +793,7 @@ fn assemble(
         match outcome {
             Err(panic) => w.state = WorkerState::Died(panic),
             Ok(Outcome::NotStarted(why)) => w.state = WorkerState::NotStarted(why),
+            Ok(Outcome::Refused(why)) => w.state = WorkerState::Refused(why),
             Ok(Outcome::Unlearnable(f)) => {
                 w.state = WorkerState::Unlearnable;
                 w.oracle_kind = Some("descriptor".into());

@@ -317,3 +317,31 @@ fn a_tcp_target_that_closes_is_reported_lost_while_the_other_finishes() {
     assert!(!report.complete());
     assert!(report.findings.is_empty(), "{:#?}", report.findings);
 }
+
+/// A worker its configuration leaves nothing to do (here: the differential
+/// oracle for a package the reference does not implement) is reported as
+/// refused, as a one-target run refuses to start; the other runs.
+#[test]
+fn a_worker_that_refuses_to_start_is_reported_and_the_other_runs() {
+    let suite = Suite::load(&root().join("vectors")).unwrap();
+    let mut odd = spec("sim");
+    odd.env.package = "com.example.unknown".into();
+    let report = campaign::run(
+        vec![spec("sim"), odd],
+        &suite.rules,
+        &FuzzConfig {
+            oracle: cetp_fuzz::OracleChoice::Differential,
+            ..cfg(3, 2, 10)
+        },
+        None,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(matches!(report.workers[0].state, WorkerState::Finished));
+    assert_eq!(report.workers[0].stats.cases, 2);
+    match &report.workers[1].state {
+        WorkerState::Refused(why) => assert!(why.contains("no differential oracle"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(report.refused() && !report.complete());
+}
