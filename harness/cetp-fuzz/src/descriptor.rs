@@ -659,7 +659,16 @@ fn fail_every_run_passed(
         return None;
     };
     let reached = runs.iter().any(|r| r.stop.is_none() || r.step > i + 1);
-    let stopped_here = runs.iter().any(|r| r.stop.is_some() && r.step == i + 1);
+    // A run that could not judge this step (the profile or device cannot
+    // show what its own path needs, e.g. a legal variant that refused a
+    // cancel and so has an effect to count by an observer of objects)
+    // vouches neither way: the target's FAIL rests on its own answers.
+    let stopped_here = runs.iter().any(|r| {
+        r.step == i + 1
+            && r.stop
+                .as_ref()
+                .is_some_and(|s| !matches!(s, Stop::Setup { .. } | Stop::NotApplicable(_)))
+    });
     if stopped_here || !reached || transient(trun, &s.step) {
         return None;
     }
