@@ -828,3 +828,172 @@ pub fn merge(
     let finished = d.finish(claim, false);
     (finished, outer)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::Scheme;
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("cetp-merge-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// The stream of a partition `index`/`count` on `target`, on a device
+    /// with build `device`, that ran nothing.
+    fn stream(index: u32, count: u32, target: &str, device: &str) -> Vec<Event> {
+        vec![
+            Event::RunStarted {
+                run_id: format!("run-{index}"),
+                harness: "cetp 0".into(),
+                target: target.into(),
+                seed: 1,
+                config_hash: "ab".into(),
+                started_at_ms: 0,
+                cases: 0,
+                only: vec![],
+                skip: vec![],
+                attempts: 1,
+            },
+            Event::RunPartition {
+                scheme: Scheme::Slice,
+                count,
+                index: Some(index),
+                merged: vec![],
+            },
+            Event::RunPinned {
+                pin_hash: String::new(),
+                fields: BTreeMap::from([
+                    ("target".to_string(), json!(target)),
+                    ("device".to_string(), json!(device)),
+                    ("revision".to_string(), json!("tools-1")),
+                ]),
+            },
+            Event::RunFinished {
+                summary: Default::default(),
+                claim: Default::default(),
+                exit_code: 0,
+                duration_ms: u64::from(index) * 10,
+            },
+        ]
+    }
+
+    fn part(index: u32, count: u32, target: &str, device: &str) -> Part {
+        Part::read(&format!("d{index}"), stream(index, count, target, device)).unwrap()
+    }
+
+    #[test]
+    fn event_files_are_read_within_bounds_and_bad_lines_named() {
+        let dir = tmp("read");
+        let path = dir.join("events.ndjson");
+        let lines: Vec<String> = stream(1, 2, "sim", "x")
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        std::fs::write(&path, lines.join("\n\n") + "\n").unwrap();
+        assert_eq!(read_events(&path, 1 << 20).unwrap().len(), 4);
+        let e = read_events(&path, 100).unwrap_err();
+        assert_eq!(e.exit, ExitCode::Infra);
+        assert!(e.message.contains("larger than"), "{}", e.message);
+        // Deep nesting, a foreign event, bytes that are not UTF-8: errors.
+        for bad in [
+            format!("{}\n{}\n", lines[0], "[".repeat(100_000)),
+            format!("{}\n{{\"event\": \"party\"}}\n", lines[0]),
+            format!("{}\n\u{1}\u{2}\n", lines[0]),
+        ] {
+            std::fs::write(&path, bad).unwrap();
+            let e = read_events(&path, 1 << 20).unwrap_err();
+            assert!(
+                e.message.contains("line 2 is not a cetp event"),
+                "{}",
+                e.message
+            );
+        }
+        std::fs::write(&path, [0xff, 0xfe, b'\n']).unwrap();
+        assert!(read_events(&path, 1 << 20).is_err());
+        let e = read_events(&dir.join("none"), 1 << 20).unwrap_err();
+        assert_eq!(e.exit, ExitCode::Usage);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_split_names_every_duplicate_and_missing_partition() {
+        let parts = [
+            part(1, 4, "sim", "x"),
+            part(3, 4, "sim", "x"),
+            part(3, 4, "sim", "x"),
+        ];
+        let e = check_split(&parts).unwrap_err();
+        assert_eq!(e.exit, ExitCode::Usage);
+        assert!(
+            e.message
+                .contains("duplicate partition slice:3/4 in d3 and d3")
+                && e.message
+                    .contains("missing partition(s) slice:2/4, slice:4/4"),
+            "{}",
+            e.message
+        );
+        assert!(check_split(&[part(2, 2, "sim", "x"), part(1, 2, "sim", "x")]).is_ok());
+        // A stream cut before run_finished, or with no run_started.
+        let mut cut = stream(1, 2, "sim", "x");
+        cut.pop();
+        let e = Part::read("d", cut).unwrap_err();
+        assert!(e.message.contains("did not finish"), "{}", e.message);
+        let e = Part::read("d", stream(1, 2, "sim", "x")[1..].to_vec()).unwrap_err();
+        assert!(e.message.contains("run_started"), "{}", e.message);
+    }
+
+    #[test]
+    fn partitions_on_several_devices_agree_but_simulated_providers_must_match() {
+        let suite = Suite {
+            cases: vec![],
+            checks: vec![],
+            rules: BTreeMap::new(),
+            fingerprint: "v".into(),
+        };
+        let with_vectors = |mut p: Part| {
+            if let Some(pin) = &mut p.pin {
+                pin.fields.insert("vectors".into(), json!("v"));
+            }
+            p
+        };
+        // Two phones: their serials and builds differ, the Provider's does not.
+        let phones = [
+            with_vectors(part(1, 2, "adb:SERIAL1", "google/oriole:12")),
+            with_vectors(part(2, 2, "adb:SERIAL2", "google/husky:14")),
+        ];
+        check_agreement(&phones, &suite, "cetp 0").unwrap();
+        let pin = merged_pin(&phones);
+        assert_eq!(pin.fields["target"], json!(["adb:SERIAL1", "adb:SERIAL2"]));
+        assert_eq!(
+            pin.fields["device"],
+            json!(["google/oriole:12", "google/husky:14"])
+        );
+        assert_eq!(pin.fields["revision"], json!("tools-1"));
+        // A simulated target's label names its Provider.
+        let sims = [
+            with_vectors(part(1, 2, "sim", "x")),
+            with_vectors(part(2, 2, "sim:mutant=no_dedupe", "x")),
+        ];
+        let e = check_agreement(&sims, &suite, "cetp 0").unwrap_err();
+        assert!(e.message.contains("differ (target)"), "{}", e.message);
+        // The Provider's build moved.
+        let mut other = with_vectors(part(2, 2, "adb:SERIAL2", "x"));
+        if let Some(pin) = &mut other.pin {
+            pin.fields.insert("revision".into(), json!("tools-2"));
+        }
+        let e = check_agreement(&[phones[0].clone(), other], &suite, "cetp 0").unwrap_err();
+        assert!(
+            e.message.contains("differ (revision)") && e.message.contains("\"tools-2\""),
+            "{}",
+            e.message
+        );
+        // Another harness, other vectors.
+        let e = check_agreement(&phones, &suite, "cetp 9").unwrap_err();
+        assert!(e.message.contains("this is cetp 9"), "{}", e.message);
+        let e = check_agreement(&[part(1, 2, "sim", "x")], &suite, "cetp 0").unwrap_err();
+        assert!(e.message.contains("other vectors"), "{}", e.message);
+    }
+}
