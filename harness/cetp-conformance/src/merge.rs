@@ -453,12 +453,9 @@ fn check_agreement(parts: &[Part], suite: &Suite, harness: &str) -> Result<(), M
     Ok(())
 }
 
-/// Each partition ended, judged its target, and ran exactly its part.
-fn check_parts(
-    parts: &[Part],
-    suite: &Suite,
-    baseline: Option<&Baseline>,
-) -> Result<(), MergeError> {
+/// Each partition reached its end and identified its target (else its
+/// pin has no Provider to compare).
+fn check_finished(parts: &[Part]) -> Result<(), MergeError> {
     for p in parts {
         if p.exit_code == Some(ExitCode::Interrupted.code()) {
             return Err(infra(format!(
@@ -473,6 +470,18 @@ fn check_parts(
                 p.name()
             )));
         }
+    }
+    Ok(())
+}
+
+/// Each partition ran exactly its part, and the baseline given to the
+/// merge accepts what the partitions accepted.
+fn check_parts(
+    parts: &[Part],
+    suite: &Suite,
+    baseline: Option<&Baseline>,
+) -> Result<(), MergeError> {
+    for p in parts {
         let cfg = RunConfig {
             only: p.only.clone(),
             skip: p.skip.clone(),
@@ -530,6 +539,7 @@ pub fn check(
 ) -> Result<(), MergeError> {
     check_split(parts)?;
     parts.sort_by_key(|p| p.partition.index);
+    check_finished(parts)?;
     check_agreement(parts, suite, harness)?;
     check_parts(parts, suite, baseline)
 }
@@ -943,6 +953,19 @@ mod tests {
         assert!(e.message.contains("did not finish"), "{}", e.message);
         let e = Part::read("d", stream(1, 2, "sim", "x")[1..].to_vec()).unwrap_err();
         assert!(e.message.contains("run_started"), "{}", e.message);
+        // A part that judged nothing (no Provider identified), or stopped
+        // by Ctrl-C: an infrastructure error, with what to do.
+        let e = check_finished(&[part(1, 1, "sim", "x")]).unwrap_err();
+        assert_eq!(e.exit, ExitCode::Infra);
+        assert!(
+            e.message.contains("could not be identified"),
+            "{}",
+            e.message
+        );
+        let mut stopped = part(1, 1, "sim", "x");
+        stopped.exit_code = Some(130);
+        let e = check_finished(&[stopped]).unwrap_err();
+        assert!(e.message.contains("cetp resume d1"), "{}", e.message);
     }
 
     #[test]
