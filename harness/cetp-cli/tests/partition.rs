@@ -7,8 +7,10 @@ mod scratch;
 use scratch::Scratch;
 
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
 
 fn cetp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cetp"))
@@ -475,4 +477,105 @@ fn the_lock_case_runs_once_and_known_failures_need_the_baseline() {
     assert_eq!(m["cases"][0]["baseline"], "bug 12");
     assert_eq!(m["cases"][1]["id"], "LOCK-001");
     assert_eq!(m["cases"][1]["verdict"], "PASS");
+}
+
+/// The reference Provider served on two TCP ports by this process: a
+/// device that outlives the harness, so a run against it can be resumed.
+struct Served {
+    a: std::net::SocketAddr,
+    b: std::net::SocketAddr,
+    _sim: Arc<cetp_sim::Sim>,
+    _rt: tokio::runtime::Runtime,
+}
+
+impl Served {
+    fn new() -> Served {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let sim = cetp_sim::Sim::new(cetp_sim::SimConfig::default()).unwrap();
+        let (la, lb) = rt.block_on(async {
+            (
+                tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+                tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            )
+        });
+        let (a, b) = (la.local_addr().unwrap(), lb.local_addr().unwrap());
+        rt.spawn(sim.clone().serve_tcp("a", la));
+        rt.spawn(sim.clone().serve_tcp("b", lb));
+        Served {
+            a,
+            b,
+            _sim: sim,
+            _rt: rt,
+        }
+    }
+
+    fn args(&self, dir: &Path) -> Vec<String> {
+        let profile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/reference.toml");
+        strings(&[
+            "run",
+            "--target",
+            &format!("tcp:{}", self.a),
+            "--target-b",
+            &self.b.to_string(),
+            "--profile",
+            s(&profile),
+            "--only",
+            "IDEM-*",
+            "--only",
+            "EXE-*",
+            "--partition",
+            "slice:2/3",
+            "--report-dir",
+            s(dir),
+        ])
+    }
+}
+
+#[test]
+fn a_partition_killed_mid_run_resumes_as_the_same_partition() {
+    let root = Scratch::new("cetp-partition-test", "resume", true);
+    let whole = root.join("uninterrupted");
+    let o = Command::new(env!("CARGO_BIN_EXE_cetp"))
+        .args(Served::new().args(&whole))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // Killed (SIGKILL) once its third side effect was answered, unrecorded.
+    let served = Served::new();
+    let dir = root.join("killed");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cetp"))
+        .args(served.args(&dir))
+        .env("CETP_PAUSE_AT", "after:execute_tool:3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let paused = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.starts_with("cetp: paused"));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(paused, "the run ended before its third execute_tool");
+    let o = cetp(&["resume", s(&dir), "--color", "never"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (want, got) = (report(&whole), report(&dir));
+    assert_eq!(got["partition"], want["partition"]);
+    assert_eq!(got["partition"]["index"], 2);
+    let verdicts = |r: &Value| -> Vec<(Value, Value)> {
+        r["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["id"].clone(), c["verdict"].clone()))
+            .collect()
+    };
+    assert_eq!(verdicts(&got), verdicts(&want));
+    assert!(verdicts(&got).len() > 3);
 }

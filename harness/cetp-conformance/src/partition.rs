@@ -14,7 +14,10 @@
 //!   the price of uneven parts.
 //!
 //! `LOCK-001` (`--lock`) runs in partition 1 only. The checks are judged by
-//! each partition over the answers it saw; the merge combines them.
+//! each partition over the answers it saw; the merge combines them. A
+//! partition judges the baseline entries of its own cases only
+//! ([`judges_stale`]): whether an entry of another part's case, or of a
+//! check, still fails is for the merge to say.
 //!
 //! A partition is not pinned ([`crate::pin`]): like a filter, it selects the
 //! run's calls and does not change what a verdict means. It never
