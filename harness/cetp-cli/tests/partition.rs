@@ -221,6 +221,10 @@ fn three_partitions_merge_into_the_unpartitioned_run() {
     ] {
         assert!(out.join(f).is_file(), "{f}");
     }
+    for f in ["index.html", "summary.md"] {
+        let t = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(t.contains("Merged from 3 partitions"), "{f}");
+    }
     let junit = |d: &Path| std::fs::read_to_string(d.join("junit.xml")).unwrap();
     assert_eq!(
         junit(&root.join("full")).matches("<testcase").count(),
