@@ -510,6 +510,11 @@ fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<P
     };
     let lock = args.lock.as_deref().map(read_lock).transpose()?;
     let mut only = args.only.clone();
+    if replay.is_some() && args.partition.is_some() {
+        return Err(usage(
+            "--partition splits a run; `cetp replay` runs one case",
+        ));
+    }
     if let Some(case) = replay {
         if !suite.cases.iter().any(|c| c.id == case) {
             return Err(usage(format!("no case {case:?} in the vectors")));

@@ -421,6 +421,9 @@ fn bad_partitions_are_usage_errors() {
         assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
         assert!(text(&o).contains(says), "{bad}: {}", text(&o));
     }
+    let o = cetp(&["replay", "NEG-001", "--partition", "slice:1/2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("runs one case"), "{}", text(&o));
 }
 
 #[test]
