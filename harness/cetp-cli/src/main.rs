@@ -8,6 +8,7 @@
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod consumer_cmd;
+mod devices_cmd;
 mod embedded;
 mod fuzz_cmd;
 mod merge_cmd;
@@ -165,9 +166,16 @@ enum ListWhat {
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// sim[:mutant=NAME,manifest=VARIANT,...] | tcp:HOST:PORT | adb[:SERIAL]
+    /// sim[:mutant=NAME,manifest=VARIANT,...] | tcp:HOST:PORT | adb[:SERIAL].
+    /// Repeat it for several devices carrying the same Provider build
+    /// (see --devices).
     #[arg(long, default_value = "sim")]
-    target: String,
+    target: Vec<String>,
+    /// With several --target: `shard` runs each case once, on whichever
+    /// device is free (one report, one claim); `matrix` runs every case on
+    /// every device (a case × device table, a claim per device).
+    #[arg(long, value_enum, default_value_t = devices_cmd::Mode::Shard)]
+    devices: devices_cmd::Mode,
     /// Endpoint of the second caller identity (tcp targets).
     #[arg(long, value_name = "HOST:PORT")]
     target_b: Option<String>,
@@ -242,6 +250,13 @@ struct RunArgs {
     /// writes every report whatever this says.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+}
+
+impl RunArgs {
+    /// The first (in most runs the only) `--target`.
+    fn first_target(&self) -> &str {
+        self.target.first().map_or("sim", String::as_str)
+    }
 }
 
 #[derive(Args)]
@@ -376,7 +391,7 @@ fn load_suite(vectors: &Option<PathBuf>) -> Result<(PathBuf, Suite), Failure> {
 }
 
 fn target_spec(args: &RunArgs) -> Result<TargetSpec, Failure> {
-    parse_target(&args.target, &args.target_b, &args.adb_server)
+    parse_target(args.first_target(), &args.target_b, &args.adb_server)
 }
 
 fn parse_target(
@@ -445,10 +460,13 @@ fn replayed(args: &RunArgs, path: &Path) -> Result<(RunArgs, i64), Failure> {
             .collect()
     };
     let mut a = args.clone();
+    // A run of several devices joins their labels.
     a.target = r["target"]["label"]
         .as_str()
         .ok_or_else(|| what("no target.label".into()))?
-        .to_string();
+        .split(" + ")
+        .map(str::to_string)
+        .collect();
     a.seed = r["seed"].as_u64().ok_or_else(|| what("no seed".into()))?;
     a.only = strings(&r["selection"]["only"])?;
     a.skip = strings(&r["selection"]["skip"])?;
@@ -599,7 +617,8 @@ fn absolute(p: &Option<PathBuf>) -> serde_json::Value {
 /// directory reads the same files; the pin then checks their content.
 fn journal_config(args: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
     serde_json::json!({
-        "target": args.target,
+        "target": args.first_target(),
+        "targets": args.target,
         "target_b": args.target_b,
         "adb_server": args.adb_server,
         "profile": absolute(&args.profile),
@@ -671,8 +690,16 @@ fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCode, Failure
         OpenOptions::default()
     };
     let target = open_with(&p.spec, &opts)
-        .map_err(|e| infra(format!("cannot open target {}: {e}", p.args.target)))?;
+        .map_err(|e| infra(format!("cannot open target {}: {e}", p.args.first_target())))?;
     precheck(&p, &target, replay.is_some())?;
+    if p.args.target.len() > 1 {
+        if replay.is_some() {
+            return Err(usage(
+                "cetp replay runs one case on one device: give one --target",
+            ));
+        }
+        return devices_cmd::run(p, target, run_dir, pause);
+    }
     let run_dir = match run_dir {
         Some(mut d) => {
             d.start_journal(&journal_config(&p.args, &p.cfg), pause)
@@ -794,7 +821,7 @@ fn run_reporters(
 
 /// Runs a prepared run against an opened target and writes its reports.
 fn execute(
-    mut p: Prepared,
+    p: Prepared,
     target: cetp_conformance::device::Target,
     run_dir: Option<RunDir>,
     replay: Option<&str>,
@@ -806,6 +833,22 @@ fn execute(
         Some(j) => j.wrap(target),
         None => target,
     };
+    reported(p, run_dir, replay, trace, resumed, |p, fanout| {
+        run(&p.suite, &target, &p.profile, &p.cfg, fanout)
+    })
+}
+
+/// Runs `body` (the run itself, on one device or several) with the run's
+/// reporters, and writes its reports and last lines.
+fn reported(
+    mut p: Prepared,
+    run_dir: Option<RunDir>,
+    replay: Option<&str>,
+    trace: Option<std::sync::Arc<WireTrace>>,
+    resumed: bool,
+    body: impl FnOnce(&Prepared, &mut Fanout) -> cetp_conformance::runner::RunOutcome,
+) -> Result<ExitCode, Failure> {
+    let journals = run_dir.as_ref().map(RunDir::journals).unwrap_or_default();
     p.cfg.interrupt = Some(on_interrupt());
     let kept = Kept::default();
     let mut fanout = run_reporters(&p, run_dir.as_ref(), replay.is_some(), resumed, &kept)?;
@@ -818,8 +861,8 @@ fn execute(
             eprintln!("{line}");
         }
     };
-    let outcome = run(&p.suite, &target, &p.profile, &p.cfg, &mut fanout);
-    if let Some(why) = journal.as_ref().and_then(|j| j.diverged()) {
+    let outcome = body(&p, &mut fanout);
+    if let Some(why) = journals.iter().find_map(|j| j.diverged()) {
         return Err(infra(format!(
             "cannot resume: {}",
             escape::terminal(&why, 2000)
@@ -841,8 +884,15 @@ fn execute(
         println!("\nwire trace ({} frames):", trace.frames().len());
         print!("{}", trace.render());
     }
-    if let (Some(j), true) = (&journal, resumed) {
-        let s = j.stats();
+    if resumed && !journals.is_empty() {
+        let mut s = cetp_conformance::journal::ReplayStats::default();
+        for j in &journals {
+            let t = j.stats();
+            s.replayed += t.replayed;
+            s.reconciled += t.reconciled;
+            s.revived += t.revived;
+            s.live += t.live;
+        }
         say(&format!(
             "resumed: {} answer(s) replayed from the journal, {} in-flight call(s) sent again with their request_id, {} handle(s) re-obtained, {} new exchange(s)",
             s.replayed, s.reconciled, s.revived, s.live
@@ -902,7 +952,12 @@ fn args_of_journal(config: &serde_json::Value, r: &ResumeArgs) -> Result<RunArgs
             .collect()
     };
     Ok(RunArgs {
-        target: string("target").ok_or_else(|| bad("target"))?,
+        // A run of several devices lists them all (`targets`).
+        target: match config["targets"].as_array() {
+            Some(_) => strings("targets")?,
+            None => vec![string("target").ok_or_else(|| bad("target"))?],
+        },
+        devices: devices_cmd::Mode::Shard,
         target_b: string("target_b"),
         adb_server: string("adb_server"),
         profile: path("profile"),
@@ -940,21 +995,39 @@ fn resume_command(r: &ResumeArgs) -> Result<ExitCode, Failure> {
         .ok_or_else(|| usage("the journal's run record has no started_at_ms"))?;
     let args = args_of_journal(&rec.config, r)?;
     let p = prepare(&args, None, started_at_ms)?;
+    if args.target.len() > 1 {
+        return devices_cmd::resume(p, run_dir, rec, &r.dir);
+    }
     if matches!(p.spec, TargetSpec::Sim(_)) {
         return Err(usage(format!(
             "the run in {} was against `{}`, a simulated device inside the harness process: the Provider's state died with it, so the run cannot be continued; run it again (serve `cetp sim` and use --target tcp:… for runs that can be resumed)",
             r.dir.display(),
-            args.target
+            args.first_target()
         )));
     }
     let target = open_with(&p.spec, &OpenOptions::default())
-        .map_err(|e| infra(format!("cannot open target {}: {e}", args.target)))?;
+        .map_err(|e| infra(format!("cannot open target {}: {e}", args.first_target())))?;
     // Fail-closed: the target, profile, vectors and harness must be those
     // the run was pinned to, or it is refused before anything is replayed.
     let live = cetp_conformance::runner::pin_of(&p.suite, &target, &p.profile, &p.cfg)
         .map_err(|e| infra(format!("cannot identify the target to check the pin: {e}")))?;
-    if let Some(old) = &rec.pin {
-        let moved = old.differences(&live);
+    check_pin(&r.dir, rec.pin.as_ref(), &live)?;
+    run_dir
+        .resume_journal(&rec, pause_point()?, now_ms())
+        .map_err(dir_failure)?;
+    execute(p, target, Some(run_dir), None, None, true)
+}
+
+/// Fail-closed: a resumed run's live pin must be the journaled one, or it
+/// is refused before anything is replayed, naming every field that moved.
+fn check_pin(
+    dir: &Path,
+    journaled: Option<&cetp_conformance::pin::Pin>,
+    live: &cetp_conformance::pin::Pin,
+) -> Result<(), Failure> {
+    let r_dir = dir;
+    if let Some(old) = journaled {
+        let moved = old.differences(live);
         if !moved.is_empty() {
             let show = |v: Option<&serde_json::Value>| {
                 escape::terminal(&v.map_or("(absent)".to_string(), |v| v.to_string()), 120)
@@ -971,16 +1044,13 @@ fn resume_command(r: &ResumeArgs) -> Result<ExitCode, Failure> {
                 .collect();
             return Err(usage(format!(
                 "cannot resume {}: the run was pinned to another configuration; these fields differ ({}):\n{}",
-                r.dir.display(),
+                r_dir.display(),
                 moved.join(", "),
                 lines.join("\n")
             )));
         }
     }
-    run_dir
-        .resume_journal(&rec, pause_point()?, now_ms())
-        .map_err(dir_failure)?;
-    execute(p, target, Some(run_dir), None, None, true)
+    Ok(())
 }
 
 fn read_lock(path: &Path) -> Result<Lock, Failure> {

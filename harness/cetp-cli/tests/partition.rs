@@ -6,11 +6,14 @@
 mod scratch;
 use scratch::Scratch;
 
+#[path = "support/served_sim.rs"]
+mod served_sim;
+use served_sim::ServedSim;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
 
 fn cetp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cetp"))
@@ -90,7 +93,9 @@ fn merge(dirs: &[PathBuf], out: &Path, extra: &[&str]) -> Output {
 }
 
 /// A case or check of report.json without what differs between two runs
-/// of one configuration: its duration; a check's count of answers (a case
+/// of one configuration: its duration; the device that ran it (in a run
+/// sharded over several devices, whichever was free); a check's count of
+/// answers (a case
 /// polling an operation makes as many calls as the device's timing asks:
 /// two unpartitioned runs differ in it too); and (`reasons` false) its
 /// reason, which may quote the device's state (a counter, an id it
@@ -99,6 +104,7 @@ fn result_row(r: &Value, reasons: bool) -> Value {
     let mut r = r.clone();
     let o = r.as_object_mut().unwrap();
     o.remove("duration_ms");
+    o.remove("device");
     o.remove("answers_checked");
     if !reasons {
         o.remove("reason");
@@ -486,60 +492,25 @@ fn the_lock_case_runs_once_and_known_failures_need_the_baseline() {
     assert_eq!(m["cases"][1]["verdict"], "PASS");
 }
 
-/// The reference Provider served on two TCP ports by this process: a
-/// device that outlives the harness, so a run against it can be resumed.
-struct Served {
-    a: std::net::SocketAddr,
-    b: std::net::SocketAddr,
-    _sim: Arc<cetp_sim::Sim>,
-    _rt: tokio::runtime::Runtime,
-}
-
-impl Served {
-    fn new() -> Served {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let sim = cetp_sim::Sim::new(cetp_sim::SimConfig::default()).unwrap();
-        let (la, lb) = rt.block_on(async {
-            (
-                tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-                tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-            )
-        });
-        let (a, b) = (la.local_addr().unwrap(), lb.local_addr().unwrap());
-        rt.spawn(sim.clone().serve_tcp("a", la));
-        rt.spawn(sim.clone().serve_tcp("b", lb));
-        Served {
-            a,
-            b,
-            _sim: sim,
-            _rt: rt,
-        }
-    }
-
-    fn args(&self, dir: &Path) -> Vec<String> {
-        let profile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/reference.toml");
-        strings(&[
-            "run",
-            "--target",
-            &format!("tcp:{}", self.a),
-            "--target-b",
-            &self.b.to_string(),
-            "--profile",
-            s(&profile),
-            "--only",
-            "IDEM-*",
-            "--only",
-            "EXE-*",
-            "--partition",
-            "slice:2/3",
-            "--report-dir",
-            s(dir),
-        ])
-    }
+/// `cetp run` against `served` for partition 2 of 3 of the IDEM and EXE
+/// cases, with the reference's profile (it executes their side effects).
+fn served_args(served: &ServedSim, dir: &Path) -> Vec<String> {
+    let profile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/reference.toml");
+    strings(&[
+        "run",
+        "--target",
+        &served.target(),
+        "--profile",
+        s(&profile),
+        "--only",
+        "IDEM-*",
+        "--only",
+        "EXE-*",
+        "--partition",
+        "slice:2/3",
+        "--report-dir",
+        s(dir),
+    ])
 }
 
 #[test]
@@ -547,16 +518,16 @@ fn a_partition_killed_mid_run_resumes_as_the_same_partition() {
     let root = Scratch::new("cetp-partition-test", "resume", true);
     let whole = root.join("uninterrupted");
     let o = Command::new(env!("CARGO_BIN_EXE_cetp"))
-        .args(Served::new().args(&whole))
+        .args(served_args(&ServedSim::start_with(&[]), &whole))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 
     // Killed (SIGKILL) once its third side effect was answered, unrecorded.
-    let served = Served::new();
+    let served = ServedSim::start_with(&[]);
     let dir = root.join("killed");
     let mut child = Command::new(env!("CARGO_BIN_EXE_cetp"))
-        .args(served.args(&dir))
+        .args(served_args(&served, &dir))
         .env("CETP_PAUSE_AT", "after:execute_tool:3")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -585,4 +556,52 @@ fn a_partition_killed_mid_run_resumes_as_the_same_partition() {
     };
     assert_eq!(verdicts(&got), verdicts(&want));
     assert!(verdicts(&got).len() > 3);
+}
+
+#[test]
+fn partitions_sharded_over_several_devices_merge_into_the_sharded_run() {
+    let root = Scratch::new("cetp-partition-test", "sharded", true);
+    let args = [
+        "--target",
+        "sim",
+        "--target",
+        "sim:seed=2",
+        "--only",
+        "NEG-*",
+        "--only",
+        "EXE-*",
+    ];
+    let (whole, parts) = whole_and_split(&root, &args, "slice", 2);
+    assert_eq!(whole.status.code(), Some(0), "{}", text(&whole));
+    let out = root.join("merged");
+    let o = merge(&parts, &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // A sharded run reports its cases as the devices finish them: in
+    // another order than the suite's, which the merge keeps.
+    let by_id = |mut r: Value| {
+        for key in ["cases", "checks"] {
+            r[key]
+                .as_array_mut()
+                .unwrap()
+                .sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+        }
+        r
+    };
+    let (w, m) = (by_id(report(&root.join("full"))), by_id(report(&out)));
+    assert_same_run(&w, &m, true);
+    assert_answers_summed(&parts, &m);
+    // The pin and the report list both devices, as the sharded run's.
+    assert_eq!(
+        m["pin"]["fields"]["target"],
+        serde_json::json!(["sim", "sim:seed=2"])
+    );
+    assert_eq!(m["devices"].as_array().unwrap().len(), 2);
+    let devices = |r: &Value| {
+        let mut d = r["devices"].clone();
+        for one in d.as_array_mut().unwrap() {
+            one["hello"]["now_ms"] = Value::Null;
+        }
+        d
+    };
+    assert_eq!(devices(&m), devices(&w));
 }

@@ -442,3 +442,78 @@ fn ctrl_c_stops_at_a_step_boundary_and_the_run_resumes() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("died with it"), "{}", text(&o));
 }
+
+/// The arguments of a sharded run over two hosted devices, each named
+/// with its second identity inline.
+fn sharded_args(h: &[&Hosted], dir: &Path) -> Vec<String> {
+    let mut args: Vec<String> = vec!["run".into()];
+    for d in h {
+        args.push("--target".into());
+        args.push(format!("{},b={}", d.target(), d.b));
+    }
+    for a in [
+        "--profile",
+        profile().to_str().unwrap(),
+        "--color",
+        "never",
+        "--skip",
+        "LIM-001",
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ] {
+        args.push(a.to_string());
+    }
+    args
+}
+
+/// A sharded run killed while its devices are mid-case resumes from its
+/// journals (one per device) to the verdicts of a sharded run nothing
+/// interrupted, with the same number of side effects over the devices:
+/// each device takes again the cases its journal says it took, in order.
+#[test]
+fn a_sharded_run_killed_mid_case_resumes_to_the_same_verdicts_and_effects() {
+    let (b1, b2) = (Hosted::new(provider()), Hosted::new(provider()));
+    let base = tmp("sharded-base");
+    let o = cetp()
+        .args(sharded_args(&[&b1, &b2], &base))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (want, want_effects) = (verdicts(&base), b1.effects() + b2.effects());
+    assert!(
+        want_effects > 10,
+        "the run executes effects: {want_effects}"
+    );
+    // The pause point counts the first device's exchanges; the second goes
+    // on until the kill.
+    for (n, point) in ["before:execute_tool:6", "after:execute_tool:25"]
+        .iter()
+        .enumerate()
+    {
+        let (h1, h2) = (Hosted::new(provider()), Hosted::new(provider()));
+        let dir = tmp(&format!("sharded-kill-{n}"));
+        kill_at(&sharded_args(&[&h1, &h2], &dir), point);
+        assert!(dir.join("journal.device2.ndjson").is_file());
+        let o = resume(&dir);
+        assert_eq!(o.status.code(), Some(0), "{point}: {}", text(&o));
+        assert!(text(&o).contains("resumed: "), "{}", text(&o));
+        let got = verdicts(&dir);
+        let differ: Vec<_> = want
+            .iter()
+            .filter(|(k, v)| got.get(*k) != Some(*v))
+            .map(|(k, v)| format!("{k}: {v} -> {:?}", got.get(k)))
+            .collect();
+        assert!(differ.is_empty(), "{point}: verdicts differ: {differ:?}");
+        assert_eq!(
+            h1.effects() + h2.effects(),
+            want_effects,
+            "{point}: the Providers executed another number of side effects"
+        );
+        let again = resume(&dir);
+        assert!(
+            text(&again).contains("nothing to resume"),
+            "{}",
+            text(&again)
+        );
+    }
+}

@@ -25,6 +25,8 @@ pub struct CaseInfo {
     pub requirements: Vec<String>,
     /// Optional capabilities the case belongs to (empty: core).
     pub needs: Vec<String>,
+    /// The device that ran it, in a run of several devices.
+    pub device: Option<String>,
 }
 
 /// What an executor found running one attempt of a case.
@@ -165,6 +167,7 @@ impl<'o> Dispatcher<'o> {
         self.out.emit(Event::CaseStarted {
             case_id: case.id.clone(),
             title: case.title.clone(),
+            device: case.device.clone(),
         });
         let mut e = execute(self.out);
         let baseline = self.known_failure(&case.id, e.verdict);
@@ -318,6 +321,7 @@ mod tests {
             title: format!("{id} title"),
             requirements: vec![format!("REQ-{id}")],
             needs: needs.iter().map(|n| n.to_string()).collect(),
+            device: None,
         }
     }
 

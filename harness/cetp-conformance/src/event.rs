@@ -144,6 +144,9 @@ pub enum Event {
     CaseStarted {
         case_id: String,
         title: String,
+        /// The device that ran the case, in a run of several devices.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        device: Option<String>,
     },
     StepSent {
         case_id: String,
@@ -217,6 +220,14 @@ pub enum Event {
     RunPinned {
         pin_hash: String,
         fields: std::collections::BTreeMap<String, Json>,
+    },
+    /// A device of a run of several was lost (adb disconnected, its probe
+    /// died, its Provider stopped answering): the cases it had not finished
+    /// went to the devices left, or, with none left, are INFRA_ERROR.
+    DeviceLost {
+        device: String,
+        reason: String,
+        handed_back: Vec<String>,
     },
     RunFinished {
         summary: Summary,

@@ -24,6 +24,7 @@ pub mod checks;
 pub mod consumer;
 pub mod coverage;
 pub mod device;
+pub mod devices;
 pub mod dispatch;
 pub mod event;
 pub mod exit;

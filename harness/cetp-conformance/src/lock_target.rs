@@ -238,6 +238,7 @@ pub fn lock_case_info() -> CaseInfo {
         title: LOCK_CASE_TITLE.into(),
         requirements: vec![LOCK_REQUIREMENT.into()],
         needs: Vec::new(),
+        device: None,
     }
 }
 

@@ -47,12 +47,17 @@ pub const MAX_EVENTS_BYTES: u64 = 256 << 20;
 pub const DEVICE_FIELDS: [&str; 2] = ["target", "device"];
 
 /// Whether pin field `field` may differ between two partitions with these
-/// values: the device's build fingerprint, or the address of a real or
-/// served device (`adb:SERIAL`, `tcp:HOST:PORT`).
+/// values: the devices' build fingerprints, or the addresses of real or
+/// served devices (`adb:SERIAL`, `tcp:HOST:PORT`; a list of them for a part
+/// sharded over several devices).
 fn device_only(field: &str, a: Option<&Json>, b: Option<&Json>) -> bool {
     let sim = |v: Option<&Json>| {
-        v.and_then(Json::as_str)
-            .is_none_or(|l| l.starts_with("sim"))
+        let labels: Vec<&str> = match v {
+            Some(Json::String(l)) => vec![l.as_str()],
+            Some(Json::Array(ls)) => ls.iter().filter_map(Json::as_str).collect(),
+            _ => return true,
+        };
+        labels.is_empty() || labels.iter().any(|l| l.starts_with("sim"))
     };
     match field {
         "device" => true,
@@ -126,9 +131,14 @@ struct PartCase {
     executed: Executed,
     baseline: Option<String>,
     duration_ms: u64,
+    /// The device that ran it, in a part sharded over several.
+    device: Option<String>,
     /// Its steps and findings, between `CaseStarted` and `CaseFinished`.
     events: Vec<Event>,
 }
+
+/// A case started and not yet finished: its id, device and events so far.
+type Open = (String, Option<String>, Vec<Event>);
 
 /// One partition's run, read back from its event stream.
 #[derive(Clone, Debug)]
@@ -146,7 +156,10 @@ pub struct Part {
     only: Vec<String>,
     skip: Vec<String>,
     attempts: u32,
-    identified: Option<Event>,
+    /// `TargetIdentified`: one per device (a sharded part has several).
+    identified: Vec<Event>,
+    /// `DeviceLost` of a sharded part.
+    lost: Vec<Event>,
     pin: Option<Pin>,
     cases: Vec<PartCase>,
     /// Each check's answers and cited requirements.
@@ -194,7 +207,8 @@ impl Part {
             only,
             skip,
             attempts,
-            identified: None,
+            identified: Vec::new(),
+            lost: Vec::new(),
             pin: None,
             cases: Vec::new(),
             checks: BTreeMap::new(),
@@ -202,7 +216,7 @@ impl Part {
             duration_ms: 0,
             merged: false,
         };
-        let mut open: Option<(String, Vec<Event>)> = None;
+        let mut open: Option<Open> = None;
         for e in it {
             if part.exit_code.is_some() {
                 return Err(bad("events follow run_finished"));
@@ -233,7 +247,7 @@ impl Part {
     }
 
     /// One event of the stream; `open`: the case whose events are coming.
-    fn take(&mut self, e: Event, open: &mut Option<(String, Vec<Event>)>) -> Result<(), String> {
+    fn take(&mut self, e: Event, open: &mut Option<Open>) -> Result<(), String> {
         match e {
             Event::RunPartition {
                 scheme,
@@ -249,19 +263,22 @@ impl Part {
                 };
                 self.merged = index.is_none();
             }
-            Event::TargetIdentified { .. } => self.identified = Some(e),
+            Event::TargetIdentified { .. } => self.identified.push(e),
+            Event::DeviceLost { .. } => self.lost.push(e),
             Event::RunPinned { fields, .. } => self.pin = Some(Pin { fields }),
-            Event::CaseStarted { case_id, .. } => {
-                if let Some((id, _)) = open {
+            Event::CaseStarted {
+                case_id, device, ..
+            } => {
+                if let Some((id, _, _)) = open {
                     return Err(format!("case {case_id} starts inside case {id}"));
                 }
-                *open = Some((case_id, Vec::new()));
+                *open = Some((case_id, device, Vec::new()));
             }
             Event::StepSent { .. }
             | Event::StepAnswered { .. }
             | Event::Dispatched { .. }
             | Event::CheckFinding { .. } => match open {
-                Some((_, events)) => events.push(e),
+                Some((_, _, events)) => events.push(e),
                 None => return Err("a step event outside any case".into()),
             },
             Event::CaseFinished {
@@ -274,8 +291,8 @@ impl Part {
                 unjudged,
                 ..
             } => {
-                let events = match open.take() {
-                    Some((id, events)) if id == case_id => events,
+                let (device, events) = match open.take() {
+                    Some((id, device, events)) if id == case_id => (device, events),
                     _ => return Err(format!("case {case_id} finishes without starting")),
                 };
                 self.cases.push(PartCase {
@@ -287,6 +304,7 @@ impl Part {
                     },
                     baseline,
                     duration_ms,
+                    device,
                     events,
                 });
             }
@@ -317,7 +335,7 @@ impl Part {
     }
 
     fn package(&self) -> Option<&str> {
-        match &self.identified {
+        match self.identified.first() {
             Some(Event::TargetIdentified {
                 package: Some(p), ..
             }) => Some(p),
@@ -648,8 +666,25 @@ fn open_run(parts: &[Part], d: &mut Dispatcher<'_>) {
             })
             .collect(),
     });
-    if let Some(e) = &first.identified {
-        d.emit(e.clone());
+    // Each device once: a device an earlier part identified too differs
+    // only in its clock. (Within a part sharded over several devices, each
+    // is its own, however alike.)
+    let key = |e: &Event| {
+        let mut key = serde_json::to_value(e).unwrap_or_default();
+        if let Some(h) = key.get_mut("hello").and_then(Json::as_object_mut) {
+            h.remove("now_ms");
+        }
+        key
+    };
+    let mut seen: Vec<Json> = Vec::new();
+    for p in parts {
+        let keys: Vec<Json> = p.identified.iter().map(key).collect();
+        for (e, k) in p.identified.iter().zip(&keys) {
+            if !seen.contains(k) {
+                d.emit(e.clone());
+            }
+        }
+        seen.extend(keys);
     }
     let pin = merged_pin(parts);
     d.emit(Event::RunPinned {
@@ -679,13 +714,18 @@ fn in_run_order<'p>(parts: &'p [Part], suite: &Suite) -> Vec<(CaseInfo, &'p Part
                     title: c.title.clone(),
                     requirements: c.requirements.clone(),
                     needs: c.needs.clone(),
+                    device: pc.device.clone(),
                 };
                 (info, *pc)
             })
         })
         .collect();
     if let Some(pc) = by_id.get(LOCK_CASE_ID) {
-        out.push((lock_case_info(), *pc));
+        let info = CaseInfo {
+            device: pc.device.clone(),
+            ..lock_case_info()
+        };
+        out.push((info, *pc));
     }
     out
 }
@@ -772,7 +812,7 @@ fn env_of(part: &Part) -> Option<Env> {
         manifest,
         declared_versions,
         ..
-    }) = &part.identified
+    }) = part.identified.first()
     else {
         return None;
     };
@@ -820,6 +860,9 @@ pub fn merge(
             }
             pc.executed.clone()
         });
+    }
+    for e in parts.iter().flat_map(|p| &p.lost) {
+        d.emit(e.clone());
     }
     judge_checks(parts, &cases, suite, &mut d);
     d.stale_baseline(|id| {

@@ -37,6 +37,9 @@ fn infra(message: String) -> DirError {
 pub struct RunDir {
     dir: PathBuf,
     journal: Option<Arc<Journal>>,
+    /// In a run of several devices, the journals of the devices after the
+    /// first (whose journal is `journal`).
+    others: Vec<Arc<Journal>>,
 }
 
 impl RunDir {
@@ -46,6 +49,11 @@ impl RunDir {
 
     pub fn journal_path(&self) -> PathBuf {
         self.dir.join(journal::FILE_NAME)
+    }
+
+    /// Every journal of the run: the first device's, then the others'.
+    pub fn journals(&self) -> Vec<Arc<Journal>> {
+        self.journal.iter().chain(&self.others).cloned().collect()
     }
 
     /// The journal, once started or resumed.
@@ -66,6 +74,7 @@ impl RunDir {
         let d = RunDir {
             dir: dir.to_path_buf(),
             journal: None,
+            others: Vec::new(),
         };
         let path = d.journal_path();
         if path.exists() {
@@ -82,9 +91,57 @@ impl RunDir {
                 }
             }
         }
+        // The other devices' journals of a run that ended (or of none).
+        for k in 1.. {
+            let p = d.device_journal_path(k);
+            if !p.exists() {
+                break;
+            }
+            std::fs::remove_file(&p).map_err(|e| infra(format!("{}: {e}", p.display())))?;
+        }
         std::fs::create_dir_all(dir)
             .map_err(|e| infra(format!("cannot write the report to {}: {e}", dir.display())))?;
         Ok(d)
+    }
+
+    /// The journal of device `k` (from 0) of a run of several devices: the
+    /// first device's is the run's own.
+    pub fn device_journal_path(&self, k: usize) -> PathBuf {
+        match k {
+            0 => self.journal_path(),
+            _ => self.dir.join(format!("journal.device{}.ndjson", k + 1)),
+        }
+    }
+
+    /// Starts the journals of the devices after the first of a run of
+    /// `n` (the first's is [`Self::start_journal`]'s).
+    pub fn start_device_journals(&mut self, n: usize) -> Result<Vec<Arc<Journal>>, DirError> {
+        for k in 1..n {
+            let path = self.device_journal_path(k);
+            let j = Journal::create(&path, &serde_json::json!({ "device": k + 1 }), None)
+                .map_err(|e| infra(format!("cannot start the journal {}: {e}", path.display())))?;
+            self.others.push(j);
+        }
+        Ok(self.others.clone())
+    }
+
+    /// Reopens the journals of the devices after the first of a run of
+    /// `n`, to replay them; with each one's records.
+    pub fn resume_device_journals(
+        &mut self,
+        n: usize,
+        now_ms: i64,
+    ) -> Result<Vec<(Arc<Journal>, Recorded)>, DirError> {
+        let mut out = Vec::new();
+        for k in 1..n {
+            let path = self.device_journal_path(k);
+            let rec = journal::read(&path).map_err(|e| usage(format!("cannot resume: {e}")))?;
+            let j = Journal::resume(&path, &rec, None, now_ms)
+                .map_err(|e| infra(format!("cannot open the journal {}: {e}", path.display())))?;
+            self.others.push(j.clone());
+            out.push((j, rec));
+        }
+        Ok(out)
     }
 
     /// Starts the journal of a new run with its `run` record (`config`:
@@ -106,6 +163,7 @@ impl RunDir {
         let d = RunDir {
             dir: dir.to_path_buf(),
             journal: None,
+            others: Vec::new(),
         };
         let path = d.journal_path();
         if !path.exists() {
@@ -159,12 +217,15 @@ impl RunDir {
     /// Closes the journal of a run that reached its end with `exit`; a run
     /// stopped short (`interrupted`) leaves it open for `cetp resume`.
     pub fn end(&self, exit: ExitCode, interrupted: bool) -> Result<(), DirError> {
-        match &self.journal {
-            Some(j) if !interrupted => j
-                .record_end(exit.code())
-                .map_err(|e| infra(format!("cannot write the journal: {e}"))),
-            _ => Ok(()),
+        if interrupted {
+            return Ok(());
         }
+        // The first device's journal last: it says whether the run ended.
+        for j in self.others.iter().chain(&self.journal) {
+            j.record_end(exit.code())
+                .map_err(|e| infra(format!("cannot write the journal: {e}")))?;
+        }
+        Ok(())
     }
 }
 
@@ -221,6 +282,7 @@ mod tests {
         let d = RunDir {
             dir: dir.clone(),
             journal: None,
+            others: Vec::new(),
         };
         d.keep_events().unwrap();
         std::fs::write(dir.join("events.ndjson"), "first").unwrap();

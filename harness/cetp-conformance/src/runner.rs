@@ -181,10 +181,16 @@ pub fn identify(target: &Target, profile: &Profile) -> Result<(Option<HelloInfo>
 }
 
 pub fn config_hash(suite: &Suite, target: &Target, profile: &Profile, cfg: &RunConfig) -> String {
+    config_hash_of(suite, &target.label, profile, cfg)
+}
+
+/// [`config_hash`] of a target label (a run of several devices joins
+/// theirs).
+pub fn config_hash_of(suite: &Suite, label: &str, profile: &Profile, cfg: &RunConfig) -> String {
     let doc = serde_json::json!({
         "harness": cfg.harness_version,
         "vectors": suite.fingerprint,
-        "target": target.label,
+        "target": label,
         "profile": format!("{profile:?}"),
         "seed": cfg.seed,
         "only": cfg.only,
@@ -219,18 +225,13 @@ pub fn run(
         cfg.started_at_ms,
         &config_hash[..12.min(config_hash.len())]
     );
-    d.emit(Event::RunStarted {
-        run_id: run_id.clone(),
-        harness: cfg.harness_version.clone(),
-        target: target.label.clone(),
-        seed: cfg.seed,
-        config_hash: config_hash.clone(),
-        started_at_ms: cfg.started_at_ms,
-        cases: cases.len(),
-        only: cfg.only.clone(),
-        skip: cfg.skip.clone(),
-        attempts: cfg.attempts,
-    });
+    d.emit(run_started(
+        &run_id,
+        &target.label,
+        &config_hash,
+        cases.len(),
+        cfg,
+    ));
     if let Some(p) = &cfg.partition {
         d.emit(p.event());
     }
@@ -266,39 +267,10 @@ pub fn run(
             deadline: cfg.run_timeout.map(|t| started + t),
             interrupt: interrupt.clone(),
         };
-        // Cases waiting in real time for a lifetime to run out (a device
-        // whose clock cannot move): the run goes on with the other cases
-        // and comes back to each once its time is due, so a run costs
-        // about its longest wait, not their sum.
-        // The observer sees every caller's effects: while a case waits
-        // between its snapshot and its judgement of effects, only cases
-        // that execute nothing start, the others keep their order and
-        // wait for it. Nothing parks where the clock moves, so such a run
-        // keeps the suite's order.
-        let mut parked: Vec<Parked<'_>> = Vec::new();
-        let mut pending: std::collections::VecDeque<usize> = (0..cases.len()).collect();
-        loop {
-            exec.resume_due(&mut parked, &mut tally, &mut d);
-            let window = parked.iter().any(|p| p.window_open());
-            let next = pending.iter().position(|&i| {
-                !window || quiet(&cases[i].steps.iter().map(|s| &s.step).collect::<Vec<_>>())
-            });
-            match next.and_then(|k| pending.remove(k)) {
-                Some(i) => {
-                    let case = cases[i];
-                    if may_park(case) {
-                        let p = exec.attempts_parking(Parked::new(case, i), &mut tally);
-                        exec.settle(p, &mut parked, &mut d);
-                    } else {
-                        d.run_case(case_info(case), |out| {
-                            exec.attempts(case, i, &mut tally, out)
-                        });
-                    }
-                }
-                None if parked.is_empty() => break,
-                None => exec.sleep_to_next(&parked),
-            }
-        }
+        let mut source = Pending((0..cases.len()).collect());
+        let mut sink = Direct(&mut d);
+        // A device that has the run to itself hands nothing back.
+        let _ = exec.drive(&cases, &mut source, &mut tally, &mut sink);
         if let Some(lock) = cfg
             .lock
             .as_ref()
@@ -337,12 +309,50 @@ pub fn run(
     }
 }
 
-fn case_info(case: &Case) -> CaseInfo {
+/// The `RunStarted` event of a run.
+pub(crate) fn run_started(
+    run_id: &str,
+    label: &str,
+    config_hash: &str,
+    cases: usize,
+    cfg: &RunConfig,
+) -> Event {
+    Event::RunStarted {
+        run_id: run_id.to_string(),
+        harness: cfg.harness_version.clone(),
+        target: label.to_string(),
+        seed: cfg.seed,
+        config_hash: config_hash.to_string(),
+        started_at_ms: cfg.started_at_ms,
+        cases,
+        only: cfg.only.clone(),
+        skip: cfg.skip.clone(),
+        attempts: cfg.attempts,
+    }
+}
+
+/// The `TargetIdentified` event of an identified target.
+pub(crate) fn identified_event(hello: Option<&HelloInfo>, env: &Env) -> Event {
+    Event::TargetIdentified {
+        hello: hello.cloned(),
+        package: Some(env.package.clone()),
+        authority: Some(env.authority.clone()),
+        manifest: env.manifest_kind.clone(),
+        declared_versions: env
+            .declared
+            .as_ref()
+            .map(|d| d.versions.iter().copied().collect())
+            .unwrap_or_default(),
+    }
+}
+
+pub(crate) fn case_info(case: &Case) -> CaseInfo {
     CaseInfo {
         id: case.id.clone(),
         title: case.title.clone(),
         requirements: case.requirements.clone(),
         needs: case.needs.clone(),
+        device: None,
     }
 }
 
@@ -356,17 +366,7 @@ fn identified(
 ) -> (Option<Env>, Option<HelloInfo>) {
     match identify(target, profile) {
         Ok((hello, env)) => {
-            d.emit(Event::TargetIdentified {
-                hello: hello.clone(),
-                package: Some(env.package.clone()),
-                authority: Some(env.authority.clone()),
-                manifest: env.manifest_kind.clone(),
-                declared_versions: env
-                    .declared
-                    .as_ref()
-                    .map(|d| d.versions.iter().copied().collect())
-                    .unwrap_or_default(),
-            });
+            d.emit(identified_event(hello.as_ref(), &env));
             (Some(env), hello)
         }
         Err(reason) => {
@@ -397,14 +397,14 @@ fn identified(
 }
 
 /// The Provider half's executor: runs a case's attempts against the target.
-struct CaseExecutor<'r> {
-    target: &'r Target,
-    profile: &'r Profile,
-    env: &'r Env,
-    cfg: &'r RunConfig,
-    stalls: crate::stall::Stalls,
-    deadline: Option<Instant>,
-    interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
+pub(crate) struct CaseExecutor<'r> {
+    pub(crate) target: &'r Target,
+    pub(crate) profile: &'r Profile,
+    pub(crate) env: &'r Env,
+    pub(crate) cfg: &'r RunConfig,
+    pub(crate) stalls: crate::stall::Stalls,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl CaseExecutor<'_> {
@@ -511,26 +511,101 @@ impl CaseExecutor<'_> {
         p
     }
 
+    /// Runs cases from `source` until it has none left: the one loop of a
+    /// device, whether it has the run to itself or shares it.
+    ///
+    /// Cases waiting in real time for a lifetime to run out (a device whose
+    /// clock cannot move) park: the device goes on with other cases and
+    /// comes back to each once its time is due, so a run costs about its
+    /// longest wait, not their sum. The observer sees every caller's
+    /// effects on its device: while a case waits between its snapshot and
+    /// its judgement of effects, only cases that execute nothing start, the
+    /// others keep their order and wait for it. Nothing parks where the
+    /// clock moves, so such a run keeps the suite's order.
+    ///
+    /// Returns `Err` with the reason when the device is lost (only asked
+    /// where another device can take its cases: [`Sink::hand_back`]); its
+    /// unfinished cases have then been handed back.
+    pub(crate) fn drive<'c>(
+        &self,
+        cases: &[&'c Case],
+        source: &mut dyn Source,
+        tally: &mut CheckTally,
+        sink: &mut dyn Sink<'c>,
+    ) -> Result<(), String> {
+        let mut parked: Vec<Parked<'c>> = Vec::new();
+        loop {
+            self.resume_due(&mut parked, tally, sink)?;
+            let window = parked.iter().any(|p| p.window_open());
+            let fits = |i: usize| {
+                !window || quiet(&cases[i].steps.iter().map(|s| &s.step).collect::<Vec<_>>())
+            };
+            match source.take(&fits) {
+                Take::Case(i) => {
+                    let case = cases[i];
+                    if sink.streams() && !may_park(case) {
+                        sink.stream(case_info(case), &mut |out| {
+                            self.attempts(case, i, tally, out)
+                        });
+                    } else {
+                        let p = self.attempts_parking(Parked::new(case, i), tally);
+                        self.settle(p, &mut parked, sink)?;
+                    }
+                }
+                Take::Done if parked.is_empty() => return Ok(()),
+                Take::NotNow if parked.is_empty() => source.idle(),
+                _ => self.sleep_to_next(&parked),
+            }
+        }
+    }
+
     /// A case back from [`Self::attempts_parking`]: reported if it is done,
-    /// else parked until its time.
-    fn settle<'c>(&self, p: Parked<'c>, parked: &mut Vec<Parked<'c>>, d: &mut Dispatcher<'_>) {
+    /// else parked until its time. A case that did not pass on a device
+    /// that shares the run is first asked whether its device is still
+    /// there: a lost device hands it back, with every case parked on it.
+    fn settle<'c>(
+        &self,
+        p: Parked<'c>,
+        parked: &mut Vec<Parked<'c>>,
+        sink: &mut dyn Sink<'c>,
+    ) -> Result<(), String> {
         if p.state.is_some() {
             parked.push(p);
-            return;
+            return Ok(());
         }
         let Parked {
             case,
+            i,
             started,
             folder,
             events,
             ..
         } = p;
-        d.run_case_since(case_info(case), started, |out| {
-            for e in events {
-                out.emit(e);
+        let e = folder.fold();
+        if sink.hands_back() && !matches!(e.verdict, Verdict::Pass | Verdict::NotApplicable) {
+            if let Some(why) = self.lost() {
+                let mut back = vec![i];
+                back.extend(parked.drain(..).map(|p| p.i));
+                sink.hand_back(&back, &why);
+                return Err(why);
             }
-            folder.fold()
-        });
+        }
+        sink.done(case, i, started, events, e);
+        Ok(())
+    }
+
+    /// Why the device can no longer run cases, if it cannot: its probe
+    /// does not answer `hello` (adb disconnected, the probe app died), or
+    /// the stall breaker gave up on its Provider.
+    fn lost(&self) -> Option<String> {
+        if let Some(why) = self.stalls.provider_stalled() {
+            return Some(why);
+        }
+        self.target
+            .a
+            .hello()
+            .err()
+            .map(|e| format!("the device no longer answers: {e}"))
     }
 
     /// Resumes the parked cases whose device time has come (all of them
@@ -541,8 +616,8 @@ impl CaseExecutor<'_> {
         &self,
         parked: &mut Vec<Parked<'c>>,
         tally: &mut CheckTally,
-        d: &mut Dispatcher<'_>,
-    ) {
+        sink: &mut dyn Sink<'c>,
+    ) -> Result<(), String> {
         while !parked.is_empty() {
             let stopping = self.stopping();
             let now = self.target.a.now_ms();
@@ -550,12 +625,13 @@ impl CaseExecutor<'_> {
                 .filter(|&k| stopping || (parked[k].due_ms <= now && resumable(parked, k)))
                 .min_by_key(|&k| (parked[k].due_ms, parked[k].i))
             else {
-                return;
+                return Ok(());
             };
             let p = parked.remove(k);
             let p = self.attempts_parking(p, tally);
-            self.settle(p, parked, d);
+            self.settle(p, parked, sink)?;
         }
+        Ok(())
     }
 
     /// Sleeps toward the earliest parked case that may resume, in slices so
@@ -578,6 +654,90 @@ impl CaseExecutor<'_> {
     fn stopping(&self) -> bool {
         self.interrupt.load(std::sync::atomic::Ordering::SeqCst)
             || self.deadline.is_some_and(|t| Instant::now() >= t)
+    }
+}
+
+/// What a device's loop may take next.
+pub(crate) enum Take {
+    Case(usize),
+    /// None now; one may come back (handed back by a lost device).
+    NotNow,
+    Done,
+}
+
+/// Where a device's loop takes its cases from: the run's own list, or the
+/// list the devices of a run share.
+pub(crate) trait Source {
+    /// The first case left that `fits` (the observer window rule).
+    fn take(&mut self, fits: &dyn Fn(usize) -> bool) -> Take;
+    /// Waits a little for a case to come back, after [`Take::NotNow`]
+    /// with nothing parked.
+    fn idle(&mut self) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Where a device's loop puts the cases it finished.
+pub(crate) trait Sink<'c> {
+    /// Whether [`Self::stream`] may be used: a device that has the run to
+    /// itself runs a case that cannot park straight through the
+    /// dispatcher, its events sent as they come, so the journal
+    /// (events.ndjson, flushed per event) holds each step.
+    fn streams(&self) -> bool {
+        false
+    }
+    fn stream(&mut self, _case: CaseInfo, _execute: &mut dyn FnMut(&mut Fanout) -> Executed) {}
+    /// A finished case, its events held until now.
+    fn done(&mut self, case: &'c Case, i: usize, started: Instant, events: Vec<Event>, e: Executed);
+    /// Whether another device can take this one's cases.
+    fn hands_back(&self) -> bool {
+        false
+    }
+    /// The device is lost: cases `back` go to the devices left.
+    fn hand_back(&mut self, _back: &[usize], _why: &str) {}
+}
+
+/// The cases of a one-device run, in the suite's order.
+pub(crate) struct Pending(pub(crate) std::collections::VecDeque<usize>);
+
+impl Source for Pending {
+    fn take(&mut self, fits: &dyn Fn(usize) -> bool) -> Take {
+        if self.0.is_empty() {
+            return Take::Done;
+        }
+        match self.0.iter().position(|&i| fits(i)) {
+            Some(k) => self.0.remove(k).map_or(Take::Done, Take::Case),
+            None => Take::NotNow,
+        }
+    }
+}
+
+/// A one-device run's dispatcher as the sink of its device.
+pub(crate) struct Direct<'d, 'o>(pub(crate) &'d mut Dispatcher<'o>);
+
+impl<'c> Sink<'c> for Direct<'_, '_> {
+    fn streams(&self) -> bool {
+        true
+    }
+
+    fn stream(&mut self, case: CaseInfo, execute: &mut dyn FnMut(&mut Fanout) -> Executed) {
+        self.0.run_case(case, execute);
+    }
+
+    fn done(
+        &mut self,
+        case: &'c Case,
+        _i: usize,
+        started: Instant,
+        events: Vec<Event>,
+        e: Executed,
+    ) {
+        self.0.run_case_since(case_info(case), started, |out| {
+            for ev in events {
+                out.emit(ev);
+            }
+            e
+        });
     }
 }
 
@@ -748,7 +908,7 @@ fn executed(case: &Case, result: Result<(), Stop>) -> Executed {
 }
 
 /// Checks: judged over every answer of the run.
-fn judge_checks(suite: &Suite, tally: &CheckTally, d: &mut Dispatcher<'_>) {
+pub(crate) fn judge_checks(suite: &Suite, tally: &CheckTally, d: &mut Dispatcher<'_>) {
     for def in &suite.checks {
         let (verdict, reason) = match tally.first.get(def.id.as_str()) {
             Some((case, step, f)) => {
@@ -817,7 +977,7 @@ pub fn pin_of(
 /// The run's start time is mixed in so two runs against one device never
 /// reuse a request id: a Provider rightly answers a reused id from its
 /// de-duplication record for a day (§6).
-fn run_rng(cfg: &RunConfig, i: usize, attempt: u32) -> rand_chacha::ChaCha8Rng {
+pub(crate) fn run_rng(cfg: &RunConfig, i: usize, attempt: u32) -> rand_chacha::ChaCha8Rng {
     rand_chacha::ChaCha8Rng::seed_from_u64(
         cfg.seed
             ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -828,7 +988,7 @@ fn run_rng(cfg: &RunConfig, i: usize, attempt: u32) -> rand_chacha::ChaCha8Rng {
 
 /// What the target negotiates when offered every capability, and the tool
 /// list's revision in that session (for the capability claim and the pin).
-fn probe_capabilities(
+pub(crate) fn probe_capabilities(
     target: &Target,
     env: &Env,
     mut rng: rand_chacha::ChaCha8Rng,

@@ -85,6 +85,19 @@ impl Stalls {
         }
     }
 
+    /// `Some(reason)` once the Provider stopped answering altogether (not
+    /// one tool): a device that shares a run then hands its cases over.
+    pub fn provider_stalled(&self) -> Option<String> {
+        let s = self.lock();
+        (s.provider.timeouts >= PROVIDER_TIMEOUTS).then(|| {
+            format!(
+                "the Provider stopped answering ({} call timeouts in a row since {})",
+                s.provider.timeouts,
+                stamp(s.provider.since)
+            )
+        })
+    }
+
     /// Records how a call of `tool` ended.
     pub fn record<T>(&self, tool: &str, result: &Result<T, DeviceError>) {
         let mut s = self.lock();

@@ -13,6 +13,11 @@ pub struct JsonReport {
     cases: Vec<Json>,
     checks: Vec<Json>,
     stale: Vec<Json>,
+    /// The device of the case running, in a run of several devices.
+    device: Option<String>,
+    /// Each device identified, in a run of several.
+    devices: Vec<Json>,
+    lost: Vec<Json>,
 }
 
 impl JsonReport {
@@ -26,6 +31,9 @@ impl JsonReport {
             cases: Vec::new(),
             checks: Vec::new(),
             stale: Vec::new(),
+            device: None,
+            devices: Vec::new(),
+            lost: Vec::new(),
         }
     }
 
@@ -34,6 +42,11 @@ impl JsonReport {
         d.insert("cases".into(), Json::Array(self.cases.clone()));
         d.insert("checks".into(), Json::Array(self.checks.clone()));
         d.insert("baseline_stale".into(), Json::Array(self.stale.clone()));
+        // Added in a compatible way: only in a run of several devices.
+        if self.devices.len() > 1 {
+            d.insert("devices".into(), Json::Array(self.devices.clone()));
+            d.insert("devices_lost".into(), Json::Array(self.lost.clone()));
+        }
         Json::Object(d)
     }
 }
@@ -46,6 +59,43 @@ fn partition_record(event: &Event) -> Json {
         o.remove("event");
     }
     p
+}
+
+impl JsonReport {
+    /// The target as identified; several devices identify one after
+    /// another: the target stays the first's, and each is listed.
+    fn identified(&mut self, event: &Event) {
+        let Event::TargetIdentified {
+            hello,
+            package,
+            authority,
+            manifest,
+            declared_versions,
+        } = event
+        else {
+            return;
+        };
+        let label = self
+            .doc
+            .get("target")
+            .and_then(|t| t.get("label"))
+            .cloned()
+            .unwrap_or(Json::Null);
+        let target = json!({
+            "label": label,
+            "hello": hello,
+            "package": package,
+            "authority": authority,
+            "manifest": manifest,
+            "declared_versions": declared_versions,
+        });
+        let mut one = target.clone();
+        one.as_object_mut().map(|o| o.remove("label"));
+        self.devices.push(one);
+        if self.devices.len() == 1 {
+            self.doc.insert("target".into(), target);
+        }
+    }
 }
 
 impl Reporter for JsonReport {
@@ -84,31 +134,15 @@ impl Reporter for JsonReport {
                 self.doc
                     .insert("pin".into(), json!({"hash": pin_hash, "fields": fields}));
             }
-            Event::TargetIdentified {
-                hello,
-                package,
-                authority,
-                manifest,
-                declared_versions,
-            } => {
-                let label = self
-                    .doc
-                    .get("target")
-                    .and_then(|t| t.get("label"))
-                    .cloned()
-                    .unwrap_or(Json::Null);
-                self.doc.insert(
-                    "target".into(),
-                    json!({
-                        "label": label,
-                        "hello": hello,
-                        "package": package,
-                        "authority": authority,
-                        "manifest": manifest,
-                        "declared_versions": declared_versions,
-                    }),
-                );
-            }
+            Event::TargetIdentified { .. } => self.identified(event),
+            Event::CaseStarted { device, .. } => self.device = device.clone(),
+            Event::DeviceLost {
+                device,
+                reason,
+                handed_back,
+            } => self.lost.push(json!({
+                "device": device, "reason": reason, "handed_back": handed_back,
+            })),
             Event::CaseFinished {
                 case_id,
                 title,
@@ -124,6 +158,9 @@ impl Reporter for JsonReport {
                     "id": case_id, "title": title, "requirements": requirements, "cited": cited,
                     "verdict": verdict, "reason": reason, "baseline": baseline, "duration_ms": duration_ms,
                 });
+                if let Some(d) = self.device.take() {
+                    case["device"] = json!(d);
+                }
                 // Added in a compatible way: only on a case the setup kept
                 // from judging, naming what would judge it.
                 if let Some(needs) = unjudged {

@@ -22,6 +22,7 @@ pub mod escape;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod matrix;
 pub mod ndjson;
 pub mod sarif;
 pub mod summary_md;

@@ -21,6 +21,9 @@ pub struct Terminal<W: Write + Send> {
     want_progress: bool,
     /// The run's target and seed, for the command that reproduces a FAIL.
     target: String,
+    /// The device of the case running, in a run of several devices: its
+    /// FAIL is reproduced there.
+    device: Option<String>,
     seed: u64,
     /// The command that reruns one case (`cetp replay CASE`) or, for the
     /// Consumer suite, one scenario (`cetp consumer --only CASE`).
@@ -43,6 +46,7 @@ impl<W: Write + Send> Terminal<W> {
             progress: None,
             want_progress: false,
             target: String::new(),
+            device: None,
             seed: 0,
             rerun: Rerun::Replay,
         }
@@ -172,7 +176,7 @@ impl<W: Write + Send> Terminal<W> {
             Rerun::Replay => format!(
                 "\n        reproduce: cetp replay {} --target {} --seed {}",
                 esc(case_id, 40),
-                esc(&self.target, 200),
+                esc(self.device.as_ref().unwrap_or(&self.target), 200),
                 self.seed
             ),
             Rerun::Consumer => format!(
@@ -354,7 +358,12 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 ),
             }),
             Event::TargetIdentified { .. } => target_line(event),
-            Event::CaseStarted { case_id, title } => {
+            Event::CaseStarted {
+                case_id,
+                title,
+                device,
+            } => {
+                self.device = device.clone();
                 if let Some(pb) = &self.progress {
                     pb.set_message(format!("{} {}", esc(case_id, 40), esc(title, 60)));
                 }
@@ -388,6 +397,16 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 reason,
                 ..
             } => self.check_verdict(check, title, *verdict, reason),
+            Event::DeviceLost {
+                device,
+                reason,
+                handed_back,
+            } => Some(format!(
+                "LOST  device {}: {}; {} unfinished case(s) handed to the devices left",
+                esc(device, 120),
+                esc(reason, 400),
+                handed_back.len()
+            )),
             Event::BaselineStale { id, reason } => Some(format!(
                 "STALE baseline entry {}: {}",
                 esc(id, 80),

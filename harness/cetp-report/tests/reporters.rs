@@ -28,6 +28,7 @@ fn fixed_run() -> Vec<Event> {
         Event::CaseStarted {
             case_id: "IDEM-001".into(),
             title: "A request_id replayed".into(),
+            device: None,
         },
         Event::StepAnswered {
             case_id: "IDEM-001".into(),

@@ -106,6 +106,7 @@ fn run() -> Vec<Event> {
         Event::CaseStarted {
             case_id: "IDEM-001".into(),
             title: "A request_id replayed".into(),
+            device: None,
         },
         Event::StepSent {
             case_id: "IDEM-001".into(),

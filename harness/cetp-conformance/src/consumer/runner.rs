@@ -95,6 +95,7 @@ pub fn run(
             title: s.title.clone(),
             requirements: s.requirements.clone(),
             needs: Vec::new(),
+            device: None,
         };
         d.run_case(info, |out| executed(s, place.play(s), out));
     }

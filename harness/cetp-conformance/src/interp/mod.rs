@@ -164,6 +164,29 @@ impl CheckTally {
         }
     }
 
+    /// Adds another device's tally of the same run: its answers and
+    /// counts; of the two first findings of a check, the one of the case
+    /// that comes first in `order` (the selection), so the report does not
+    /// depend on which device finished first.
+    pub fn merge(&mut self, other: CheckTally, order: &dyn Fn(&str) -> Option<usize>) {
+        self.answers += other.answers;
+        for (check, n) in other.counts {
+            *self.counts.entry(check).or_default() += n;
+        }
+        for (check, ids) in other.cited {
+            self.cited.entry(check).or_default().extend(ids);
+        }
+        for (check, first) in other.first {
+            let earlier = match self.first.get(check) {
+                Some(mine) => (order(&first.0), first.1) < (order(&mine.0), mine.1),
+                None => true,
+            };
+            if earlier {
+                self.first.insert(check, first);
+            }
+        }
+    }
+
     /// The requirement ids a finding's rule maps to: `rule@field` when the
     /// data has the field's own clause, else the rule's.
     pub fn cite(&self, rule: &str) -> Vec<String> {

@@ -173,6 +173,16 @@ impl Journal {
         )
     }
 
+    /// A device of a run of several took `case` (see [`Record::Take`]).
+    pub fn record_take(&self, case: &str) -> std::io::Result<()> {
+        self.append(
+            &Record::Take {
+                case: case.to_string(),
+            },
+            false,
+        )
+    }
+
     /// The run ended: nothing is left to resume.
     pub fn record_end(&self, exit: i32) -> std::io::Result<()> {
         self.append(

@@ -54,6 +54,8 @@ pub struct Recorded {
     pub resumes: usize,
     /// A torn last line (the harness died writing it) was dropped.
     pub torn_tail: bool,
+    /// In a run of several devices: the cases this device took, in order.
+    pub takes: Vec<String>,
 }
 
 impl Recorded {
@@ -87,6 +89,7 @@ impl Recorded {
             Record::Now { dev, ms } => self.now.push((dev, ms)),
             Record::Resumed { .. } => self.resumes += 1,
             Record::End { exit } => self.finished = Some(exit),
+            Record::Take { case } => self.takes.push(case),
         }
         Ok(())
     }

@@ -46,6 +46,10 @@ pub enum Record {
     },
     /// The run ended with this exit code: nothing is left to resume.
     End { exit: i64 },
+    /// A device of a run of several took this case (its id), before any
+    /// of the case's exchanges: a resume gives each device the cases it
+    /// took, in its order, so it asks the questions its journal answers.
+    Take { case: String },
 }
 
 /// A `send` record: one request to one identity's device.
@@ -177,6 +181,7 @@ impl Record {
                 ),
             ]),
             Record::End { exit } => obj([tag("end"), ("exit", Json::from(*exit))]),
+            Record::Take { case } => obj([tag("take"), ("case", case.as_str().into())]),
         }
     }
 
@@ -227,6 +232,13 @@ impl Record {
             },
             "end" => Record::End {
                 exit: num("exit").unwrap_or(0),
+            },
+            "take" => Record::Take {
+                case: v
+                    .get("case")
+                    .and_then(Json::as_str)
+                    .ok_or("take without case")?
+                    .into(),
             },
             other => return Err(format!("unknown record {other:?}")),
         })
