@@ -76,6 +76,9 @@ cargo run -q -p cetp-cli -- coverage --check
 echo "== fuzz smoke run"
 scripts/fuzz-smoke.sh
 
+echo "== ClusterFuzzLite build script, without a container (the smoke run's build: a few seconds)"
+scripts/cflite-build-check.sh
+
 echo "== selftest: the suite kills every mutant"
 cargo run -q -p cetp-cli -- selftest --jobs 8 --check-proof reports/proof.json
 

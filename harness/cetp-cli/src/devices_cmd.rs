@@ -50,6 +50,11 @@ pub fn run(
             "--target-b names one device's second identity: with several --target, give each tcp target its own inline (tcp:HOST:PORT,b=HOST:PORT)",
         ));
     }
+    if p.args.devices == Mode::Matrix && p.args.format != crate::Format::Text {
+        return Err(usage(
+            "--format puts one run's document on stdout; a matrix run has one per device: use --report-dir (devices/NN-LABEL/ and the matrix at the top)",
+        ));
+    }
     let targets = open_rest(&p, first)?;
     let ids = devices::identify_all(&p.suite, &targets, &p.profile, &p.cfg)
         .map_err(|e| usage(escape::terminal(&e.0, 2000)))?;
@@ -250,7 +255,7 @@ fn matrix(
         outs.push(o);
     }
     let m = matrix_of(targets, &outs, &dirs);
-    print!("{}", m.terminal());
+    print!("{}", m.terminal(p.args.verbose));
     if let Some(d) = &run_dir {
         write_matrix(d.path(), &m, &dirs)?;
         println!("report: {}", d.path().join("report.json").display());
@@ -294,6 +299,7 @@ fn matrix_of(targets: &[Target], outs: &[RunOutcome], dirs: &[Option<PathBuf>]) 
             statement: o.claim.statement.clone(),
             exit: o.exit.code(),
             summary: o.summary.clone(),
+            pin: o.pin.hash(),
             dir: dir
                 .as_ref()
                 .and_then(|d| d.parent()?.parent().map(|top| (d, top)))

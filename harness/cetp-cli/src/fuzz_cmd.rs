@@ -4,7 +4,7 @@
 use super::{infra, on_interrupt, parse_target, profile_for, usage, vectors_or_default, Failure};
 use cetp_conformance::exit::ExitCode;
 use cetp_conformance::suite::Suite;
-use cetp_fuzz::{FuzzConfig, Fuzzer, Mutator, OracleChoice, Stats};
+use cetp_fuzz::{campaign, FuzzConfig, Fuzzer, Mutator, OracleChoice, Stats};
 use cetp_report::escape;
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
@@ -34,10 +34,21 @@ pub enum OracleArg {
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("amount").required(true).args(["budget", "cases"])))]
 pub struct FuzzArgs {
-    /// sim[:mutant=NAME,variant=NAME,...] | tcp:HOST:PORT | adb[:SERIAL]
+    /// sim[:mutant=NAME,variant=NAME,...] | tcp:HOST:PORT | adb[:SERIAL];
+    /// repeat it to fuzz several targets at once, one worker each.
     #[arg(long, default_value = "sim")]
-    target: String,
-    /// Endpoint of the second caller identity (tcp targets).
+    target: Vec<String>,
+    /// Fuzz targets that run different Provider builds (package, authority,
+    /// manifest, signing certificate or tool revision) in one campaign;
+    /// without it they are refused before anything runs.
+    #[arg(long)]
+    mixed_builds: bool,
+    /// A corpus directory shared by the workers (and by other runs given
+    /// it): sequences that showed something new are written there, and
+    /// sequences are derived from what is there. Made if missing.
+    #[arg(long, value_name = "DIR")]
+    corpus: Option<PathBuf>,
+    /// Endpoint of the second caller identity (one tcp target).
     #[arg(long, value_name = "HOST:PORT")]
     target_b: Option<String>,
     /// Address of the adb server (adb targets).
@@ -50,7 +61,7 @@ pub struct FuzzArgs {
     /// How long to fuzz (`90s`, `10m`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     budget: Option<Duration>,
-    /// How many sequences to generate.
+    /// How many sequences to generate (per worker, with several targets).
     #[arg(long)]
     cases: Option<u64>,
     /// Seed of every sequence [default: from the clock, printed].
@@ -63,7 +74,7 @@ pub struct FuzzArgs {
     /// Moves per sequence, at most.
     #[arg(long, default_value_t = 8)]
     max_moves: usize,
-    /// Stop after this many distinct findings.
+    /// Stop after this many distinct findings (over all workers).
     #[arg(long, default_value_t = 10)]
     max_findings: usize,
     #[arg(long, value_enum, default_value_t = MutatorArg::Structured)]
@@ -84,21 +95,23 @@ pub struct FuzzArgs {
 }
 
 pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
+    if args.target.len() > 1 || args.corpus.is_some() {
+        return campaign_command(args);
+    }
     let dir = vectors_or_default(&args.vectors)?;
     let suite = Suite::load(&dir).map_err(|e| usage(format!("vectors: {e}")))?;
     let levels = catalog_levels(&dir)?;
-    let spec = parse_target(&args.target, &args.target_b, &args.adb_server)?;
+    let spec = parse_target(first_target(args), &args.target_b, &args.adb_server)?;
     let profile = profile_for(&args.profile, &spec)?;
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-    });
+    let seed = run_seed(args);
     std::fs::create_dir_all(args.out.join("findings"))
         .map_err(|e| infra(format!("cannot write to {}: {e}", args.out.display())))?;
-    let target = cetp_targets::open(&spec)
-        .map_err(|e| infra(format!("cannot open target {}: {e}", args.target)))?;
+    let target = cetp_targets::open(&spec).map_err(|e| {
+        infra(format!(
+            "cannot open target {}: {e}",
+            escape::terminal(first_target(args), 200)
+        ))
+    })?;
     let (_, env) = cetp_conformance::runner::identify(&target, &profile)
         .map_err(|e| infra(format!("cannot identify the target: {e}")))?;
     let cfg = fuzz_config(args, seed, levels)?;
@@ -118,11 +131,28 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
     };
     write_findings(args, &report)?;
     print_report(args, seed, started, &report);
-    if report.findings.is_empty() {
-        Ok(ExitCode::Ok)
+    Ok(if !report.findings.is_empty() {
+        ExitCode::Fail
+    } else if report.lost.is_some() {
+        ExitCode::Infra
     } else {
-        Ok(ExitCode::Fail)
-    }
+        ExitCode::Ok
+    })
+}
+
+/// The target of a one-target run.
+fn first_target(args: &FuzzArgs) -> &str {
+    args.target.first().map_or("sim", String::as_str)
+}
+
+/// `--seed`, or one from the clock.
+fn run_seed(args: &FuzzArgs) -> u64 {
+    args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+    })
 }
 
 /// The fuzzer's configuration from the command line.
@@ -168,7 +198,7 @@ fn announce(args: &FuzzArgs, spec: &cetp_targets::TargetSpec, seed: u64, fuzzer:
     };
     eprintln!(
         "cetp fuzz: seed {seed} · target {} · {} tools ({} executable, {} with side effects the profile allows) · {oracle_line}",
-        escape::terminal(&args.target, 200),
+        escape::terminal(first_target(args), 200),
         world.tools.len(),
         world.executable().count(),
         world.side_effecting().count(),
@@ -296,7 +326,7 @@ fn print_report(args: &FuzzArgs, seed: u64, started: Instant, report: &cetp_fuzz
             f.id,
             escape::terminal(&f.message, 300),
             f.cited.join(", "),
-            escape::terminal(&args.target, 200),
+            escape::terminal(first_target(args), 200),
             args.lock
                 .as_deref()
                 .map(|p| p.display().to_string())
@@ -315,10 +345,16 @@ fn print_report(args: &FuzzArgs, seed: u64, started: Instant, report: &cetp_fuzz
             f.moves_after,
             f.steps_after,
             args.out.join("findings").join(format!("{}.json", f.id)).display(),
-            escape::terminal(&args.target, 200),
+            escape::terminal(first_target(args), 200),
         );
     }
     println!("judged by the {} oracle", report.oracle_kind);
+    if let Some(why) = &report.lost {
+        println!(
+            "LOST: the target stopped answering; the run ended early, nothing of it charged: {}",
+            escape::terminal(why, 400)
+        );
+    }
     for f in &report.flaky {
         println!(
             "FLAKY (failed once, not again on a fresh run of the same moves; not charged) {} — {}",
@@ -363,7 +399,7 @@ fn unlearnable(args: &FuzzArgs, seed: u64, f: &cetp_fuzz::Finding) -> Result<Exi
         escape::terminal(&f.message, 300),
         f.cited.join(", "),
         path.display(),
-        escape::terminal(&args.target, 200),
+        escape::terminal(first_target(args), 200),
     );
     println!("judged by the descriptor oracle");
     Ok(ExitCode::Fail)
@@ -391,4 +427,329 @@ fn catalog_levels(
             )
         })
         .collect())
+}
+
+/// `cetp fuzz` over several targets, or with a corpus: one worker per
+/// target (`cetp_fuzz::campaign`), every target opened, identified and its
+/// Provider build compared before any fuzzing.
+fn campaign_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
+    let dir = vectors_or_default(&args.vectors)?;
+    let suite = Suite::load(&dir).map_err(|e| usage(format!("vectors: {e}")))?;
+    let levels = catalog_levels(&dir)?;
+    if args.target.len() > 1 && args.target_b.is_some() {
+        return Err(usage(
+            "--target-b applies to a single --target: with several, fuzz tcp targets with one identity each",
+        ));
+    }
+    let seed = run_seed(args);
+    std::fs::create_dir_all(args.out.join("findings"))
+        .map_err(|e| infra(format!("cannot write to {}: {e}", args.out.display())))?;
+    let specs = open_workers(args, &suite)?;
+    let cfg = fuzz_config(args, seed, levels)?;
+    announce_campaign(args, seed, &specs);
+    let started = Instant::now();
+    let report = {
+        let mut progress = ProgressLine::new(args.quiet);
+        let report = campaign::run(
+            specs,
+            &suite.rules,
+            &cfg,
+            args.corpus.as_deref(),
+            &mut |slots: &[Stats]| {
+                let mut sum = Stats::default();
+                slots.iter().for_each(|s| campaign::add_stats(&mut sum, s));
+                progress.show(&sum)
+            },
+        )
+        .map_err(infra)?;
+        progress.finish();
+        report
+    };
+    write_campaign(args, &report)?;
+    print_campaign(args, started, &report);
+    Ok(if !report.findings.is_empty() {
+        ExitCode::Fail
+    } else if report.refused() {
+        // Its profile leaves a worker nothing to call: fix the profile.
+        ExitCode::Usage
+    } else if !report.complete() {
+        // A worker lost or never started: nothing is charged, but the
+        // campaign did not fuzz what was asked.
+        ExitCode::Infra
+    } else {
+        ExitCode::Ok
+    })
+}
+
+/// Every target opened and identified, and refused when its Provider build
+/// differs from the first target's (unless `--mixed-builds`), before any
+/// worker starts.
+fn open_workers(args: &FuzzArgs, suite: &Suite) -> Result<Vec<campaign::WorkerSpec>, Failure> {
+    let shown = |t: &str| escape::terminal(t, 200);
+    let mut specs: Vec<campaign::WorkerSpec> = Vec::new();
+    let mut first: Option<(String, cetp_conformance::pin::Pin)> = None;
+    // Every target and profile read before any device is opened.
+    let mut parsed = Vec::new();
+    for (i, t) in args.target.iter().enumerate() {
+        let kind = cetp_targets::TargetSpec::parse(t).map_err(|e| usage(e.to_string()))?;
+        // Two workers on one device would each see the other's effects and
+        // sessions; simulated targets are a fresh device each.
+        if !matches!(kind, cetp_targets::TargetSpec::Sim(_)) && args.target[..i].contains(t) {
+            return Err(usage(format!(
+                "target {} is named twice: two workers on one device would judge each other's calls",
+                shown(t)
+            )));
+        }
+        let is_adb = matches!(kind, cetp_targets::TargetSpec::Adb(_));
+        let spec = parse_target(
+            t,
+            &args.target_b,
+            if is_adb { &args.adb_server } else { &None },
+        )?;
+        let profile = profile_for(&args.profile, &spec)?;
+        parsed.push((t, spec, profile));
+    }
+    for (t, spec, profile) in parsed {
+        let target = cetp_targets::open(&spec)
+            .map_err(|e| infra(format!("cannot open target {}: {e}", shown(t))))?;
+        let (_, env) = cetp_conformance::runner::identify(&target, &profile)
+            .map_err(|e| infra(format!("cannot identify target {}: {e}", shown(t))))?;
+        let pin = cetp_conformance::runner::pin_of(
+            suite,
+            &target,
+            &profile,
+            &cetp_conformance::runner::RunConfig::default(),
+        )
+        .map_err(|e| infra(format!("cannot identify target {}: {e}", shown(t))))?;
+        match &first {
+            None => first = Some((t.to_string(), pin.clone())),
+            Some((t0, p0)) => {
+                let moved = campaign::build_differences(p0, &pin);
+                if !moved.is_empty() && !args.mixed_builds {
+                    let values: Vec<String> = moved
+                        .iter()
+                        .map(|f| {
+                            let v = |p: &cetp_conformance::pin::Pin| {
+                                escape::terminal(
+                                    &p.fields.get(f).map(|v| v.to_string()).unwrap_or_default(),
+                                    120,
+                                )
+                            };
+                            format!("{f} ({} vs {})", v(p0), v(&pin))
+                        })
+                        .collect();
+                    return Err(usage(format!(
+                        "target {} runs another Provider build than target {}: it differs in {}; pass --mixed-builds to fuzz different builds in one campaign",
+                        shown(t),
+                        shown(t0),
+                        values.join(", ")
+                    )));
+                }
+            }
+        }
+        specs.push(campaign::WorkerSpec {
+            label: t.to_string(),
+            target,
+            profile,
+            env,
+            build: campaign::build_key(&pin),
+        });
+    }
+    Ok(specs)
+}
+
+fn announce_campaign(args: &FuzzArgs, seed: u64, specs: &[campaign::WorkerSpec]) {
+    eprintln!(
+        "cetp fuzz: seed {seed} · {} workers{}{}",
+        specs.len(),
+        if specs.iter().any(|s| s.build != specs[0].build) {
+            " · mixed Provider builds (findings deduplicated per build)"
+        } else {
+            " · one Provider build"
+        },
+        args.corpus
+            .as_ref()
+            .map(|c| format!(
+                " · corpus {}",
+                escape::terminal(&c.display().to_string(), 200)
+            ))
+            .unwrap_or_default()
+    );
+    for (i, s) in specs.iter().enumerate() {
+        eprintln!(
+            "cetp fuzz: worker {i}: target {} · package {} · seed {}",
+            escape::terminal(&s.label, 200),
+            escape::terminal(&s.env.package, 200),
+            campaign::worker_seed(seed, i)
+        );
+    }
+}
+
+/// `findings/ID.json` for every finding with a case file, and `fuzz.json`
+/// (the campaign's report without the findings' files).
+fn write_campaign(args: &FuzzArgs, report: &campaign::CampaignReport) -> Result<(), Failure> {
+    for f in report
+        .findings
+        .iter()
+        .filter(|f| f.finding.moves_before > 0)
+    {
+        let path = args
+            .out
+            .join("findings")
+            .join(format!("{}.json", f.finding.id));
+        let text = serde_json::to_string_pretty(&f.finding.file).unwrap_or_default();
+        std::fs::write(&path, text + "\n")
+            .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let mut summary = serde_json::to_value(report).unwrap_or_default();
+    if let Some(fs) = summary.get_mut("findings").and_then(|f| f.as_array_mut()) {
+        for f in fs {
+            if let Some(o) = f.as_object_mut() {
+                o.remove("file");
+            }
+        }
+    }
+    let path = args.out.join("fuzz.json");
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n",
+    )
+    .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Every worker's figures and how it ended, the totals, then each finding
+/// once with every worker that saw it.
+fn print_campaign(args: &FuzzArgs, started: Instant, report: &campaign::CampaignReport) {
+    print_workers(report);
+    print_campaign_findings(args, started, report);
+}
+
+/// One line per worker: its target, seed, state and figures.
+fn print_workers(report: &campaign::CampaignReport) {
+    use campaign::WorkerState;
+    for w in &report.workers {
+        let state = match &w.state {
+            WorkerState::Finished => "finished".to_string(),
+            WorkerState::Unlearnable => "failed the learning case (its finding below)".into(),
+            WorkerState::Lost(why) => format!("LOST: {}", escape::terminal(why, 400)),
+            WorkerState::NotStarted(why) => {
+                format!("NOT STARTED: {}", escape::terminal(why, 400))
+            }
+            WorkerState::Refused(why) => {
+                format!("REFUSED: {}", escape::terminal(why, 400))
+            }
+            WorkerState::Died(why) => format!(
+                "DIED (a defect of cetp, not charged): {}",
+                escape::terminal(why, 400)
+            ),
+        };
+        let corpus = w
+            .corpus
+            .as_ref()
+            .map(|c| {
+                format!(
+                    "; corpus: {} read, {} written, {} skipped, {} sequences derived",
+                    c.read, c.written, c.skipped, c.derived
+                )
+            })
+            .unwrap_or_default();
+        println!(
+            "worker {} {} (seed {}): {state} · {} sequences, {} judged, {} envelopes, {} findings first, {} seen again{}{corpus}",
+            w.worker,
+            escape::terminal(&w.target, 200),
+            w.seed,
+            w.stats.cases,
+            w.stats.judged,
+            w.stats.envelopes,
+            w.findings.len(),
+            w.also_saw.len(),
+            w.oracle_kind
+                .as_deref()
+                .map(|k| format!(", judged by the {k} oracle"))
+                .unwrap_or_default(),
+        );
+    }
+}
+
+/// The totals, each finding with the workers that saw it, then what each
+/// worker saw that is not charged (flaky failures, oracle notes).
+fn print_campaign_findings(args: &FuzzArgs, started: Instant, report: &campaign::CampaignReport) {
+    let s = &report.stats;
+    println!(
+        "seed {}: {} workers, {} sequences, {} judged, {} envelopes, {} findings in {:.1}s",
+        report.seed,
+        report.workers.len(),
+        s.cases,
+        s.judged,
+        s.envelopes,
+        report.findings.len(),
+        started.elapsed().as_secs_f64()
+    );
+    for f in &report.findings {
+        let by: Vec<String> = f
+            .found_by
+            .iter()
+            .map(|x| format!("worker {} ({})", x.worker, escape::terminal(&x.target, 200)))
+            .collect();
+        let target = f.found_by.first().map_or("sim", |x| x.target.as_str());
+        let replay = if f.finding.moves_before > 0 {
+            format!(
+                "cetp replay {} --target {}",
+                args.out
+                    .join("findings")
+                    .join(format!("{}.json", f.finding.id))
+                    .display(),
+                escape::terminal(target, 200)
+            )
+        } else {
+            format!(
+                "cetp run --target {} --lock {} --only {}",
+                escape::terminal(target, 200),
+                args.lock
+                    .as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                f.finding.id
+            )
+        };
+        println!(
+            "FINDING {} {} — {}\n  cites {}\n  found by {}\n  shrunk from {} moves to {} ({} steps); replay: {replay}",
+            f.finding.id,
+            escape::terminal(&f.finding.signature, 200),
+            escape::terminal(&f.finding.message, 300),
+            if f.finding.cited.is_empty() {
+                "(the check's rule)".to_string()
+            } else {
+                f.finding.cited.join(", ")
+            },
+            by.join(", "),
+            f.finding.moves_before,
+            f.finding.moves_after,
+            f.finding.steps_after,
+        );
+    }
+    for w in &report.workers {
+        for f in &w.flaky {
+            println!(
+                "FLAKY on worker {} (failed once, not again on a fresh run of the same moves; not charged) {} — {}",
+                w.worker,
+                escape::terminal(&f.signature, 200),
+                escape::terminal(&f.message, 300)
+            );
+        }
+        for n in &w.oracle_notes {
+            println!(
+                "ORACLE NOTE on worker {} (a check fired on a legal Provider; not charged): {}",
+                w.worker,
+                escape::terminal(n, 300)
+            );
+        }
+        if let Some(why) = &w.effects_unjudged {
+            println!(
+                "effects on worker {}: {}",
+                w.worker,
+                escape::terminal(why, 400)
+            );
+        }
+    }
 }

@@ -4,6 +4,9 @@
 #[path = "support/scratch.rs"]
 mod scratch;
 use scratch::Scratch;
+#[path = "support/served_sim.rs"]
+mod served_sim;
+use served_sim::ServedSim;
 
 #[path = "../../cetp-report/tests/support/junit_xsd.rs"]
 mod junit_xsd;
@@ -1059,61 +1062,6 @@ fn consumer_selftest_kills_every_consumer_mutant_and_its_proof_is_current() {
 }
 
 /// `cetp sim --listen` on a free port, killed when dropped.
-struct ServedSim(std::process::Child, String);
-
-impl ServedSim {
-    fn start() -> ServedSim {
-        ServedSim::start_with(&[])
-    }
-
-    fn start_with(extra: &[&str]) -> ServedSim {
-        // Port 0: the sim picks a free port itself and names it (`listening
-        // identity=a addr=HOST:PORT`), so tests starting sims at once never
-        // race for a port. Its output is drained to the end, so it never
-        // blocks on a full pipe.
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cetp"))
-            .args(["sim", "--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            let mut tx = Some(tx);
-            for line in std::io::BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                let named = line
-                    .strip_prefix("listening identity=")
-                    .and_then(|rest| rest.split_once(" addr="))
-                    .filter(|(id, _)| *id == "a")
-                    .map(|(_, addr)| addr.to_string());
-                if let (Some(addr), Some(tx)) = (named, tx.take()) {
-                    let _ = tx.send(addr);
-                }
-            }
-        });
-        // A loaded CI machine can take seconds to start a debug binary.
-        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
-            Ok(addr) => ServedSim(child, addr),
-            Err(_) => {
-                let status = child.try_wait();
-                let _ = child.kill();
-                panic!("cetp sim {extra:?} named no address within 60 s (exit: {status:?})");
-            }
-        }
-    }
-}
-
-impl Drop for ServedSim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn report_of(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
 }
@@ -1170,7 +1118,7 @@ fn the_reference_consumer_passes_in_process_and_over_tcp_and_mutants_fail_citing
     // Over TCP against the simulated device's built-in Consumer: every
     // scenario is played (timeouts, dead Binders and endless descriptors by
     // the device's `reply` extensions) and passes.
-    let sim = ServedSim::start();
+    let sim = ServedSim::start_with(&[]);
     let dir = tmp("consumer-tcp");
     let target = format!("tcp:{}", sim.1);
     let o = cetp(&[
@@ -1394,7 +1342,7 @@ fn a_consumer_profile_driver_makes_the_consumer_act_while_the_device_hosts_the_p
     // Provider; the driver named in the Consumer profile (here `cetp
     // consumer-act`, the driver of any device offering consumer_act) is run
     // once per act and prints the outcome line.
-    let sim = ServedSim::start();
+    let sim = ServedSim::start_with(&[]);
     let dir = tmp("consumer-driver");
     let profile = |consumer: &str| {
         let p = dir.join(format!("{consumer}.toml"));
@@ -1683,7 +1631,7 @@ fn descriptor_oracle_over_tcp_finds_a_mutant_and_passes_the_reference() {
     assert!(case.contains("USER_ACTION_REQUIRED"), "{case}");
     drop(mutant);
 
-    let reference = ServedSim::start();
+    let reference = ServedSim::start_with(&[]);
     let dir = tmp("fuzz-tcp-reference");
     let o = run(&reference, &dir);
     let t = text(&o);

@@ -59,6 +59,7 @@ macro_rules! forward_device {
 }
 
 pub mod blind;
+pub mod campaign;
 pub mod descriptor;
 pub mod exec;
 pub mod moves;
@@ -220,7 +221,15 @@ pub struct FuzzReport {
     /// Why effect judgements stopped part-way, if they did: the target
     /// could not be settled between runs.
     pub effects_unjudged: Option<String>,
+    /// Why the run ended before its budget: the target stopped answering
+    /// ([`LOST_AFTER`] runs in a row stopped by the infrastructure, and a
+    /// `hello` failed after them). Nothing of it is charged to the target.
+    pub lost: Option<String>,
 }
+
+/// Runs in a row stopped by the infrastructure after which the fuzzer asks
+/// whether the device is still there.
+pub const LOST_AFTER: u32 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FuzzError {
@@ -279,6 +288,11 @@ pub struct Fuzzer<'a> {
     /// args drawn anew ([`Fuzzer::reproduces`]): its shrink draws them
     /// anew for every candidate too.
     redraw_reruns: bool,
+    /// The campaign this fuzzer is one worker of ([`campaign`]).
+    campaign: Option<campaign::Member>,
+    /// Target runs in a row stopped by the infrastructure.
+    infra_streak: u32,
+    lost: Option<String>,
 }
 
 enum OracleMode {
@@ -401,7 +415,87 @@ impl<'a> Fuzzer<'a> {
             unsettled: false,
             effects_unsafe: None,
             redraw_reruns: false,
+            campaign: None,
+            infra_streak: 0,
+            lost: None,
         })
+    }
+
+    /// Makes this fuzzer one worker of a campaign: findings claimed in the
+    /// campaign's hub, sequences derived from and written to its corpus.
+    pub fn join_campaign(&mut self, member: campaign::Member) {
+        self.campaign = Some(member);
+    }
+
+    pub fn campaign_member(&self) -> Option<&campaign::Member> {
+        self.campaign.as_ref()
+    }
+
+    /// The next sequence: derived from a corpus entry now and then in a
+    /// campaign with a corpus, generated from `seed` otherwise.
+    fn next_sequence(&mut self, seed: u64) -> Sequence {
+        if self.cfg.mutator == Mutator::Structured {
+            if let Some(m) = self.campaign.as_mut() {
+                if let Some(moves) = m.derived(&self.world, seed, self.cfg.max_moves) {
+                    return Sequence { moves };
+                }
+            }
+        }
+        self.sequence(seed)
+    }
+
+    /// Whether this fuzzer is the first to see `sig` (always, outside a
+    /// campaign): only the first shrinks and reports it.
+    fn claim(&self, sig: &str, index: u64, seed: u64) -> bool {
+        let Some(m) = &self.campaign else {
+            return true;
+        };
+        let s = campaign::Sighting {
+            worker: m.worker,
+            target: m.label.clone(),
+            case_index: index,
+            case_seed: seed,
+        };
+        m.hub.claim(&m.build, sig, s)
+    }
+
+    /// Writes the sequence to the campaign's corpus when its run showed
+    /// something new.
+    fn feed_corpus(&mut self, moves: &[Move], case: &Json, run: &CaseRun, seed: u64) {
+        // The blind mutator edits one fixed sequence: nothing to keep.
+        if self.cfg.mutator != Mutator::Structured {
+            return;
+        }
+        let Some(m) = self.campaign.as_mut() else {
+            return;
+        };
+        let label = format!("worker {} {}", m.worker, m.label);
+        if let Some(c) = m.corpus.as_mut() {
+            c.offer(&campaign::features(case, run), moves, &label, seed);
+        }
+    }
+
+    /// Notes the device gone ([`FuzzReport::lost`]) after [`LOST_AFTER`]
+    /// target runs in a row stopped by the infrastructure and a `hello`
+    /// that fails: the run then stops ([`Fuzzer::should_stop`]).
+    fn watch_device(&mut self, run: &CaseRun) {
+        let Some(Stop::Infra(why)) = &run.stop else {
+            self.infra_streak = 0;
+            return;
+        };
+        self.infra_streak += 1;
+        if self.infra_streak < LOST_AFTER || self.lost.is_some() {
+            return;
+        }
+        match self.target.a.hello() {
+            Ok(_) => self.infra_streak = 0,
+            Err(e) => {
+                let why: String = why.chars().take(300).collect();
+                self.lost = Some(format!(
+                    "{LOST_AFTER} runs in a row stopped by the infrastructure (last: {why}), and hello then failed: {e}"
+                ));
+            }
+        }
     }
 
     pub fn world(&self) -> &world::World {
@@ -528,6 +622,7 @@ impl<'a> Fuzzer<'a> {
             case,
             seed,
         );
+        self.watch_device(&run);
         if run
             .bindings
             .values()
@@ -731,8 +826,8 @@ impl<'a> Fuzzer<'a> {
         })
     }
 
-    /// The case count, the time budget, `max_findings` or an interrupt
-    /// ends the run.
+    /// The case count, the time budget, `max_findings` (the campaign's, in
+    /// one), an interrupt or a lost device ends the run.
     fn should_stop(&self, index: u64, started: Instant, findings: usize) -> bool {
         self.cfg.cases.is_some_and(|n| index >= n)
             || self.cfg.budget.is_some_and(|b| started.elapsed() >= b)
@@ -742,6 +837,11 @@ impl<'a> Fuzzer<'a> {
                 .interrupt
                 .as_ref()
                 .is_some_and(|i| i.load(Ordering::SeqCst))
+            || self.lost.is_some()
+            || self
+                .campaign
+                .as_ref()
+                .is_some_and(|m| m.hub.distinct() >= self.cfg.max_findings)
     }
 
     /// Runs until the budget, the case count or `max_findings` is reached.
@@ -754,7 +854,10 @@ impl<'a> Fuzzer<'a> {
         let mut first_finding_ms = None;
         let mut flaky: Vec<Flaky> = Vec::new();
         let before = self.observe_total();
-        if let Some(f) = self.lock_finding(started) {
+        if let Some(f) = self
+            .lock_finding(started)
+            .filter(|f| self.claim(&f.signature, 0, self.cfg.seed))
+        {
             signatures.insert(f.signature.clone());
             first_finding_ms.get_or_insert(f.found_after_ms);
             findings.push(f);
@@ -766,7 +869,7 @@ impl<'a> Fuzzer<'a> {
                 break;
             }
             let seed = case_seed(self.cfg.seed, index);
-            let seq = self.sequence(seed);
+            let seq = self.next_sequence(seed);
             stats.cases += 1;
             match self.attempt(&seq.moves, index, seed) {
                 Attempt::OracleNotes(n) => {
@@ -782,6 +885,7 @@ impl<'a> Fuzzer<'a> {
                     stats.judged += 1;
                     stats.envelopes += run.answers as u64;
                     stats.dispatched += run.dispatched as u64;
+                    self.feed_corpus(&seq.moves, &case, &run, seed);
                     if matches!(run.stop, Some(Stop::Setup { .. } | Stop::NotApplicable(_))) {
                         stats.unjudged += 1;
                     }
@@ -804,7 +908,7 @@ impl<'a> Fuzzer<'a> {
                             stats.elapsed_ms = started.elapsed().as_millis() as u64;
                             continue;
                         }
-                        if signatures.insert(sig.clone()) {
+                        if signatures.insert(sig.clone()) && self.claim(&sig, index, seed) {
                             first_finding_ms.get_or_insert(started.elapsed().as_millis() as u64);
                             let f = self.shrink(
                                 seq.moves.clone(),
@@ -848,6 +952,7 @@ impl<'a> Fuzzer<'a> {
             first_finding_ms,
             effects_observed: before.zip(after).map(|(b, a)| a - b),
             effects_unjudged: self.effects_unsafe.clone(),
+            lost: self.lost.clone(),
         }
     }
 

@@ -18,7 +18,8 @@ use serde_json::{json, Value as Json};
 use std::collections::BTreeSet;
 
 /// What the oracle does with a step.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Meta {
     /// Runs as written; a call bound with a placeholder expectation gets the
     /// oracle's answers as its expectation.
@@ -41,13 +42,13 @@ pub enum Meta {
     Optional,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct GenStep {
     pub step: Json,
     pub meta: Meta,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Move {
     pub steps: Vec<GenStep>,
 }
@@ -139,7 +140,17 @@ impl<'w> Generator<'w> {
 
     /// One sequence of 2 to `max_moves` moves after a first session.
     pub fn sequence(&mut self, max_moves: usize) -> Sequence {
-        self.st = State::default();
+        self.sequence_named_from(max_moves, 0)
+    }
+
+    /// A sequence as [`Generator::sequence`] makes it, its bind names
+    /// numbered after `first_name`: appended to a corpus entry's moves
+    /// (`campaign`), it rebinds nothing the entry bound.
+    pub fn sequence_named_from(&mut self, max_moves: usize, first_name: usize) -> Sequence {
+        self.st = State {
+            n: first_name,
+            ..State::default()
+        };
         let mut moves = vec![self.session_move("a")];
         let n = self.rng.random_range(1..=max_moves.max(1));
         let total: u32 = KINDS.iter().map(|k| k.1).sum();

@@ -243,6 +243,15 @@ variants! {
         let after = w.get_op(A, &rid(1), &op).data()["state"].clone();
         format!("{} {} then {after}", brief(&c), c.data()["state"])
     };
+    cancel_refused_committed => |w| {
+        let op = start_op(w);
+        // Past the start, before the end: running.
+        w.now += 150;
+        let c = w.cancel_op(A, &rid(1), &op);
+        w.now += 400;
+        let after = w.get_op(A, &rid(1), &op).data()["state"].clone();
+        format!("{} then {after}", brief(&c))
+    };
     replay_returns_terminal => |w| {
         let op = start_op(w);
         w.now += 400;

@@ -28,6 +28,8 @@ pub struct Column {
     pub summary: Summary,
     /// Its report set, relative to the matrix's directory.
     pub dir: Option<String>,
+    /// Its run's pin hash (the fields are in its own report.json).
+    pub pin: String,
 }
 
 /// One case or check: its verdict on each device (`None`: not run there).
@@ -100,8 +102,9 @@ impl Matrix {
     }
 
     /// The terminal view: each device's claim, then the rows where the
-    /// devices disagree (all rows agree: one line says so).
-    pub fn terminal(&self) -> String {
+    /// devices disagree (all rows agree: one line says so), or with `all`
+    /// (`--verbose`) every row.
+    pub fn terminal(&self, all: bool) -> String {
         let mut s = String::from("matrix run: every case on every device\n");
         for (k, c) in self.columns.iter().enumerate() {
             s += &format!(
@@ -117,19 +120,26 @@ impl Matrix {
                 escape::terminal(&c.statement, 300),
             );
         }
-        let differing: Vec<&Row> = self.differing().collect();
-        if differing.is_empty() {
+        let differing: Vec<&Row> = if all {
+            self.cases.iter().chain(&self.checks).collect()
+        } else {
+            self.differing().collect()
+        };
+        if all {
+            s += "every case and check on every device:\n";
+        } else if differing.is_empty() {
             s += &format!(
                 "every device gave every case and check the same verdict ({} cases, {} checks)\n",
                 self.cases.len(),
                 self.checks.len()
             );
             return s;
+        } else {
+            s += &format!(
+                "{} case(s)/check(s) differ between devices:\n",
+                differing.len()
+            );
         }
-        s += &format!(
-            "{} case(s)/check(s) differ between devices:\n",
-            differing.len()
-        );
         for r in differing {
             let cells: Vec<String> = r
                 .verdicts
@@ -249,6 +259,7 @@ impl Matrix {
                 "exit_code": c.exit,
                 "summary": c.summary,
                 "report_dir": c.dir,
+                "pin_hash": c.pin,
             })).collect::<Vec<_>>(),
             "cases": rows(&self.cases),
             "checks": rows(&self.checks),
@@ -357,6 +368,7 @@ mod tests {
             exit: 0,
             summary: Summary::default(),
             dir: None,
+            pin: String::new(),
         }
     }
 
@@ -377,8 +389,9 @@ mod tests {
         );
         let diff: Vec<&str> = m.differing().map(|r| r.id.as_str()).collect();
         assert_eq!(diff, ["IDEM-001"]);
-        assert!(m.terminal().contains("IDEM-001"));
-        assert!(!m.terminal().contains("CONF-001"));
+        assert!(m.terminal(false).contains("IDEM-001"));
+        assert!(!m.terminal(false).contains("CONF-001"));
+        assert!(m.terminal(true).contains("CONF-001"));
         assert!(m.markdown().contains("**FAIL**"));
         assert!(!m.html().contains("<b>x</b>"), "labels are escaped");
         assert_eq!(m.json()["cases"][0]["verdicts"]["<b>x</b>"], "FAIL");

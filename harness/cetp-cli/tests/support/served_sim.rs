@@ -1,5 +1,6 @@
 //! A simulated device served over TCP by the `cetp sim` binary, killed
-//! when dropped.
+//! when dropped. Shared by the test files: each uses what it needs.
+#![allow(dead_code)]
 
 use std::process::{Child, Command, Stdio};
 

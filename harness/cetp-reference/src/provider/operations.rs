@@ -340,6 +340,13 @@ impl ReferenceProvider {
                 )
                 .into();
             }
+            OpState::Queued | OpState::Running if self.takes(Variant::CancelRefusedCommitted) => {
+                return Failure::new(
+                    ErrorCode::Conflict,
+                    "The operation's transaction is committed and cannot be cancelled.",
+                )
+                .into();
+            }
             OpState::Queued | OpState::Running => op.cancel_requested = true,
             _ => {}
         }

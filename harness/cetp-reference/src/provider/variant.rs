@@ -53,6 +53,10 @@ latitudes! {
     /// Cancelling a finished operation acknowledges the request
     /// (`cancellation_requested`) and the operation stays `succeeded`.
     CancelFinishedAcknowledged => "cancel_finished_acknowledged",
+    /// Cancelling an operation not yet finished answers CONFLICT: its
+    /// transaction is committed once accepted, so it runs to its end (§4.4: a committed
+    /// transaction may answer CONFLICT; cancellation is only a request).
+    CancelRefusedCommitted => "cancel_refused_committed",
     /// Re-sending the execution of a finished operation answers its terminal
     /// result instead of the operation.
     ReplayReturnsTerminal => "replay_returns_terminal",
