@@ -19,9 +19,10 @@
 //! device left, the cases left are INFRA_ERROR.
 //!
 //! Devices are checked before anything runs: targets whose pins differ in
-//! anything but the device itself (package, manifest, revision, signing
-//! certificate, APK, negotiated capabilities, profile) are refused, naming
-//! the field, since one report and one claim cannot cover two builds.
+//! the Provider's build ([`crate::pin::BUILD_FIELDS`]: package, manifest,
+//! revision, signing certificate, APK, negotiated capabilities) are
+//! refused, naming the field, since one report and one claim cannot cover
+//! two builds.
 
 use crate::device::{HelloInfo, Target};
 use crate::dispatch::{Dispatcher, Executed};
@@ -40,9 +41,6 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
-
-/// Pin fields that name the device, not the build: they may differ.
-const DEVICE_FIELDS: [&str; 2] = ["target", "device"];
 
 /// Finished cases in flight between the devices and the dispatcher.
 const CHANNEL_BOUND: usize = 16;
@@ -92,11 +90,7 @@ pub fn identify_all(
     }
     let first = &all[0].pin;
     for (k, other) in all.iter().enumerate().skip(1) {
-        let differ: Vec<String> = first
-            .differences(&other.pin)
-            .into_iter()
-            .filter(|f| !DEVICE_FIELDS.contains(&f.as_str()))
-            .collect();
+        let differ = crate::pin::build_differences(first, &other.pin);
         if !differ.is_empty() {
             return Err(Refused(format!(
                 "{} and {} do not carry the same Provider build: their pins differ in {} ({}); run each build on its own",

@@ -57,6 +57,31 @@ impl Pin {
     }
 }
 
+/// The fields of a pin that name the Provider's build (what the device
+/// tells of it): two devices whose pins differ in one of them run different
+/// Providers, and one run of several devices (`cetp run`, `cetp fuzz`)
+/// refuses them. The others name the device (`target`, `device`) or the
+/// run's own configuration, the same on every device of one run.
+pub const BUILD_FIELDS: &[&str] = &[
+    "package",
+    "authority",
+    "manifest",
+    "signing_cert",
+    "apk_sha256",
+    "negotiated_version",
+    "capabilities",
+    "revision",
+];
+
+/// The build fields in which `b` differs from `a`.
+pub fn build_differences(a: &Pin, b: &Pin) -> Vec<String> {
+    BUILD_FIELDS
+        .iter()
+        .filter(|f| a.fields.get(**f) != b.fields.get(**f))
+        .map(|f| f.to_string())
+        .collect()
+}
+
 pub fn pin(
     suite: &Suite,
     target: &Target,

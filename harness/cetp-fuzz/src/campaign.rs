@@ -76,25 +76,7 @@ pub fn worker_seed(seed: u64, worker: usize) -> u64 {
     }
 }
 
-/// The fields of a run's pin ([`cetp_conformance::pin`]) that name the
-/// Provider's build: two targets that differ in one of them run different
-/// Providers.
-pub const BUILD_FIELDS: &[&str] = &[
-    "package",
-    "authority",
-    "manifest",
-    "signing_cert",
-    "revision",
-];
-
-/// The build fields in which `b` differs from `a`.
-pub fn build_differences(a: &Pin, b: &Pin) -> Vec<String> {
-    BUILD_FIELDS
-        .iter()
-        .filter(|f| a.fields.get(**f) != b.fields.get(**f))
-        .map(|f| f.to_string())
-        .collect()
-}
+pub use cetp_conformance::pin::{build_differences, BUILD_FIELDS};
 
 /// A short digest of a pin's build fields.
 pub fn build_key(pin: &Pin) -> String {
