@@ -41,7 +41,10 @@ use std::time::{Duration, Instant};
 pub const MAX_EVENTS_BYTES: u64 = 256 << 20;
 
 /// Pin fields that name the device rather than the Provider's build: they
-/// may differ between partitions run on several devices. A simulated
+/// may differ between partitions run on several devices. Every other field
+/// must agree: the build ([`crate::pin::BUILD_FIELDS`], as between the
+/// devices of one run) and the run's configuration (harness, vectors,
+/// profile). A simulated
 /// target's label (`sim:mutant=…`) names its Provider, not a device: it
 /// must agree ([`device_only`]).
 pub const DEVICE_FIELDS: [&str; 2] = ["target", "device"];
@@ -1056,6 +1059,15 @@ mod tests {
             "{}",
             e.message
         );
+        // Every build field is the Provider's, never the device's.
+        for f in crate::pin::BUILD_FIELDS {
+            assert!(!DEVICE_FIELDS.contains(f));
+            assert!(!device_only(
+                f,
+                Some(&json!("adb:A")),
+                Some(&json!("adb:B"))
+            ));
+        }
         // Another harness, other vectors.
         let e = check_agreement(&phones, &suite, "cetp 9").unwrap_err();
         assert!(e.message.contains("this is cetp 9"), "{}", e.message);
