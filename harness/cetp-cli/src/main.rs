@@ -11,6 +11,7 @@ mod consumer_cmd;
 mod devices_cmd;
 mod embedded;
 mod fuzz_cmd;
+mod merge_cmd;
 mod profile_cmd;
 
 use cetp_conformance::coverage;
@@ -78,6 +79,10 @@ enum Command {
     /// named Consumer, the outcome printed as one JSON line.
     #[command(name = "consumer-act")]
     ConsumerAct(consumer_cmd::ConsumerActArgs),
+    /// Join the reports of the partitions of one split run (`run --partition`)
+    /// into one report set, after checking they are complete, disjoint and
+    /// of one configuration; only a complete merge can establish the claim.
+    Merge(merge_cmd::MergeArgs),
     /// Prove the suite can fail: run it against the reference and every mutant.
     Selftest(SelftestArgs),
     /// Serve the simulated device (probe wire over TCP, optional adb endpoint).
@@ -191,6 +196,12 @@ struct RunArgs {
     /// Skip cases whose id matches; repeatable.
     #[arg(long)]
     skip: Vec<String>,
+    /// Only part M of N of the selected cases (after --only/--skip), for a CI
+    /// job matrix: slice:M/N (every Nth by sorted case id) or hash:M/N (by
+    /// the id's hash, stable as cases come and go). `cetp merge` joins the
+    /// parts' report directories; a part alone makes no §9 claim.
+    #[arg(long, value_name = "slice:M/N", value_parser = |s: &str| s.parse::<cetp_conformance::partition::Partition>())]
+    partition: Option<cetp_conformance::partition::Partition>,
     /// Known failures (TOML, `[[known_failure]] id, reason`).
     #[arg(long)]
     baseline: Option<PathBuf>,
@@ -228,7 +239,7 @@ struct RunArgs {
     /// Run again what a report.json ran: its target, seed, nonce
     /// (started_at_ms), filters and attempts, so every generated request id
     /// and value is the same.
-    #[arg(long, value_name = "REPORT.json", conflicts_with_all = ["target", "seed", "only", "skip", "attempts"])]
+    #[arg(long, value_name = "REPORT.json", conflicts_with_all = ["target", "seed", "only", "skip", "attempts", "partition"])]
     replay_run: Option<PathBuf>,
     /// Colour the verdicts: auto (a terminal, unless NO_COLOR is set),
     /// always, never.
@@ -463,6 +474,13 @@ fn replayed(args: &RunArgs, path: &Path) -> Result<(RunArgs, i64), Failure> {
         .as_u64()
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| what("no selection.attempts".into()))?;
+    // A partition's report runs its part again; a merge's, the whole run.
+    a.partition = match r.get("partition").filter(|p| p.get("index").is_some()) {
+        Some(p) => {
+            Some(serde_json::from_value(p.clone()).map_err(|e| what(format!("partition: {e}")))?)
+        }
+        None => None,
+    };
     let nonce = r["started_at_ms"]
         .as_i64()
         .ok_or_else(|| what("no started_at_ms".into()))?;
@@ -510,6 +528,11 @@ fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<P
     };
     let lock = args.lock.as_deref().map(read_lock).transpose()?;
     let mut only = args.only.clone();
+    if replay.is_some() && args.partition.is_some() {
+        return Err(usage(
+            "--partition splits a run; `cetp replay` runs one case",
+        ));
+    }
     if let Some(case) = replay {
         if !suite.cases.iter().any(|c| c.id == case) {
             return Err(usage(format!("no case {case:?} in the vectors")));
@@ -544,6 +567,7 @@ fn prepare(args: &RunArgs, replay: Option<&str>, started_at_ms: i64) -> Result<P
         interrupt: None,
         provider_apks: provider_apks(&spec)?,
         max_wait: Some(args.max_wait),
+        partition: args.partition,
     };
     Ok(Prepared {
         args: args.clone(),
@@ -606,6 +630,7 @@ fn journal_config(args: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "only": cfg.only,
         "skip": cfg.skip,
         "attempts": cfg.attempts,
+        "partition": cfg.partition,
         "require_claim": args.require_claim,
         "max_wait_ms": u64::try_from(args.max_wait.as_millis()).unwrap_or(u64::MAX),
     })
@@ -955,6 +980,8 @@ fn args_of_journal(config: &serde_json::Value, r: &ResumeArgs) -> Result<RunArgs
         verbose: r.verbose,
         require_claim: config["require_claim"].as_bool().unwrap_or(false),
         lock: path("lock"),
+        partition: serde_json::from_value(config["partition"].clone())
+            .map_err(|_| bad("partition"))?,
         replay_run: None,
         color: r.color,
         format: Format::Text,
@@ -1434,6 +1461,7 @@ fn main() {
         Command::Replay { case, run } => run_command(run, Some(case)),
         Command::Resume(args) => resume_command(args),
         Command::Fuzz(args) => fuzz_cmd::fuzz_command(args),
+        Command::Merge(args) => merge_cmd::merge_command(args),
         Command::Selftest(args) => selftest_command(args),
         Command::Consumer(args) => consumer_cmd::consumer_command(args),
         Command::ConsumerAct(args) => consumer_cmd::consumer_act_command(args),

@@ -362,6 +362,9 @@ pub fn run_sharded(
         cases.len(),
         cfg,
     ));
+    if let Some(p) = &cfg.partition {
+        d.emit(p.event());
+    }
     for id in ids {
         d.emit(crate::runner::identified_event(id.hello.as_ref(), &id.env));
     }
@@ -413,15 +416,17 @@ pub fn run_sharded(
     });
     left_and_lock(&shared, &cases, targets, ids, cfg, &lost, &mut d);
     judge_checks(suite, &tally, &mut d);
-    d.stale_baseline(|id| {
-        suite.cases.iter().any(|c| c.id == id) || suite.checks.iter().any(|c| c.id == id)
-    });
+    d.stale_baseline_where(
+        |id| suite.cases.iter().any(|c| c.id == id) || suite.checks.iter().any(|c| c.id == id),
+        |id| crate::partition::judges_stale(cfg, &cases, suite, id),
+    );
     let filtered = !cfg.only.is_empty() || !cfg.skip.is_empty();
     let claim = d.stats().provider_claim(
         Some(&ids[0].env),
         ids[0].negotiated.as_ref().map(|n| &n.capabilities),
-        filtered,
+        filtered || cfg.partition.is_some(),
     );
+    let claim = crate::partition::partial_claim(claim, cfg.partition, filtered, true);
     let finished = d.finish(claim, interrupt.load(std::sync::atomic::Ordering::SeqCst));
     RunOutcome {
         run_id,

@@ -224,8 +224,18 @@ impl<'o> Dispatcher<'o> {
     /// fails so the baseline gets cleaned up. `exists` says whether an id
     /// names a case or check at all.
     pub fn stale_baseline(&mut self, exists: impl Fn(&str) -> bool) {
+        self.stale_baseline_where(exists, |_| true)
+    }
+
+    /// [`Self::stale_baseline`] of the entries this run can judge
+    /// (`judged`): a partition judges only its own cases'.
+    pub fn stale_baseline_where(
+        &mut self,
+        exists: impl Fn(&str) -> bool,
+        judged: impl Fn(&str) -> bool,
+    ) {
         let Some(b) = self.baseline else { return };
-        for entry in &b.entries {
+        for entry in b.entries.iter().filter(|e| judged(&e.id)) {
             let failing = self
                 .stats
                 .cases

@@ -6,10 +6,10 @@
 //! them for their medium.
 
 use crate::device::HelloInfo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Verdict {
     Pass,
@@ -34,7 +34,7 @@ impl Verdict {
 }
 
 /// The §9 claim a run allows.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claim {
     /// Whether v2 is declared by the manifest at all.
     pub v2_declared: bool,
@@ -52,12 +52,12 @@ pub struct Claim {
     /// For a claim not established: the shortest list of changes that
     /// would establish it (profile lines, flags, device abilities, cases
     /// to fix), one per line; empty otherwise.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fixes: Vec<String>,
 }
 
 /// Core cases left unjudged for one missing profile field or device ability.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unjudged {
     pub needs: String,
     pub cases: Vec<String>,
@@ -65,14 +65,14 @@ pub struct Unjudged {
     pub requirements: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CapabilityClaim {
     pub capability: String,
     pub declared: bool,
     pub passed: bool,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     pub pass: usize,
     pub fail: usize,
@@ -83,7 +83,7 @@ pub struct Summary {
     /// Of `not_applicable`, those the setup caused (a profile field, a
     /// flag, a device ability): not judged, unlike a NOT_APPLICABLE by the
     /// spec, and never a pass.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub not_judged: usize,
 }
 
@@ -104,7 +104,8 @@ impl Summary {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// Deserialize: `cetp merge` reads the partitions' `events.ndjson` back.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     RunStarted {
@@ -121,6 +122,17 @@ pub enum Event {
         only: Vec<String>,
         skip: Vec<String>,
         attempts: u32,
+    },
+    /// Right after `RunStarted`, for a run that is one part of a split run
+    /// (`--partition`, [`crate::partition`]), or a merge of all the parts
+    /// (`cetp merge`: `index` absent, `merged` naming each part's run).
+    RunPartition {
+        scheme: crate::partition::Scheme,
+        count: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        index: Option<u32>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        merged: Vec<crate::partition::MergedPart>,
     },
     TargetIdentified {
         hello: Option<HelloInfo>,

@@ -14,11 +14,13 @@ pub enum ExitCode {
     Fail,
     /// Bad usage: arguments, profile, vectors, baseline or lock file; a name
     /// that names nothing (mutant, legal variant, fixture, requirement, a
-    /// filter pattern that selects no case).
+    /// filter pattern that selects no case); `cetp merge` inputs that are
+    /// not one complete split of one configuration.
     Usage,
     /// Infrastructure: the device, adb or the transport failed, or the
     /// machine refused a file or a port (a report that cannot be written, a
-    /// port that cannot be bound); nothing is charged to the Provider.
+    /// port that cannot be bound, a `cetp merge` input that cannot be read
+    /// or did not finish); nothing is charged to the Provider.
     Infra,
     /// `cetp drift` only: the contract drifted, but compatibly (nothing
     /// breaking, no violation), so a CI gate may let it through.

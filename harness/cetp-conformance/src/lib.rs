@@ -32,6 +32,8 @@ pub mod in_process;
 pub mod interp;
 pub mod journal;
 pub mod lock_target;
+pub mod merge;
+pub mod partition;
 pub mod pin;
 pub mod profile;
 pub mod profile_check;

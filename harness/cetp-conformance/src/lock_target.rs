@@ -156,6 +156,7 @@ pub fn drift(target: &Target, profile: &Profile, lock: &Lock) -> Result<DriftRep
 pub fn selected(cfg: &RunConfig) -> bool {
     (cfg.only.is_empty() || cfg.only.iter().any(|p| wildcard(p, LOCK_CASE_ID)))
         && !cfg.skip.iter().any(|p| wildcard(p, LOCK_CASE_ID))
+        && cfg.partition.is_none_or(|p| p.runs_lock_case())
 }
 
 /// `LOCK-001`: FAIL when a tool's schemas or safety semantics differ from

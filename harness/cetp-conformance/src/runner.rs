@@ -48,6 +48,8 @@ pub struct RunConfig {
     /// The longest real-time wait for device time on a device whose clock
     /// cannot move (`--max-wait`; `None`: [`DEFAULT_MAX_WAIT_MS`]).
     pub max_wait: Option<std::time::Duration>,
+    /// `--partition`: run only this part of the selection ([`crate::partition`]).
+    pub partition: Option<crate::partition::Partition>,
 }
 
 impl RunConfig {
@@ -104,13 +106,17 @@ pub fn wildcard(pattern: &str, text: &str) -> bool {
 }
 
 pub fn selected<'s>(suite: &'s Suite, cfg: &RunConfig) -> Vec<&'s Case> {
-    suite
+    let cases: Vec<&Case> = suite
         .cases
         .iter()
         .filter(|c| c.role == Role::Provider)
         .filter(|c| cfg.only.is_empty() || cfg.only.iter().any(|p| wildcard(p, &c.id)))
         .filter(|c| !cfg.skip.iter().any(|p| wildcard(p, &c.id)))
-        .collect()
+        .collect();
+    match &cfg.partition {
+        Some(p) => p.apply(cases, |c| c.id.as_str()),
+        None => cases,
+    }
 }
 
 fn manifest_kind(d: &Declared) -> &'static str {
@@ -226,6 +232,9 @@ pub fn run(
         cases.len(),
         cfg,
     ));
+    if let Some(p) = &cfg.partition {
+        d.emit(p.event());
+    }
     let (env, hello_a) = identified(target, profile, &cases, &mut d);
     // The pin comes first, before any case: a run continued later
     // (`cetp resume`) is checked against it before anything is sent. Its
@@ -273,15 +282,17 @@ pub fn run(
         }
     }
     judge_checks(suite, &tally, &mut d);
-    d.stale_baseline(|id| {
-        suite.cases.iter().any(|c| c.id == id) || suite.checks.iter().any(|c| c.id == id)
-    });
+    d.stale_baseline_where(
+        |id| suite.cases.iter().any(|c| c.id == id) || suite.checks.iter().any(|c| c.id == id),
+        |id| crate::partition::judges_stale(cfg, &cases, suite, id),
+    );
     let filtered = !cfg.only.is_empty() || !cfg.skip.is_empty();
     let claim = d.stats().provider_claim(
         env.as_ref(),
         negotiated.as_ref().map(|n| &n.capabilities),
-        filtered,
+        filtered || cfg.partition.is_some(),
     );
+    let claim = crate::partition::partial_claim(claim, cfg.partition, filtered, env.is_some());
     // A Ctrl-C that came after the last step cut nothing: the run ended.
     let finished = d.finish(claim, interrupt.load(std::sync::atomic::Ordering::SeqCst));
     RunOutcome {

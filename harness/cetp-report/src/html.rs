@@ -65,6 +65,8 @@ pub struct HtmlReport {
     end: Option<(Summary, Claim, i32)>,
     /// The run's pin hash (`RunPinned`).
     pin: Option<String>,
+    /// A part of a split run, or a merge of the parts (`RunPartition`).
+    partition: Option<String>,
 }
 
 /// Longest Provider value shown in a trace line.
@@ -84,6 +86,7 @@ impl HtmlReport {
             cases: Vec::new(),
             end: None,
             pin: None,
+            partition: None,
         }
     }
 
@@ -127,6 +130,9 @@ impl HtmlReport {
                 None => String::new(),
             }
         );
+        if let Some(p) = &self.partition {
+            let _ = writeln!(o, "<p>{}</p>", html(p, 2000));
+        }
     }
 
     /// The §9 claim, the chart by verdict and the exit code, or that the
@@ -310,6 +316,28 @@ impl Reporter for HtmlReport {
                 self.seed = *seed;
             }
             Event::RunPinned { pin_hash, .. } => self.pin = Some(pin_hash.clone()),
+            Event::RunPartition {
+                scheme,
+                count,
+                index,
+                merged,
+            } => {
+                let runs: Vec<String> = merged
+                    .iter()
+                    .map(|m| format!("{} ({} on {})", m.index, m.run_id, m.target))
+                    .collect();
+                self.partition = Some(match index {
+                    Some(i) => format!(
+                        "Partition {}:{i}/{count} of a split run: a part claims nothing; cetp merge joins the parts.",
+                        scheme.as_str()
+                    ),
+                    None => format!(
+                        "Merged from {count} partitions by {}: {}.",
+                        scheme.as_str(),
+                        runs.join(", ")
+                    ),
+                });
+            }
             Event::StepSent {
                 case_id,
                 step,

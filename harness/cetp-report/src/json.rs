@@ -51,6 +51,16 @@ impl JsonReport {
     }
 }
 
+/// `partition` of a `RunPartition` event: its fields, without an absent
+/// index or an empty list of merged parts.
+fn partition_record(event: &Event) -> Json {
+    let mut p = json!(event);
+    if let Some(o) = p.as_object_mut() {
+        o.remove("event");
+    }
+    p
+}
+
 impl JsonReport {
     /// The target as identified; several devices identify one after
     /// another: the target stays the first's, and each is listed.
@@ -114,6 +124,11 @@ impl Reporter for JsonReport {
                 self.doc
                     .insert("started_at_ms".into(), json!(started_at_ms));
                 self.doc.insert("target".into(), json!({ "label": target }));
+            }
+            // `partition`: this run's part of a split run, or for a merge
+            // (no `index`) the parts it joined.
+            Event::RunPartition { .. } => {
+                self.doc.insert("partition".into(), partition_record(event));
             }
             Event::RunPinned { pin_hash, fields } => {
                 self.doc

@@ -16,6 +16,8 @@ pub struct SummaryMd {
     run_id: String,
     /// The run's pin hash (`RunPinned`).
     pin: Option<String>,
+    /// `--partition` or a merge: which part, or how many parts.
+    partition: Option<String>,
     rows: Vec<String>,
     /// Cases NOT_APPLICABLE for the setup: what would judge each.
     unjudged: Vec<String>,
@@ -31,6 +33,7 @@ impl SummaryMd {
             seed: 0,
             run_id: String::new(),
             pin: None,
+            partition: None,
             rows: Vec::new(),
             unjudged: Vec::new(),
             end: None,
@@ -71,6 +74,9 @@ impl SummaryMd {
         ));
         if let Some(pin) = &self.pin {
             out.push_str(&format!("Pin `{}`.\n\n", pin.replace('`', "")));
+        }
+        if let Some(p) = &self.partition {
+            out.push_str(&format!("{p}\n\n"));
         }
         if let Some((s, claim, code)) = &self.end {
             out.push_str(&format!(
@@ -156,6 +162,24 @@ impl Reporter for SummaryMd {
                 ..
             } => self.row(check, *verdict, cited, reason, false),
             Event::RunPinned { pin_hash, .. } => self.pin = Some(pin_hash.clone()),
+            Event::RunPartition {
+                scheme,
+                count,
+                index,
+                merged,
+            } => {
+                self.partition = Some(match index {
+                    Some(i) => format!(
+                        "Partition `{}:{i}/{count}` of a split run: `cetp merge` joins the parts.",
+                        scheme.as_str()
+                    ),
+                    None => format!(
+                        "Merged from {} partitions (`{}:M/{count}`).",
+                        merged.len(),
+                        scheme.as_str()
+                    ),
+                })
+            }
             Event::RunFinished {
                 summary,
                 claim,

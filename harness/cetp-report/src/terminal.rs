@@ -336,6 +336,27 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 cases,
                 ..
             } => Some(self.run_started(run_id, target, *seed, *cases)),
+            Event::RunPartition {
+                scheme,
+                count,
+                index,
+                merged,
+            } => Some(match index {
+                Some(i) => format!(
+                    "partition {}:{i}/{count}: a part of the cases; `cetp merge` joins the {count} parts",
+                    scheme.as_str()
+                ),
+                None => format!(
+                    "merged {} partitions ({}:1..{count}/{count}): {}",
+                    merged.len(),
+                    scheme.as_str(),
+                    merged
+                        .iter()
+                        .map(|m| format!("{} on {}", esc(&m.run_id, 80), esc(&m.target, 80)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }),
             Event::TargetIdentified { .. } => target_line(event),
             Event::CaseStarted {
                 case_id,
