@@ -59,72 +59,14 @@ pub fn rc_line(exit_code: i32) -> String {
     format!("__rc={}\n", exit_code & 0xff)
 }
 
-/// Split a command line into words like a POSIX shell would for simple
-/// commands: whitespace separates words; `'...'` is literal; `"..."` allows
-/// `\"`, `\\`, `\$`, `` \` `` escapes; a backslash outside quotes escapes the
-/// next character. Operators (`;`, `|`, `&&`, redirections) are not
-/// interpreted: they come back as ordinary words. Returns `Err` for an
-/// unterminated quote.
+/// Split a command line into words as a POSIX shell would for simple
+/// commands (the `shell-words` crate): whitespace separates words; `'...'`
+/// is literal; `"..."` allows `\"`, `\\`, `\$`, `` \` `` escapes; a
+/// backslash outside quotes escapes the next character. Operators (`;`,
+/// `|`, `&&`, redirections) are not interpreted: they come back as
+/// ordinary words. Returns `Err` for an unterminated quote.
 pub fn shell_words(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(x) => cur.push(x),
-                        None => return Err("unterminated single quote".into()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(x @ ('"' | '\\' | '$' | '`')) => cur.push(x),
-                            Some('\n') => {}
-                            Some(x) => {
-                                cur.push('\\');
-                                cur.push(x);
-                            }
-                            None => return Err("unterminated double quote".into()),
-                        },
-                        Some(x) => cur.push(x),
-                        None => return Err("unterminated double quote".into()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some('\n') => {}
-                    Some(x) => cur.push(x),
-                    None => cur.push('\\'),
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    Ok(words)
+    shell_words::split(line).map_err(|e| e.to_string())
 }
 
 /// Answer `getprop`, `getprop NAME` and `getprop NAME DEFAULT` from the

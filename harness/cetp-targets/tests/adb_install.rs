@@ -222,10 +222,10 @@ fn a_probe_of_another_signature_is_replaced_but_a_provider_is_not() {
     assert_eq!(
         pm,
         [
-            "pm install -r -t '/data/local/tmp/provider.apk'",
-            "pm install -r -t '/data/local/tmp/probe-a.apk'",
+            "pm install -r -t /data/local/tmp/provider.apk",
+            "pm install -r -t /data/local/tmp/probe-a.apk",
             "pm uninstall com.clawseed.probe",
-            "pm install -r -t '/data/local/tmp/probe-a.apk'",
+            "pm install -r -t /data/local/tmp/probe-a.apk",
         ],
         "{pm:?}"
     );

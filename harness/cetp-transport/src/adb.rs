@@ -172,9 +172,10 @@ pub fn split_exit_code(out: &[u8]) -> (Vec<u8>, Option<i32>) {
     }
 }
 
-/// Single-quotes a word for the device's `sh`.
+/// Quotes a word for the device's `sh` where it needs it (the
+/// `shell-words` crate: single quotes, a quote inside as `'\''`).
 pub fn sh_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
+    shell_words::quote(word).into_owned()
 }
 
 fn classify(what: &str, e: RustADBError) -> AdbError {
