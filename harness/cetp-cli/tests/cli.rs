@@ -1,8 +1,11 @@
 //! The `cetp` binary end to end: exit codes, the report and its schema,
 //! baselines, and errors that name what is wrong.
 
+#[path = "support/run.rs"]
+mod run;
 #[path = "support/scratch.rs"]
 mod scratch;
+use run::{cetp, text};
 use scratch::Scratch;
 #[path = "support/served_sim.rs"]
 mod served_sim;
@@ -13,21 +16,6 @@ mod junit_xsd;
 
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn cetp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cetp"))
-        .args(args)
-        .output()
-        .expect("cetp runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn tmp(name: &str) -> Scratch {
     Scratch::new("cetp-cli-test", name, true)

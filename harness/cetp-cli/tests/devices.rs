@@ -3,8 +3,11 @@
 //! differ are refused before anything runs, and a device lost mid-run
 //! loses no case and charges the Provider nothing.
 
+#[path = "support/run.rs"]
+mod run;
 #[path = "support/scratch.rs"]
 mod scratch;
+use run::{cetp, text};
 #[path = "support/served_sim.rs"]
 mod served_sim;
 
@@ -13,22 +16,7 @@ use serde_json::Value as Json;
 use served_sim::ServedSim;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn cetp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cetp"))
-        .args(args)
-        .output()
-        .expect("cetp runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Command;
 
 fn report(dir: &Path) -> Json {
     serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()

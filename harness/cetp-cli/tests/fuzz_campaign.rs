@@ -3,26 +3,12 @@
 //! workers that saw it, and targets of different Provider builds are
 //! refused before anything runs unless `--mixed-builds`.
 
+#[path = "support/run.rs"]
+mod run;
 #[path = "support/scratch.rs"]
 mod scratch;
+use run::{cetp, text};
 use scratch::Scratch;
-
-use std::process::{Command, Output};
-
-fn cetp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cetp"))
-        .args(args)
-        .output()
-        .expect("cetp runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn tmp(name: &str) -> Scratch {
     Scratch::new("cetp-fuzz-campaign-test", name, true)

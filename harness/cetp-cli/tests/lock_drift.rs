@@ -2,29 +2,16 @@
 //! drift exit codes a CI gate relies on: 0 no drift, 1 breaking or a
 //! violation, 4 compatible only, 2 usage.
 
+#[path = "support/run.rs"]
+mod run;
 #[path = "support/scratch.rs"]
 mod scratch;
+use run::{cetp, text};
 use scratch::Scratch;
 
 use cetp_contract::lock::Lock;
 use serde_json::{json, Value as Json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn cetp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cetp"))
-        .args(args)
-        .output()
-        .expect("cetp runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn tmp(name: &str) -> Scratch {
     Scratch::new("cetp-lock-test", name, true)

@@ -2,8 +2,11 @@
 //! device, and `cetp merge` of the parts' report directories, compared with
 //! the unpartitioned run; merges that do not add up are refused, naming why.
 
+#[path = "support/run.rs"]
+mod run;
 #[path = "support/scratch.rs"]
 mod scratch;
+use run::{cetp, text};
 use scratch::Scratch;
 
 #[path = "support/served_sim.rs"]
@@ -14,21 +17,6 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-fn cetp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cetp"))
-        .args(args)
-        .output()
-        .expect("cetp runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn report(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()

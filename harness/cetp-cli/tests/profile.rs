@@ -2,27 +2,15 @@
 //! a live Provider passes the check and gives no FAIL in a run; every wrong
 //! field is a usage error naming it, and a run refuses to start on one.
 
+#[path = "support/run.rs"]
+mod run;
 #[path = "support/scratch.rs"]
 mod scratch;
+use run::{cetp, text};
 use scratch::Scratch;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn cetp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cetp"))
-        .args(args)
-        .output()
-        .expect("cetp runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Command;
 
 fn tmp(name: &str) -> Scratch {
     Scratch::new("cetp-profile-test", name, true)

@@ -31,8 +31,8 @@ use crate::interp::{CheckTally, Env};
 use crate::pin::{Negotiated, Pin};
 use crate::profile::Profile;
 use crate::runner::{
-    case_info, config_hash_of, identify, judge_checks, probe_capabilities, run_rng, selected,
-    CaseExecutor, RunConfig, RunOutcome, Sink, Source, Take,
+    case_info, config_hash_of, identify, probe_capabilities, run_rng, selected, CaseExecutor,
+    RunConfig, RunOutcome, Sink, Source, Take,
 };
 use crate::suite::Suite;
 use crate::vector::Case;
@@ -415,31 +415,22 @@ pub fn run_sharded(
         dispatch_all(&rx, &cases, targets, &mut d, &mut tally, &mut lost);
     });
     left_and_lock(&shared, &cases, targets, ids, cfg, &lost, &mut d);
-    judge_checks(suite, &tally, &mut d);
-    d.stale_baseline_where(
-        |id| suite.cases.iter().any(|c| c.id == id) || suite.checks.iter().any(|c| c.id == id),
-        |id| crate::partition::judges_stale(cfg, &cases, suite, id),
-    );
-    let filtered = !cfg.only.is_empty() || !cfg.skip.is_empty();
-    let claim = d.stats().provider_claim(
-        Some(&ids[0].env),
-        ids[0].negotiated.as_ref().map(|n| &n.capabilities),
-        filtered || cfg.partition.is_some(),
-    );
-    let claim = crate::partition::partial_claim(claim, cfg.partition, filtered, true);
-    let finished = d.finish(claim, interrupt.load(std::sync::atomic::Ordering::SeqCst));
-    RunOutcome {
+    let run = crate::runner::RunIds {
         run_id,
         config_hash,
         pin,
-        interrupted: finished.stats.cut,
-        cases: finished.stats.cases,
-        checks: finished.stats.checks,
-        stale_baseline: finished.stats.stale_baseline,
-        summary: finished.summary,
-        claim: finished.claim,
-        exit: finished.exit,
-    }
+    };
+    crate::runner::conclude(
+        suite,
+        cfg,
+        &cases,
+        &tally,
+        Some(&ids[0].env),
+        ids[0].negotiated.as_ref(),
+        run,
+        &interrupt,
+        d,
+    )
 }
 
 /// After the devices: the cases no device was left to run (INFRA_ERROR),

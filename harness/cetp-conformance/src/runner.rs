@@ -281,24 +281,66 @@ pub fn run(
             });
         }
     }
-    judge_checks(suite, &tally, &mut d);
+    let ids = RunIds {
+        run_id,
+        config_hash,
+        pin,
+    };
+    let negotiated = env.as_ref().and(negotiated.as_ref());
+    conclude(
+        suite,
+        cfg,
+        &cases,
+        &tally,
+        env.as_ref(),
+        negotiated,
+        ids,
+        &interrupt,
+        d,
+    )
+}
+
+/// What names a run in its outcome.
+pub(crate) struct RunIds {
+    pub(crate) run_id: String,
+    pub(crate) config_hash: String,
+    pub(crate) pin: crate::pin::Pin,
+}
+
+/// The end of a Provider run, on one device or several: the checks judged
+/// over every answer, the stale baseline entries, the §9 claim the
+/// statistics allow (none for a filtered run or a partition), and the
+/// outcome.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn conclude(
+    suite: &Suite,
+    cfg: &RunConfig,
+    cases: &[&Case],
+    tally: &CheckTally,
+    env: Option<&Env>,
+    negotiated: Option<&crate::pin::Negotiated>,
+    ids: RunIds,
+    interrupt: &std::sync::atomic::AtomicBool,
+    mut d: Dispatcher<'_>,
+) -> RunOutcome {
+    judge_checks(suite, tally, &mut d);
     d.stale_baseline_where(
         |id| suite.cases.iter().any(|c| c.id == id) || suite.checks.iter().any(|c| c.id == id),
-        |id| crate::partition::judges_stale(cfg, &cases, suite, id),
+        |id| crate::partition::judges_stale(cfg, cases, suite, id),
     );
     let filtered = !cfg.only.is_empty() || !cfg.skip.is_empty();
     let claim = d.stats().provider_claim(
-        env.as_ref(),
-        negotiated.as_ref().map(|n| &n.capabilities),
+        env,
+        negotiated.map(|n| &n.capabilities),
         filtered || cfg.partition.is_some(),
     );
     let claim = crate::partition::partial_claim(claim, cfg.partition, filtered, env.is_some());
     // A Ctrl-C that came after the last step cut nothing: the run ended.
     let finished = d.finish(claim, interrupt.load(std::sync::atomic::Ordering::SeqCst));
     RunOutcome {
-        run_id,
-        config_hash,
-        pin,
+        run_id: ids.run_id,
+        config_hash: ids.config_hash,
+        pin: ids.pin,
         interrupted: finished.stats.cut,
         cases: finished.stats.cases,
         checks: finished.stats.checks,
@@ -908,7 +950,7 @@ fn executed(case: &Case, result: Result<(), Stop>) -> Executed {
 }
 
 /// Checks: judged over every answer of the run.
-pub(crate) fn judge_checks(suite: &Suite, tally: &CheckTally, d: &mut Dispatcher<'_>) {
+fn judge_checks(suite: &Suite, tally: &CheckTally, d: &mut Dispatcher<'_>) {
     for def in &suite.checks {
         let (verdict, reason) = match tally.first.get(def.id.as_str()) {
             Some((case, step, f)) => {
