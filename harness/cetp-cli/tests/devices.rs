@@ -13,7 +13,7 @@ mod served_sim;
 
 use scratch::Scratch;
 use serde_json::Value as Json;
-use served_sim::ServedSim;
+use served_sim::{AdbServer, AdbSim, ServedSim};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
@@ -289,4 +289,72 @@ fn a_device_lost_mid_run_loses_no_case_and_charges_nothing() {
     // The cases after the loss all ran on the device left.
     let by = finished_on(&events);
     assert!(by[&keep_t] > 0 && by[&victim_t] >= 3, "{by:?}");
+}
+
+/// Two devices behind a real adb server (Debian's `adb`, the simulated
+/// devices' adb endpoints), as a device farm exposes phones: the sharded
+/// run passes as one device does, and `adb disconnect` of one mid-run
+/// hands its unfinished cases to the other; nothing is charged.
+#[test]
+fn devices_behind_a_real_adb_server_shard_and_survive_a_disconnect() {
+    let Some(adb) = AdbServer::start("devices_behind_a_real_adb_server") else {
+        return;
+    };
+    let keep = AdbSim::start_with(&["--effect-delay-ms", "150"]);
+    let victim = AdbSim::start_with(&["--effect-delay-ms", "150"]);
+    for d in [&keep, &victim] {
+        let o = adb.adb(&["connect", &d.serial]);
+        assert!(text(&o).contains("connected"), "{}", text(&o));
+    }
+    let (keep_t, victim_t) = (adb.target(&keep.serial), adb.target(&victim.serial));
+    let dir = Scratch::new("cetp-devices", "adb", false);
+    let run = Command::new(env!("CARGO_BIN_EXE_cetp"))
+        .args(["run", "--target", &keep_t, "--target", &victim_t])
+        .args([
+            "--profile",
+            &profile(),
+            "--report-dir",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let events = dir.join("events.ndjson");
+    let t0 = std::time::Instant::now();
+    while finished_on(&events).get(&victim_t).copied().unwrap_or(0) < 3 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(120),
+            "the victim never finished 3 cases"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = adb.adb(&["disconnect", &victim.serial]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = run.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let r = report(&dir);
+    assert_eq!(schema_errors(&r), Vec::<String>::new());
+    let v = verdicts(&r, "cases");
+    assert!(
+        v.values().all(|v| v == "PASS" || v == "NOT_APPLICABLE"),
+        "{v:?}"
+    );
+    // Every case the run selected has its one verdict (`run_started`
+    // counts them).
+    let selected = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let e: Json = serde_json::from_str(l).ok()?;
+            (e["event"] == "run_started").then(|| e["cases"].as_u64())?
+        })
+        .unwrap();
+    assert_eq!(v.len() as u64, selected, "{t}");
+    assert_eq!(r["cases"].as_array().unwrap().len() as u64, selected);
+    let lost = r["devices_lost"].as_array().unwrap();
+    assert_eq!(lost.len(), 1, "{t}");
+    assert_eq!(lost[0]["device"], victim_t.as_str());
+    assert!(r["claim"]["cetp_v2"].as_bool().unwrap(), "{t}");
 }
