@@ -27,12 +27,16 @@ pub const FORMAT: &str = "cetp-drift/1";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
+    /// Nothing a Consumer relied on changed.
     Compatible,
+    /// A Consumer built against the lock can fail.
     Breaking,
+    /// Revision-bound contract changed under the same `revision` (§3.3).
     Violation,
 }
 
 impl Class {
+    /// The class as reports and `--format json` name it.
     pub fn as_str(self) -> &'static str {
         match self {
             Class::Compatible => "compatible",
@@ -45,6 +49,7 @@ impl Class {
 /// One classified difference.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
+    /// How bad it is for a Consumer built against the lock.
     pub class: Class,
     /// The tool it concerns; none for Provider-level differences.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,29 +59,40 @@ pub struct Finding {
     pub pointer: String,
     /// Stable key of the rule that classified it (`schema.required.narrowed`).
     pub rule: String,
+    /// What changed, for a reader; quotes the Provider.
     pub message: String,
     /// Part of what §3.3 binds to `revision`: the tool set, a schema, or a
     /// tool's safety semantics (annotations, scopes).
     pub revision_bound: bool,
 }
 
+/// The findings counted by class.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Findings of class [`Class::Breaking`].
     pub breaking: usize,
+    /// Findings of class [`Class::Compatible`].
     pub compatible: usize,
+    /// Findings of class [`Class::Violation`].
     pub violation: usize,
 }
 
+/// Every difference between a locked contract and the current one
+/// (`cetp drift`), classified; serialized as `cetp drift --format json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriftReport {
+    /// Always [`FORMAT`].
     pub format: String,
     /// The current Provider's id (the locked one when they differ is a
     /// finding).
     pub provider_id: String,
+    /// The `list_tools` revision recorded in the lock.
     pub locked_revision: String,
+    /// The `list_tools` revision the Provider reports now.
     pub current_revision: String,
     /// Provider-level findings first, then by tool name.
     pub findings: Vec<Finding>,
+    /// The findings counted by class.
     pub summary: Summary,
 }
 

@@ -23,9 +23,12 @@ use std::collections::BTreeSet;
 /// Format tag of a lock file; a breaking change of the format bumps it.
 pub const FORMAT: &str = "cetp-lock/1";
 
+/// A Provider's tool contracts as recorded in a lock file: what a Consumer
+/// was built against, to compare the live Provider with ([`crate::diff`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lock {
+    /// Always [`FORMAT`]; a lock of another format is refused.
     pub format: String,
     /// §3.1: the stable identity tools are routed by, with their name.
     pub provider_id: String,
@@ -42,32 +45,49 @@ pub struct Lock {
     pub tools: Vec<ToolContract>,
 }
 
+/// One scope of the Provider's catalog (§3.2), as `get_provider_info`
+/// declares it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scope {
+    /// The name tools list in their `scopes`.
     pub name: String,
+    /// `read` or `write`.
     pub access: String,
+    /// The kind of data it reaches (`public`, `financial`, ...): a change to
+    /// anything but [`crate::order::SENSITIVITY_PUBLIC`] is breaking.
     pub sensitivity: String,
+    /// Display title, if the Provider gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Display description, if the Provider gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
 
+/// One tool's whole contract: what a Consumer relies on, not just its name.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolContract {
+    /// The name tools are called by; tools are matched across locks by it.
     pub name: String,
+    /// Display title, if the Provider gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What the tool does, as the Provider describes it to a model.
     pub description: String,
+    /// The JSON Schema of its arguments: for a Consumer built against the
+    /// lock it may only widen ([`crate::schema_diff`]).
     pub input_schema: Json,
     /// SHA-256 of the RFC 8785 form of `input_schema`.
     pub input_schema_sha256: String,
+    /// The JSON Schema of its result data: may only narrow.
     pub output_schema: Json,
+    /// SHA-256 of the RFC 8785 form of `output_schema`.
     pub output_schema_sha256: String,
     /// Sorted: §3.4 makes them a set ("the complete set" a call needs).
     pub scopes: Vec<String>,
+    /// Its safety semantics (§3.4).
     pub annotations: Annotations,
     /// Derived from the annotations ([`crate::order::effect_class`]).
     pub effect_class: String,
@@ -78,12 +98,20 @@ pub struct ToolContract {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Annotations {
+    /// What it changes: `read`, `create`, `update`, `delete`, `transaction`.
     pub effect: String,
+    /// The cost of a failed or mistaken call: `low`, `moderate`, `high`.
     pub risk: String,
+    /// Whether it may lose data or assets for good.
     pub destructive: bool,
+    /// Whether repeating it with the same arguments has the same effect.
     pub idempotent: bool,
+    /// Whether it reaches systems outside the Provider's control.
     pub open_world: bool,
+    /// Per-call confirmation: `never`, `provider_policy`, `always`.
     pub confirmation: String,
+    /// `sync`, or `sync_or_async` when it may answer with a background
+    /// operation.
     pub execution: String,
 }
 
@@ -91,8 +119,11 @@ pub struct Annotations {
 /// be missing when only the tools matter (the §3.3 revision rule).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answers {
+    /// `negotiate`'s `data`: the Provider id and the capabilities granted.
     pub negotiate: Json,
+    /// `get_provider_info`'s `data`: the scope catalog.
     pub provider_info: Option<Json>,
+    /// `list_tools`'s `data`: the revision and the tools.
     pub list_tools: Json,
 }
 
@@ -109,7 +140,9 @@ pub struct Problem {
     pub pointer: String,
     /// `cetp-proto` rule key (`tool.name.pattern`, ...), or `schema.canonical`.
     pub rule: &'static str,
+    /// The spec section the rule enforces.
     pub section: &'static str,
+    /// What is wrong, for a reader; quotes the Provider.
     pub message: String,
 }
 
@@ -138,7 +171,9 @@ impl Problem {
 /// A lock and what was wrong with the answers it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Built {
+    /// The lock, built as far as the answers allow.
     pub lock: Lock,
+    /// Empty for a lock worth recording.
     pub problems: Vec<Problem>,
 }
 
@@ -392,10 +427,13 @@ impl Lock {
         self.scopes.sort_by(|a, b| a.name.cmp(&b.name));
     }
 
+    /// The contract of the tool `name`, if the lock has it.
     pub fn tool(&self, name: &str) -> Option<&ToolContract> {
         self.tools.iter().find(|t| t.name == name)
     }
 
+    /// The contract of the tool `name`, to change (tests make drifted locks
+    /// with it).
     pub fn tool_mut(&mut self, name: &str) -> Option<&mut ToolContract> {
         self.tools.iter_mut().find(|t| t.name == name)
     }

@@ -73,6 +73,7 @@ pub fn rank(order: &[&str], value: &str) -> Option<usize> {
     order.iter().position(|v| *v == value)
 }
 
+/// The rank of `effect` in [`EFFECT_RANK`], `None` for a value not in it.
 pub fn effect_rank(effect: &str) -> Option<u8> {
     EFFECT_RANK
         .iter()

@@ -42,16 +42,22 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Where a schema sits in a tool's contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Position {
+    /// `input_schema`: may only widen.
     Input,
+    /// `output_schema`: may only narrow.
     Output,
 }
 
 /// One difference between two schemas.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
+    /// JSON pointer in the tool's lock entry, `$ref` and `allOf` inlined.
     pub pointer: String,
+    /// What the difference means here, given its [`Position`].
     pub class: Class,
+    /// Stable key of the rule that judged it (`schema.required.narrowed`).
     pub rule: String,
+    /// What changed, for a reader.
     pub message: String,
 }
 

@@ -10,11 +10,17 @@ use std::sync::{Arc, Mutex};
 /// A report document for stdout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Document {
+    /// `report.json` (schema `cetp-report/1`).
     Json,
+    /// `junit.xml`, for CI systems that gate on JUnit.
     Junit,
+    /// `report.sarif` (SARIF 2.1.0), for code-scanning UIs.
     Sarif,
+    /// `summary.md`, for a pull-request comment.
     Markdown,
+    /// `index.html`, the self-contained page.
     Html,
+    /// `events.ndjson`, the event stream itself.
     Ndjson,
 }
 
@@ -23,6 +29,7 @@ pub enum Document {
 pub struct Kept(pub Arc<Mutex<Vec<Event>>>);
 
 impl Kept {
+    /// A copy of the events kept so far.
     pub fn events(&self) -> Vec<Event> {
         self.0.lock().map(|e| e.clone()).unwrap_or_default()
     }

@@ -20,6 +20,8 @@ fn label(c: Class) -> &'static str {
     }
 }
 
+/// The report for a terminal: the revisions, one line per finding labelled
+/// with its class, and the counts; Provider text escaped and capped.
 pub fn text(r: &DriftReport) -> String {
     let t = |s: &str| escape::terminal(s, MAX_SHOWN);
     let mut out = format!(

@@ -54,6 +54,7 @@ impl CaseView {
     }
 }
 
+/// Builds `index.html` from events; writes it on `finish`.
 pub struct HtmlReport {
     path: Option<PathBuf>,
     run_id: String,
@@ -75,6 +76,7 @@ const TRACE_CAP: usize = 2000;
 const TRACE_LINES: usize = 400;
 
 impl HtmlReport {
+    /// `path`: where to write on finish (None: keep in memory).
     pub fn new(path: Option<PathBuf>) -> Self {
         HtmlReport {
             path,
@@ -99,6 +101,7 @@ impl HtmlReport {
         }
     }
 
+    /// The page for the events seen so far.
     pub fn render(&self) -> String {
         let mut o = String::new();
         self.render_head(&mut o);

@@ -4,6 +4,8 @@ use cetp_conformance::event::{Event, Reporter};
 use serde_json::{json, Map, Value as Json};
 use std::path::PathBuf;
 
+/// The `schema` field of every `report.json`: bumped on an incompatible
+/// change, so a reader can refuse a report it does not understand.
 pub const SCHEMA: &str = "cetp-report/1";
 
 /// Builds the report from events; writes it on `finish`.
@@ -37,6 +39,7 @@ impl JsonReport {
         }
     }
 
+    /// The report for the events seen so far.
     pub fn document(&self) -> Json {
         let mut d = self.doc.clone();
         d.insert("cases".into(), Json::Array(self.cases.clone()));

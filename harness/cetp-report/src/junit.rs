@@ -26,6 +26,7 @@ struct Row {
     millis: u64,
 }
 
+/// Builds `junit.xml` from events; writes it on `finish`.
 pub struct JunitReport {
     path: PathBuf,
     suite: String,
@@ -39,6 +40,7 @@ pub struct JunitReport {
 }
 
 impl JunitReport {
+    /// `path`: where to write on finish.
     pub fn new(path: PathBuf) -> Self {
         JunitReport {
             path,
@@ -96,6 +98,7 @@ impl JunitReport {
         tc
     }
 
+    /// The JUnit XML for the events seen so far.
     pub fn render(&self) -> String {
         let mut suite = TestSuite::new(esc(&self.suite, 300));
         if let Some(t) = chrono::DateTime::from_timestamp_millis(self.started_at_ms) {

@@ -20,11 +20,15 @@ const MAX_FILE_BYTES: u64 = 64 << 20;
 /// One device of the matrix.
 #[derive(Clone, Debug)]
 pub struct Column {
+    /// The device as the user named it (`--target`).
     pub label: String,
     /// The §9 claim is established on this device.
     pub established: bool,
+    /// The §9 claim's statement for this device.
     pub statement: String,
+    /// Its run's exit code.
     pub exit: i32,
+    /// Its run's counts by verdict.
     pub summary: Summary,
     /// Its report set, relative to the matrix's directory.
     pub dir: Option<String>,
@@ -35,8 +39,11 @@ pub struct Column {
 /// One case or check: its verdict on each device (`None`: not run there).
 #[derive(Clone, Debug)]
 pub struct Row {
+    /// The case or check id.
     pub id: String,
+    /// Its title, from the first device that ran it.
     pub title: String,
+    /// One per column, in column order.
     pub verdicts: Vec<Option<Verdict>>,
 }
 
@@ -47,10 +54,14 @@ impl Row {
     }
 }
 
+/// A matrix run joined: the devices, and every case and check across them.
 #[derive(Clone, Debug)]
 pub struct Matrix {
+    /// The devices, in the order they were given.
     pub columns: Vec<Column>,
+    /// The cases, in the order they first appear across the devices.
     pub cases: Vec<Row>,
+    /// The checks, in the order they first appear across the devices.
     pub checks: Vec<Row>,
 }
 
@@ -85,6 +96,8 @@ fn cell(v: Option<Verdict>) -> &'static str {
 }
 
 impl Matrix {
+    /// The matrix of `columns`, given each device's case and check verdicts
+    /// in column order.
     pub fn new(columns: Vec<Column>, cases: Vec<Verdicts>, checks: Vec<Verdicts>) -> Matrix {
         Matrix {
             columns,

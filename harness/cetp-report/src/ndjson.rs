@@ -35,6 +35,7 @@ pub fn line(event: &Event) -> String {
     json_ascii_bidi(&serde_json::to_string(event).unwrap_or_default())
 }
 
+/// Writes `events.ndjson` as the events arrive.
 pub struct NdjsonReport {
     path: PathBuf,
     out: Option<BufWriter<File>>,
@@ -43,6 +44,7 @@ pub struct NdjsonReport {
 }
 
 impl NdjsonReport {
+    /// `path`: created (with its directory) at the first event.
     pub fn new(path: PathBuf) -> Self {
         NdjsonReport {
             path,

@@ -14,8 +14,11 @@ use std::path::{Path, PathBuf};
 /// What the report says about a requirement (from the catalog).
 #[derive(Clone, Debug)]
 pub struct RuleInfo {
+    /// The spec section the requirement is in (`4.5`, ...).
     pub section: String,
+    /// Its strength (MUST, SHOULD, ...).
     pub level: String,
+    /// The catalog's one-line summary, shown as the rule's help.
     pub summary: String,
 }
 
@@ -41,6 +44,7 @@ pub fn catalog_rules(vectors_dir: &Path) -> Result<BTreeMap<String, RuleInfo>, S
         .collect())
 }
 
+/// Builds `report.sarif` from events; writes it on `finish`.
 pub struct SarifReport {
     path: Option<PathBuf>,
     catalog: BTreeMap<String, RuleInfo>,
@@ -124,6 +128,8 @@ impl SarifReport {
         }));
     }
 
+    /// The SARIF log for the events seen so far, with the rules its results
+    /// use.
     pub fn document(&self) -> Json {
         let rules: Vec<Json> = self
             .rules_used

@@ -9,6 +9,7 @@ use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
 use cetp_conformance::profile_check::fix_for;
 use std::path::PathBuf;
 
+/// Builds `summary.md` from events; writes it on `finish`.
 pub struct SummaryMd {
     path: Option<PathBuf>,
     target: String,
@@ -64,6 +65,7 @@ impl SummaryMd {
         ));
     }
 
+    /// The Markdown for the events seen so far.
     pub fn render(&self) -> String {
         let mut out = String::from("## cetp conformance run\n\n");
         out.push_str(&format!(

@@ -6,6 +6,7 @@ use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
 use cetp_conformance::profile_check::fix_for;
 use std::io::Write;
 
+/// Prints a run's progress and summary to `W` as the events arrive.
 pub struct Terminal<W: Write + Send> {
     out: W,
     /// Print passing cases too (otherwise only what needs attention).
@@ -37,6 +38,8 @@ enum Rerun {
 }
 
 impl<W: Write + Send> Terminal<W> {
+    /// A plain view on `out`, without colour or progress bar; `verbose` and
+    /// `trace` as the fields say.
     pub fn new(out: W, verbose: bool, trace: bool) -> Self {
         Terminal {
             out,

@@ -380,6 +380,7 @@ const PROBE_REPLY_EXTENSIONS: [&str; 2] = ["fd_endless", "pending_intent"];
 const PROBE_FAIL_KINDS: [ErrorKind; 2] = [ErrorKind::Timeout, ErrorKind::ProviderDied];
 
 impl Hosting {
+    /// Parses `cetp sim --hosting`: `open` or `probe-app`.
     pub fn parse(s: &str) -> Result<Hosting, String> {
         match s {
             "open" => Ok(Hosting::Open),

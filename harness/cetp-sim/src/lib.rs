@@ -64,8 +64,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 pub const PROBE_NAME: &str = "cetp-sim";
 /// `ro.product.model` and `hello.device.model`.
 pub const MODEL: &str = "cetp-sim";
+/// `hello.device.sdk_int`: the Android 14 API level the device claims.
 pub const SDK_INT: u32 = 34;
+/// `ro.serialno`: the serial the device-side adb endpoint reports.
 pub const SERIAL: &str = "CETPSIM0001";
+/// `ro.build.fingerprint` and `hello.device.fingerprint`, a userdebug build
+/// whose version is the crate's, so reports say which simulator ran.
 pub const FINGERPRINT: &str = concat!(
     "clawseed/cetp_sim/cetp_sim:14/CETP.SIM/",
     env!("CARGO_PKG_VERSION"),
@@ -110,6 +114,8 @@ pub struct SimConfig {
     pub mutant: Option<String>,
     /// A [`Variant`] name: host that legal variant of the reference.
     pub variant: Option<String>,
+    /// What the app's manifest declares (dual-stack, v2-only, ...), for the
+    /// discovery and version-negotiation checks.
     pub manifest: ManifestVariant,
     /// Device clock = host clock + skew (deadlines are judged in device time).
     pub clock_skew_ms: i64,
@@ -155,23 +161,41 @@ impl Default for SimConfig {
     }
 }
 
+/// Why a simulated device could not be set up or served: a name the user
+/// gave that names nothing (a usage error, listing the valid names), or the
+/// host's own I/O.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
+    /// A mutant name the app has no such fault for.
     #[error("unknown mutant {name:?} of the {provider} provider; valid names: {}", valid.join(", "))]
     UnknownMutant {
+        /// The name as given.
         name: String,
+        /// The app it was asked of.
         provider: FixtureSet,
+        /// The mutants that app has.
         valid: Vec<String>,
     },
+    /// A provider name that is not one of the hosted apps.
     #[error("unknown provider {0:?}; valid: {names}", names = provider_names().join(", "))]
     UnknownProvider(String),
+    /// A legal-variant name the reference Provider does not have.
     #[error("unknown legal variant {name:?}; valid names: {}", valid.join(", "))]
-    UnknownVariant { name: String, valid: Vec<String> },
+    UnknownVariant {
+        /// The name as given.
+        name: String,
+        /// The variants there are.
+        valid: Vec<String>,
+    },
+    /// A `--manifest` name not in [`MANIFEST_VARIANTS`].
     #[error("unknown manifest variant {0:?}; valid: dual-stack, v2-only, v1-only, versions-only, mismatched-package")]
     UnknownManifest(String),
+    /// The host failed: binding or serving a listener.
     #[error("{what}: {source}")]
     Io {
+        /// What the device was doing (`serving identity a`, ...).
         what: String,
+        /// The host's error.
         #[source]
         source: std::io::Error,
     },
@@ -204,6 +228,7 @@ pub fn parse_manifest_variant(name: &str) -> Result<ManifestVariant, SimError> {
         .ok_or_else(|| SimError::UnknownManifest(name.to_string()))
 }
 
+/// The `--manifest` name of `variant`, as boot logs and reports show it.
 pub fn manifest_variant_name(variant: ManifestVariant) -> &'static str {
     MANIFEST_VARIANTS
         .iter()
@@ -363,6 +388,7 @@ impl Sim {
         Ok(sim)
     }
 
+    /// How this device was set up.
     pub fn config(&self) -> &SimConfig {
         &self.cfg
     }

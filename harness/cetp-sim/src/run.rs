@@ -106,6 +106,7 @@ fn parse_manifest_arg(s: &str) -> Result<ManifestVariant, String> {
 }
 
 impl SimOptions {
+    /// The device these options set up, without its listeners.
     pub fn sim_config(&self) -> SimConfig {
         SimConfig {
             provider: self.provider,

@@ -29,7 +29,9 @@ pub enum Actor {
     /// A vendor's driver command (a Consumer profile), run on the host once
     /// per act; it prints the outcome as its last stdout line.
     Driver {
+        /// The driver's argv, with the action's placeholders still in it.
         command: Vec<String>,
+        /// How long one act may run before the driver is killed.
         timeout: Duration,
     },
 }
@@ -46,6 +48,8 @@ pub struct AdbProbe {
 }
 
 impl AdbProbe {
+    /// Makes the probe of the adb TARGET string `target` ready, or says
+    /// which step failed.
     pub fn prepare(target: &str) -> Result<AdbProbe, String> {
         let spec = match crate::TargetSpec::parse(target).map_err(|e| e.to_string())? {
             crate::TargetSpec::Adb(s) => s,
@@ -140,6 +144,9 @@ impl Drop for AdbProbe {
     }
 }
 
+/// A Consumer under test reached over the probe wire: the device hosts the
+/// hostile Provider for it and the [`Actor`] makes it act, as the
+/// conformance runner's [`ConsumerDevice`].
 pub struct WireConsumer {
     rt: Runtime,
     client: ProbeClient,

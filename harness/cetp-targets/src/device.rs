@@ -216,6 +216,8 @@ impl ProbeDevice {
         &self.identity
     }
 
+    /// What this connection's client has seen (frames, events, bad and
+    /// unmatched frames), for reports.
     pub fn stats(&self) -> ClientStats {
         self.client.stats()
     }

@@ -42,22 +42,37 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Why a target could not be opened; [`TargetError::kind`] says whose fault
+/// it is for the runner.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
+    /// The TARGET string does not parse: a usage error.
     #[error(transparent)]
     Spec(#[from] SpecError),
+    /// The target's Tokio runtime could not be built (the host is out of
+    /// threads or memory).
     #[error("cannot start the target's runtime: {0}")]
     Runtime(String),
+    /// The in-process simulated device refused its configuration.
     #[error("cannot start the simulated device: {0}")]
     Sim(String),
     /// A step of setting up the device failed (adb checks, install, start).
     #[error("{step}: {error}")]
-    Setup { step: String, error: TransportError },
+    Setup {
+        /// The step, as a message names it (`starting COMPONENT`, ...).
+        step: String,
+        /// What the transport saw.
+        error: TransportError,
+    },
     /// Identity `identity` could not be connected or did not answer `hello`.
     #[error("identity {identity} at {endpoint}: {error}")]
     Connect {
+        /// `a` or `b`.
         identity: String,
+        /// Where it was reached (`HOST:PORT`, the probe's socket on an adb
+        /// device, ...).
         endpoint: String,
+        /// What the transport saw.
         error: TransportError,
     },
 }
@@ -97,6 +112,7 @@ pub struct OpenOptions {
 }
 
 impl OpenOptions {
+    /// Default options that record every frame in `trace` (`cetp replay`).
     pub fn traced(trace: Arc<WireTrace>) -> Self {
         OpenOptions {
             trace: Some(trace),

@@ -37,30 +37,48 @@ use std::fmt;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 
+/// `probe=`: the probe app's instrumentation, which serves identity `a`.
 pub const DEFAULT_PROBE_SERVICE: &str =
     "com.clawseed.probe/com.clawseed.probe.ProbeInstrumentation";
+/// `probe_b=`: the second probe APK's instrumentation, a second app uid
+/// for identity `b`.
 pub const DEFAULT_PROBE_B_SERVICE: &str =
     "com.clawseed.probe.b/com.clawseed.probe.ProbeInstrumentation";
+/// `timeout_ms=`: how long `hello`, `discover` and an adb command may take.
 pub const DEFAULT_OP_TIMEOUT_MS: u64 = 15_000;
 
+/// A parsed TARGET string: which device to run against and how to reach it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TargetSpec {
+    /// `sim[:...]`: the simulated device, in process.
     Sim(SimSpec),
+    /// `tcp:HOST:PORT[,...]`: a probe-wire endpoint.
     Tcp(TcpSpec),
+    /// `adb[:SERIAL][,...]`: a device behind an adb server.
     Adb(AdbSpec),
 }
 
+/// `sim[:OPTION,...]`: how the in-process simulated device is set up
+/// ([`cetp_sim::SimConfig`]'s fields of the same names).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimSpec {
     /// The app the device hosts; `mutant` names one of its mutants.
     pub provider: FixtureSet,
+    /// `mutant=`: host that mutant of the app instead.
     pub mutant: Option<String>,
+    /// `variant=`: host that legal variant of the reference instead.
     pub variant: Option<String>,
+    /// `manifest=`: what the app's manifest declares.
     pub manifest: ManifestVariant,
+    /// `clock_skew_ms=`: device clock minus host clock.
     pub clock_skew_ms: i64,
+    /// `effect_delay_ms=`: real time a mutation takes in the Provider.
     pub effect_delay_ms: u64,
+    /// `seed=`: seeds the Provider's tokens.
     pub seed: u64,
+    /// `hang=`: a tool or method the Provider never answers.
     pub hang: Option<String>,
+    /// `timeout_ms=`: the per-op timeout.
     pub op_timeout_ms: u64,
 }
 
@@ -82,6 +100,7 @@ impl Default for SimSpec {
 }
 
 impl SimSpec {
+    /// The simulated device this spec sets up.
     pub fn sim_config(&self) -> cetp_sim::SimConfig {
         cetp_sim::SimConfig {
             provider: self.provider,
@@ -101,11 +120,14 @@ impl SimSpec {
     }
 }
 
+/// `tcp:HOST:PORT[,OPTION,...]`: a probe-wire endpoint per identity.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TcpSpec {
     /// `HOST:PORT` of identity a.
     pub a: String,
+    /// `b=`: `HOST:PORT` of identity b; none, no identity b.
     pub b: Option<String>,
+    /// `timeout_ms=`: the per-op timeout.
     pub op_timeout_ms: u64,
 }
 
@@ -116,20 +138,31 @@ pub enum IdentityB {
     Auto,
     /// Fail to open when it cannot be connected.
     Required,
+    /// Do not connect it: the cases that need it are not judged.
     Off,
 }
 
+/// `adb[:SERIAL][,OPTION,...]`: a device behind an adb server, and what to
+/// install and start on it before the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AdbSpec {
+    /// The device's serial; none, the only device the server has.
     pub serial: Option<String>,
+    /// `server=`: the adb server.
     pub server: SocketAddrV4,
+    /// `install=`: APKs (the Provider) installed first, in order.
     pub install: Vec<PathBuf>,
     /// Probe APKs, installed after `install`.
     pub probe_apks: Vec<PathBuf>,
+    /// `probe=`: the instrumentation component of identity a's probe.
     pub probe_service: String,
+    /// `probe_b=`: the instrumentation component of identity b's probe.
     pub probe_b_service: String,
+    /// `start=0` makes it false: the probes are already running.
     pub start: bool,
+    /// `b=`: whether to connect identity b.
     pub b: IdentityB,
+    /// `timeout_ms=`: the per-op timeout, adb commands included.
     pub op_timeout_ms: u64,
     /// `relay=`: `Some(true)` relayed by the server, `Some(false)` through
     /// `adb forward`, `None` by the server's address.
@@ -160,10 +193,13 @@ impl Default for AdbSpec {
     }
 }
 
+/// A TARGET string that does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("bad target {text:?}: {reason}")]
 pub struct SpecError {
+    /// The string as given.
     pub text: String,
+    /// What is wrong with it.
     pub reason: String,
 }
 
@@ -359,6 +395,7 @@ impl Options<'_> {
 }
 
 impl TargetSpec {
+    /// Parses a TARGET string (the grammar is in this module's docs).
     pub fn parse(text: &str) -> Result<TargetSpec, SpecError> {
         let t = text.trim();
         // `adb,server=...` (no serial) and `sim,seed=1` read like `adb:...`.

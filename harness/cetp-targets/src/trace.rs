@@ -11,6 +11,7 @@ use std::time::Instant;
 pub struct TracedFrame {
     /// `a` or `b`.
     pub identity: String,
+    /// Sent to the device or received from it.
     pub direction: Direction,
     /// Microseconds since the trace started.
     pub at_us: u64,
@@ -21,6 +22,7 @@ pub struct TracedFrame {
 }
 
 impl TracedFrame {
+    /// Whether `bytes` holds only the frame's head.
     pub fn is_truncated(&self) -> bool {
         self.bytes.len() < self.len
     }
@@ -59,6 +61,8 @@ impl WireTrace {
         Self::with_limits(64 * 1024, 64 * 1024 * 1024)
     }
 
+    /// A trace keeping at most `max_frame_bytes` of each frame and
+    /// `max_total_bytes` in all.
     pub fn with_limits(max_frame_bytes: usize, max_total_bytes: usize) -> Arc<WireTrace> {
         Arc::new(WireTrace {
             start: Instant::now(),
@@ -76,6 +80,7 @@ impl WireTrace {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The most kept of one frame.
     pub fn max_frame_bytes(&self) -> usize {
         self.max_frame_bytes
     }
@@ -87,6 +92,8 @@ impl WireTrace {
         Arc::new(move |direction, bytes: &[u8]| trace.record(&identity, direction, bytes))
     }
 
+    /// Records one frame of `identity`'s connection, cut to the limits; a
+    /// frame over the total is counted in [`WireTrace::dropped`] instead.
     pub fn record(&self, identity: &str, direction: Direction, bytes: &[u8]) {
         let kept = &bytes[..bytes.len().min(self.max_frame_bytes)];
         let at_us = u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -105,6 +112,7 @@ impl WireTrace {
         });
     }
 
+    /// A copy of the frames recorded so far, in the order they crossed.
     pub fn frames(&self) -> Vec<TracedFrame> {
         self.lock().frames.clone()
     }
@@ -114,6 +122,8 @@ impl WireTrace {
         self.lock().dropped
     }
 
+    /// Forgets every frame and the dropped count: the trace starts over,
+    /// its byte budget whole again.
     pub fn clear(&self) {
         let mut inner = self.lock();
         inner.frames.clear();

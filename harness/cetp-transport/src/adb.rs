@@ -59,6 +59,8 @@ pub fn default_server() -> SocketAddrV4 {
     SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)
 }
 
+/// Where the device is and how long and how much the harness waits for and
+/// keeps from it: every adb call is bounded.
 #[derive(Clone, Debug)]
 pub struct AdbConfig {
     /// The adb server (not the device).
@@ -99,10 +101,12 @@ pub struct ShellOutput {
     pub output: Vec<u8>,
     /// `None` when the marker never came (the connection dropped).
     pub exit_code: Option<i32>,
+    /// Whether output was dropped to keep within `shell_max_bytes`.
     pub truncated: bool,
 }
 
 impl ShellOutput {
+    /// The output as text, invalid UTF-8 replaced, for messages and parsing.
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.output).into_owned()
     }
@@ -221,10 +225,12 @@ pub struct Adb {
 }
 
 impl Adb {
+    /// The device `cfg` names; nothing is contacted until a method is called.
     pub fn new(cfg: AdbConfig) -> Self {
         Adb { cfg }
     }
 
+    /// Where the device is and the limits its calls run under.
     pub fn config(&self) -> &AdbConfig {
         &self.cfg
     }
@@ -725,6 +731,7 @@ impl ShellStream {
         }
     }
 
+    /// The shell command the stream runs, for messages.
     pub fn command(&self) -> &str {
         &self.command
     }
@@ -766,6 +773,7 @@ pub struct ProbeInstrumentation {
 }
 
 impl ProbeInstrumentation {
+    /// The instrumentation component started (`PACKAGE/CLASS`).
     pub fn component(&self) -> &str {
         &self.component
     }

@@ -44,6 +44,7 @@ pub enum Direction {
 }
 
 impl Direction {
+    /// `->` or `<-`, as traces print a frame's direction.
     pub fn arrow(self) -> &'static str {
         match self {
             Direction::Sent => "->",
@@ -57,6 +58,8 @@ impl Direction {
 /// keep it cheap and non-blocking.
 pub type Tap = Arc<dyn Fn(Direction, &[u8]) + Send + Sync>;
 
+/// The bounds a [`ProbeClient`] holds a device to: frame size, queued
+/// events, and how long each kind of op is waited for.
 #[derive(Clone)]
 pub struct ClientConfig {
     /// Largest frame accepted, newline included. Clamped to the probe-wire
@@ -73,6 +76,7 @@ pub struct ClientConfig {
     pub call_margin: Duration,
     /// `read_fd`, whose answer may be many MiB over a slow link.
     pub read_fd_timeout: Duration,
+    /// Sees every raw frame, for traces; `None` for none.
     pub tap: Option<Tap>,
 }
 
@@ -107,8 +111,11 @@ impl fmt::Debug for ClientConfig {
 /// Counters of what the connection has seen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientStats {
+    /// Request frames written to the device.
     pub frames_sent: u64,
+    /// Lines read from the device, valid or not.
     pub frames_received: u64,
+    /// Event frames read, queued or dropped.
     pub events_received: u64,
     /// Events dropped because nobody reads them or the queue was full.
     pub events_dropped: u64,
@@ -136,7 +143,9 @@ fn bump(c: &AtomicU64) {
 /// A final answer and the chunk bytes that preceded it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawReply {
+    /// The final frame: its `ok` payload, or the error it carried.
     pub result: Result<Map, WireError>,
+    /// The `chunk` frames' bytes, decoded, in order (only `read_fd` has any).
     pub data: Vec<u8>,
 }
 
@@ -399,6 +408,8 @@ impl EventStream {
         Some(e)
     }
 
+    /// The next event already queued, without waiting; `None` when there is
+    /// none yet.
     pub fn try_recv(&mut self) -> Option<Event> {
         let (e, n) = self.rx.try_recv().ok()?;
         self.bytes.fetch_sub(n, Ordering::Relaxed);
@@ -489,6 +500,7 @@ impl ProbeClient {
         }
     }
 
+    /// The bounds this connection holds the device to.
     pub fn config(&self) -> &ClientConfig {
         &self.cfg
     }
@@ -507,6 +519,8 @@ impl ProbeClient {
         s
     }
 
+    /// What the connection has seen so far, for reports and the runner's
+    /// checks on unmatched and bad frames.
     pub fn stats(&self) -> ClientStats {
         let s = &self.shared.stats;
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -520,6 +534,7 @@ impl ProbeClient {
         }
     }
 
+    /// Whether the connection is gone: every later request fails at once.
     pub fn is_closed(&self) -> bool {
         self.shared.lock().closed.is_some()
     }
@@ -608,10 +623,14 @@ impl ProbeClient {
         decode_ok(&op, reply.result)
     }
 
+    /// `hello`: the probe, its caller identity, the device, the device's
+    /// clock and the ops it serves. The host's first request.
     pub async fn hello(&self) -> Result<HelloOk, TransportError> {
         self.typed(OpRequest::Hello, self.cfg.op_timeout).await
     }
 
+    /// `discover`: every service declaring the tool-provider intent action,
+    /// with its raw meta-data and the package owning its authority (§2.1).
     pub async fn discover(&self) -> Result<Vec<ServiceManifest>, TransportError> {
         let d: DiscoverOk = self.typed(OpRequest::Discover, self.cfg.op_timeout).await?;
         Ok(d.providers)
@@ -712,6 +731,7 @@ impl ProbeClient {
         })
     }
 
+    /// `close_fd`: closes a result descriptor unread, using its handle up.
     pub async fn close_fd(&self, handle: &str) -> Result<(), TransportError> {
         let req = OpRequest::CloseFd {
             handle: handle.to_string(),

@@ -13,27 +13,51 @@ use std::time::Duration;
 pub enum TransportError {
     /// The stream ended or broke; every pending and later request fails so.
     #[error("connection closed: {reason}")]
-    ConnectionClosed { reason: String },
+    ConnectionClosed {
+        /// What ended it: the device closing, a read or write failing, the host.
+        reason: String,
+    },
     /// No answer in time. `op` names what was waited for.
     #[error("{op}: no answer within {} ms", after.as_millis())]
-    Timeout { op: String, after: Duration },
+    Timeout {
+        /// The op or phase waited for.
+        op: String,
+        /// How long it was waited for.
+        after: Duration,
+    },
     /// The peer sent (or we were about to send) a frame over the limit; the
     /// connection is closed, as probe-wire requires.
     #[error("frame larger than {limit} bytes; connection closed")]
-    FrameTooLarge { limit: usize },
+    FrameTooLarge {
+        /// The frame-size limit in force, in bytes.
+        limit: usize,
+    },
     /// The peer sent something that is not a valid probe-wire answer.
     #[error("bad frame from the device: {reason}")]
-    BadFrame { reason: String },
+    BadFrame {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Setting up the byte stream failed (connect refused, DNS, ...).
     #[error("{context}: {message}")]
-    Io { context: String, message: String },
+    Io {
+        /// What was being set up (`connecting to 127.0.0.1:7000`, ...).
+        context: String,
+        /// The host's error, as text so that the error stays `Clone` and `Eq`.
+        message: String,
+    },
     /// The device answered with a probe-wire error.
     #[error("device error {}: {message}{}", kind.as_str(), class.as_deref().map(|c| format!(" ({c})")).unwrap_or_default())]
     Device {
+        /// The probe-wire error kind (`provider_died`, `unknown_handle`, ...).
         kind: ErrorKind,
+        /// The device's message, as sent.
         message: String,
+        /// The Java class the Provider threw, for `provider_exception`.
         class: Option<String>,
     },
+    /// Trouble with the adb server or the device behind it: not the probe's
+    /// answer, the way to it.
     #[error(transparent)]
     Adb(#[from] AdbError),
 }
@@ -87,14 +111,18 @@ impl TransportError {
 /// error carries them as one [`ErrorKind`].
 pub use cetp_proto::device::AdbErrorKind;
 
+/// Trouble with adb: the server, the device's state, or a command run on it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{kind}: {message}")]
 pub struct AdbError {
+    /// Which adb condition, for reports and the runner to key on.
     pub kind: AdbErrorKind,
+    /// What adb said, or what the harness saw.
     pub message: String,
 }
 
 impl AdbError {
+    /// An adb error of `kind`.
     pub fn new(kind: AdbErrorKind, message: impl Into<String>) -> Self {
         AdbError {
             kind,
