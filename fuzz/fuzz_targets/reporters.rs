@@ -170,7 +170,12 @@ fn run(shape: &[u8], strings: &[String]) -> Vec<Event> {
         summary.add(verdict);
         let (key, value) = (p.s(), p.s());
         ev.extend([
-            Event::CaseStarted { case_id: case_id.clone(), title: format!("title of {case_id}") },
+            Event::CaseStarted {
+                case_id: case_id.clone(),
+                title: format!("title of {case_id}"),
+                // A device label reaches every report of a run of several.
+                device: (b % 2 == 1).then(|| p.s()),
+            },
             Event::StepSent {
                 case_id: case_id.clone(),
                 step: 1,
@@ -235,6 +240,12 @@ fn run(shape: &[u8], strings: &[String]) -> Vec<Event> {
     ev.push(Event::BaselineStale {
         id: p.s(),
         reason: p.s(),
+    });
+    // A lost device's reason quotes what its transport said.
+    ev.push(Event::DeviceLost {
+        device: p.s(),
+        reason: p.s(),
+        handed_back: vec![p.s()],
     });
     let (mkey, mvalue) = (p.s(), p.s());
     ev.push(Event::RunPinned {
