@@ -78,6 +78,8 @@ pub struct Mutations {
 }
 
 impl Mutations {
+    /// A mutator that leaves the calls of `skip_tool` (the profile's
+    /// observer tool) unchanged.
     pub fn new(skip_tool: Option<String>) -> Self {
         Mutations {
             rng: Arc::new(Mutex::new(ChaCha8Rng::seed_from_u64(0))),
@@ -85,6 +87,8 @@ impl Mutations {
         }
     }
 
+    /// Reseeds the mutator before a case, so that every oracle member and
+    /// the target see the same mutations.
     pub fn reseed(&self, seed: u64) {
         *self.rng.lock().unwrap_or_else(|e| e.into_inner()) = ChaCha8Rng::seed_from_u64(seed);
     }

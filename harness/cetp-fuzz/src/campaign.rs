@@ -90,13 +90,17 @@ pub fn build_key(pin: &Pin) -> String {
 /// One corpus file.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
+    /// Always `cetp-fuzz-corpus`: a file without it is skipped.
     pub format: String,
+    /// Version of the entry format; only 1 is read.
     pub version: u32,
     /// The target (and worker) whose run wrote it.
     pub found_by: String,
+    /// Seed of the sequence whose run wrote it.
     pub seed: u64,
     /// What the run showed first (see [`features`]).
     pub features: Vec<String>,
+    /// The sequence's moves, that workers derive new sequences from.
     pub moves: Vec<Move>,
 }
 
@@ -105,6 +109,7 @@ pub struct Entry {
 pub struct CorpusStats {
     /// Entries read from the directory (its own writes not counted).
     pub read: usize,
+    /// Entries this worker wrote.
     pub written: usize,
     /// Files skipped: too large, not an entry, or naming a tool this
     /// worker may not execute.
@@ -119,6 +124,7 @@ pub struct Corpus {
     seen: HashSet<OsString>,
     entries: Vec<Entry>,
     features: HashSet<String>,
+    /// This worker's figures of reading and writing the corpus.
     pub stats: CorpusStats,
 }
 
@@ -135,6 +141,8 @@ impl Corpus {
         })
     }
 
+    /// The entries read from the directory that this worker may run (its
+    /// own writes are not among them).
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
@@ -434,9 +442,13 @@ pub fn derive(moves: &[Move], world: &World, seed: u64, max_moves: usize) -> Vec
 /// Where a worker saw a finding.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Sighting {
+    /// Index of the worker that saw it.
     pub worker: usize,
+    /// Its target's label.
     pub target: String,
+    /// Index of the sequence that failed in that worker.
     pub case_index: u64,
+    /// That sequence's seed.
     pub case_seed: u64,
 }
 
@@ -468,6 +480,8 @@ impl Hub {
         self.claims.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
+    /// Every worker that saw `signature` on `build`, the claiming one first
+    /// (at most 32 kept).
     pub fn sightings(&self, build: &str, signature: &str) -> Vec<Sighting> {
         self.claims
             .lock()
@@ -480,16 +494,22 @@ impl Hub {
 
 /// What makes a [`Fuzzer`] one worker of a campaign.
 pub struct Member {
+    /// The campaign's shared record of claimed findings.
     pub hub: Arc<Hub>,
+    /// This worker's index (its seed is [`worker_seed`] of it).
     pub worker: usize,
+    /// Its target's label, named in sightings and corpus entries.
     pub label: String,
     /// [`build_key`] of its target.
     pub build: String,
+    /// The shared corpus directory, when the campaign has one.
     pub corpus: Option<Corpus>,
     pub(crate) sequences: u64,
 }
 
 impl Member {
+    /// Worker `worker` of the campaign sharing `hub`, on the target labelled
+    /// `label` of build `build`, without a corpus.
     pub fn new(hub: Arc<Hub>, worker: usize, label: &str, build: &str) -> Member {
         Member {
             hub,
@@ -501,6 +521,7 @@ impl Member {
         }
     }
 
+    /// The same worker, reading and writing `corpus`.
     pub fn with_corpus(mut self, corpus: Corpus) -> Member {
         self.corpus = Some(corpus);
         self
@@ -533,9 +554,13 @@ impl Member {
 
 /// One target of a campaign, identified.
 pub struct WorkerSpec {
+    /// The target's label in reports and sightings.
     pub label: String,
+    /// Its devices, one per identity.
     pub target: Target,
+    /// Its profile: what the fuzzer may execute, and its observer.
     pub profile: Profile,
+    /// What identifying the target found (package, manifest kind, ...).
     pub env: Env,
     /// [`build_key`] of its pin.
     pub build: String,
@@ -564,44 +589,67 @@ pub enum WorkerState {
 /// One worker's figures.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct WorkerReport {
+    /// The worker's index.
     pub worker: usize,
+    /// Its target's label.
     pub target: String,
+    /// The seed it fuzzed with ([`worker_seed`]).
     pub seed: u64,
+    /// How it ended.
     #[serde(flatten)]
     pub state: WorkerState,
+    /// `differential` or `descriptor`, once its fuzzer was built.
     pub oracle_kind: Option<String>,
+    /// Its totals.
     pub stats: Stats,
     /// Ids of the findings this worker claimed first.
     pub findings: Vec<String>,
     /// Ids of findings another worker claimed that this one saw too.
     pub also_saw: Vec<String>,
+    /// Its descriptor-oracle failures that did not reproduce.
     pub flaky: Vec<crate::Flaky>,
+    /// Checks that fired on its oracle's members (harness defects, never
+    /// charged).
     pub oracle_notes: Vec<String>,
+    /// Effects its target's observer counted over its run.
     pub effects_observed: Option<i64>,
+    /// Why its effect judgements stopped part-way, if they did.
     pub effects_unjudged: Option<String>,
+    /// Its use of the corpus, in a campaign with one.
     pub corpus: Option<CorpusStats>,
 }
 
 /// A finding and every worker that saw it.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CampaignFinding {
+    /// The finding as the claiming worker shrank it.
     #[serde(flatten)]
     pub finding: crate::Finding,
+    /// [`build_key`] of the build it was seen on.
     pub build: String,
+    /// Every worker that saw it, the claiming one first.
     pub found_by: Vec<Sighting>,
 }
 
+/// What a campaign found and did: the report `cetp fuzz` writes for
+/// several targets.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CampaignReport {
+    /// The campaign's seed: worker `i` fuzzed with [`worker_seed`]`(seed, i)`.
     pub seed: u64,
+    /// Each worker's target label, in worker order.
     pub targets: Vec<String>,
     /// `same` (every target runs one Provider build) or `mixed`.
     pub builds: String,
+    /// The shared corpus directory, if any.
     pub corpus: Option<PathBuf>,
     /// The workers' figures summed.
     pub stats: Stats,
+    /// Each worker's figures, in worker order.
     pub workers: Vec<WorkerReport>,
+    /// Distinct findings (by build and signature), in the order found.
     pub findings: Vec<CampaignFinding>,
+    /// Milliseconds from the start to the first finding.
     pub first_finding_ms: Option<u64>,
 }
 

@@ -127,6 +127,7 @@ pub struct Transcript {
 }
 
 impl Transcript {
+    /// Forgets the answers of the previous run (before each target run).
     pub fn clear(&self) {
         self.calls.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
@@ -141,6 +142,7 @@ impl Transcript {
         }
     }
 
+    /// A copy of the answers recorded so far, for the shadow to repeat.
     pub fn snapshot(&self) -> HashMap<Key, Vec<CallAnswer>> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -427,10 +429,15 @@ pub enum LearnError {
     /// its tool list): a protocol failure before any fuzzing, with the case
     /// that shows it.
     Fail {
+        /// The learning case, as a regular case file.
         case: Json,
+        /// Why it failed.
         reason: String,
+        /// Requirement ids the failure cites.
         cited: Vec<String>,
     },
+    /// It could not be run or judged (setup, infrastructure): an error the
+    /// run reports, not a finding.
     Other(String),
 }
 
@@ -486,6 +493,7 @@ impl Shape {
             .is_some_and(|s| s.is_valid(v))
     }
 
+    /// How many tools the target describes.
     pub fn tools(&self) -> usize {
         self.tools.len()
     }
@@ -850,12 +858,17 @@ fn generate(schema: &Json, seed: u64) -> Json {
 /// variant of it.
 #[derive(Clone, Debug)]
 pub struct Member {
+    /// `reference`, or the legal variant's name.
     pub name: String,
     latitude: Option<Variant>,
 }
 
+/// The shadow of the target: its learned [`Shape`] hosted by the
+/// reference engine and by legal variants of it.
 pub struct Shadow {
+    /// What was learned of the target.
     pub shape: Arc<Shape>,
+    /// The engine configurations that judge together.
     pub members: Vec<Member>,
 }
 
@@ -867,12 +880,19 @@ pub enum Judged {
     Nothing,
     /// The compiled case (the file a finding is written as) and the target's
     /// run as judged against it.
-    Ran { case: Json, run: CaseRun },
+    Ran {
+        /// The compiled case.
+        case: Json,
+        /// The target's run, judged against it.
+        run: CaseRun,
+    },
 }
 
 const FLAVOURS: [Flavour; 2] = [Flavour::QUICK, Flavour::SLOW];
 
 impl Shadow {
+    /// The shadow of `shape`: the reference engine and each legal variant
+    /// that leaves the target's own descriptors as they are.
     pub fn new(shape: Shape) -> Shadow {
         let mut members = vec![Member {
             name: "reference".into(),

@@ -18,6 +18,7 @@ pub struct CaseRun {
     pub stop: Option<Stop>,
     /// The top-level step the case stopped at (1-based), or the step count.
     pub step: usize,
+    /// What the case bound (`bind`), by name, when it stopped.
     pub bindings: Bindings,
     /// First finding of each check that fired: check id → (step, finding).
     pub checks: BTreeMap<String, (usize, Finding)>,
@@ -30,11 +31,13 @@ pub struct CaseRun {
 }
 
 impl CaseRun {
+    /// Whether the case failed: a FAIL stop, or any check fired.
     pub fn failed(&self) -> bool {
         matches!(self.stop, Some(Stop::Fail(_))) || !self.checks.is_empty()
     }
 }
 
+/// One line saying why a case stopped, for errors and traces.
 pub fn describe_stop(stop: &Stop) -> String {
     match stop {
         Stop::Fail(r) => format!("FAIL: {r}"),

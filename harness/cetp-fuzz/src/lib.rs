@@ -104,10 +104,14 @@ pub enum Mutator {
     Blind,
 }
 
+/// How one fuzz run goes: `cetp fuzz`'s options.
 #[derive(Clone, Debug)]
 pub struct FuzzConfig {
+    /// Seed of the run: sequence `i` is generated from [`case_seed`]`(seed, i)`.
     pub seed: u64,
+    /// Wall-clock time the run may take; no limit when `None`.
     pub budget: Option<Duration>,
+    /// Sequences to generate; no limit when `None`.
     pub cases: Option<u64>,
     /// Moves per sequence, at most.
     pub max_moves: usize,
@@ -115,16 +119,20 @@ pub struct FuzzConfig {
     pub max_findings: usize,
     /// Target runs a shrink may spend on one finding.
     pub shrink_runs: usize,
+    /// How sequences are made.
     pub mutator: Mutator,
     /// Requirement id → catalog level (`MUST`, `MUST_NOT`, `SHOULD`, `MAY`):
     /// a finding citing only SHOULD requirements is a SHOULD case.
     pub levels: BTreeMap<String, String>,
+    /// Set (on Ctrl-C) to end the run after the current sequence, with its
+    /// report.
     pub interrupt: Option<Arc<AtomicBool>>,
     /// The contract lock of the release before (`cetp lock`): the target is
     /// held to it once, as `cetp run --lock` does (LOCK-001, §3.3): a
     /// contract that changed under the same revision is a finding no single
     /// release shows.
     pub lock: Option<cetp_contract::Lock>,
+    /// Which oracle judges the target.
     pub oracle: OracleChoice,
     /// Runs of the same moves (fresh request ids) a descriptor-oracle
     /// finding must fail again in before it is reported; one that does not
@@ -161,30 +169,41 @@ pub struct Stats {
     /// Sequences the oracle left nothing to judge in, or the target left
     /// unjudged (a setup it lacks).
     pub unjudged: u64,
+    /// Distinct findings so far.
     pub findings: usize,
     /// Envelopes sent to the target (answers judged).
     pub envelopes: u64,
     /// `execute_tool` calls of tools with side effects sent to the target.
     pub dispatched: u64,
+    /// Milliseconds since the run started.
     pub elapsed_ms: u64,
 }
 
+/// A failure of the target, shrunk to the fewest moves and steps that
+/// still fail the same way.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Finding {
     /// `FZ<hex>-NNN`, from a digest of the minimal case's steps.
     pub id: String,
     /// What failed: a check and its rule, or a step's kind and requirements.
     pub signature: String,
+    /// The failure's message, from the minimal case's run.
     pub message: String,
+    /// Requirement ids the failure cites.
     pub cited: Vec<String>,
     /// The regular vector file holding the minimal case.
     pub file: Json,
     /// Sequence index and seed it was found with.
     pub case_index: u64,
+    /// Seed of the target run the minimal case last failed in (its request ids).
     pub case_seed: u64,
+    /// Milliseconds from the run's start until the finding was shrunk.
     pub found_after_ms: u64,
+    /// Moves of the failing sequence before shrinking.
     pub moves_before: usize,
+    /// Moves left after shrinking.
     pub moves_after: usize,
+    /// Steps of the minimal case.
     pub steps_after: usize,
 }
 
@@ -192,15 +211,22 @@ pub struct Finding {
 /// the same moves were run anew: not charged to the target.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Flaky {
+    /// What failed, as in [`Finding::signature`].
     pub signature: String,
+    /// The failure's message from the run that failed.
     pub message: String,
+    /// Index of the sequence that failed once.
     pub case_index: u64,
+    /// That sequence's seed ([`case_seed`]).
     pub case_seed: u64,
 }
 
+/// What a fuzz run found and did: `cetp fuzz` writes it as `fuzz.json`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FuzzReport {
+    /// The run's seed: the same seed regenerates the same sequences.
     pub seed: u64,
+    /// `structured` or `blind` ([`Mutator`]).
     pub mutator: String,
     /// `differential` (the reference's own app and its legal variants) or
     /// `descriptor` (the shadow built from the target's descriptors).
@@ -209,11 +235,15 @@ pub struct FuzzReport {
     pub flaky: Vec<Flaky>,
     /// The oracle's members (`reference` and each legal variant).
     pub oracle: Vec<String>,
+    /// Totals at the end of the run.
     pub stats: Stats,
+    /// Distinct findings, shrunk, in the order found.
     pub findings: Vec<Finding>,
     /// Checks that fired on an oracle member: defects of the harness's own
     /// judgement on some input, never charged to the target.
     pub oracle_notes: Vec<String>,
+    /// Milliseconds from the run's start to the first failing sequence
+    /// (before its shrink).
     pub first_finding_ms: Option<u64>,
     /// Observed effects on the target over the whole run, when the
     /// profile's observer counts them.
@@ -231,11 +261,14 @@ pub struct FuzzReport {
 /// whether the device is still there.
 pub const LOST_AFTER: u32 = 3;
 
+/// Why a fuzz run could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum FuzzError {
     /// The profile and the target leave nothing the fuzzer may call.
     #[error("{0}")]
     Refused(String),
+    /// The target could not be learned (its tools listed, its descriptors
+    /// read): an error of the run, not a finding.
     #[error("{0}")]
     Target(String),
     /// The target failed the descriptor oracle's learning case (a session,
@@ -258,6 +291,8 @@ fn header(index: u64) -> Json {
            "level": "MUST", "requirements": [], "steps": []})
 }
 
+/// One fuzz run on one target: generator, oracle and shrinker; built by
+/// [`Fuzzer::new`], driven by [`Fuzzer::run`].
 pub struct Fuzzer<'a> {
     target: Target,
     profile: &'a Profile,
@@ -427,6 +462,8 @@ impl<'a> Fuzzer<'a> {
         self.campaign = Some(member);
     }
 
+    /// The campaign this fuzzer is a worker of, if any (its corpus figures
+    /// are read from it after the run).
     pub fn campaign_member(&self) -> Option<&campaign::Member> {
         self.campaign.as_ref()
     }
@@ -498,10 +535,13 @@ impl<'a> Fuzzer<'a> {
         }
     }
 
+    /// What the fuzzer learned of the target: its tools, limits and the
+    /// tools it may execute.
     pub fn world(&self) -> &world::World {
         &self.world
     }
 
+    /// Names of the oracle's members: `reference` and each legal variant.
     pub fn oracle_members(&self) -> Vec<String> {
         match &self.oracle {
             OracleMode::Differential(o) => o.members.iter().map(|m| m.name.clone()).collect(),
@@ -1202,7 +1242,13 @@ fn wrap_blind(skip: &Option<Option<String>>, seed: u64, t: Target) -> Target {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Judgement {
     /// The target failed: the finding's signature and message.
-    Finding { signature: String, message: String },
+    Finding {
+        /// What failed: a check and its rule, or a step's kind and
+        /// requirements.
+        signature: String,
+        /// The failure's message.
+        message: String,
+    },
     /// Judged, and the target passed.
     Pass,
     /// Nothing of the sequence was left to judge.

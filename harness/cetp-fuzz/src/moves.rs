@@ -31,7 +31,9 @@ pub enum Meta {
     /// `expect_effects` since `since` with the delta every oracle member
     /// agrees on, or is dropped.
     EffectsAfter {
+        /// Binding of the observer snapshot taken before the move.
         since: String,
+        /// Binding of the call whose tool made the effect, when there is one.
         tool_of: Option<String>,
     },
     /// Runs as [`Meta::Plain`], but only where an earlier answer made it
@@ -42,24 +44,31 @@ pub enum Meta {
     Optional,
 }
 
+/// One generated step and what the oracle does with it.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct GenStep {
+    /// The step, in the vector format's step language.
     pub step: Json,
+    /// What the oracle does with it.
     pub meta: Meta,
 }
 
+/// One move: steps that belong together, removed whole when shrinking.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Move {
+    /// Its steps, in order.
     pub steps: Vec<GenStep>,
 }
 
 /// A generated sequence.
 #[derive(Clone, Debug)]
 pub struct Sequence {
+    /// Its moves, in order.
     pub moves: Vec<Move>,
 }
 
 impl Sequence {
+    /// Every step of the sequence, in order.
     pub fn steps(&self) -> Vec<GenStep> {
         self.moves.iter().flat_map(|m| m.steps.clone()).collect()
     }
@@ -96,6 +105,7 @@ struct State {
 /// again, and reported once per process.
 static UNGENERATED: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
 
+/// Generates sequences of moves for a target's [`World`], from a seed.
 pub struct Generator<'w> {
     world: &'w World,
     rng: ChaCha8Rng,
@@ -130,6 +140,7 @@ const KINDS: &[(&str, u32)] = &[
 ];
 
 impl<'w> Generator<'w> {
+    /// A generator for `world`, seeded by `seed`.
     pub fn new(world: &'w World, seed: u64) -> Self {
         Generator {
             world,

@@ -30,8 +30,12 @@ pub struct Member {
     cfg: SimConfig,
 }
 
+/// The differential oracle: the reference Provider hosting the target's
+/// app, and every legal variant of it.
 pub struct Oracle {
+    /// The reference app the target runs.
     pub app: FixtureSet,
+    /// The reference and each legal variant, judging together.
     pub members: Vec<Member>,
 }
 
@@ -374,6 +378,8 @@ pub(crate) fn to_case(header: &Json, steps: &[Json]) -> Option<Case> {
     serde_json::from_value(with_steps(header, steps.to_vec())).ok()
 }
 
+/// `header` made a case of `steps`: its requirements the union of the
+/// steps', and identity `b` listed when a step uses it.
 pub fn with_steps(header: &Json, steps: Vec<Json>) -> Json {
     let mut case = header.clone();
     let mut reqs: BTreeSet<String> = BTreeSet::new();

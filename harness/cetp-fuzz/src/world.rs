@@ -7,12 +7,18 @@ use cetp_conformance::interp::Env;
 use cetp_conformance::profile::Profile;
 use serde_json::{json, Value as Json};
 
+/// One of the target's tools, as its `list_tools` described it.
 #[derive(Clone, Debug)]
 pub struct ToolInfo {
+    /// The tool's name.
     pub name: String,
+    /// Its `annotations.effect` (`read` when missing).
     pub effect: String,
+    /// Its `annotations.execution` (`sync` when missing).
     pub execution: String,
+    /// Its `annotations.confirmation` (`never` when missing).
     pub confirmation: String,
+    /// Its input schema (`{}` when missing): what call args are drawn from.
     pub input_schema: Json,
     /// The profile lets the fuzzer execute it: a read tool always, a tool
     /// with a side effect only when `[execute] allow` lists it.
@@ -22,11 +28,15 @@ pub struct ToolInfo {
     pub escalating: bool,
 }
 
+/// What the fuzzer knows of the target (see the module docs).
 #[derive(Clone, Debug)]
 pub struct World {
+    /// The target's tools, as listed.
     pub tools: Vec<ToolInfo>,
     /// A second caller identity is connected (`--target-b`).
     pub has_b: bool,
+    /// The negotiated `max_request_bytes` (64 KiB when missing), kept
+    /// within 1 KiB..16 MiB.
     pub max_request_bytes: usize,
     /// The profile's observer counts effects: moves are observed.
     pub observer: bool,
@@ -36,10 +46,12 @@ pub struct World {
 }
 
 impl World {
+    /// The tools the profile lets the fuzzer execute.
     pub fn executable(&self) -> impl Iterator<Item = &ToolInfo> {
         self.tools.iter().filter(|t| t.executable)
     }
 
+    /// The executable tools with a side effect (any `effect` but `read`).
     pub fn side_effecting(&self) -> impl Iterator<Item = &ToolInfo> {
         self.executable().filter(|t| t.effect != "read")
     }

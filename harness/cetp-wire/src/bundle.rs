@@ -39,6 +39,7 @@ pub const TYPE_TAGS: [&str; 18] = [
     "other",
 ];
 
+/// A Bundle in its wire form: each key mapped to `{"t": <tag>, "v": <value>}`.
 pub fn bundle_to_json(bundle: &Bundle) -> Json {
     Json::Object(
         bundle
@@ -87,6 +88,7 @@ fn strings_json(items: &[String]) -> Json {
     Json::Array(items.iter().map(|s| Json::from(s.as_str())).collect())
 }
 
+/// One Bundle value in its wire form, `{"t": <tag>, "v": <value>}`.
 pub fn value_to_json(value: &Value) -> Json {
     let tag = value.type_tag();
     let v = match value {

@@ -7,7 +7,9 @@ use std::fmt;
 /// a JSON Pointer (RFC 6901) into the frame once it was parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum At {
+    /// A byte offset into the frame's line.
     Byte(usize),
+    /// A JSON Pointer into the parsed frame (empty: the frame itself).
     Field(String),
 }
 
@@ -24,51 +26,123 @@ impl fmt::Display for At {
 /// Why a frame could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WireDecodeError {
+    /// The frame is over [`crate::MAX_FRAME_BYTES`] including its newline.
     #[error("frame is larger than {limit} bytes including its newline")]
-    FrameTooLarge { limit: usize },
+    FrameTooLarge {
+        /// The largest frame allowed, in bytes.
+        limit: usize,
+    },
+    /// The frame is not valid UTF-8 (surrogates encoded as UTF-8 included).
     #[error("invalid UTF-8 at byte {offset}")]
-    BadUtf8 { offset: usize },
+    BadUtf8 {
+        /// Byte offset of the first invalid sequence.
+        offset: usize,
+    },
+    /// JSON syntax: an unexpected character or end, a bad escape, a raw
+    /// control character, trailing data.
     #[error("bad JSON at byte {offset}: {reason}")]
-    BadJson { offset: usize, reason: String },
+    BadJson {
+        /// Byte offset where parsing failed.
+        offset: usize,
+        /// What the parser expected or found there.
+        reason: String,
+    },
+    /// JSON nested over [`crate::MAX_JSON_DEPTH`], or Bundles nested over
+    /// [`crate::MAX_BUNDLE_DEPTH`].
     #[error("nesting deeper than {limit} levels at {at}")]
-    TooDeep { at: At, limit: usize },
+    TooDeep {
+        /// Where the limit was passed.
+        at: At,
+        /// The depth allowed.
+        limit: usize,
+    },
+    /// A key twice in one object.
     #[error("duplicate key `{key}` at byte {offset}")]
-    DuplicateKey { offset: usize, key: String },
+    DuplicateKey {
+        /// Byte offset of the second occurrence.
+        offset: usize,
+        /// The repeated key.
+        key: String,
+    },
+    /// Not an object, or not exactly one frame kind (request, final, chunk,
+    /// event).
     #[error("not a frame: {reason}")]
-    NotAFrame { reason: String },
+    NotAFrame {
+        /// What made it none.
+        reason: String,
+    },
+    /// A required member is absent.
     #[error("missing field `{path}`: expected {expected}")]
     MissingField {
+        /// JSON Pointer of the absent member.
         path: String,
+        /// What it should have held.
         expected: &'static str,
     },
+    /// A member has the wrong JSON type.
     #[error("at {at}: expected {expected}, found {found}", at = At::Field(path.clone()))]
     WrongType {
+        /// JSON Pointer of the member.
         path: String,
+        /// The type it should have.
         expected: &'static str,
+        /// The JSON type it has.
         found: &'static str,
     },
+    /// A Bundle value's `t` is not a known type tag.
     #[error("at {at}: unknown Bundle type tag {tag:?}", at = At::Field(path.clone()))]
-    BadTypeTag { path: String, tag: String },
+    BadTypeTag {
+        /// JSON Pointer of the Bundle value.
+        path: String,
+        /// The tag it carries.
+        tag: String,
+    },
+    /// A number with a fraction or exponent where an integer is required.
     #[error("at {at}: expected {expected}, found {found} (not an integer)", at = At::Field(path.clone()))]
     NotInteger {
+        /// JSON Pointer of the number.
         path: String,
+        /// The integer type required.
         expected: &'static str,
+        /// The number's literal.
         found: String,
     },
+    /// A number outside its field's range, a literal that overflows a
+    /// double, or a literal over [`crate::MAX_NUMBER_LEN`] bytes.
     #[error("at {at}: expected {expected}, found {found} (out of range)")]
     OutOfRange {
+        /// Where the number is.
         at: At,
+        /// The range or type required.
         expected: &'static str,
+        /// The number found, or what is wrong with its literal.
         found: String,
     },
+    /// Base64 that is not canonical RFC 4648 §4.
     #[error("at {at}: bad base64: {reason}", at = At::Field(path.clone()))]
-    BadBase64 { path: String, reason: String },
+    BadBase64 {
+        /// JSON Pointer of the string.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A lone UTF-16 surrogate where a Unicode string is required.
     #[error("lone UTF-16 surrogate at {at} ({detail})")]
-    LoneSurrogate { at: At, detail: String },
+    LoneSurrogate {
+        /// Where the string is.
+        at: At,
+        /// Which surrogate, and in what string.
+        detail: String,
+    },
+    /// A value outside its allowed set (a decision, a non-finite number's
+    /// name), or a `reply` whose outcome fields conflict.
     #[error("at {at}: expected {expected}, found {found}", at = At::Field(path.clone()))]
     BadValue {
+        /// JSON Pointer of the value.
         path: String,
+        /// What is allowed there.
         expected: &'static str,
+        /// What was found.
         found: String,
     },
 }
@@ -135,6 +209,7 @@ impl<'a> Path<'a> {
         seg: Seg::Root,
     };
 
+    /// The member `key` of the object at this path.
     pub fn key<'b>(&'b self, key: &'b str) -> Path<'b> {
         Path {
             parent: Some(self),
@@ -142,6 +217,7 @@ impl<'a> Path<'a> {
         }
     }
 
+    /// Element `i` of the array at this path.
     pub fn index<'b>(&'b self, i: usize) -> Path<'b> {
         Path {
             parent: Some(self),
@@ -149,6 +225,7 @@ impl<'a> Path<'a> {
         }
     }
 
+    /// This path as a JSON Pointer (RFC 6901); `""` for the frame itself.
     pub fn render(&self) -> String {
         let mut segs = Vec::new();
         let mut cur = Some(self);

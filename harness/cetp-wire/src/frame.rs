@@ -17,16 +17,22 @@ pub const WIRE_VERSION: u32 = 1;
 /// One line of the probe wire.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Frame {
+    /// A request, host to device.
     Request(Request),
+    /// The one final answer to a request, device to host.
     Final(Final),
+    /// Raw bytes ahead of a final answer (`read_fd`'s data).
     Chunk(Chunk),
+    /// An unsolicited event, device to host.
     Event(Event),
 }
 
 /// Host to device: `{"id": n, "op": "...", ...params}`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
+    /// The request id, echoed by every frame that answers it.
     pub id: u64,
+    /// The op's name (`hello`, `call`, ...; see [`crate::KNOWN_OPS`]).
     pub op: String,
     /// Every member other than `id` and `op`. Members named `id` or `op` in
     /// here are not written.
@@ -36,11 +42,24 @@ pub struct Request {
 /// The one final answer to a request.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Final {
-    Ok { id: u64, ok: Map },
-    Error { id: u64, error: WireError },
+    /// `{"id": n, "ok": {...}}`: the op succeeded.
+    Ok {
+        /// The request id answered.
+        id: u64,
+        /// The op's payload.
+        ok: Map,
+    },
+    /// `{"id": n, "error": {...}}`: a device-level error.
+    Error {
+        /// The request id answered.
+        id: u64,
+        /// What went wrong.
+        error: WireError,
+    },
 }
 
 impl Final {
+    /// The request id this answers.
     pub fn id(&self) -> u64 {
         match self {
             Final::Ok { id, .. } | Final::Error { id, .. } => *id,
@@ -51,13 +70,16 @@ impl Final {
 /// Raw bytes sent ahead of a final answer (base64 on the wire).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Chunk {
+    /// The request id this chunk belongs to.
     pub id: u64,
+    /// The raw bytes (base64 on the wire).
     pub data: Vec<u8>,
 }
 
 /// Device to host, unsolicited: `{"event": "...", ...fields}`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
+    /// The event's name (`incoming_call`, ...).
     pub event: String,
     /// Every member other than `event`. Events carry no `id`: a member of
     /// that name is not written.
@@ -67,7 +89,9 @@ pub struct Event {
 /// A device-level error (never a CETP error).
 #[derive(Clone, Debug, PartialEq)]
 pub struct WireError {
+    /// What kind of failure (probe-wire's error kind table).
     pub kind: ErrorKind,
+    /// Human-readable text; for `device_error`, the fix.
     pub message: String,
     /// The exception class, for `provider_exception`.
     pub class: Option<String>,
@@ -76,6 +100,7 @@ pub struct WireError {
 }
 
 impl WireError {
+    /// An error of `kind` with `message` and no other member.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         WireError {
             kind,
@@ -85,6 +110,8 @@ impl WireError {
         }
     }
 
+    /// A `provider_exception`: the Provider threw `class` (a Java exception
+    /// class name).
     pub fn provider_exception(class: impl Into<String>, message: impl Into<String>) -> Self {
         WireError {
             class: Some(class.into()),
@@ -109,6 +136,7 @@ impl fmt::Display for WireError {
 pub use cetp_proto::device::ErrorKind;
 
 impl Frame {
+    /// A request frame: `op` with `params`.
     pub fn request(id: u64, op: impl Into<String>, params: Map) -> Frame {
         Frame::Request(Request {
             id,
@@ -117,18 +145,22 @@ impl Frame {
         })
     }
 
+    /// A successful final answer with the payload `ok`.
     pub fn ok(id: u64, ok: Map) -> Frame {
         Frame::Final(Final::Ok { id, ok })
     }
 
+    /// A failed final answer.
     pub fn error(id: u64, error: WireError) -> Frame {
         Frame::Final(Final::Error { id, error })
     }
 
+    /// A chunk of raw bytes for request `id`.
     pub fn chunk(id: u64, data: Vec<u8>) -> Frame {
         Frame::Chunk(Chunk { id, data })
     }
 
+    /// An event named `event` with `fields`.
     pub fn event(event: impl Into<String>, fields: Map) -> Frame {
         Frame::Event(Event {
             event: event.into(),

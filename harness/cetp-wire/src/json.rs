@@ -34,15 +34,21 @@ pub type Map = BTreeMap<String, Json>;
 /// A JSON value of the probe wire.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Json {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// A number: an exact integer, or a double (see [`Number`]).
     Number(Number),
+    /// A string that is valid Unicode.
     String(String),
     /// A string holding at least one lone UTF-16 surrogate, as UTF-16 code
     /// units. The parser never produces it for a string that is valid
     /// Unicode.
     Utf16String(Vec<u16>),
+    /// An array.
     Array(Vec<Json>),
+    /// An object; a key appears once.
     Object(Map),
 }
 
@@ -60,6 +66,8 @@ impl Json {
         }
     }
 
+    /// The string, if this is a valid-Unicode string (not a
+    /// [`Json::Utf16String`]).
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Json::String(s) => Some(s),
@@ -67,6 +75,7 @@ impl Json {
         }
     }
 
+    /// The members, if this is an object.
     pub fn as_object(&self) -> Option<&Map> {
         match self {
             Json::Object(m) => Some(m),
@@ -74,6 +83,7 @@ impl Json {
         }
     }
 
+    /// The elements, if this is an array.
     pub fn as_array(&self) -> Option<&[Json]> {
         match self {
             Json::Array(a) => Some(a),
@@ -81,6 +91,7 @@ impl Json {
         }
     }
 
+    /// The number, if this is an integer that fits a `u64`.
     pub fn as_u64(&self) -> Option<u64> {
         match self {
             Json::Number(n) => n.as_u64(),
@@ -88,6 +99,7 @@ impl Json {
         }
     }
 
+    /// The number, if this is an integer that fits an `i64`.
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Json::Number(n) => n.as_i64(),
@@ -95,6 +107,7 @@ impl Json {
         }
     }
 
+    /// The boolean, if this is one.
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Json::Bool(b) => Some(*b),
@@ -102,6 +115,7 @@ impl Json {
         }
     }
 
+    /// Whether this is `null`.
     pub fn is_null(&self) -> bool {
         matches!(self, Json::Null)
     }
@@ -330,10 +344,12 @@ impl Number {
         }
     }
 
+    /// The integer, if this number is one that fits an `i64`.
     pub fn as_i64(&self) -> Option<i64> {
         self.as_integer().ok().and_then(|i| i64::try_from(i).ok())
     }
 
+    /// The integer, if this number is one that fits a `u64`.
     pub fn as_u64(&self) -> Option<u64> {
         self.as_integer().ok().and_then(|i| u64::try_from(i).ok())
     }

@@ -62,10 +62,12 @@ fn with_extra(mut m: Map, extra: &Map) -> Map {
 
 /// The answer payload (`ok`) of an op.
 pub trait OkPayload: Sized {
+    /// Encodes the payload as the `ok` member of a final answer.
     fn to_ok(&self) -> Map;
     /// Decodes `ok`; error paths point into the frame (`/ok/...`).
     fn from_ok(ok: &Map) -> Result<Self>;
 
+    /// The final answer to request `id` carrying this payload.
     fn to_frame(&self, id: u64) -> Frame {
         Frame::ok(id, self.to_ok())
     }
@@ -90,27 +92,42 @@ impl OkPayload for Empty {
 /// A request with typed parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub enum OpRequest {
+    /// `hello`: the host's first request on a connection.
     Hello,
+    /// `discover`: every service that answers the TOOL_PROVIDER action.
     Discover,
+    /// `call`: one `ContentResolver.call` to a Provider.
     Call(CallParams),
+    /// `read_fd`: read a result descriptor once, then close it.
     ReadFd(ReadFdParams),
+    /// `close_fd`: close a descriptor unread.
     CloseFd {
+        /// The `fd-N` handle.
         handle: String,
     },
+    /// `resolve`: launch a PendingIntent and play one user decision.
     Resolve(ResolveParams),
+    /// `restart_provider`: kill the Provider's process as `am force-stop` does.
     RestartProvider {
+        /// The Provider's package.
         package: String,
     },
+    /// `host_provider`: export a Provider whose answers the host scripts
+    /// (Consumer conformance).
     HostProvider(HostProviderParams),
+    /// `reply`: the scripted answer to one `incoming_call`.
     Reply(ReplyParams),
     /// An op this crate does not know; a device answers `unknown_op`.
     Unknown {
+        /// The op's name.
         op: String,
+        /// Its parameters, undecoded.
         params: Map,
     },
 }
 
 impl OpRequest {
+    /// The op's name on the wire.
     pub fn op(&self) -> &str {
         match self {
             OpRequest::Hello => "hello",
@@ -126,6 +143,7 @@ impl OpRequest {
         }
     }
 
+    /// The parameters as written on the wire (every member but `id` and `op`).
     pub fn params(&self) -> Map {
         match self {
             OpRequest::Hello | OpRequest::Discover => Map::new(),
@@ -151,6 +169,7 @@ impl OpRequest {
         }
     }
 
+    /// This request as a [`Request`] with id `id`.
     pub fn to_request(&self, id: u64) -> Request {
         Request {
             id,
@@ -159,6 +178,7 @@ impl OpRequest {
         }
     }
 
+    /// This request as a frame with id `id`.
     pub fn to_frame(&self, id: u64) -> Frame {
         Frame::Request(self.to_request(id))
     }
@@ -205,10 +225,15 @@ impl Request {
 /// `call`: `ContentResolver.call(Uri.parse("content://" + authority), ...)`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallParams {
+    /// The Provider's authority (the URI called is `content://` + it).
     pub authority: String,
+    /// The CETP method (`negotiate`, `execute_tool`, ...).
     pub method: String,
+    /// The `arg` string of `call()`; `None` is Java null.
     pub arg: Option<String>,
+    /// The extras Bundle; `None` is Java null.
     pub extras: Option<Bundle>,
+    /// How long the device waits for `call()` before answering `timeout`.
     pub timeout_ms: u64,
 }
 
@@ -234,17 +259,25 @@ impl CallParams {
     }
 }
 
+/// `read_fd`: read a result descriptor once, to EOF or `max_bytes`, then
+/// close it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadFdParams {
+    /// The `fd-N` handle from a call's result.
     pub handle: String,
+    /// Most bytes to read; the answer's `eof` is false when data was still
+    /// pending.
     pub max_bytes: u64,
 }
 
 /// `resolve`: launch a PendingIntent and play one decision in its UI.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResolveParams {
+    /// The `pi-N` handle from a call's result.
     pub handle: String,
+    /// The user's decision to play: approve, deny or dismiss.
     pub decision: Decision,
+    /// How long to wait for the activity to finish.
     pub timeout_ms: u64,
     /// UI automation selectors from the vendor's profile; opaque here.
     pub ui: Option<Map>,
@@ -289,40 +322,58 @@ impl ResolveParams {
 /// `host_provider`: export a Provider whose answers the host scripts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostProviderParams {
+    /// The authority the hosted Provider answers for.
     pub authority: String,
+    /// The hosted service's meta-data (`com.clawseed.tools.*`), as raw strings.
     pub meta: BTreeMap<String, String>,
+    /// Members other than `authority` and `meta`, kept.
     pub extra: Map,
 }
 
 /// `reply`: the scripted answer to one `incoming_call`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReplyParams {
+    /// The call id (`c-N`) of the `incoming_call` this answers.
     pub call: String,
+    /// What the hosted Provider does.
     pub outcome: ReplyOutcome,
     /// Wait before answering; absent means 0.
     pub delay_ms: u64,
 }
 
+/// What a hosted Provider does with one incoming call.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ReplyOutcome {
     /// Return this Bundle (or null); `fd_data` becomes its `result_fd`.
     Result {
+        /// The Bundle returned; `None` is null.
         result: Option<Bundle>,
+        /// Bytes handed to the caller as the reply's `result_fd`, if any.
         fd_data: Option<Vec<u8>>,
     },
     /// Throw an exception of this class instead.
     Throw {
+        /// The Java exception class thrown.
         class: String,
+        /// The exception's message, if any.
         message: Option<String>,
     },
     /// Extension (simulated device, `hello`'s `reply_extensions`): the
     /// caller's call fails as this device error instead of returning:
     /// `timeout` (the Provider never answers within the caller's timeout) or
     /// `provider_died` (its process dies during the call).
-    Fail { kind: ErrorKind },
+    Fail {
+        /// The device error the caller's call fails as.
+        kind: ErrorKind,
+    },
     /// Extension: return this Bundle with a `result_fd` that never reaches
     /// EOF (`fill` repeated forever).
-    EndlessFd { result: Option<Bundle>, fill: u8 },
+    EndlessFd {
+        /// The Bundle returned; `None` is null.
+        result: Option<Bundle>,
+        /// The byte the descriptor repeats.
+        fill: u8,
+    },
 }
 
 impl ReplyParams {
@@ -440,13 +491,18 @@ fn decode_ok<T>(ok: &Map, decode: impl FnOnce(&Fields<'_, '_>) -> Result<T>) -> 
 pub struct Identity {
     /// The endpoint's name (`a`, `b`).
     pub name: String,
+    /// The app's Linux UID.
     pub uid: u32,
+    /// The packages sharing that UID.
     pub packages: Vec<String>,
+    /// SHA-256 of each signing certificate, in hex.
     pub cert_sha256: Vec<String>,
+    /// Members the device added, kept.
     pub extra: Map,
 }
 
 impl Identity {
+    /// This identity as a Provider sees its caller.
     pub fn caller_identity(&self) -> CallerIdentity {
         CallerIdentity {
             uid: self.uid,
@@ -478,25 +534,35 @@ impl Identity {
     }
 }
 
+/// What the device is (`hello` → `device`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceInfo {
+    /// Android API level.
     pub sdk_int: u32,
+    /// Device model.
     pub model: String,
+    /// Build fingerprint.
     pub fingerprint: String,
+    /// Members the device added, kept.
     pub extra: Map,
 }
 
 /// `hello`: who and what the device is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HelloOk {
+    /// Probe wire version the device speaks ([`crate::WIRE_VERSION`] here).
     pub wire: u32,
     /// `<name>/<version>`.
     pub probe: String,
+    /// The caller identity this connection speaks for.
     pub identity: Identity,
+    /// What the device is.
     pub device: DeviceInfo,
     /// Device clock, Unix epoch milliseconds.
     pub now_ms: i64,
+    /// Ops the device supports.
     pub ops: Vec<String>,
+    /// Members the device added (`consumers`, `reply_extensions`, ...), kept.
     pub extra: Map,
 }
 
@@ -553,6 +619,7 @@ impl OkPayload for HelloOk {
 /// `discover`: every service answering the TOOL_PROVIDER action.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiscoverOk {
+    /// One entry per service, with its meta-data and the authority's owner.
     pub providers: Vec<ServiceManifest>,
 }
 
@@ -637,7 +704,9 @@ impl OkPayload for DiscoverOk {
 /// `call`: the Provider's Bundle (`None` when `call()` returned null).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallOk {
+    /// The Provider's Bundle; `None` when `call()` returned null.
     pub result: Option<Bundle>,
+    /// Time the call took on the device, in microseconds.
     pub elapsed_us: u64,
 }
 
@@ -662,9 +731,12 @@ impl OkPayload for CallOk {
 /// `read_fd`: what was read (the bytes came in chunks before this).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadFdOk {
+    /// How many bytes were read.
     pub bytes: u64,
     /// Lowercase hex SHA-256 of the bytes read.
     pub sha256: String,
+    /// Whether reading reached EOF (false when it stopped at `max_bytes`
+    /// with data pending).
     pub eof: bool,
     /// The error the writer reported through a reliable pipe, if any.
     pub error: Option<String>,
@@ -700,9 +772,12 @@ impl OkPayload for ReadFdOk {
     }
 }
 
+/// `resolve`: what launching the PendingIntent and playing the decision did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResolveOk {
+    /// Whether the activity was launched.
     pub launched: bool,
+    /// Whether the decision was played in the Provider's UI.
     pub decision_applied: bool,
     /// -1 RESULT_OK, 0 RESULT_CANCELED.
     pub result_code: i32,
@@ -754,26 +829,38 @@ impl From<ResolveOk> for cetp_proto::provider::ResolveOutcome {
 /// The app calling a hosted Provider.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Caller {
+    /// The calling app's UID.
     pub uid: u32,
+    /// The calling app's packages.
     pub packages: Vec<String>,
+    /// Members the device added, kept.
     pub extra: Map,
 }
 
 /// `incoming_call`: a Consumer called the Provider the host scripts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IncomingCall {
+    /// The call id (`c-N`) a `reply` answers.
     pub call: String,
+    /// The calling app.
     pub caller: Caller,
+    /// The CETP method called.
     pub method: String,
+    /// The `arg` of the call; `None` is Java null.
     pub arg: Option<String>,
+    /// The extras Bundle; `None` is Java null.
     pub extras: Option<Bundle>,
+    /// Device clock when the call came in, Unix epoch milliseconds.
     pub now_ms: i64,
+    /// Members the device added, kept.
     pub extra: Map,
 }
 
 impl IncomingCall {
+    /// The event's name on the wire.
     pub const EVENT: &'static str = "incoming_call";
 
+    /// This call as an event.
     pub fn to_event(&self) -> Event {
         let caller = Json::Object(with_extra(
             map_of([
@@ -798,6 +885,7 @@ impl IncomingCall {
         }
     }
 
+    /// This call as an event frame.
     pub fn to_frame(&self) -> Frame {
         Frame::Event(self.to_event())
     }

@@ -13,17 +13,29 @@ use std::io::{self, BufRead};
 /// Why no frame could be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// Reading the stream failed.
     #[error("reading frames: {0}")]
     Io(#[from] io::Error),
+    /// A frame passed the limit; the connection must be closed, and every
+    /// later read reports this again.
     #[error("frame is larger than {limit} bytes including its newline")]
-    FrameTooLarge { limit: usize },
+    FrameTooLarge {
+        /// The reader's limit, in bytes including the newline.
+        limit: usize,
+    },
+    /// The stream ended in the middle of a frame.
     #[error("connection closed in the middle of a frame ({len} bytes without a newline)")]
-    Truncated { len: usize },
+    Truncated {
+        /// Bytes of the unfinished frame.
+        len: usize,
+    },
     /// One bad line; the stream stays usable. `id` is the request id the line
     /// carried, when it could be found, so the device can answer it.
     #[error("undecodable frame: {error}")]
     Decode {
+        /// Why the line could not be decoded.
         error: WireDecodeError,
+        /// The request id the line carried, if it could be found.
         id: Option<u64>,
     },
 }
@@ -125,6 +137,7 @@ pub struct FrameReader<R> {
 }
 
 impl<R: BufRead> FrameReader<R> {
+    /// A reader of frames up to [`MAX_FRAME_BYTES`] from `inner`.
     pub fn new(inner: R) -> Self {
         Self::with_limit(inner, MAX_FRAME_BYTES)
     }
@@ -169,10 +182,12 @@ impl<R: BufRead> FrameReader<R> {
         }
     }
 
+    /// The stream read from.
     pub fn get_ref(&self) -> &R {
         &self.inner
     }
 
+    /// The stream read from, giving up the reader (a partial frame is lost).
     pub fn into_inner(self) -> R {
         self.inner
     }
@@ -188,10 +203,12 @@ pub struct AsyncFrameReader<R> {
 
 #[cfg(feature = "tokio")]
 impl<R: tokio::io::AsyncBufRead + Unpin> AsyncFrameReader<R> {
+    /// A reader of frames up to [`MAX_FRAME_BYTES`] from `inner`.
     pub fn new(inner: R) -> Self {
         Self::with_limit(inner, MAX_FRAME_BYTES)
     }
 
+    /// A reader with a smaller limit (tests, constrained peers).
     pub fn with_limit(inner: R, limit: usize) -> Self {
         AsyncFrameReader {
             inner,
@@ -220,6 +237,8 @@ impl<R: tokio::io::AsyncBufRead + Unpin> AsyncFrameReader<R> {
         }
     }
 
+    /// The next frame; `None` at a clean end of stream. Cancel safe, as
+    /// [`AsyncFrameReader::read_line`] is.
     pub async fn read_frame(&mut self) -> Result<Option<Frame>, ReadError> {
         match self.read_line().await? {
             None => Ok(None),
@@ -227,10 +246,12 @@ impl<R: tokio::io::AsyncBufRead + Unpin> AsyncFrameReader<R> {
         }
     }
 
+    /// The stream read from.
     pub fn get_ref(&self) -> &R {
         &self.inner
     }
 
+    /// The stream read from, giving up the reader (a partial frame is lost).
     pub fn into_inner(self) -> R {
         self.inner
     }
