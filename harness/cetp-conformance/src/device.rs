@@ -62,6 +62,18 @@ pub trait Device: Send + Sync {
     fn resync_clock(&self) -> Result<(), DeviceError> {
         Ok(())
     }
+    /// Whether [`advance_clock`](Device::advance_clock) sets only the wall
+    /// clock (a phone's `date` as root), leaving the elapsed clock
+    /// (`elapsedRealtime`) a Provider may time its lifetimes by: what a
+    /// Provider does after such a move proves nothing against it.
+    fn clock_moves_wall_only(&self) -> bool {
+        false
+    }
+    /// Sets a wall clock this device moved back to the time it would read
+    /// had it never been moved (nothing where it never was).
+    fn restore_clock(&self) -> Result<(), DeviceError> {
+        Ok(())
+    }
 }
 
 /// The target as the runner sees it: one device connection per identity.

@@ -943,10 +943,10 @@ pub fn fix_for(needs: &str) -> String {
         "[observer] pointer" => "point observer.pointer at a number or an array".into(),
         "[execute] allow" => "list the side-effecting tools the harness may execute in [execute] allow".into(),
         "--target-b" => "give --target-b HOST:PORT: a second caller identity (another UID, package and certificate)".into(),
-        "a device with a movable clock" => "a device whose clock the harness can move (a simulated device), or lifetimes short enough to wait for in real time".into(),
+        "a device with a movable clock" => "a device whose clock the harness can move (a simulated device, or an emulator or userdebug phone after `adb root` with clock=move on its adb target), or lifetimes short enough to wait for in real time".into(),
         "a device that plays the user's decision (resolve)" => "a device that plays the user's decision on your confirmation UI (the probe app, with [ui] selectors)".into(),
         other if other.starts_with("--max-wait") => format!(
-            "give {other} (a real-time wait that long on a device whose clock cannot move), or use a build whose lifetimes are shorter"
+            "give {other} (a real-time wait that long on a device whose clock cannot move), or use a build whose lifetimes are shorter, or let the harness set the clock of an emulator or userdebug phone (`adb root`, clock=move on its adb target)"
         ),
         other if other.starts_with("[timing] ") => format!("set {} in milliseconds", other.trim_start_matches("[timing] ").trim()).replace("set ", "set [timing] "),
         other if other.starts_with("[tools.") => format!("give {other} in the profile"),

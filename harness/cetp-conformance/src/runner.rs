@@ -460,8 +460,10 @@ impl CaseExecutor<'_> {
         out: &mut Fanout,
     ) -> Executed {
         let mut folder = AttemptFolder::default();
-        for attempt in 0..self.cfg.attempts.max(1) {
-            let rng = run_rng(self.cfg, i, attempt);
+        let mut wall = WallClockRejudge::default();
+        let mut attempt = 0;
+        while attempt < self.cfg.attempts.max(1) {
+            let rng = run_rng(self.cfg, i, wall.rng_attempt(attempt));
             // Straight to the reporters, so that the journal
             // (events.ndjson, flushed per event) holds each step, and
             // each dispatch record, before the next call goes out.
@@ -470,17 +472,23 @@ impl CaseExecutor<'_> {
                 CaseRunner::new(self.target, self.profile, self.env, &mut emit, tally, rng)
                     .max_wait(self.cfg.max_wait_ms())
                     .guarded(&self.stalls, self.deadline, &self.interrupt);
+            if wall.real_time_only {
+                runner = runner.real_time_only();
+            }
             let result = runner.run(case);
             let cited = if result.is_err() {
                 runner.cited.clone()
             } else {
                 Vec::new()
             };
+            let (waited, moved) = (runner.real_waited_ms(), runner.wall_clock_moved());
             let mut e = executed(case, result);
             e.cited = cited;
-            noted_wait(&mut e, runner.real_waited_ms());
-            if folder.push(e) {
-                break;
+            if let Some(e) = wall.settle(e, moved, waited, self.target) {
+                attempt += 1;
+                if folder.push(e) {
+                    break;
+                }
             }
         }
         folder.fold()
@@ -506,6 +514,17 @@ impl CaseExecutor<'_> {
                     tally,
                     state,
                 ),
+                None if p.wall.real_time_only => CaseRunner::new(
+                    self.target,
+                    self.profile,
+                    self.env,
+                    &mut emit,
+                    tally,
+                    run_rng(self.cfg, p.i, p.wall.rng_attempt(p.attempt)),
+                )
+                .max_wait(self.cfg.max_wait_ms())
+                .parking()
+                .real_time_only(),
                 None => CaseRunner::new(
                     self.target,
                     self.profile,
@@ -538,12 +557,14 @@ impl CaseExecutor<'_> {
             } else {
                 Vec::new()
             };
-            let waited = runner.real_waited_ms();
+            let (waited, moved) = (runner.real_waited_ms(), runner.wall_clock_moved());
             drop(runner);
             p.events = events;
             let mut e = executed(p.case, result);
             e.cited = cited;
-            noted_wait(&mut e, waited);
+            let Some(e) = p.wall.settle(e, moved, waited, self.target) else {
+                continue;
+            };
             p.attempt += 1;
             if p.folder.push(e) {
                 break;
@@ -809,6 +830,8 @@ struct Parked<'c> {
     events: Vec<Event>,
     /// The device time the parked attempt waits for.
     due_ms: i64,
+    /// Whether an attempt after a wall-clock move is judged again.
+    wall: WallClockRejudge,
 }
 
 impl<'c> Parked<'c> {
@@ -856,6 +879,7 @@ impl<'c> Parked<'c> {
             state: None,
             events: Vec::new(),
             due_ms: 0,
+            wall: WallClockRejudge::default(),
         }
     }
 }
@@ -905,6 +929,89 @@ fn may_park(case: &Case) -> bool {
 /// Says in the reason that device time was waited for in real time (the
 /// device's clock could not be moved); where the clock was moved, the
 /// trace's `advance_clock` steps say so and the reason is unchanged.
+/// A case that did not pass after the device's wall clock alone was set
+/// forward (`clock=move` on a phone) proves nothing: the Provider may time
+/// its lifetimes by the elapsed clock (`elapsedRealtime`), which Android
+/// leaves to the app and which setting the clock does not move. Such an
+/// attempt is judged again in real time, the wall clock set back first,
+/// and that verdict stands; a PASS after the move stands as it is.
+#[derive(Default)]
+struct WallClockRejudge {
+    /// The next attempt waits in real time.
+    real_time_only: bool,
+    /// What the attempt after the move ended with, for the reason.
+    first: Option<String>,
+}
+
+impl WallClockRejudge {
+    /// The attempt number the case's random draws come from: the attempt
+    /// judged again draws afresh, or its request ids would be the moved
+    /// attempt's, and the Provider would answer them from its dedupe
+    /// records instead of judging them.
+    fn rng_attempt(&self, attempt: u32) -> u32 {
+        if self.real_time_only {
+            attempt | 1 << 31
+        } else {
+            attempt
+        }
+    }
+
+    /// The attempt to record, or `None` when it is to be run again in
+    /// real time (not counted as an attempt).
+    fn settle(
+        &mut self,
+        mut e: Executed,
+        moved: bool,
+        waited_ms: u64,
+        target: &Target,
+    ) -> Option<Executed> {
+        let charged = matches!(e.verdict, Verdict::Fail | Verdict::Warn);
+        if moved && charged && !self.real_time_only {
+            self.real_time_only = true;
+            self.first = Some(format!("{}: {}", e.verdict.as_str(), e.reason));
+            if let Err(err) = restore_clock(target) {
+                // Waits reckoned on a wall clock left ahead of the
+                // Provider's would be too short: judge nothing.
+                return Some(Executed::new(
+                    Verdict::InfraError,
+                    format!("the device's wall clock, set forward through adb, could not be set back before judging the case again in real time: {err}"),
+                ));
+            }
+            return None;
+        }
+        let note = match (&self.first, moved) {
+            (Some(first), _) if e.unjudged.is_none() && e.verdict != Verdict::NotApplicable => format!(
+                "judged again by waiting {} s in real time: with the wall clock set forward through adb it was {first}, which proves nothing where the Provider times lifetimes by the elapsed clock",
+                waited_ms.div_ceil(1000)
+            ),
+            (Some(first), _) => format!(
+                "with the wall clock set forward through adb it was {first}, which proves nothing where the Provider times lifetimes by the elapsed clock; judged again in real time"
+            ),
+            (None, true) => "judged with the device's wall clock set forward through adb".into(),
+            (None, false) => {
+                noted_wait(&mut e, waited_ms);
+                return Some(e);
+            }
+        };
+        e.reason = if e.reason.is_empty() {
+            note
+        } else {
+            format!("{} ({note})", e.reason)
+        };
+        Some(e)
+    }
+}
+
+/// Sets back a wall clock the harness moved, and resynchronises the other
+/// identity's view of it.
+fn restore_clock(target: &Target) -> Result<(), String> {
+    target.a.restore_clock().map_err(|e| e.to_string())?;
+    if let Some(b) = &target.b {
+        b.resync_clock().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 fn noted_wait(e: &mut Executed, waited_ms: u64) {
     if waited_ms == 0 || e.unjudged.is_some() || e.verdict == Verdict::NotApplicable {
         return;

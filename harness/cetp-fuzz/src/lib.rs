@@ -55,6 +55,12 @@ macro_rules! forward_device {
         fn resync_clock(&self) -> Result<(), DeviceError> {
             self.inner.resync_clock()
         }
+        fn clock_moves_wall_only(&self) -> bool {
+            self.inner.clock_moves_wall_only()
+        }
+        fn restore_clock(&self) -> Result<(), DeviceError> {
+            self.inner.restore_clock()
+        }
     };
 }
 

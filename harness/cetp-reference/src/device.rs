@@ -99,9 +99,20 @@ enum ClockMode {
 }
 
 /// The device clock, Unix epoch milliseconds. Cloning shares the clock.
+///
+/// It reads two ways, as an Android device's clocks do: [`now_ms`] is the
+/// wall clock, which someone with root can set (`date`); [`elapsed_ms`]
+/// moves only as time passes (or [`advance`] lets it pass), as
+/// `elapsedRealtime` does. Until the wall clock is set they agree.
+///
+/// [`now_ms`]: DeviceClock::now_ms
+/// [`elapsed_ms`]: DeviceClock::elapsed_ms
+/// [`advance`]: DeviceClock::advance
 #[derive(Clone, Debug)]
 pub struct DeviceClock {
     mode: Arc<ClockMode>,
+    /// How far the wall clock was set away from the elapsed clock.
+    wall_offset_ms: Arc<AtomicI64>,
 }
 
 impl DeviceClock {
@@ -113,6 +124,7 @@ impl DeviceClock {
     pub fn manual(start_ms: i64) -> Self {
         DeviceClock {
             mode: Arc::new(ClockMode::Manual(AtomicI64::new(start_ms))),
+            wall_offset_ms: Arc::default(),
         }
     }
 
@@ -122,6 +134,7 @@ impl DeviceClock {
             mode: Arc::new(ClockMode::System {
                 skew_ms: AtomicI64::new(skew_ms),
             }),
+            wall_offset_ms: Arc::default(),
         }
     }
 
@@ -129,7 +142,22 @@ impl DeviceClock {
         matches!(*self.mode, ClockMode::Manual(_))
     }
 
+    /// The wall clock.
     pub fn now_ms(&self) -> i64 {
+        self.elapsed_ms()
+            .saturating_add(self.wall_offset_ms.load(Ordering::SeqCst))
+    }
+
+    /// Sets the wall clock to `ms` (`date` as root); the elapsed clock
+    /// does not move.
+    pub fn set_wall_ms(&self, ms: i64) {
+        self.wall_offset_ms
+            .store(ms.saturating_sub(self.elapsed_ms()), Ordering::SeqCst);
+    }
+
+    /// The clock that only time passing moves, on the wall clock's scale
+    /// (epoch milliseconds as if the wall clock had never been set).
+    pub fn elapsed_ms(&self) -> i64 {
         match &*self.mode {
             ClockMode::Manual(t) => t.load(Ordering::SeqCst),
             ClockMode::System { skew_ms } => {
@@ -176,6 +204,10 @@ pub struct DeviceConfig {
     pub max_read_bytes: u64,
     /// The identities [`LocalDevice::connect_as`] can speak for.
     pub identities: Vec<DeviceIdentity>,
+    /// The apps time lifetimes by the elapsed clock (`elapsedRealtime`),
+    /// not the wall clock: setting the wall clock does not age their
+    /// sessions or tokens. Android leaves the choice to the app.
+    pub apps_use_elapsed_clock: bool,
 }
 
 impl Default for DeviceConfig {
@@ -183,6 +215,7 @@ impl Default for DeviceConfig {
         DeviceConfig {
             max_read_bytes: 64 * 1024 * 1024,
             identities: vec![IDENTITY_A.identity(), IDENTITY_B.identity()],
+            apps_use_elapsed_clock: false,
         }
     }
 }
@@ -258,6 +291,16 @@ impl LocalDevice {
 
     pub fn now_ms(&self) -> i64 {
         self.inner.clock.now_ms()
+    }
+
+    /// The time an app is given with each call: the wall clock, or the
+    /// elapsed clock where the apps time by it.
+    pub fn app_now_ms(&self) -> i64 {
+        if self.inner.config.apps_use_elapsed_clock {
+            self.inner.clock.elapsed_ms()
+        } else {
+            self.inner.clock.now_ms()
+        }
     }
 
     pub fn config(&self) -> &DeviceConfig {
@@ -438,7 +481,7 @@ impl DeviceConnection {
             arg: arg.map(str::to_string),
             extras: extras.cloned(),
         };
-        let now_ms = self.device.now_ms();
+        let now_ms = self.device.app_now_ms();
         let started = Instant::now();
         let reply = match catch_unwind(AssertUnwindSafe(|| {
             app.call(&self.identity.caller, now_ms, &call)
@@ -515,7 +558,7 @@ impl DeviceConnection {
             .intents
             .remove(handle)
             .ok_or_else(|| unknown_handle(handle))?;
-        let now_ms = self.device.now_ms();
+        let now_ms = self.device.app_now_ms();
         catch_unwind(AssertUnwindSafe(|| {
             crate::app::launch_intent(
                 held.app.as_ref(),
@@ -685,6 +728,18 @@ mod tests {
         let s = DeviceClock::system(-1_000_000);
         assert!(!s.is_manual());
         assert!(s.now_ms() > 1_600_000_000_000 - 1_000_000);
+    }
+
+    #[test]
+    fn setting_the_wall_clock_leaves_the_elapsed_clock() {
+        let c = DeviceClock::manual(1_000);
+        c.set_wall_ms(61_000);
+        assert_eq!((c.now_ms(), c.elapsed_ms()), (61_000, 1_000));
+        // Time passing moves both; setting it back restores agreement.
+        c.advance(500);
+        assert_eq!((c.now_ms(), c.elapsed_ms()), (61_500, 1_500));
+        c.set_wall_ms(c.elapsed_ms());
+        assert_eq!(c.now_ms(), c.elapsed_ms());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! What the simulated device offers behind its adb endpoint: the probe
 //! sockets and the shell commands a harness runs on a device.
 
-use crate::Sim;
+use crate::{lock, Sim};
 use cetp_adbd::{shell_words, BoxFuture, DeviceServices, DuplexStream, FileStat, ShellOutput};
 use std::sync::Arc;
 
@@ -188,6 +188,17 @@ pub(crate) fn run_shell(sim: &Sim, line: &str) -> ShellOutput {
         .filter(|w| !is_redirection(w))
         .collect();
     sim.log('I', &format!("shell: {line}"));
+    // After `adb root` the shell is uid 0; `su 0 COMMAND` exists on
+    // userdebug builds and emulators, never on a user build.
+    let root = sim.config().root;
+    let (words, uid) = match words.as_slice() {
+        ["su", "0" | "root", rest @ ..] if root != crate::Root::None => (rest.to_vec(), 0),
+        _ if root == crate::Root::Adbd => (words, 0),
+        _ => (words, SHELL_UID),
+    };
+    if let Some(out) = clock_command(sim, uid, &words) {
+        return out;
+    }
     match words.as_slice() {
         [] => ShellOutput::ok(""),
         ["pm", "list", "packages", rest @ ..] => {
@@ -283,10 +294,105 @@ pub(crate) fn run_shell(sim: &Sim, line: &str) -> ShellOutput {
     }
 }
 
+/// What a phone's shell answers about who runs it and its clock: `id -u`,
+/// toybox's `date`, and the `settings` that hold automatic time.
+fn clock_command(sim: &Sim, uid: u32, words: &[&str]) -> Option<ShellOutput> {
+    Some(match words {
+        ["id", "-u"] => ShellOutput::ok(format!("{uid}\n")),
+        ["date", rest @ ..] => date(sim, uid, rest),
+        ["settings", "get", ns, key] => ShellOutput::ok(format!(
+            "{}\n",
+            lock(&sim.settings)
+                .get(&format!("{ns}/{key}"))
+                .map_or("null", String::as_str)
+        )),
+        ["settings", "put", ns, key, value] => {
+            lock(&sim.settings).insert(format!("{ns}/{key}"), (*value).to_string());
+            ShellOutput::ok("")
+        }
+        ["settings", "delete", ns, key] => {
+            let gone = lock(&sim.settings).remove(&format!("{ns}/{key}")).is_some();
+            ShellOutput::ok(format!("Deleted {} rows\n", u8::from(gone)))
+        }
+        _ => return None,
+    })
+}
+
+/// The uid of adb's shell on a device without root.
+const SHELL_UID: u32 = 2000;
+
+/// Toybox's `date`: `+%s` prints the wall clock's seconds; `@SECONDS[.FRACTION]`
+/// sets it, as root only. The elapsed clock does not move.
+fn date(sim: &Sim, uid: u32, args: &[&str]) -> ShellOutput {
+    let now = sim.device().clock().now_ms();
+    match args {
+        [] => ShellOutput::ok(format!("{}\n", now.div_euclid(1000))),
+        ["+%s"] => ShellOutput::ok(format!("{}\n", now.div_euclid(1000))),
+        [set] if set.starts_with('@') => {
+            let Some(ms) = set[1..]
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && (0.0..1e11).contains(s))
+                .map(|s| (s * 1000.0).round() as i64)
+            else {
+                return ShellOutput::with_code(format!("date: bad date '{set}'\n"), 1);
+            };
+            if uid != 0 {
+                return ShellOutput::with_code(
+                    "date: cannot set date: Operation not permitted\n",
+                    1,
+                );
+            }
+            sim.device().clock().set_wall_ms(ms);
+            sim.log('I', &format!("wall clock set to {ms} (was {now})"));
+            ShellOutput::ok(format!("{}\n", ms.div_euclid(1000)))
+        }
+        _ => ShellOutput::with_code("date: unsupported arguments\n", 1),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::SimConfig;
+
+    #[test]
+    fn root_sets_the_wall_clock_and_nobody_else_does() {
+        let out = |sim: &Sim, line: &str| {
+            let o = run_shell(sim, line);
+            (String::from_utf8_lossy(&o.stdout).trim().to_string(), o.exit_code)
+        };
+        let user = Sim::new(SimConfig::default()).unwrap();
+        assert_eq!(out(&user, "id -u").0, "2000");
+        assert_eq!(out(&user, "su 0 id -u").1, 127);
+        let before = user.now_ms();
+        assert_eq!(out(&user, "date @4000000000").1, 1);
+        assert!(user.now_ms() - before < 60_000);
+        let su = Sim::new(SimConfig {
+            root: crate::Root::Su,
+            provider_elapsed_clock: true,
+            ..SimConfig::default()
+        })
+        .unwrap();
+        assert_eq!(out(&su, "id -u").0, "2000");
+        assert_eq!(out(&su, "su 0 id -u").0, "0");
+        assert_eq!(out(&su, "su 0 date @4000000000").1, 0);
+        assert_eq!(out(&su, "date +%s").0, "4000000000");
+        // The elapsed clock, which this Provider times by, stayed.
+        assert!(su.device().app_now_ms() < 4_000_000_000_000 - 86_400_000);
+        assert_eq!(out(&su, "settings get global auto_time").0, "1");
+        out(&su, "settings put global auto_time 0");
+        assert_eq!(out(&su, "settings get global auto_time").0, "0");
+        out(&su, "settings delete global auto_time");
+        assert_eq!(out(&su, "settings get global auto_time").0, "null");
+        let adbd = Sim::new(SimConfig {
+            root: crate::Root::Adbd,
+            ..SimConfig::default()
+        })
+        .unwrap();
+        assert_eq!(out(&adbd, "id -u").0, "0");
+        assert_eq!(out(&adbd, "date @bad").1, 1);
+    }
 
     #[test]
     fn words_and_options() {

@@ -484,7 +484,7 @@ impl Conn {
             }
         }
         let caller = self.identity.caller.clone();
-        let now_ms = self.sim.now_ms();
+        let now_ms = self.sim.device().app_now_ms();
         let call = ProviderCall {
             method: p.method,
             arg: p.arg,
@@ -633,7 +633,7 @@ impl Conn {
             .ok_or_else(|| unknown_handle(&p.handle))?;
         let app = held.app.clone();
         let launcher = self.identity.caller.clone();
-        let now_ms = self.sim.now_ms();
+        let now_ms = self.sim.device().app_now_ms();
         let decision = p.decision;
         let job = tokio::task::spawn_blocking(move || {
             catch_unwind(AssertUnwindSafe(|| match &held.app {

@@ -140,6 +140,25 @@ pub struct SimConfig {
     pub session_ttl_ms: Option<i64>,
     /// The Provider's resume-token lifetime instead of its app's.
     pub resume_token_ttl_ms: Option<i64>,
+    /// Who may set the wall clock over adb (`date @SECONDS`): nobody (a
+    /// user build), adbd itself (`adb root` on an emulator or a userdebug
+    /// build), or `su`.
+    pub root: Root,
+    /// The Provider times its lifetimes by the elapsed clock
+    /// (`elapsedRealtime`), so setting the wall clock ages nothing.
+    pub provider_elapsed_clock: bool,
+}
+
+/// Root on the simulated device's adb shell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Root {
+    /// A user build: the shell runs as uid 2000 and there is no `su`.
+    #[default]
+    None,
+    /// adbd runs as root (`adb root` done): the shell is uid 0.
+    Adbd,
+    /// The shell is uid 2000, and `su 0 COMMAND` runs as root.
+    Su,
 }
 
 impl Default for SimConfig {
@@ -157,6 +176,8 @@ impl Default for SimConfig {
             fixed_clock: false,
             session_ttl_ms: None,
             resume_token_ttl_ms: None,
+            root: Root::None,
+            provider_elapsed_clock: false,
         }
     }
 }
@@ -236,7 +257,7 @@ pub fn manifest_variant_name(variant: ManifestVariant) -> &'static str {
         .map_or("dual-stack", |(n, _)| n)
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned table is still consistent: no critical section here can
     // panic halfway through an update.
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -269,6 +290,8 @@ pub struct Sim {
     /// The built-in Consumers under test (`consumer_act`), one per name,
     /// kept between acts and connections as an installed app would be.
     pub(crate) consumers: Mutex<BTreeMap<String, conn::BuiltIn>>,
+    /// `settings` values set over adb (namespace/key → value).
+    pub(crate) settings: Mutex<BTreeMap<String, String>>,
 }
 
 impl fmt::Debug for Sim {
@@ -357,6 +380,7 @@ impl Sim {
             DeviceConfig {
                 max_read_bytes: MAX_READ_BYTES,
                 identities: vec![IDENTITY_A.identity(), IDENTITY_B.identity()],
+                apps_use_elapsed_clock: cfg.provider_elapsed_clock,
             },
         );
         let sim = Arc::new(Sim {
@@ -370,12 +394,17 @@ impl Sim {
             instrumentations: Mutex::new(BTreeMap::new()),
             next_instrumentation: AtomicU64::new(0),
             consumers: Mutex::new(BTreeMap::new()),
+            // A phone sets its time from the network unless told not to.
+            settings: Mutex::new(BTreeMap::from([(
+                "global/auto_time".to_string(),
+                "1".to_string(),
+            )])),
             cfg,
         });
         sim.log(
             'I',
             &format!(
-                "boot: provider={} mutant={} manifest={} clock_skew_ms={} fixed_clock={} session_ttl_ms={} resume_token_ttl_ms={}",
+                "boot: provider={} mutant={} manifest={} clock_skew_ms={} fixed_clock={} session_ttl_ms={} resume_token_ttl_ms={} root={:?} provider_elapsed_clock={}",
                 sim.provider.config().package,
                 sim.cfg.mutant.as_deref().unwrap_or("none"),
                 manifest_variant_name(sim.cfg.manifest),
@@ -383,6 +412,8 @@ impl Sim {
                 sim.cfg.fixed_clock,
                 sim.provider.config().session_ttl_ms,
                 sim.provider.config().resume_token_ttl_ms,
+                sim.cfg.root,
+                sim.cfg.provider_elapsed_clock,
             ),
         );
         Ok(sim)

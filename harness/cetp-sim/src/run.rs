@@ -68,6 +68,15 @@ pub struct SimOptions {
     /// The Provider's resume-token lifetime, instead of the app's.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(i64).range(1..))]
     pub resume_token_ttl_ms: Option<i64>,
+    /// Who may set the device's wall clock over adb: `none` (a user
+    /// build), `adbd` (after `adb root`: an emulator or userdebug build) or
+    /// `su` (`su 0 date @SECONDS`).
+    #[arg(long, value_name = "WHO", value_enum, default_value = "none")]
+    pub root: crate::Root,
+    /// The Provider times lifetimes by the elapsed clock
+    /// (`elapsedRealtime`): setting the wall clock ages none of them.
+    #[arg(long)]
+    pub provider_elapsed_clock: bool,
 }
 
 impl Default for SimOptions {
@@ -89,6 +98,8 @@ impl Default for SimOptions {
             fixed_clock: cfg.fixed_clock,
             session_ttl_ms: cfg.session_ttl_ms,
             resume_token_ttl_ms: cfg.resume_token_ttl_ms,
+            root: cfg.root,
+            provider_elapsed_clock: cfg.provider_elapsed_clock,
         }
     }
 }
@@ -121,6 +132,8 @@ impl SimOptions {
             fixed_clock: self.fixed_clock,
             session_ttl_ms: self.session_ttl_ms,
             resume_token_ttl_ms: self.resume_token_ttl_ms,
+            root: self.root,
+            provider_elapsed_clock: self.provider_elapsed_clock,
         }
     }
 }

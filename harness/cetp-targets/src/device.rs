@@ -1,5 +1,6 @@
 //! The runner's blocking [`Device`] over the async probe-wire client.
 
+use crate::clock_move::{ClockMover, SETTLE_MS};
 use cetp_conformance::device::{Device, DeviceError, HelloInfo};
 use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
@@ -82,16 +83,25 @@ pub(crate) struct AdbSide {
     /// read from the framework, not seen on a phone): the harness never
     /// makes them overlap.
     resolve_gate: Arc<Mutex<()>>,
+    /// Sets the device's wall clock where the target allows it
+    /// (`clock=move`); shared by both identities.
+    mover: Option<Arc<ClockMover>>,
 }
 
 impl AdbSide {
-    pub(crate) fn new(adb: Adb, forward_port: u16, resolve_gate: Arc<Mutex<()>>) -> Self {
+    pub(crate) fn new(
+        adb: Adb,
+        forward_port: u16,
+        resolve_gate: Arc<Mutex<()>>,
+        mover: Option<Arc<ClockMover>>,
+    ) -> Self {
         AdbSide {
             adb,
             forward_port,
             last_logcat: Mutex::new(None),
             instrumentation: Mutex::new(None),
             resolve_gate,
+            mover,
         }
     }
 }
@@ -174,6 +184,8 @@ pub struct ProbeDevice {
     clock: Mutex<Option<ClockSync>>,
     abilities: Mutex<Option<Abilities>>,
     adb: Option<AdbSide>,
+    /// The clock was moved by setting the wall clock over adb.
+    wall_only: Mutex<bool>,
     /// Whatever must live as long as the connection (the in-process device).
     _keep: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -207,6 +219,7 @@ impl ProbeDevice {
             clock: Mutex::new(None),
             abilities: Mutex::new(None),
             adb,
+            wall_only: Mutex::new(false),
             _keep: keep,
         }
     }
@@ -321,6 +334,13 @@ impl ProbeDevice {
 
 impl Drop for ProbeDevice {
     fn drop(&mut self) {
+        if let Some(mover) = self.adb.as_ref().and_then(|s| s.mover.as_ref()) {
+            // The clock is the user's: set back whatever the run moved
+            // (the other identity's drop then finds nothing to do).
+            let _ = self.rt.block_on(async {
+                tokio::time::timeout(Duration::from_secs(10), mover.restore()).await
+            });
+        }
         self.client.close();
         if let Some(side) = &self.adb {
             // Best effort: a dead server must not hold the harness.
@@ -443,6 +463,42 @@ impl Device for ProbeDevice {
     }
 
     fn advance_clock(&self, ms: u64) -> Result<i64, DeviceError> {
+        match self.advance_by_probe(ms) {
+            Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::UnknownOp) => {
+                match self.adb.as_ref().and_then(|s| s.mover.as_ref()) {
+                    Some(mover) => self.advance_by_adb(mover, ms),
+                    None => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn resync_clock(&self) -> Result<(), DeviceError> {
+        self.hello_raw()
+            .map(|_| ())
+            .map_err(|e| self.device_error(e))
+    }
+
+    fn clock_moves_wall_only(&self) -> bool {
+        // Set only when a move went through adb (`date`), not the probe.
+        *lock(&self.wall_only)
+    }
+
+    fn restore_clock(&self) -> Result<(), DeviceError> {
+        let Some(mover) = self.adb.as_ref().and_then(|s| s.mover.as_ref()) else {
+            return Ok(());
+        };
+        self.rt
+            .block_on(mover.restore())
+            .map_err(|m| DeviceError::new(ErrorKind::Io, m))?;
+        self.resync_clock()
+    }
+}
+
+impl ProbeDevice {
+    /// The probe's `advance_clock` (a simulated device's extension).
+    fn advance_by_probe(&self, ms: u64) -> Result<i64, DeviceError> {
         let mut params = cetp_wire::Map::new();
         params.insert("ms".into(), cetp_wire::Json::from(ms));
         let reply =
@@ -466,10 +522,26 @@ impl Device for ProbeDevice {
         Ok(now)
     }
 
-    fn resync_clock(&self) -> Result<(), DeviceError> {
-        self.hello_raw()
-            .map(|_| ())
-            .map_err(|e| self.device_error(e))
+    /// Sets the wall clock `ms` ahead as root over adb (`clock=move`), and
+    /// reads it back through the probe: a refusal is `unsupported` (the
+    /// case then waits in real time); a clock that did not move is an
+    /// error of the device.
+    fn advance_by_adb(&self, mover: &ClockMover, ms: u64) -> Result<i64, DeviceError> {
+        let before = self.now_ms();
+        self.rt
+            .block_on(mover.advance(before, ms))
+            .map_err(|m| DeviceError::new(ErrorKind::Unsupported, m))?;
+        *lock(&self.wall_only) = true;
+        self.resync_clock()?;
+        let now = self.now_ms();
+        let want = before.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX));
+        if now < want.saturating_sub(SETTLE_MS) {
+            return Err(DeviceError::new(
+                ErrorKind::Io,
+                format!("clock=move: `date` was accepted, but the probe reads {now}, not {want} or later: the device's clock did not move"),
+            ));
+        }
+        Ok(now)
     }
 }
 

@@ -22,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+mod clock_move;
 pub mod consumer;
 mod device;
 pub mod spec;
@@ -271,10 +272,13 @@ fn open_adb(
     // only if the app that defines it is installed first.
     install_apks(rt, &adb, s).map_err(|(step, error)| TargetError::Setup { step, error })?;
     let gate = Arc::new(std::sync::Mutex::new(()));
+    let mover = s
+        .clock_move
+        .then(|| Arc::new(clock_move::ClockMover::new(adb.clone())));
     let a = start_and_connect(
         rt,
         &adb,
-        &gate,
+        (&gate, &mover),
         s.start,
         &s.probe_service,
         PROBE_SOCKET_A,
@@ -288,7 +292,7 @@ fn open_adb(
             let b = start_and_connect(
                 rt,
                 &adb,
-                &gate,
+                (&gate, &mover),
                 s.start,
                 &s.probe_b_service,
                 PROBE_SOCKET_B,
@@ -367,7 +371,7 @@ pub(crate) const PROBE_RETRY: Duration = Duration::from_millis(200);
 fn start_and_connect(
     rt: &Arc<SharedRuntime>,
     adb: &Adb,
-    gate: &Arc<std::sync::Mutex<()>>,
+    gate: Shared<'_>,
     start: bool,
     component: &str,
     socket: &str,
@@ -438,10 +442,17 @@ fn probe_ended(e: TargetError, probe: &ProbeInstrumentation) -> TargetError {
     }
 }
 
+/// What both identities' connections to one device share: the resolve gate
+/// and the clock mover (`clock=move`).
+type Shared<'s> = (
+    &'s Arc<std::sync::Mutex<()>>,
+    &'s Option<Arc<clock_move::ClockMover>>,
+);
+
 fn connect_adb(
     rt: &Arc<SharedRuntime>,
     adb: &Adb,
-    gate: &Arc<std::sync::Mutex<()>>,
+    (gate, mover): Shared<'_>,
     socket: &str,
     identity: &str,
     opts: &OpenOptions,
@@ -466,7 +477,7 @@ fn connect_adb(
         identity,
         socket,
         client,
-        Some(AdbSide::new(adb.clone(), port, gate.clone())),
+        Some(AdbSide::new(adb.clone(), port, gate.clone(), mover.clone())),
         None,
     )
 }

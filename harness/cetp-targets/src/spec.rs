@@ -18,6 +18,8 @@
 //!     install_timeout_ms=N         per APK: push, pm install (and pm uninstall of a foreign probe) [120000]
 //!     relay=server|forward         reach the probe's socket relayed by the adb server, or
 //!                                  through `adb forward` [server for a remote server, else forward]
+//!     clock=move|fixed             may the harness set the device's wall clock (as root: `adb root`
+//!                                  or `su`) when a case needs time to pass; set back at the end [fixed]
 //! common:
 //!     timeout_ms=N                 per-op timeout (hello, discover, adb commands) [15000]
 //! ```
@@ -116,6 +118,8 @@ impl SimSpec {
             fixed_clock: false,
             session_ttl_ms: None,
             resume_token_ttl_ms: None,
+            root: cetp_sim::Root::None,
+            provider_elapsed_clock: false,
         }
     }
 }
@@ -169,6 +173,10 @@ pub struct AdbSpec {
     pub relay_through_server: Option<bool>,
     /// `install_timeout_ms=`: pushing and installing one APK.
     pub install_timeout_ms: u64,
+    /// `clock=move`: the harness may set the device's wall clock (as root)
+    /// when a case needs time to pass, and sets it back at the end;
+    /// `clock=fixed` (the default) never touches it.
+    pub clock_move: bool,
 }
 
 /// How long pushing and installing one APK may take by default: a large
@@ -189,6 +197,7 @@ impl Default for AdbSpec {
             op_timeout_ms: DEFAULT_OP_TIMEOUT_MS,
             relay_through_server: None,
             install_timeout_ms: DEFAULT_INSTALL_TIMEOUT_MS,
+            clock_move: false,
         }
     }
 }
@@ -347,6 +356,13 @@ fn parse_adb(
             "server" => Some(true),
             "forward" => Some(false),
             _ => return Err(o.err(format!("relay={v:?}: use server or forward"))),
+        };
+    }
+    if let Some(v) = o.take("clock")? {
+        s.clock_move = match v.as_str() {
+            "move" => true,
+            "fixed" => false,
+            _ => return Err(o.err(format!("clock={v:?}: use move or fixed"))),
         };
     }
     if let Some(v) = o.take("b")? {
@@ -529,6 +545,9 @@ impl fmt::Display for TargetSpec {
                     Some(true) => opts.push("relay=server".into()),
                     Some(false) => opts.push("relay=forward".into()),
                 }
+                if s.clock_move {
+                    opts.push("clock=move".into());
+                }
                 match &s.serial {
                     Some(serial) => format!("adb:{serial}"),
                     None => "adb".to_string(),
@@ -648,6 +667,16 @@ mod tests {
             panic!()
         };
         assert_eq!((a.serial, a.start), (None, false));
+        // The clock is the user's: fixed unless the target says move.
+        let TargetSpec::Adb(a) = round_trip("adb:emulator-5554,clock=move") else {
+            panic!()
+        };
+        assert!(a.clock_move);
+        let TargetSpec::Adb(a) = TargetSpec::parse("adb,clock=fixed").unwrap() else {
+            panic!()
+        };
+        assert!(!a.clock_move);
+        assert!(TargetSpec::parse("adb,clock=root").is_err());
         assert!(TargetSpec::parse("adb:X,server=localhost").is_err());
         assert!(TargetSpec::parse("adb:X,Y").is_err());
         assert!(TargetSpec::parse("usb:X").is_err());

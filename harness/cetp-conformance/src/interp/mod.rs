@@ -248,6 +248,9 @@ pub struct CaseRunner<'a> {
     /// Real time waited for device time, in ms (the device's clock could
     /// not be moved): said in the case's reason.
     real_waited_ms: u64,
+    /// The device's wall clock was set forward for this case, its elapsed
+    /// clock left as it was (`clock=move` on a phone).
+    wall_clock_moved: bool,
 }
 
 /// What a case parked at a real-time wait keeps: everything the
@@ -364,6 +367,7 @@ impl<'a> CaseRunner<'a> {
             depth: 0,
             park: None,
             real_waited_ms: 0,
+            wall_clock_moved: false,
         }
     }
 
@@ -379,6 +383,22 @@ impl<'a> CaseRunner<'a> {
     pub fn parking(mut self) -> Self {
         self.parking = true;
         self
+    }
+
+    /// Never moves the device's clock: every lifetime is waited for in
+    /// real time (a case judged again after a wall-clock move proved
+    /// nothing).
+    pub fn real_time_only(mut self) -> Self {
+        self.virtual_clock = Some(false);
+        self
+    }
+
+    /// Whether the case set the device's wall clock forward, leaving its
+    /// elapsed clock ([`Device::clock_moves_wall_only`]).
+    ///
+    /// [`Device::clock_moves_wall_only`]: crate::device::Device::clock_moves_wall_only
+    pub fn wall_clock_moved(&self) -> bool {
+        self.wall_clock_moved
     }
 
     /// The state of a case that parked, to be resumed later.

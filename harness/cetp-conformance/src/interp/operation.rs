@@ -154,6 +154,7 @@ impl CaseRunner<'_> {
         match self.target.a.advance_clock(ms) {
             Ok(now) => {
                 self.virtual_clock = Some(true);
+                self.wall_clock_moved |= self.target.a.clock_moves_wall_only();
                 if let Some(b) = &self.target.b {
                     b.resync_clock().map_err(device_stop)?;
                 }
@@ -459,7 +460,15 @@ impl CaseRunner<'_> {
             match self.target.a.advance_clock(ms) {
                 Ok(now) => {
                     self.virtual_clock = Some(true);
-                    self.answered(json!({"now_ms": now}), started);
+                    if self.target.a.clock_moves_wall_only() {
+                        self.wall_clock_moved = true;
+                        self.answered(
+                            json!({"now_ms": now, "clock": "the wall clock, set through adb; the elapsed clock did not move"}),
+                            started,
+                        );
+                    } else {
+                        self.answered(json!({"now_ms": now}), started);
+                    }
                     if let Some(b) = &self.target.b {
                         b.resync_clock().map_err(device_stop)?;
                     }

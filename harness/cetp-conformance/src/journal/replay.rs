@@ -598,6 +598,17 @@ impl Device for Journaled {
         }
         self.inner.resync_clock()
     }
+
+    fn clock_moves_wall_only(&self) -> bool {
+        self.inner.clock_moves_wall_only()
+    }
+
+    fn restore_clock(&self) -> Result<(), DeviceError> {
+        if self.replaying() {
+            return Ok(());
+        }
+        self.inner.restore_clock()
+    }
 }
 
 #[cfg(test)]
