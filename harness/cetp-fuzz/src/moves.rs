@@ -112,31 +112,88 @@ pub struct Generator<'w> {
     st: State,
 }
 
-const KINDS: &[(&str, u32)] = &[
-    ("execute", 18),
-    ("replay", 12),
-    ("envelope", 12),
-    ("negotiate_odd", 6),
-    ("info", 4),
-    ("list", 4),
-    ("unknown_method", 3),
-    ("v1", 8),
-    ("operation", 8),
-    ("resolve", 8),
-    ("restart", 4),
-    ("advance", 5),
-    ("concurrent", 5),
-    ("tokens", 4),
-    ("revision", 2),
-    ("stable", 2),
-    ("expire", 2),
-    ("session", 6),
-    ("discover", 2),
-    ("restart_replay", 4),
-    ("async_flow", 10),
-    ("large", 4),
-    ("retry", 6),
-    ("restart_operation", 4),
+/// A kind of move, drawn by weight ([`WEIGHTS`]) for each move after a
+/// sequence's first session. A kind left out of the table is never built
+/// by the draw, and the compiler says so (a variant never constructed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MoveKind {
+    /// An execution of an executable tool, with drawn args (`execute`).
+    Execute,
+    /// An earlier execution's request id again, with other args, tool or caller (`replay`).
+    Replay,
+    /// A call with a malformed common envelope (`envelope`).
+    Envelope,
+    /// A negotiation with odd versions, capabilities or types (`negotiate_odd`).
+    NegotiateOdd,
+    /// A `get_provider_info` call.
+    Info,
+    /// A `list_tools` call.
+    List,
+    /// A method no version defines (`unknown_method`).
+    UnknownMethod,
+    /// A v1 call (`v1`).
+    V1,
+    /// A read, cancel or settle of an earlier background operation (`operation`).
+    Operation,
+    /// A user decision on a confirmation request and the resumed call (`resolve`).
+    Resolve,
+    /// A process restart, and new sessions for the identities that had one (`restart_move`).
+    Restart,
+    /// The clock moved by a drawn amount.
+    Advance,
+    /// The same call several times at once (`concurrent`).
+    Concurrent,
+    /// The session tokens so far judged unpredictable.
+    Tokens,
+    /// Two tool lists held to their revisions (`revision`).
+    Revision,
+    /// The Provider's identity held to be stable (`stable`).
+    Stable,
+    /// A session used after its lifetime.
+    Expire,
+    /// A new session.
+    Session,
+    /// What discovery must show.
+    Discover,
+    /// A side effect replayed across a restart (`restart_replay`).
+    RestartReplay,
+    /// A background operation's life (`async_flow`).
+    AsyncFlow,
+    /// A large result through the profile's role (`large`).
+    Large,
+    /// A retry of a side effect (`retry`).
+    Retry,
+    /// An operation across a restart (`restart_operation`).
+    RestartOperation,
+}
+
+/// How often each kind is drawn, relative to the others. The order is part
+/// of the draw: the same seed picks the same kinds only in this order.
+const WEIGHTS: &[(MoveKind, u32)] = &[
+    (MoveKind::Execute, 18),
+    (MoveKind::Replay, 12),
+    (MoveKind::Envelope, 12),
+    (MoveKind::NegotiateOdd, 6),
+    (MoveKind::Info, 4),
+    (MoveKind::List, 4),
+    (MoveKind::UnknownMethod, 3),
+    (MoveKind::V1, 8),
+    (MoveKind::Operation, 8),
+    (MoveKind::Resolve, 8),
+    (MoveKind::Restart, 4),
+    (MoveKind::Advance, 5),
+    (MoveKind::Concurrent, 5),
+    (MoveKind::Tokens, 4),
+    (MoveKind::Revision, 2),
+    (MoveKind::Stable, 2),
+    (MoveKind::Expire, 2),
+    (MoveKind::Session, 6),
+    (MoveKind::Discover, 2),
+    (MoveKind::RestartReplay, 4),
+    (MoveKind::AsyncFlow, 10),
+    (MoveKind::Large, 4),
+    (MoveKind::Retry, 6),
+    (MoveKind::RestartOperation, 4),
 ];
 
 impl<'w> Generator<'w> {
@@ -164,13 +221,13 @@ impl<'w> Generator<'w> {
         };
         let mut moves = vec![self.session_move("a")];
         let n = self.rng.random_range(1..=max_moves.max(1));
-        let total: u32 = KINDS.iter().map(|k| k.1).sum();
+        let total: u32 = WEIGHTS.iter().map(|k| k.1).sum();
         while moves.len() <= n {
             let mut pick = self.rng.random_range(0..total);
-            let mut kind = KINDS[0].0;
-            for (k, w) in KINDS {
+            let mut kind = WEIGHTS[0].0;
+            for (k, w) in WEIGHTS {
                 if pick < *w {
-                    kind = k;
+                    kind = *k;
                     break;
                 }
                 pick -= w;
@@ -318,26 +375,26 @@ impl<'w> Generator<'w> {
         out
     }
 
-    fn make(&mut self, kind: &str) -> Option<Move> {
+    fn make(&mut self, kind: MoveKind) -> Option<Move> {
         let mut pre = Vec::new();
         let steps = match kind {
-            "session" => {
+            MoveKind::Session => {
                 let ident = self.ident();
                 return Some(self.session_move(ident));
             }
-            "execute" => self.execute(&mut pre),
-            "replay" => self.replay(&mut pre)?,
-            "envelope" => self.envelope(&mut pre),
-            "negotiate_odd" => self.negotiate_odd(),
-            "info" | "list" => self.read_call(kind, &mut pre),
-            "unknown_method" => self.unknown_method(&mut pre),
-            "v1" => self.v1(&mut pre)?,
-            "operation" => self.operation(&mut pre)?,
-            "resolve" => self.resolve(&mut pre)?,
-            "restart" => self.restart_move(),
+            MoveKind::Execute => self.execute(&mut pre),
+            MoveKind::Replay => self.replay(&mut pre)?,
+            MoveKind::Envelope => self.envelope(&mut pre),
+            MoveKind::NegotiateOdd => self.negotiate_odd(),
+            MoveKind::Info | MoveKind::List => self.read_call(kind == MoveKind::List, &mut pre),
+            MoveKind::UnknownMethod => self.unknown_method(&mut pre),
+            MoveKind::V1 => self.v1(&mut pre)?,
+            MoveKind::Operation => self.operation(&mut pre)?,
+            MoveKind::Resolve => self.resolve(&mut pre)?,
+            MoveKind::Restart => self.restart_move(),
             // What discovery must show (§2.1): each judged on its own, kept
             // where every member's manifest (the target's shape) holds it.
-            "discover" => [
+            MoveKind::Discover => [
                 (json!({"found": true}), "CETP2-2.1-01"),
                 (json!({"found": true, "same_package": true}), "CETP2-2.1-07"),
                 (
@@ -351,7 +408,7 @@ impl<'w> Generator<'w> {
                 meta: Meta::Judgement,
             })
             .collect(),
-            "advance" => {
+            MoveKind::Advance => {
                 let ms = *[
                     1_000u64,
                     61_000,
@@ -366,13 +423,13 @@ impl<'w> Generator<'w> {
                     json!({"do": "advance_clock", "ms": ms, "requirements": []}),
                 )]
             }
-            "concurrent" => self.concurrent(&mut pre)?,
-            "async_flow" => self.async_flow(&mut pre)?,
-            "large" => self.large(&mut pre)?,
-            "restart_replay" => self.restart_replay(&mut pre)?,
-            "retry" => self.retry(&mut pre)?,
-            "restart_operation" => self.restart_operation(&mut pre)?,
-            "tokens" => {
+            MoveKind::Concurrent => self.concurrent(&mut pre)?,
+            MoveKind::AsyncFlow => self.async_flow(&mut pre)?,
+            MoveKind::Large => self.large(&mut pre)?,
+            MoveKind::RestartReplay => self.restart_replay(&mut pre)?,
+            MoveKind::Retry => self.retry(&mut pre)?,
+            MoveKind::RestartOperation => self.restart_operation(&mut pre)?,
+            MoveKind::Tokens => {
                 // Enough sessions to judge tokens by: a few negotiations.
                 while self.st.tokens.len() < 4 {
                     let ident = self.ident();
@@ -385,9 +442,9 @@ impl<'w> Generator<'w> {
                     meta: Meta::Judgement,
                 }]
             }
-            "revision" => self.revision(&mut pre)?,
-            "stable" => self.stable(&mut pre),
-            "expire" => {
+            MoveKind::Revision => self.revision(&mut pre)?,
+            MoveKind::Stable => self.stable(&mut pre),
+            MoveKind::Expire => {
                 let sess = self.pick(&self.st.sessions.clone())?;
                 let l = self.name("x");
                 // Past the lifetime of every session so far, not only of
@@ -409,7 +466,6 @@ impl<'w> Generator<'w> {
                     ),
                 ]
             }
-            _ => return None,
         };
         pre.extend(steps);
         Some(Move { steps: pre })
@@ -467,10 +523,10 @@ impl<'w> Generator<'w> {
         l
     }
 
-    fn read_call(&mut self, kind: &str, pre: &mut Vec<GenStep>) -> Vec<GenStep> {
+    fn read_call(&mut self, list: bool, pre: &mut Vec<GenStep>) -> Vec<GenStep> {
         let ident = self.ident();
         let s = self.session_of(ident, pre);
-        if kind == "list" {
+        if list {
             self.list_into(&s, ident, pre);
             return Vec::new();
         }
@@ -668,7 +724,7 @@ impl<'w> Generator<'w> {
             "requirements": ["CETP2-4-04", "CETP2-6-01"]}),
         )];
         let mut out = self.observed(first, Some(e.clone()), &["CETP2-6-01"]);
-        out.extend(self.make("restart")?.steps);
+        out.extend(self.make(MoveKind::Restart)?.steps);
         let s2 = self.session_of("a", &mut out);
         let r = self.name("r");
         let replay = vec![call_step(
@@ -791,7 +847,7 @@ impl<'w> Generator<'w> {
                 "do": "settle", "as": ident, "session": s, "of": e, "bind": f,
                 "expect": {}, "requirements": ["CETP2-4.4-05", "CETP2-4.4-08"]})));
         }
-        inner.extend(self.make("restart")?.steps);
+        inner.extend(self.make(MoveKind::Restart)?.steps);
         let s2 = self.session_with(ident, &caps, &mut inner);
         let g = self.name("g");
         let reqs = ["CETP2-4.4-13", "CETP2-4.4-14", "CETP2-6-04"];
