@@ -9,6 +9,7 @@
 //! its commit: every seed anyone recorded then generates something else.
 
 use cetp_conformance::profile::Profile;
+use cetp_conformance::vector::CaseStep;
 use cetp_fuzz::moves::Generator;
 use cetp_fuzz::world::World;
 use cetp_targets::{open, TargetSpec};
@@ -46,6 +47,11 @@ fn lines() -> Vec<(String, String)> {
     for (name, world) in worlds() {
         for seed in 0..60u64 {
             let s = Generator::new(&world, seed).sequence(12);
+            for g in s.steps() {
+                // Written from typed steps, each reads back as one.
+                let back: Result<CaseStep, _> = serde_json::from_value(g.step.clone());
+                assert!(back.is_ok(), "{name} {seed}: {back:?}: {}", g.step);
+            }
             let text = serde_json::to_string(&s.moves).unwrap();
             let digest = hex::encode(Sha256::digest(text.as_bytes()));
             out.push((format!("{name} {seed} {digest}"), text));

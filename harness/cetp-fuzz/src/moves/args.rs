@@ -2,13 +2,15 @@
 //! the tool's input schema (`cetp-gen`), or at the edges of what a
 //! Provider must parse.
 
+use super::steps::typed;
 use super::{Generator, Move};
 use crate::world::{ToolInfo, World};
 use cetp_conformance::template::literal;
+use cetp_conformance::vector::{Args, TypedValue};
 use proptest::test_runner::{RngAlgorithm, TestRng};
 use rand::{Rng, RngCore};
 use serde_json::{json, Value as Json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Input schemas cetp-gen refused or gave up on (by their text): not tried
 /// again, and reported once per process.
@@ -18,22 +20,20 @@ impl Generator<'_> {
     /// Args for a call of `tool`, drawn among the kinds the step language
     /// has (valid, invalid, escalating, oversize, edge text, generated),
     /// and the requirements the kind is about.
-    pub(super) fn args_for(&mut self, tool: &ToolInfo) -> (Json, Vec<&'static str>) {
+    pub(super) fn args_for(&mut self, tool: &ToolInfo) -> (Args, Vec<&'static str>) {
         let r = self.rng.random_range(0..100);
         match r {
-            0..=49 => (json!("valid"), vec![]),
-            50..=64 => (json!("invalid"), vec!["CETP2-5-13", "CETP2-7.3-04"]),
-            65..=74 if tool.escalating => {
-                (json!("escalating"), vec!["CETP2-3.4-12", "CETP2-4.3-01"])
-            }
-            75..=79 => (json!("oversize"), vec!["CETP2-4.1-06", "CETP2-2.2-16"]),
+            0..=49 => (Args::Valid, vec![]),
+            50..=64 => (Args::Invalid, vec!["CETP2-5-13", "CETP2-7.3-04"]),
+            65..=74 if tool.escalating => (Args::Escalating, vec!["CETP2-3.4-12", "CETP2-4.3-01"]),
+            75..=79 => (Args::Oversize, vec!["CETP2-4.1-06", "CETP2-2.2-16"]),
             80..=89 => (
-                json!({"text": self.edge_text(tool)}),
+                Args::Text(self.edge_text(tool)),
                 vec!["CETP2-5-13", "CETP2-7.3-04"],
             ),
             _ => match self.generated(tool) {
-                Some(v) => (json!({"json": v}), vec![]),
-                None => (json!("valid"), vec![]),
+                Some(v) => (Args::Json(v), vec![]),
+                None => (Args::Valid, vec![]),
             },
         }
     }
@@ -100,18 +100,24 @@ impl Generator<'_> {
     }
 
     /// Extras asserting a confirmation or another caller's identity.
-    pub(super) fn assertion_extras(&mut self, ident: &str) -> Json {
+    pub(super) fn assertion_extras(&mut self, ident: &str) -> BTreeMap<String, TypedValue> {
+        let a_uid = || ("calling_uid", typed("int", json!("${env/a/uid}")));
         // The second identity lacks scopes the first holds: claiming to be
         // the first is the borrowing §7.1 forbids.
-        if ident == "b" && self.chance(0.6) {
-            return json!({"calling_uid": {"t": "int", "v": "${env/a/uid}"}});
-        }
-        match self.rng.random_range(0..4) {
-            0 => json!({"confirmed": {"t": "bool", "v": true}}),
-            1 => json!({"calling_uid": {"t": "int", "v": "${env/a/uid}"}}),
-            2 => json!({"caller_package": {"t": "string", "v": "${env/a/packages/0}"}}),
-            _ => json!({"confirmed": {"t": "string", "v": "true"}}),
-        }
+        let (k, v) = if ident == "b" && self.chance(0.6) {
+            a_uid()
+        } else {
+            match self.rng.random_range(0..4) {
+                0 => ("confirmed", typed("bool", json!(true))),
+                1 => a_uid(),
+                2 => (
+                    "caller_package",
+                    typed("string", json!("${env/a/packages/0}")),
+                ),
+                _ => ("confirmed", typed("string", json!("true"))),
+            }
+        };
+        BTreeMap::from([(k.to_string(), v)])
     }
 }
 

@@ -1,11 +1,14 @@
 //! Malformed requests: common fields missing, mistyped, borrowed from
 //! another caller, or forged.
 
-use super::{call_step, GenStep, Generator};
+use super::steps::{call_step, named, strings, typed, Call};
+use super::{GenStep, Generator};
 use crate::world::ToolInfo;
 use cetp_conformance::template::literal;
+use cetp_conformance::vector::{Args, TypedValue};
 use rand::Rng;
-use serde_json::{json, Value as Json};
+use serde_json::json;
+use std::collections::BTreeMap;
 
 impl Generator<'_> {
     /// Move: a call whose common fields (§4.1) are missing, of another type,
@@ -33,22 +36,20 @@ impl Generator<'_> {
             method = "list_tools";
         }
         let b = self.name("v");
-        let mut step =
-            json!({"do": "call", "as": ident, "method": method, "session": s, "bind": b});
+        let mut call = Call::new(ident, method, &s, &b);
         if method == "execute_tool" {
             if let Some(t) = &read {
-                step["tool"] = json!({"name": literal(&t.name)});
-                step["args"] = json!("valid");
+                call.tool = named(literal(&t.name));
+                call.args = Some(Args::Valid);
             }
         }
         if matches!(method, "get_operation" | "cancel_operation") {
-            step["operation_id"] = json!(
-                ["op-unknown", "", "00000000-0000-4000-8000-000000000000"]
-                    [self.rng.random_range(0..3)]
-            );
+            let id = ["op-unknown", "", "00000000-0000-4000-8000-000000000000"]
+                [self.rng.random_range(0..3)];
+            call.operation_id = Some(id.into());
         }
         let mut tags = vec!["CETP2-5-14"];
-        let mut extras = serde_json::Map::new();
+        let mut extras = BTreeMap::new();
         let mut omit = Vec::new();
         for _ in 0..self.rng.random_range(1..=2) {
             match self.rng.random_range(0..6) {
@@ -73,44 +74,37 @@ impl Generator<'_> {
                 }
                 2 => {
                     if self.chance(0.5) {
-                        if let Some(o) = self.assertion_extras(ident).as_object() {
-                            extras.extend(o.clone());
-                        }
+                        extras.extend(self.assertion_extras(ident));
                     } else {
                         extras.insert(
                             ["x_unknown", "PROTOCOL_VERSION"][self.rng.random_range(0..2)].into(),
-                            json!({"t": "string", "v": "true"}),
+                            typed("string", json!("true")),
                         );
                     }
                     tags.extend(["CETP2-4.3-07", "CETP2-7.1-02"]);
                 }
                 3 => {
                     let v = self.foreign_token(ident);
-                    extras.insert("session_token".into(), json!({"t": "string", "v": v}));
+                    extras.insert("session_token".into(), typed("string", json!(v)));
                     tags.extend(["CETP2-2.2-13", "CETP2-2.2-09"]);
                 }
                 4 => {
-                    step["deadline_in_ms"] =
-                        json!([-86_400_000i64, -1_000, 5_000][self.rng.random_range(0..3)]);
+                    call.deadline_in_ms =
+                        Some([-86_400_000i64, -1_000, 5_000][self.rng.random_range(0..3)]);
                     tags.extend(["CETP2-4.1-09", "CETP2-5-17"]);
                 }
                 _ => {
                     let rid = self.bad_request_id();
-                    extras.insert("request_id".into(), json!({"t": "string", "v": rid}));
+                    extras.insert("request_id".into(), typed("string", json!(rid)));
                     tags.push("CETP2-4.1-03");
                 }
             }
         }
-        if !extras.is_empty() {
-            step["extras"] = Json::Object(extras);
-        }
-        if !omit.is_empty() {
-            step["omit"] = json!(omit);
-        }
+        call.extras = extras;
+        call.omit = strings(&omit);
         tags.sort();
         tags.dedup();
-        step["requirements"] = json!(tags);
-        vec![call_step(step)]
+        vec![call_step(call.citing(&tags))]
     }
 
     /// A session token that is not `ident`'s: another identity's, a forged
@@ -149,26 +143,26 @@ impl Generator<'_> {
     }
 
     /// A common field with a value of another Bundle type.
-    pub(super) fn confused(&mut self) -> (&'static str, Json) {
-        let options: Vec<(&str, Json)> = vec![
-            ("protocol_version", json!({"t": "long", "v": 2})),
-            ("protocol_version", json!({"t": "string", "v": "2"})),
-            ("protocol_version", json!({"t": "int", "v": 1})),
-            ("protocol_version", json!({"t": "int", "v": 3})),
-            ("protocol_version", json!({"t": "double", "v": 2.0})),
-            ("protocol_version", json!({"t": "int[]", "v": [2]})),
+    pub(super) fn confused(&mut self) -> (&'static str, TypedValue) {
+        let options: Vec<(&str, TypedValue)> = vec![
+            ("protocol_version", typed("long", json!(2))),
+            ("protocol_version", typed("string", json!("2"))),
+            ("protocol_version", typed("int", json!(1))),
+            ("protocol_version", typed("int", json!(3))),
+            ("protocol_version", typed("double", json!(2.0))),
+            ("protocol_version", typed("int[]", json!([2]))),
             (
                 "protocol_version",
-                json!({"t": "bundle", "v": {"v": {"t": "int", "v": 2}}}),
+                typed("bundle", json!({"v": {"t": "int", "v": 2}})),
             ),
-            ("session_token", json!({"t": "int", "v": 7})),
-            ("session_token", json!({"t": "string[]", "v": ["a"]})),
-            ("request_id", json!({"t": "long", "v": 1})),
-            ("request_id", json!({"t": "bundle", "v": {}})),
-            ("deadline_at_ms", json!({"t": "int", "v": 5})),
-            ("deadline_at_ms", json!({"t": "string", "v": "soon"})),
-            ("deadline_at_ms", json!({"t": "double", "v": 1.5})),
-            ("deadline_at_ms", json!({"t": "null", "v": null})),
+            ("session_token", typed("int", json!(7))),
+            ("session_token", typed("string[]", json!(["a"]))),
+            ("request_id", typed("long", json!(1))),
+            ("request_id", typed("bundle", json!({}))),
+            ("deadline_at_ms", typed("int", json!(5))),
+            ("deadline_at_ms", typed("string", json!("soon"))),
+            ("deadline_at_ms", typed("double", json!(1.5))),
+            ("deadline_at_ms", typed("null", json!(null))),
         ];
         let i = self.rng.random_range(0..options.len());
         (options[i].0, options[i].1.clone())

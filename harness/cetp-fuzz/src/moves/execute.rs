@@ -1,11 +1,12 @@
 //! Tool executions: one call with drawn args (`args`), the same call
 //! several times at once, a result too large to inline.
 
-use super::{call_step, plain, Exec, GenStep, Generator};
+use super::steps::{any_status, call_step, citing, named, plain, role, settle, Call};
+use super::{Exec, GenStep, Generator};
 use crate::world::ToolInfo;
 use cetp_conformance::template::literal;
+use cetp_conformance::vector::{Args, Step};
 use rand::Rng;
-use serde_json::{json, Value as Json};
 
 impl Generator<'_> {
     /// Move: an execution of an executable tool with drawn args, sometimes
@@ -21,8 +22,12 @@ impl Generator<'_> {
         let e = self.name("e");
         let (args, mut tags) = self.args_for(&tool);
         tags.extend(["CETP2-4-04", "CETP2-4.2-02"]);
-        let mut step = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
-            "tool": {"name": literal(&tool.name)}, "args": args, "bind": e});
+        let may_ask = tool.confirmation == "always" || matches!(args, Args::Escalating);
+        let mut call = Call {
+            tool: named(literal(&tool.name)),
+            args: Some(args),
+            ..Call::new(ident, "execute_tool", &s, &e)
+        };
         if self.chance(0.15) {
             // Around the device's now, but never within the time a call
             // takes to arrive: a deadline a few ms away is exceeded or not
@@ -30,23 +35,18 @@ impl Generator<'_> {
             let d = *[-60_000i64, -1_000, 5_000, 3_600_000]
                 .get(self.rng.random_range(0..4))
                 .unwrap_or(&5_000);
-            step["deadline_in_ms"] = json!(d);
+            call.deadline_in_ms = Some(d);
             tags.extend(["CETP2-4.1-09", "CETP2-5-17"]);
         }
         if self.chance(0.15) {
             // The request claims what only the Provider may decide: that
             // the user confirmed (§4.3), or who the caller is (§7.1).
-            step["extras"] = self.assertion_extras(ident);
+            call.extras = self.assertion_extras(ident);
             tags.extend(["CETP2-4.3-07", "CETP2-7.1-02", "CETP2-3.4-14"]);
         }
-        step["requirements"] = json!(tags);
         if tool.execution != "sync" {
-            // `accepted` among the expected statuses keeps an operation
-            // unsettled, so later moves can read or cancel it by its id;
-            // the oracle replaces the set with what its members answered.
-            step["expect"] = json!({"status": ["success", "accepted", "error"]});
+            call.expect = any_status();
         }
-        let may_ask = tool.confirmation == "always" || args == json!("escalating");
         self.st.execs.push(Exec {
             bind: e.clone(),
             tool: tool.clone(),
@@ -56,7 +56,7 @@ impl Generator<'_> {
         });
         // Reads are observed too: a read tool changes no business state
         // (§3.4).
-        let inner = vec![call_step(step)];
+        let inner = vec![call_step(call.citing(&tags))];
         self.observed(
             inner,
             Some(e),
@@ -76,26 +76,29 @@ impl Generator<'_> {
         let u = self.name("u");
         let mut out = Vec::new();
         if same_rid {
-            out.push(plain(json!({"do": "uuid", "bind": u, "requirements": []})));
+            out.push(plain(citing(Step::Uuid { bind: u.clone() }, &[])));
         }
         let first = self.name("c");
         // Up to more calls than the minimum max_concurrent_requests (4):
         // one request id (one executor, §6) or several (RATE_LIMITED, §5).
         let n = self.rng.random_range(2..=6);
-        let calls: Vec<Json> = (0..n)
+        let steps: Vec<Step> = (0..n)
             .map(|i| {
-                let mut c = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
-                    "tool": {"name": literal(&tool.name)}, "args": "valid",
-                    "bind": if i == 0 { first.clone() } else { format!("{first}_{i}") }});
-                if same_rid {
-                    c["request_id"] = json!(format!("${{{u}}}"));
-                }
-                c
+                let bind = if i == 0 {
+                    first.clone()
+                } else {
+                    format!("{first}_{i}")
+                };
+                let call = Call {
+                    tool: named(literal(&tool.name)),
+                    args: Some(Args::Valid),
+                    request_id: same_rid.then(|| format!("${{{u}}}")),
+                    ..Call::new(ident, "execute_tool", &s, &bind)
+                };
+                call.step()
             })
             .collect();
-        out.push(plain(
-            json!({"do": "concurrent", "steps": calls, "requirements": ["CETP2-6-05"]}),
-        ));
+        out.push(plain(citing(Step::Concurrent { steps }, &["CETP2-6-05"])));
         // Only one request id makes the count independent of timing: one
         // executor, whatever the overlap (§6). With several, how many run
         // depends on how they overlap the Provider's limit.
@@ -123,30 +126,37 @@ impl Generator<'_> {
         }
         let s = self.session_with(ident, &caps, pre);
         let big = self.name("e");
-        let mut out = vec![call_step(json!({
-            "do": "call", "as": ident, "method": "execute_tool", "session": s,
-            "tool": {"profile_role": "large_result"}, "args": "valid", "bind": big,
-            "expect": {"status": ["success", "accepted", "error"]},
-            "requirements": ["CETP2-4.5-01", "CETP2-4.5-02", "CETP2-2.3-05"]}))];
+        let call = Call {
+            tool: role("large_result"),
+            args: Some(Args::Valid),
+            expect: any_status(),
+            ..Call::new(ident, "execute_tool", &s, &big)
+        };
+        let mut out = vec![call_step(call.citing(&[
+            "CETP2-4.5-01",
+            "CETP2-4.5-02",
+            "CETP2-2.3-05",
+        ]))];
         let (of, settled) = if caps.contains(&"async_operations") {
             let f = self.name("f");
-            out.push(call_step(json!({
-                "do": "settle", "as": ident, "session": s, "of": big, "bind": f,
-                "expect": {}, "requirements": ["CETP2-4.4-05"]})));
+            out.push(settle(ident, &s, &big, &f, &["CETP2-4.4-05"]));
             (f, true)
         } else {
             (big.clone(), false)
         };
         if caps.contains(&"large_results") {
-            let mut read = json!({"do": "read_fd", "as": ident,
-                "handle": format!("${{{of}/result_fd}}"),
-                "requirements": ["CETP2-4.5-03", "CETP2-4.5-04"]});
-            if !settled {
-                read["verify_against"] = json!(big);
-                read["output_schema"] = json!(true);
-                read["read_only"] = json!(true);
-            }
-            out.push(plain(read));
+            // Held to the call's declared size, digest and output_schema
+            // only when the call itself answered with the file.
+            let read = Step::ReadFd {
+                as_: ident.into(),
+                handle: format!("${{{of}/result_fd}}"),
+                max_bytes: None,
+                verify_against: (!settled).then_some(big),
+                expect_ok: None,
+                output_schema: !settled,
+                read_only: !settled,
+            };
+            out.push(plain(citing(read, &["CETP2-4.5-03", "CETP2-4.5-04"])));
         }
         Some(out)
     }

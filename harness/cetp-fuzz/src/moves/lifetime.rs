@@ -1,9 +1,10 @@
 //! Time and the process: the clock moved, a session past its lifetime, a
 //! restart.
 
-use super::{call_step, plain, GenStep, Generator};
+use super::steps::{advance_by, call_step, citing, plain, Call};
+use super::{GenStep, Generator};
+use cetp_conformance::vector::{Step, Until};
 use rand::Rng;
-use serde_json::json;
 
 impl Generator<'_> {
     /// Move: the clock moved by a drawn amount, from a second to past a
@@ -19,9 +20,7 @@ impl Generator<'_> {
         ]
         .get(self.rng.random_range(0..6))
         .unwrap_or(&1_000);
-        vec![plain(
-            json!({"do": "advance_clock", "ms": ms, "requirements": []}),
-        )]
+        vec![advance_by(ms)]
     }
 
     /// Move: a session used after its lifetime (§2.2), which must be
@@ -39,12 +38,18 @@ impl Generator<'_> {
             .map(|s| format!("${{{}/data/expires_at}}", s.name))
             .collect();
         Some(vec![
-            plain(json!({"do": "advance_clock", "until": until,
-                         "plus_ms": 1000, "requirements": []})),
+            plain(citing(
+                Step::AdvanceClock {
+                    ms: None,
+                    profile: None,
+                    until: Some(Until::Latest(until)),
+                    plus_ms: 1000,
+                },
+                &[],
+            )),
             call_step(
-                json!({"do": "call", "as": sess.ident, "method": "list_tools",
-                "session": sess.name, "bind": l,
-                "requirements": ["CETP2-2.2-13", "CETP2-5-06"]}),
+                Call::new(sess.ident, "list_tools", &sess.name, &l)
+                    .citing(&["CETP2-2.2-13", "CETP2-5-06"]),
             ),
         ])
     }
@@ -55,7 +60,7 @@ impl Generator<'_> {
         // Sessions may end with the process (§2.2): the moves after
         // a restart work in new ones, so that what must survive it
         // (de-duplication records, §4.4) is what they meet.
-        let mut out = vec![plain(json!({"do": "restart", "requirements": []}))];
+        let mut out = vec![plain(citing(Step::Restart, &[]))];
         let idents: Vec<&'static str> = self.st.sessions.iter().map(|x| x.ident).collect();
         self.st.sessions.clear();
         for ident in ["a", "b"] {

@@ -15,6 +15,7 @@
 //! (their arguments), `replay` (de-duplication, §6), `operation`
 //! (background operations, §4.4), `confirm` (confirmations, §4.3),
 //! `envelope` (malformed requests) and `lifetime` (the clock and restarts).
+//! They build the vector format's typed steps (`steps`).
 //! Each move is a [`Generator`] method that returns `None` when its
 //! precondition fails (no tool to call, no earlier execution to replay);
 //! the draw then simply draws again.
@@ -28,13 +29,15 @@ mod operation;
 mod provider;
 mod replay;
 mod session;
+mod steps;
 
 pub use args::redraw_generated;
 
 use crate::world::{ToolInfo, World};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
+use steps::{bare, citing, observe, plain};
 
 /// What the oracle does with a step.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -332,46 +335,14 @@ impl<'w> Generator<'w> {
         }
         let before = self.name("o");
         let after = self.name("p");
-        let mut out = vec![plain(json!({"do": "observe", "bind": before}))];
+        let mut out = vec![plain(bare(observe(&before)))];
         out.extend(inner);
-        out.push(GenStep {
-            step: json!({"do": "observe", "bind": after, "requirements": tags}),
-            meta: Meta::EffectsAfter {
-                since: before,
-                tool_of,
-            },
-        });
+        let mut snapshot = plain(citing(observe(&after), tags));
+        snapshot.meta = Meta::EffectsAfter {
+            since: before,
+            tool_of,
+        };
+        out.push(snapshot);
         out
-    }
-}
-
-/// A judgement that `b` repeats the terminal answer `a` (§6), unless one
-/// of them is an answer §5 lets a Provider give at any time.
-fn same_answer(a: &str, b: &str, reqs: &[&str]) -> GenStep {
-    GenStep {
-        step: json!({"do": "same", "a": a, "b": b,
-            "unless_code": ["RATE_LIMITED", "NEGOTIATION_REQUIRED", "UNAVAILABLE"],
-            "requirements": reqs}),
-        meta: Meta::Judgement,
-    }
-}
-
-/// A step the oracle runs as written.
-fn plain(step: Json) -> GenStep {
-    GenStep {
-        step,
-        meta: Meta::Plain,
-    }
-}
-
-/// A call whose expectation the oracle fills in: a placeholder `expect`
-/// marks it.
-fn call_step(mut step: Json) -> GenStep {
-    if step.get("expect").is_none() {
-        step["expect"] = json!({});
-    }
-    GenStep {
-        step,
-        meta: Meta::Plain,
     }
 }

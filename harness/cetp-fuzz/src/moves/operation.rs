@@ -2,11 +2,15 @@
 //! an operation, its whole life in one move, and an operation across a
 //! restart.
 
-use super::{call_step, plain, same_answer, Exec, GenStep, Generator, Meta};
+use super::steps::{
+    advance_by, any_status, bare, call_step, citing, judgement, named, observe, plain,
+    request_id_of, role, same_answer, settle, Call,
+};
+use super::{Exec, GenStep, Generator, Meta};
 use crate::world::ToolInfo;
 use cetp_conformance::template::literal;
+use cetp_conformance::vector::{Args, Step};
 use rand::Rng;
-use serde_json::json;
 
 impl Generator<'_> {
     /// Move: a read, cancel or settle of an earlier execution's background
@@ -39,7 +43,7 @@ impl Generator<'_> {
         // bound to (§4.1, §5), so that what is judged is the caller or the
         // capability; sometimes a new one.
         let rid = if self.chance(0.7) {
-            format!("${{{}/_request/request_id}}", e.bind)
+            request_id_of(&e.bind)
         } else {
             "new".to_string()
         };
@@ -54,20 +58,26 @@ impl Generator<'_> {
         if other {
             tags.push("CETP2-4.4-11");
         }
+        let query = |method: &str| Call {
+            request_id: Some(rid.clone()),
+            operation_id: Some(op.clone()),
+            ..Call::new(ident, method, &s, &b)
+        };
         let step = match r {
-            0 => json!({"do": "call", "as": ident, "method": "get_operation", "session": s,
-                        "request_id": rid, "operation_id": op, "bind": b, "requirements": tags}),
+            0 => call_step(query("get_operation").citing(&tags)),
             1 => {
                 tags.extend(["CETP2-4.4-09", "CETP2-4.4-17"]);
-                json!({"do": "call", "as": ident, "method": "cancel_operation", "session": s,
-                        "request_id": rid, "operation_id": op, "bind": b, "requirements": tags})
+                call_step(query("cancel_operation").citing(&tags))
             }
-            _ => {
-                json!({"do": "settle", "as": e.ident, "session": e.session, "of": e.bind, "bind": b,
-                        "expect": {}, "requirements": ["CETP2-4.4-05", "CETP2-4.4-08"]})
-            }
+            _ => settle(
+                e.ident,
+                &e.session,
+                &e.bind,
+                &b,
+                &["CETP2-4.4-05", "CETP2-4.4-08"],
+            ),
         };
-        let inner = vec![call_step(step)];
+        let inner = vec![step];
         Some(if e.tool.effect == "read" {
             inner
         } else {
@@ -107,20 +117,26 @@ impl Generator<'_> {
             .map(|(r, _)| r.clone())
             .collect();
         let (tool_ref, args) = match self.pick(&roles) {
-            Some(r) if self.chance(0.5) => (json!({"profile_role": r}), json!("valid")),
+            Some(r) if self.chance(0.5) => (role(r), Args::Valid),
             _ => {
                 let args = match self.generated(&tool) {
-                    Some(v) if self.chance(0.4) => json!({"json": v}),
-                    _ => json!("valid"),
+                    Some(v) if self.chance(0.4) => Args::Json(v),
+                    _ => Args::Valid,
                 };
-                (json!({"name": literal(&tool.name)}), args)
+                (named(literal(&tool.name)), args)
             }
         };
-        let mut inner = vec![call_step(json!({
-            "do": "call", "as": ident, "method": "execute_tool", "session": s,
-            "tool": tool_ref, "args": args, "bind": e,
-            "expect": {"status": ["success", "accepted", "error"]},
-            "requirements": ["CETP2-4.4-01", "CETP2-4.4-02", "CETP2-4-04"]}))];
+        let call = Call {
+            tool: tool_ref,
+            args: Some(args),
+            expect: any_status(),
+            ..Call::new(ident, "execute_tool", &s, &e)
+        };
+        let mut inner = vec![call_step(call.citing(&[
+            "CETP2-4.4-01",
+            "CETP2-4.4-02",
+            "CETP2-4-04",
+        ]))];
         self.st.execs.push(Exec {
             bind: e.clone(),
             tool: tool.clone(),
@@ -149,45 +165,74 @@ impl Generator<'_> {
             if method == "cancel_operation" {
                 tags.extend(["CETP2-4.4-09", "CETP2-4.4-17"]);
             }
-            inner.push(call_step(json!({
-                "do": "call", "as": who, "method": method, "session": sess,
-                "request_id": rid, "operation_id": op, "bind": b, "requirements": tags})));
+            let query = Call {
+                request_id: Some(rid),
+                operation_id: Some(op.clone()),
+                ..Call::new(who, method, &sess, &b)
+            };
+            inner.push(call_step(query.citing(&tags)));
         }
         let fin = self.name("f");
-        inner.push(call_step(json!({
-            "do": "settle", "as": ident, "session": s, "of": e, "bind": fin,
-            "expect": {}, "requirements": ["CETP2-4.4-05", "CETP2-4.4-08"]})));
+        inner.push(settle(
+            ident,
+            &s,
+            &e,
+            &fin,
+            &["CETP2-4.4-05", "CETP2-4.4-08"],
+        ));
         if !self.world.observer {
             return Some(inner);
         }
         let before = self.name("o");
-        let mut out = vec![plain(json!({"do": "observe", "bind": before}))];
+        let mut out = vec![plain(bare(observe(&before)))];
         out.extend(inner);
         if cancelled {
-            // The judgement reads the operation's state, which a poll's
-            // answer carries (`/data/state`); the settled answer holds the
-            // result instead. A run that answered synchronously has no
-            // operation to poll and stops there.
-            let state = self.name("f");
-            out.push(call_step(json!({
-                "do": "poll", "as": ident, "session": s, "operation_of": e, "bind": state,
-                "expect": {}, "requirements": ["CETP2-4.4-09"]})));
-            out.push(GenStep {
-                step: json!({"do": "cancel_consistent", "final": state, "since": before,
-                             "requirements": ["CETP2-4.4-17"]}),
-                meta: Meta::Judgement,
-            });
+            out.extend(self.cancel_judged(ident, s, &e, &before));
         }
         let after = self.name("p");
-        out.push(GenStep {
-            step: json!({"do": "observe", "bind": after,
-                         "requirements": ["CETP2-4.4-17", "CETP2-4.4-11", "CETP2-6-01"]}),
-            meta: Meta::EffectsAfter {
-                since: before,
-                tool_of: Some(e),
-            },
-        });
+        let mut snapshot = plain(citing(
+            observe(&after),
+            &["CETP2-4.4-17", "CETP2-4.4-11", "CETP2-6-01"],
+        ));
+        snapshot.meta = Meta::EffectsAfter {
+            since: before,
+            tool_of: Some(e),
+        };
+        out.push(snapshot);
         Some(out)
+    }
+
+    /// After a cancellation of the operation of `e` by `ident` in `session`:
+    /// its final state, held to the effects the observer saw since
+    /// `before`.
+    fn cancel_judged(
+        &mut self,
+        ident: &str,
+        session: String,
+        e: &str,
+        before: &str,
+    ) -> [GenStep; 2] {
+        // The judgement reads the operation's state, which a poll's answer
+        // carries (`/data/state`); the settled answer holds the result
+        // instead. A run that answered synchronously has no operation to
+        // poll and stops there.
+        let state = self.name("f");
+        let poll = Step::Poll {
+            as_: ident.into(),
+            session,
+            operation_of: e.into(),
+            max_ms: None,
+            bind: Some(state.clone()),
+            expect: None,
+        };
+        let consistent = Step::CancelConsistent {
+            final_: state,
+            since: before.into(),
+        };
+        [
+            call_step(citing(poll, &["CETP2-4.4-09"])),
+            judgement(citing(consistent, &["CETP2-4.4-17"])),
+        ]
     }
 
     /// One query of an async execution's operation (§4.4): by its creator,
@@ -239,9 +284,7 @@ impl Generator<'_> {
                 let ms = *[61_000u64, 590_000, 3_590_000]
                     .get(self.rng.random_range(0..3))
                     .unwrap_or(&61_000);
-                inner.push(plain(
-                    json!({"do": "advance_clock", "ms": ms, "requirements": []}),
-                ));
+                inner.push(advance_by(ms));
                 (ident, s.to_string(), own_rid.to_string(), "get_operation")
             }
             _ => (
@@ -280,14 +323,16 @@ impl Generator<'_> {
             .iter()
             .find(|(r, t)| **t == tool.name && r.as_str() == "async")
         {
-            Some((r, _)) if self.chance(0.7) => json!({"profile_role": r}),
-            _ => json!({"name": literal(&tool.name)}),
+            Some((r, _)) if self.chance(0.7) => role(r),
+            _ => named(literal(&tool.name)),
         };
-        let mut inner = vec![call_step(json!({
-            "do": "call", "as": ident, "method": "execute_tool", "session": s,
-            "tool": tool_ref, "args": "valid", "bind": e,
-            "expect": {"status": ["success", "accepted", "error"]},
-            "requirements": ["CETP2-4.4-01", "CETP2-4-04"]}))];
+        let call = Call {
+            tool: tool_ref,
+            args: Some(Args::Valid),
+            expect: any_status(),
+            ..Call::new(ident, "execute_tool", &s, &e)
+        };
+        let mut inner = vec![call_step(call.citing(&["CETP2-4.4-01", "CETP2-4-04"]))];
         self.st.execs.push(Exec {
             bind: e.clone(),
             tool: tool.clone(),
@@ -297,24 +342,21 @@ impl Generator<'_> {
         });
         let settled_first = self.chance(0.5).then(|| self.name("f"));
         if let Some(f) = &settled_first {
-            inner.push(call_step(json!({
-                "do": "settle", "as": ident, "session": s, "of": e, "bind": f,
-                "expect": {}, "requirements": ["CETP2-4.4-05", "CETP2-4.4-08"]})));
+            inner.push(settle(ident, &s, &e, f, &["CETP2-4.4-05", "CETP2-4.4-08"]));
         }
         inner.extend(self.restart());
         let s2 = self.session_with(ident, &caps, &mut inner);
         let g = self.name("g");
         let reqs = ["CETP2-4.4-13", "CETP2-4.4-14", "CETP2-6-04"];
         if self.chance(0.5) {
-            inner.push(call_step(json!({
-                "do": "call", "as": ident, "method": "get_operation", "session": s2,
-                "request_id": format!("${{{e}/_request/request_id}}"),
-                "operation_id": format!("${{{e}/data/operation_id}}"), "bind": g,
-                "requirements": reqs})));
+            let read = Call {
+                request_id: Some(request_id_of(&e)),
+                operation_id: Some(format!("${{{e}/data/operation_id}}")),
+                ..Call::new(ident, "get_operation", &s2, &g)
+            };
+            inner.push(call_step(read.citing(&reqs)));
         } else {
-            inner.push(call_step(json!({
-                "do": "settle", "as": ident, "session": s2, "of": e, "bind": g,
-                "expect": {}, "requirements": reqs})));
+            inner.push(settle(ident, &s2, &e, &g, &reqs));
             if let Some(f) = &settled_first {
                 // An ended operation stays ended with the same outcome: the
                 // restart ran nothing again (§4.4, §6).

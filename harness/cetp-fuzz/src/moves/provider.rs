@@ -2,29 +2,46 @@
 //! info and identity (§3.1, §3.2), its tool lists and their revisions
 //! (§3.3), methods it must refuse (§4), and the v1 path (§8).
 
-use super::{call_step, GenStep, Generator, Meta};
+use super::steps::{call_step, citing, judgement, named, strings, Call};
+use super::{GenStep, Generator};
 use crate::world::ToolInfo;
 use cetp_conformance::template::literal;
+use cetp_conformance::vector::{Args, DiscoverExpect, Step};
 use rand::Rng;
-use serde_json::json;
 
 impl Generator<'_> {
     /// Move: what discovery must show (§2.1), each judged on its own. No
     /// precondition.
     pub(super) fn discover(&mut self) -> Vec<GenStep> {
         // Kept where every member's manifest (the target's shape) holds it.
+        let found = DiscoverExpect {
+            found: true,
+            ..DiscoverExpect::default()
+        };
         [
-            (json!({"found": true}), "CETP2-2.1-01"),
-            (json!({"found": true, "same_package": true}), "CETP2-2.1-07"),
+            (found.clone(), "CETP2-2.1-01"),
             (
-                json!({"found": true, "legacy_version_kept": true}),
+                DiscoverExpect {
+                    same_package: true,
+                    ..found.clone()
+                },
+                "CETP2-2.1-07",
+            ),
+            (
+                DiscoverExpect {
+                    legacy_version_kept: true,
+                    ..found
+                },
                 "CETP2-2.1-02",
             ),
         ]
         .into_iter()
-        .map(|(expect, req)| GenStep {
-            step: json!({"do": "discover", "expect": expect, "requirements": [req]}),
-            meta: Meta::Judgement,
+        .map(|(expect, req)| {
+            let step = Step::Discover {
+                bind: None,
+                expect: Some(expect),
+            };
+            judgement(citing(step, &[req]))
         })
         .collect()
     }
@@ -34,8 +51,7 @@ impl Generator<'_> {
     pub(super) fn list_into(&mut self, s: &str, ident: &str, pre: &mut Vec<GenStep>) -> String {
         let l = self.name("l");
         pre.push(call_step(
-            json!({"do": "call", "as": ident, "method": "list_tools",
-            "session": s, "bind": l, "requirements": ["CETP2-4-03"]}),
+            Call::new(ident, "list_tools", s, &l).citing(&["CETP2-4-03"]),
         ));
         self.st.lists.push(l.clone());
         l
@@ -57,8 +73,7 @@ impl Generator<'_> {
         let i = self.name("i");
         self.st.infos.push(i.clone());
         vec![call_step(
-            json!({"do": "call", "as": ident, "method": "get_provider_info",
-            "session": s, "bind": i, "requirements": ["CETP2-4-02", "CETP2-3.2-01"]}),
+            Call::new(ident, "get_provider_info", &s, &i).citing(&["CETP2-4-02", "CETP2-3.2-01"]),
         )]
     }
 
@@ -69,25 +84,27 @@ impl Generator<'_> {
         let s = self.session_of(ident, pre);
         let a = self.name("i");
         pre.push(call_step(
-            json!({"do": "call", "as": ident, "method": "get_provider_info",
-            "session": s, "bind": a, "requirements": ["CETP2-4-02"]}),
+            Call::new(ident, "get_provider_info", &s, &a).citing(&["CETP2-4-02"]),
         ));
         let prior = self.st.infos.clone();
         self.st.infos.push(a.clone());
         // The same identity in negotiate and in get_provider_info,
         // and across calls, sessions, identities and restarts.
-        let mut out = vec![GenStep {
-            step: json!({"do": "equal", "a": format!("${{{s}/data/provider_id}}"),
-                         "b": format!("${{{a}/data/provider_id}}"),
-                         "requirements": ["CETP2-3.1-01"]}),
-            meta: Meta::Judgement,
-        }];
+        let equal = Step::Equal {
+            a: format!("${{{s}/data/provider_id}}"),
+            b: format!("${{{a}/data/provider_id}}"),
+        };
+        let mut out = vec![judgement(citing(equal, &["CETP2-3.1-01"]))];
         if let Some(b) = self.pick(&prior) {
-            out.push(GenStep {
-                step: json!({"do": "same", "a": b, "b": a, "pointers": ["/data/provider_id"],
-                             "requirements": ["CETP2-3.1-01"]}),
-                meta: Meta::Judgement,
-            });
+            let same = Step::Same {
+                a: b,
+                b: a,
+                pointers: strings(&["/data/provider_id"]),
+                different: false,
+                unless_code: vec![],
+                if_status: None,
+            };
+            out.push(judgement(citing(same, &["CETP2-3.1-01"])));
         }
         out
     }
@@ -96,10 +113,12 @@ impl Generator<'_> {
     /// (§3.3). `None` when the draw holds a fresh list to an earlier one and
     /// picks the fresh one itself (always, when there is no earlier one).
     pub(super) fn revision(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
-        let judge = |a: &str, b: &str| GenStep {
-            step: json!({"do": "revision_consistent", "a": a, "b": b,
-                         "requirements": ["CETP2-3.3-03"]}),
-            meta: Meta::Judgement,
+        let judge = |a: &str, b: &str| {
+            let step = Step::RevisionConsistent {
+                a: a.into(),
+                b: b.into(),
+            };
+            judgement(citing(step, &["CETP2-3.3-03"]))
         };
         if self.chance(0.5) {
             // Two sessions apart only in async_operations: execution
@@ -140,8 +159,7 @@ impl Generator<'_> {
         let m = methods[self.rng.random_range(0..methods.len())];
         let b = self.name("u");
         vec![call_step(
-            json!({"do": "call", "as": ident, "method": m, "session": s, "bind": b,
-            "requirements": ["CETP2-4-07", "CETP2-5-12"]}),
+            Call::new(ident, m, &s, &b).citing(&["CETP2-4-07", "CETP2-5-12"]),
         )]
     }
 
@@ -155,23 +173,26 @@ impl Generator<'_> {
         if self.chance(0.4) {
             // The v1 list holds only tools the v2 list declares read-only.
             let l = self.list_into(&s, ident, pre);
+            let list = Call {
+                session: None,
+                v1: true,
+                ..Call::new(ident, "list_tools", "", &b)
+            };
+            let read_only = Step::V1ReadOnly { v1: b, v2: l };
             return Some(vec![
-                call_step(json!({"do": "call", "as": ident, "method": "list_tools",
-                    "v1": true, "bind": b, "requirements": ["CETP2-2.1-05", "CETP2-4-08"]})),
-                GenStep {
-                    step: json!({"do": "v1_read_only", "v1": b, "v2": l,
-                                 "requirements": ["CETP2-2.1-05", "CETP2-8-08"]}),
-                    meta: Meta::Judgement,
-                },
+                call_step(list.citing(&["CETP2-2.1-05", "CETP2-4-08"])),
+                judgement(citing(read_only, &["CETP2-2.1-05", "CETP2-8-08"])),
             ]);
         }
         let tools: Vec<ToolInfo> = self.world.executable().cloned().collect();
         let tool = self.pick(&tools)?;
-        let step = call_step(
-            json!({"do": "call", "as": ident, "method": "execute_tool", "v1": true,
-            "session": s, "tool": {"name": literal(&tool.name)}, "args": "valid", "bind": b,
-            "requirements": ["CETP2-8-02", "CETP2-8-07", "CETP2-4-08"]}),
-        );
+        let call = Call {
+            v1: true,
+            tool: named(literal(&tool.name)),
+            args: Some(Args::Valid),
+            ..Call::new(ident, "execute_tool", &s, &b)
+        };
+        let step = call_step(call.citing(&["CETP2-8-02", "CETP2-8-07", "CETP2-4-08"]));
         Some(if tool.effect == "read" {
             vec![step]
         } else {

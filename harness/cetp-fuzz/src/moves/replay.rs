@@ -1,11 +1,14 @@
 //! De-duplication moves (§6): a request id used again, a retry, a replay
 //! across a restart.
 
-use super::{call_step, plain, same_answer, Exec, GenStep, Generator, Meta};
+use super::steps::{
+    advance_by, any_status, call_step, citing, judgement, request_id_of, same_answer, strings, Call,
+};
+use super::{Exec, GenStep, Generator};
 use crate::world::ToolInfo;
 use cetp_conformance::template::literal;
+use cetp_conformance::vector::{Args, Step};
 use rand::Rng;
-use serde_json::json;
 
 impl Generator<'_> {
     /// Move: an earlier execution's request id again (§6), with the same,
@@ -42,10 +45,10 @@ impl Generator<'_> {
         let tool = other_tool.clone().unwrap_or(prior.tool.clone());
         let args_kind = self.rng.random_range(0..4);
         let args = match (args_kind, &other_tool) {
-            (_, Some(_)) => json!("valid"),
-            (0 | 1, _) => json!({"same_as": prior.bind}),
-            (2, _) => json!({"altered_from": prior.bind}),
-            _ => json!({"reordered_from": prior.bind}),
+            (_, Some(_)) => Args::Valid,
+            (0 | 1, _) => Args::SameAs(prior.bind.clone()),
+            (2, _) => Args::AlteredFrom(prior.bind.clone()),
+            _ => Args::ReorderedFrom(prior.bind.clone()),
         };
         let mut tags = vec!["CETP2-6-01", "CETP2-6-04"];
         if other_tool.is_some() || args_kind == 2 {
@@ -55,17 +58,21 @@ impl Generator<'_> {
             tags.push("CETP2-6-02");
         }
         let r = self.name("r");
-        let step = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
-            "tool": {"name": literal(&tool.name)}, "args": args, "bind": r,
-            "request_id": format!("${{{}/_request/request_id}}", prior.bind),
-            "requirements": tags});
-        let mut inner = vec![call_step(step)];
+        let call = Call {
+            request_id: Some(request_id_of(&prior.bind)),
+            ..Call::execute(ident, &s, literal(&tool.name), args, &r)
+        };
+        let mut inner = vec![call_step(call.citing(&tags))];
         if other_tool.is_none() && !other_ident && args_kind != 2 {
-            inner.push(GenStep {
-                step: json!({"do": "same", "a": prior.bind, "b": r,
-                    "unless_code": ["RATE_LIMITED", "NEGOTIATION_REQUIRED"], "requirements": ["CETP2-6-04"]}),
-                meta: Meta::Judgement,
-            });
+            let same = Step::Same {
+                a: prior.bind.clone(),
+                b: r.clone(),
+                pointers: vec![],
+                different: false,
+                unless_code: strings(&["RATE_LIMITED", "NEGOTIATION_REQUIRED"]),
+                if_status: None,
+            };
+            inner.push(judgement(citing(same, &["CETP2-6-04"])));
         }
         self.st.execs.push(Exec {
             bind: r.clone(),
@@ -92,14 +99,12 @@ impl Generator<'_> {
         let ident = self.ident();
         let s = self.session_of(ident, pre);
         let e = self.name("e");
-        let mut first = json!({"do": "call", "as": ident, "method": "execute_tool", "session": s,
-            "tool": {"name": literal(&tool.name)}, "args": "valid", "bind": e,
-            "requirements": ["CETP2-4-04", "CETP2-6-01"]});
+        let mut first = Call::execute(ident, &s, literal(&tool.name), Args::Valid, &e);
         if tool.execution != "sync" {
-            first["expect"] = json!({"status": ["success", "accepted", "error"]});
+            first.expect = any_status();
         }
         let mut out = self.observed(
-            vec![call_step(first)],
+            vec![call_step(first.citing(&["CETP2-4-04", "CETP2-6-01"]))],
             Some(e.clone()),
             &["CETP2-6-01", "CETP2-3.4-12"],
         );
@@ -119,9 +124,7 @@ impl Generator<'_> {
             let ms = *[61_000u64, 590_000, 3_590_000]
                 .get(self.rng.random_range(0..3))
                 .unwrap_or(&61_000);
-            out.push(plain(
-                json!({"do": "advance_clock", "ms": ms, "requirements": []}),
-            ));
+            out.push(advance_by(ms));
         }
         let s2 = if later || self.chance(0.3) {
             self.fresh_session(ident, &mut out)
@@ -129,13 +132,12 @@ impl Generator<'_> {
             s
         };
         let r = self.name("r");
+        let again = Call {
+            request_id: Some(request_id_of(&e)),
+            ..Call::execute(ident, &s2, literal(&tool.name), Args::SameAs(e.clone()), &r)
+        };
         let replay = vec![
-            call_step(
-                json!({"do": "call", "as": ident, "method": "execute_tool", "session": s2,
-                "tool": {"name": literal(&tool.name)}, "args": {"same_as": e},
-                "request_id": format!("${{{e}/_request/request_id}}"), "bind": r,
-                "requirements": ["CETP2-6-01", "CETP2-6-04"]}),
-            ),
+            call_step(again.citing(&["CETP2-6-01", "CETP2-6-04"])),
             same_answer(&e, &r, &["CETP2-6-04"]),
         ];
         out.extend(self.observed(replay, Some(r), &["CETP2-6-01", "CETP2-6-04"]));
@@ -150,23 +152,22 @@ impl Generator<'_> {
         let tool = self.pick(&tools)?;
         let s = self.session_of("a", pre);
         let e = self.name("e");
-        let first = vec![call_step(
-            json!({"do": "call", "as": "a", "method": "execute_tool",
-            "session": s, "tool": {"name": literal(&tool.name)}, "args": "valid", "bind": e,
-            "requirements": ["CETP2-4-04", "CETP2-6-01"]}),
-        )];
+        let first = Call::execute("a", &s, literal(&tool.name), Args::Valid, &e);
+        let first = vec![call_step(first.citing(&["CETP2-4-04", "CETP2-6-01"]))];
         let mut out = self.observed(first, Some(e.clone()), &["CETP2-6-01"]);
         out.extend(self.restart());
         let s2 = self.session_of("a", &mut out);
         let r = self.name("r");
-        let replay = vec![call_step(
-            json!({"do": "call", "as": "a", "method": "execute_tool",
-            "session": s2, "tool": {"name": literal(&tool.name)}, "args": {"same_as": e},
-            "request_id": format!("${{{e}/_request/request_id}}"), "bind": r,
-            "requirements": ["CETP2-4.4-13", "CETP2-4.4-14", "CETP2-6-04"]}),
-        )];
+        let again = Call {
+            request_id: Some(request_id_of(&e)),
+            ..Call::execute("a", &s2, literal(&tool.name), Args::SameAs(e.clone()), &r)
+        };
+        let mut replay = vec![call_step(again.citing(&[
+            "CETP2-4.4-13",
+            "CETP2-4.4-14",
+            "CETP2-6-04",
+        ]))];
         // The record that survived carries the first answer (§6).
-        let mut replay = replay;
         replay.push(same_answer(&e, &r, &["CETP2-4.4-13", "CETP2-6-04"]));
         out.extend(self.observed(replay, Some(r), &["CETP2-4.4-13", "CETP2-4.4-14"]));
         Some(out)

@@ -1,9 +1,12 @@
 //! Session moves (§2.2): negotiations, the sessions other moves call in,
 //! and what session tokens must be.
 
-use super::{call_step, plain, Exec, GenStep, Generator, Meta, Move, Sess};
+use super::steps::{bare, call_step, citing, judgement, plain, strings, typed};
+use super::{Exec, GenStep, Generator, Move, Sess};
+use cetp_conformance::vector::{Expect, Step};
 use rand::Rng;
-use serde_json::{json, Value as Json};
+use serde_json::json;
+use std::collections::BTreeMap;
 
 impl Generator<'_> {
     /// Move: a new session of a drawn identity. No precondition.
@@ -21,31 +24,36 @@ impl Generator<'_> {
             let m = self.session_move(ident);
             pre.extend(m.steps);
         }
-        vec![GenStep {
-            step: json!({"do": "tokens_unpredictable", "tokens": self.st.tokens.clone(),
-                         "requirements": ["CETP2-2.2-07"]}),
-            meta: Meta::Judgement,
-        }]
+        let tokens = self.st.tokens.clone();
+        vec![judgement(citing(
+            Step::TokensUnpredictable { tokens },
+            &["CETP2-2.2-07"],
+        ))]
     }
 
     /// A negotiation of `ident`, sometimes with drawn capabilities or an
     /// explicit version offer: a session later moves may use.
     pub(super) fn session_move(&mut self, ident: &'static str) -> Move {
         let name = self.name("s");
-        let mut step = json!({"do": "negotiate", "as": ident, "bind": name});
+        let mut capabilities = None;
         if self.chance(0.5) {
             let caps: Vec<&str> = ["async_operations", "cancellation", "large_results"]
                 .into_iter()
                 .filter(|_| self.rng.random_bool(0.5))
                 .collect();
-            step["capabilities"] = json!(caps);
+            capabilities = Some(strings(&caps));
         }
-        if self.chance(0.15) {
-            step["versions"] = json!([2]);
-        }
+        let versions = self.chance(0.15).then(|| vec![2]);
         self.remember_session(&name, ident);
         Move {
-            steps: vec![plain(step)],
+            steps: vec![plain(bare(Step::Negotiate {
+                as_: ident.into(),
+                versions,
+                capabilities,
+                extras: None,
+                bind: Some(name),
+                expect: None,
+            }))],
         }
     }
 
@@ -83,9 +91,14 @@ impl Generator<'_> {
         pre: &mut Vec<GenStep>,
     ) -> String {
         let name = self.name("s");
-        pre.push(plain(
-            json!({"do": "negotiate", "as": ident, "bind": name, "capabilities": caps}),
-        ));
+        pre.push(plain(bare(Step::Negotiate {
+            as_: ident.into(),
+            versions: None,
+            capabilities: Some(strings(caps)),
+            extras: None,
+            bind: Some(name.clone()),
+            expect: None,
+        })));
         self.remember_session(&name, ident);
         name
     }
@@ -123,21 +136,21 @@ impl Generator<'_> {
     pub(super) fn negotiate_odd(&mut self) -> Vec<GenStep> {
         let ident = self.ident();
         let n = self.name("n");
-        let mut step = json!({"do": "negotiate", "as": ident, "bind": n, "expect": {}});
-        let tags: Vec<&str>;
+        let (mut versions, mut capabilities, mut extras) = (None, None, None);
+        let tags: &[&str];
         if self.chance(0.6) {
-            let offers = [
-                json!([]),
-                json!([1]),
-                json!([3]),
-                json!([0]),
-                json!([3, 2]),
-                json!([2, 2]),
-                json!([99, 2]),
-                json!([-1]),
-                json!([1, 2]),
+            let offers: [&[i32]; 9] = [
+                &[],
+                &[1],
+                &[3],
+                &[0],
+                &[3, 2],
+                &[2, 2],
+                &[99, 2],
+                &[-1],
+                &[1, 2],
             ];
-            step["versions"] = offers[self.rng.random_range(0..offers.len())].clone();
+            versions = Some(offers[self.rng.random_range(0..offers.len())].to_vec());
             let caps: Vec<&str> = [
                 "async_operations",
                 "cancellation",
@@ -148,44 +161,51 @@ impl Generator<'_> {
             .into_iter()
             .filter(|_| self.rng.random_bool(0.4))
             .collect();
-            step["capabilities"] = json!(caps);
-            tags = vec!["CETP2-2.2-05", "CETP2-2.2-06", "CETP2-2.2-14", "CETP2-5-04"];
+            capabilities = Some(strings(&caps));
+            tags = &["CETP2-2.2-05", "CETP2-2.2-06", "CETP2-2.2-14", "CETP2-5-04"];
         } else {
             let versions = [
-                json!({"t": "int[]", "v": [2]}),
-                json!({"t": "string", "v": "2"}),
-                json!({"t": "int", "v": 2}),
-                json!({"t": "long[]", "v": [2]}),
-                json!({"t": "string[]", "v": ["2"]}),
-                json!({"t": "bundle", "v": {}}),
+                typed("int[]", json!([2])),
+                typed("string", json!("2")),
+                typed("int", json!(2)),
+                typed("long[]", json!([2])),
+                typed("string[]", json!(["2"])),
+                typed("bundle", json!({})),
             ];
             let caps = [
-                json!({"t": "string", "v": "[\"async_operations\"]"}),
-                json!({"t": "string[]", "v": ["async_operations"]}),
-                json!({"t": "string", "v": "["}),
-                json!({"t": "int", "v": 1}),
-                json!({"t": "string", "v": "{}"}),
+                typed("string", json!("[\"async_operations\"]")),
+                typed("string[]", json!(["async_operations"])),
+                typed("string", json!("[")),
+                typed("int", json!(1)),
+                typed("string", json!("{}")),
             ];
-            let mut extras = serde_json::Map::new();
+            let mut fields = BTreeMap::new();
             if self.chance(0.85) {
-                extras.insert(
+                fields.insert(
                     "consumer_versions".into(),
                     versions[self.rng.random_range(0..versions.len())].clone(),
                 );
             }
             if self.chance(0.85) {
-                extras.insert(
+                fields.insert(
                     "consumer_capabilities".into(),
                     caps[self.rng.random_range(0..caps.len())].clone(),
                 );
             }
             if self.chance(0.2) {
-                extras.insert("protocol_version".into(), json!({"t": "int", "v": 2}));
+                fields.insert("protocol_version".into(), typed("int", json!(2)));
             }
-            step["extras"] = Json::Object(extras);
-            tags = vec!["CETP2-2.2-14", "CETP2-5-14", "CETP2-2.2-04"];
+            extras = Some(fields);
+            tags = &["CETP2-2.2-14", "CETP2-5-14", "CETP2-2.2-04"];
         }
-        step["requirements"] = json!(tags);
-        vec![call_step(step)]
+        let step = Step::Negotiate {
+            as_: ident.into(),
+            versions,
+            capabilities,
+            extras,
+            bind: Some(n),
+            expect: Some(Expect::default()),
+        };
+        vec![call_step(citing(step, tags))]
     }
 }
