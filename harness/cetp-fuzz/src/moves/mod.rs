@@ -346,3 +346,21 @@ impl<'w> Generator<'w> {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::WEIGHTS;
+
+    /// A kind missing from the table fails to compile (never constructed);
+    /// one listed twice or with no weight would skew the draw unnoticed.
+    #[test]
+    fn every_kind_is_weighted_once() {
+        for (i, (kind, weight)) in WEIGHTS.iter().enumerate() {
+            assert!(*weight > 0, "{kind:?} is never drawn");
+            assert!(
+                !WEIGHTS[..i].iter().any(|(k, _)| k == kind),
+                "{kind:?} listed twice"
+            );
+        }
+    }
+}
