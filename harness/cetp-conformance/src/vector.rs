@@ -6,7 +6,7 @@
 //! states what the answer must be. Values from earlier answers are referred to
 //! with templates `${NAME/json/pointer}` (see [`crate::template`]).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 
@@ -90,11 +90,11 @@ pub struct Case {
 /// (`cetp selftest`). Without `requirements`, a step cites the case's ids,
 /// except a setup step (`observe`, a `negotiate` with no expectation),
 /// which cites none; `[]` cites none.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct CaseStep {
     #[serde(flatten)]
     pub step: Step,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requirements: Option<Vec<String>>,
 }
 
@@ -122,39 +122,39 @@ fn ident_a() -> String {
 }
 
 /// Which tool a step uses.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolRef {
     /// A literal tool name (may be a template).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Pick the first listed tool matching these annotation values, e.g.
     /// `{"effect": ["delete"], "confirmation": ["always"]}`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pick: BTreeMap<String, Vec<Json>>,
     /// Pick the tool the profile names for a role (`observer`,
     /// `large_result`, `async`, ...), with that role's args. When the profile
     /// names no tool for it, `pick` decides; without `pick` the case cannot
     /// be judged with this profile.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_role: Option<String>,
     /// Annotation values the chosen tool must have, however it was chosen
     /// (a role's tool included): a requirement that binds only such tools
     /// (§6 dedupe binds effect != read) has no subject on another tool, so
     /// the case is NOT_APPLICABLE by the spec.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub require: BTreeMap<String, Vec<Json>>,
     /// Does the step execute the tool (so the profile must allow it)?
-    #[serde(default = "yes")]
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub executes: bool,
     /// Pick from the tool list of this session instead of the calling one
     /// (a tool the caller may not see, §7.2).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listed_in: Option<String>,
     /// With `pick`: never this tool (a template naming a tool), for a case
     /// about a second, different tool (§6: a request_id reused with another
     /// tool).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_than: Option<String>,
 }
 
@@ -162,8 +162,22 @@ fn yes() -> bool {
     true
 }
 
+// Serializing leaves out what deserializing would fill in anyway, so that a
+// step written by a generator (cetp-fuzz) reads as one written by hand.
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Arguments for `execute_tool`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Args {
     /// Valid args: the profile's sample, or generated from input_schema.
@@ -193,14 +207,14 @@ pub enum Args {
 
 /// A typed Bundle value in a vector: `{"t": "int", "v": 2}` (probe-wire
 /// tags). String values may be templates.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TypedValue {
     pub t: String,
     pub v: Json,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "do", rename_all = "snake_case", deny_unknown_fields)]
 // Steps are parsed once per run and never moved in bulk: boxing the large
 // variants would only obscure the data format.
@@ -208,9 +222,9 @@ pub struct TypedValue {
 pub enum Step {
     /// `discover` on the device.
     Discover {
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<DiscoverExpect>,
     },
     /// `negotiate`. Without `expect`, success with valid data is expected
@@ -218,17 +232,17 @@ pub enum Step {
     Negotiate {
         #[serde(default = "ident_a", rename = "as")]
         as_: String,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         versions: Option<Vec<i32>>,
         /// Default: every capability the harness knows.
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         capabilities: Option<Vec<String>>,
         /// Replace the extras entirely (for malformed-request cases).
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         extras: Option<BTreeMap<String, TypedValue>>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<Expect>,
     },
     /// Any method call. With `session`, the common v2 fields are filled in
@@ -238,34 +252,34 @@ pub enum Step {
         #[serde(default = "ident_a", rename = "as")]
         as_: String,
         method: String,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         session: Option<String>,
         /// v1 call: no common v2 fields at all.
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "is_false")]
         v1: bool,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         tool: Option<ToolRef>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         args: Option<Args>,
         /// `new` (default: a fresh UUID), or a template / literal.
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         request_id: Option<String>,
         /// Deadline relative to the device clock (ms); default +30000.
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         deadline_in_ms: Option<i64>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         resume_token: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         operation_id: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         extras: BTreeMap<String, TypedValue>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         omit: Vec<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         arg: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<Expect>,
     },
     /// Poll `get_operation` until a terminal state, honouring poll_after_ms.
@@ -278,11 +292,11 @@ pub enum Step {
         /// Device time to wait for a terminal state; default: the profile's
         /// `timing.operation_max_ms`, else 30 minutes. The spec sets no
         /// bound, so running out is never charged to the Provider.
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         max_ms: Option<u64>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<Expect>,
     },
     /// Follow a bound execution to its final answer: an `accepted` one is
@@ -295,9 +309,9 @@ pub enum Step {
         as_: String,
         session: String,
         of: String,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<Expect>,
     },
     /// Launch a PendingIntent and play one user decision.
@@ -311,20 +325,20 @@ pub enum Step {
         #[serde(default = "ident_a", rename = "as")]
         as_: String,
         handle: String,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         max_bytes: Option<u64>,
         /// Verify against the `data` of this bound file result.
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         verify_against: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         expect_ok: Option<bool>,
         /// Also validate the file's JSON against the output_schema of the
         /// tool that answered `verify_against` (§4.2).
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "is_false")]
         output_schema: bool,
         /// Also require the descriptor to be read-only (§4.5), as far as
         /// the device reports its mode (`read_fd`'s `writable`).
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "is_false")]
         read_only: bool,
     },
     /// After a cancellation: `final` (a bound get_operation answer) reports
@@ -350,13 +364,13 @@ pub enum Step {
     /// bounded, so that every device sees whether outcomes outlive a few
     /// minutes.
     Age {
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         ms: Option<u64>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         window_of: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         since: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "is_zero")]
         margin_ms: u64,
         fixed_clock_wait_ms: u64,
     },
@@ -368,9 +382,9 @@ pub enum Step {
     /// overlapping other cases, and a wait beyond `--max-wait` leaves the
     /// case not judged, naming the flag.
     AdvanceClock {
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         ms: Option<u64>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         profile: Option<String>,
         /// Move the clock to an RFC 3339 time (a template over a bound
         /// answer, e.g. a session's `expires_at`), then `plus_ms` further.
@@ -378,9 +392,9 @@ pub enum Step {
         /// names is then past its lifetime, however long the device took
         /// between their negotiations (one time alone leaves a session
         /// negotiated later alive or not by the device's speed).
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         until: Option<Until>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "is_zero")]
         plus_ms: u64,
     },
     /// Take a snapshot through the profile's observer and bind it.
@@ -394,7 +408,7 @@ pub enum Step {
     ExpectEffects {
         since: String,
         delta: i64,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         tool_of: Option<String>,
     },
     /// Run calls at the same time (for single-executor tests).
@@ -413,7 +427,7 @@ pub enum Step {
     /// is not judged.
     EachTool {
         session: String,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         pick: BTreeMap<String, Vec<Json>>,
         #[serde(default = "default_tool_bind")]
         bind: String,
@@ -426,18 +440,18 @@ pub enum Step {
         b: String,
         /// JSON pointers into the answer documents; default: status,
         /// error_code and data.
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pointers: Vec<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "is_false")]
         different: bool,
         /// Skip the comparison when either answer is an error with one of
         /// these codes (an outcome the spec allows instead of the shared
         /// result, such as RATE_LIMITED for a call over the limit).
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         unless_code: Vec<String>,
         /// Compare only when `b` has this status (one outcome among several
         /// the spec allows).
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         if_status: Option<String>,
     },
     /// Two templates expand to equal values.
@@ -461,106 +475,106 @@ pub enum Step {
     },
 }
 
-#[derive(Clone, Debug, Deserialize, Default)]
+#[derive(Clone, Debug, Deserialize, Default, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// `success`, `accepted`, `error` (one or several).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub status: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub error_code: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retryable: Option<bool>,
     /// Bundle keys that must be present / absent.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub has: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lacks: Vec<String>,
     /// Assertions on the answer document (see [`crate::answer`]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub data: Vec<Assertion>,
     /// The answer is a v1 answer (no v2 fields required).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub v1: bool,
     /// The call must return null / throw.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub null_result: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub threw: bool,
     /// An inline result must match the tool's output_schema.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub output_schema: bool,
     /// Any answer that is not `success` (an error or a throw) is accepted.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub refused: bool,
     /// The case's subject is a background operation: `accepted` is
     /// required, and a synchronous answer (which the Provider may always
     /// give, §2.3) leaves the case unjudged, naming the profile role
     /// `[roles.async]` that would make one.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub operation: bool,
     /// With `operation`: a synchronous error also leaves the case unjudged
     /// (the case is about an operation that fails, and the Provider failed
     /// the call at once instead, which the checks still judge).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub sync_failure_ok: bool,
     /// The case's subject is a confirmation request: when the Provider
     /// refuses the call outright instead (an error that is neither
     /// USER_ACTION_REQUIRED nor AUTH_REQUIRED, and no effect), it took the
     /// stricter policy §3.4 allows, and the case does not apply.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub asks: bool,
     /// The case's subject is a result too large to inline (the profile's
     /// `[roles.large_result]`): a success that carries it inline within the
     /// session's negotiated `max_inline_result_bytes` is where it must go
     /// (§4.5), so the case is not judged for that role, naming the role and
     /// the limit.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub large: bool,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Assertion {
     /// JSON pointer into the answer document.
     pub pointer: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equals: Option<Json>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_of: Option<Vec<Json>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exists: Option<bool>,
     /// The value (an array) does not contain an element equal to any of these.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excludes: Option<Vec<Json>>,
     /// Every element (an array of objects) has a member matching at pointer.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub all: Option<Box<Assertion>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<f64>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
 }
 
-#[derive(Clone, Debug, Deserialize, Default)]
+#[derive(Clone, Debug, Deserialize, Default, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiscoverExpect {
     /// The Provider under test is found and its manifest is well formed.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub found: bool,
     /// The discovered service and its authority share a package.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub same_package: bool,
     /// A dual-stack declaration keeps version=1 for v1 Consumers.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub legacy_version_kept: bool,
     /// The manifest declares v1 (a read-only v1 path is kept).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub v1_declared: bool,
 }
 
 /// `advance_clock`'s `until`: one time, or several (the latest counts).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum Until {
     One(String),

@@ -286,3 +286,40 @@ fn every_case_whose_title_promises_a_comparison_has_a_comparing_step() {
     }
     assert!(judged >= 15, "the title rules matched only {judged} cases");
 }
+
+/// A step written out (as cetp-fuzz writes the steps it generates) reads
+/// back as the same step, and a case made of such steps still matches the
+/// schema: serializing leaves out only what deserializing fills in.
+#[test]
+fn steps_written_out_read_back_the_same() {
+    use cetp_conformance::vector::CaseStep;
+    let dir = default_vectors_dir();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("schema/cases.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::options().build(&schema).unwrap();
+    let suite = Suite::load(&dir).unwrap();
+    let mut n = 0;
+    for c in &suite.cases {
+        let mut written = Vec::new();
+        for s in &c.steps {
+            let json = serde_json::to_value(s).unwrap();
+            let back: CaseStep = serde_json::from_value(json.clone())
+                .unwrap_or_else(|e| panic!("{}: {e}: {json}", c.id));
+            assert_eq!(serde_json::to_value(&back).unwrap(), json, "{}", c.id);
+            written.push(json);
+            n += 1;
+        }
+        let file = serde_json::json!({"format_version": 1, "group": "g", "description": "d",
+            "cases": [{"id": c.id, "title": c.title, "role": c.role, "level": c.level,
+                       "requirements": c.requirements, "steps": written}]});
+        let errors: Vec<String> = validator
+            .iter_errors(&file)
+            .take(5)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", c.id);
+    }
+    assert!(n >= 100, "only {n} steps");
+}

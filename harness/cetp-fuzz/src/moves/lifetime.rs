@@ -1,0 +1,78 @@
+//! Time and the process: the clock moved, a session past its lifetime, a
+//! restart.
+
+use super::steps::{advance_by, call_step, citing, plain, Call};
+use super::{GenStep, Generator};
+use cetp_conformance::vector::{Step, Until};
+use rand::Rng;
+
+impl Generator<'_> {
+    /// Move: the clock moved by a drawn amount, from a second to past a
+    /// week. No precondition.
+    pub(super) fn advance(&mut self) -> Vec<GenStep> {
+        let ms = *[
+            1_000u64,
+            61_000,
+            600_001,
+            3_600_001,
+            86_400_001,
+            8 * 86_400_000,
+        ]
+        .get(self.rng.random_range(0..6))
+        .unwrap_or(&1_000);
+        vec![advance_by(ms)]
+    }
+
+    /// Move: a session used after its lifetime (§2.2), which must be
+    /// refused. `None` when there is no session yet.
+    pub(super) fn expire(&mut self) -> Option<Vec<GenStep>> {
+        let sess = self.pick(&self.st.sessions.clone())?;
+        let l = self.name("x");
+        // Past the lifetime of every session so far, not only of the one
+        // judged: a session negotiated after it would otherwise outlive the
+        // jump or not by how long the device took in between, and the
+        // oracle's members are faster.
+        let until: Vec<String> = std::iter::once(&sess)
+            .chain(self.st.sessions.iter().filter(|s| s.name != sess.name))
+            .take(64)
+            .map(|s| format!("${{{}/data/expires_at}}", s.name))
+            .collect();
+        Some(vec![
+            plain(citing(
+                Step::AdvanceClock {
+                    ms: None,
+                    profile: None,
+                    until: Some(Until::Latest(until)),
+                    plus_ms: 1000,
+                },
+                &[],
+            )),
+            call_step(
+                Call::new(sess.ident, "list_tools", &sess.name, &l)
+                    .citing(&["CETP2-2.2-13", "CETP2-5-06"]),
+            ),
+        ])
+    }
+
+    /// Move: a process restart: sessions may end with it (§2.2), so the
+    /// moves after it work in new ones. No precondition.
+    pub(super) fn restart(&mut self) -> Vec<GenStep> {
+        // Sessions may end with the process (§2.2): the moves after
+        // a restart work in new ones, so that what must survive it
+        // (de-duplication records, §4.4) is what they meet.
+        let mut out = vec![plain(citing(Step::Restart, &[]))];
+        let idents: Vec<&'static str> = self.st.sessions.iter().map(|x| x.ident).collect();
+        self.st.sessions.clear();
+        for ident in ["a", "b"] {
+            if idents.contains(&ident) {
+                out.extend(self.session_move(ident).steps);
+            }
+        }
+        for e in &mut self.st.execs {
+            if let Some(n) = self.st.sessions.iter().find(|x| x.ident == e.ident) {
+                e.session = n.name.clone();
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,78 @@
+//! The generator's output pinned: a seed recorded in a report, a README
+//! figure or a corpus entry must generate the same sequence after any
+//! refactoring of the moves. Each sequence (its steps and what the oracle
+//! does with them, as the corpus stores them) is held to a digest in
+//! `tests/golden/sequences.txt`.
+//!
+//! A change that means to generate other sequences rewrites the file with
+//! `CETP_BLESS=1 cargo test -p cetp-fuzz --test sequences`, and says why in
+//! its commit: every seed anyone recorded then generates something else.
+
+use cetp_conformance::profile::Profile;
+use cetp_conformance::vector::CaseStep;
+use cetp_fuzz::moves::Generator;
+use cetp_fuzz::world::World;
+use cetp_targets::{open, TargetSpec};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The reference's world, and the same world as seen with a second
+/// identity and without an observer: the draws that depend on them
+/// (`ident`, `observed`) differ.
+fn worlds() -> Vec<(&'static str, World)> {
+    let path = dir().join("../../profiles/reference.toml");
+    let profile = Profile::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let t = open(&TargetSpec::parse("sim").unwrap()).unwrap();
+    let (_, env) = cetp_conformance::runner::identify(&t, &profile).unwrap();
+    let world = cetp_fuzz::world::learn(&t, &profile, &env, 1).unwrap();
+    let mut with_b = world.clone();
+    with_b.has_b = !world.has_b;
+    let mut unobserved = world.clone();
+    unobserved.observer = !world.observer;
+    vec![
+        ("reference", world),
+        ("other_b", with_b),
+        ("other_observer", unobserved),
+    ]
+}
+
+/// One line per world and seed: the digest of the sequence's moves as the
+/// corpus writes them.
+fn lines() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (name, world) in worlds() {
+        for seed in 0..60u64 {
+            let s = Generator::new(&world, seed).sequence(12);
+            for g in s.steps() {
+                // Written from typed steps, each reads back as one.
+                let back: Result<CaseStep, _> = serde_json::from_value(g.step.clone());
+                assert!(back.is_ok(), "{name} {seed}: {back:?}: {}", g.step);
+            }
+            let text = serde_json::to_string(&s.moves).unwrap();
+            let digest = hex::encode(Sha256::digest(text.as_bytes()));
+            out.push((format!("{name} {seed} {digest}"), text));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_same_seeds_generate_the_pinned_sequences() {
+    let golden = dir().join("tests/golden/sequences.txt");
+    let got = lines();
+    if std::env::var_os("CETP_BLESS").is_some() {
+        let text: String = got.iter().map(|(l, _)| format!("{l}\n")).collect();
+        std::fs::write(&golden, text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&golden).unwrap();
+    let want: Vec<&str> = want.lines().collect();
+    assert_eq!(want.len(), got.len(), "{} lines in {golden:?}", want.len());
+    for ((line, text), pinned) in got.iter().zip(want) {
+        assert_eq!(line, pinned, "now generated: {text}");
+    }
+}
