@@ -395,3 +395,84 @@ fn a_run_killed_while_a_case_waits_resumes_to_the_same_verdicts_without_a_second
         "the resumed run sent an execute_tool the journal already held"
     );
 }
+
+/// The two observer-window cases that wait (IDEM-008, which expects its
+/// create's effect, and CONF-010, which expects none) with --max-wait 8s.
+const WINDOWS: [&str; 6] = [
+    "--only",
+    "IDEM-008",
+    "--only",
+    "CONF-010",
+    "--max-wait",
+    "8s",
+];
+
+/// A case that expects no effect joins the observer window of one that
+/// waits inside it, with a counter that only grows: on a conforming
+/// Provider both pass with their waits overlapping, and where one of them
+/// fails, both are run again alone, so the verdicts are those of the cases
+/// run one after the other.
+#[test]
+fn a_case_expecting_no_effect_waits_inside_anothers_window_and_a_failure_judges_both_alone() {
+    let reference = FixedClockSim::start(None);
+    let token_mutant = FixedClockSim::start(Some("resume_token_never_expires"));
+    let dedupe_mutant = FixedClockSim::start(Some("no_dedupe"));
+    let dirs: Vec<Scratch> = ["reference", "token", "dedupe"]
+        .iter()
+        .map(|n| Scratch::new("cetp-waits-windows", n, true))
+        .collect();
+    let (ok, token, dedupe) = std::thread::scope(|s| {
+        let ok = s.spawn(|| run(&reference, &dirs[0], &WINDOWS));
+        let token = s.spawn(|| run(&token_mutant, &dirs[1], &WINDOWS));
+        let dedupe = s.spawn(|| run(&dedupe_mutant, &dirs[2], &WINDOWS));
+        (
+            ok.join().unwrap(),
+            token.join().unwrap(),
+            dedupe.join().unwrap(),
+        )
+    });
+
+    let v = cases(&ok.1);
+    for id in ["IDEM-008", "CONF-010"] {
+        let (verdict, reason) = &v[id];
+        assert_eq!(verdict, "PASS", "{id}: {reason}\n{}", text(&ok.0));
+        assert!(!reason.contains("judged alone"), "{id}: {reason}");
+    }
+    // The waits (8 s and 5 s) were in flight at once: the run costs about
+    // the longer one, not their sum.
+    let spans = wait_spans(&dirs[0]);
+    let (i, c) = (spans["IDEM-008"], spans["CONF-010"]);
+    assert!(
+        i.0 < c.1 && c.0 < i.1,
+        "the waits did not overlap: {spans:?}"
+    );
+    assert!(
+        ok.2 < Duration::from_millis(8_000 + 5_000),
+        "took {:?}",
+        ok.2
+    );
+
+    // A failing guest: it and its host are judged alone.
+    let v = cases(&token.1);
+    let (verdict, reason) = &v["CONF-010"];
+    assert_eq!(verdict, "FAIL", "{reason}\n{}", text(&token.0));
+    assert!(
+        reason.contains("judged alone: run beside IDEM-008"),
+        "{reason}"
+    );
+    let (verdict, reason) = &v["IDEM-008"];
+    assert_eq!(verdict, "PASS", "{reason}");
+    assert!(
+        reason.contains("judged alone: run beside CONF-010"),
+        "{reason}"
+    );
+
+    // A failing host: the same.
+    let v = cases(&dedupe.1);
+    let (verdict, reason) = &v["IDEM-008"];
+    assert_eq!(verdict, "FAIL", "{reason}\n{}", text(&dedupe.0));
+    assert!(reason.contains("judged alone"), "{reason}");
+    let (verdict, reason) = &v["CONF-010"];
+    assert_eq!(verdict, "PASS", "{reason}");
+    assert!(reason.contains("judged alone"), "{reason}");
+}

@@ -16,6 +16,7 @@ use cetp_proto::envelope::Capability;
 use rand::SeedableRng;
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::time::Instant;
 
 #[derive(Clone, Debug, Default)]
@@ -267,7 +268,10 @@ pub fn run(
             deadline: cfg.run_timeout.map(|t| started + t),
             interrupt: interrupt.clone(),
         };
-        let mut source = Pending((0..cases.len()).collect());
+        let movable = hello_a
+            .as_ref()
+            .is_some_and(|h| h.ops.iter().any(|o| o == "advance_clock"));
+        let mut source = Pending(start_order(&cases, profile, movable));
         let mut sink = Direct(&mut d);
         // A device that has the run to itself hands nothing back.
         let _ = exec.drive(&cases, &mut source, &mut tally, &mut sink);
@@ -520,7 +524,7 @@ impl CaseExecutor<'_> {
                     self.env,
                     &mut emit,
                     tally,
-                    run_rng(self.cfg, p.i, p.wall.rng_attempt(p.attempt)),
+                    run_rng(self.cfg, p.i, p.rng_attempt()),
                 )
                 .max_wait(self.cfg.max_wait_ms())
                 .parking()
@@ -531,7 +535,7 @@ impl CaseExecutor<'_> {
                     self.env,
                     &mut emit,
                     tally,
-                    run_rng(self.cfg, p.i, p.attempt),
+                    run_rng(self.cfg, p.i, p.rng_attempt()),
                 )
                 .max_wait(self.cfg.max_wait_ms())
                 .parking(),
@@ -582,7 +586,9 @@ impl CaseExecutor<'_> {
     /// comes back to each once its time is due, so a run costs about its
     /// longest wait, not their sum. The observer sees every caller's
     /// effects on its device: while a case waits between its snapshot and
-    /// its judgement of effects, only cases that execute nothing start, the
+    /// its judgement of effects, only cases that execute nothing start, or
+    /// (with a counter that only grows) cases that expect no effect and
+    /// join its window as one group, judged together ([`guest`]); the
     /// others keep their order and wait for it. Nothing parks where the
     /// clock moves, so such a run keeps the suite's order.
     ///
@@ -596,28 +602,51 @@ impl CaseExecutor<'_> {
         tally: &mut CheckTally,
         sink: &mut dyn Sink<'c>,
     ) -> Result<(), String> {
-        let mut parked: Vec<Parked<'c>> = Vec::new();
+        let mut w = Waiting::default();
+        let monotonic = monotonic_observer(self.profile);
         loop {
-            self.resume_due(&mut parked, tally, sink)?;
-            let window = parked.iter().any(|p| p.window_open());
+            self.resume_due(&mut w, tally, sink)?;
+            let window = w.parked.iter().any(|p| p.window_open());
+            // A case judged again alone starts only when no window is open.
+            if !window {
+                if let Some(p) = w.alone.pop_front() {
+                    let p = self.attempts_parking(p, tally);
+                    self.settle(p, &mut w, sink)?;
+                    continue;
+                }
+            }
+            let joinable = monotonic
+                && w.parked
+                    .iter()
+                    .filter(|p| p.window_open())
+                    .all(|p| !p.alone);
             let fits = |i: usize| {
-                !window || quiet(&cases[i].steps.iter().map(|s| &s.step).collect::<Vec<_>>())
+                !window
+                    || quiet(&cases[i].steps.iter().map(|s| &s.step).collect::<Vec<_>>())
+                    || (joinable && guest(cases[i]))
             };
             match source.take(&fits) {
                 Take::Case(i) => {
                     let case = cases[i];
-                    if sink.streams() && !may_park(case) {
+                    let joins =
+                        window && !quiet(&case.steps.iter().map(|s| &s.step).collect::<Vec<_>>());
+                    if sink.streams() && !may_park(case) && !joins {
                         sink.stream(case_info(case), &mut |out| {
                             self.attempts(case, i, tally, out)
                         });
                     } else {
-                        let p = self.attempts_parking(Parked::new(case, i), tally);
-                        self.settle(p, &mut parked, sink)?;
+                        let mut p = Parked::new(case, i);
+                        if joins {
+                            p.group = Some(w.join());
+                        }
+                        let p = self.attempts_parking(p, tally);
+                        self.settle(p, &mut w, sink)?;
                     }
                 }
-                Take::Done if parked.is_empty() => return Ok(()),
-                Take::NotNow if parked.is_empty() => source.idle(),
-                _ => self.sleep_to_next(&parked),
+                Take::Done if w.parked.is_empty() && w.alone.is_empty() => return Ok(()),
+                Take::NotNow if w.parked.is_empty() && w.alone.is_empty() => source.idle(),
+                _ if w.parked.is_empty() => {}
+                _ => self.sleep_to_next(&w.parked),
             }
         }
     }
@@ -626,34 +655,82 @@ impl CaseExecutor<'_> {
     /// else parked until its time. A case that did not pass on a device
     /// that shares the run is first asked whether its device is still
     /// there: a lost device hands it back, with every case parked on it.
+    ///
+    /// A case that ran inside another's observer window (a group) is held
+    /// until every case of its group has finished: if each passed, each is
+    /// reported; otherwise each is run again alone (see [`guest`]).
     fn settle<'c>(
         &self,
         p: Parked<'c>,
-        parked: &mut Vec<Parked<'c>>,
+        w: &mut Waiting<'c>,
         sink: &mut dyn Sink<'c>,
     ) -> Result<(), String> {
         if p.state.is_some() {
-            parked.push(p);
+            w.parked.push(p);
             return Ok(());
         }
-        let Parked {
-            case,
-            i,
-            started,
-            folder,
-            events,
-            ..
-        } = p;
-        let e = folder.fold();
+        let Some(g) = p.group else {
+            return self.report(p, w, sink);
+        };
+        w.held.push(p);
+        if w.parked.iter().any(|q| q.group == Some(g)) {
+            return Ok(());
+        }
+        let (members, rest): (Vec<_>, Vec<_>) = w.held.drain(..).partition(|q| q.group == Some(g));
+        w.held = rest;
+        let mut members: Vec<(Parked<'c>, Executed)> =
+            members.into_iter().map(Parked::finish).collect();
+        members.sort_by_key(|(p, _)| p.i);
+        if members
+            .iter()
+            .all(|(_, e)| matches!(e.verdict, Verdict::Pass | Verdict::NotApplicable))
+        {
+            for (mut p, e) in members {
+                p.folded = Some(e);
+                self.report(p, w, sink)?;
+            }
+            return Ok(());
+        }
+        let ids: Vec<&str> = members.iter().map(|(p, _)| p.case.id.as_str()).collect();
+        let mut again = Vec::new();
+        for (p, e) in &members {
+            let beside: Vec<&str> = ids.iter().copied().filter(|id| *id != p.case.id).collect();
+            again.push(p.alone_again(format!(
+                "judged alone: run beside {} inside their observer windows it was {}, and a case of them did not pass, so none of them is judged on that run",
+                beside.join(", "),
+                e.verdict.as_str()
+            )));
+        }
+        w.alone.extend(again);
+        Ok(())
+    }
+
+    /// Reports a finished case. A case that did not pass on a device that
+    /// shares the run is first asked whether its device is still there: a
+    /// lost device hands it back, with every case waiting on it.
+    fn report<'c>(
+        &self,
+        p: Parked<'c>,
+        w: &mut Waiting<'c>,
+        sink: &mut dyn Sink<'c>,
+    ) -> Result<(), String> {
+        let (p, mut e) = p.finish();
+        if let Some(note) = &p.alone_note {
+            e.reason = if e.reason.is_empty() {
+                note.clone()
+            } else {
+                format!("{} ({note})", e.reason)
+            };
+        }
         if sink.hands_back() && !matches!(e.verdict, Verdict::Pass | Verdict::NotApplicable) {
             if let Some(why) = self.lost() {
-                let mut back = vec![i];
-                back.extend(parked.drain(..).map(|p| p.i));
+                let mut back = vec![p.i];
+                back.extend(w.drain_indices());
                 sink.hand_back(&back, &why);
                 return Err(why);
             }
         }
-        sink.done(case, i, started, events, e);
+        sink.done(p.case, p.i, p.started, p.events, e);
         Ok(())
     }
 
@@ -677,22 +754,23 @@ impl CaseExecutor<'_> {
     /// journal, so a resumed run takes the same decisions), not the host's.
     fn resume_due<'c>(
         &self,
-        parked: &mut Vec<Parked<'c>>,
+        w: &mut Waiting<'c>,
         tally: &mut CheckTally,
         sink: &mut dyn Sink<'c>,
     ) -> Result<(), String> {
-        while !parked.is_empty() {
+        while !w.parked.is_empty() {
             let stopping = self.stopping();
             let now = self.target.a.now_ms();
+            let parked = &w.parked;
             let Some(k) = (0..parked.len())
                 .filter(|&k| stopping || (parked[k].due_ms <= now && resumable(parked, k)))
                 .min_by_key(|&k| (parked[k].due_ms, parked[k].i))
             else {
                 return Ok(());
             };
-            let p = parked.remove(k);
+            let p = w.parked.remove(k);
             let p = self.attempts_parking(p, tally);
-            self.settle(p, parked, sink)?;
+            self.settle(p, w, sink)?;
         }
         Ok(())
     }
@@ -810,11 +888,11 @@ impl<'c> Sink<'c> for Direct<'_, '_> {
 fn resumable(parked: &[Parked<'_>], k: usize) -> bool {
     let order = |p: &Parked<'_>| (p.due_ms, p.i);
     let me = &parked[k];
+    let together = |p: &Parked<'_>| p.group.is_some() && p.group == me.group;
     me.rest_quiet()
-        || !parked
-            .iter()
-            .enumerate()
-            .any(|(j, p)| j != k && p.window_open() && (!me.window_open() || order(p) < order(me)))
+        || !parked.iter().enumerate().any(|(j, p)| {
+            j != k && p.window_open() && !together(p) && (!me.window_open() || order(p) < order(me))
+        })
 }
 
 /// A case of the run that may wait in real time, and where it is: its
@@ -832,6 +910,15 @@ struct Parked<'c> {
     due_ms: i64,
     /// Whether an attempt after a wall-clock move is judged again.
     wall: WallClockRejudge,
+    /// The cases run inside each other's observer windows, judged together.
+    group: Option<usize>,
+    /// Run again alone after its group did not pass: no case joins its
+    /// window, and its random draws are fresh.
+    alone: bool,
+    /// Why it was run again alone, for its reason.
+    alone_note: Option<String>,
+    /// Its verdict, once its attempts are folded.
+    folded: Option<Executed>,
 }
 
 impl<'c> Parked<'c> {
@@ -880,7 +967,73 @@ impl<'c> Parked<'c> {
             events: Vec::new(),
             due_ms: 0,
             wall: WallClockRejudge::default(),
+            group: None,
+            alone: false,
+            alone_note: None,
+            folded: None,
         }
+    }
+
+    /// The case again from its start, alone, its earlier events kept for
+    /// the trace.
+    fn alone_again(&self, note: String) -> Self {
+        Parked {
+            events: self.events.clone(),
+            alone: true,
+            alone_note: Some(note),
+            ..Parked::new(self.case, self.i)
+        }
+    }
+
+    /// Its verdict, its attempts folded (once).
+    fn finish(mut self) -> (Self, Executed) {
+        let e = match self.folded.take() {
+            Some(e) => e,
+            None => std::mem::take(&mut self.folder).fold(),
+        };
+        (self, e)
+    }
+
+    /// The attempt number its random draws come from: an attempt judged
+    /// again (after a wall-clock move, or alone) draws afresh, or its
+    /// request ids would be the first attempt's, answered from the
+    /// Provider's dedupe records instead of judged.
+    fn rng_attempt(&self) -> u32 {
+        self.wall.rng_attempt(self.attempt) | if self.alone { 1 << 30 } else { 0 }
+    }
+}
+
+/// The cases of a device's loop that are not done: parked at a wait, held
+/// until their group has finished, or waiting to be run again alone.
+#[derive(Default)]
+struct Waiting<'c> {
+    parked: Vec<Parked<'c>>,
+    held: Vec<Parked<'c>>,
+    alone: std::collections::VecDeque<Parked<'c>>,
+    next_group: usize,
+}
+
+impl Waiting<'_> {
+    /// A case joins the observer windows open now: it and their cases form
+    /// one group (merging the groups they were in). Returns the group.
+    fn join(&mut self) -> usize {
+        let old: Vec<usize> = self.parked.iter().filter_map(|p| p.group).collect();
+        let g = self.next_group;
+        self.next_group += 1;
+        for p in self.parked.iter_mut().chain(self.held.iter_mut()) {
+            if p.window_open() || p.group.is_some_and(|h| old.contains(&h)) {
+                p.group = Some(g);
+            }
+        }
+        g
+    }
+
+    /// Every case not done, for a lost device to hand back.
+    fn drain_indices(&mut self) -> Vec<usize> {
+        let mut back: Vec<usize> = self.parked.drain(..).map(|p| p.i).collect();
+        back.extend(self.held.drain(..).map(|p| p.i));
+        back.extend(self.alone.drain(..).map(|p| p.i));
+        back
     }
 }
 
@@ -915,6 +1068,109 @@ fn quiet(steps: &[&Step]) -> bool {
         });
     }
     !loud
+}
+
+/// Whether the observer's value only grows (a counter of committed
+/// effects, `counts = "effects"`): no effect can then hide another, and a
+/// window that saw no change saw no effect at all.
+fn monotonic_observer(profile: &Profile) -> bool {
+    profile
+        .observer
+        .as_ref()
+        .is_some_and(|o| o.counts == crate::profile::Counts::Effects)
+}
+
+/// Whether a case may start while other cases wait inside their observer
+/// windows (a phone's real-time waits, which would otherwise run one after
+/// another): its own window expects no effect (every `expect_effects` a
+/// delta of 0, no `cancel_consistent`), and it executes nothing outside
+/// that window. With a counter that only grows, a run of such cases beside
+/// the windows they joined is trusted only when every case of the group
+/// passes: the guest's window then saw no effect at all, so nothing it did
+/// reached another's window, and each judged only its own. Any other
+/// outcome proves nothing about which case moved the counter, and every
+/// case of the group is run again alone.
+fn guest(case: &Case) -> bool {
+    let steps: Vec<&Step> = case.steps.iter().map(|s| &s.step).collect();
+    let has = |s: &Step, f: &dyn Fn(&Step) -> bool| {
+        let mut found = false;
+        visit(s, &mut |s| found |= f(s));
+        found
+    };
+    let judges = |s: &Step| {
+        matches!(
+            s,
+            Step::ExpectEffects { .. } | Step::CancelConsistent { .. }
+        )
+    };
+    let Some(first) = steps
+        .iter()
+        .position(|s| has(s, &|s| matches!(s, Step::Observe { .. })))
+    else {
+        return false;
+    };
+    let Some(last) = steps.iter().rposition(|s| has(s, &judges)) else {
+        return false;
+    };
+    let nothing_expected = steps.iter().all(|s| {
+        !has(s, &|s| {
+            matches!(s, Step::CancelConsistent { .. })
+                || matches!(s, Step::ExpectEffects { delta, .. } if *delta != 0)
+        })
+    });
+    first < last && nothing_expected && quiet(&steps[..first]) && quiet(&steps[last + 1..])
+}
+
+/// The order a device takes the cases in: the suite's, except on a device
+/// whose clock cannot move, with an observer counter that only grows. There
+/// the cases that wait in real time start first, so that their waits
+/// overlap: those without an observer window (nothing keeps others out
+/// while they wait), then those that wait inside a window and expect an
+/// effect there, so that the cases that expect none can join their windows
+/// (see [`guest`]) instead of waiting for them to end.
+fn start_order(cases: &[&Case], profile: &Profile, movable_clock: bool) -> VecDeque<usize> {
+    let all = 0..cases.len();
+    if movable_clock || !monotonic_observer(profile) {
+        return all.collect();
+    }
+    let rank = |i: &usize| {
+        let c = cases[*i];
+        let mut observes = false;
+        for s in &c.steps {
+            visit(&s.step, &mut |s| {
+                observes |= matches!(s, Step::Observe { .. })
+            });
+        }
+        match (may_park(c), observes, guest(c)) {
+            (true, false, _) => 0,
+            (true, true, false) => 1,
+            _ => 2,
+        }
+    };
+    // Among the windows, the longest fixed-clock age first: a short one
+    // that started first would hold the long one back for its guests'
+    // waits.
+    let longest_age = |i: &usize| {
+        cases[*i]
+            .steps
+            .iter()
+            .filter_map(|s| match &s.step {
+                Step::Age {
+                    fixed_clock_wait_ms,
+                    ..
+                } => Some(*fixed_clock_wait_ms),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let mut order: Vec<usize> = all.collect();
+    // Stable: the suite's order within each rank.
+    order.sort_by_key(|i| {
+        let r = rank(i);
+        (r, if r == 1 { u64::MAX - longest_age(i) } else { 0 })
+    });
+    order.into()
 }
 
 /// Whether a case has a top-level step that may wait in real time for
@@ -1272,6 +1528,54 @@ mod tests {
         assert!(resumable(&set, 0));
         assert!(!resumable(&set, 1));
         assert!(resumable(&set, 2));
+    }
+
+    #[test]
+    fn a_case_expecting_no_effect_may_join_a_window_and_the_long_windows_start_first() {
+        let suite = Suite::load(&crate::suite::default_vectors_dir()).unwrap();
+        let case = |id: &str| suite.cases.iter().find(|c| c.id == id).unwrap();
+        // CONF-010 expects no effect and executes only inside its window.
+        assert!(guest(case("CONF-010")));
+        // IDEM-008 expects its create's effect; CANCEL-004 judges by
+        // cancel_consistent; BIND-005 has no window.
+        for id in ["IDEM-008", "CANCEL-004", "BIND-005", "IDEM-001"] {
+            assert!(!guest(case(id)), "{id}");
+        }
+        // Group members may go on inside each other's windows; others not.
+        let conf = parked(&suite, "CONF-010", 20);
+        let idem = parked(&suite, "IDEM-008", 10);
+        let set = [conf, idem];
+        assert!(!resumable(&set, 0));
+        let [mut conf, mut idem] = set;
+        conf.group = Some(3);
+        idem.group = Some(3);
+        assert!(resumable(&[conf, idem], 0));
+
+        let counter = Profile::from_toml(
+            &std::fs::read_to_string(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../profiles/reference.toml"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let ids = ["NEG-001", "CONF-010", "CANCEL-004", "BIND-005", "IDEM-008"];
+        let cases: Vec<&Case> = ids.iter().map(|id| case(id)).collect();
+        let order = |p: &Profile, movable: bool| -> Vec<&str> {
+            start_order(&cases, p, movable)
+                .into_iter()
+                .map(|i| ids[i])
+                .collect()
+        };
+        // A clock that moves, or an observer that is not a counter: the
+        // suite's order.
+        assert_eq!(order(&counter, true), ids);
+        assert_eq!(order(&Profile::default(), false), ids);
+        // Waits without a window, then the windows, the longest age first.
+        assert_eq!(
+            order(&counter, false),
+            ["BIND-005", "IDEM-008", "CANCEL-004", "NEG-001", "CONF-010"]
+        );
     }
 
     #[test]

@@ -360,7 +360,10 @@ mod tests {
     fn root_sets_the_wall_clock_and_nobody_else_does() {
         let out = |sim: &Sim, line: &str| {
             let o = run_shell(sim, line);
-            (String::from_utf8_lossy(&o.stdout).trim().to_string(), o.exit_code)
+            (
+                String::from_utf8_lossy(&o.stdout).trim().to_string(),
+                o.exit_code,
+            )
         };
         let user = Sim::new(SimConfig::default()).unwrap();
         assert_eq!(out(&user, "id -u").0, "2000");
