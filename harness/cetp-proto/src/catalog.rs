@@ -168,9 +168,9 @@ pub struct SourceLoc {
     pub file: String,
     /// 1-based line number of the clause.
     pub line: usize,
-    /// First character of the clause within the line.
+    /// Character offset where the clause starts within the line.
     pub start: usize,
-    /// Character just past the clause.
+    /// Character offset just past the clause's end (the range is half-open).
     pub end: usize,
 }
 

@@ -103,23 +103,23 @@ impl fmt::Display for AdbErrorKind {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
     // The kinds of probe-wire v1 (`probe-wire.md`, "Errors").
-    /// The device could not parse the request frame.
+    /// The device did not understand the frame (bad JSON, missing field, wrong type).
     BadRequest,
-    /// The device does not implement the op.
+    /// The device does not know the op.
     UnknownOp,
-    /// No ContentProvider is registered under the authority.
+    /// No provider is installed for the authority.
     UnknownAuthority,
     /// The Provider threw from `call()` (see [`CallAnswer::Threw`]).
     ProviderException,
-    /// The Provider's process died during the call; charged to the Provider.
+    /// The Provider's process died during the call (`DeadObjectException`); charged to the Provider.
     ProviderDied,
     /// The answer overflowed the Binder buffer; charged to the Provider.
     TransactionTooLarge,
-    /// The op did not finish within the time the device allows it.
+    /// The device stopped waiting after `timeout_ms`; the call may still complete on the Provider side.
     Timeout,
     /// A PendingIntent or descriptor handle the connection does not hold (never given, or released).
     UnknownHandle,
-    /// The device cannot do this op or variant (e.g. an Android version without the API).
+    /// The device cannot perform this op here.
     Unsupported,
     /// The device itself is set up wrongly for the call (probe-wire: the
     /// probe lacks a permission the Provider requires, a locked phone...);

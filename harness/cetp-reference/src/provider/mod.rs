@@ -221,11 +221,11 @@ pub enum ManifestVariant {
 }
 
 impl ManifestVariant {
-    /// Whether the manifest lets v1 Consumers in (it declares v1).
+    /// Whether the app answers v1 calls: every manifest but v2-only.
     pub fn speaks_v1(self) -> bool {
         !matches!(self, ManifestVariant::V2Only)
     }
-    /// Whether the manifest declares v2.
+    /// Whether the app answers v2 calls: every manifest but v1-only.
     pub fn speaks_v2(self) -> bool {
         !matches!(self, ManifestVariant::V1Only)
     }
