@@ -82,7 +82,7 @@ pub enum Fault {
 pub struct ProtocolFault {
     /// provider_id when known, else the package.
     pub provider: String,
-    /// The CETP method (or step) in which it did.
+    /// The CETP method whose answer broke it.
     pub method: &'static str,
     /// Every MUST it broke in that answer.
     pub violations: Vec<Violation>,
