@@ -15,45 +15,69 @@ use std::fmt;
 /// harness treats "unknown" as "not proven", never as "fine".
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingIntentValue {
+    /// Connection-scoped handle the host names this PendingIntent by (probe-wire `resolve`).
     pub handle: String,
+    /// Package that created the PendingIntent; §7.2 requires it to be the Provider's own.
     pub creator_package: Option<String>,
+    /// UID of the creator, compared with the Provider's UID (§7.2).
     pub creator_uid: Option<i64>,
+    /// Whether `FLAG_IMMUTABLE` is set; §7.2 requires an immutable PendingIntent.
     pub immutable: Option<bool>,
+    /// Whether it launches an activity (a confirmation UI, §4.3) rather than a service or broadcast.
     pub activity: Option<bool>,
 }
 
 /// A ParcelFileDescriptor, known to the host only by its connection handle.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FdValue {
+    /// Connection-scoped handle the host reads the descriptor through (probe-wire `read_fd`).
     pub handle: String,
 }
 
 /// One Bundle value. Variants map one-to-one to probe-wire type tags.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// A Java `null` stored under a key (present, unlike an absent key).
     Null,
+    /// Java `boolean` (`putBoolean`).
     Bool(bool),
+    /// Java `int` (`putInt`); distinct from `Long` even for the same number.
     Int(i32),
+    /// Java `long` (`putLong`), e.g. `deadline_at_ms` (§4.1).
     Long(i64),
+    /// Java `float` (`putFloat`).
     Float(f32),
+    /// Java `double` (`putDouble`).
     Double(f64),
+    /// A Java `String` that is valid Unicode.
     String(String),
     /// A Java String that is not valid Unicode (it holds a lone UTF-16
     /// surrogate). Kept losslessly so the harness can report it exactly and
     /// echo it back; it never compares equal to any `String`.
     Utf16String(Vec<u16>),
+    /// Java `int[]`, e.g. `consumer_versions` (§2.2).
     IntArray(Vec<i32>),
+    /// Java `long[]`.
     LongArray(Vec<i64>),
+    /// Java `boolean[]`.
     BoolArray(Vec<bool>),
+    /// Java `double[]`.
     DoubleArray(Vec<f64>),
+    /// Java `String[]` (`putStringArray`).
     StringArray(Vec<String>),
+    /// Java `ArrayList<String>` (`putStringArrayList`), a different Bundle type from `String[]`.
     StringList(Vec<String>),
+    /// Java `byte[]`.
     Bytes(Vec<u8>),
+    /// A nested Bundle.
     Bundle(Bundle),
+    /// A PendingIntent, such as the `resolution` of §4.3.
     PendingIntent(PendingIntentValue),
+    /// A ParcelFileDescriptor, such as the `result_fd` of §4.5.
     Fd(FdValue),
     /// Anything else a Provider put in a Bundle (device to host only).
     Other {
+        /// The Java class name of the value as the device saw it.
         class: String,
     },
 }
@@ -83,6 +107,7 @@ impl Value {
         }
     }
 
+    /// Shorthand for a [`Value::String`] from anything string-like.
     pub fn str(s: impl Into<String>) -> Value {
         Value::String(s.into())
     }
@@ -91,7 +116,9 @@ impl Value {
 /// What was found where a typed value was expected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Found {
+    /// The key is not in the Bundle.
     Absent,
+    /// A value of another Bundle type, named by its probe-wire type tag.
     Type(&'static str),
     /// Right type, unusable content (bad JSON, lone surrogate, out of range).
     Invalid(String),
@@ -110,8 +137,11 @@ impl fmt::Display for Found {
 /// A precise decoding error: which key, which type was expected, what was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {
+    /// The Bundle key (or JSON field) that was read.
     pub key: String,
+    /// The type tag the spec requires for this key (`int`, `long`, `string`, `JSON text`...).
     pub expected: &'static str,
+    /// What the key actually held.
     pub found: Found,
 }
 
@@ -128,6 +158,7 @@ impl fmt::Display for FieldError {
 impl std::error::Error for FieldError {}
 
 impl FieldError {
+    /// The key is missing although `expected` was required.
     pub fn absent(key: &str, expected: &'static str) -> Self {
         FieldError {
             key: key.to_string(),
@@ -135,6 +166,7 @@ impl FieldError {
             found: Found::Absent,
         }
     }
+    /// The key has the expected type but content that cannot be used (`why` says how).
     pub fn invalid(key: &str, expected: &'static str, why: impl Into<String>) -> Self {
         FieldError {
             key: key.to_string(),
@@ -171,39 +203,48 @@ macro_rules! typed_getter {
 }
 
 impl Bundle {
+    /// An empty Bundle.
     pub fn new() -> Self {
         Bundle(BTreeMap::new())
     }
 
+    /// Builder-style insert, for writing requests and replies as one expression.
     pub fn with(mut self, key: &str, value: Value) -> Self {
         self.0.insert(key.to_string(), value);
         self
     }
 
+    /// Puts `value` under `key`, returning what was there before.
     pub fn insert(&mut self, key: &str, value: Value) -> Option<Value> {
         self.0.insert(key.to_string(), value)
     }
 
+    /// The raw value under `key`, of whatever type; use the typed getters to check the type.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.0.get(key)
     }
 
+    /// Takes the value under `key` out of the Bundle.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
         self.0.remove(key)
     }
 
+    /// Whether `key` is present (even when its value is [`Value::Null`]).
     pub fn contains(&self, key: &str) -> bool {
         self.0.contains_key(key)
     }
 
+    /// The keys, in sorted order.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.0.keys().map(String::as_str)
     }
 
+    /// How many keys the Bundle holds.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether the Bundle holds no key at all.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -241,6 +282,7 @@ impl Bundle {
         }
     }
 
+    /// A required String key; see [`Bundle::opt_string`] for lone surrogates.
     pub fn get_string(&self, key: &str) -> Result<String, FieldError> {
         self.opt_string(key)?
             .ok_or_else(|| FieldError::absent(key, "string"))
@@ -253,6 +295,7 @@ impl Bundle {
         parse_json_text(key, &text)
     }
 
+    /// An optional String key holding JSON text (e.g. `error_details`, §5); absent is `None`.
     pub fn opt_json(&self, key: &str) -> Result<Option<serde_json::Value>, FieldError> {
         match self.opt_string(key)? {
             None => Ok(None),

@@ -11,13 +11,17 @@ use std::fmt;
 /// is what JCS serializes numbers as.
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
+/// Why a JSON value cannot be turned into canonical (JCS) text for hashing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CanonicalError {
     /// JCS would silently round it, so two different values could hash alike.
     UnsafeInteger {
+        /// JSON Pointer to the offending number.
         pointer: String,
+        /// The number as written in the source JSON.
         value: String,
     },
+    /// The JCS serializer itself failed; the text is its message.
     Serialize(String),
 }
 

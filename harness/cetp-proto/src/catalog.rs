@@ -22,11 +22,15 @@ pub const FORMAT_VERSION: u32 = 1;
 /// headings separately (see [`section_at_line`]).
 pub const ID_PATTERN: &str = r"^CETP2-((?:0|[1-9][0-9]*)(?:\.[1-9][0-9]*)?)-([0-9]{2})$";
 
+/// The requirement catalog as stored in `vectors/requirements/catalog.json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Catalog {
+    /// Must be [`FORMAT_VERSION`]; anything else is refused.
     pub format_version: u32,
+    /// The spec revision the entries point into.
     pub spec: SpecRef,
+    /// Every requirement, retired ones included (their ids are never reused).
     pub requirements: Vec<Requirement>,
 }
 
@@ -34,29 +38,43 @@ pub struct Catalog {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SpecRef {
+    /// Name of the protocol the spec defines (`CETP`).
     pub name: String,
+    /// The protocol major version the spec describes (`2`).
     pub version: String,
+    /// File name of the spec that [`SourceLoc::file`] must repeat.
     pub file: String,
     /// Lowercase hex SHA-256 of the whole spec file.
     pub sha256: String,
 }
 
+/// One normative statement of the spec, as the catalog records it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Requirement {
+    /// Stable id such as `CETP2-4.4-07` (see [`ID_PATTERN`]); reports and vectors cite it.
     pub id: String,
     /// Spec section number, e.g. `"4.4"`; `"0"` is the unnumbered introduction.
     pub section: String,
+    /// How binding the statement is (MUST, SHOULD, MAY...).
     pub level: Level,
+    /// Our own English summary of the clause (the spec's text is never copied).
     pub summary: String,
+    /// Whose duty it is: Provider, Consumer or both.
     pub side: Side,
+    /// How the harness can observe whether it holds.
     pub observable: Observability,
+    /// Why the requirement cannot be judged from outside, for [`Observability::NotRemote`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_remote_reason: Option<String>,
+    /// Where the clause sits in the spec.
     pub source: SourceLoc,
+    /// SHA-256 of the clause text with whitespace normalized ([`clause_fingerprint`]).
     pub fingerprint: String,
+    /// Ids of requirements that bear on this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub related: Vec<String>,
+    /// Free-form remarks on how the clause is read or tested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
     /// Added after its section was first numbered, so its number may be out of
@@ -66,6 +84,7 @@ pub struct Requirement {
     /// Kept so the id is never reused; no longer checked.
     #[serde(default, skip_serializing_if = "is_false")]
     pub retired: bool,
+    /// Why the requirement was retired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retired_reason: Option<String>,
 }
@@ -74,13 +93,19 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+/// The normative strength of a requirement (spec introduction: 必须/不得/应该/可以).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Level {
+    /// A required behaviour.
     Must,
+    /// A forbidden behaviour.
     MustNot,
+    /// A recommended behaviour.
     Should,
+    /// A behaviour recommended against.
     ShouldNot,
+    /// An optional behaviour.
     May,
 }
 
@@ -90,6 +115,7 @@ impl Level {
         matches!(self, Level::Must | Level::MustNot)
     }
 
+    /// The level as the catalog spells it (`MUST_NOT`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Must => "MUST",
@@ -111,8 +137,11 @@ impl fmt::Display for Level {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
+    /// The Provider must do it.
     Provider,
+    /// The Consumer must do it.
     Consumer,
+    /// Both sides must do it.
     Both,
 }
 
@@ -135,18 +164,29 @@ pub enum Observability {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourceLoc {
+    /// Spec file name; must equal [`SpecRef::file`].
     pub file: String,
+    /// 1-based line number of the clause.
     pub line: usize,
+    /// Character offset where the clause starts within the line.
     pub start: usize,
+    /// Character offset just past the clause's end (the range is half-open).
     pub end: usize,
 }
 
+/// Why a catalog could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
+    /// The text is not JSON of the catalog's shape.
     #[error("catalog is not valid JSON for this format: {0}")]
     Json(#[from] serde_json::Error),
+    /// The catalog is of a format this code does not read.
     #[error("catalog format_version {found} is not supported (this code reads {FORMAT_VERSION})")]
-    UnsupportedFormat { found: u32 },
+    UnsupportedFormat {
+        /// The catalog's `format_version`.
+        found: u32,
+    },
+    /// Two entries share an id.
     #[error("requirement id {0} appears more than once")]
     DuplicateId(String),
 }
@@ -170,6 +210,7 @@ impl Catalog {
         Ok(catalog)
     }
 
+    /// The requirement with this id, retired or not.
     pub fn get(&self, id: &str) -> Option<&Requirement> {
         self.requirements.iter().find(|r| r.id == id)
     }
@@ -235,28 +276,45 @@ fn check_location(lines: &[&str], r: &Requirement) -> Option<MismatchProblem> {
 /// One catalog entry that no longer matches the spec.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FingerprintMismatch {
+    /// Id of the entry.
     pub id: String,
+    /// What no longer matches.
     pub problem: MismatchProblem,
 }
 
+/// How a catalog location fails to point at its clause.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MismatchProblem {
+    /// The entry names another spec file than the catalog's.
     WrongFile {
+        /// The file the entry names.
         found: String,
+        /// The catalog's spec file.
         expected: String,
     },
+    /// The line number is past the end of the spec.
     LineOutOfRange {
+        /// The line the entry names.
         line: usize,
+        /// How many lines the spec has.
         lines: usize,
     },
+    /// The character range is empty or does not fit the line.
     SpanOutOfRange {
+        /// The line the entry names.
         line: usize,
+        /// Start of the range.
         start: usize,
+        /// End of the range.
         end: usize,
+        /// How many characters the line has.
         line_chars: usize,
     },
+    /// The text at the location no longer hashes to the recorded fingerprint: the spec was edited or shifted.
     FingerprintDiffers {
+        /// The fingerprint the catalog records.
         expected: String,
+        /// The fingerprint of the text now there.
         actual: String,
         /// The normalized text now found at the location.
         clause: String,

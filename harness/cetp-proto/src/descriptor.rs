@@ -12,6 +12,7 @@ use crate::schema::{draft_for, foreign_refs, CompiledSchema, DEFAULT_DIALECT};
 use serde_json::{Map, Value as Json};
 use std::collections::BTreeSet;
 
+/// How bad a [`Violation`] is: it decides between `FAIL` and `WARN`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
     /// Breaks a MUST / MUST NOT.
@@ -27,15 +28,20 @@ pub enum Severity {
 /// catalog's numbering.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
+    /// Stable rule key, one of [`RULES`].
     pub rule: &'static str,
+    /// Spec section the rule comes from (`"3.1"`).
     pub section: &'static str,
+    /// Whether it breaks a MUST or misses a SHOULD.
     pub severity: Severity,
     /// JSON pointer into the checked document.
     pub at: String,
+    /// What is wrong, for the report.
     pub message: String,
 }
 
 impl Violation {
+    /// A broken MUST / MUST NOT.
     pub fn must(rule: &'static str, section: &'static str, at: String, message: String) -> Self {
         Violation {
             rule,
@@ -45,6 +51,7 @@ impl Violation {
             message,
         }
     }
+    /// A missed SHOULD.
     pub fn should(rule: &'static str, section: &'static str, at: String, message: String) -> Self {
         Violation {
             rule,
@@ -112,11 +119,17 @@ pub fn provider_id_in_namespace(provider_id: &str, package: &str) -> bool {
             && provider_id.as_bytes()[package.len()] == b'.')
 }
 
+/// Allowed values of the `effect` annotation (§3.4).
 pub const EFFECTS: &[&str] = &["read", "create", "update", "delete", "transaction"];
+/// Allowed values of the `risk` annotation (§3.4).
 pub const RISKS: &[&str] = &["low", "moderate", "high"];
+/// Allowed values of the `confirmation` annotation (§3.4).
 pub const CONFIRMATIONS: &[&str] = &["never", "provider_policy", "always"];
+/// Allowed values of the `execution` annotation (§3.4).
 pub const EXECUTIONS: &[&str] = &["sync", "sync_or_async"];
+/// Allowed values of a scope's `access` (§3.2).
 pub const ACCESS: &[&str] = &["read", "write"];
+/// Allowed values of a scope's `sensitivity` (§3.2).
 pub const SENSITIVITIES: &[&str] = &[
     "public",
     "personal",
@@ -134,6 +147,7 @@ pub const LIMIT_MINIMUMS: &[(&str, i64)] = &[
     ("idempotency_window_seconds", 86_400),
 ];
 
+/// Longest `session_token` a Provider may issue, in bytes (§2.2).
 pub const MAX_SESSION_TOKEN_BYTES: usize = 256;
 
 struct Ctx {
@@ -311,7 +325,9 @@ impl Ctx {
 
 /// What the Consumer offered in `negotiate`, and what it knows of the Provider.
 pub struct NegotiateContext<'a> {
+    /// The `consumer_versions` the Consumer sent, highest first (§2.2).
     pub consumer_versions: &'a [i32],
+    /// The `consumer_capabilities` the Consumer offered; the answer may only pick from them.
     pub consumer_capabilities: &'a [String],
     /// Versions the manifest declared, if known (to check "highest common").
     pub provider_versions: Option<&'a BTreeSet<i32>>,
@@ -322,17 +338,24 @@ pub struct NegotiateContext<'a> {
 /// The parts of a negotiation result the rest of a session needs.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Negotiated {
+    /// The `selected_version` the Provider chose.
     pub selected_version: i64,
+    /// The Provider's stable id (§3.1).
     pub provider_id: String,
+    /// Token every later v2 call must carry (§4.1).
     pub session_token: String,
+    /// Optional capabilities both sides agreed on (§2.3).
     pub capabilities: BTreeSet<String>,
+    /// The negotiated `limits`, by name (`max_request_bytes`, ...).
     pub limits: std::collections::BTreeMap<String, i64>,
 }
 
 impl Negotiated {
+    /// Whether the optional capability was negotiated; a Consumer must not use it otherwise (§2.3).
     pub fn has(&self, cap: Capability) -> bool {
         self.capabilities.contains(cap.as_str())
     }
+    /// One negotiated limit, `None` when the Provider did not send it.
     pub fn limit(&self, key: &str) -> Option<i64> {
         self.limits.get(key).copied()
     }
@@ -508,8 +531,11 @@ fn negotiated_limits(c: &mut Ctx, m: &Map<String, Json>, n: &mut Negotiated) {
 /// Provider info, as the rest of a session needs it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProviderInfoSummary {
+    /// The Provider's stable id (§3.1).
     pub provider_id: String,
+    /// JSON Schema dialect of every schema in the session (§3.2; Draft 2020-12 by default).
     pub schema_dialect: String,
+    /// Names of the scopes the Provider declares; tools may only require these.
     pub scopes: BTreeSet<String>,
 }
 
@@ -602,29 +628,46 @@ pub fn validate_provider_info(
 /// One tool as the rest of a session needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolSummary {
+    /// Tool name, unique within the Provider (§3.1).
     pub name: String,
+    /// Schema the `args` must satisfy.
     pub input_schema: Json,
+    /// Schema the result value must satisfy (§4.2).
     pub output_schema: Json,
+    /// Every scope needed to run the tool (§3.4).
     pub scopes: Vec<String>,
+    /// The `effect` annotation; anything but `read` must be deduplicated (§6).
     pub effect: String,
+    /// The `risk` annotation.
     pub risk: String,
+    /// The `destructive` annotation.
     pub destructive: bool,
+    /// The `idempotent` annotation (it does not lift deduplication, §6).
     pub idempotent: bool,
+    /// The `open_world` annotation.
     pub open_world: bool,
+    /// The `confirmation` annotation.
     pub confirmation: String,
+    /// The `execution` annotation; `sync_or_async` needs `async_operations` (§3.4).
     pub execution: String,
 }
 
+/// What a `list_tools` answer is judged against besides itself.
 pub struct ToolListContext<'a> {
+    /// The negotiated capabilities (for `execution = sync_or_async`, §3.4).
     pub negotiated: &'a BTreeSet<String>,
     /// Scopes from provider info, when known: tools may only require those.
     pub known_scopes: Option<&'a BTreeSet<String>>,
+    /// The session's `schema_dialect`, which the tool schemas are compiled with.
     pub dialect: &'a str,
 }
 
+/// A validated `list_tools` answer (§3.3).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolList {
+    /// The `revision`, which must change with the tools (§3.3).
     pub revision: String,
+    /// The tools that could be read.
     pub tools: Vec<ToolSummary>,
 }
 

@@ -23,12 +23,18 @@ pub enum CallAnswer {
     /// in the Bundle are handles valid on the connection that received them.
     Result(Option<Bundle>),
     /// The Provider threw (`provider_exception`).
-    Threw { class: String, message: String },
+    Threw {
+        /// The Java exception class.
+        class: String,
+        /// The exception message.
+        message: String,
+    },
 }
 
 /// The result of reading a descriptor once (probe-wire `read_fd`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FdRead {
+    /// The bytes read, at most the `max_bytes` asked for.
     pub bytes: Vec<u8>,
     /// False when reading stopped at `max_bytes` with data still pending.
     pub eof: bool,
@@ -61,6 +67,7 @@ pub enum AdbErrorKind {
 }
 
 impl AdbErrorKind {
+    /// Every adb condition, for parsing names back and for exhaustive tests.
     pub const ALL: [AdbErrorKind; 7] = [
         AdbErrorKind::ServerUnreachable,
         AdbErrorKind::DeviceNotFound,
@@ -71,6 +78,7 @@ impl AdbErrorKind {
         AdbErrorKind::CommandFailed,
     ];
 
+    /// The stable name reports and journals carry (`adb_server_unreachable`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             AdbErrorKind::ServerUnreachable => "adb_server_unreachable",
@@ -95,14 +103,23 @@ impl fmt::Display for AdbErrorKind {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
     // The kinds of probe-wire v1 (`probe-wire.md`, "Errors").
+    /// The device did not understand the frame (bad JSON, missing field, wrong type).
     BadRequest,
+    /// The device does not know the op.
     UnknownOp,
+    /// No provider is installed for the authority.
     UnknownAuthority,
+    /// The Provider threw from `call()` (see [`CallAnswer::Threw`]).
     ProviderException,
+    /// The Provider's process died during the call (`DeadObjectException`); charged to the Provider.
     ProviderDied,
+    /// The answer overflowed the Binder buffer; charged to the Provider.
     TransactionTooLarge,
+    /// The device stopped waiting after `timeout_ms`; the call may still complete on the Provider side.
     Timeout,
+    /// A PendingIntent or descriptor handle the connection does not hold (never given, or released).
     UnknownHandle,
+    /// The device cannot perform this op here.
     Unsupported,
     /// The device itself is set up wrongly for the call (probe-wire: the
     /// probe lacks a permission the Provider requires, a locked phone...);
@@ -159,6 +176,7 @@ impl ErrorKind {
         ErrorKind::OpUnavailable,
     ];
 
+    /// The stable kind name: the probe-wire text, or the unknown name as received.
     pub fn as_str(&self) -> &str {
         match self {
             ErrorKind::BadRequest => "bad_request",
@@ -227,11 +245,14 @@ pub enum Fault {
 /// A device op that did not produce an answer (never a CETP error).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceError {
+    /// What kind of failure it was; decides who is at fault ([`ErrorKind::fault`]).
     pub kind: ErrorKind,
+    /// Human-readable detail from whoever saw the failure.
     pub message: String,
 }
 
 impl DeviceError {
+    /// A device error of `kind` with its detail.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         DeviceError {
             kind,
@@ -239,6 +260,7 @@ impl DeviceError {
         }
     }
 
+    /// Who is at fault for it: the Provider or the infrastructure.
     pub fn fault(&self) -> Fault {
         self.kind.fault()
     }

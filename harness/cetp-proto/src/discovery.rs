@@ -5,9 +5,13 @@ use crate::provider::ServiceManifest;
 use std::collections::BTreeSet;
 use std::fmt;
 
+/// The intent action a CETP Provider's service is discovered by (§2.1, same as v1).
 pub const ACTION_TOOL_PROVIDER: &str = "com.clawseed.action.TOOL_PROVIDER";
+/// Service meta-data naming the ContentProvider authority the tools are called on (§2.1).
 pub const META_AUTHORITY: &str = "com.clawseed.tools.authority";
+/// Legacy single-version meta-data that v1 Consumers read (§2.1).
 pub const META_VERSION: &str = "com.clawseed.tools.version";
+/// Comma-separated set of supported major versions; authoritative when present (§2.1).
 pub const META_VERSIONS: &str = "com.clawseed.tools.versions";
 
 /// Where the version set came from.
@@ -19,21 +23,31 @@ pub enum VersionSource {
     Version,
 }
 
+/// What a Provider's manifest declares once read and validated (§2.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Declared {
+    /// The ContentProvider authority CETP calls go to.
     pub authority: String,
+    /// The major versions the Provider supports.
     pub versions: BTreeSet<i32>,
+    /// Which meta-data field `versions` was read from.
     pub source: VersionSource,
     /// The legacy `version` field, when present.
     pub legacy_version: Option<i32>,
 }
 
+/// Why a manifest does not describe a usable CETP Provider (§2.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DiscoveryError {
+    /// The authority meta-data is absent or empty.
     MissingAuthority,
+    /// Neither `versions` nor `version` is declared.
     NoVersion,
+    /// A version field whose text is not a list of positive integers.
     BadVersion {
+        /// The meta-data key that is malformed.
         field: &'static str,
+        /// Its text as declared.
         text: String,
     },
     /// The device reports (probe-wire `meta_types`) that Android compiled
@@ -41,14 +55,19 @@ pub enum DiscoveryError {
     /// or a Float is never a version, only a String names an authority,
     /// whatever the text Android prints back for it.
     WrongType {
+        /// The meta-data key whose type is wrong.
         field: &'static str,
+        /// The type Android compiled it to (`bool`, `float`, `int`, ...).
         compiled: String,
+        /// Its text as Android prints it.
         text: String,
     },
     /// §2.1: the service and the ContentProvider of its authority belong to
     /// different packages (or no package owns the authority).
     PackageMismatch {
+        /// Package of the discovered service.
         service_package: String,
+        /// Package that owns the authority's ContentProvider, `None` when none does.
         authority_package: Option<String>,
     },
 }
@@ -197,6 +216,7 @@ pub enum Plan {
     Unusable(String),
 }
 
+/// Which protocol a Consumer supporting `consumer_versions` must use with this Provider (§8 fallback rules: v1 only when v2 is not declared, never a downgrade).
 pub fn plan(declared: &Declared, consumer_versions: &[i32]) -> Plan {
     if declared.versions.contains(&2) && consumer_versions.contains(&2) {
         Plan::NegotiateV2

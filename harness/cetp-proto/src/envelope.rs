@@ -10,40 +10,67 @@ use crate::error::ErrorCode;
 use serde_json::Value as Json;
 use std::fmt;
 
+/// Bundle keys of the CETP envelopes, spelled once so a typo cannot create a new key.
 pub mod keys {
+    /// `success`, `accepted` or `error` in every answer (§4.2, §4.4, §5).
     pub const STATUS: &str = "status";
+    /// JSON text of a successful answer's payload (§4.2).
     pub const DATA: &str = "data";
+    /// `Int` 2 on every v2 request but `negotiate`, echoed in answers (§4.1); its presence marks a v2 call (§4).
     pub const PROTOCOL_VERSION: &str = "protocol_version";
+    /// The negotiated session token (§2.2, §4.1).
     pub const SESSION_TOKEN: &str = "session_token";
+    /// UUID naming one logical execution or read, kept across retries (§4.1).
     pub const REQUEST_ID: &str = "request_id";
+    /// `Long` deadline in Unix epoch milliseconds (§4.1).
     pub const DEADLINE_AT_MS: &str = "deadline_at_ms";
+    /// The tool `execute_tool` runs (§4.1).
     pub const TOOL_NAME: &str = "tool_name";
+    /// The tool arguments as JSON text (§4.1).
     pub const ARGS: &str = "args";
+    /// Token that resumes a call after the Provider's confirmation (§4.3).
     pub const RESUME_TOKEN: &str = "resume_token";
+    /// The background operation `get_operation` / `cancel_operation` address (§4.4).
     pub const OPERATION_ID: &str = "operation_id";
+    /// `int[]` of the Consumer's major versions, highest first (§2.2).
     pub const CONSUMER_VERSIONS: &str = "consumer_versions";
+    /// JSON array text of the capabilities the Consumer offers (§2.2).
     pub const CONSUMER_CAPABILITIES: &str = "consumer_capabilities";
+    /// The §5 error code of an error answer.
     pub const ERROR_CODE: &str = "error_code";
+    /// User-facing, safe description of an error (§5).
     pub const ERROR_MESSAGE: &str = "error_message";
+    /// `Boolean`: may the Consumer retry automatically (§5).
     pub const RETRYABLE: &str = "retryable";
+    /// Optional JSON text with error specifics (§5).
     pub const ERROR_DETAILS: &str = "error_details";
+    /// Optional `Long`: how long to wait before a retry (§5).
     pub const RETRY_AFTER_MS: &str = "retry_after_ms";
+    /// The PendingIntent of AUTH_REQUIRED / USER_ACTION_REQUIRED (§4.3).
     pub const RESOLUTION: &str = "resolution";
+    /// The read-only descriptor of a large result (§4.5).
     pub const RESULT_FD: &str = "result_fd";
 }
 
 /// The v2 methods (§4) and their capability requirement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Method {
+    /// `negotiate`: pick version, capabilities and limits (§2.2).
     Negotiate,
+    /// `get_provider_info`: identity, description and scopes (§3.2).
     GetProviderInfo,
+    /// `list_tools`: the tools visible to the caller (§3.3).
     ListTools,
+    /// `execute_tool`: start or resume a tool execution (§4.1).
     ExecuteTool,
+    /// `get_operation`: poll a background operation (needs `async_operations`, §4.4).
     GetOperation,
+    /// `cancel_operation`: ask to cancel one (needs `cancellation`, §4.4).
     CancelOperation,
 }
 
 impl Method {
+    /// Every v2 method, in the order of the §4 table.
     pub const ALL: [Method; 6] = [
         Method::Negotiate,
         Method::GetProviderInfo,
@@ -53,6 +80,7 @@ impl Method {
         Method::CancelOperation,
     ];
 
+    /// The method name passed to `call()`.
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Negotiate => "negotiate",
@@ -64,6 +92,7 @@ impl Method {
         }
     }
 
+    /// The v2 method of this name; `None` for anything else (METHOD_NOT_FOUND, §4).
     pub fn parse(s: &str) -> Option<Method> {
         Method::ALL.into_iter().find(|m| m.as_str() == s)
     }
@@ -81,17 +110,22 @@ impl Method {
 /// Optional capabilities (§2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Capability {
+    /// `get_operation`, and `execute_tool` answering `accepted` (§4.4).
     AsyncOperations,
+    /// `cancel_operation` (§4.4).
     Cancellation,
+    /// Results delivered through a descriptor (§4.5).
     LargeResults,
 }
 
 impl Capability {
+    /// Every optional capability of §2.3.
     pub const ALL: [Capability; 3] = [
         Capability::AsyncOperations,
         Capability::Cancellation,
         Capability::LargeResults,
     ];
+    /// The capability as named in `consumer_capabilities` and `capabilities`.
     pub fn as_str(self) -> &'static str {
         match self {
             Capability::AsyncOperations => "async_operations",
@@ -99,6 +133,7 @@ impl Capability {
             Capability::LargeResults => "large_results",
         }
     }
+    /// The capability of this name; `None` for one §2.3 does not define.
     pub fn parse(s: &str) -> Option<Capability> {
         Capability::ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -117,13 +152,17 @@ pub fn is_uuid(s: &str) -> bool {
 
 // ---------------------------------------------------------------- requests
 
+/// The extras of a `negotiate` call (§2.2).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NegotiateRequest {
+    /// Supported major versions, highest first.
     pub consumer_versions: Vec<i32>,
+    /// Optional capabilities offered (sent as a JSON string array).
     pub consumer_capabilities: Vec<String>,
 }
 
 impl NegotiateRequest {
+    /// The extras Bundle, with the Bundle types §2.2 requires.
     pub fn to_bundle(&self) -> Bundle {
         Bundle::new()
             .with(
@@ -140,12 +179,16 @@ impl NegotiateRequest {
 /// Fields every v2 method but `negotiate` carries (§4.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Common {
+    /// The token `negotiate` returned.
     pub session_token: String,
+    /// UUID of the logical execution or read (§4.1).
     pub request_id: String,
+    /// Deadline, Unix epoch milliseconds; checked before any side effect (§4.1).
     pub deadline_at_ms: i64,
 }
 
 impl Common {
+    /// The common keys as a Bundle (`protocol_version` as an `Int` 2, the deadline as a `Long`).
     pub fn to_bundle(&self) -> Bundle {
         Bundle::new()
             .with(keys::PROTOCOL_VERSION, Value::Int(2))
@@ -155,30 +198,45 @@ impl Common {
     }
 }
 
+/// A decoded v2 request, one variant per method (§4).
 #[derive(Clone, Debug, PartialEq)]
 pub enum V2Request {
+    /// `negotiate` (no common fields).
     Negotiate(NegotiateRequest),
+    /// `get_provider_info`.
     GetProviderInfo(Common),
+    /// `list_tools`.
     ListTools(Common),
+    /// `execute_tool`, first call or resumption.
     ExecuteTool {
+        /// The §4.1 fields.
         common: Common,
+        /// The tool to run.
         tool_name: String,
         /// The args JSON text exactly as sent: resume tokens and dedupe
         /// records bind to these bytes (§4.3, §6).
         args: String,
+        /// Present when resuming after a confirmation (§4.3).
         resume_token: Option<String>,
     },
+    /// `get_operation`.
     GetOperation {
+        /// The §4.1 fields; `request_id` must be the one that created the operation.
         common: Common,
+        /// The operation to query.
         operation_id: String,
     },
+    /// `cancel_operation`.
     CancelOperation {
+        /// The §4.1 fields; `request_id` must be the one that created the operation.
         common: Common,
+        /// The operation to cancel.
         operation_id: String,
     },
 }
 
 impl V2Request {
+    /// Which method the request is for.
     pub fn method(&self) -> Method {
         match self {
             V2Request::Negotiate(_) => Method::Negotiate,
@@ -190,6 +248,7 @@ impl V2Request {
         }
     }
 
+    /// The §4.1 common fields; `None` for `negotiate`, which has none.
     pub fn common(&self) -> Option<&Common> {
         match self {
             V2Request::Negotiate(_) => None,
@@ -200,6 +259,7 @@ impl V2Request {
         }
     }
 
+    /// The extras Bundle a Consumer sends for this request.
     pub fn to_bundle(&self) -> Bundle {
         match self {
             V2Request::Negotiate(n) => n.to_bundle(),
@@ -236,7 +296,9 @@ impl V2Request {
 /// Why a request could not be decoded, and the error code a Provider answers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestError {
+    /// The code of the error answer the Provider owes.
     pub code: ErrorCode,
+    /// What is wrong with the request.
     pub message: String,
 }
 
@@ -265,6 +327,7 @@ pub enum Dialect {
     V2,
 }
 
+/// Which protocol a call with these extras is (§4: no `protocol_version` is v1, except `negotiate`, which only v2 has).
 pub fn dialect_of(method: &str, extras: Option<&Bundle>) -> Dialect {
     if method == Method::Negotiate.as_str() {
         return Dialect::V2;
@@ -375,17 +438,26 @@ pub fn v1_execute_bundle(tool_name: &str, args: &str, request_id: Option<&str>) 
 pub struct ErrorEnvelope {
     /// Raw text: an unknown code is kept so it can be reported.
     pub code: String,
+    /// The `error_message`.
     pub message: String,
+    /// The `retryable` flag; its allowed value depends on the code ([`ErrorCode::retry_rule`]).
     pub retryable: bool,
+    /// The echoed `protocol_version`, `None` when absent.
     pub protocol_version: Option<i32>,
+    /// The echoed `request_id`, `None` when absent.
     pub request_id: Option<String>,
+    /// The parsed `error_details`.
     pub details: Option<Json>,
+    /// The `retry_after_ms` the Consumer must honour (§5).
     pub retry_after_ms: Option<i64>,
+    /// The `resolution` PendingIntent (§4.3).
     pub resolution: Option<PendingIntentValue>,
+    /// The `resume_token` that comes with a resolution (§4.3).
     pub resume_token: Option<String>,
 }
 
 impl ErrorEnvelope {
+    /// A v2 error answer with `protocol_version` 2 and no optional field set.
     pub fn new(code: ErrorCode, message: impl Into<String>, retryable: bool) -> Self {
         ErrorEnvelope {
             code: code.as_str().to_string(),
@@ -400,10 +472,12 @@ impl ErrorEnvelope {
         }
     }
 
+    /// The code as a §5 code, `None` when it is not one.
     pub fn known_code(&self) -> Option<ErrorCode> {
         ErrorCode::parse(&self.code)
     }
 
+    /// The error Bundle a Provider returns.
     pub fn to_bundle(&self) -> Bundle {
         let mut b = Bundle::new()
             .with(keys::STATUS, Value::str("error"))
@@ -435,15 +509,21 @@ impl ErrorEnvelope {
 /// The `data` of a successful `execute_tool` (§4.2, §4.5).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExecResult {
+    /// `{"kind":"inline","value":...}`: the result value itself (§4.2).
     Inline(Json),
+    /// `{"kind":"file",...}`: the result is in `result_fd` (§4.5).
     File {
+        /// Media type of the file's content.
         media_type: String,
+        /// Declared size, which the Consumer must verify (§4.5).
         size_bytes: u64,
+        /// Declared SHA-256, lowercase hex, which the Consumer must verify (§4.5).
         sha256: String,
     },
 }
 
 impl ExecResult {
+    /// The `data` JSON of this result.
     pub fn to_json(&self) -> Json {
         match self {
             ExecResult::Inline(v) => serde_json::json!({"kind": "inline", "value": v}),
@@ -457,6 +537,7 @@ impl ExecResult {
         }
     }
 
+    /// Reads a result `data` object, checking `kind` and the file fields' types.
     pub fn from_json(v: &Json) -> Result<ExecResult, String> {
         let obj = v.as_object().ok_or("result is not a JSON object")?;
         match obj.get("kind").and_then(Json::as_str) {
@@ -502,21 +583,32 @@ impl ExecResult {
 /// A decoded answer Bundle.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Response {
+    /// `status = "success"` (§4.2).
     Success {
+        /// The echoed `protocol_version`, if present.
         protocol_version: Option<i32>,
+        /// The echoed `request_id`, if present.
         request_id: Option<String>,
+        /// The parsed `data`.
         data: Json,
     },
+    /// `status = "accepted"`: a background operation was started (§4.4).
     Accepted {
+        /// The echoed `protocol_version`, if present.
         protocol_version: Option<i32>,
+        /// The echoed `request_id`, if present.
         request_id: Option<String>,
+        /// The parsed `data` (`operation_id`, `poll_after_ms`).
         data: Json,
     },
+    /// `status = "error"` (§5).
     Error(ErrorEnvelope),
 }
 
+/// Why an answer Bundle is not a well-formed envelope.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResponseError {
+    /// What is wrong, naming the key.
     pub message: String,
 }
 
@@ -535,6 +627,7 @@ impl From<FieldError> for ResponseError {
 }
 
 impl Response {
+    /// The `status` text of this answer.
     pub fn status(&self) -> &'static str {
         match self {
             Response::Success { .. } => "success",
@@ -543,6 +636,7 @@ impl Response {
         }
     }
 
+    /// A v2 success answer echoing `protocol_version` 2 and the request id.
     pub fn success(request_id: Option<&str>, data: Json) -> Self {
         Response::Success {
             protocol_version: Some(2),
@@ -551,6 +645,7 @@ impl Response {
         }
     }
 
+    /// The answer Bundle a Provider returns.
     pub fn to_bundle(&self) -> Bundle {
         match self {
             Response::Success {
@@ -631,11 +726,19 @@ impl Response {
 /// A v1 answer (v1 doc §2.3): `status`, `data` or `error_code`/`error_message`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum V1Response {
+    /// `status = "success"` with the parsed `data`.
     Success(Json),
-    Error { code: String, message: String },
+    /// `status = "error"`.
+    Error {
+        /// The `error_code` as sent.
+        code: String,
+        /// The `error_message`, empty when absent.
+        message: String,
+    },
 }
 
 impl V1Response {
+    /// Decodes a v1 answer; `error_message` may be absent in v1.
     pub fn from_bundle(b: &Bundle) -> Result<V1Response, ResponseError> {
         match b.get_string(keys::STATUS)?.as_str() {
             "success" => Ok(V1Response::Success(b.get_json(keys::DATA)?)),
@@ -651,6 +754,7 @@ impl V1Response {
         }
     }
 
+    /// The answer Bundle a v1 Provider returns.
     pub fn to_bundle(&self) -> Bundle {
         match self {
             V1Response::Success(data) => Bundle::new()
@@ -667,16 +771,22 @@ impl V1Response {
 /// States of a background operation (§4.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OpState {
+    /// Accepted, not started yet.
     Queued,
+    /// Executing.
     Running,
+    /// Finished; carries the `result` (terminal).
     Succeeded,
+    /// Finished with an `error` object (terminal).
     Failed,
+    /// Cancelled: no further effect will follow (terminal).
     Cancelled,
     /// Only as the answer of `cancel_operation`.
     CancellationRequested,
 }
 
 impl OpState {
+    /// The state as it travels in `state`.
     pub fn as_str(self) -> &'static str {
         match self {
             OpState::Queued => "queued",
@@ -687,6 +797,7 @@ impl OpState {
             OpState::CancellationRequested => "cancellation_requested",
         }
     }
+    /// The state of this name; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<OpState> {
         [
             OpState::Queued,
@@ -699,6 +810,7 @@ impl OpState {
         .into_iter()
         .find(|st| st.as_str() == s)
     }
+    /// Whether the operation can no longer change (§4.4: only `cancelled` proves no further effect).
     pub fn is_terminal(self) -> bool {
         matches!(
             self,

@@ -25,15 +25,17 @@ impl RetryRule {
 }
 
 macro_rules! error_codes {
-    ($( $variant:ident => $text:literal, $rule:ident; )*) => {
+    ($( $(#[$doc:meta])* $variant:ident => $text:literal, $rule:ident; )*) => {
         /// Every error code defined by §5. A Provider that sends anything else
         /// breaks the spec; the raw text is kept in the envelope.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum ErrorCode { $( $variant, )* }
+        pub enum ErrorCode { $( $(#[$doc])* $variant, )* }
 
         impl ErrorCode {
+            /// Every code, in the order of the §5 table.
             pub const ALL: &'static [ErrorCode] = &[ $( ErrorCode::$variant, )* ];
 
+            /// The code as it travels in `error_code` (`INVALID_ARGS`, ...).
             pub fn as_str(self) -> &'static str {
                 match self { $( ErrorCode::$variant => $text, )* }
             }
@@ -43,6 +45,7 @@ macro_rules! error_codes {
                 match text { $( $text => Some(ErrorCode::$variant), )* _ => None }
             }
 
+            /// What §5 says `retryable` must be for this code.
             pub fn retry_rule(self) -> RetryRule {
                 match self { $( ErrorCode::$variant => RetryRule::$rule, )* }
             }
@@ -51,24 +54,43 @@ macro_rules! error_codes {
 }
 
 error_codes! {
+    /// No protocol version in common (§2.2).
     UnsupportedVersion => "UNSUPPORTED_VERSION", Never;
+    /// The request used a capability that was not negotiated (§2.3).
     UnsupportedCapability => "UNSUPPORTED_CAPABILITY", Never;
+    /// The session token is missing, expired or lost with a Provider restart (§2.2).
     NegotiationRequired => "NEGOTIATION_REQUIRED", Always;
+    /// The user must sign in or grant a scope first (§4.3).
     AuthRequired => "AUTH_REQUIRED", Conditional;
+    /// This call needs a confirmation in the Provider's own UI (§4.3).
     UserActionRequired => "USER_ACTION_REQUIRED", Conditional;
+    /// The user denied or dismissed the confirmation (§4.3).
     UserCancelled => "USER_CANCELLED", Never;
+    /// The caller is not allowed this access.
     PermissionDenied => "PERMISSION_DENIED", Never;
+    /// No such tool, or it is hidden from this caller (§7.2).
     ToolNotFound => "TOOL_NOT_FOUND", Never;
+    /// The `call()` method is not a CETP method (§4).
     MethodNotFound => "METHOD_NOT_FOUND", Never;
+    /// The arguments do not match the tool's input schema.
     InvalidArgs => "INVALID_ARGS", Never;
+    /// The envelope, token or request ID is misused (§4.1, §6).
     InvalidRequest => "INVALID_REQUEST", Never;
+    /// The current state forbids the operation, or it can no longer be cancelled (§4.4).
     Conflict => "CONFLICT", Conditional;
+    /// The Provider's rate limit is exceeded; honour `retry_after_ms`.
     RateLimited => "RATE_LIMITED", Always;
+    /// The deadline passed; query the same request ID before retrying (§4.1).
     DeadlineExceeded => "DEADLINE_EXCEEDED", Conditional;
+    /// The operation was confirmed cancelled (§4.4).
     Cancelled => "CANCELLED", Never;
+    /// The result cannot be inlined and large results were not negotiated (§4.5).
     ResultTooLarge => "RESULT_TOO_LARGE", Never;
+    /// The operation's result is past its retention period (§4.4).
     ResultExpired => "RESULT_EXPIRED", Never;
+    /// The Provider is temporarily unavailable.
     Unavailable => "UNAVAILABLE", Always;
+    /// An internal Provider failure; its message must not leak internals (§5).
     InternalError => "INTERNAL_ERROR", Conditional;
 }
 

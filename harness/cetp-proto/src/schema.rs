@@ -133,6 +133,7 @@ impl CompiledSchema {
         Ok(CompiledSchema { validator })
     }
 
+    /// Whether `instance` satisfies the schema (no error messages built).
     pub fn is_valid(&self, instance: &Json) -> bool {
         self.validator.is_valid(instance)
     }

@@ -37,13 +37,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub struct StandardIdentity {
     /// The probe wire's `identity.name`.
     pub name: &'static str,
+    /// The caller's Linux UID, which the Provider binds sessions and grants to (§7.1).
     pub uid: u32,
+    /// Every package sharing that UID.
     pub packages: &'static [&'static str],
     /// Lowercase hex SHA-256 of the signing certificate.
     pub cert_sha256: &'static str,
 }
 
 impl StandardIdentity {
+    /// The identity as a Provider sees it on a call.
     pub fn caller(&self) -> CallerIdentity {
         CallerIdentity {
             uid: self.uid,
@@ -52,6 +55,7 @@ impl StandardIdentity {
         }
     }
 
+    /// The identity as a device offers it, with its probe-wire name.
     pub fn identity(&self) -> DeviceIdentity {
         DeviceIdentity {
             name: self.name.to_string(),
@@ -82,7 +86,9 @@ pub const IDENTITY_B: StandardIdentity = StandardIdentity {
 /// reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceIdentity {
+    /// The probe wire's `identity.name` (`a`, `b`, ...).
     pub name: String,
+    /// Who the Provider sees calling on a connection of this identity.
     pub caller: CallerIdentity,
 }
 
@@ -138,6 +144,7 @@ impl DeviceClock {
         }
     }
 
+    /// Whether the clock only moves when told to (tests), rather than with real time.
     pub fn is_manual(&self) -> bool {
         matches!(*self.mode, ClockMode::Manual(_))
     }
@@ -254,6 +261,7 @@ impl LocalDevice {
         LocalDevice::with_config(vec![app], clock, DeviceConfig::default())
     }
 
+    /// A device with these apps installed and this configuration.
     pub fn with_config(
         apps: Vec<Arc<dyn ProviderApp>>,
         clock: DeviceClock,
@@ -277,6 +285,7 @@ impl LocalDevice {
             .push(app);
     }
 
+    /// The installed apps, in installation order.
     pub fn apps(&self) -> Vec<Arc<dyn ProviderApp>> {
         self.inner
             .apps
@@ -285,10 +294,12 @@ impl LocalDevice {
             .clone()
     }
 
+    /// The device clock, shared with whoever holds a clone.
     pub fn clock(&self) -> &DeviceClock {
         &self.inner.clock
     }
 
+    /// Device wall-clock time, Unix epoch milliseconds (what `deadline_at_ms` is computed from).
     pub fn now_ms(&self) -> i64 {
         self.inner.clock.now_ms()
     }
@@ -303,10 +314,12 @@ impl LocalDevice {
         }
     }
 
+    /// The configuration the device was made with.
     pub fn config(&self) -> &DeviceConfig {
         &self.inner.config
     }
 
+    /// The caller identities a connection may speak for.
     pub fn identities(&self) -> &[DeviceIdentity] {
         &self.inner.config.identities
     }
@@ -444,10 +457,12 @@ fn unknown_handle(handle: &str) -> DeviceError {
 }
 
 impl DeviceConnection {
+    /// The caller identity this connection speaks for.
     pub fn identity(&self) -> &DeviceIdentity {
         &self.identity
     }
 
+    /// The device the connection belongs to.
     pub fn device(&self) -> &LocalDevice {
         &self.device
     }

@@ -13,30 +13,46 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
     /// Discover the authority, negotiate (or pick v1), list tools.
-    Connect { authority: String },
+    Connect {
+        /// Authority of the Provider's ContentProvider.
+        authority: String,
+    },
     /// List tools again (cache and `revision` rules apply).
-    ListTools { authority: String },
+    ListTools {
+        /// Authority of the Provider's ContentProvider.
+        authority: String,
+    },
     /// Execute `tool` with `args` as its agent would, retries and all.
     CallTool {
+        /// Authority of the Provider's ContentProvider.
         authority: String,
+        /// Tool name.
         tool: String,
+        /// The arguments, sent as `args` JSON text.
         args: Json,
     },
     /// Extension: execute `tool` with `args`, and when it runs as a
     /// background operation, cancel it (the user changed their mind) and
     /// follow it to its end.
     CancelTool {
+        /// Authority of the Provider's ContentProvider.
         authority: String,
+        /// Tool name.
         tool: String,
+        /// The arguments, sent as `args` JSON text.
         args: Json,
     },
     /// The user's decision on the resolution the Consumer is waiting for.
-    UserDecision { decision: Decision },
+    UserDecision {
+        /// Approve, deny or dismiss.
+        decision: Decision,
+    },
     /// Forget sessions and caches, as a restarted app would.
     Reset,
 }
 
 impl Action {
+    /// The action as the probe wire's `consumer_act` carries it (`{"do": ...}`).
     pub fn to_json(&self) -> Json {
         match self {
             Action::Connect { authority } => json!({"do": "connect", "authority": authority}),
@@ -60,6 +76,7 @@ impl Action {
         }
     }
 
+    /// Reads a `consumer_act` action; the error names what is wrong.
     pub fn from_json(v: &Json) -> Result<Action, String> {
         let s = |k: &str| {
             v.get(k)
@@ -98,19 +115,39 @@ impl Action {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ActOutcome {
     /// A result the Consumer would hand to its agent.
-    Success { value: Json },
+    Success {
+        /// The result value.
+        value: Json,
+    },
     /// A CETP error the Consumer surfaced (or, with `error_code` `DEVICE`,
     /// a transport failure).
-    Error { error_code: String, message: String },
+    Error {
+        /// The §5 code, or `DEVICE`.
+        error_code: String,
+        /// What the Consumer reported.
+        message: String,
+    },
     /// Waiting for a user action.
-    NeedsUser { detail: String },
+    NeedsUser {
+        /// What the user is asked for.
+        detail: String,
+    },
     /// The Consumer rejected what the Provider sent.
-    Refused { detail: String },
+    Refused {
+        /// What was wrong with the Provider's answer.
+        detail: String,
+    },
     /// The Consumer threw.
-    Crashed { class: String, message: String },
+    Crashed {
+        /// The exception class.
+        class: String,
+        /// The exception message.
+        message: String,
+    },
 }
 
 impl ActOutcome {
+    /// The `outcome` name (`success`, `needs_user`, ...).
     pub fn kind(&self) -> &'static str {
         match self {
             ActOutcome::Success { .. } => "success",
@@ -121,6 +158,7 @@ impl ActOutcome {
         }
     }
 
+    /// The outcome as the probe wire's `consumer_act` answer carries it.
     pub fn to_json(&self) -> Json {
         match self {
             ActOutcome::Success { value } => json!({"outcome": "success", "value": value}),
@@ -136,6 +174,7 @@ impl ActOutcome {
         }
     }
 
+    /// Reads a `consumer_act` outcome; missing strings read as empty.
     pub fn from_json(v: &Json) -> Result<ActOutcome, String> {
         let s = |k: &str| {
             v.get(k)
@@ -202,6 +241,7 @@ pub struct DrivenConsumer {
 }
 
 impl DrivenConsumer {
+    /// A fresh Consumer with this configuration, waiting for its first action.
     pub fn new(config: ConsumerConfig) -> Self {
         DrivenConsumer {
             consumer: Consumer::new(config.clone()),
@@ -211,6 +251,7 @@ impl DrivenConsumer {
         }
     }
 
+    /// The Consumer being driven.
     pub fn consumer(&self) -> &Consumer {
         &self.consumer
     }

@@ -33,6 +33,7 @@ pub struct LocalLimits {
 }
 
 impl LocalLimits {
+    /// Nesting limit for JSON from the Provider: the configured one, never above the core's [`MAX_JSON_DEPTH`].
     pub fn json_depth(&self) -> usize {
         self.max_json_depth.min(MAX_JSON_DEPTH)
     }
@@ -53,6 +54,7 @@ impl Default for LocalLimits {
     }
 }
 
+/// How the reference Consumer behaves: what it offers in `negotiate`, how it retries, waits and polls, its local limits, and the faults or latitudes switched on for the self-test.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConsumerConfig {
     /// Major versions offered in `negotiate`, sent in descending order (§2.2).
@@ -78,6 +80,7 @@ pub struct ConsumerConfig {
     /// Floor under `poll_after_ms`, so a Provider saying 0 cannot make the
     /// Consumer spin.
     pub min_poll_ms: u64,
+    /// Local bounds on what the Consumer accepts from a Provider, whatever was negotiated (§7.3).
     pub limits: LocalLimits,
     /// Seed of the request-id generator: equal seeds give equal ids, so runs
     /// replay exactly.
@@ -157,6 +160,7 @@ impl ConsumerConfig {
 /// Where request ids come from. Every id must be a UUID (§4.1); the
 /// reference Consumer makes version-4 ones.
 pub trait UuidSource: Send {
+    /// A fresh request id, a UUID (§4.1).
     fn next_uuid(&mut self) -> String;
 }
 
@@ -168,6 +172,7 @@ pub struct SeededUuids {
 }
 
 impl SeededUuids {
+    /// A generator whose ids are fixed by `seed`, so a run replays with the same ids.
     pub fn new(seed: u64) -> Self {
         SeededUuids { state: seed }
     }

@@ -24,40 +24,58 @@ use std::sync::Arc;
 /// query, however late.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Execution {
+    /// The Provider it runs on.
     pub provider_id: String,
+    /// The tool it runs.
     pub tool_name: String,
     /// The args JSON text exactly as sent every time: resume tokens and
     /// dedupe records bind to these bytes (§4.3, §6).
     pub args: String,
+    /// UUID fixed for the whole execution (§4.1, §6).
     pub request_id: String,
 }
 
 /// How a result arrived.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Delivery {
+    /// `kind = inline` in the Bundle's `data` (§4.2).
     Inline,
-    File { size_bytes: u64, sha256: String },
+    /// `kind = file`: read from `result_fd` and checked (§4.5).
+    File {
+        /// The size declared and read.
+        size_bytes: u64,
+        /// The SHA-256 declared and verified, lowercase hex.
+        sha256: String,
+    },
 }
 
 /// A validated tool result. `value` is Provider data (§4.2, §7.3): it
 /// matched the tool's output schema, and it is still never an instruction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolOutput {
+    /// The Provider that produced it.
     pub provider_id: String,
+    /// The tool that produced it.
     pub tool_name: String,
+    /// The execution's request id.
     pub request_id: String,
+    /// The operation it came from, when it ran in the background (§4.4).
     pub operation_id: Option<String>,
+    /// The result value, untrusted data.
     pub value: Json,
+    /// Inline or through a descriptor.
     pub delivery: Delivery,
 }
 
 /// The terminal outcome of an execution.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
+    /// The tool succeeded with a validated result.
     Succeeded(ToolOutput),
     /// §4.4: only a queried `cancelled` state proves there is no further
     /// effect.
     Cancelled {
+        /// The cancelled operation.
         operation_id: String,
     },
 }
@@ -65,19 +83,25 @@ pub enum Outcome {
 /// Display-only progress of an operation (§4.4: never a sign of success).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Progress {
+    /// Work done so far, if reported.
     pub current: Option<f64>,
+    /// Total work, if reported.
     pub total: Option<f64>,
+    /// Status text, untrusted and bounded.
     pub message: Option<ProviderText>,
 }
 
 /// A background operation (§4.4), bound to the execution that created it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operation {
+    /// The Provider running it.
     pub provider_id: String,
+    /// The tool it runs.
     pub tool_name: String,
     /// The creating execution's id: get_operation and cancel_operation must
     /// carry it (§4.1).
     pub request_id: String,
+    /// The Provider's `operation_id`, bound to this caller (§4.4).
     pub operation_id: String,
     /// The Provider's latest `poll_after_ms`.
     pub poll_after_ms: Option<u64>,
@@ -85,14 +109,18 @@ pub struct Operation {
     pub state: OpState,
     /// The latest progress the Provider reported, for display.
     pub progress: Option<Progress>,
+    /// Whether `cancel_operation` was sent and accepted (or answered CONFLICT).
     pub cancel_requested: bool,
+    /// How many `get_operation` calls were made so far.
     pub polls: u32,
 }
 
 /// What [`Consumer::run`] got back.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Started {
+    /// The execution ended at once.
     Done(Outcome),
+    /// It runs in the background: follow it with [`Consumer::wait`] or [`Consumer::cancel`].
     Pending(Operation),
 }
 
@@ -101,11 +129,15 @@ pub enum Started {
 /// own UI; the Consumer only carries the user there.
 #[derive(Debug)]
 pub struct ConfirmationRequest<'a> {
+    /// The Provider asking.
     pub provider_id: &'a str,
+    /// The tool being executed.
     pub tool_name: &'a str,
+    /// The execution's request id, which the resumed call keeps.
     pub request_id: &'a str,
     /// AUTH_REQUIRED or USER_ACTION_REQUIRED.
     pub code: ErrorCode,
+    /// The Provider's `error_message`, to show as data.
     pub message: &'a ProviderText,
     /// 1 for the first confirmation of this execution.
     pub round: u32,

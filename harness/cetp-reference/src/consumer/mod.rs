@@ -49,8 +49,11 @@ use std::sync::Arc;
 /// A Provider service found by discovery that this Consumer may use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiscoveredProvider {
+    /// Package of the service.
     pub package: String,
+    /// Class name of the service.
     pub service: String,
+    /// The authority calls go to, owned by the same package (§2.1).
     pub authority: String,
     /// The authoritative version set (§2.1: `versions` over `version`).
     pub versions: BTreeSet<i32>,
@@ -61,25 +64,37 @@ pub struct DiscoveredProvider {
 /// A service discovery turned down, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RejectedService {
+    /// Package of the service.
     pub package: String,
+    /// Class name of the service.
     pub service: String,
+    /// Why it was turned down (bad meta-data, package mismatch, no common version...).
     pub reason: String,
 }
 
+/// The outcome of [`Consumer::discover`]: the services that may be used, and those turned down.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiscoveryReport {
+    /// Services the Consumer may use, each with its plan (§8).
     pub providers: Vec<DiscoveredProvider>,
+    /// Services turned down, with the reason.
     pub rejected: Vec<RejectedService>,
 }
 
 /// A negotiated v2 session (§2.2).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Session {
+    /// The Provider's `provider_id`, which routing is keyed by (§3.1).
     pub provider_id: String,
+    /// The `provider_name`, kept as untrusted text (§7.3).
     pub provider_name: Option<ProviderText>,
+    /// The version the Provider selected.
     pub selected_version: i64,
+    /// Capabilities both sides support; no other optional method is called (§2.3).
     pub capabilities: BTreeSet<Capability>,
+    /// The negotiated `limits` by name.
     pub limits: BTreeMap<String, i64>,
+    /// Device time of the negotiation, epoch ms.
     pub negotiated_at_ms: i64,
     /// The session's `expires_at` (§2.2), epoch ms: from then on the
     /// Consumer negotiates again before using it.
@@ -93,10 +108,12 @@ pub struct Session {
 }
 
 impl Session {
+    /// Whether the optional capability was negotiated.
     pub fn has(&self, cap: Capability) -> bool {
         self.capabilities.contains(&cap)
     }
 
+    /// One negotiated limit, `None` when the Provider did not send it.
     pub fn limit(&self, key: &str) -> Option<i64> {
         self.limits.get(key).copied()
     }
@@ -112,26 +129,39 @@ impl Session {
 pub struct Connected {
     /// The negotiated provider_id (v2), or the package (v1).
     pub provider_id: String,
+    /// The protocol major version in use (1 or 2).
     pub version: i32,
+    /// The negotiated optional capabilities (none for v1).
     pub capabilities: BTreeSet<Capability>,
 }
 
+/// One scope of `get_provider_info` (§3.2), for showing the user what a grant means.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScopeInfo {
+    /// Stable scope name (§3.2 pattern).
     pub name: String,
+    /// Display title, untrusted text.
     pub title: Option<ProviderText>,
+    /// Description, untrusted text.
     pub description: Option<ProviderText>,
+    /// `read` or `write`.
     pub access: String,
+    /// `public`, `personal`, `financial`, `health`, `device` or `other`.
     pub sensitivity: String,
 }
 
 /// `get_provider_info` (§3.2), validated and bounded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProviderInfo {
+    /// The Provider's stable id (§3.1).
     pub provider_id: String,
+    /// Display name, untrusted text.
     pub provider_name: ProviderText,
+    /// Description, untrusted text.
     pub description: ProviderText,
+    /// Dialect of every schema of the session (§3.2).
     pub schema_dialect: String,
+    /// The scope catalog.
     pub scopes: Vec<ScopeInfo>,
 }
 
@@ -139,21 +169,29 @@ pub struct ProviderInfo {
 /// declares for the Consumer's UI and policy, not a security boundary (§3.4).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolInfo {
+    /// Tool name; with the provider_id it is the routing key (§3.1).
     pub name: String,
+    /// Display title, untrusted text.
     pub title: Option<ProviderText>,
+    /// Description, untrusted text; never an instruction (§7.3).
     pub description: ProviderText,
+    /// Schemas, scopes and annotations as validated.
     pub descriptor: ToolSummary,
 }
 
 /// A validated `list_tools` answer (§3.3).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCatalog {
+    /// The Provider the list came from.
     pub provider_id: String,
+    /// The list's `revision` (§3.3).
     pub revision: String,
+    /// The tools, in the Provider's order.
     pub tools: Vec<ToolInfo>,
 }
 
 impl ToolCatalog {
+    /// The tool of this name, if the list has it.
     pub fn get(&self, name: &str) -> Option<&ToolInfo> {
         self.tools.iter().find(|t| t.name == name)
     }
@@ -222,6 +260,7 @@ impl Consumer {
         Consumer::with_uuid_source(config, uuids)
     }
 
+    /// A Consumer taking its request ids from `uuids` (tests pin or break them).
     pub fn with_uuid_source(config: ConsumerConfig, uuids: Box<dyn UuidSource>) -> Self {
         Consumer {
             config,
@@ -231,6 +270,7 @@ impl Consumer {
         }
     }
 
+    /// The configuration it was made with.
     pub fn config(&self) -> &ConsumerConfig {
         &self.config
     }

@@ -24,6 +24,7 @@ macro_rules! consumer_mutants {
                 match self { $( ConsumerMutant::$variant => $name, )* }
             }
 
+            /// The fault of this name; `None` for an unknown name.
             pub fn parse(name: &str) -> Option<ConsumerMutant> {
                 match name { $( $name => Some(ConsumerMutant::$variant), )* _ => None }
             }

@@ -28,6 +28,7 @@ macro_rules! consumer_variants {
                 match self { $( ConsumerVariant::$variant => $name, )* }
             }
 
+            /// The latitude of this name; `None` for an unknown name.
             pub fn parse(name: &str) -> Option<ConsumerVariant> {
                 match name { $( $name => Some(ConsumerVariant::$variant), )* _ => None }
             }

@@ -29,17 +29,29 @@ use std::sync::{Arc, Mutex};
 /// One tool as the target published it in `list_tools` (§3.3, §3.4).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DescribedTool {
+    /// Tool name.
     pub name: String,
+    /// Display title (at most 1024 characters kept).
     pub title: String,
+    /// Description (at most 1024 characters kept).
     pub description: String,
+    /// Input schema, `{}` when absent.
     pub input_schema: Json,
+    /// Output schema, `{}` when absent.
     pub output_schema: Json,
+    /// Scopes the tool requires (§3.4).
     pub scopes: Vec<String>,
+    /// The `effect` annotation; `update` when absent, so an unstated tool is taken to write.
     pub effect: String,
+    /// The `risk` annotation; `moderate` when absent.
     pub risk: String,
+    /// The `destructive` annotation; false when absent.
     pub destructive: bool,
+    /// The `idempotent` annotation; false when absent.
     pub idempotent: bool,
+    /// The `open_world` annotation; false when absent.
     pub open_world: bool,
+    /// The `confirmation` annotation; `provider_policy` when absent.
     pub confirmation: String,
     /// `execution` is `sync_or_async`.
     pub may_run_async: bool,
@@ -90,6 +102,7 @@ impl DescribedTool {
         })
     }
 
+    /// Whether the tool only reads (`effect = read`), and so needs no dedupe (§6).
     pub fn is_read(&self) -> bool {
         self.effect == "read"
     }
@@ -98,10 +111,13 @@ impl DescribedTool {
 /// An `execute_tool` call that passed every check the protocol makes.
 #[derive(Clone, Debug)]
 pub struct BusinessCall<'a> {
+    /// The caller's UID.
     pub uid: u32,
     /// Empty for a v1 call.
     pub request_id: &'a str,
+    /// The tool called.
     pub tool: &'a DescribedTool,
+    /// The parsed `args`.
     pub args: &'a Json,
     /// A confirmation of this call was approved (its resume token redeemed).
     pub confirmed: bool,
@@ -120,20 +136,26 @@ pub enum BusinessAnswer {
     Value(Json),
     /// Run in the background; `value` is the result when it ends (and the
     /// synchronous result when the protocol does not allow an operation).
-    Accepted { value: Json },
+    Accepted {
+        /// The result once the operation ends.
+        value: Json,
+    },
     /// Ask the user to confirm this call (USER_ACTION_REQUIRED, §3.4, §4.3).
     AskConfirm,
     /// Ask for the tool's scopes (AUTH_REQUIRED, §3.4).
     AskGrant,
     /// A business refusal; `retryable` is kept where §5 leaves it open.
     Error {
+        /// The §5 code answered.
         code: ErrorCode,
+        /// The `retryable` flag where §5 leaves it open; `None`, or a value the code's rule forbids, takes the engine's.
         retryable: Option<bool>,
     },
 }
 
 /// The business side of a [`Described`] app.
 pub trait Business: Send + Sync {
+    /// The business outcome of one call that passed the protocol checks.
     fn decide(&self, call: &BusinessCall<'_>) -> BusinessAnswer;
 }
 
@@ -150,6 +172,7 @@ pub struct Flavour {
     pub error_effect: bool,
     /// Device time an operation takes, and whether it ends failed.
     pub op_done_after_ms: i64,
+    /// Whether an operation ends `failed` rather than `succeeded`.
     pub op_fails: bool,
 }
 
@@ -175,6 +198,7 @@ impl Flavour {
 
 /// The app: a target's descriptors and a business.
 pub struct Described {
+    /// The target's tools as published.
     pub tools: Vec<DescribedTool>,
     /// The target's `get_provider_info` data, answered as is.
     pub info: Json,
@@ -182,7 +206,9 @@ pub struct Described {
     pub capabilities: BTreeSet<Capability>,
     /// Tools each caller UID does not see (§7.2).
     pub hidden: BTreeMap<u32, BTreeSet<String>>,
+    /// Decides each call's business outcome.
     pub business: Arc<dyn Business>,
+    /// Which of the open business choices this shadow takes.
     pub flavour: Flavour,
 }
 

@@ -62,8 +62,11 @@ use util::lock;
 
 /// Package of the reference Provider app.
 pub const PACKAGE: &str = "com.clawseed.reference";
+/// The authority of the reference Provider's ContentProvider (§2.1 meta-data).
 pub const AUTHORITY: &str = "com.clawseed.reference.clawseed.tools";
+/// The reference Provider's discoverable service component (§2.1).
 pub const SERVICE: &str = "com.clawseed.reference/.cetp.ToolProviderService";
+/// The normal permission guarding the service; an entry point only, never an identity (§7.1).
 pub const ACCESS_PERMISSION: &str = "com.clawseed.permission.ACCESS_TOOLS";
 /// Package that owns the authority in the mismatched-package manifest, and
 /// that creates the PendingIntents of the foreign-PendingIntent mutant.
@@ -73,12 +76,15 @@ pub const PROVIDER_UID: u32 = 10050;
 /// UID of caller identity "a" of the probe wire, which holds every scope by
 /// default.
 pub const FULL_ACCESS_UID: u32 = 10123;
+/// The reference app's confirmation activity, target of USER_ACTION_REQUIRED resolutions (§4.3).
 pub const CONFIRM_ACTIVITY: &str = "com.clawseed.reference/.ConfirmActivity";
+/// The reference app's scope-grant activity, target of AUTH_REQUIRED resolutions (§4.3).
 pub const GRANT_ACTIVITY: &str = "com.clawseed.reference/.GrantActivity";
 /// Default session lifetime: an hour after negotiation.
 pub const SESSION_TTL_MS: i64 = 3_600_000;
 /// Default lifetime of a pending decision and its resume token: ten minutes.
 pub const RESUME_TOKEN_TTL_MS: i64 = 600_000;
+/// The `poll_after_ms` the reference app suggests for its operations (§4.4).
 pub const POLL_AFTER_MS: i64 = 100;
 /// `sync_portfolio` operations: queued until this age, then running.
 pub const OPERATION_RUNNING_AFTER_MS: i64 = 50;
@@ -106,6 +112,7 @@ pub enum FixtureSet {
 }
 
 impl FixtureSet {
+    /// Every fixture set, for parsing names and listing targets.
     pub const ALL: [FixtureSet; 2] = [FixtureSet::Reference, FixtureSet::Notes];
 
     /// The name targets and `mutants.json` use (`provider=notes`).
@@ -116,6 +123,7 @@ impl FixtureSet {
         }
     }
 
+    /// The fixture set of this name (`reference`, `notes`); `None` for any other.
     pub fn parse(name: &str) -> Option<FixtureSet> {
         Self::ALL.into_iter().find(|s| s.name() == name)
     }
@@ -161,9 +169,13 @@ pub(crate) fn issued_string(latitudes: &BTreeSet<Variant>, s: String) -> String 
 /// The limits the Provider negotiates (§2.2) and enforces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
+    /// Largest `args` accepted, UTF-8 bytes (§4.1).
     pub max_request_bytes: u64,
+    /// Largest result sent inline; above it a file result or RESULT_TOO_LARGE (§4.5).
     pub max_inline_result_bytes: u64,
+    /// How many calls may run at once.
     pub max_concurrent_requests: u64,
+    /// How long dedupe records and operations are kept (§4.4, §6).
     pub idempotency_window_seconds: u64,
 }
 
@@ -209,9 +221,11 @@ pub enum ManifestVariant {
 }
 
 impl ManifestVariant {
+    /// Whether the app answers v1 calls: every manifest but v2-only.
     pub fn speaks_v1(self) -> bool {
         !matches!(self, ManifestVariant::V2Only)
     }
+    /// Whether the app answers v2 calls: every manifest but v1-only.
     pub fn speaks_v2(self) -> bool {
         !matches!(self, ManifestVariant::V1Only)
     }
@@ -222,23 +236,30 @@ impl ManifestVariant {
 /// [`thread_sleeper`].
 pub type Sleeper = Arc<dyn Fn(u64) + Send + Sync>;
 
+/// A [`Sleeper`] that really sleeps the calling thread.
 pub fn thread_sleeper() -> Sleeper {
     Arc::new(|ms| std::thread::sleep(std::time::Duration::from_millis(ms)))
 }
 
+/// Everything that shapes one reference Provider: the app it hosts, its identity and manifest, grants, limits, lifetimes, and the mutants or latitudes switched on.
 #[derive(Clone)]
 pub struct ProviderConfig {
     /// The app the engine hosts. The identity fields below are not derived
     /// from it: [`ProviderConfig::notes`] sets all of them.
     pub fixtures: FixtureSet,
+    /// The app's package; `provider_id` must be it or under it (§3.1).
     pub package: String,
+    /// The authority its ContentProvider answers on.
     pub authority: String,
     /// §3.1: defaults to the package name.
     pub provider_id: String,
+    /// The `provider_name` of `negotiate` and `get_provider_info`.
     pub provider_name: String,
+    /// The `description` of `get_provider_info` (§3.2).
     pub description: String,
     /// The app's own UID, written as creator of its PendingIntents.
     pub uid: u32,
+    /// What the manifest declares (§2.1), which also decides the protocols answered.
     pub manifest: ManifestVariant,
     /// Seeds every token and id the Provider issues.
     pub seed: u64,
@@ -246,6 +267,7 @@ pub struct ProviderConfig {
     pub grants: BTreeMap<u32, BTreeSet<String>>,
     /// Scopes of callers not in `grants`.
     pub default_grants: BTreeSet<String>,
+    /// The limits negotiated and enforced (§2.2).
     pub limits: Limits,
     /// Session lifetime (§2.2 allows expiry); shorten it to test expiry
     /// against a real clock.
@@ -254,6 +276,7 @@ pub struct ProviderConfig {
     pub resume_token_ttl_ms: i64,
     /// Time a mutation takes between reservation and commit.
     pub effect_delay_ms: u64,
+    /// Performs `effect_delay_ms`; see [`Sleeper`].
     pub sleeper: Sleeper,
     /// Publishes the next release of the tool catalog: `get_quote` accepts
     /// symbols of at most 16 characters instead of 32 (an incompatible
@@ -261,6 +284,7 @@ pub struct ProviderConfig {
     /// variant: `cetp drift` against a lock of the default catalog reports
     /// breaking drift and no violation.
     pub next_release: bool,
+    /// Mutants switched on: each breaks one requirement, for the self-test (empty for the reference).
     pub faults: BTreeSet<Mutant>,
     /// Legal variants taken (`variant.rs`): each one a latitude the spec
     /// leaves, never a defect.
@@ -397,6 +421,7 @@ pub(crate) struct Durable {
     pub changed: Condvar,
 }
 
+/// The reference Provider: the oracle the harness judges against. It hosts a fixture set (or a described target), keeps durable state across restarts and memory that a restart loses, and can be configured into a mutant.
 pub struct ReferenceProvider {
     cfg: ProviderConfig,
     catalog: Catalog,
@@ -431,6 +456,7 @@ pub(crate) struct Cx<'a> {
 }
 
 impl ReferenceProvider {
+    /// A Provider with this configuration, fresh durable state seeded from it.
     pub fn new(cfg: ProviderConfig) -> Self {
         let catalog = match &cfg.described {
             Some(d) => Catalog::described(d),
@@ -484,6 +510,7 @@ impl ReferenceProvider {
         }))
     }
 
+    /// The configuration it was built with.
     pub fn config(&self) -> &ProviderConfig {
         &self.cfg
     }

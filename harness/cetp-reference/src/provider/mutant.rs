@@ -29,6 +29,7 @@ macro_rules! faults {
                 match self { $( Mutant::$variant => $name, )* }
             }
 
+            /// The fault of this name; `None` for an unknown name.
             pub fn parse(name: &str) -> Option<Mutant> {
                 match name { $( $name => Some(Mutant::$variant), )* _ => None }
             }

@@ -29,7 +29,9 @@ use cetp_proto::ErrorCode;
 use serde_json::{json, Map, Value as Json};
 use std::collections::BTreeMap;
 
+/// Package of the notes app (the second fixture set).
 pub const NOTES_PACKAGE: &str = "com.clawseed.notes";
+/// Authority of the notes app's ContentProvider.
 pub const NOTES_AUTHORITY: &str = "com.clawseed.notes.clawseed.tools";
 /// UID of the notes app (creator of its PendingIntents).
 pub const NOTES_UID: u32 = 10051;

@@ -26,6 +26,7 @@ macro_rules! latitudes {
                 match self { $( Variant::$variant => $name, )* }
             }
 
+            /// The latitude of this name; `None` for an unknown name.
             pub fn parse(name: &str) -> Option<Variant> {
                 match name { $( $name => Some(Variant::$variant), )* _ => None }
             }
