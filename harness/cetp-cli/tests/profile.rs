@@ -6,6 +6,8 @@
 mod run;
 #[path = "support/scratch.rs"]
 mod scratch;
+#[path = "support/served_sim.rs"]
+mod served_sim;
 use run::{cetp, text};
 use scratch::Scratch;
 
@@ -147,7 +149,9 @@ fn init_check_and_run(name: &str, sim_args: &[&str], package: &str) {
         .map(|f| f.as_str().unwrap())
         .collect();
     assert!(
-        fixes.iter().any(|f| f.contains("[execute] allow")),
+        fixes
+            .iter()
+            .any(|f| f.contains("[execute] allow") && f.contains("the cases would execute: ")),
         "{fixes:?}"
     );
     assert!(t.contains("to establish it:"), "{t}");
@@ -179,6 +183,56 @@ fn init_check_and_run(name: &str, sim_args: &[&str], package: &str) {
         "--force",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+/// `cetp init`, `profile check` and `run` through a real adb server
+/// (Debian's `adb`) to a device's adb endpoint, as on a phone: the probe
+/// started by the harness, identity b from the second probe.
+#[test]
+fn init_through_a_real_adb_server_gives_a_profile_that_checks_and_fails_nothing() {
+    let Some(adb) = served_sim::AdbServer::start("init_through_adb") else {
+        return;
+    };
+    let sim = served_sim::AdbSim::start_with(&[]);
+    let o = adb.adb(&["connect", &sim.serial]);
+    assert!(text(&o).contains("connected"), "{}", text(&o));
+    let target = adb.target(&sim.serial);
+    let dir = tmp("adb");
+    let out = dir.join("profile.toml");
+    let o = cetp(&["init", "--target", &target, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        written.contains("package = \"com.clawseed.reference\""),
+        "{written}"
+    );
+    assert!(written.contains("allow = []"), "{written}");
+    let o = cetp(&[
+        "profile",
+        "check",
+        out.to_str().unwrap(),
+        "--target",
+        &target,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{written}", text(&o));
+    assert!(text(&o).contains("no wrong field"), "{}", text(&o));
+    let report = dir.join("report");
+    let o = cetp(&[
+        "run",
+        "--target",
+        &target,
+        "--profile",
+        out.to_str().unwrap(),
+        "--report-dir",
+        report.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}\n{written}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(r["summary"]["fail"], 0, "{t}");
+    assert!(r["summary"]["pass"].as_u64().unwrap() > 30, "{t}");
 }
 
 #[test]

@@ -256,6 +256,21 @@ pub fn provider_claim(
     claim
 }
 
+/// The tools the cases left unjudged for `[execute] allow` would have
+/// executed, read from their reasons (`not executed: TOOL has effect=…`,
+/// the interpreter's words), so that the fix names them.
+fn refused_tools(cases: &[CaseOutcome]) -> BTreeSet<&str> {
+    cases
+        .iter()
+        .filter(|c| c.unjudged.as_deref() == Some("[execute] allow"))
+        .filter_map(|c| {
+            let rest = c.reason.split("not executed: ").nth(1)?;
+            rest.split(" has effect=").next()
+        })
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
 /// The shortest list of changes that would establish the claim: the cases
 /// and checks to make pass, then one change per missing field, the one
 /// that judges most core cases first. A need another one covers is left
@@ -318,9 +333,18 @@ fn fixes(
                 .map(|o| o.cases.len())
                 .sum::<usize>();
         }
+        let mut fix = crate::profile_check::fix_for(&u.needs);
+        if u.needs == "[execute] allow" {
+            let tools = refused_tools(cases);
+            if !tools.is_empty() {
+                fix.push_str(&format!(
+                    " (the cases would execute: {})",
+                    tools.into_iter().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
         out.push(format!(
-            "{} (judges {n} core case(s): {})",
-            crate::profile_check::fix_for(&u.needs),
+            "{fix} (judges {n} core case(s): {})",
             u.cases.join(", ")
         ));
     }
@@ -466,6 +490,17 @@ mod tests {
         assert_eq!(
             (stats.summary().not_applicable, stats.summary().not_judged),
             (6, 5)
+        );
+        // The tools the unjudged cases would have executed are named.
+        let mut refused = case("X1", Verdict::NotApplicable, Some("[execute] allow"));
+        refused.reason = "not judged: not executed: create_note has effect=create and the profile does not allow executing it (needs [execute] allow)".into();
+        let mut other = case("X2", Verdict::NotApplicable, Some("[execute] allow"));
+        other.reason = "not judged: not executed: delete_note has effect=delete and the profile does not allow executing it".into();
+        let c = provider_claim(Some(&env()), &[refused, other], &[], None, false);
+        assert!(
+            c.fixes[0].contains("(the cases would execute: create_note, delete_note)"),
+            "{:?}",
+            c.fixes
         );
         // An established claim lists nothing.
         let ok = [
