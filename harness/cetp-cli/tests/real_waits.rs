@@ -476,3 +476,51 @@ fn a_case_expecting_no_effect_waits_inside_anothers_window_and_a_failure_judges_
     assert_eq!(verdict, "PASS", "{reason}");
     assert!(reason.contains("judged alone"), "{reason}");
 }
+
+/// A guest whose tool needs setup calls (here delete_alert, set up by a
+/// create_alert) withdraws from the window it joined before the setup's
+/// effect could land there, and is judged alone: both pass, and the host's
+/// judgement stands.
+#[test]
+fn a_guest_whose_tool_needs_setup_withdraws_and_is_judged_alone() {
+    let sim = FixedClockSim::start(None);
+    let dir = Scratch::new("cetp-waits-windows", "setup", true);
+    let base = profile(&dir.join("base"));
+    let line = "sample_args = { alert_id = \"alert-cetp-probe\" }";
+    let text_in = std::fs::read_to_string(&base).unwrap();
+    assert!(text_in.contains(line), "profiles/reference.toml changed");
+    let with_setup = dir.join("setup.toml");
+    std::fs::write(
+        &with_setup,
+        text_in.replace(
+            line,
+            &format!("{line}\nsetup = [ {{ tool = \"create_alert\", args = {{ symbol = \"ACME\", price = 12.5 }}, bind = {{ \"/alert_id\" = \"/alert_id\" }} }} ]"),
+        ),
+    )
+    .unwrap();
+    let report = dir.join("report");
+    let o = cetp()
+        .args(["run", "--target", &format!("tcp:{}", sim.a)])
+        .args(["--target-b", &sim.b, "--color", "never"])
+        .args(["--profile", with_setup.to_str().unwrap()])
+        .args(["--report-dir", report.to_str().unwrap()])
+        .args(WINDOWS)
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(report.join("report.json"))
+            .unwrap_or_else(|e| panic!("no report.json ({e}): {}", text(&o))),
+    )
+    .unwrap();
+    let v = cases(&r);
+    let (verdict, reason) = &v["CONF-010"];
+    assert_eq!(verdict, "PASS", "{reason}\n{}", text(&o));
+    assert!(
+        reason.contains("withdrew from another case's observer window")
+            && reason.contains("delete_alert needs setup calls"),
+        "{reason}"
+    );
+    let (verdict, reason) = &v["IDEM-008"];
+    assert_eq!(verdict, "PASS", "{reason}");
+    assert!(!reason.contains("judged alone"), "{reason}");
+}

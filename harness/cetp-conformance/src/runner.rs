@@ -529,16 +529,23 @@ impl CaseExecutor<'_> {
                 .max_wait(self.cfg.max_wait_ms())
                 .parking()
                 .real_time_only(),
-                None => CaseRunner::new(
-                    self.target,
-                    self.profile,
-                    self.env,
-                    &mut emit,
-                    tally,
-                    run_rng(self.cfg, p.i, p.rng_attempt()),
-                )
-                .max_wait(self.cfg.max_wait_ms())
-                .parking(),
+                None => {
+                    let r = CaseRunner::new(
+                        self.target,
+                        self.profile,
+                        self.env,
+                        &mut emit,
+                        tally,
+                        run_rng(self.cfg, p.i, p.rng_attempt()),
+                    )
+                    .max_wait(self.cfg.max_wait_ms())
+                    .parking();
+                    if p.group.is_some() {
+                        r.guest()
+                    } else {
+                        r
+                    }
+                }
             }
             .guarded(&self.stalls, self.deadline, &self.interrupt);
             let result = if was_parked {
@@ -554,6 +561,12 @@ impl CaseExecutor<'_> {
                     return p;
                 }
                 Ok(None) => Ok(()),
+                Err(Stop::Withdraw { reason, clean }) => {
+                    drop(runner);
+                    p.events = events;
+                    p.withdrawn = Some((reason, clean));
+                    return p;
+                }
                 Err(stop) => Err(stop),
             };
             let cited = if result.is_err() {
@@ -669,6 +682,19 @@ impl CaseExecutor<'_> {
             w.parked.push(p);
             return Ok(());
         }
+        if let Some((why, clean)) = &p.withdrawn {
+            // Its own judgement comes from a run alone. Its window up to
+            // then saw no effect, or its group cannot be trusted either.
+            if !clean {
+                if let Some(g) = p.group {
+                    w.tainted.insert(g);
+                }
+            }
+            let note =
+                format!("judged alone: it withdrew from another case's observer window ({why})");
+            w.alone.push_back(p.alone_again(note));
+            return Ok(());
+        }
         let Some(g) = p.group else {
             return self.report(p, w, sink);
         };
@@ -681,9 +707,10 @@ impl CaseExecutor<'_> {
         let mut members: Vec<(Parked<'c>, Executed)> =
             members.into_iter().map(Parked::finish).collect();
         members.sort_by_key(|(p, _)| p.i);
-        if members
-            .iter()
-            .all(|(_, e)| matches!(e.verdict, Verdict::Pass | Verdict::NotApplicable))
+        if !w.tainted.contains(&g)
+            && members
+                .iter()
+                .all(|(_, e)| matches!(e.verdict, Verdict::Pass | Verdict::NotApplicable))
         {
             for (mut p, e) in members {
                 p.folded = Some(e);
@@ -919,6 +946,9 @@ struct Parked<'c> {
     alone_note: Option<String>,
     /// Its verdict, once its attempts are folded.
     folded: Option<Executed>,
+    /// A guest that withdrew from the window it ran in, why, and whether
+    /// its window had seen no effect until then.
+    withdrawn: Option<(String, bool)>,
 }
 
 impl<'c> Parked<'c> {
@@ -971,6 +1001,7 @@ impl<'c> Parked<'c> {
             alone: false,
             alone_note: None,
             folded: None,
+            withdrawn: None,
         }
     }
 
@@ -1011,6 +1042,9 @@ struct Waiting<'c> {
     held: Vec<Parked<'c>>,
     alone: std::collections::VecDeque<Parked<'c>>,
     next_group: usize,
+    /// Groups a guest left with an effect seen in its window: none of
+    /// their cases is judged on that run.
+    tainted: std::collections::BTreeSet<usize>,
 }
 
 impl Waiting<'_> {
@@ -1020,6 +1054,9 @@ impl Waiting<'_> {
         let old: Vec<usize> = self.parked.iter().filter_map(|p| p.group).collect();
         let g = self.next_group;
         self.next_group += 1;
+        if old.iter().any(|h| self.tainted.contains(h)) {
+            self.tainted.insert(g);
+        }
         for p in self.parked.iter_mut().chain(self.held.iter_mut()) {
             if p.window_open() || p.group.is_some_and(|h| old.contains(&h)) {
                 p.group = Some(g);
@@ -1309,6 +1346,9 @@ fn executed(case: &Case, result: Result<(), Stop>) -> Executed {
             cut: true,
             ..Executed::new(Verdict::InfraError, r)
         },
+        // Only a guest withdraws, and the executor runs it again alone
+        // before anything is reported.
+        Err(Stop::Withdraw { reason, .. }) => Executed::new(Verdict::InfraError, reason),
     }
 }
 

@@ -388,6 +388,7 @@ pub fn features(case: &Json, run: &CaseRun) -> BTreeSet<String> {
             Some(Stop::Setup { .. }) => "stop setup",
             Some(Stop::Infra(_)) => "stop infra",
             Some(Stop::Cut(_)) => "stop cut",
+            Some(Stop::Withdraw { .. }) => "stop withdraw",
         }
         .to_string(),
     );

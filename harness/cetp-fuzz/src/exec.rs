@@ -45,6 +45,7 @@ pub fn describe_stop(stop: &Stop) -> String {
         Stop::Setup { needs, reason } => format!("not judged: {reason} (needs {needs})"),
         Stop::Infra(r) => format!("infrastructure: {r}"),
         Stop::Cut(r) => format!("cut: {r}"),
+        Stop::Withdraw { reason, .. } => format!("withdrawn: {reason}"),
     }
 }
 

@@ -88,6 +88,15 @@ pub enum Stop {
     /// The run was cut short before this step (Ctrl-C, `--run-timeout`):
     /// an INFRA_ERROR, and the run is left to be resumed.
     Cut(String),
+    /// A case running inside another's observer window (a guest) reached
+    /// a setup call, whose effects would land in that window: it stops
+    /// unjudged, to be run again alone. `clean`: its own window had seen no
+    /// effect up to then (its observer read again), so the windows it ran
+    /// in may still be trusted.
+    Withdraw {
+        reason: String,
+        clean: bool,
+    },
 }
 
 impl Stop {
@@ -251,6 +260,9 @@ pub struct CaseRunner<'a> {
     /// The device's wall clock was set forward for this case, its elapsed
     /// clock left as it was (`clock=move` on a phone).
     wall_clock_moved: bool,
+    /// Runs inside another case's observer window: a setup call withdraws
+    /// it ([`Stop::Withdraw`]).
+    guest: bool,
 }
 
 /// What a case parked at a real-time wait keeps: everything the
@@ -269,6 +281,7 @@ pub struct CaseState {
     max_wait_ms: u64,
     park: Option<(i64, Instant)>,
     real_waited_ms: u64,
+    guest: bool,
 }
 
 impl CaseState {
@@ -296,6 +309,7 @@ impl CaseState {
             max_wait_ms: DEFAULT_MAX_WAIT_MS,
             park: None,
             real_waited_ms: 0,
+            guest: false,
         }
     }
 }
@@ -368,6 +382,7 @@ impl<'a> CaseRunner<'a> {
             park: None,
             real_waited_ms: 0,
             wall_clock_moved: false,
+            guest: false,
         }
     }
 
@@ -382,6 +397,13 @@ impl<'a> CaseRunner<'a> {
     /// executor runs other cases until then.
     pub fn parking(mut self) -> Self {
         self.parking = true;
+        self
+    }
+
+    /// Runs the case inside another's observer window: it withdraws
+    /// before any setup call ([`Stop::Withdraw`]).
+    pub fn guest(mut self) -> Self {
+        self.guest = true;
         self
     }
 
@@ -416,6 +438,7 @@ impl<'a> CaseRunner<'a> {
             max_wait_ms: self.max_wait_ms,
             park: self.park,
             real_waited_ms: self.real_waited_ms,
+            guest: self.guest,
         }
     }
 
@@ -440,6 +463,7 @@ impl<'a> CaseRunner<'a> {
         r.max_wait_ms = state.max_wait_ms;
         r.park = state.park;
         r.real_waited_ms = state.real_waited_ms;
+        r.guest = state.guest;
         r.parking = true;
         r
     }

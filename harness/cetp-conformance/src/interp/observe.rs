@@ -230,6 +230,20 @@ impl CaseRunner<'_> {
         if calls.is_empty() {
             return Ok(args);
         }
+        if self.guest {
+            // Whether anything moved the observer in its window so far: if
+            // nothing did, the windows it ran in saw none of its steps.
+            let mut clean = true;
+            for since in self.snapshots.clone() {
+                clean &= matches!(self.effects_verdict(&since, 0, None), Ok(Ok(())));
+            }
+            return Err(Stop::Withdraw {
+                reason: format!(
+                    "{tool} needs setup calls, whose effects would land in the observer window this case was running in"
+                ),
+                clean,
+            });
+        }
         let session = session
             .ok_or_else(|| Stop::Infra("vector error: a setup call needs a session".into()))?;
         let identity = self.session(session)?.identity.clone();
