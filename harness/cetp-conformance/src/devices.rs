@@ -393,6 +393,7 @@ pub fn run_sharded(
                     stalls: crate::stall::Stalls::new(),
                     deadline: cfg.run_timeout.map(|t| started + t),
                     interrupt,
+                    wall_clock_untrusted: Default::default(),
                 };
                 let mut tally = CheckTally::new(suite.rules.clone());
                 let mut sink = ChannelSink {

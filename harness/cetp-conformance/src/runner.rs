@@ -267,6 +267,7 @@ pub fn run(
             stalls: crate::stall::Stalls::new(),
             deadline: cfg.run_timeout.map(|t| started + t),
             interrupt: interrupt.clone(),
+            wall_clock_untrusted: Default::default(),
         };
         let movable = hello_a
             .as_ref()
@@ -451,9 +452,19 @@ pub(crate) struct CaseExecutor<'r> {
     pub(crate) stalls: crate::stall::Stalls,
     pub(crate) deadline: Option<Instant>,
     pub(crate) interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Set once a case was judged again in real time after a wall-clock
+    /// move: the Provider evidently times lifetimes by another clock, so no
+    /// later case moves it (a case waiting in real time meanwhile would
+    /// otherwise see its due time come early).
+    pub(crate) wall_clock_untrusted: std::sync::atomic::AtomicBool,
 }
 
 impl CaseExecutor<'_> {
+    fn real_time_only(&self) -> bool {
+        self.wall_clock_untrusted
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// A case that does not pass may be attempted again (`attempts`); the
     /// [`AttemptFolder`] makes attempts that disagree FLAKY.
     fn attempts(
@@ -476,7 +487,7 @@ impl CaseExecutor<'_> {
                 CaseRunner::new(self.target, self.profile, self.env, &mut emit, tally, rng)
                     .max_wait(self.cfg.max_wait_ms())
                     .guarded(&self.stalls, self.deadline, &self.interrupt);
-            if wall.real_time_only {
+            if wall.real_time_only || self.real_time_only() {
                 runner = runner.real_time_only();
             }
             let result = runner.run(case);
@@ -488,7 +499,12 @@ impl CaseExecutor<'_> {
             let (waited, moved) = (runner.real_waited_ms(), runner.wall_clock_moved());
             let mut e = executed(case, result);
             e.cited = cited;
-            if let Some(e) = wall.settle(e, moved, waited, self.target) {
+            let settled = wall.settle(e, moved, (waited, self.real_time_only()), self.target);
+            if wall.real_time_only {
+                self.wall_clock_untrusted
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            if let Some(e) = settled {
                 attempt += 1;
                 if folder.push(e) {
                     break;
@@ -518,19 +534,8 @@ impl CaseExecutor<'_> {
                     tally,
                     state,
                 ),
-                None if p.wall.real_time_only => CaseRunner::new(
-                    self.target,
-                    self.profile,
-                    self.env,
-                    &mut emit,
-                    tally,
-                    run_rng(self.cfg, p.i, p.rng_attempt()),
-                )
-                .max_wait(self.cfg.max_wait_ms())
-                .parking()
-                .real_time_only(),
                 None => {
-                    let r = CaseRunner::new(
+                    let mut r = CaseRunner::new(
                         self.target,
                         self.profile,
                         self.env,
@@ -540,11 +545,13 @@ impl CaseExecutor<'_> {
                     )
                     .max_wait(self.cfg.max_wait_ms())
                     .parking();
-                    if p.group.is_some() {
-                        r.guest()
-                    } else {
-                        r
+                    if p.wall.real_time_only || self.real_time_only() {
+                        r = r.real_time_only();
                     }
+                    if p.group.is_some() {
+                        r = r.guest();
+                    }
+                    r
                 }
             }
             .guarded(&self.stalls, self.deadline, &self.interrupt);
@@ -579,7 +586,14 @@ impl CaseExecutor<'_> {
             p.events = events;
             let mut e = executed(p.case, result);
             e.cited = cited;
-            let Some(e) = p.wall.settle(e, moved, waited, self.target) else {
+            let settled = p
+                .wall
+                .settle(e, moved, (waited, self.real_time_only()), self.target);
+            if p.wall.real_time_only {
+                self.wall_clock_untrusted
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            let Some(e) = settled else {
                 continue;
             };
             p.attempt += 1;
@@ -1251,11 +1265,15 @@ impl WallClockRejudge {
 
     /// The attempt to record, or `None` when it is to be run again in
     /// real time (not counted as an attempt).
+    ///
+    /// `waited`: the real time the attempt waited, and whether the run had
+    /// stopped moving the clock because an earlier case's moves proved
+    /// nothing.
     fn settle(
         &mut self,
         mut e: Executed,
         moved: bool,
-        waited_ms: u64,
+        (waited_ms, untrusted): (u64, bool),
         target: &Target,
     ) -> Option<Executed> {
         let charged = matches!(e.verdict, Verdict::Fail | Verdict::Warn);
@@ -1281,6 +1299,10 @@ impl WallClockRejudge {
                 "with the wall clock set forward through adb it was {first}, which proves nothing where the Provider times lifetimes by the elapsed clock; judged again in real time"
             ),
             (None, true) => "judged with the device's wall clock set forward through adb".into(),
+            (None, false) if untrusted && waited_ms > 0 && e.unjudged.is_none() && e.verdict != Verdict::NotApplicable => format!(
+                "judged by waiting {} s in real time: an earlier case showed that setting the wall clock through adb does not age this Provider's lifetimes, so the run stopped moving it",
+                waited_ms.div_ceil(1000)
+            ),
             (None, false) => {
                 noted_wait(&mut e, waited_ms);
                 return Some(e);

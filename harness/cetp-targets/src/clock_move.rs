@@ -88,16 +88,24 @@ impl ClockMover {
 
     /// Sets the wall clock back by what the moves put it ahead, and
     /// automatic time back as it was. Nothing where it was never moved.
-    pub(crate) async fn restore(&self) -> Result<(), String> {
+    /// `now_ms`: the device's time now as the probe reads it (to the
+    /// millisecond).
+    pub(crate) async fn restore(&self, now_ms: Option<i64>) -> Result<(), String> {
         let mut st = self.state.lock().await;
         let Some(root) = st.root else {
             return Ok(());
         };
         if st.ahead_ms != 0 {
-            let now = self.device_secs().await?;
-            // Rounded to the nearest second: `date` sets whole seconds.
-            let back = now.saturating_mul(1000).saturating_sub(st.ahead_ms);
-            self.set(root, (back + 500).div_euclid(1000)).await?;
+            let now = match now_ms {
+                Some(ms) => ms,
+                None => self.device_secs().await?.saturating_mul(1000),
+            };
+            // Whole seconds, rounded down: the clock ends at most a second
+            // behind, never ahead, so a real-time wait reckoned on it is
+            // never short (a Provider timing by elapsedRealtime has not
+            // expired yet at a time a clock ahead would call due).
+            let back = now.saturating_sub(st.ahead_ms);
+            self.set(root, back.div_euclid(1000)).await?;
             st.ahead_ms = 0;
         }
         match st.auto_time.take().as_deref() {

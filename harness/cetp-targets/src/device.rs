@@ -337,8 +337,9 @@ impl Drop for ProbeDevice {
         if let Some(mover) = self.adb.as_ref().and_then(|s| s.mover.as_ref()) {
             // The clock is the user's: set back whatever the run moved
             // (the other identity's drop then finds nothing to do).
+            let now = self.now_ms();
             let _ = self.rt.block_on(async {
-                tokio::time::timeout(Duration::from_secs(10), mover.restore()).await
+                tokio::time::timeout(Duration::from_secs(10), mover.restore(Some(now))).await
             });
         }
         self.client.close();
@@ -489,8 +490,9 @@ impl Device for ProbeDevice {
         let Some(mover) = self.adb.as_ref().and_then(|s| s.mover.as_ref()) else {
             return Ok(());
         };
+        let now = self.now_ms();
         self.rt
-            .block_on(mover.restore())
+            .block_on(mover.restore(Some(now)))
             .map_err(|m| DeviceError::new(ErrorKind::Io, m))?;
         self.resync_clock()
     }
