@@ -208,7 +208,7 @@ fn walk<'a>(steps: &[&'a Step], f: &mut dyn FnMut(&'a Step)) {
 fn schema_at(schema: &Json, pointer: &str) -> Option<Option<Json>> {
     let mut s = schema.clone();
     for raw in pointer.split('/').skip(1) {
-        let token = raw.replace("~1", "/").replace("~0", "~");
+        let token = cetp_proto::pointer::unescape(raw).into_owned();
         let Some(obj) = s.as_object() else {
             // `true` (or a non-object) allows anything.
             return Some(None);
@@ -270,7 +270,7 @@ fn set_at(doc: &mut Json, pointer: &str, value: Json) {
     let tokens: Vec<String> = pointer
         .split('/')
         .skip(1)
-        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .map(|t| cetp_proto::pointer::unescape(t).into_owned())
         .collect();
     let mut cur = doc;
     for (i, t) in tokens.iter().enumerate() {

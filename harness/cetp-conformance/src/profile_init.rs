@@ -92,7 +92,7 @@ fn observer_candidates(t: &ToolContract) -> Vec<(String, &'static str)> {
         };
         let mut deeper = Vec::new();
         for (k, s) in props {
-            let p = format!("{prefix}/{}", k.replace('~', "~0").replace('/', "~1"));
+            let p = format!("{prefix}/{}", cetp_proto::pointer::escape(k));
             let ty = types(s);
             if ty.iter().any(|t| t == "array") {
                 out.push((
@@ -137,10 +137,7 @@ fn id_source<'a>(
             };
             let out_types = types(out);
             if arg_types.is_empty() || out_types.iter().any(|t| arg_types.contains(t)) {
-                return Some((
-                    c,
-                    format!("/{}", name.replace('~', "~0").replace('/', "~1")),
-                ));
+                return Some((c, format!("/{}", cetp_proto::pointer::escape(name))));
             }
         }
     }
@@ -161,7 +158,7 @@ fn list_source<'a>(
         .and_then(Json::as_array)
         .map(|r| r.iter().filter_map(Json::as_str).collect())
         .unwrap_or_default();
-    let esc = |s: &str| s.replace('~', "~0").replace('/', "~1");
+    let esc = |s: &str| cetp_proto::pointer::escape(s).into_owned();
     // Only args that name an object (`note_id`, `id`): a symbol or a
     // query a list also carries is better generated, and a list that is
     // empty at run time would leave the read unjudged for nothing.
