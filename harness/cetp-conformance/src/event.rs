@@ -166,7 +166,7 @@ pub enum Event {
         scheme: crate::partition::Scheme,
         /// Number of parts.
         count: u32,
-        /// This part's index (0-based); absent for a merge.
+        /// This part's index (1-based); absent for a merge.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         index: Option<u32>,
         /// For a merge: the run of each part.

@@ -72,7 +72,9 @@ fn device_only(field: &str, a: Option<&Json>, b: Option<&Json>) -> bool {
 /// Why the inputs cannot be merged, with the exit code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MergeError {
+    /// The exit code the merge ends with.
     pub exit: ExitCode,
+    /// What is wrong, for a human.
     pub message: String,
 }
 
@@ -148,6 +150,7 @@ type Open = (String, Option<String>, Vec<Event>);
 pub struct Part {
     /// Where it was read from (the report directory), for messages.
     pub source: String,
+    /// Which part of the split run it is.
     pub partition: Partition,
     run_id: String,
     harness: String,
