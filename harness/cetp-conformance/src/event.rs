@@ -17,7 +17,7 @@ pub enum Verdict {
     Pass,
     /// The Provider broke a MUST: evidence against the claim.
     Fail,
-    /// The Provider broke a SHOULD, or did something suspicious that is not a violation.
+    /// The Provider broke a SHOULD: reported, but not held against the claim.
     Warn,
     /// The case does not apply: an optional capability not declared, or the setup
     /// could not judge it (then counted in [`Summary::not_judged`] too).

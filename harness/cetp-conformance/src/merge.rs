@@ -46,7 +46,7 @@ pub const MAX_EVENTS_BYTES: u64 = 256 << 20;
 /// devices of one run) and the run's configuration (harness, vectors,
 /// profile). A simulated
 /// target's label (`sim:mutant=…`) names its Provider, not a device: it
-/// must agree ([`device_only`]).
+/// must agree (`device_only`).
 pub const DEVICE_FIELDS: [&str; 2] = ["target", "device"];
 
 /// Whether pin field `field` may differ between two partitions with these

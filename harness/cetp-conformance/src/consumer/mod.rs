@@ -1,7 +1,7 @@
 //! Consumer conformance: the harness plays a scripted hostile Provider
 //! ([`hostile`]), makes the Consumer under test act (the `consumer_act`
-//! shape), and judges what it observably did ([`judge`]) against each
-//! scenario (`vectors/consumer/`), citing requirement ids.
+//! shape), and judges what it observably did ([`judge`](mod@judge))
+//! against each scenario (`vectors/consumer/`), citing requirement ids.
 //!
 //! In-process, the Consumer under test is the reference Consumer or one of
 //! its mutants ([`ConsumerMutant`]); [`selftest`] proves that every mutant is
