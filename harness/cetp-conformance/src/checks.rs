@@ -199,7 +199,8 @@ pub struct AnswerContext<'a> {
     pub negotiated: Option<&'a Negotiated>,
     /// The tool executed, when known (execute_tool, get_operation).
     pub tool: Option<&'a ToolSummary>,
-    /// Package of the Provider, for checks on PendingIntents it must own (§4.3).
+    /// Package of the Provider under test, for the checks that compare with it
+    /// (a PendingIntent's creator, §4.3; negotiate answers).
     pub package: Option<&'a str>,
     /// JSON Schema dialect the Provider's schemas use.
     pub dialect: &'a str,

@@ -12,13 +12,13 @@ use cetp_proto::Bundle;
 /// What `hello` told about the device and the caller identity it speaks for.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HelloInfo {
-    /// Name and version of the probe.
+    /// Name and version of the probe (`NAME/VERSION`).
     pub probe: String,
     /// Name of the identity (`a`, `b`) the probe speaks for.
     pub identity_name: String,
     /// Linux uid of the probe's app: the caller the Provider sees (§7.1).
     pub uid: u32,
-    /// Packages sharing that uid.
+    /// Packages of that uid.
     pub packages: Vec<String>,
     /// SHA-256 of the probe's signing certificates.
     pub cert_sha256: Vec<String>,
@@ -41,7 +41,8 @@ pub trait Device: Send + Sync {
     fn hello(&self) -> Result<HelloInfo, DeviceError>;
     /// Device clock, Unix epoch ms.
     fn now_ms(&self) -> i64;
-    /// Waits `ms` of device time (real time on a real device).
+    /// Waits `ms`: in real time for a remote device, on its own clock for an
+    /// in-process one.
     fn sleep_ms(&self, ms: u64);
     /// Lists the Providers the device declares, with their manifests (§2.1).
     fn discover(&self) -> Result<Vec<ServiceManifest>, DeviceError>;

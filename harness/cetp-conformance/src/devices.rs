@@ -47,13 +47,14 @@ const CHANNEL_BOUND: usize = 16;
 
 /// One device of the run, identified and pinned.
 pub struct Identified {
-    /// Its `hello`, absent for an in-process device.
+    /// Its `hello` answer.
     pub hello: Option<HelloInfo>,
     /// What was learnt of the Provider on it.
     pub env: Env,
     /// What negotiating with every capability gave, for the pin.
     pub negotiated: Option<Negotiated>,
-    /// Its pin: every device of the run must carry the same one.
+    /// Its pin: the devices of one run must agree on the Provider build
+    /// fields of it ([`crate::pin::BUILD_FIELDS`]).
     pub pin: Pin,
 }
 

@@ -140,7 +140,7 @@ pub enum Event {
         run_id: String,
         /// Version of the harness that ran.
         harness: String,
-        /// The target as labelled for the report (device and Provider).
+        /// The target's label (`sim`, `tcp:HOST:PORT`, `adb:SERIAL`, …).
         target: String,
         /// Seed of every generated value: with `started_at_ms`, replays the run.
         seed: u64,
@@ -175,13 +175,15 @@ pub enum Event {
     },
     /// What the harness learned of the target before the first case.
     TargetIdentified {
-        /// The probe's `hello` answer, absent for an in-process target.
+        /// The probe's `hello` answer; absent when the target could not be
+        /// identified (then nothing is judged).
         hello: Option<HelloInfo>,
-        /// Android package of the Provider.
+        /// Android package of the Provider; absent when not identified.
         package: Option<String>,
-        /// Provider authority the manifest declares (§2.1).
+        /// Provider authority the manifest declares (§2.1); absent when not
+        /// identified.
         authority: Option<String>,
-        /// Which versions the manifest declares: `dual_stack`, `v2_only`, `v1_only` or `other` (§8).
+        /// Which versions the manifest declares: `dual_stack`, `v2_only`, `v1_only` or `other` (§8); `unknown` when not identified.
         manifest: String,
         /// Protocol versions the manifest declares (§2.1).
         declared_versions: Vec<i32>,
@@ -315,7 +317,7 @@ pub enum Event {
     /// died, its Provider stopped answering): the cases it had not finished
     /// went to the devices left, or, with none left, are INFRA_ERROR.
     DeviceLost {
-        /// Name of the lost device (its adb serial or profile name).
+        /// The lost device's target label.
         device: String,
         /// What was seen, for a human.
         reason: String,

@@ -168,7 +168,7 @@ pub struct ProofRecord {
     pub label: &'static str,
     /// The command that writes it again (`cetp selftest`).
     pub command: &'static str,
-    /// The canonical JSON text (pretty, newline-terminated).
+    /// The JSON text (pretty-printed, newline-terminated) the file must hold.
     pub text: String,
 }
 

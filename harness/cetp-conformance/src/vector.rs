@@ -256,7 +256,7 @@ pub enum Step {
         /// Identity (profile caller) the request is made as (default `a`, §7.1).
         #[serde(default = "ident_a", rename = "as")]
         as_: String,
-        /// Versions offered (§2.2); default: `[2]`.
+        /// Versions offered (§2.2); default: `[2, 1]`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         versions: Option<Vec<i32>>,
         /// Default: every capability the harness knows.
@@ -369,7 +369,7 @@ pub enum Step {
         as_: String,
         /// Template naming the bound PendingIntent handle (§4.3).
         handle: String,
-        /// The user decision to play (e.g. `allow`, `deny`).
+        /// The user decision to play: `approve`, `deny` or `dismiss`.
         decision: String,
     },
     /// Read a file descriptor of a large result (§4.5) through the probe.
@@ -379,13 +379,15 @@ pub enum Step {
         as_: String,
         /// Template naming the bound descriptor handle.
         handle: String,
-        /// Read at most this many bytes.
+        /// Read at most this many bytes; default: one past the size
+        /// `verify_against` declares, else [`crate::interp::MAX_FD_READ`].
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_bytes: Option<u64>,
         /// Verify against the `data` of this bound file result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         verify_against: Option<String>,
-        /// Whether the read must succeed (`false`: must fail, e.g. for another caller).
+        /// Whether the bytes must match their declaration (default `true`);
+        /// `false`: a mismatch is what the case expects.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expect_ok: Option<bool>,
         /// Also validate the file's JSON against the output_schema of the

@@ -11,9 +11,11 @@ use cetp_proto::{Bundle, ErrorCode, FdValue, PendingIntentValue, Value};
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 
-/// Package the hostile Provider runs as in-process.
+/// The hostile Provider's package, unless a device hosts it under another
+/// ([`Hostile::hosted_as`]).
 pub const PACKAGE: &str = "org.cetp.hostile";
-/// Authority the hostile Provider is hosted at in-process (§2.1).
+/// The hostile Provider's authority (§2.1), unless a device hosts it under
+/// another ([`Hostile::hosted_as`]).
 pub const AUTHORITY: &str = "org.cetp.hostile.clawseed.tools";
 /// The decoy Provider of a scenario with `provider.decoy` (§3.1 routing).
 pub const DECOY_PACKAGE: &str = "org.cetp.decoy";
@@ -146,8 +148,9 @@ pub struct Hostile {
     package: String,
 }
 
-/// The tool list served when the scenario names none: a read tool, tools
-/// of the other effects, and ones needing confirmation (§3.3, §3.4).
+/// The tool list served when the scenario names none (§3.3, §3.4): a read
+/// tool, a delete that always needs confirmation, an update that may run
+/// in the background, and a second read (`export`).
 pub fn default_tools() -> Json {
     json!([
         {"name": "get_value", "title": "Get value", "description": "Reads a value",

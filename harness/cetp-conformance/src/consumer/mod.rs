@@ -31,7 +31,8 @@ use std::path::Path;
 /// One broken expectation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Finding {
-    /// The judge check that broke (a `judge` rule name).
+    /// Name of the check that broke (a [`judge::CHECKS`] name, or
+    /// `request_envelope/…`).
     pub check: String,
     /// The requirement ids it cites.
     pub cited: Vec<String>,
@@ -46,7 +47,8 @@ pub struct ScenarioResult {
     pub id: String,
     /// Scenario title.
     pub title: String,
-    /// The scenario's verdict: FAIL or WARN when any finding, else PASS (or NOT_APPLICABLE).
+    /// The scenario's verdict: PASS without findings, FAIL with some (WARN for
+    /// a SHOULD scenario), NOT_APPLICABLE when it cannot judge this Consumer.
     pub verdict: Verdict,
     /// Every broken expectation, in order.
     pub findings: Vec<Finding>,

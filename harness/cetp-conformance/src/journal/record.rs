@@ -19,7 +19,7 @@ pub enum Record {
     /// The first line: the format, and the run's configuration as the CLI
     /// wrote it (what `cetp resume` runs again).
     Run {
-        /// Journal format (absent only from a journal nobody here wrote).
+        /// Journal format; a reader refuses any but its own (absent included).
         format: Option<i64>,
         /// The run's configuration as the CLI wrote it.
         config: serde_json::Value,
