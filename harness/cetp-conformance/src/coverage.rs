@@ -39,7 +39,7 @@ pub fn load_proof(path: &Path) -> Result<Proof, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Reads the exemptions file.
+/// Reads the exemptions file (`vectors/coverage/exemptions.json`).
 pub fn load_exemptions(path: &Path) -> Result<Exemptions, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -72,7 +72,7 @@ pub enum Status {
 pub struct Row {
     /// Requirement id.
     pub id: String,
-    /// `MUST`, `SHOULD` or `MAY`.
+    /// Its level as the catalog spells it (`MUST`, `MUST_NOT`, `SHOULD`, …).
     pub level: &'static str,
     /// Who it binds: `provider`, `consumer` or `both`.
     pub side: &'static str,
@@ -104,7 +104,8 @@ pub struct ConsumerCoverage {
     pub proof: Proof,
 }
 
-/// The coverage rows of every requirement of `catalog`, Provider side only.
+/// The coverage rows of every requirement of `catalog`, without the
+/// Consumer suite's share (see [`rows_with_consumer`]).
 pub fn rows(catalog: &Catalog, suite: &Suite, proof: &Proof, exemptions: &Exemptions) -> Vec<Row> {
     rows_with_consumer(
         catalog,

@@ -48,7 +48,8 @@ pub struct Executed {
 }
 
 impl Executed {
-    /// An attempt with this verdict and reason, nothing cited, judged, not cut.
+    /// An attempt with this verdict and reason: nothing cited, not left
+    /// unjudged by the setup, not cut short.
     pub fn new(verdict: Verdict, reason: impl Into<String>) -> Executed {
         Executed {
             verdict,
@@ -148,7 +149,7 @@ impl<'o> Dispatcher<'o> {
         &self.stats
     }
 
-    /// The statistics so far, to amend (a merge or a resumed run).
+    /// The statistics so far, to amend (e.g. to mark the target unidentified).
     pub fn stats_mut(&mut self) -> &mut RunStats {
         &mut self.stats
     }

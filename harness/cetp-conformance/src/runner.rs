@@ -22,7 +22,8 @@ use std::time::Instant;
 /// How a run is configured (from the command line), besides target and profile.
 #[derive(Clone, Debug, Default)]
 pub struct RunConfig {
-    /// Seed of every generated request id and value: the same seed replays the run.
+    /// Seed of every generated request id and value; with `started_at_ms`, it
+    /// replays the run.
     pub seed: u64,
     /// Attempts per case that does not pass (1 = no retry).
     pub attempts: u32,

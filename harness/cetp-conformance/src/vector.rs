@@ -43,10 +43,10 @@ impl VectorFile {
     }
 }
 
+/// Which side of the protocol the harness plays in a case.
 #[derive(
     Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize,
 )]
-/// Which side of the protocol the harness plays in a case.
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The harness is the Consumer, the target is the Provider under test.
@@ -233,12 +233,12 @@ pub struct TypedValue {
     pub v: Json,
 }
 
+/// One step of the vector language: a protocol call, a device action, or an
+/// assertion over what earlier steps bound. Run by [`crate::interp`].
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "do", rename_all = "snake_case", deny_unknown_fields)]
 // Steps are parsed once per run and never moved in bulk: boxing the large
 // variants would only obscure the data format.
-/// One step of the vector language: a protocol call, a device action, or an
-/// assertion over what earlier steps bound. Run by [`crate::interp`].
 #[allow(clippy::large_enum_variant)]
 pub enum Step {
     /// `discover` on the device.
@@ -265,10 +265,11 @@ pub enum Step {
         /// Replace the extras entirely (for malformed-request cases).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         extras: Option<BTreeMap<String, TypedValue>>,
-        /// Name to bind the answer (the session) to.
+        /// Name to bind the answer document and the session to.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
-        /// What the answer must be; absent: any success.
+        /// What the answer must be; absent: a usable session (a valid success
+        /// with a `session_token`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<Expect>,
     },
@@ -406,7 +407,7 @@ pub enum Step {
         /// The bound final `get_operation` answer.
         #[serde(rename = "final")]
         final_: String,
-        /// The observer snapshot taken before the execution.
+        /// The bound observer snapshot the effects are counted from.
         since: String,
     },
     /// Bind a fresh request id (for calls that must share one).

@@ -353,7 +353,7 @@ impl DeclaredBounds {
 pub struct ConsumerMutantDoc {
     /// The mutant's name, as [`ConsumerMutant`] spells it.
     pub name: String,
-    /// Spec sections (`§…`) the mutant breaks.
+    /// Spec sections the mutant breaks (`2.2` for §2.2).
     pub sections: Vec<String>,
     /// What the mutant does wrong.
     pub description: String,
@@ -364,11 +364,11 @@ pub struct ConsumerMutantDoc {
     pub observed_in_the_wild: bool,
 }
 
-/// The Consumer mutants catalogue (`vectors/consumer/mutants.json`).
+/// The Consumer mutants catalogue (`vectors/mutants/consumer-mutants.json`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerMutantsFile {
-    /// Must be 1.
+    /// Format of the file (1).
     pub format_version: u32,
     /// Name of the Consumer the mutants derive from.
     pub consumer: String,
@@ -384,7 +384,7 @@ pub fn load_mutants(path: &Path) -> Result<Vec<ConsumerMutantDoc>, String> {
     parse_mutants(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Parses a mutants catalogue, refusing an unknown `format_version`.
+/// Parses a mutants catalogue (unknown fields refused).
 pub fn parse_mutants(text: &str) -> Result<Vec<ConsumerMutantDoc>, String> {
     let f: ConsumerMutantsFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
     Ok(f.mutants)
@@ -397,7 +397,7 @@ pub fn parse_mutants(text: &str) -> Result<Vec<ConsumerMutantDoc>, String> {
 pub struct ConsumerVariantDoc {
     /// The variant's name, as [`ConsumerVariant`] spells it.
     pub name: String,
-    /// Spec sections (`§…`) whose latitude the variant uses.
+    /// Spec sections whose latitude the variant takes (`7.3` for §7.3).
     pub sections: Vec<String>,
     /// Requirement ids whose clause leaves the choice (or fixes less than a
     /// stricter reading would ask).
@@ -1339,7 +1339,7 @@ pub struct ConsumerInfo {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DriverSpec {
-    /// Program and arguments, with the placeholders above.
+    /// Program and arguments, with the placeholders [`ConsumerProfile`] lists.
     pub command: Vec<String>,
     /// Time allowed for one act, in milliseconds.
     #[serde(default = "driver_timeout")]

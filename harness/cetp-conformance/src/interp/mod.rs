@@ -237,7 +237,8 @@ pub struct CaseRunner<'a> {
     pub emit: &'a mut dyn FnMut(Event),
     /// The run's check tally, fed with every answer.
     pub tally: &'a mut CheckTally,
-    /// Source of generated request ids and values, seeded from the run's seed.
+    /// Source of generated request ids and values; the runner seeds it from
+    /// the run's seed and start, the case's index and the attempt.
     pub rng: ChaCha8Rng,
     case_id: String,
     bindings: Bindings,
