@@ -19,8 +19,9 @@ pub enum Verdict {
     Fail,
     /// The Provider broke a SHOULD: reported, but not held against the claim.
     Warn,
-    /// The case does not apply: an optional capability not declared, or the setup
-    /// could not judge it (then counted in [`Summary::not_judged`] too).
+    /// The case does not apply: by the spec (e.g. a capability not granted),
+    /// or because the setup could not judge it (then counted in
+    /// [`Summary::not_judged`] too, and never a pass).
     NotApplicable,
     /// The harness, device or transport failed: says nothing about the Provider.
     InfraError,
@@ -59,7 +60,8 @@ pub struct Claim {
     pub unjudged: Vec<Unjudged>,
     /// A run filtered with --only/--skip makes no claim.
     pub filtered: bool,
-    /// The one-sentence claim the run allows, as printed at the end of a run.
+    /// The claim in words, as printed at the end of a run (`May claim CETP
+    /// v2 …`, `No claim: …`).
     pub statement: String,
     /// For a claim not established: the shortest list of changes that
     /// would establish it (profile lines, flags, device abilities, cases
@@ -82,11 +84,12 @@ pub struct Unjudged {
 /// The claim for one optional capability of §2.3.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CapabilityClaim {
-    /// The capability's name as the manifest declares it.
+    /// The capability's name (§2.3).
     pub capability: String,
     /// Whether the Provider declares it.
     pub declared: bool,
-    /// Whether every case of the capability passed.
+    /// Whether it may be claimed: declared, CETP v2 claimed, and its own cases
+    /// judged and passed.
     pub passed: bool,
 }
 
@@ -183,7 +186,8 @@ pub enum Event {
         /// Provider authority the manifest declares (§2.1); absent when not
         /// identified.
         authority: Option<String>,
-        /// Which versions the manifest declares: `dual_stack`, `v2_only`, `v1_only` or `other` (§8); `unknown` when not identified.
+        /// Which versions the manifest declares (§8): `dual_stack`, `v2_only`,
+        /// `v1_only` or `other`; `unknown` when not identified.
         manifest: String,
         /// Protocol versions the manifest declares (§2.1).
         declared_versions: Vec<i32>,
