@@ -1,3 +1,9 @@
+//! Prints the requirements the coverage report counts as gaps (observable
+//! from outside, yet enforced by no case or check): a development aid for
+//! choosing the next vectors.
+//!
+//! `cargo run -p cetp-conformance --example gaps`
+
 use cetp_conformance::coverage::*;
 use cetp_conformance::suite::*;
 fn main() {

@@ -16,6 +16,7 @@ use cetp_proto::device::CallAnswer;
 use cetp_proto::Bundle;
 use serde_json::{json, Map, Value as Json};
 
+/// One Bundle value as document JSON (see the module docs for the shape).
 pub fn value_to_json(v: &Value) -> Json {
     match v {
         Value::Null => Json::Null,
@@ -48,6 +49,7 @@ pub fn value_to_json(v: &Value) -> Json {
     }
 }
 
+/// A Bundle as a JSON object of its keys, without the `_types` member.
 pub fn bundle_to_json(b: &Bundle) -> Json {
     let mut m = Map::new();
     for (k, v) in &b.0 {

@@ -18,17 +18,29 @@ use cetp_proto::Bundle;
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 
+/// Every v2 answer is a well-formed envelope of its status (§4.2, §4.4, §5).
 pub const ENVELOPE: &str = "CHK-ENVELOPE";
+/// Answers echo `protocol_version` and the request's `request_id` (§4.1).
 pub const ECHO: &str = "CHK-ECHO";
+/// `retryable` follows the error code table (§5).
 pub const RETRYABLE: &str = "CHK-RETRYABLE";
+/// Only error codes the spec defines (§5).
 pub const ERROR_CODE: &str = "CHK-ERROR-CODE";
+/// `error_message` leaks no stack trace or internals (§5, §7.3).
 pub const ERROR_MESSAGE: &str = "CHK-ERROR-MESSAGE";
+/// Inline results match the tool's `output_schema` (§3.3, §4.2).
 pub const OUTPUT_SCHEMA: &str = "CHK-OUTPUT-SCHEMA";
+/// `negotiate` answers are valid (§2.2).
 pub const NEGOTIATION: &str = "CHK-NEGOTIATION";
+/// Provider info and tool descriptors follow §3.
 pub const DESCRIPTORS: &str = "CHK-DESCRIPTORS";
+/// Inline results stay within the negotiated `max_inline_result_bytes` (§4.5).
 pub const INLINE_SIZE: &str = "CHK-INLINE-SIZE";
+/// No optional capability used that was not negotiated (§2.3).
 pub const CAPABILITY_USE: &str = "CHK-CAPABILITY-USE";
+/// Confirmation errors carry a PendingIntent and a `resume_token` (§4.3).
 pub const RESOLUTION: &str = "CHK-RESOLUTION";
+/// v1 answers keep the v1 shape and codes (§8).
 pub const V1_SHAPE: &str = "CHK-V1-SHAPE";
 
 /// Every check id, in report order.
@@ -50,13 +62,16 @@ pub const ALL: &[&str] = &[
 /// One problem a check found in one answer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Finding {
+    /// The check that found it (one of [`ALL`]).
     pub check: &'static str,
     /// The rule broken: a descriptor rule key (`cetp_proto::descriptor::RULES`)
     /// or one of [`RULES`]. `vectors/checks/checks.json` maps each to the
     /// requirement ids this finding cites, so a FAIL names the rule it
     /// proved broken, not its check's whole list.
     pub rule: String,
+    /// MUST (the answer FAILs) or SHOULD (it WARNs).
     pub level: Level,
+    /// What was found, for a human.
     pub message: String,
 }
 
@@ -172,21 +187,28 @@ fn echo_rule(member: &str, response: &Response) -> String {
 
 /// What the harness knows around one answer.
 pub struct AnswerContext<'a> {
+    /// The protocol method called.
     pub method: &'a str,
     /// The call was made as v1 (no protocol_version).
     pub v1: bool,
+    /// The request sent, when there was one.
     pub request: Option<&'a Bundle>,
+    /// The answer received.
     pub answer: &'a CallAnswer,
     /// The session the call ran in (None for negotiate and v1 calls).
     pub negotiated: Option<&'a Negotiated>,
     /// The tool executed, when known (execute_tool, get_operation).
     pub tool: Option<&'a ToolSummary>,
+    /// Package of the Provider under test, for the checks that compare with it
+    /// (a PendingIntent's creator, §4.3; negotiate answers).
     pub package: Option<&'a str>,
+    /// JSON Schema dialect the Provider's schemas use.
     pub dialect: &'a str,
     /// Scopes from get_provider_info, when known.
     pub known_scopes: Option<&'a BTreeSet<String>>,
     /// What negotiate offered (versions, capabilities), for negotiate answers.
     pub offer: Option<(&'a [i32], &'a [String])>,
+    /// Versions the Provider's manifest declares (§2.1), for negotiate answers.
     pub provider_versions: Option<&'a BTreeSet<i32>>,
 }
 

@@ -15,6 +15,7 @@ use std::path::Path;
 /// (`vectors/coverage/exemptions.json`).
 #[derive(Clone, Debug, Deserialize)]
 pub struct Exemptions {
+    /// Requirement id → why it has no Provider case.
     pub exemptions: BTreeMap<String, String>,
 }
 
@@ -22,9 +23,11 @@ pub struct Exemptions {
 /// mutants a finding citing it caught.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct Proof {
+    /// Requirement id → names of the mutants caught citing it.
     pub requirements: BTreeMap<String, Vec<String>>,
 }
 
+/// Reads a proof file (`reports/proof.json`).
 pub fn load_proof(path: &Path) -> Result<Proof, String> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
@@ -36,6 +39,7 @@ pub fn load_proof(path: &Path) -> Result<Proof, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Reads the exemptions file (`vectors/coverage/exemptions.json`).
 pub fn load_exemptions(path: &Path) -> Result<Exemptions, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -56,19 +60,29 @@ pub enum Status {
     /// Binds Consumers: Consumer scenarios cite it, but no Consumer mutant
     /// proves they can fail; not counted as judged.
     ConsumerUnproven,
+    /// Not observable from outside the device, with the catalog's reason.
     NotRemote(String),
+    /// Deliberately not tested, with the reason from the exemptions.
     Exempt(String),
     /// Observable from outside, yet nothing enforces it: a gap.
     Gap,
 }
 
+/// One requirement's line in the coverage report.
 pub struct Row {
+    /// Requirement id.
     pub id: String,
+    /// Its level as the catalog spells it (`MUST`, `MUST_NOT`, `SHOULD`, …).
     pub level: &'static str,
+    /// Who it binds: `provider`, `consumer` or `both`.
     pub side: &'static str,
+    /// The requirement, in short.
     pub summary: String,
+    /// Cases, checks and scenarios that cite it.
     pub enforced_by: Vec<String>,
+    /// Mutants caught by a finding citing it (the proof).
     pub mutants: Vec<String>,
+    /// How it stands.
     pub status: Status,
 }
 
@@ -84,10 +98,14 @@ fn side_str(s: Side) -> &'static str {
 /// and the Consumer proof (`cetp selftest --consumer-only --write-proof`).
 #[derive(Clone, Debug, Default)]
 pub struct ConsumerCoverage {
+    /// Requirement id → Consumer scenarios citing it.
     pub index: BTreeMap<String, Vec<String>>,
+    /// The Consumer selftest's observed kills.
     pub proof: Proof,
 }
 
+/// The coverage rows of every requirement of `catalog`, without the
+/// Consumer suite's share (see [`rows_with_consumer`]).
 pub fn rows(catalog: &Catalog, suite: &Suite, proof: &Proof, exemptions: &Exemptions) -> Vec<Row> {
     rows_with_consumer(
         catalog,
@@ -164,6 +182,7 @@ pub fn unproven(rows: &[Row]) -> Vec<&Row> {
         .collect()
 }
 
+/// The coverage report as JSON (`format_version` 1).
 pub fn render_json(rows: &[Row]) -> Json {
     let items: Vec<Json> = rows
         .iter()
@@ -200,6 +219,7 @@ pub fn render_json(rows: &[Row]) -> Json {
     json!({"format_version": 1, "requirements": items})
 }
 
+/// The coverage report as Markdown, with totals.
 pub fn render_markdown(rows: &[Row]) -> String {
     let count = |f: &dyn Fn(&Status) -> bool| rows.iter().filter(|r| f(&r.status)).count();
     let covered = count(&|s| *s == Status::Covered);

@@ -12,24 +12,42 @@ use cetp_proto::Bundle;
 /// What `hello` told about the device and the caller identity it speaks for.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HelloInfo {
+    /// Name and version of the probe (`NAME/VERSION`).
     pub probe: String,
+    /// Name of the identity (`a`, `b`) the probe speaks for.
     pub identity_name: String,
+    /// Linux uid of the probe's app: the caller the Provider sees (§7.1).
     pub uid: u32,
+    /// Packages of that uid.
     pub packages: Vec<String>,
+    /// SHA-256 of the probe's signing certificates.
     pub cert_sha256: Vec<String>,
+    /// Android SDK level of the device.
     pub sdk_int: i64,
+    /// Device model.
     pub model: String,
+    /// Build fingerprint of the device.
     pub fingerprint: String,
+    /// Device clock at `hello`, Unix epoch ms.
     pub now_ms: i64,
+    /// Probe-wire ops the probe supports (extensions included).
     pub ops: Vec<String>,
 }
 
+/// A connection to a device as one caller identity: the probe-wire ops as
+/// blocking calls. `Send + Sync` so cases may call concurrently.
 pub trait Device: Send + Sync {
+    /// Who the probe is and what it supports (probe-wire `hello`).
     fn hello(&self) -> Result<HelloInfo, DeviceError>;
     /// Device clock, Unix epoch ms.
     fn now_ms(&self) -> i64;
+    /// Waits `ms`: in real time for a remote device, on its own clock for an
+    /// in-process one.
     fn sleep_ms(&self, ms: u64);
+    /// Lists the Providers the device declares, with their manifests (§2.1).
     fn discover(&self) -> Result<Vec<ServiceManifest>, DeviceError>;
+    /// `ContentResolver.call` on `authority` with `method`, `arg` and `extras`,
+    /// giving up after `timeout_ms`.
     fn call(
         &self,
         authority: &str,
@@ -38,8 +56,12 @@ pub trait Device: Send + Sync {
         extras: Option<&Bundle>,
         timeout_ms: u64,
     ) -> Result<CallAnswer, DeviceError>;
+    /// Reads at most `max_bytes` of a file descriptor a result handed over (§4.5).
     fn read_fd(&self, handle: &str, max_bytes: u64) -> Result<FdRead, DeviceError>;
+    /// Closes a file descriptor a result handed over.
     fn close_fd(&self, handle: &str) -> Result<(), DeviceError>;
+    /// Launches a PendingIntent (§4.3) and plays the user `decision` on the
+    /// confirmation UI located by `ui`.
     fn resolve(
         &self,
         handle: &str,
@@ -47,6 +69,7 @@ pub trait Device: Send + Sync {
         ui: Option<&serde_json::Value>,
         timeout_ms: u64,
     ) -> Result<ResolveOutcome, DeviceError>;
+    /// Kills the Provider's process (for restart cases: memory lost, storage kept).
     fn restart_provider(&self, package: &str) -> Result<(), DeviceError>;
     /// Lets `ms` of device time pass at once (the simulated device's
     /// `advance_clock` extension); returns the new device time. Devices
@@ -80,11 +103,14 @@ pub trait Device: Send + Sync {
 pub struct Target {
     /// A label for reports (`sim`, `tcp:127.0.0.1:7000`, `adb:SERIAL`).
     pub label: String,
+    /// Connection as the first caller identity, `a`.
     pub a: Box<dyn Device>,
+    /// Connection as a second caller identity, `b` (another app, §7.1), when available.
     pub b: Option<Box<dyn Device>>,
 }
 
 impl Target {
+    /// The connection for identity `a` or `b`, if present.
     pub fn identity(&self, name: &str) -> Option<&dyn Device> {
         match name {
             "a" => Some(self.a.as_ref()),

@@ -47,9 +47,14 @@ const CHANNEL_BOUND: usize = 16;
 
 /// One device of the run, identified and pinned.
 pub struct Identified {
+    /// Its `hello` answer.
     pub hello: Option<HelloInfo>,
+    /// What was learnt of the Provider on it.
     pub env: Env,
+    /// What negotiating with every capability gave, for the pin.
     pub negotiated: Option<Negotiated>,
+    /// Its pin: the devices of one run must agree on the Provider build
+    /// fields of it ([`crate::pin::BUILD_FIELDS`]).
     pub pin: Pin,
 }
 
@@ -174,7 +179,9 @@ struct Board {
 /// order, which it takes again first.
 #[derive(Default)]
 pub struct Journaling {
+    /// Per device, its journal (none when not journaling).
     pub journals: Vec<Option<std::sync::Arc<crate::journal::Journal>>>,
+    /// Per device, the case ids it took before, in order.
     pub took: Vec<Vec<String>>,
 }
 

@@ -20,8 +20,11 @@ use std::time::Instant;
 /// What the dispatcher reports of a case besides its executor's result.
 #[derive(Clone, Debug, Default)]
 pub struct CaseInfo {
+    /// Id of the case.
     pub id: String,
+    /// Title of the case.
     pub title: String,
+    /// Requirement ids the case covers.
     pub requirements: Vec<String>,
     /// Optional capabilities the case belongs to (empty: core).
     pub needs: Vec<String>,
@@ -32,7 +35,9 @@ pub struct CaseInfo {
 /// What an executor found running one attempt of a case.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Executed {
+    /// The attempt's verdict.
     pub verdict: Verdict,
+    /// Why, for a human.
     pub reason: String,
     /// Requirements the finding cites (kept for a FAIL or WARN only).
     pub cited: Vec<String>,
@@ -43,6 +48,8 @@ pub struct Executed {
 }
 
 impl Executed {
+    /// An attempt with this verdict and reason: nothing cited, not left
+    /// unjudged by the setup, not cut short.
     pub fn new(verdict: Verdict, reason: impl Into<String>) -> Executed {
         Executed {
             verdict,
@@ -76,6 +83,8 @@ impl AttemptFolder {
         settled
     }
 
+    /// The case's outcome from every attempt recorded: their common verdict,
+    /// or FLAKY when they disagree.
     pub fn fold(mut self) -> Executed {
         let cut = self.seen.iter().any(|a| a.cut);
         let Some(first) = self.seen.first() else {
@@ -107,6 +116,7 @@ impl AttemptFolder {
 /// Emits the events of the cases, checks and baseline of one run and keeps
 /// its statistics.
 pub struct Dispatcher<'o> {
+    /// Where the events go.
     pub out: &'o mut Fanout,
     baseline: Option<&'o Baseline>,
     stats: RunStats,
@@ -124,6 +134,7 @@ impl<'o> Dispatcher<'o> {
         }
     }
 
+    /// Emits an event to every reporter.
     pub fn emit(&mut self, e: Event) {
         self.out.emit(e);
     }
@@ -133,10 +144,12 @@ impl<'o> Dispatcher<'o> {
         self.stats
     }
 
+    /// The statistics so far.
     pub fn stats(&self) -> &RunStats {
         &self.stats
     }
 
+    /// The statistics so far, to amend (e.g. to mark the target unidentified).
     pub fn stats_mut(&mut self) -> &mut RunStats {
         &mut self.stats
     }
@@ -284,9 +297,13 @@ impl<'o> Dispatcher<'o> {
 /// A finished run's statistics and what they gave.
 #[derive(Clone, Debug)]
 pub struct Finished {
+    /// Every case and check finished.
     pub stats: RunStats,
+    /// Count per verdict.
     pub summary: Summary,
+    /// The §9 claim they allow.
     pub claim: Claim,
+    /// The exit code the run ends with.
     pub exit: ExitCode,
 }
 

@@ -31,6 +31,7 @@ pub enum ExitCode {
 }
 
 impl ExitCode {
+    /// The process exit code.
     pub fn code(self) -> i32 {
         match self {
             ExitCode::Ok => 0,

@@ -11,6 +11,8 @@ use cetp_reference::app::ProviderApp;
 use cetp_reference::device::{DeviceClock, DeviceConnection, LocalDevice, IDENTITY_A, IDENTITY_B};
 use std::sync::Arc;
 
+/// A [`Device`] answering from an in-process reference Provider app, as
+/// one caller identity.
 pub struct InProcessDevice {
     conn: DeviceConnection,
 }

@@ -16,7 +16,9 @@ use cetp_proto::device::CallAnswer;
 use cetp_proto::envelope::{Capability, Common, NegotiateRequest, Response};
 use serde_json::Value as Json;
 
+/// Id of the contract lock case in the run's report.
 pub const LOCK_CASE_ID: &str = "LOCK-001";
+/// Title of the contract lock case.
 pub const LOCK_CASE_TITLE: &str =
     "The contract differs from the lock only under a new revision (§3.3)";
 /// §3.3: revision changes whenever the tool set, a schema or a tool's

@@ -46,7 +46,7 @@ pub const MAX_EVENTS_BYTES: u64 = 256 << 20;
 /// devices of one run) and the run's configuration (harness, vectors,
 /// profile). A simulated
 /// target's label (`sim:mutant=…`) names its Provider, not a device: it
-/// must agree ([`device_only`]).
+/// must agree (`device_only`).
 pub const DEVICE_FIELDS: [&str; 2] = ["target", "device"];
 
 /// Whether pin field `field` may differ between two partitions with these
@@ -72,7 +72,9 @@ fn device_only(field: &str, a: Option<&Json>, b: Option<&Json>) -> bool {
 /// Why the inputs cannot be merged, with the exit code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MergeError {
+    /// The exit code the merge ends with.
     pub exit: ExitCode,
+    /// What is wrong, for a human.
     pub message: String,
 }
 
@@ -148,6 +150,7 @@ type Open = (String, Option<String>, Vec<Event>);
 pub struct Part {
     /// Where it was read from (the report directory), for messages.
     pub source: String,
+    /// Which part of the split run it is.
     pub partition: Partition,
     run_id: String,
     harness: String,

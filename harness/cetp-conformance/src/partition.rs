@@ -34,14 +34,18 @@ use serde::{Deserialize, Serialize};
 /// every count fits anywhere.
 pub const MAX_COUNT: u32 = 10_000;
 
+/// How the selected cases are split between partitions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scheme {
+    /// Sorted ids, every Nth from the Mth: even parts, stable for one suite.
     Slice,
+    /// By the SHA-256 of the id: a case keeps its part across suite releases.
     Hash,
 }
 
 impl Scheme {
+    /// The name as written in `--partition` (`slice`, `hash`).
     pub fn as_str(self) -> &'static str {
         match self {
             Scheme::Slice => "slice",
@@ -53,8 +57,11 @@ impl Scheme {
 /// Partition `index` (1-based) of `count`, by `scheme`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Partition {
+    /// How the cases are split.
     pub scheme: Scheme,
+    /// Which part (1-based).
     pub index: u32,
+    /// How many parts.
     pub count: u32,
 }
 
@@ -194,10 +201,15 @@ pub fn judges_stale(cfg: &RunConfig, cases: &[&Case], suite: &Suite, id: &str) -
 /// One partition a merge joined, as its report names it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergedPart {
+    /// Which part it was (1-based).
     pub index: u32,
+    /// Its run id.
     pub run_id: String,
+    /// Its target label.
     pub target: String,
+    /// When it started, Unix epoch ms.
     pub started_at_ms: i64,
+    /// How long it ran, in milliseconds.
     pub duration_ms: u64,
 }
 

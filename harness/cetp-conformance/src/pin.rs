@@ -28,7 +28,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// What negotiating with every capability offered gave.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Negotiated {
+    /// The protocol version agreed (§2.2).
     pub version: Option<i64>,
+    /// The capabilities granted (§2.3).
     pub capabilities: BTreeSet<String>,
     /// `revision` of the tool list in that session.
     pub revision: Option<String>,
@@ -37,6 +39,7 @@ pub struct Negotiated {
 /// The pinned fields of a run, by name.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Pin {
+    /// Each pinned input by name (`harness`, `vectors`, `profile`, `package`, …).
     pub fields: BTreeMap<String, Json>,
 }
 
@@ -82,6 +85,8 @@ pub fn build_differences(a: &Pin, b: &Pin) -> Vec<String> {
         .collect()
 }
 
+/// The pin of a run: harness, vectors, profile, and what the target said
+/// of its build (`identified`, `negotiated`), where known.
 pub fn pin(
     suite: &Suite,
     target: &Target,

@@ -9,16 +9,24 @@ use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// A vendor's profile (`cetp.toml`): what the harness needs to know about
+/// the Provider under test that the protocol cannot tell it — which tools
+/// may really be executed, sample arguments, an observer of side effects,
+/// caller identities, vendor lifetimes. Unknown fields are refused.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
+    /// The `[target]` table: which Provider to test.
     #[serde(default)]
     pub target: TargetSection,
+    /// The `[execute]` table: which side-effecting tools may run for real.
     #[serde(default)]
     pub execute: ExecuteSection,
     /// Per-tool sample arguments.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolSection>,
+    /// The `[observer]` table: the read tool that counts side effects, without
+    /// which cases about effects (§6 dedupe, §4.4 cancel) are not judged.
     #[serde(default)]
     pub observer: Option<Observer>,
     /// Tools for roles that annotations cannot express.
@@ -27,6 +35,7 @@ pub struct Profile {
     /// Selectors for the Provider's confirmation UI, passed to `resolve`.
     #[serde(default)]
     pub ui: Option<toml::Table>,
+    /// The `[identities]` table: caller identities available (§7.1).
     #[serde(default)]
     pub identities: IdentitiesSection,
     /// Lifetimes only the vendor knows, in milliseconds (e.g.
@@ -35,6 +44,7 @@ pub struct Profile {
     pub timing: BTreeMap<String, u64>,
 }
 
+/// The `[target]` table of a [`Profile`].
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSection {
@@ -45,6 +55,7 @@ pub struct TargetSection {
     pub authority: Option<String>,
 }
 
+/// The `[execute]` table of a [`Profile`].
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ExecuteSection {
@@ -53,6 +64,7 @@ pub struct ExecuteSection {
     pub allow: Vec<String>,
 }
 
+/// One `[tools.NAME]` table of a [`Profile`].
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSection {
@@ -73,9 +85,12 @@ pub struct ToolSection {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SetupCall {
+    /// The tool called.
     pub tool: String,
+    /// Its arguments.
     #[serde(default)]
     pub args: toml::Table,
+    /// Target pointer in the tool's args → source pointer in the setup call's result.
     #[serde(default)]
     pub bind: BTreeMap<String, String>,
 }
@@ -95,11 +110,14 @@ pub enum Counts {
     Snapshot,
 }
 
+/// The `[observer]` table: a read tool whose result the harness snapshots
+/// before and after a call to see whether it had an effect.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Observer {
     /// A read tool whose result counts effects.
     pub tool: String,
+    /// Arguments of the observer tool.
     #[serde(default)]
     pub args: toml::Table,
     /// JSON pointer into the inline result (empty: the whole result).
@@ -109,10 +127,14 @@ pub struct Observer {
     pub counts: Counts,
 }
 
+/// A `[roles.NAME]` table: the tool (and args) playing a role that tool
+/// annotations cannot express (e.g. `large_result`, `async`).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RoleTool {
+    /// The tool playing the role.
     pub tool: String,
+    /// Its arguments, used as written.
     #[serde(default)]
     pub args: toml::Table,
     /// Calls made before each execution in this role (as for a tool's
@@ -121,6 +143,7 @@ pub struct RoleTool {
     pub setup: Vec<SetupCall>,
 }
 
+/// The `[identities]` table of a [`Profile`].
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct IdentitiesSection {
@@ -142,6 +165,7 @@ fn yes() -> bool {
 /// A bad profile: a usage error (exit 2) naming the field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProfileError {
+    /// What is wrong, naming the field.
     pub message: String,
 }
 
@@ -153,11 +177,13 @@ impl fmt::Display for ProfileError {
 
 impl std::error::Error for ProfileError {}
 
+/// A TOML table as JSON (for tool arguments); `Null` if it cannot be represented.
 pub fn table_to_json(t: &toml::Table) -> Json {
     serde_json::to_value(t).unwrap_or(Json::Null)
 }
 
 impl Profile {
+    /// Parses a profile, refusing unknown fields; the error names the field.
     pub fn from_toml(text: &str) -> Result<Profile, ProfileError> {
         let p: Profile = toml::from_str(text).map_err(|e| ProfileError {
             message: e.to_string().trim().to_string(),
@@ -219,6 +245,7 @@ impl Profile {
         effect == "read" || self.execute.allow.iter().any(|t| t == tool)
     }
 
+    /// The profile's `sample_args` of `tool`, as JSON.
     pub fn sample_args(&self, tool: &str) -> Option<Json> {
         self.tools
             .get(tool)
@@ -226,6 +253,7 @@ impl Profile {
             .map(table_to_json)
     }
 
+    /// The profile's `escalating_args` of `tool` (a call its policy must confirm, §4.3), as JSON.
     pub fn escalating_args(&self, tool: &str) -> Option<Json> {
         self.tools
             .get(tool)
@@ -233,10 +261,12 @@ impl Profile {
             .map(table_to_json)
     }
 
+    /// The setup calls to make before executing `tool`.
     pub fn setup(&self, tool: &str) -> &[SetupCall] {
         self.tools.get(tool).map_or(&[], |t| t.setup.as_slice())
     }
 
+    /// The setup calls to make before executing the tool of role `role`.
     pub fn role_setup(&self, role: &str) -> &[SetupCall] {
         self.roles.get(role).map_or(&[], |r| r.setup.as_slice())
     }
@@ -246,6 +276,7 @@ impl Profile {
         self.timing.get(key).copied()
     }
 
+    /// The `[ui]` selectors as JSON, for the probe's `resolve`.
     pub fn ui_json(&self) -> Option<Json> {
         self.ui.as_ref().map(table_to_json)
     }

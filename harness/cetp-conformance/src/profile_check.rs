@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// cannot make.
 #[derive(Clone, Debug)]
 pub struct Facts {
+    /// The Provider's tools, with the contracts the checks need.
     pub tools: Vec<ToolContract>,
     /// The Provider's schema dialect (`get_provider_info`).
     pub dialect: String,
@@ -42,6 +43,7 @@ pub struct Facts {
 pub struct FieldError {
     /// The profile field, as written in TOML (`tools.add_note.sample_args`).
     pub field: String,
+    /// What is wrong with it.
     pub message: String,
 }
 
@@ -57,15 +59,20 @@ pub struct Missing {
     pub cases: Vec<String>,
     /// Of those, the core ones (§9: every core case must pass).
     pub core_cases: Vec<String>,
+    /// Requirement ids of those cases.
     pub requirements: Vec<String>,
     /// True when the Provider's answers decide (e.g. `[roles.async]`: a
     /// Provider may answer every call synchronously, §2.3).
     pub conditional: bool,
 }
 
+/// What `cetp profile check` found: wrong fields, missing fields, and
+/// what it could not check offline.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Report {
+    /// Fields that are wrong.
     pub errors: Vec<FieldError>,
+    /// Fields whose absence leaves cases unjudged.
     pub missing: Vec<Missing>,
     /// What could not be checked without a live Provider (`--target`).
     pub needs_target: Vec<String>,
@@ -894,11 +901,15 @@ pub fn check(profile: &Profile, suite: &Suite, facts: Option<&Facts>) -> Report 
 /// only (hello, discover, negotiate, `get_provider_info`, `list_tools`).
 #[derive(Clone, Debug)]
 pub struct Live {
+    /// What the Provider said of itself.
     pub facts: Facts,
     /// Places where the descriptors break the spec (a run judges them).
     pub problems: usize,
+    /// The Provider's package.
     pub package: String,
+    /// Its `provider_id` (§3.1).
     pub provider_id: String,
+    /// Its tool list's `revision` (§3.3).
     pub revision: String,
 }
 

@@ -15,7 +15,9 @@ use std::sync::Arc;
 /// Why the directory or its journal cannot be used, with its exit code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirError {
+    /// The exit code to end with.
     pub exit: ExitCode,
+    /// What is wrong, for a human.
     pub message: String,
 }
 
@@ -43,10 +45,12 @@ pub struct RunDir {
 }
 
 impl RunDir {
+    /// The report directory.
     pub fn path(&self) -> &Path {
         &self.dir
     }
 
+    /// Where its journal is.
     pub fn journal_path(&self) -> PathBuf {
         self.dir.join(journal::FILE_NAME)
     }

@@ -19,14 +19,19 @@ use std::collections::BTreeMap;
 use std::collections::VecDeque;
 use std::time::Instant;
 
+/// How a run is configured (from the command line), besides target and profile.
 #[derive(Clone, Debug, Default)]
 pub struct RunConfig {
+    /// Seed of every generated request id and value; with `started_at_ms`, it
+    /// replays the run.
     pub seed: u64,
     /// Attempts per case that does not pass (1 = no retry).
     pub attempts: u32,
     /// Case id patterns (`*` wildcards); empty = all.
     pub only: Vec<String>,
+    /// Case id patterns (`*` wildcards) not to run.
     pub skip: Vec<String>,
+    /// Known failures accepted, with their reasons.
     pub baseline: Option<Baseline>,
     /// Included in the config hash: the harness version and anything else
     /// that changes behaviour.
@@ -64,17 +69,26 @@ impl RunConfig {
 
 pub use crate::stats::{CaseOutcome, CheckOutcome};
 
+/// What a Provider run returns to its caller (the CLI), besides the events.
 #[derive(Clone, Debug)]
 pub struct RunOutcome {
+    /// Unique id of the run.
     pub run_id: String,
+    /// Hash of the run's configuration ([`config_hash`]).
     pub config_hash: String,
     /// What the verdicts depend on ([`crate::pin`]).
     pub pin: crate::pin::Pin,
+    /// Every finished case.
     pub cases: Vec<CaseOutcome>,
+    /// Every judged check.
     pub checks: Vec<CheckOutcome>,
+    /// Baseline entries that matched no failure.
     pub stale_baseline: Vec<String>,
+    /// Count per verdict.
     pub summary: Summary,
+    /// The §9 claim the run allows.
     pub claim: Claim,
+    /// The exit code the run ends with.
     pub exit: ExitCode,
     /// The run stopped before its end (Ctrl-C or `--run-timeout`): its
     /// journal is left open for `cetp resume`.
@@ -106,6 +120,7 @@ pub fn wildcard(pattern: &str, text: &str) -> bool {
     true
 }
 
+/// The cases of `suite` that `cfg`'s `--only` and `--skip` patterns select, in suite order.
 pub fn selected<'s>(suite: &'s Suite, cfg: &RunConfig) -> Vec<&'s Case> {
     let cases: Vec<&Case> = suite
         .cases
@@ -181,6 +196,8 @@ pub fn identify(target: &Target, profile: &Profile) -> Result<(Option<HelloInfo>
     ))
 }
 
+/// Hash of what the verdicts of a run depend on (harness, vectors, target,
+/// profile, seed, selection): equal hashes mean comparable runs.
 pub fn config_hash(suite: &Suite, target: &Target, profile: &Profile, cfg: &RunConfig) -> String {
     config_hash_of(suite, &target.label, profile, cfg)
 }

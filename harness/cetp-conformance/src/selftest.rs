@@ -21,11 +21,15 @@ use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// A documented Provider mutant (`vectors/mutants/mutants.json`).
 #[derive(Clone, Debug, Deserialize)]
 pub struct MutantDoc {
+    /// The mutant's name, as the fixture Provider knows it.
     pub name: String,
+    /// Requirement ids it breaks: a finding citing one of them kills it.
     #[serde(default)]
     pub requirements: Vec<String>,
+    /// What it does wrong, for a human.
     #[serde(default)]
     pub description: String,
     /// Why the suite cannot tell this mutant from the reference (an
@@ -51,15 +55,18 @@ struct MutantsFile {
 /// latitude the spec leaves, with the profile its vendor would write.
 #[derive(Clone, Debug, Deserialize)]
 pub struct VariantDoc {
+    /// The variant's name, as the simulator knows it.
     pub name: String,
     /// The target hosting it (`sim:variant=NAME`).
     pub target: String,
     /// Profile file name under `profiles/`.
     pub profile: String,
+    /// Requirement ids whose latitude it takes.
     #[serde(default)]
     pub allowed_by: Vec<String>,
     /// `MAY` (a WARN is then a false verdict too) or `UNSPECIFIED`.
     pub latitude: String,
+    /// What it does differently, for a human.
     #[serde(default)]
     pub description: String,
 }
@@ -69,6 +76,7 @@ struct VariantsFile {
     variants: Vec<VariantDoc>,
 }
 
+/// Reads the legal variants file.
 pub fn load_variants(path: &Path) -> Result<Vec<VariantDoc>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let f: VariantsFile =
@@ -83,6 +91,7 @@ pub struct Fixture {
     pub name: String,
     /// Target text hosting it unmutated (`sim`, `sim:provider=notes`).
     pub target: String,
+    /// The profile its vendor would write.
     pub profile: Profile,
 }
 
@@ -159,10 +168,12 @@ pub struct ProofRecord {
     pub label: &'static str,
     /// The command that writes it again (`cetp selftest`).
     pub command: &'static str,
+    /// The JSON text (pretty-printed, newline-terminated) the file must hold.
     pub text: String,
 }
 
 impl ProofRecord {
+    /// The record of `proof`, named `label`, written again by `command`.
     pub fn new(label: &'static str, command: &'static str, proof: &Json) -> ProofRecord {
         ProofRecord {
             label,
@@ -198,6 +209,7 @@ impl ProofRecord {
     }
 }
 
+/// Reads the mutants file.
 pub fn load_mutants(path: &Path) -> Result<Vec<MutantDoc>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let f: MutantsFile =
@@ -205,10 +217,12 @@ pub fn load_mutants(path: &Path) -> Result<Vec<MutantDoc>, String> {
     Ok(f.mutants)
 }
 
+/// What one Provider mutant got: killed, equivalent, or not caught.
 #[derive(Clone, Debug)]
 pub struct MutantResult {
     /// `fixture/name` for fixtures other than the reference.
     pub name: String,
+    /// Requirement ids it is documented to break.
     pub requirements: Vec<String>,
     /// Cases/checks whose finding cited a documented requirement.
     pub killed_by: Vec<String>,
@@ -218,11 +232,14 @@ pub struct MutantResult {
     pub proved: BTreeSet<String>,
     /// Cases/checks that FAILed for other requirements.
     pub other_failures: Vec<String>,
+    /// An INFRA_ERROR that kept it from being judged, with the case.
     pub infra: Option<String>,
+    /// Why it is equivalent, when documented so.
     pub equivalent: Option<String>,
 }
 
 impl MutantResult {
+    /// Whether a finding cited a documented requirement.
     pub fn killed(&self) -> bool {
         !self.killed_by.is_empty()
     }
@@ -232,32 +249,41 @@ impl MutantResult {
 /// latitude is a MAY); anything else is a false verdict of the suite.
 #[derive(Clone, Debug)]
 pub struct VariantResult {
+    /// The variant's name.
     pub name: String,
+    /// `MAY` or `UNSPECIFIED`.
     pub latitude: String,
     /// `ID: reason` of each FAIL, FLAKY or INFRA_ERROR.
     pub false_fails: Vec<String>,
+    /// `ID: reason` of each WARN.
     pub warns: Vec<String>,
     /// Cases left unjudged by the variant's profile (not a false verdict,
     /// but reported: the claim is not established for them).
     pub unjudged: Vec<String>,
+    /// Cases and checks that passed.
     pub passed: usize,
 }
 
 impl VariantResult {
+    /// No false verdict (a WARN counts for a MAY latitude).
     pub fn ok(&self) -> bool {
         self.false_fails.is_empty() && (self.latitude != "MAY" || self.warns.is_empty())
     }
 }
 
+/// The Provider selftest's result (what `cetp selftest` reports).
 #[derive(Clone, Debug)]
 pub struct SelftestReport {
     /// Problems with the unmutated fixtures' runs (must be empty).
     pub reference_problems: Vec<String>,
+    /// Every Provider mutant's result.
     pub mutants: Vec<MutantResult>,
+    /// Every legal variant's result.
     pub variants: Vec<VariantResult>,
 }
 
 impl SelftestReport {
+    /// Number of mutants killed.
     pub fn killed(&self) -> usize {
         self.mutants.iter().filter(|m| m.killed()).count()
     }
@@ -270,6 +296,8 @@ impl SelftestReport {
             .count()
     }
 
+    /// The selftest holds: fixtures clean, every non-equivalent mutant killed,
+    /// every variant without false verdict.
     pub fn ok(&self) -> bool {
         self.reference_problems.is_empty()
             && self

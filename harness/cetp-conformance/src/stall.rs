@@ -56,6 +56,7 @@ pub struct Stalls {
 }
 
 impl Stalls {
+    /// An empty record.
     pub fn new() -> Self {
         Stalls::default()
     }

@@ -13,12 +13,19 @@ use std::collections::{BTreeMap, BTreeSet};
 /// A finished case, as the dispatcher records it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CaseOutcome {
+    /// Id of the case.
     pub id: String,
+    /// Title of the case.
     pub title: String,
+    /// Requirement ids the case covers.
     pub requirements: Vec<String>,
+    /// Its verdict.
     pub verdict: Verdict,
+    /// Why, for a human.
     pub reason: String,
+    /// Optional capabilities (§2.3) the case belongs to, for the claim.
     pub needs: Vec<String>,
+    /// A FAIL the baseline accepts as a known failure.
     pub baselined: bool,
     /// For a FAIL or WARN: the requirements its finding cites (the failing
     /// step's); empty otherwise.
@@ -32,11 +39,15 @@ pub struct CaseOutcome {
 /// A check judged over every answer of the run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CheckOutcome {
+    /// Name of the check.
     pub id: String,
+    /// Requirement ids the check covers.
     pub requirements: Vec<String>,
     /// For a FAIL or WARN: the requirements its findings' rules map to.
     pub cited: Vec<String>,
+    /// Its verdict.
     pub verdict: Verdict,
+    /// Why, for a human.
     pub reason: String,
     /// A FAIL the baseline accepts as a known failure.
     pub baselined: bool,
@@ -45,7 +56,9 @@ pub struct CheckOutcome {
 /// Everything a run finished, in the order it finished.
 #[derive(Clone, Debug, Default)]
 pub struct RunStats {
+    /// Every finished case.
     pub cases: Vec<CaseOutcome>,
+    /// Every judged check.
     pub checks: Vec<CheckOutcome>,
     /// Baseline entries that matched no failure.
     pub stale_baseline: Vec<String>,
@@ -57,14 +70,17 @@ pub struct RunStats {
 }
 
 impl RunStats {
+    /// Records a finished case.
     pub fn case(&mut self, o: CaseOutcome) {
         self.cases.push(o);
     }
 
+    /// Records a judged check.
     pub fn check(&mut self, o: CheckOutcome) {
         self.checks.push(o);
     }
 
+    /// Records a stale baseline entry.
     pub fn stale(&mut self, id: String) {
         self.stale_baseline.push(id);
     }

@@ -11,8 +11,11 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CheckDef {
+    /// The check's id (e.g. `CHK-ECHO`).
     pub id: String,
+    /// Human title.
     pub title: String,
+    /// Requirement ids it enforces.
     pub requirements: Vec<String>,
 }
 
@@ -25,18 +28,26 @@ struct ChecksFile {
     rules: BTreeMap<String, Vec<String>>,
 }
 
+/// Everything a run judges by: the vector cases and the check definitions,
+/// loaded from the `vectors/` directory.
 #[derive(Clone, Debug)]
 pub struct Suite {
+    /// Every case of every vector file.
     pub cases: Vec<crate::vector::Case>,
+    /// The answer checks and what they enforce.
     pub checks: Vec<CheckDef>,
+    /// Descriptor rule key → requirement ids (`vectors/checks/checks.json`).
     pub rules: BTreeMap<String, Vec<String>>,
     /// SHA-256 over every loaded file, for the run's config hash.
     pub fingerprint: String,
 }
 
+/// A vector or check file that cannot be loaded.
 #[derive(Debug)]
 pub struct SuiteError {
+    /// The file.
     pub path: PathBuf,
+    /// What is wrong with it.
     pub message: String,
 }
 
@@ -134,18 +145,23 @@ impl Suite {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Baseline {
+    /// The `[[known_failure]]` entries.
     #[serde(rename = "known_failure", default)]
     pub entries: Vec<BaselineEntry>,
 }
 
+/// One known failure.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct BaselineEntry {
+    /// Id of the failing case or check.
     pub id: String,
+    /// Why it is accepted (required).
     pub reason: String,
 }
 
 impl Baseline {
+    /// Parses a baseline, refusing an entry without a reason.
     pub fn from_toml(text: &str) -> Result<Baseline, String> {
         let b: Baseline = toml::from_str(text).map_err(|e| e.to_string().trim().to_string())?;
         for e in &b.entries {
@@ -156,6 +172,7 @@ impl Baseline {
         Ok(b)
     }
 
+    /// The reason a failure of `id` is accepted, if it is.
     pub fn reason_for(&self, id: &str) -> Option<&str> {
         self.entries
             .iter()

@@ -7,6 +7,7 @@
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 
+/// Values bound by a case's steps, by name; templates look them up.
 pub type Bindings = BTreeMap<String, Json>;
 
 /// Looks up `NAME/pointer` (or just `NAME`).

@@ -10,14 +10,20 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 
+/// The `format_version` every vector file must carry; a file of another version is refused.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// One file of test vectors: a group of [`Case`]s, parsed with unknown fields refused.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VectorFile {
+    /// Must equal [`FORMAT_VERSION`].
     pub format_version: u32,
+    /// Name of the group (usually the spec area, e.g. `negotiate`).
     pub group: String,
+    /// What the group covers, for a human.
     pub description: String,
+    /// The cases, in file order.
     pub cases: Vec<Case>,
 }
 
@@ -37,6 +43,7 @@ impl VectorFile {
     }
 }
 
+/// Which side of the protocol the harness plays in a case.
 #[derive(
     Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize,
 )]
@@ -48,19 +55,26 @@ pub enum Role {
     Consumer,
 }
 
+/// Strength of a requirement: a MUST fails a case, a SHOULD only warns.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Level {
+    /// A MUST (or MUST NOT) of the spec.
     Must,
+    /// A SHOULD (or SHOULD NOT) of the spec.
     Should,
 }
 
+/// One conformance case: a sequence of steps run against the target, with
+/// the requirements it enforces.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
     /// Stable, never renumbered (e.g. `NEG-003`).
     pub id: String,
+    /// Human title, shown in reports.
     pub title: String,
+    /// Which side the harness plays.
     pub role: Role,
     /// Requirement ids (catalog) this case enforces.
     pub requirements: Vec<String>,
@@ -81,6 +95,7 @@ pub struct Case {
     /// claim v2) or belongs to the capability in `needs`.
     #[serde(default)]
     pub notes: Option<String>,
+    /// The steps, run in order; the first failed expectation decides the verdict.
     pub steps: Vec<CaseStep>,
 }
 
@@ -92,8 +107,10 @@ pub struct Case {
 /// which cites none; `[]` cites none.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct CaseStep {
+    /// The step itself.
     #[serde(flatten)]
     pub step: Step,
+    /// Requirement ids a FAIL of this step cites, instead of the case's (see [`CaseStep::cites`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requirements: Option<Vec<String>>,
 }
@@ -210,10 +227,14 @@ pub enum Args {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TypedValue {
+    /// The probe-wire type tag (`int`, `string`, `bool`, …).
     pub t: String,
+    /// The value; a string may be a template.
     pub v: Json,
 }
 
+/// One step of the vector language: a protocol call, a device action, or an
+/// assertion over what earlier steps bound. Run by [`crate::interp`].
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "do", rename_all = "snake_case", deny_unknown_fields)]
 // Steps are parsed once per run and never moved in bulk: boxing the large
@@ -222,16 +243,20 @@ pub struct TypedValue {
 pub enum Step {
     /// `discover` on the device.
     Discover {
+        /// Name to bind the discovery result to.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
+        /// What the discovery must find.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<DiscoverExpect>,
     },
     /// `negotiate`. Without `expect`, success with valid data is expected
     /// and the answer becomes a session usable by later calls.
     Negotiate {
+        /// Identity (profile caller) the request is made as (default `a`, §7.1).
         #[serde(default = "ident_a", rename = "as")]
         as_: String,
+        /// Versions offered (§2.2); default: `[2, 1]`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         versions: Option<Vec<i32>>,
         /// Default: every capability the harness knows.
@@ -240,8 +265,11 @@ pub enum Step {
         /// Replace the extras entirely (for malformed-request cases).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         extras: Option<BTreeMap<String, TypedValue>>,
+        /// Name to bind the answer document and the session to.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
+        /// What the answer must be; absent: a usable session (a valid success
+        /// with a `session_token`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<Expect>,
     },
@@ -249,16 +277,21 @@ pub enum Step {
     /// (protocol_version, session_token, request_id, deadline_at_ms) and can
     /// then be overridden (`extras`) or removed (`omit`).
     Call {
+        /// Identity (profile caller) the request is made as (default `a`, §7.1).
         #[serde(default = "ident_a", rename = "as")]
         as_: String,
+        /// The protocol method (`list_tools`, `execute_tool`, …).
         method: String,
+        /// Bound session whose token and limits the call uses.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session: Option<String>,
         /// v1 call: no common v2 fields at all.
         #[serde(default, skip_serializing_if = "is_false")]
         v1: bool,
+        /// The tool called (for `execute_tool` and tool-scoped methods).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tool: Option<ToolRef>,
+        /// The tool's arguments.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         args: Option<Args>,
         /// `new` (default: a fresh UUID), or a template / literal.
@@ -267,25 +300,34 @@ pub enum Step {
         /// Deadline relative to the device clock (ms); default +30000.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         deadline_in_ms: Option<i64>,
+        /// `resume_token` to send (a template), for `get_operation` and friends (§4.4).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resume_token: Option<String>,
+        /// `operation_id` to send (a template), §4.4.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         operation_id: Option<String>,
+        /// Extra Bundle keys, overriding the generated ones (to break a request on purpose).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         extras: BTreeMap<String, TypedValue>,
+        /// Bundle keys removed from the generated request.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         omit: Vec<String>,
+        /// The `arg` string of `ContentProvider.call`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         arg: Option<String>,
+        /// Name to bind the answer to.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
+        /// What the answer must be; absent: nothing checked beyond the always-on checks.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<Expect>,
     },
     /// Poll `get_operation` until a terminal state, honouring poll_after_ms.
     Poll {
+        /// Identity the polls are made as.
         #[serde(default = "ident_a", rename = "as")]
         as_: String,
+        /// Bound session the operation belongs to.
         session: String,
         /// The bound `accepted` answer of the execution.
         operation_of: String,
@@ -294,8 +336,10 @@ pub enum Step {
         /// bound, so running out is never charged to the Provider.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_ms: Option<u64>,
+        /// Name to bind the terminal answer to.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
+        /// What the terminal answer must be.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<Expect>,
     },
@@ -305,31 +349,46 @@ pub enum Step {
     /// `result_fd`, or the error fields); a synchronous answer is itself.
     /// `via` in the document says which path the Provider chose.
     Settle {
+        /// Identity the polls are made as.
         #[serde(default = "ident_a", rename = "as")]
         as_: String,
+        /// Bound session the execution belongs to.
         session: String,
+        /// The bound execution answer to settle.
         of: String,
+        /// Name to bind the settled document to.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bind: Option<String>,
+        /// What the settled document must be.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<Expect>,
     },
     /// Launch a PendingIntent and play one user decision.
     Resolve {
+        /// Identity whose probe launches the PendingIntent.
         #[serde(default = "ident_a", rename = "as")]
         as_: String,
+        /// Template naming the bound PendingIntent handle (§4.3).
         handle: String,
+        /// The user decision to play: `approve`, `deny` or `dismiss`.
         decision: String,
     },
+    /// Read a file descriptor of a large result (§4.5) through the probe.
     ReadFd {
+        /// Identity whose probe reads it.
         #[serde(default = "ident_a", rename = "as")]
         as_: String,
+        /// Template naming the bound descriptor handle.
         handle: String,
+        /// Read at most this many bytes; default: one past the size
+        /// `verify_against` declares, else [`crate::interp::MAX_FD_READ`].
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_bytes: Option<u64>,
         /// Verify against the `data` of this bound file result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         verify_against: Option<String>,
+        /// Whether the bytes must match their declaration (default `true`);
+        /// `false`: a mismatch is what the case expects.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expect_ok: Option<bool>,
         /// Also validate the file's JSON against the output_schema of the
@@ -345,16 +404,24 @@ pub enum Step {
     /// `cancelled` only if the observer saw no effect since `since`, and
     /// `succeeded` only with exactly one.
     CancelConsistent {
+        /// The bound final `get_operation` answer.
         #[serde(rename = "final")]
         final_: String,
+        /// The bound observer snapshot the effects are counted from.
         since: String,
     },
     /// Bind a fresh request id (for calls that must share one).
-    Uuid { bind: String },
+    Uuid {
+        /// Name to bind the request id to.
+        bind: String,
+    },
     /// Kill the Provider's process (memory lost, durable state kept).
     Restart,
     /// Let device time pass.
-    Sleep { ms: u64 },
+    Sleep {
+        /// How long to sleep, in milliseconds.
+        ms: u64,
+    },
     /// Let what a case made (a finished request, an operation's outcome)
     /// grow old: on a device whose clock the harness can move, by `ms`, or
     /// until `margin_ms` short of the end of the idempotency window that the
@@ -364,14 +431,19 @@ pub enum Step {
     /// bounded, so that every device sees whether outcomes outlive a few
     /// minutes.
     Age {
+        /// Age by exactly this many milliseconds.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ms: Option<u64>,
+        /// Bound session whose negotiated idempotency window bounds the age.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         window_of: Option<String>,
+        /// Bound call the window is counted from.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         since: Option<String>,
+        /// How far short of the window's end to stop.
         #[serde(default, skip_serializing_if = "is_zero")]
         margin_ms: u64,
+        /// Real time to wait on a device whose clock cannot be moved.
         fixed_clock_wait_ms: u64,
     },
     /// Let a lifetime run out: `ms`, or the duration the profile names
@@ -382,8 +454,10 @@ pub enum Step {
     /// overlapping other cases, and a wait beyond `--max-wait` leaves the
     /// case not judged, naming the flag.
     AdvanceClock {
+        /// Advance by exactly this many milliseconds.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ms: Option<u64>,
+        /// Name of the profile's `[timing]` lifetime to advance by.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         profile: Option<String>,
         /// Move the clock to an RFC 3339 time (a template over a bound
@@ -394,11 +468,15 @@ pub enum Step {
         /// negotiated later alive or not by the device's speed).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         until: Option<Until>,
+        /// Extra milliseconds past the target time.
         #[serde(default, skip_serializing_if = "is_zero")]
         plus_ms: u64,
     },
     /// Take a snapshot through the profile's observer and bind it.
-    Observe { bind: String },
+    Observe {
+        /// Name to bind the snapshot to.
+        bind: String,
+    },
     /// `delta` effects happened since the snapshot `since`, judged as far as
     /// the observer allows (`observer.counts`): a counter of effects moved by
     /// `delta`; a count of objects moved by `delta` in the direction of the
@@ -406,19 +484,28 @@ pub enum Step {
     /// or not (delta = 0). `tool_of` names a bound call whose tool made the
     /// effects: a read tool makes none, whatever `delta` says.
     ExpectEffects {
+        /// The bound snapshot taken before.
         since: String,
+        /// Number of effects expected since then.
         delta: i64,
+        /// Bound call whose tool made the effects.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tool_of: Option<String>,
     },
     /// Run calls at the same time (for single-executor tests).
-    Concurrent { steps: Vec<Step> },
+    Concurrent {
+        /// The calls to run at once.
+        steps: Vec<Step>,
+    },
     /// Run `steps` only when the answer bound to `of` is an error with one
     /// of `error_code`: a choice the Provider may make (asking for a
     /// confirmation again) that the rest of the case follows to its end.
     IfAnswer {
+        /// The bound answer inspected.
         of: String,
+        /// Error codes that select the branch.
         error_code: Vec<String>,
+        /// Steps run when it is selected.
         steps: Vec<Step>,
     },
     /// Run `steps` once for each tool of `session`'s list that matches
@@ -426,22 +513,29 @@ pub enum Step {
     /// name bound to `bind` (default `tool`). Without any such tool the case
     /// is not judged.
     EachTool {
+        /// Bound session whose tool list is walked.
         session: String,
+        /// Annotation values a tool must have to be walked.
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         pick: BTreeMap<String, Vec<Json>>,
+        /// Name each tool is bound to while its steps run.
         #[serde(default = "default_tool_bind")]
         bind: String,
+        /// Steps run once per tool.
         steps: Vec<Step>,
     },
     /// Two bound answers carry the same terminal result (or, with
     /// `different`, differ in at least one of the pointers).
     Same {
+        /// First bound answer.
         a: String,
+        /// Second bound answer.
         b: String,
         /// JSON pointers into the answer documents; default: status,
         /// error_code and data.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pointers: Vec<String>,
+        /// Require a difference instead of sameness.
         #[serde(default, skip_serializing_if = "is_false")]
         different: bool,
         /// Skip the comparison when either answer is an error with one of
@@ -455,39 +549,68 @@ pub enum Step {
         if_status: Option<String>,
     },
     /// Two templates expand to equal values.
-    Equal { a: String, b: String },
+    Equal {
+        /// First template.
+        a: String,
+        /// Second template, expanding to the same value.
+        b: String,
+    },
     /// Session tokens (templates) look unpredictable: long enough, varied,
     /// and unrelated to each other.
-    TokensUnpredictable { tokens: Vec<String> },
+    TokensUnpredictable {
+        /// The tokens, each a template.
+        tokens: Vec<String>,
+    },
     /// Two bound list_tools answers: different tool lists must carry
     /// different revisions.
-    RevisionConsistent { a: String, b: String },
+    RevisionConsistent {
+        /// First bound `list_tools` answer (§3.3).
+        a: String,
+        /// Second bound `list_tools` answer.
+        b: String,
+    },
     /// The v1 tool list (bound answer `v1`) holds only tools that the v2
     /// list (bound answer `v2`) declares with effect=read.
-    V1ReadOnly { v1: String, v2: String },
+    V1ReadOnly {
+        /// The bound v1 tool list (§8).
+        v1: String,
+        /// The bound v2 `list_tools` answer.
+        v2: String,
+    },
     /// Two bound values differ.
-    Differ { a: String, b: String },
+    Differ {
+        /// First bound value.
+        a: String,
+        /// Second bound value.
+        b: String,
+    },
     /// Check that a bound value satisfies an assertion.
     Assert {
+        /// Template naming the bound value.
         value: String,
+        /// What it must satisfy.
         #[serde(flatten)]
         assertion: Assertion,
     },
 }
 
+/// What an answer must look like; every field left empty is not checked.
 #[derive(Clone, Debug, Deserialize, Default, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// `success`, `accepted`, `error` (one or several).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub status: Vec<String>,
+    /// Accepted error codes (§5), for an error answer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub error_code: Vec<String>,
+    /// Required `retryable` flag of an error answer (§5, §6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retryable: Option<bool>,
     /// Bundle keys that must be present / absent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub has: Vec<String>,
+    /// Bundle keys that must be absent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lacks: Vec<String>,
     /// Assertions on the answer document (see [`crate::answer`]).
@@ -499,6 +622,7 @@ pub struct Expect {
     /// The call must return null / throw.
     #[serde(default, skip_serializing_if = "is_false")]
     pub null_result: bool,
+    /// The call must throw rather than answer.
     #[serde(default, skip_serializing_if = "is_false")]
     pub threw: bool,
     /// An inline result must match the tool's output_schema.
@@ -533,15 +657,19 @@ pub struct Expect {
     pub large: bool,
 }
 
+/// One assertion on a value at a JSON pointer; each set field must hold.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Assertion {
     /// JSON pointer into the answer document.
     pub pointer: String,
+    /// The value equals this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equals: Option<Json>,
+    /// The value equals one of these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_of: Option<Vec<Json>>,
+    /// The pointer resolves (`true`) or not (`false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exists: Option<bool>,
     /// The value (an array) does not contain an element equal to any of these.
@@ -550,12 +678,15 @@ pub struct Assertion {
     /// Every element (an array of objects) has a member matching at pointer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub all: Option<Box<Assertion>>,
+    /// The value is a number at least this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<f64>,
+    /// The value is a number at most this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
 }
 
+/// What a `discover` step must find (§2.1).
 #[derive(Clone, Debug, Deserialize, Default, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiscoverExpect {
@@ -577,11 +708,14 @@ pub struct DiscoverExpect {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum Until {
+    /// One time.
     One(String),
+    /// Several times: the latest of them.
     Latest(Vec<String>),
 }
 
 impl Until {
+    /// The time templates, one or several.
     pub fn templates(&self) -> &[String] {
         match self {
             Until::One(t) => std::slice::from_ref(t),

@@ -10,6 +10,10 @@ use cetp_reference::device::{DeviceClock, IDENTITY_A, IDENTITY_B};
 use cetp_reference::provider::{thread_sleeper, ProviderConfig, ReferenceProvider};
 use std::sync::Arc;
 
+/// The reference Provider's setup for the suite: identity `a` granted
+/// every scope, identity `b` all but `portfolio.sync` and `history.read`
+/// (a second caller with less authority, §7.2), effects delayed 20 ms on a
+/// real-time sleeper.
 pub fn reference_config() -> ProviderConfig {
     let mut cfg = ProviderConfig::default();
     let mut b = ProviderConfig::all_scopes();

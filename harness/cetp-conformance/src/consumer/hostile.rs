@@ -11,10 +11,15 @@ use cetp_proto::{Bundle, ErrorCode, FdValue, PendingIntentValue, Value};
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 
+/// The hostile Provider's package, unless a device hosts it under another
+/// ([`Hostile::hosted_as`]).
 pub const PACKAGE: &str = "org.cetp.hostile";
+/// The hostile Provider's authority (§2.1), unless a device hosts it under
+/// another ([`Hostile::hosted_as`]).
 pub const AUTHORITY: &str = "org.cetp.hostile.clawseed.tools";
 /// The decoy Provider of a scenario with `provider.decoy` (§3.1 routing).
 pub const DECOY_PACKAGE: &str = "org.cetp.decoy";
+/// Authority of the decoy Provider.
 pub const DECOY_AUTHORITY: &str = "org.cetp.decoy.clawseed.tools";
 /// How acts name the decoy's authority.
 pub const DECOY_PLACEHOLDER: &str = "$decoy";
@@ -27,7 +32,12 @@ pub enum FdSpec {
     /// Exactly these bytes, then EOF.
     Bytes(Vec<u8>),
     /// These bytes, then `fill` forever: a descriptor that never ends.
-    Endless { prefix: Vec<u8>, fill: u8 },
+    Endless {
+        /// Bytes read first.
+        prefix: Vec<u8>,
+        /// The byte repeated after them, without end.
+        fill: u8,
+    },
 }
 
 /// What the hostile Provider does with one call.
@@ -36,12 +46,20 @@ pub enum Scripted {
     /// `call()` returns this Bundle. A `result_fd` or `resolution` in it is
     /// described by `fd` / `intent` (handle, resume token).
     Reply {
+        /// The Bundle returned.
         bundle: Bundle,
+        /// The handle and content of the descriptor it carries, if any (§4.5).
         fd: Option<(String, FdSpec)>,
+        /// The handle and resume token of the PendingIntent it carries, if any (§4.3).
         intent: Option<(String, String)>,
     },
     /// `call()` throws.
-    Throw { class: String, message: String },
+    Throw {
+        /// The Java exception class.
+        class: String,
+        /// Its message.
+        message: String,
+    },
     /// The call never returns within the Consumer's timeout.
     Timeout,
     /// The Provider's process dies during the call (dead Binder).
@@ -55,8 +73,11 @@ pub struct CallRecord {
     pub act: usize,
     /// Consumer lives: bumped by every `reset` act.
     pub life: u32,
+    /// The method called.
     pub method: String,
+    /// The call's extras, as received.
     pub extras: Bundle,
+    /// Device time of the call, in milliseconds.
     pub now_ms: i64,
     /// The session token the Provider held valid when the call came.
     pub valid_token: Option<String>,
@@ -69,6 +90,7 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
+    /// The string extra `key`, if present and a string.
     pub fn str(&self, key: &str) -> Option<String> {
         match self.extras.get(key) {
             Some(Value::String(s)) => Some(s.clone()),
@@ -79,9 +101,11 @@ impl CallRecord {
     pub fn is_v2_common(&self) -> bool {
         self.method != "negotiate" && self.extras.contains(keys::PROTOCOL_VERSION)
     }
+    /// A v1 call: not negotiate, and no `protocol_version` (§8).
     pub fn is_v1(&self) -> bool {
         self.method != "negotiate" && !self.extras.contains(keys::PROTOCOL_VERSION)
     }
+    /// The tool named by the call (`tool_name`), if any.
     pub fn tool(&self) -> Option<String> {
         self.str(keys::TOOL_NAME)
     }
@@ -90,12 +114,16 @@ impl CallRecord {
 /// A PendingIntent the Provider issued for a confirmation.
 #[derive(Clone, Debug)]
 pub struct IssuedIntent {
+    /// The handle the device knows the PendingIntent by.
     pub handle: String,
+    /// The `resume_token` issued with it.
     pub resume_token: String,
     /// Index in the call log of the call whose answer carried it.
     pub call_index: usize,
 }
 
+/// The hostile Provider engine: answers calls as its scenario scripts
+/// them, and keeps the log a judge reads.
 pub struct Hostile {
     spec: ProviderSpec,
     rules: Vec<Rule>,
@@ -106,9 +134,13 @@ pub struct Hostile {
     granted: Vec<String>,
     operations: BTreeMap<String, String>,
     handles: u32,
+    /// Index of the act in progress (stamped on each call).
     pub act: usize,
+    /// Consumer life in progress (bumped by every `reset` act).
     pub life: u32,
+    /// Every call received, in order.
     pub log: Vec<CallRecord>,
+    /// Every PendingIntent issued, in order.
     pub intents: Vec<IssuedIntent>,
     /// The authority and package it is hosted as: [`AUTHORITY`] and
     /// [`PACKAGE`], or what a device can host (`hello`'s `hosted_provider`).
@@ -116,6 +148,9 @@ pub struct Hostile {
     package: String,
 }
 
+/// The tool list served when the scenario names none (§3.3, §3.4): a read
+/// tool, a delete that always needs confirmation, an update that may run
+/// in the background, and a second read (`export`).
 pub fn default_tools() -> Json {
     json!([
         {"name": "get_value", "title": "Get value", "description": "Reads a value",
@@ -168,6 +203,7 @@ fn nested(depth: usize) -> Json {
 }
 
 impl Hostile {
+    /// A Provider of shape `spec` scripted by `rules`, hosted at [`AUTHORITY`] in [`PACKAGE`].
     pub fn new(spec: ProviderSpec, rules: Vec<Rule>) -> Self {
         Hostile {
             spec,
@@ -196,6 +232,7 @@ impl Hostile {
         self
     }
 
+    /// The authority it is hosted at.
     pub fn authority(&self) -> &str {
         &self.authority
     }
@@ -206,10 +243,12 @@ impl Hostile {
         Hostile::new(ProviderSpec::default(), Vec::new()).hosted_as(DECOY_AUTHORITY, DECOY_PACKAGE)
     }
 
+    /// The package it runs as.
     pub fn package(&self) -> &str {
         &self.package
     }
 
+    /// Its shape, as the scenario gave it.
     pub fn spec(&self) -> &ProviderSpec {
         &self.spec
     }

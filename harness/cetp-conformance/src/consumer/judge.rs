@@ -42,6 +42,7 @@ pub const CHECKS: &[(&str, &str)] = &[
 /// What an act of the scenario was and what came of it.
 #[derive(Clone, Debug)]
 pub struct ActRecord {
+    /// The act as the scenario gave it (`consumer_act` shape).
     pub action: Json,
     /// None for harness-side acts (`advance_clock`).
     pub outcome: Option<ActOutcome>,
@@ -49,11 +50,15 @@ pub struct ActRecord {
 
 /// Everything observed in one scenario run.
 pub struct Trace<'a> {
+    /// Every call the hostile Provider received, in order.
     pub calls: &'a [CallRecord],
+    /// Every act and how it ended.
     pub acts: &'a [ActRecord],
+    /// Every PendingIntent the Provider issued.
     pub intents: &'a [IssuedIntent],
     /// Descriptors and resolutions, when the harness could see them.
     pub fds: Option<&'a BTreeMap<String, FdTrace>>,
+    /// Every confirmation the Consumer launched, when the harness could see them.
     pub resolves: Option<&'a [ResolveRecord]>,
     /// Calls that reached the decoy Provider, and the acts that named it.
     pub decoy_calls: &'a [CallRecord],
@@ -62,8 +67,11 @@ pub struct Trace<'a> {
 /// The result of one expectation.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Judged {
+    /// The expectation held.
     Pass,
+    /// The expectation broke, with what was seen.
     Broken(String),
+    /// This target cannot judge the expectation, with why.
     NotJudged(String),
 }
 

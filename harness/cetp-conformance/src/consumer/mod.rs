@@ -1,7 +1,7 @@
 //! Consumer conformance: the harness plays a scripted hostile Provider
 //! ([`hostile`]), makes the Consumer under test act (the `consumer_act`
-//! shape), and judges what it observably did ([`judge`]) against each
-//! scenario (`vectors/consumer/`), citing requirement ids.
+//! shape), and judges what it observably did ([`judge`](mod@judge))
+//! against each scenario (`vectors/consumer/`), citing requirement ids.
 //!
 //! In-process, the Consumer under test is the reference Consumer or one of
 //! its mutants ([`ConsumerMutant`]); [`selftest`] proves that every mutant is
@@ -31,25 +31,37 @@ use std::path::Path;
 /// One broken expectation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Finding {
+    /// Name of the check that broke (a [`judge::CHECKS`] name, or
+    /// `request_envelope/…`).
     pub check: String,
     /// The requirement ids it cites.
     pub cited: Vec<String>,
+    /// What was seen, for a human.
     pub message: String,
 }
 
+/// The judgement of one Consumer scenario on one Consumer under test.
 #[derive(Clone, Debug)]
 pub struct ScenarioResult {
+    /// Scenario id.
     pub id: String,
+    /// Scenario title.
     pub title: String,
+    /// The scenario's verdict: PASS without findings, FAIL with some (WARN for
+    /// a SHOULD scenario), NOT_APPLICABLE when it cannot judge this Consumer.
     pub verdict: Verdict,
+    /// Every broken expectation, in order.
     pub findings: Vec<Finding>,
     /// Expectations this target could not judge, with why.
     pub not_judged: Vec<String>,
+    /// What each act of the Consumer did, for the report.
     pub acts: Vec<ActRecord>,
+    /// How many calls the Consumer made to the hostile Provider.
     pub calls: usize,
 }
 
 impl ScenarioResult {
+    /// The requirement ids the findings cite.
     pub fn cited(&self) -> BTreeSet<&str> {
         self.findings
             .iter()
@@ -308,6 +320,7 @@ impl DeclaredBounds {
         "max_items",
     ];
 
+    /// The declared figure for a bound named as in [`DeclaredBounds::NAMES`].
     pub fn get(&self, name: &str) -> Option<u64> {
         match name {
             "max_name_bytes" => self.max_name_bytes,
@@ -338,28 +351,40 @@ impl DeclaredBounds {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerMutantDoc {
+    /// The mutant's name, as [`ConsumerMutant`] spells it.
     pub name: String,
+    /// Spec sections the mutant breaks (`2.2` for §2.2).
     pub sections: Vec<String>,
+    /// What the mutant does wrong.
     pub description: String,
+    /// Requirement ids the mutant breaks: a scenario citing one of them must kill it.
     pub requirements: Vec<String>,
+    /// Whether real Consumers were seen making this mistake.
     #[serde(default)]
     pub observed_in_the_wild: bool,
 }
 
+/// The Consumer mutants catalogue (`vectors/mutants/consumer-mutants.json`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerMutantsFile {
+    /// Format of the file (1).
     pub format_version: u32,
+    /// Name of the Consumer the mutants derive from.
     pub consumer: String,
+    /// What the catalogue is, for a human.
     pub description: String,
+    /// The mutants.
     pub mutants: Vec<ConsumerMutantDoc>,
 }
 
+/// Reads and parses a mutants catalogue file (see [`parse_mutants`]).
 pub fn load_mutants(path: &Path) -> Result<Vec<ConsumerMutantDoc>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     parse_mutants(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Parses a mutants catalogue (unknown fields refused).
 pub fn parse_mutants(text: &str) -> Result<Vec<ConsumerMutantDoc>, String> {
     let f: ConsumerMutantsFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
     Ok(f.mutants)
@@ -370,7 +395,9 @@ pub fn parse_mutants(text: &str) -> Result<Vec<ConsumerMutantDoc>, String> {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerVariantDoc {
+    /// The variant's name, as [`ConsumerVariant`] spells it.
     pub name: String,
+    /// Spec sections whose latitude the variant takes (`7.3` for §7.3).
     pub sections: Vec<String>,
     /// Requirement ids whose clause leaves the choice (or fixes less than a
     /// stricter reading would ask).
@@ -378,18 +405,26 @@ pub struct ConsumerVariantDoc {
     /// `MAY` (the text grants it) or `UNSPECIFIED` (the text fixes no figure
     /// or schedule).
     pub latitude: String,
+    /// What the variant does differently, for a human.
     pub description: String,
 }
 
+/// The Consumer legal variants catalogue: Consumers that behave otherwise
+/// than the reference one and still follow the spec.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerVariantsFile {
+    /// Must be 1.
     pub format_version: u32,
+    /// Name of the Consumer the variants derive from.
     pub consumer: String,
+    /// What the catalogue is, for a human.
     pub description: String,
+    /// The variants.
     pub variants: Vec<ConsumerVariantDoc>,
 }
 
+/// Reads and parses a variants catalogue file, refusing an unknown `format_version`.
 pub fn load_variants(path: &Path) -> Result<Vec<ConsumerVariantDoc>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let f: ConsumerVariantsFile =
@@ -408,6 +443,7 @@ pub fn load_variants(path: &Path) -> Result<Vec<ConsumerVariantDoc>, String> {
 /// false verdict of the suite (the variant follows the spec's text).
 #[derive(Clone, Debug)]
 pub struct VariantResult {
+    /// The variant's name.
     pub name: String,
     /// (scenario, verdict, first finding) of every FAIL or WARN.
     pub false_verdicts: Vec<(String, Verdict, String)>,
@@ -416,6 +452,7 @@ pub struct VariantResult {
 }
 
 impl VariantResult {
+    /// No false verdict: the suite accepts the variant.
     pub fn passed(&self) -> bool {
         self.false_verdicts.is_empty()
     }
@@ -458,46 +495,63 @@ pub fn run_variant(
 /// mutant breaks.
 #[derive(Clone, Debug)]
 pub struct Kill {
+    /// Id of the scenario.
     pub scenario: String,
+    /// The check that broke.
     pub check: String,
+    /// The requirement ids it cites.
     pub cited: Vec<String>,
+    /// What was seen.
     pub message: String,
 }
 
+/// One Consumer mutant through every scenario: killed when a finding cites a
+/// requirement it breaks.
 #[derive(Clone, Debug)]
 pub struct MutantResult {
+    /// The mutant's name.
     pub name: String,
+    /// Requirement ids the mutant breaks.
     pub requirements: Vec<String>,
+    /// Findings that cite one of `requirements`: the proof it is caught.
     pub kills: Vec<Kill>,
     /// Findings that cite none of its requirements (not proof).
     pub other_findings: usize,
 }
 
 impl MutantResult {
+    /// Whether any scenario killed the mutant.
     pub fn killed(&self) -> bool {
         !self.kills.is_empty()
     }
 }
 
+/// The Consumer selftest: the reference Consumer, every mutant and every
+/// legal variant through the scenarios (what `cetp selftest` reports).
 #[derive(Clone, Debug)]
 pub struct ConsumerSelftest {
     /// The reference Consumer on every scenario: each must pass.
     pub reference: Vec<ScenarioResult>,
+    /// Every mutant through every scenario: each must be killed.
     pub mutants: Vec<MutantResult>,
     /// Every Consumer legal variant through every scenario.
     pub variants: Vec<VariantResult>,
 }
 
 impl ConsumerSelftest {
+    /// Every scenario passed on the reference Consumer.
     pub fn reference_clean(&self) -> bool {
         self.reference.iter().all(|r| r.verdict == Verdict::Pass)
     }
+    /// Number of mutants killed.
     pub fn killed(&self) -> usize {
         self.mutants.iter().filter(|m| m.killed()).count()
     }
+    /// Number of false verdicts over all variants.
     pub fn false_verdicts(&self) -> usize {
         self.variants.iter().map(|v| v.false_verdicts.len()).sum()
     }
+    /// The selftest holds: reference clean, every mutant killed, no false verdict.
     pub fn ok(&self) -> bool {
         self.reference_clean()
             && self.killed() == self.mutants.len()
@@ -758,34 +812,50 @@ pub enum DeviceEvent {
         /// The authority called, when the device says (`incoming_call`'s
         /// `authority`, an extension needed once two Providers are hosted).
         authority: Option<String>,
+        /// The method called (§2.2, §3, §4).
         method: String,
+        /// The call's extras Bundle.
         extras: cetp_proto::Bundle,
+        /// Device time of the call, in milliseconds.
         now_ms: i64,
     },
     /// The Consumer launched one of its PendingIntents (`intent_launched`,
     /// named by the script's handle).
-    Launched { handle: String, decision: String },
+    Launched {
+        /// The script's handle of the PendingIntent.
+        handle: String,
+        /// The user decision the device played.
+        decision: String,
+    },
 }
 
 /// The hosted Provider's answer to one call, as the probe wire's `reply`
 /// carries it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WireAnswer {
+    /// Return this Bundle from `call`.
     Result {
+        /// The returned Bundle.
         bundle: cetp_proto::Bundle,
+        /// Data of the file descriptor the Bundle carries, if any (§4.5).
         fd_data: Option<Vec<u8>>,
     },
+    /// Throw from `call`.
     Throw {
+        /// The Java exception class thrown.
         class: String,
     },
     /// The call fails as this device error (`timeout`, `provider_died`):
     /// the `fail` reply extension.
     Fail {
+        /// The device error the call fails as.
         kind: ErrorKind,
     },
     /// A result whose descriptor never ends: the `fd_endless` extension.
     EndlessFd {
+        /// The returned Bundle.
         bundle: cetp_proto::Bundle,
+        /// The byte the descriptor repeats forever.
         fill: u8,
     },
 }
@@ -793,6 +863,8 @@ pub enum WireAnswer {
 /// A device that hosts the hostile Provider and a Consumer under test
 /// (`host_provider` + `consumer_act`, or a vendor's driver).
 pub trait ConsumerDevice {
+    /// Hosts the hostile Provider: its manifest `meta` entries, the package it
+    /// runs as, and the package owning its authority (§2.1, §7.1).
     fn host(
         &mut self,
         meta: &std::collections::BTreeMap<String, String>,
@@ -807,6 +879,7 @@ pub trait ConsumerDevice {
         action: &Json,
         on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
     ) -> Result<ActOutcome, String>;
+    /// Moves the device clock forward by `ms` (for expiry scenarios).
     fn advance_clock(&mut self, ms: u64) -> Result<(), String>;
     /// The `reply` extensions the device plays (`fail`, `fd_endless`,
     /// `pending_intent`).
@@ -832,9 +905,13 @@ pub trait ConsumerDevice {
 /// that cross Binder as themselves.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HostedAs {
+    /// The one authority it can export.
     pub authority: String,
+    /// The package exporting it.
     pub package: String,
+    /// The manifest meta-data sets it can declare.
     pub metas: Vec<BTreeMap<String, String>>,
+    /// Exception classes it can throw as themselves.
     pub throw_classes: Vec<String>,
 }
 
@@ -899,12 +976,16 @@ impl HostedAs {
 /// kinds, and what it hosts the Provider as.
 #[derive(Clone, Debug, Default)]
 pub struct Playable {
+    /// The `reply` extensions it plays.
     pub extensions: Vec<String>,
+    /// The `fail` kinds it plays.
     pub fail_kinds: Vec<ErrorKind>,
+    /// What it hosts the Provider as, when restricted.
     pub hosted: Option<HostedAs>,
 }
 
 impl Playable {
+    /// What `dev` can play, as it reports.
     pub fn of(dev: &dyn ConsumerDevice) -> Playable {
         Playable {
             extensions: dev.reply_extensions(),
@@ -1235,24 +1316,32 @@ fn setup_gap(s: &Scenario, ability: &str, detail: &str) -> ScenarioResult {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerProfile {
+    /// Who the Consumer under test is.
     #[serde(default)]
     pub consumer: ConsumerInfo,
+    /// How to drive the Consumer (the command run per act).
     pub driver: DriverSpec,
+    /// The bounds the Consumer declares (§7.3).
     #[serde(default)]
     pub bounds: DeclaredBounds,
 }
 
+/// The `[consumer]` table of a Consumer profile.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerInfo {
+    /// Display name of the Consumer.
     #[serde(default)]
     pub name: Option<String>,
 }
 
+/// The `[driver]` table: the command that makes the Consumer act.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DriverSpec {
+    /// Program and arguments, with the placeholders [`ConsumerProfile`] lists.
     pub command: Vec<String>,
+    /// Time allowed for one act, in milliseconds.
     #[serde(default = "driver_timeout")]
     pub timeout_ms: u64,
 }
@@ -1262,6 +1351,7 @@ fn driver_timeout() -> u64 {
 }
 
 impl ConsumerProfile {
+    /// Parses a Consumer profile (TOML).
     pub fn from_toml(text: &str) -> Result<ConsumerProfile, String> {
         let p: ConsumerProfile = toml::from_str(text).map_err(|e| e.to_string())?;
         if p.driver.command.is_empty() {

@@ -16,34 +16,48 @@ pub const SERVE_CAP: u64 = 17 * 1024 * 1024;
 /// A result descriptor handed to the Consumer.
 #[derive(Clone, Debug)]
 pub struct FdTrace {
+    /// The handle the Consumer knows it by.
     pub handle: String,
+    /// What reading it yields.
     pub spec: FdSpec,
     /// `max_bytes` of every read (a read uses the descriptor up).
     pub reads: Vec<u64>,
+    /// Bytes served by the read.
     pub served: u64,
+    /// Whether the Consumer closed it.
     pub closed: bool,
     /// Capabilities granted when it was handed out.
     pub granted: Vec<String>,
 }
 
+/// A confirmation PendingIntent the Consumer launched (§4.3).
 #[derive(Clone, Debug)]
 pub struct ResolveRecord {
+    /// The handle of the PendingIntent.
     pub handle: String,
+    /// The user decision played.
     pub decision: Decision,
     /// Calls in the log when it was launched.
     pub after_calls: usize,
 }
 
+/// The in-process device of a Consumer scenario: the hostile Provider
+/// (and the decoy) behind a [`ConsumerPort`], with a manual clock.
 pub struct HostilePort {
+    /// The scripted Provider under which the Consumer acts.
     pub hostile: Hostile,
     /// The decoy Provider, discovered first, when the scenario has one.
     pub decoy: Option<Hostile>,
+    /// The manual device clock, Unix epoch ms.
     pub now_ms: i64,
+    /// Every descriptor handed out, by handle.
     pub fds: BTreeMap<String, FdTrace>,
+    /// Every confirmation launched, in order.
     pub resolves: Vec<ResolveRecord>,
 }
 
 impl HostilePort {
+    /// A port serving `hostile`, its clock at `start_ms`.
     pub fn new(hostile: Hostile, start_ms: i64) -> Self {
         HostilePort {
             hostile,

@@ -16,10 +16,15 @@ pub struct ConsumerPlan {
     pub target: String,
     /// Who the claim is about.
     pub consumer: String,
+    /// Seed of the run, for the report.
     pub seed: u64,
+    /// Scenario id patterns (`*` wildcards) to run; empty: all.
     pub only: Vec<String>,
+    /// Scenario id patterns not to run.
     pub skip: Vec<String>,
+    /// Version of the harness.
     pub harness: String,
+    /// Start time of the run, Unix epoch ms.
     pub started_at_ms: i64,
 }
 
@@ -140,11 +145,14 @@ fn executed(s: &Scenario, played: Result<ScenarioResult, String>, out: &mut Fano
 /// other panic still prints as usual.
 type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
 
+/// Guard that silences the panics of in-process Consumers while it lives;
+/// dropping it puts the previous panic hook back.
 pub struct QuietConsumerPanics {
     previous: Option<PanicHook>,
 }
 
 impl QuietConsumerPanics {
+    /// Installs the quiet hook, keeping the previous one for other panics.
     pub fn install() -> QuietConsumerPanics {
         let previous = std::panic::take_hook();
         let shared: std::sync::Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send> =

@@ -8,25 +8,35 @@ use serde::Deserialize;
 use serde_json::{Map, Value as Json};
 use std::path::Path;
 
+/// One file of Consumer scenarios (`vectors/consumer/*.json`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
+    /// Format of the file; must be 1.
     pub format_version: u32,
+    /// Name of the group.
     pub group: String,
+    /// What the group covers, for a human.
     #[serde(default)]
     pub description: String,
+    /// The scenarios, in file order.
     pub scenarios: Vec<Scenario>,
 }
 
+/// One Consumer scenario: the hostile Provider's shape and script, the acts
+/// the Consumer is made to perform, and what its behaviour must show.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// Stable id of the scenario.
     pub id: String,
+    /// Human title, shown in reports.
     pub title: String,
     /// Always `consumer`: the harness is the Provider.
     pub role: String,
     /// `MUST` (a broken expectation FAILs) or `SHOULD` (it WARNs).
     pub level: String,
+    /// Requirement ids the scenario enforces.
     pub requirements: Vec<String>,
     /// The Consumer bound this scenario tests, when the spec fixes no figure
     /// for it (§7.3): judged against the figure the Consumer declares.
@@ -37,11 +47,16 @@ pub struct Scenario {
     /// negotiate offered none of one is not judged by the scenario.
     #[serde(default)]
     pub needs: Vec<String>,
+    /// The hostile Provider the Consumer talks to.
     #[serde(default)]
     pub provider: ProviderSpec,
+    /// How the Provider answers matching calls; unmatched calls get its
+    /// well-behaved default answer.
     #[serde(default)]
     pub script: Vec<Rule>,
+    /// The acts the Consumer performs, in order (`consumer_act` shape).
     pub acts: Vec<Json>,
+    /// The judgements made on what was observed.
     pub expect: Vec<Expect>,
 }
 
@@ -52,7 +67,9 @@ pub struct Scenario {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct BoundUse {
+    /// The bound's name, one of [`super::DeclaredBounds::NAMES`].
     pub limit: String,
+    /// The size the scenario sends.
     pub size: u64,
 }
 
@@ -73,6 +90,7 @@ pub struct ProviderSpec {
     /// Its tool descriptors (default: `hostile::default_tools`).
     #[serde(default)]
     pub tools: Option<Json>,
+    /// The `revision` of its tool list (§3.3).
     #[serde(default)]
     pub revision: Option<String>,
     /// A second, well-behaved Provider of another package (`org.cetp.decoy`,
@@ -105,14 +123,19 @@ impl Default for ProviderSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
+    /// Which calls the rule answers.
     pub when: When,
+    /// The answer, in the probe's `reply` shape.
     pub reply: Json,
 }
 
+/// Which calls a [`Rule`] answers; every set field must match.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct When {
+    /// The method called.
     pub method: String,
+    /// Only calls of this tool.
     #[serde(default)]
     pub tool: Option<String>,
     /// Only the n-th matching call (1-based).
@@ -134,6 +157,8 @@ pub struct When {
 }
 
 impl When {
+    /// Whether the call matches the method, tool, resume and v1 conditions
+    /// (`nth`, `upto` and `after` count calls, so the caller applies them).
     pub fn matches(&self, r: &CallRecord) -> bool {
         r.method == self.method
             && self
@@ -151,6 +176,7 @@ impl When {
 /// requirements its finding cites.
 #[derive(Clone, Debug)]
 pub struct Expect {
+    /// The check and its parameters.
     pub check: ConsumerCheck,
     /// What a finding cites; default: the scenario's requirements.
     pub requirements: Option<Vec<String>>,
@@ -162,27 +188,49 @@ pub struct Expect {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(tag = "check", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ConsumerCheck {
+    /// No v2 call but negotiate before a negotiation (§2.2).
     NegotiateFirst {},
+    /// The negotiate request is well formed (§2.2).
     NegotiateRequest {},
+    /// Every v2 call but negotiate carries `protocol_version` as Int 2 (§4.1).
     ProtocolVersionInt {},
+    /// Every v2 call carries a session token the Provider holds valid.
     CurrentToken(CallFilter),
+    /// Every v2 call but negotiate carries a UUID `request_id` (§4.1).
     RequestIdUuid {},
+    /// A new read carries a new `request_id` (§6).
     FreshReadIds(CallFilter),
+    /// `deadline_at_ms` is an absolute epoch time (§4.1).
     DeadlineAbsolute {},
+    /// All selected calls carry one `request_id` (a retry, §6).
     SameRequestId(CallFilter),
+    /// The number of selected calls.
     Calls(CallCount),
+    /// Retries are spaced by at least some device time (§6).
     RetryWaited(CallGap),
+    /// No v1 call reaches the Provider (§8).
     NoV1 {},
+    /// The Consumer makes no call at all.
     NoCalls {},
+    /// A renegotiation is followed by `list_tools` before success (§3.3).
     ListAfterNegotiate {},
+    /// How an act ends.
     Outcome(OutcomeIs),
+    /// No act ends in `crashed` (§7.3).
     NoCrash {},
+    /// `execute_tool` only for tools an act asked for (§7.2).
     OnlyAskedTools {},
+    /// No call reaches the decoy Provider unless an act named it (§7.1).
     NoDecoyCalls(DecoyCalls),
+    /// Every descriptor handed over is read or closed (§4.5; in-process only).
     FdsClosed {},
+    /// No descriptor read asks for too many bytes (§7.3; in-process only).
     ReadBounded(ReadCap),
+    /// A `resume_token` is sent only after its resolution was launched (§4.3).
     ResolvedBeforeResume {},
+    /// No operation method unless its capability was granted (§2.3).
     NoUnnegotiated {},
+    /// An answered cancel is followed by a `get_operation` (§4.4).
     PolledAfterCancel {},
 }
 
@@ -191,9 +239,13 @@ pub enum ConsumerCheck {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CallFilter {
+    /// Only calls of this method.
     pub method: Option<String>,
+    /// Only calls of this tool.
     pub tool: Option<String>,
+    /// Only calls made during this act (its index in `acts`).
     pub act: Option<u64>,
+    /// Only v1 (true) or v2 (false) calls.
     pub v1: Option<bool>,
 }
 
@@ -202,12 +254,19 @@ pub struct CallFilter {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CallCount {
+    /// Only calls of this method.
     pub method: Option<String>,
+    /// Only calls of this tool.
     pub tool: Option<String>,
+    /// Only calls made during this act (its index in `acts`).
     pub act: Option<u64>,
+    /// Only v1 (true) or v2 (false) calls.
     pub v1: Option<bool>,
+    /// Exactly this many calls.
     pub count: Option<u64>,
+    /// At least this many calls.
     pub min: Option<u64>,
+    /// At most this many calls.
     pub max: Option<u64>,
 }
 
@@ -215,10 +274,15 @@ pub struct CallCount {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CallGap {
+    /// Only calls of this method.
     pub method: Option<String>,
+    /// Only calls of this tool.
     pub tool: Option<String>,
+    /// Only calls made during this act (its index in `acts`).
     pub act: Option<u64>,
+    /// Only v1 (true) or v2 (false) calls.
     pub v1: Option<bool>,
+    /// Least device time between consecutive calls, in milliseconds.
     #[serde(default)]
     pub ms: u64,
 }
@@ -228,8 +292,11 @@ pub struct CallGap {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct OutcomeIs {
+    /// Index of the act in `acts`.
     pub act: usize,
+    /// Outcome kinds it may end in (see [`super::OUTCOMES`]).
     pub is: Vec<String>,
+    /// Error code an `error` outcome must surface.
     pub code: Option<String>,
 }
 
@@ -237,6 +304,7 @@ pub struct OutcomeIs {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DecoyCalls {
+    /// The method looked at; default: any.
     pub method: Option<String>,
 }
 
@@ -244,6 +312,7 @@ pub struct DecoyCalls {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ReadCap {
+    /// Most bytes one read may ask for.
     pub max_bytes: Option<u64>,
 }
 

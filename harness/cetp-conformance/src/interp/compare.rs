@@ -171,7 +171,7 @@ fn as_sets(doc: &Json) -> Json {
 /// What "opaque and unpredictable" (§2.2) lets a black box see: no two
 /// sessions share a token, and the part in which the tokens differ (after
 /// their longest common prefix and suffix, such as a fixed header of a
-/// signed token) is at least [`MIN_VARYING_CHARS`] characters in every
+/// signed token) is at least `MIN_VARYING_CHARS` characters in every
 /// token and not a counter (digits that differ by one). Shapes and lengths
 /// are otherwise the Provider's choice.
 pub fn tokens_unpredictable(tokens: &[String]) -> Result<(), String> {

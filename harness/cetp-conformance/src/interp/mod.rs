@@ -50,11 +50,15 @@ pub const DEFAULT_MAX_WAIT_MS: u64 = 180_000;
 /// What is known about the target before any case runs.
 #[derive(Clone, Debug)]
 pub struct Env {
+    /// Package of the Provider under test.
     pub package: String,
+    /// Its authority (§2.1).
     pub authority: String,
     /// `dual_stack`, `v2_only`, `v1_only`, `versions_only` or `other`.
     pub manifest_kind: String,
+    /// What its manifest declares (versions, capabilities), if readable.
     pub declared: Option<Declared>,
+    /// Its manifest as discovered.
     pub manifest: Option<ServiceManifest>,
     /// What identity a's `hello` said (`uid`, `packages`), for cases that
     /// impersonate it.
@@ -62,6 +66,7 @@ pub struct Env {
 }
 
 impl Env {
+    /// Whether the manifest declares protocol version 2 (§2.1).
     pub fn declares_v2(&self) -> bool {
         self.declared
             .as_ref()
@@ -72,6 +77,7 @@ impl Env {
 /// Why a case stopped before its last step.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
+    /// An expectation broke: the case FAILs (or WARNs at SHOULD level) with this reason.
     Fail(String),
     /// Not applicable by the spec: a capability the target did not grant,
     /// a manifest shape the case is not about.
@@ -81,9 +87,12 @@ pub enum Stop {
     /// `[roles.async]`, `--target-b`, ...). Such a case never counts as
     /// passed.
     Setup {
+        /// The profile field, flag or device ability that would let the case judge.
         needs: String,
+        /// Why the case could not judge, for a human.
         reason: String,
     },
+    /// The harness, device or transport failed: INFRA_ERROR, says nothing of the Provider.
     Infra(String),
     /// The run was cut short before this step (Ctrl-C, `--run-timeout`):
     /// an INFRA_ERROR, and the run is left to be resumed.
@@ -94,7 +103,9 @@ pub enum Stop {
     /// effect up to then (its observer read again), so the windows it ran
     /// in may still be trusted.
     Withdraw {
+        /// Why the guest withdrew, for a human.
         reason: String,
+        /// Whether its window had seen no effect up to then.
         clean: bool,
     },
 }
@@ -155,9 +166,11 @@ impl Prepared {
 /// Check findings and answers counted per check across a run.
 #[derive(Default)]
 pub struct CheckTally {
+    /// Answers checked so far.
     pub answers: usize,
     /// First finding of each check: (case, step, finding).
     pub first: BTreeMap<&'static str, (String, usize, Finding)>,
+    /// Findings per check.
     pub counts: BTreeMap<&'static str, usize>,
     /// Rule key → requirement ids (`vectors/checks/checks.json`).
     pub rules: BTreeMap<String, Vec<String>>,
@@ -166,6 +179,7 @@ pub struct CheckTally {
 }
 
 impl CheckTally {
+    /// An empty tally citing through `rules` (rule key → requirement ids).
     pub fn new(rules: BTreeMap<String, Vec<String>>) -> Self {
         CheckTally {
             rules,
@@ -210,12 +224,21 @@ impl CheckTally {
     }
 }
 
+/// Runs the steps of one case against the target (see the module docs):
+/// holds the case's bindings and reports events and check findings.
 pub struct CaseRunner<'a> {
+    /// The device connections, one per identity.
     pub target: &'a Target,
+    /// The vendor's profile.
     pub profile: &'a Profile,
+    /// What was learnt of the target before the case.
     pub env: &'a Env,
+    /// Where the case's events go.
     pub emit: &'a mut dyn FnMut(Event),
+    /// The run's check tally, fed with every answer.
     pub tally: &'a mut CheckTally,
+    /// Source of generated request ids and values; the runner seeds it from
+    /// the run's seed and start, the case's index and the attempt.
     pub rng: ChaCha8Rng,
     case_id: String,
     bindings: Bindings,
@@ -348,6 +371,7 @@ impl<'a> CaseRunner<'a> {
         self.cite_override = Some(ids.iter().map(|s| s.to_string()).collect());
     }
 
+    /// A runner over these; [`CaseRunner::run`] then runs a case.
     pub fn new(
         target: &'a Target,
         profile: &'a Profile,

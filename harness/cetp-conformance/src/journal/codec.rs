@@ -35,6 +35,7 @@ pub fn empty() -> Json {
     obj([])
 }
 
+/// The request of a `call` op: `ContentResolver.call` on `authority`.
 pub fn call_request(
     authority: &str,
     method: &str,
@@ -65,6 +66,7 @@ pub fn call_of(req: &Json) -> Result<CallParams, String> {
     }
 }
 
+/// The journaled answer of a `call`: its result Bundle, or what it threw.
 pub fn call_answer(a: &CallAnswer) -> Json {
     match a {
         CallAnswer::Result(b) => obj([("result", opt_bundle_to_json(b.as_ref()))]),
@@ -78,6 +80,7 @@ pub fn call_answer(a: &CallAnswer) -> Json {
     }
 }
 
+/// A `call` answer back from its journaled form.
 pub fn call_answer_of(v: &Json) -> Result<CallAnswer, String> {
     if let Some(t) = v.get("threw") {
         let f = |k: &str| {
@@ -99,6 +102,7 @@ pub fn call_answer_of(v: &Json) -> Result<CallAnswer, String> {
     }
 }
 
+/// The request of a `read_fd` op.
 pub fn read_fd_request(handle: &str, max_bytes: u64) -> Json {
     params(OpRequest::ReadFd(ReadFdParams {
         handle: handle.into(),
@@ -117,6 +121,7 @@ pub fn fd_read(r: &FdRead) -> Json {
     ])
 }
 
+/// A `read_fd` answer back from its journaled form (bytes in base64).
 pub fn fd_read_of(v: &Json) -> Result<FdRead, String> {
     let bytes = v
         .get("bytes")
@@ -131,12 +136,14 @@ pub fn fd_read_of(v: &Json) -> Result<FdRead, String> {
     })
 }
 
+/// The request of a `close_fd` op.
 pub fn close_fd_request(handle: &str) -> Json {
     params(OpRequest::CloseFd {
         handle: handle.into(),
     })
 }
 
+/// The request of a `restart_provider` op.
 pub fn restart_request(package: &str) -> Json {
     params(OpRequest::RestartProvider {
         package: package.into(),
@@ -175,6 +182,7 @@ pub fn resolve_outcome(o: ResolveOutcome) -> Json {
     Json::Object(m)
 }
 
+/// A `resolve` answer back from its journaled form.
 pub fn resolve_outcome_of(v: &Json) -> Result<ResolveOutcome, String> {
     let m = v
         .as_object()
@@ -201,6 +209,7 @@ pub fn manifests(list: &[ServiceManifest]) -> Json {
     )
 }
 
+/// A `discover` answer back from its journaled form.
 pub fn manifests_of(v: &Json) -> Result<Vec<ServiceManifest>, String> {
     v.as_array()
         .ok_or("a discover answer that is not an array")?
@@ -209,10 +218,12 @@ pub fn manifests_of(v: &Json) -> Result<Vec<ServiceManifest>, String> {
         .collect()
 }
 
+/// The journaled answer of `hello`.
 pub fn hello(h: &HelloInfo) -> Json {
     Json::from(serde_json::to_value(h).unwrap_or_default())
 }
 
+/// A `hello` answer back from its journaled form.
 pub fn hello_of(v: &Json) -> Result<HelloInfo, String> {
     v.to_serde()
         .ok()
@@ -225,10 +236,12 @@ pub fn advance_request(ms: u64) -> Json {
     obj([("ms", Json::from(ms))])
 }
 
+/// The journaled answer of `advance_clock`: the new device time.
 pub fn now(ms: i64) -> Json {
     obj([("now", Json::from(ms))])
 }
 
+/// An `advance_clock` answer back from its journaled form.
 pub fn now_of(v: &Json) -> Result<i64, String> {
     v.get("now")
         .and_then(Json::as_i64)

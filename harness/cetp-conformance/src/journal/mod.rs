@@ -79,6 +79,8 @@ fn journal_error(message: impl Into<String>) -> DeviceError {
     DeviceError::new(ErrorKind::Journal, message)
 }
 
+/// The journal of one run: an append-only file every device exchange is
+/// recorded in, and on `cetp resume` the replay that answers from it.
 pub struct Journal {
     path: PathBuf,
     file: Mutex<File>,
@@ -146,6 +148,7 @@ impl Journal {
         Ok(Arc::new(j))
     }
 
+    /// The journal file's path.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -163,6 +166,7 @@ impl Journal {
         Ok(())
     }
 
+    /// Records the run's pin (the latest recorded counts).
     pub fn record_pin(&self, pin: &Pin) -> std::io::Result<()> {
         self.append(
             &Record::Pin {
@@ -198,6 +202,7 @@ impl Journal {
         lock(&self.replay).diverged.clone()
     }
 
+    /// How the replay has gone so far.
     pub fn stats(&self) -> ReplayStats {
         lock(&self.replay).stats.clone()
     }

@@ -11,12 +11,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// harness prints one line to stderr and waits to be killed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PausePoint {
+    /// `after` (the answer is back) rather than `before` (the request not yet sent).
     pub after: bool,
+    /// The op or method paused at, or `any`.
     pub op: String,
+    /// Which live occurrence of it (1-based).
     pub nth: u64,
 }
 
 impl PausePoint {
+    /// Parses `before|after:OP:N`.
     pub fn parse(s: &str) -> Result<PausePoint, String> {
         let parts: Vec<&str> = s.split(':').collect();
         let bad = || format!("pause point {s:?}: expected before|after:OP:N");

@@ -12,9 +12,13 @@ use std::path::Path;
 /// One exchange of a journaled run.
 #[derive(Clone, Debug)]
 pub struct Exchange {
+    /// Sequence number of the exchange.
     pub seq: u64,
+    /// The identity (`a`, `b`).
     pub dev: String,
+    /// The device op.
     pub op: String,
+    /// The op's request (see [`super::codec`]).
     pub req: Json,
     /// `None` while in flight.
     pub ans: Option<Answer>,
@@ -48,7 +52,9 @@ pub struct Recorded {
     pub pin: Option<Pin>,
     /// The run's exit code, when it ended.
     pub finished: Option<i64>,
+    /// Every exchange, in sequence order.
     pub exchanges: Vec<Exchange>,
+    /// Every clock reading: (identity, device time ms), in order.
     pub now: Vec<(String, i64)>,
     /// Times the run was resumed before.
     pub resumes: usize,
@@ -95,17 +101,25 @@ impl Recorded {
     }
 }
 
+/// Why a journal cannot be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// The file cannot be read.
     #[error("{path}: {source}")]
     Io {
+        /// The journal file.
         path: String,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A record is malformed, too large, or out of order.
     #[error("{path} line {line}: {why}")]
     Corrupt {
+        /// The journal file.
         path: String,
+        /// The 1-based line of the bad record.
         line: usize,
+        /// What is wrong with it.
         why: String,
     },
 }

@@ -19,42 +19,63 @@ pub enum Record {
     /// The first line: the format, and the run's configuration as the CLI
     /// wrote it (what `cetp resume` runs again).
     Run {
+        /// Journal format; a reader refuses any but its own (absent included).
         format: Option<i64>,
+        /// The run's configuration as the CLI wrote it.
         config: serde_json::Value,
     },
     /// The run's pin (the latest one counts).
     Pin {
+        /// Hash of the pin.
         hash: String,
+        /// Each pinned input by name.
         fields: BTreeMap<String, serde_json::Value>,
     },
     /// A request about to leave the harness.
     Send(Sent),
     /// Its answer; `ans` is absent only from a journal nobody here wrote.
     Recv {
+        /// Sequence number of the `send` it answers.
         seq: u64,
+        /// The answer.
         ans: Option<Answer>,
         /// How long the exchange took, in microseconds (for the record only).
         us: u64,
     },
     /// A reading of a device's clock.
-    Now { dev: String, ms: i64 },
+    Now {
+        /// The identity whose device clock was read.
+        dev: String,
+        /// The reading, Unix epoch ms.
+        ms: i64,
+    },
     /// A resume started: host time, the records it replays, those in flight.
     Resumed {
+        /// Host time the resume started, Unix epoch ms.
         at_ms: i64,
+        /// Number of records it replays.
         replaying: u64,
+        /// Sequence numbers of the requests that were in flight (sent, unanswered).
         in_flight: Vec<u64>,
     },
     /// The run ended with this exit code: nothing is left to resume.
-    End { exit: i64 },
+    End {
+        /// The exit code.
+        exit: i64,
+    },
     /// A device of a run of several took this case (its id), before any
     /// of the case's exchanges: a resume gives each device the cases it
     /// took, in its order, so it asks the questions its journal answers.
-    Take { case: String },
+    Take {
+        /// Id of the case taken.
+        case: String,
+    },
 }
 
 /// A `send` record: one request to one identity's device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sent {
+    /// Sequence number of the exchange, unique in the journal.
     pub seq: u64,
     /// The identity (`a`, `b`).
     pub dev: String,
@@ -73,11 +94,14 @@ pub struct Sent {
 /// [`super::codec`]), or the device error.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Answer {
+    /// The op's `ok` payload.
     Ok(Json),
+    /// The device error it failed with.
     Err(DeviceError),
 }
 
 impl Answer {
+    /// The journaled form of a device op's result.
     pub fn of(result: &Result<Json, DeviceError>) -> Answer {
         match result {
             Ok(v) => Answer::Ok(v.clone()),
@@ -85,6 +109,7 @@ impl Answer {
         }
     }
 
+    /// The result it stands for.
     pub fn result(&self) -> Result<&Json, DeviceError> {
         match self {
             Answer::Ok(v) => Ok(v),
@@ -142,6 +167,7 @@ impl Record {
         line
     }
 
+    /// The record as JSON (its `j` member the tag).
     pub fn to_json(&self) -> Json {
         let tag = |t: &str| ("j", Json::from(t));
         match self {
