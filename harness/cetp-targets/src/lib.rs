@@ -325,7 +325,7 @@ fn install_apks(
     rt.block_on(install_apks_async(adb, s))
 }
 
-/// [`install_apks`] for callers with their own runtime (`cetp consumer`).
+/// `install_apks` for callers with their own runtime (`cetp consumer`).
 pub async fn install_apks_async(adb: &Adb, s: &AdbSpec) -> Result<(), (String, TransportError)> {
     let probe_packages: Vec<&str> = [&s.probe_service, &s.probe_b_service]
         .iter()
