@@ -273,13 +273,27 @@ impl ProgressLine {
 /// `findings/ID.json` for every shrunk finding, and `fuzz.json` (the
 /// report without the findings' files).
 fn write_findings(args: &FuzzArgs, report: &cetp_fuzz::FuzzReport) -> Result<(), Failure> {
-    for f in report.findings.iter().filter(|f| f.moves_before > 0) {
-        let path = args.out.join("findings").join(format!("{}.json", f.id));
+    write_out(
+        &args.out,
+        report.findings.iter(),
+        serde_json::to_value(report).unwrap_or_default(),
+    )
+}
+
+/// Writes `findings/ID.json` for each finding with a case file (moves
+/// before it), then `summary` as `fuzz.json` with the findings' files
+/// left out: one layout for a run and a campaign.
+fn write_out<'f>(
+    out: &std::path::Path,
+    findings: impl Iterator<Item = &'f cetp_fuzz::Finding>,
+    mut summary: serde_json::Value,
+) -> Result<(), Failure> {
+    for f in findings.filter(|f| f.moves_before > 0) {
+        let path = out.join("findings").join(format!("{}.json", f.id));
         let text = serde_json::to_string_pretty(&f.file).unwrap_or_default();
         std::fs::write(&path, text + "\n")
             .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
     }
-    let mut summary = serde_json::to_value(report).unwrap_or_default();
     if let Some(fs) = summary.get_mut("findings").and_then(|f| f.as_array_mut()) {
         for f in fs {
             if let Some(o) = f.as_object_mut() {
@@ -287,7 +301,7 @@ fn write_findings(args: &FuzzArgs, report: &cetp_fuzz::FuzzReport) -> Result<(),
             }
         }
     }
-    let summary_path = args.out.join("fuzz.json");
+    let summary_path = out.join("fuzz.json");
     std::fs::write(
         &summary_path,
         serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n",
@@ -588,33 +602,11 @@ fn announce_campaign(args: &FuzzArgs, seed: u64, specs: &[campaign::WorkerSpec])
 /// `findings/ID.json` for every finding with a case file, and `fuzz.json`
 /// (the campaign's report without the findings' files).
 fn write_campaign(args: &FuzzArgs, report: &campaign::CampaignReport) -> Result<(), Failure> {
-    for f in report
-        .findings
-        .iter()
-        .filter(|f| f.finding.moves_before > 0)
-    {
-        let path = args
-            .out
-            .join("findings")
-            .join(format!("{}.json", f.finding.id));
-        let text = serde_json::to_string_pretty(&f.finding.file).unwrap_or_default();
-        std::fs::write(&path, text + "\n")
-            .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
-    }
-    let mut summary = serde_json::to_value(report).unwrap_or_default();
-    if let Some(fs) = summary.get_mut("findings").and_then(|f| f.as_array_mut()) {
-        for f in fs {
-            if let Some(o) = f.as_object_mut() {
-                o.remove("file");
-            }
-        }
-    }
-    let path = args.out.join("fuzz.json");
-    std::fs::write(
-        &path,
-        serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n",
+    write_out(
+        &args.out,
+        report.findings.iter().map(|f| &f.finding),
+        serde_json::to_value(report).unwrap_or_default(),
     )
-    .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Every worker's figures and how it ended, the totals, then each finding
