@@ -85,6 +85,18 @@ impl Generator<'_> {
         })
     }
 
+    /// An executable tool that may run in the background (`execution` not
+    /// `sync`), drawn evenly; `None` when there is none.
+    fn background_tool(&mut self) -> Option<ToolInfo> {
+        let tools: Vec<ToolInfo> = self
+            .world
+            .executable()
+            .filter(|t| t.execution != "sync")
+            .cloned()
+            .collect();
+        self.pick(&tools)
+    }
+
     /// Move: a background operation's life (§4.4) in one move: an execution
     /// in a session with async_operations, then reads and cancellations by
     /// its creator, by the other identity, under another request id, from
@@ -92,13 +104,7 @@ impl Generator<'_> {
     /// settle; after a cancellation, the final state is held to the effects
     /// seen. `None` when no executable tool may run in the background.
     pub(super) fn async_flow(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
-        let tools: Vec<ToolInfo> = self
-            .world
-            .executable()
-            .filter(|t| t.execution != "sync")
-            .cloned()
-            .collect();
-        let tool = self.pick(&tools)?;
+        let tool = self.background_tool()?;
         let ident = self.ident();
         let mut caps = vec!["async_operations"];
         if self.chance(0.7) {
@@ -303,13 +309,7 @@ impl Generator<'_> {
     /// once ended, ended the same way. `None` when no executable tool may
     /// run in the background.
     pub(super) fn restart_operation(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
-        let tools: Vec<ToolInfo> = self
-            .world
-            .executable()
-            .filter(|t| t.execution != "sync")
-            .cloned()
-            .collect();
-        let tool = self.pick(&tools)?;
+        let tool = self.background_tool()?;
         let ident = self.ident();
         let mut caps = vec!["async_operations"];
         if self.chance(0.5) {
