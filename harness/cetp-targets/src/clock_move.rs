@@ -16,14 +16,11 @@
 //! (`Device::clock_moves_wall_only`).
 
 use cetp_transport::adb::Adb;
-use std::sync::Mutex;
 
 /// Moves one device's wall clock for both identities' connections.
 pub(crate) struct ClockMover {
     adb: Adb,
     state: tokio::sync::Mutex<State>,
-    /// What a failed preparation said, once: later moves are refused alike.
-    refused: Mutex<Option<String>>,
 }
 
 #[derive(Default)]
@@ -35,6 +32,8 @@ struct State {
     auto_time: Option<String>,
     /// How far the wall clock is set ahead of where it would be, in ms.
     ahead_ms: i64,
+    /// What a failed preparation said, once: later moves are refused alike.
+    refused: Option<String>,
 }
 
 /// How much later than asked the clock may read after a move: `date` sets
@@ -47,33 +46,23 @@ impl ClockMover {
         ClockMover {
             adb,
             state: tokio::sync::Mutex::new(State::default()),
-            refused: Mutex::new(None),
         }
-    }
-
-    /// Why the device will not let its clock be set, once a move failed to
-    /// prepare.
-    pub(crate) fn refused(&self) -> Option<String> {
-        self.refused
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
     }
 
     /// Sets the wall clock from `now_ms` (the device's time now) to at
     /// least `now_ms + ms`. Errors are the reason the device refused, for
     /// an `unsupported` answer: the case then waits in real time.
     pub(crate) async fn advance(&self, now_ms: i64, ms: u64) -> Result<(), String> {
-        if let Some(why) = self.refused() {
-            return Err(why);
-        }
         let mut st = self.state.lock().await;
+        if let Some(why) = &st.refused {
+            return Err(why.clone());
+        }
         let root = match st.root {
             Some(r) => r,
             None => match self.prepare(&mut st).await {
                 Ok(r) => r,
                 Err(why) => {
-                    *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.clone());
+                    st.refused = Some(why.clone());
                     return Err(why);
                 }
             },
@@ -90,21 +79,17 @@ impl ClockMover {
     /// automatic time back as it was. Nothing where it was never moved.
     /// `now_ms`: the device's time now as the probe reads it (to the
     /// millisecond).
-    pub(crate) async fn restore(&self, now_ms: Option<i64>) -> Result<(), String> {
+    pub(crate) async fn restore(&self, now_ms: i64) -> Result<(), String> {
         let mut st = self.state.lock().await;
         let Some(root) = st.root else {
             return Ok(());
         };
         if st.ahead_ms != 0 {
-            let now = match now_ms {
-                Some(ms) => ms,
-                None => self.device_secs().await?.saturating_mul(1000),
-            };
             // Whole seconds, rounded down: the clock ends at most a second
             // behind, never ahead, so a real-time wait reckoned on it is
             // never short (a Provider timing by elapsedRealtime has not
             // expired yet at a time a clock ahead would call due).
-            let back = now.saturating_sub(st.ahead_ms);
+            let back = now_ms.saturating_sub(st.ahead_ms);
             self.set(root, back.div_euclid(1000)).await?;
             st.ahead_ms = 0;
         }
@@ -144,13 +129,6 @@ impl ClockMover {
     async fn uid(&self, prefix: &str) -> Option<String> {
         let out = self.adb.shell(&format!("{prefix}id -u")).await.ok()?;
         (out.exit_code == Some(0)).then(|| out.text().trim().to_string())
-    }
-
-    async fn device_secs(&self) -> Result<i64, String> {
-        let out = self.shell_ok("date +%s").await?;
-        out.trim()
-            .parse()
-            .map_err(|_| format!("`date +%s` answered {:?}", out.trim()))
     }
 
     async fn set(&self, root: &str, secs: i64) -> Result<(), String> {

@@ -339,7 +339,7 @@ impl Drop for ProbeDevice {
             // (the other identity's drop then finds nothing to do).
             let now = self.now_ms();
             let _ = self.rt.block_on(async {
-                tokio::time::timeout(Duration::from_secs(10), mover.restore(Some(now))).await
+                tokio::time::timeout(Duration::from_secs(10), mover.restore(now)).await
             });
         }
         self.client.close();
@@ -492,7 +492,7 @@ impl Device for ProbeDevice {
         };
         let now = self.now_ms();
         self.rt
-            .block_on(mover.restore(Some(now)))
+            .block_on(mover.restore(now))
             .map_err(|m| DeviceError::new(ErrorKind::Io, m))?;
         self.resync_clock()
     }
