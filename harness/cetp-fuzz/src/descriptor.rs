@@ -1157,15 +1157,29 @@ impl Shadow {
             return;
         };
         let mut by_member: BTreeMap<usize, BTreeSet<(String, Option<String>)>> = BTreeMap::new();
+        let mut reached: BTreeMap<usize, usize> = BTreeMap::new();
         for (k, r) in runs {
             if let Some(doc) = r.bindings.get(bind) {
                 by_member
                     .entry(k / FLAVOURS.len())
                     .or_default()
                     .insert(class(doc));
+                *reached.entry(k / FLAVOURS.len()).or_default() += 1;
             }
         }
-        if !by_member.values().any(|c| c.len() > 1) {
+        // How an operation ends is the one business answer the shadow does
+        // not repeat from the target (the flavour decides it). Where one
+        // flavour of a member stopped before a read of that end (its own
+        // earlier answers took another path), the business's choice there
+        // went unexplored: the one flavour left does not pin it (§4.4: a
+        // refused cancel leaves the outcome to the business, a failure
+        // with a §5 error among them).
+        let reads_an_end = matches!(
+            step.get("do").and_then(Json::as_str),
+            Some("settle" | "poll")
+        );
+        let unexplored = reads_an_end && reached.values().any(|n| *n < FLAVOURS.len());
+        if !unexplored && !by_member.values().any(|c| c.len() > 1) {
             return;
         }
         let Some(e) = step.get_mut("expect").and_then(Json::as_object_mut) else {

@@ -444,3 +444,69 @@ fn a_judgement_the_shadow_cannot_vouch_for_keeps_later_request_ids_aligned() {
         );
     }
 }
+
+/// §4.4: a cancel a Provider refuses (the transaction is committed) leaves
+/// the operation's outcome to its business, which may fail with a §5 error
+/// of its own. Found as a false finding by a ten-minute clean run of
+/// `cancel_refused_committed` (seed 101): the settle after a refused cancel
+/// was held to "cancelled or success". The first operation's refused cancel
+/// and its poll come first, as in that run.
+fn refused_cancel_then_business_failure() -> Vec<Move> {
+    let caps = ["async_operations", "cancellation"];
+    let cancel = |session: &str, of: &str, bind: &str| {
+        call(
+            json!({"do": "call", "as": "a", "method": "cancel_operation", "session": session,
+            "request_id": format!("${{{of}/_request/request_id}}"),
+            "operation_id": format!("${{{of}/data/operation_id}}"),
+            "bind": bind, "requirements": ["CETP2-4.4-17"]}),
+        )
+    };
+    moves(vec![
+        vec![negotiate("s1", &caps)],
+        vec![
+            step(json!({"do": "observe", "bind": "o1"}), Meta::Plain),
+            execute(
+                "s1",
+                json!({"name": "sync_portfolio"}),
+                json!({"json": {}}),
+                "e2",
+            ),
+            cancel("s1", "e2", "g3"),
+            call(
+                json!({"do": "poll", "as": "a", "session": "s1", "operation_of": "e2", "bind": "f4"}),
+            ),
+            step(
+                json!({"do": "cancel_consistent", "final": "f4", "since": "o1",
+                    "requirements": ["CETP2-4.4-17"]}),
+                Meta::Judgement,
+            ),
+        ],
+        vec![negotiate("s5", &caps)],
+        vec![
+            execute(
+                "s5",
+                json!({"name": "sync_portfolio"}),
+                json!({"json": {"fail": true}}),
+                "e6",
+            ),
+            cancel("s5", "e6", "g7"),
+            call(json!({"do": "settle", "as": "a", "session": "s5", "of": "e6", "bind": "f8"})),
+        ],
+    ])
+}
+
+#[test]
+fn a_business_failure_after_a_refused_cancel_passes() {
+    for target in [
+        "sim:variant=cancel_refused_committed",
+        "sim",
+        "sim:variant=cancel_finished_acknowledged",
+    ] {
+        let j = judge(
+            target,
+            "reference.toml",
+            &refused_cancel_then_business_failure(),
+        );
+        assert_passes(&j, target);
+    }
+}
