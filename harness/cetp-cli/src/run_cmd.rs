@@ -89,6 +89,9 @@ pub(crate) struct Prepared {
     pub(crate) args: RunArgs,
     pub(crate) vectors_dir: PathBuf,
     pub(crate) suite: Suite,
+    /// The roles of the whole vector set, when `suite` holds a replayed
+    /// case file's cases only (the profile check's `check_part`).
+    pub(crate) vector_roles: std::collections::BTreeSet<String>,
     pub(crate) spec: TargetSpec,
     pub(crate) profile: Profile,
     pub(crate) cfg: RunConfig,
@@ -100,6 +103,7 @@ pub(crate) fn prepare(
     started_at_ms: i64,
 ) -> Result<Prepared, Failure> {
     let (vectors_dir, mut suite) = load_suite(&args.vectors)?;
+    let mut vector_roles = std::collections::BTreeSet::new();
     // `cetp replay FILE`: the cases of one case file (a fuzz finding, a
     // regression) with the suite's checks and rules.
     let replay = match replay {
@@ -108,6 +112,7 @@ pub(crate) fn prepare(
                 .map_err(|e| usage(format!("case file {path}: {e}")))?;
             let file = cetp_conformance::vector::VectorFile::from_json(&text)
                 .map_err(|e| usage(format!("case file {path}: {e}")))?;
+            vector_roles = cetp_conformance::profile_check::roles_used(&suite);
             suite.cases = file.cases;
             suite.fingerprint = cetp_proto::canonical::sha256_hex(text.as_bytes());
             None
@@ -174,6 +179,7 @@ pub(crate) fn prepare(
         args: args.clone(),
         vectors_dir,
         suite,
+        vector_roles,
         spec,
         profile,
         cfg,
@@ -331,9 +337,10 @@ pub(crate) fn precheck(
             None
         }
     };
-    let report = cetp_conformance::profile_check::check(
+    let report = cetp_conformance::profile_check::check_part(
         &p.profile,
         &p.suite,
+        &p.vector_roles,
         live.as_ref().map(|l| &l.facts),
     );
     if !report.errors.is_empty() {

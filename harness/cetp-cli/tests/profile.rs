@@ -517,3 +517,63 @@ fn descriptors_that_break_the_spec_fail_the_run_not_the_profile() {
         assert_eq!(o.status.code(), Some(1), "{m}: {}", text(&o));
     }
 }
+
+/// `cetp replay FILE --profile P`: the vendor's profile is written for the
+/// whole vector set, and a replayed finding uses a few of its roles. The
+/// roles no replayed case uses are not typos (the run starts and judges the
+/// case); a role the whole set does not know still is.
+#[test]
+fn a_replayed_case_file_takes_the_whole_suites_profile() {
+    let dir = tmp("replay-roles");
+    let case = serde_json::json!({
+        "format_version": 1,
+        "group": "fuzz-findings",
+        "description": "one case using one role",
+        "cases": [{
+            "id": "REPLAY-ROLE-1", "title": "a failing operation is accepted",
+            "role": "provider", "level": "MUST",
+            "requirements": ["CETP2-4.4-01"],
+            "steps": [
+                {"do": "negotiate", "as": "a", "bind": "s", "capabilities": ["async_operations"]},
+                {"do": "call", "as": "a", "method": "execute_tool", "session": "s",
+                 "tool": {"profile_role": "failing_operation"}, "args": "valid", "bind": "e",
+                 "expect": {"status": ["accepted"]}, "requirements": ["CETP2-4.4-01"]}
+            ]
+        }]
+    });
+    let file = dir.join("finding.json");
+    std::fs::write(&file, case.to_string()).unwrap();
+    let reference = profiles().join("reference.toml");
+    let o = cetp(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--target",
+        "sim",
+        "--profile",
+        reference.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(!t.contains("no case uses a role"), "{t}");
+    assert!(t.contains("REPLAY-ROLE-1"), "{t}");
+    // A typo is still one.
+    let typo = dir.join("typo.toml");
+    std::fs::write(
+        &typo,
+        std::fs::read_to_string(&reference)
+            .unwrap()
+            .replace("[roles.large_result]", "[roles.large_results]"),
+    )
+    .unwrap();
+    let o = cetp(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--target",
+        "sim",
+        "--profile",
+        typo.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("roles.large_results"), "{t}");
+}

@@ -321,6 +321,10 @@ struct Checker<'a> {
     profile: &'a Profile,
     suite: &'a Suite,
     facts: Option<&'a Facts>,
+    /// Roles the whole vector set uses, where `suite` holds only some of
+    /// its cases (a replayed finding): the profile is the vendor's for the
+    /// whole suite, and a role no replayed case uses is not a typo.
+    known_roles: BTreeSet<String>,
     report: Report,
 }
 
@@ -521,21 +525,12 @@ impl Checker<'_> {
     }
 
     fn roles(&mut self) {
-        let mut used: BTreeSet<String> = BTreeSet::new();
-        for c in &self.suite.cases {
-            walk(
-                &c.steps.iter().map(|s| &s.step).collect::<Vec<_>>(),
-                &mut |s| {
-                    if let Step::Call { tool: Some(t), .. } = s {
-                        if let Some(r) = &t.profile_role {
-                            used.insert(r.clone());
-                        }
-                    }
-                },
-            );
-        }
+        let used = roles_used(self.suite);
         for (role, r) in self.profile.roles.clone() {
             let field = format!("roles.{role}");
+            if !used.contains(&role) && self.known_roles.contains(&role) {
+                continue;
+            }
             if !used.contains(&role) {
                 self.err(
                     &field,
@@ -884,10 +879,43 @@ pub fn role_hint(role: &str) -> String {
 /// Judges `profile` against the vectors and, when given, the live
 /// Provider's tools.
 pub fn check(profile: &Profile, suite: &Suite, facts: Option<&Facts>) -> Report {
+    check_part(profile, suite, &BTreeSet::new(), facts)
+}
+
+/// The roles the cases of `suite` name (`tool.profile_role`).
+pub fn roles_used(suite: &Suite) -> BTreeSet<String> {
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    for c in &suite.cases {
+        walk(
+            &c.steps.iter().map(|s| &s.step).collect::<Vec<_>>(),
+            &mut |s| {
+                if let Step::Call { tool: Some(t), .. } = s {
+                    if let Some(r) = &t.profile_role {
+                        used.insert(r.clone());
+                    }
+                }
+            },
+        );
+    }
+    used
+}
+
+/// As [`check`], for a profile written for the whole vector set and run
+/// with some of its cases (`suite`, a replayed case file): a role in
+/// `known_roles` (the whole set's, [`roles_used`]) that no case of `suite`
+/// uses is left alone rather than called a typo; the roles `suite` does use
+/// are checked as [`check`] checks them.
+pub fn check_part(
+    profile: &Profile,
+    suite: &Suite,
+    known_roles: &BTreeSet<String>,
+    facts: Option<&Facts>,
+) -> Report {
     let mut c = Checker {
         profile,
         suite,
         facts,
+        known_roles: known_roles.clone(),
         report: Report::default(),
     };
     c.tools_section();
