@@ -79,8 +79,9 @@ const WIDE: &[&str] = &[
 
 /// Steps that change nothing on the Provider and draw nothing from the
 /// interpreter's generator: the shadow may drop them without shifting the
-/// request ids of the steps after them (all but `cancel_consistent`, which
-/// is replaced instead: [`draws_a_request_id`]).
+/// request ids of the steps after them (all but `cancel_consistent` where
+/// the target's run took a snapshot, which is replaced by one instead:
+/// [`draws_a_request_id`]).
 const PURE: &[&str] = &[
     "same",
     "equal",
@@ -93,11 +94,23 @@ const PURE: &[&str] = &[
     "cancel_consistent",
 ];
 
-/// A pure step that still draws a request id from the interpreter's
-/// generator: `cancel_consistent` judges the effects by an observer
-/// snapshot of its own (when the state it reads lets it get that far).
-fn draws_a_request_id(step: &Json) -> bool {
-    step.get("do").and_then(Json::as_str) == Some("cancel_consistent")
+/// Whether a pure step drew a request id from the interpreter's generator
+/// in the target's run `trun`: `cancel_consistent` judges the effects by an
+/// observer snapshot of its own when the final state it reads is
+/// `cancelled` or `succeeded`; after `failed` (nothing to judge) or a state
+/// it refuses, it takes none. What the target's run did decides, not what
+/// the shadow's did: every later request id follows the target's draws.
+fn draws_a_request_id(step: &Json, trun: &CaseRun) -> bool {
+    if step.get("do").and_then(Json::as_str) != Some("cancel_consistent") {
+        return false;
+    }
+    let state = step
+        .get("final")
+        .and_then(Json::as_str)
+        .and_then(|f| trun.bindings.get(f))
+        .and_then(|d| d.pointer("/data/state"))
+        .and_then(Json::as_str);
+    matches!(state, Some("cancelled" | "succeeded"))
 }
 
 /// Identifies one `execute_tool` call across the target and the shadow: the
@@ -1013,7 +1026,7 @@ impl Shadow {
             match first_unvouched(&runs, &steps) {
                 Some(i) if i < steps.len() => {
                     if is_pure(&steps[i]) && round < MAX_ROUNDS {
-                        if draws_a_request_id(&steps[i].step) {
+                        if draws_a_request_id(&steps[i].step, trun) {
                             replaced.insert(orig[i]);
                             // It takes an observer snapshot, whose request id
                             // the target's run drew: an observation in its

@@ -510,3 +510,47 @@ fn a_business_failure_after_a_refused_cancel_passes() {
         assert_passes(&j, target);
     }
 }
+
+/// A `cancel_consistent` the shadow cannot vouch for stands in the shadow's
+/// case as an observation only where the target's own run took a snapshot
+/// there (a final state `cancelled` or `succeeded`): after `failed` it took
+/// none, and an observation in its place would shift every later request
+/// id, and with them the answers repeated from the target (two false
+/// findings of the ten-minute clean runs, on the reference and on
+/// `cancel_refused_committed`: a later call answered `accepted` was held to
+/// what the shadow's unmirrored business answered).
+fn failed_operation_judged_then_called_again() -> Vec<Move> {
+    let caps = ["async_operations", "cancellation"];
+    let failing = json!({"profile_role": "failing_operation"});
+    moves(vec![
+        vec![negotiate("s1", &caps)],
+        vec![
+            // The observation `since` names was shrunk away, as in the run
+            // that found it: the shadow's runs that reach a snapshot stop.
+            execute("s1", failing, json!("valid"), "e2"),
+            call(
+                json!({"do": "call", "as": "a", "method": "get_operation", "session": "s1",
+                "request_id": "${e2/_request/request_id}", "operation_id": "${e2/data/operation_id}",
+                "bind": "g3"}),
+            ),
+            call(
+                json!({"do": "poll", "as": "a", "session": "s1", "operation_of": "e2", "bind": "f4"}),
+            ),
+            step(
+                json!({"do": "cancel_consistent", "final": "f4", "since": "o1",
+                    "requirements": ["CETP2-4.4-17"]}),
+                Meta::Judgement,
+            ),
+        ],
+        vec![negotiate("s5", &caps)],
+        vec![execute("s5", json!({"name": "sync_portfolio"}), json!("valid"), "e6")],
+    ])
+}
+
+#[test]
+fn a_failed_operations_cancel_judgement_shifts_no_request_id() {
+    for target in ["sim", "sim:variant=cancel_refused_committed"] {
+        let j = judge(target, "reference.toml", &failed_operation_judged_then_called_again());
+        assert_passes(&j, target);
+    }
+}
