@@ -37,12 +37,17 @@ android {
             dimension = "identity"
             buildConfigField("String", "SOCKET_NAME", "\"cetp-probe\"")
             buildConfigField("String", "IDENTITY_NAME", "\"a\"")
+            // The other probe's hostile authority, named by this one's
+            // HostileToolService$Foreign (a service whose ContentProvider
+            // is in another package). jvm/gen-sources.py reads this line.
+            manifestPlaceholders["peerHostedAuthority"] = "com.clawseed.probe.b.hostile.clawseed.tools"
         }
         create("b") {
             dimension = "identity"
             applicationIdSuffix = ".b"
             buildConfigField("String", "SOCKET_NAME", "\"cetp-probe-b\"")
             buildConfigField("String", "IDENTITY_NAME", "\"b\"")
+            manifestPlaceholders["peerHostedAuthority"] = "com.clawseed.probe.hostile.clawseed.tools"
             signingConfig = signingConfigs.getByName("probeB")
         }
     }

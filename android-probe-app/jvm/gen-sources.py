@@ -2,12 +2,14 @@
 """What the Android Gradle plugin generates for app/, for a build without it.
 
 Reads app/build.gradle.kts (applicationId, versionCode, versionName, and each
-flavor's applicationIdSuffix and buildConfigField lines), app/src/main/res
-and app/src/main/AndroidManifest.xml, and writes for one flavor:
+flavor's applicationIdSuffix, buildConfigField and manifestPlaceholders
+lines), app/src/main/res and app/src/main/AndroidManifest.xml, and writes for
+one flavor:
 
   OUT/java/com/clawseed/probe/BuildConfig.java   as the plugin's, debug build type
   OUT/java/com/clawseed/probe/R.java             one int per resource, by type
-  OUT/AndroidManifest.xml                        ${applicationId} substituted
+  OUT/AndroidManifest.xml                        ${applicationId} and the
+                                                 flavor's placeholders substituted
   OUT/res/                                       a copy of app's resources
 
   gen-sources.py --flavor a --out DIR
@@ -48,6 +50,18 @@ def flavor_block(gradle, flavor):
 def java_literal(kotlin_literal):
     # buildConfigField values are Java source already ("\"cetp-probe\"" in Kotlin).
     return bytes(kotlin_literal, "utf-8").decode("unicode_escape")
+
+
+def placeholders(gradle, flavor):
+    # manifestPlaceholders["name"] = "value" lines of the flavor (the form
+    # app/build.gradle.kts uses; another form is not read, and the manifest
+    # check below then stops on the placeholder left).
+    block = flavor_block(gradle, flavor)
+    found = re.findall(r'manifestPlaceholders\["([^"]+)"\]\s*=\s*"([^"]*)"', block)
+    names = [n for n, _ in found]
+    if len(set(names)) != len(names):
+        die("flavor %r sets a manifest placeholder twice" % flavor)
+    return dict(found)
 
 
 def build_config(gradle, flavor):
@@ -130,8 +144,11 @@ def main():
         f.write(r_class(namespace, res))
     with open(os.path.join(app, "src", "main", "AndroidManifest.xml"), encoding="utf-8") as f:
         manifest = f.read().replace("${applicationId}", app_id)
+    for name, value in placeholders(gradle, args.flavor).items():
+        manifest = manifest.replace("${%s}" % name, value)
     if "${" in manifest:
-        die("AndroidManifest.xml has a placeholder other than ${applicationId}")
+        die("AndroidManifest.xml has a placeholder that flavor %r does not set: %s"
+            % (args.flavor, re.findall(r"\$\{[^}]*\}", manifest)))
     # The merged manifest names its package, as the plugin's does.
     manifest = manifest.replace("<manifest ", '<manifest package="%s" ' % app_id, 1)
     ET.fromstring(manifest)

@@ -5,9 +5,11 @@
 //!
 //! Targets: `sim[:consumer=NAME]` (the reference Consumer or a mutant,
 //! in-process, on a manual clock: everything is judged), and
-//! `tcp:HOST:PORT[,consumer=NAME]` (any device offering `host_provider`
-//! and `consumer_act`, e.g. `cetp sim --listen`; descriptor reads are not
-//! visible there, and scenarios the wire cannot script are not judged).
+//! `tcp:HOST:PORT[,peer=HOST:PORT][,consumer=NAME]` (any device offering
+//! `host_provider` and `consumer_act`, e.g. `cetp sim --listen`, with its
+//! second probe as `peer` where it hosts only its own authority; descriptor
+//! reads are not visible there, their closes only as the device reports
+//! them, and scenarios the wire cannot script are not judged).
 
 use super::{infra, usage, vectors_or_default, Failure};
 use cetp_conformance::consumer::runner::{self, ConsumerPlace};
@@ -21,8 +23,10 @@ use std::path::PathBuf;
 
 #[derive(Args, Clone)]
 pub(crate) struct ConsumerArgs {
-    /// `sim[:consumer=NAME]` or `tcp:HOST:PORT[,consumer=NAME]`; NAME is
-    /// `default` (the reference Consumer) or a Consumer mutant.
+    /// `sim[:consumer=NAME]`, `tcp:HOST:PORT[,peer=HOST:PORT][,consumer=NAME]`
+    /// (`peer`: identity b's probe, which hosts a second Provider or another
+    /// package's ContentProvider) or `adb[:SERIAL][,...]`; NAME is `default`
+    /// (the reference Consumer) or a Consumer mutant.
     #[arg(long, default_value = "sim")]
     target: String,
     /// Where the reports go (as for `cetp run`).
@@ -82,8 +86,14 @@ pub(crate) fn consumer_act_command(args: &ConsumerActArgs) -> Result<ExitCode, F
 
 enum Where {
     InProcess(ConsumerConfig),
-    Tcp { addr: String },
-    Adb { target: String },
+    /// A device over TCP, and its peer probe (identity b), when given.
+    Tcp {
+        addr: String,
+        peer: Option<String>,
+    },
+    Adb {
+        target: String,
+    },
 }
 
 /// Who makes the Consumer act, and the Consumer's name for the claim.
@@ -128,9 +138,12 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
     let (kind, rest) = t.split_once(':').unwrap_or((t, ""));
     let mut consumer = "default".to_string();
     let mut addr = String::new();
+    let mut peer = None;
     for (i, part) in rest.split(',').filter(|p| !p.is_empty()).enumerate() {
         match part.split_once('=') {
             Some(("consumer", name)) => consumer = name.to_string(),
+            // The peer probe (identity b's app) of a device reached over TCP.
+            Some(("peer", p)) if kind == "tcp" && p.contains(':') => peer = Some(p.to_string()),
             // adb options (`server=`, `timeout_ms=`) are read as for `cetp run`.
             Some(_) if kind == "adb" => {}
             Some((k, _)) => return Err(usage(format!("unknown target option {k:?} in {t:?}"))),
@@ -157,7 +170,7 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
         "tcp" if addr.contains(':') => {
             // A rest like "127.0.0.1:7000,consumer=x": the port followed the
             // first colon of the address.
-            Ok((Where::Tcp { addr }, consumer))
+            Ok((Where::Tcp { addr, peer }, consumer))
         }
         "adb" => Ok((
             Where::Adb {
@@ -170,7 +183,7 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
             consumer,
         )),
         _ => Err(usage(format!(
-            "unknown Consumer target {t:?}: use sim[:consumer=NAME], tcp:HOST:PORT[,consumer=NAME] or adb[:SERIAL][,server=HOST:PORT][,consumer=NAME]"
+            "unknown Consumer target {t:?}: use sim[:consumer=NAME], tcp:HOST:PORT[,peer=HOST:PORT][,consumer=NAME] or adb[:SERIAL][,server=HOST:PORT][,consumer=NAME]"
         ))),
     }
 }
@@ -195,9 +208,11 @@ impl ConsumerPlace for Place {
         use cetp_targets::consumer::{AdbProbe, WireConsumer};
         let hosted = match &self.at {
             Where::InProcess(_) => None,
-            Where::Tcp { addr } => WireConsumer::connect(addr, self.actor.clone())?
-                .hosted
-                .clone(),
+            Where::Tcp { addr, peer } => {
+                { WireConsumer::connect_with_peer(addr, peer.as_deref(), self.actor.clone())? }
+                    .hosted
+                    .clone()
+            }
             Where::Adb { target } => {
                 self.probe = Some(AdbProbe::prepare(target)?);
                 WireConsumer::connect_adb(target, self.actor.clone())?
@@ -212,8 +227,10 @@ impl ConsumerPlace for Place {
         use cetp_targets::consumer::WireConsumer;
         match &self.at {
             Where::InProcess(config) => consumer::run_in_process(s, config),
-            Where::Tcp { addr } => WireConsumer::connect(addr, self.actor.clone())
-                .and_then(|mut dev| consumer::run_on_device(s, &mut dev, &self.bounds)),
+            Where::Tcp { addr, peer } => {
+                { WireConsumer::connect_with_peer(addr, peer.as_deref(), self.actor.clone()) }
+                    .and_then(|mut dev| consumer::run_on_device(s, &mut dev, &self.bounds))
+            }
             Where::Adb { target } => WireConsumer::connect_adb(target, self.actor.clone())
                 .and_then(|mut dev| consumer::run_on_device(s, &mut dev, &self.bounds)),
         }

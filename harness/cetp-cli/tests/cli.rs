@@ -1223,13 +1223,7 @@ fn the_phone_path_hosts_where_the_probe_app_can_and_judges_what_a_phone_plays() 
     );
     for c in &na {
         let why = c["reason"].as_str().unwrap_or_default();
-        assert!(
-            ["hosts it only in", "hosts only"]
-                .iter()
-                .any(|w| why.contains(w)),
-            "{}: {why}",
-            c["id"]
-        );
+        assert!(why.contains("no peer probe answers"), "{}: {why}", c["id"]);
     }
     assert!(t.contains("not established"), "{t}");
     assert!(
@@ -1253,23 +1247,29 @@ fn the_phone_path_hosts_where_the_probe_app_can_and_judges_what_a_phone_plays() 
             "{mutant}: {t}"
         );
     }
+    // With the phone's second probe (identity b's app) as the peer, the two
+    // scenarios that need another package are played too: every scenario
+    // is judged and the claim is made.
+    let target = format!("tcp:{},peer={}", sim.1, sim.2);
+    let o = cetp(&["consumer", "--target", &target]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("42 passed, 0 failed, 0 flaky, 0 warned, 0 not applicable"),
+        "{t}"
+    );
+    assert!(t.contains("established for default"), "{t}");
 }
 
 #[test]
-fn through_the_probe_apps_rules_every_consumer_mutant_is_caught_but_where_a_phone_cannot_look() {
+fn through_the_probe_apps_rules_and_its_peer_every_consumer_mutant_is_caught() {
     // Every Consumer mutant through the simulated device playing the probe
-    // app's rules: caught when a FAIL or WARN case cites one of the
-    // requirements it breaks. Not caught, and why, with the scenario that
-    // catches it in-process:
-    let uncaught = [
-        // CSES-002: a ContentProvider of another package, which the probe
-        // cannot declare.
-        "same_package_not_checked",
-        // CSES-014: a second hosted Provider; the probe hosts one authority.
-        "routes_by_scan_order",
-        // CFILE-*: the host cannot see a Consumer's reads over any wire.
-        "file_fd_not_closed",
-    ];
+    // app's rules, with identity b's probe as the peer: caught when a FAIL
+    // or WARN case cites one of the requirements it breaks. The peer hosts
+    // the second Provider (CSES-014) and the ContentProvider another
+    // package's service names (CSES-002); a descriptor's close comes back as
+    // `fd_closed` (CFILE-006).
+    let uncaught: [&str; 0] = [];
     let catalog: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -1291,7 +1291,7 @@ fn through_the_probe_apps_rules_every_consumer_mutant_is_caught_but_where_a_phon
             .map(|r| r.as_str().unwrap())
             .collect();
         let dir = tmp(&format!("probe-app-mutant-{name}"));
-        let target = format!("tcp:{},consumer={name}", sim.1);
+        let target = format!("tcp:{},peer={},consumer={name}", sim.1, sim.2);
         let o = cetp(&[
             "consumer",
             "--target",
@@ -1399,7 +1399,9 @@ fn a_consumer_profile_driver_makes_the_consumer_act_while_the_device_hosts_the_p
 #[test]
 fn the_reference_consumer_passes_through_a_real_adb_server() {
     // The simulated device behind Debian's real `adb` (a private server on a
-    // free port with a private HOME, killed at the end).
+    // free port with a private HOME, killed at the end), playing the probe
+    // app's hosting rules: the host reaches identity b's probe as the peer
+    // through adb as it reaches a's, as on a phone with both probes.
     let adb = std::env::var_os("PATH").and_then(|p| {
         std::env::split_paths(&p)
             .map(|d| d.join("adb"))
@@ -1420,6 +1422,8 @@ fn the_reference_consumer_passes_through_a_real_adb_server() {
             "127.0.0.1:0",
             "--adb-listen",
             "127.0.0.1:0",
+            "--hosting",
+            "probe-app",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -1478,6 +1482,19 @@ fn the_reference_consumer_passes_through_a_real_adb_server() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains("FAIL  CRET-002"), "{t}");
+    // The scenarios a phone plays only with its peer probe, and a
+    // descriptor's close reported by the device, catch their mutants.
+    for (mutant, scenario) in [
+        ("same_package_not_checked", "CSES-002"),
+        ("routes_by_scan_order", "CSES-014"),
+        ("file_fd_not_closed", "CFILE-006"),
+    ] {
+        let target = format!("adb:{dev},server=127.0.0.1:{port},consumer={mutant}");
+        let o = cetp(&["consumer", "--target", &target, "--only", scenario]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{mutant}: {t}");
+        assert!(t.contains(&format!("FAIL  {scenario}")), "{mutant}: {t}");
+    }
     drop(guard);
 }
 

@@ -243,6 +243,7 @@ fn a_bound_the_spec_leaves_open_is_judged_by_the_declared_figure() {
         fds: None,
         resolves: None,
         decoy_calls: &[],
+        fd_closes: None,
     };
     let undeclared = consumer::judge_run(deep, &trace, &consumer::DeclaredBounds::default());
     assert_eq!(

@@ -543,14 +543,23 @@ fn failed_operation_judged_then_called_again() -> Vec<Move> {
             ),
         ],
         vec![negotiate("s5", &caps)],
-        vec![execute("s5", json!({"name": "sync_portfolio"}), json!("valid"), "e6")],
+        vec![execute(
+            "s5",
+            json!({"name": "sync_portfolio"}),
+            json!("valid"),
+            "e6",
+        )],
     ])
 }
 
 #[test]
 fn a_failed_operations_cancel_judgement_shifts_no_request_id() {
     for target in ["sim", "sim:variant=cancel_refused_committed"] {
-        let j = judge(target, "reference.toml", &failed_operation_judged_then_called_again());
+        let j = judge(
+            target,
+            "reference.toml",
+            &failed_operation_judged_then_called_again(),
+        );
         assert_passes(&j, target);
     }
 }

@@ -382,7 +382,10 @@ impl Conn {
                 // Compatible extensions of `reply` this device plays
                 // (`pending_intent`: a result value it turns into a real
                 // PendingIntent), and what it lets a host shape (hosted.rs).
-                self.sim.cfg.hosting.hello_members(&mut extra);
+                self.sim
+                    .cfg
+                    .hosting
+                    .hello_members(&self.identity.name, &mut extra);
                 extra
             },
         }
@@ -720,10 +723,21 @@ impl Conn {
 
     fn host_provider(&self, p: &HostProviderParams) -> Result<Map, WireError> {
         let sim = &self.sim;
-        sim.cfg.hosting.check_host(p)?;
+        let shape = sim.cfg.hosting.check_host(&self.identity.name, p)?;
+        if shape == crate::hosted::Shape::Service {
+            let package = sim.hosted.host_service(self.number, p)?;
+            self.log(
+                'I',
+                &format!(
+                    "declaring a discovery service in {package} for authority {}",
+                    p.authority
+                ),
+            );
+            return Ok(Empty.to_ok());
+        }
         let hosted = sim
             .hosted
-            .host(self.number, p, self.out.clone(), |authority| {
+            .host(self.number, p, shape, self.out.clone(), |authority| {
                 sim.device()
                     .apps()
                     .iter()

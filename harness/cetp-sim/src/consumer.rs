@@ -46,6 +46,8 @@ const MAX_READ: u64 = 64 * 1024 * 1024;
 struct Held {
     app: AppRef,
     attachment: Attachment,
+    /// The handle the Provider wrote for it.
+    origin: String,
 }
 
 /// The built-in Consumer's view of this device.
@@ -96,8 +98,20 @@ impl SimPort {
                 Held {
                     app: app.clone(),
                     attachment: att.clone(),
+                    origin: old,
                 },
             );
+        }
+    }
+}
+
+impl SimPort {
+    /// The Consumer let go of a descriptor (read to its end or closed): a
+    /// scripted Provider tells its host (`fd_closed`), as the probe app's
+    /// close listener does on a phone.
+    fn released(&self, held: &Held) {
+        if let (AppRef::Hosted(h), Attachment::File(_)) = (&held.app, &held.attachment) {
+            h.fd_released(&held.origin, self.sim.now_ms());
         }
     }
 }
@@ -172,6 +186,9 @@ impl ConsumerPort for SimPort {
         let held = self.held.remove(handle).ok_or_else(|| {
             DeviceError::new(ErrorKind::UnknownHandle, format!("no fd {handle:?}"))
         })?;
+        // A read takes the descriptor to its end and closes it (probe-wire
+        // `read_fd`).
+        self.released(&held);
         let Attachment::File(src) = held.attachment else {
             return Err(DeviceError::new(
                 ErrorKind::UnknownHandle,
@@ -198,10 +215,11 @@ impl ConsumerPort for SimPort {
     }
 
     fn close_fd(&mut self, handle: &str) -> Result<(), DeviceError> {
-        self.held
-            .remove(handle)
-            .map(|_| ())
-            .ok_or_else(|| DeviceError::new(ErrorKind::UnknownHandle, format!("no fd {handle:?}")))
+        let held = self.held.remove(handle).ok_or_else(|| {
+            DeviceError::new(ErrorKind::UnknownHandle, format!("no fd {handle:?}"))
+        })?;
+        self.released(&held);
+        Ok(())
     }
 
     fn resolve(&mut self, handle: &str, decision: Decision) -> Result<ResolveOutcome, DeviceError> {

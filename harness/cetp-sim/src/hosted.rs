@@ -27,6 +27,23 @@
 //!   never answers, or dies mid-call), or `"fd_endless": BYTE` with a result
 //!   (its `result_fd` never reaches EOF). `hello` lists them under
 //!   `reply_extensions`.
+//! - `fd_closed` (listed under `reply_extensions`): once the Consumer lets
+//!   go of the descriptor of an `fd_data` reply, the hosting connection
+//!   gets `{"event":"fd_closed","call":"c-N","how":..,"now_ms":..}`, at
+//!   most once per call. `how` is `closed` (here: read to its end or
+//!   closed), or on a phone `detached`, `leaked` (garbage-collected
+//!   unclosed), `dead` (every copy gone without a status) or `error`.
+//! - `host_provider` takes `"discoverable": false`: the Provider answers
+//!   but no discovery service of its own is listed (another package's
+//!   service names its authority, CETP §2.1).
+//! - With `--hosting probe-app`, each identity is one flavor of the probe
+//!   app (a: `com.clawseed.probe`, b: `com.clawseed.probe.b`), and
+//!   `hosted_provider` adds `foreign_metas` and `foreign_package`: the
+//!   meta-data of the service in its package that names the other
+//!   flavor's authority (`$Foreign`). `host_provider` with that authority,
+//!   one of those sets and `authority_package` = `foreign_package` lists
+//!   that service alone; the other identity's connection hosts the
+//!   ContentProvider (`discoverable: false`).
 
 use crate::lock;
 use cetp_proto::provider::{
@@ -53,8 +70,11 @@ pub(crate) const REPLY_WAIT: Duration = Duration::from_secs(120);
 pub(crate) const MAX_REPLY_DELAY_MS: u64 = 120_000;
 /// First UID given to a scripted Provider app.
 const FIRST_UID: u32 = 10300;
-/// The handle written for the `result_fd` made of `fd_data`.
+/// The handle written for the `result_fd` of `fd_endless`.
 const SCRIPTED_FD: &str = "scripted-fd";
+/// The prefix of the handle written for the `result_fd` made of `fd_data`,
+/// followed by the call's id: its close is reported as `fd_closed`.
+const SCRIPTED_DATA_FD: &str = "scripted-fd:";
 
 pub(crate) struct HostedProvider {
     /// The connection that hosts it.
@@ -63,6 +83,8 @@ pub(crate) struct HostedProvider {
     package: String,
     uid: u32,
     manifest: ServiceManifest,
+    /// Whether its discovery service is listed (`discoverable`).
+    listed: bool,
     /// The hosting connection's outgoing frames.
     out: mpsc::Sender<Vec<u8>>,
     calls: Arc<AtomicU64>,
@@ -203,10 +225,28 @@ impl HostedProvider {
                 _ => died(&self.authority),
             });
         }
-        Ok(self.reply_of(reply.outcome))
+        Ok(self.reply_of(&id, reply.outcome))
     }
 
-    fn reply_of(&self, outcome: ReplyOutcome) -> Reply {
+    /// The Consumer let go of one of this Provider's descriptors (`handle`,
+    /// as [`Self::reply_of`] wrote it): the descriptor of an `fd_data` reply
+    /// is reported to the host as `fd_closed` (a compatible extension:
+    /// `hello` lists `fd_closed` under `reply_extensions`). Best effort: a
+    /// host gone or not reading loses the event, as on a phone.
+    pub fn fd_released(&self, handle: &str, now_ms: i64) {
+        let Some(call) = handle.strip_prefix(SCRIPTED_DATA_FD) else {
+            return;
+        };
+        let mut fields = Map::new();
+        fields.insert("call".into(), Json::from(call));
+        fields.insert("how".into(), Json::from("closed"));
+        fields.insert("now_ms".into(), Json::from(now_ms));
+        if let Ok(line) = encode_frame_checked(&Frame::event("fd_closed", fields)) {
+            let _ = self.send_to_host(line, Instant::now() + Duration::from_secs(5));
+        }
+    }
+
+    fn reply_of(&self, call: &str, outcome: ReplyOutcome) -> Reply {
         match outcome {
             // Answered by `call` before a reply is made.
             ReplyOutcome::Fail { .. } => Reply::Result {
@@ -248,16 +288,14 @@ impl HostedProvider {
                     self.own_intents(b, &mut attachments, 0);
                 }
                 if let Some(data) = fd_data {
+                    let handle = format!("{SCRIPTED_DATA_FD}{call}");
                     bundle.get_or_insert_with(Bundle::new).insert(
                         cetp_proto::envelope::keys::RESULT_FD,
                         Value::Fd(FdValue {
-                            handle: SCRIPTED_FD.to_string(),
+                            handle: handle.clone(),
                         }),
                     );
-                    attachments.push((
-                        SCRIPTED_FD.to_string(),
-                        Attachment::File(FdSource::bytes(data)),
-                    ));
+                    attachments.push((handle, Attachment::File(FdSource::bytes(data))));
                 }
                 Reply::Result {
                     bundle,
@@ -278,7 +316,10 @@ impl HostedProvider {
             match value {
                 Value::Bundle(inner) => self.own_intents(inner, out, depth + 1),
                 Value::PendingIntent(pi) => {
-                    if pi.handle == SCRIPTED_FD || out.iter().any(|(h, _)| *h == pi.handle) {
+                    if pi.handle == SCRIPTED_FD
+                        || pi.handle.starts_with(SCRIPTED_DATA_FD)
+                        || out.iter().any(|(h, _)| *h == pi.handle)
+                    {
                         continue;
                     }
                     out.push((
@@ -360,9 +401,96 @@ pub enum Hosting {
     ProbeApp,
 }
 
-/// The probe app's package (its `applicationId`) and hostile authority.
+/// The probe app's package (its `applicationId`) and hostile authority,
+/// identity a's flavor.
 pub const PROBE_PACKAGE: &str = "com.clawseed.probe";
 pub const PROBE_HOSTED_AUTHORITY: &str = "com.clawseed.probe.hostile.clawseed.tools";
+/// Identity b's flavor of the probe app: another package, so another
+/// authority (two apps cannot declare one).
+pub const PROBE_B_PACKAGE: &str = "com.clawseed.probe.b";
+pub const PROBE_B_HOSTED_AUTHORITY: &str = "com.clawseed.probe.b.hostile.clawseed.tools";
+
+/// One identity's probe app and its peer (the other flavor): each declares
+/// a discovery service naming the other's authority (`$Foreign`), so that
+/// a service whose ContentProvider is in another package can be hosted
+/// across the two (CETP §2.1).
+#[derive(Clone, Copy, Debug)]
+struct Probe {
+    package: &'static str,
+    authority: &'static str,
+    peer_package: &'static str,
+    peer_authority: &'static str,
+}
+
+impl Probe {
+    fn of(identity: &str) -> Option<Probe> {
+        match identity {
+            "a" => Some(Probe {
+                package: PROBE_PACKAGE,
+                authority: PROBE_HOSTED_AUTHORITY,
+                peer_package: PROBE_B_PACKAGE,
+                peer_authority: PROBE_B_HOSTED_AUTHORITY,
+            }),
+            "b" => Some(Probe {
+                package: PROBE_B_PACKAGE,
+                authority: PROBE_B_HOSTED_AUTHORITY,
+                peer_package: PROBE_PACKAGE,
+                peer_authority: PROBE_HOSTED_AUTHORITY,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The meta-data sets of its three discovery services.
+    fn metas(&self) -> Vec<BTreeMap<String, String>> {
+        vec![
+            meta_set(
+                self.authority,
+                &[
+                    ("com.clawseed.tools.version", "1"),
+                    ("com.clawseed.tools.versions", "1,2"),
+                ],
+            ),
+            meta_set(self.authority, &[("com.clawseed.tools.version", "1")]),
+            meta_set(self.authority, &[("com.clawseed.tools.versions", "2")]),
+        ]
+    }
+
+    /// The meta-data set of its `$Foreign` service, which names the peer's
+    /// authority.
+    fn foreign_metas(&self) -> Vec<BTreeMap<String, String>> {
+        vec![meta_set(
+            self.peer_authority,
+            &[
+                ("com.clawseed.tools.version", "1"),
+                ("com.clawseed.tools.versions", "1,2"),
+            ],
+        )]
+    }
+}
+
+fn meta_set(authority: &str, pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    std::iter::once(("com.clawseed.tools.authority", authority))
+        .chain(pairs.iter().copied())
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// What a `host_provider` the rules accept makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// A Provider answering on the authority; its discovery service is
+    /// listed unless `discoverable: false` (a ContentProvider a peer's
+    /// service names).
+    Provider {
+        /// Whether its discovery service is listed.
+        discoverable: bool,
+    },
+    /// Only a discovery service, naming an authority another connection's
+    /// Provider answers on (the probe app's `$Foreign`).
+    Service,
+}
+
 /// The classes the probe app's hosted Provider may throw (its
 /// `HostedProvider.THROWABLE`): carried by Binder as themselves
 /// ([`crate::binder::CARRIED`]), never a plain `RuntimeException`.
@@ -376,7 +504,7 @@ const PROBE_THROWABLE: [&str; 5] = [
 
 /// The probe app's `reply` extensions (its `HostedProvider.REPLY_EXTENSIONS`)
 /// and `fail` kinds (`HostedProvider.FAIL_KINDS`): what its `hello` lists.
-const PROBE_REPLY_EXTENSIONS: [&str; 2] = ["fd_endless", "pending_intent"];
+const PROBE_REPLY_EXTENSIONS: [&str; 3] = ["fd_closed", "fd_endless", "pending_intent"];
 const PROBE_FAIL_KINDS: [ErrorKind; 2] = [ErrorKind::Timeout, ErrorKind::ProviderDied];
 
 impl Hosting {
@@ -389,32 +517,20 @@ impl Hosting {
         }
     }
 
-    /// The meta-data sets of the probe app's three discovery services.
-    fn probe_metas() -> Vec<BTreeMap<String, String>> {
-        let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-            std::iter::once(("com.clawseed.tools.authority", PROBE_HOSTED_AUTHORITY))
-                .chain(pairs.iter().copied())
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        vec![
-            set(&[
-                ("com.clawseed.tools.version", "1"),
-                ("com.clawseed.tools.versions", "1,2"),
-            ]),
-            set(&[("com.clawseed.tools.version", "1")]),
-            set(&[("com.clawseed.tools.versions", "2")]),
-        ]
-    }
-
-    /// `hello` members that describe hosting here.
-    pub(crate) fn hello_members(self, extra: &mut Map) {
+    /// `hello` members that describe hosting on a connection of
+    /// `identity`.
+    pub(crate) fn hello_members(self, identity: &str, extra: &mut Map) {
         let json = |v: serde_json::Value| Json::from(v);
         match self {
             Hosting::Open => {
                 extra.insert(
                     "reply_extensions".into(),
-                    json(serde_json::json!(["fail", "fd_endless", "pending_intent"])),
+                    json(serde_json::json!([
+                        "fail",
+                        "fd_closed",
+                        "fd_endless",
+                        "pending_intent"
+                    ])),
                 );
             }
             Hosting::ProbeApp => {
@@ -424,54 +540,101 @@ impl Hosting {
                 );
                 let fails: Vec<&str> = PROBE_FAIL_KINDS.iter().map(|k| k.as_str()).collect();
                 extra.insert("reply_fail".into(), json(serde_json::json!(fails)));
-                extra.insert(
-                    "hosted_provider".into(),
-                    json(serde_json::json!({
-                        "authority": PROBE_HOSTED_AUTHORITY,
-                        "package": PROBE_PACKAGE,
-                        "metas": Hosting::probe_metas(),
-                        "throw_classes": PROBE_THROWABLE,
-                    })),
-                );
+                // An identity with no probe app of its own hosts nothing.
+                if let Some(probe) = Probe::of(identity) {
+                    extra.insert(
+                        "hosted_provider".into(),
+                        json(serde_json::json!({
+                            "authority": probe.authority,
+                            "package": probe.package,
+                            "metas": probe.metas(),
+                            "throw_classes": PROBE_THROWABLE,
+                            "foreign_metas": probe.foreign_metas(),
+                            "foreign_package": probe.peer_package,
+                        })),
+                    );
+                }
             }
         }
     }
 
-    /// Refuses a `host_provider` the probe app would refuse.
-    pub(crate) fn check_host(self, p: &HostProviderParams) -> Result<(), WireError> {
+    /// What a `host_provider` on a connection of `identity` makes, or the
+    /// refusal the probe app would give.
+    pub(crate) fn check_host(
+        self,
+        identity: &str,
+        p: &HostProviderParams,
+    ) -> Result<Shape, WireError> {
+        let discoverable = match p.extra.get("discoverable") {
+            None | Some(Json::Null) => true,
+            Some(Json::Bool(b)) => *b,
+            Some(other) => {
+                return Err(WireError::new(
+                    ErrorKind::BadRequest,
+                    format!("`discoverable` must be a boolean, found {}", other.kind()),
+                ))
+            }
+        };
         if self == Hosting::Open {
-            return Ok(());
+            return Ok(Shape::Provider { discoverable });
         }
         let unsupported = |m: String| Err(WireError::new(ErrorKind::Unsupported, m));
-        if p.authority != PROBE_HOSTED_AUTHORITY {
+        let Some(probe) = Probe::of(identity) else {
             return unsupported(format!(
-                "this device hosts its scripted provider only on {PROBE_HOSTED_AUTHORITY:?}"
+                "identity {identity:?} has no probe app that hosts a scripted provider"
+            ));
+        };
+        let package = extra_str(&p.extra, "package")?;
+        let authority_package = extra_str(&p.extra, "authority_package")?;
+        if let Some(v) = package.as_deref().filter(|v| *v != probe.package) {
+            return unsupported(format!(
+                "`package` {v:?}: this device hosts the provider only in its own package {:?}",
+                probe.package
             ));
         }
-        let metas = Hosting::probe_metas();
-        if !metas.contains(&p.meta) {
-            return unsupported(format!(
-                "this device declares its scripted provider's meta-data in its manifest; `meta` must be one of {metas:?}"
-            ));
-        }
-        for key in ["package", "authority_package"] {
-            match extra_str(&p.extra, key)? {
-                None => {}
-                Some(v) if v == PROBE_PACKAGE => {}
-                Some(v) => {
-                    return unsupported(format!(
-                        "`{key}` {v:?}: this device hosts the provider only in its own package {PROBE_PACKAGE:?}"
-                    ))
-                }
+        let shape = if p.authority == probe.authority {
+            if let Some(v) = authority_package.as_deref().filter(|v| *v != probe.package) {
+                return unsupported(format!(
+                    "`authority_package` {v:?}: this probe's ContentProvider is in {:?}; a service naming {:?} is hosted with `authority` {:?}",
+                    probe.package, probe.peer_package, probe.peer_authority
+                ));
             }
-        }
+            let metas = probe.metas();
+            if discoverable && !metas.contains(&p.meta) {
+                return unsupported(format!(
+                    "this device declares its scripted provider's meta-data in its manifest; `meta` must be one of {metas:?}"
+                ));
+            }
+            Shape::Provider { discoverable }
+        } else if p.authority == probe.peer_authority && discoverable {
+            // The `$Foreign` service: this package's service, the peer's
+            // ContentProvider.
+            if authority_package.as_deref() != Some(probe.peer_package) {
+                return unsupported(format!(
+                    "a service naming {:?} declares `authority_package` {:?}, the package whose ContentProvider answers there",
+                    probe.peer_authority, probe.peer_package
+                ));
+            }
+            let metas = probe.foreign_metas();
+            if !metas.contains(&p.meta) {
+                return unsupported(format!(
+                    "this device's service naming another package's authority has the meta-data {metas:?}"
+                ));
+            }
+            Shape::Service
+        } else {
+            return unsupported(format!(
+                "this device hosts its scripted provider only on {:?} (or, as `discoverable` service naming the other probe's provider, {:?})",
+                probe.authority, probe.peer_authority
+            ));
+        };
         if matches!(p.extra.get("exported"), Some(Json::Bool(false))) {
             return unsupported("`exported` false: the declared provider is exported".into());
         }
         if extra_str(&p.extra, "permission")?.is_some() {
             return unsupported("`permission`: the declared provider needs none".into());
         }
-        Ok(())
+        Ok(shape)
     }
 
     /// Refuses a `reply` the probe app cannot play.
@@ -531,8 +694,58 @@ fn foreign_value(b: &Bundle) -> Option<&'static str> {
 #[derive(Default)]
 pub(crate) struct Registry {
     by_authority: Mutex<BTreeMap<String, Arc<HostedProvider>>>,
+    /// Discovery services alone (the probe app's `$Foreign`), with the
+    /// connection that declared each.
+    services: Mutex<Vec<(u64, ServiceManifest)>>,
     calls: Arc<AtomicU64>,
     uids: AtomicU32,
+}
+
+/// The discovery service a `host_provider` shapes (its optional
+/// `package`, `service`, `exported`, `permission`, `authority_package`).
+fn manifest_of(params: &HostProviderParams) -> Result<ServiceManifest, WireError> {
+    let authority = &params.authority;
+    if authority.is_empty() || authority.len() > 256 {
+        return Err(WireError::new(
+            ErrorKind::BadRequest,
+            "`authority` must hold 1 to 256 bytes",
+        ));
+    }
+    let package = match extra_str(&params.extra, "package")? {
+        Some(p) => p,
+        None => authority
+            .strip_suffix(".clawseed.tools")
+            .filter(|p| !p.is_empty())
+            .unwrap_or("com.clawseed.scripted")
+            .to_string(),
+    };
+    let service = extra_str(&params.extra, "service")?
+        .unwrap_or_else(|| format!("{package}/.cetp.ToolProviderService"));
+    let exported = match params.extra.get("exported") {
+        None | Some(Json::Null) => true,
+        Some(Json::Bool(b)) => *b,
+        Some(other) => {
+            return Err(WireError::new(
+                ErrorKind::BadRequest,
+                format!("`exported` must be a boolean, found {}", other.kind()),
+            ))
+        }
+    };
+    let authority_package = if params.extra.contains_key("authority_package") {
+        extra_str(&params.extra, "authority_package")?
+    } else {
+        Some(package.clone())
+    };
+    Ok(ServiceManifest {
+        package,
+        service,
+        exported,
+        permission: extra_str(&params.extra, "permission")?,
+        meta: params.meta.clone(),
+        authority_package,
+        signing_cert_sha256: Vec::new(),
+        meta_types: None,
+    })
 }
 
 fn extra_str(extra: &Map, key: &str) -> Result<Option<String>, WireError> {
@@ -548,10 +761,47 @@ fn extra_str(extra: &Map, key: &str) -> Result<Option<String>, WireError> {
 
 impl Registry {
     pub fn manifests(&self) -> Vec<ServiceManifest> {
-        lock(&self.by_authority)
+        let mut all: Vec<ServiceManifest> = lock(&self.by_authority)
             .values()
+            .filter(|p| p.listed)
             .map(|p| p.manifest.clone())
-            .collect()
+            .collect();
+        all.extend(lock(&self.services).iter().map(|(_, m)| m.clone()));
+        all
+    }
+
+    /// Declares a discovery service alone for connection `owner` (a
+    /// [`Shape::Service`] the rules accepted): its authority is another
+    /// connection's Provider. One connection at a time declares a package's
+    /// service. Returns the package.
+    pub fn host_service(
+        &self,
+        owner: u64,
+        params: &HostProviderParams,
+    ) -> Result<String, WireError> {
+        let manifest = manifest_of(params)?;
+        let mut services = lock(&self.services);
+        if services
+            .iter()
+            .any(|(_, m)| m.package == manifest.package && m.meta == manifest.meta)
+        {
+            return Err(WireError::new(
+                ErrorKind::BadRequest,
+                format!(
+                    "another connection already declares this service of {:?}",
+                    manifest.package
+                ),
+            ));
+        }
+        if services.len() >= MAX_HOSTED {
+            return Err(WireError::new(
+                ErrorKind::Unsupported,
+                format!("the simulator declares at most {MAX_HOSTED} services alone"),
+            ));
+        }
+        let package = manifest.package.clone();
+        services.push((owner, manifest));
+        Ok(package)
     }
 
     pub fn has_package(&self, package: &str) -> bool {
@@ -570,51 +820,13 @@ impl Registry {
         &self,
         owner: u64,
         params: &HostProviderParams,
+        shape: Shape,
         out: mpsc::Sender<Vec<u8>>,
         taken: impl Fn(&str) -> bool,
     ) -> Result<Arc<HostedProvider>, WireError> {
         let authority = params.authority.clone();
-        if authority.is_empty() || authority.len() > 256 {
-            return Err(WireError::new(
-                ErrorKind::BadRequest,
-                "`authority` must hold 1 to 256 bytes",
-            ));
-        }
-        let package = match extra_str(&params.extra, "package")? {
-            Some(p) => p,
-            None => authority
-                .strip_suffix(".clawseed.tools")
-                .filter(|p| !p.is_empty())
-                .unwrap_or("com.clawseed.scripted")
-                .to_string(),
-        };
-        let service = extra_str(&params.extra, "service")?
-            .unwrap_or_else(|| format!("{package}/.cetp.ToolProviderService"));
-        let exported = match params.extra.get("exported") {
-            None | Some(Json::Null) => true,
-            Some(Json::Bool(b)) => *b,
-            Some(other) => {
-                return Err(WireError::new(
-                    ErrorKind::BadRequest,
-                    format!("`exported` must be a boolean, found {}", other.kind()),
-                ))
-            }
-        };
-        let authority_package = if params.extra.contains_key("authority_package") {
-            extra_str(&params.extra, "authority_package")?
-        } else {
-            Some(package.clone())
-        };
-        let manifest = ServiceManifest {
-            package: package.clone(),
-            service,
-            exported,
-            permission: extra_str(&params.extra, "permission")?,
-            meta: params.meta.clone(),
-            authority_package,
-            signing_cert_sha256: Vec::new(),
-            meta_types: None,
-        };
+        let manifest = manifest_of(params)?;
+        let package = manifest.package.clone();
         let mut all = lock(&self.by_authority);
         if taken(&authority) || all.contains_key(&authority) {
             return Err(WireError::new(
@@ -635,6 +847,10 @@ impl Registry {
             package,
             uid,
             manifest,
+            listed: shape
+                != (Shape::Provider {
+                    discoverable: false,
+                }),
             out,
             calls: Arc::clone(&self.calls),
             pending: Mutex::new(HashMap::new()),
@@ -647,6 +863,7 @@ impl Registry {
     /// Removes the Providers connection `owner` hosts; their waiting calls
     /// fail with `provider_died`.
     pub fn remove_owned_by(&self, owner: u64) -> Vec<String> {
+        lock(&self.services).retain(|(o, _)| *o != owner);
         let mut all = lock(&self.by_authority);
         let gone: Vec<String> = all
             .iter()
@@ -753,7 +970,7 @@ mod hosting_tests {
         let kinds: Vec<&str> = PROBE_FAIL_KINDS.iter().map(|k| k.as_str()).collect();
         assert_eq!(fails, kinds);
         let mut hello = Map::new();
-        Hosting::ProbeApp.hello_members(&mut hello);
+        Hosting::ProbeApp.hello_members("a", &mut hello);
         let listed = |key: &str| -> Vec<String> {
             hello[key]
                 .as_array()
@@ -775,13 +992,62 @@ mod hosting_tests {
     #[test]
     fn the_probe_apps_rules_refuse_what_a_phone_cannot_host_or_play() {
         let p = Hosting::ProbeApp;
-        let metas = Hosting::probe_metas();
+        let probe = Probe::of("a").unwrap();
+        let metas = probe.metas();
         let ok = params(
             PROBE_HOSTED_AUTHORITY,
             &metas[0],
             &[("package", Json::from(PROBE_PACKAGE))],
         );
-        assert!(p.check_host(&ok).is_ok());
+        assert_eq!(
+            p.check_host("a", &ok).unwrap(),
+            Shape::Provider { discoverable: true }
+        );
+        // The provider alone, with no service listed (a peer's names it).
+        let silent = params(
+            PROBE_HOSTED_AUTHORITY,
+            &BTreeMap::new(),
+            &[("discoverable", Json::Bool(false))],
+        );
+        assert_eq!(
+            p.check_host("a", &silent).unwrap(),
+            Shape::Provider {
+                discoverable: false
+            }
+        );
+        // The service naming the peer's authority, in this package.
+        let foreign = params(
+            PROBE_B_HOSTED_AUTHORITY,
+            &probe.foreign_metas()[0],
+            &[
+                ("package", Json::from(PROBE_PACKAGE)),
+                ("authority_package", Json::from(PROBE_B_PACKAGE)),
+            ],
+        );
+        assert_eq!(p.check_host("a", &foreign).unwrap(), Shape::Service);
+        // Identity b's probe is the other flavor: its own authority, and
+        // a's as the foreign one.
+        let b = Probe::of("b").unwrap();
+        assert_eq!(
+            p.check_host(
+                "b",
+                &params(
+                    PROBE_B_HOSTED_AUTHORITY,
+                    &b.metas()[1],
+                    &[("package", Json::from(PROBE_B_PACKAGE))]
+                )
+            )
+            .unwrap(),
+            Shape::Provider { discoverable: true }
+        );
+        assert_eq!(
+            p.check_host("b", &ok).unwrap_err().kind,
+            ErrorKind::Unsupported
+        );
+        assert_eq!(
+            p.check_host("c", &ok).unwrap_err().kind,
+            ErrorKind::Unsupported
+        );
         let mut other = metas[0].clone();
         other.insert("com.clawseed.tools.versions".into(), "2,1".into());
         for bad in [
@@ -802,11 +1068,44 @@ mod hosting_tests {
                 &metas[2],
                 &[("permission", Json::from("x.P"))],
             ),
+            // The foreign service without the peer as authority_package,
+            // in another package, or with another meta-data set.
+            params(PROBE_B_HOSTED_AUTHORITY, &probe.foreign_metas()[0], &[]),
+            params(
+                PROBE_B_HOSTED_AUTHORITY,
+                &probe.foreign_metas()[0],
+                &[
+                    ("package", Json::from("com.attacker.app")),
+                    ("authority_package", Json::from(PROBE_B_PACKAGE)),
+                ],
+            ),
+            params(
+                PROBE_B_HOSTED_AUTHORITY,
+                &metas[0],
+                &[("authority_package", Json::from(PROBE_B_PACKAGE))],
+            ),
+            // The peer's provider is the peer's to answer.
+            params(
+                PROBE_B_HOSTED_AUTHORITY,
+                &BTreeMap::new(),
+                &[("discoverable", Json::Bool(false))],
+            ),
         ] {
-            let e = p.check_host(&bad).unwrap_err();
+            let e = p.check_host("a", &bad).unwrap_err();
             assert_eq!(e.kind, ErrorKind::Unsupported, "{bad:?}");
-            assert!(Hosting::Open.check_host(&bad).is_ok());
+            assert!(Hosting::Open.check_host("a", &bad).is_ok());
         }
+        let e = p
+            .check_host(
+                "a",
+                &params(
+                    PROBE_HOSTED_AUTHORITY,
+                    &metas[0],
+                    &[("discoverable", Json::from("no"))],
+                ),
+            )
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BadRequest);
         // A confirmation's PendingIntent, nested as a CETP error carries it.
         let nested = |v: Value| {
             let mut inner = Bundle::default();

@@ -45,6 +45,9 @@ pub enum Actor {
 pub struct AdbProbe {
     rt: Runtime,
     probe: Option<cetp_transport::adb::ProbeInstrumentation>,
+    /// Identity b's probe, the peer that hosts a second Provider or
+    /// another package's ContentProvider (unless `b=off`).
+    probe_b: Option<cetp_transport::adb::ProbeInstrumentation>,
 }
 
 impl AdbProbe {
@@ -70,16 +73,40 @@ impl AdbProbe {
         rt.block_on(crate::install_apks_async(&adb, &spec))
             .map_err(|(step, e)| format!("{step}: {e}"))?;
         if !spec.start {
-            return Ok(AdbProbe { rt, probe: None });
+            return Ok(AdbProbe {
+                rt,
+                probe: None,
+                probe_b: None,
+            });
         }
         let probe = rt
             .block_on(adb.start_probe(&spec.probe_service))
             .map_err(|e| format!("starting {}: {e}", spec.probe_service))?;
-        let ready = AdbProbe {
+        let mut ready = AdbProbe {
             rt,
             probe: Some(probe),
+            probe_b: None,
         };
-        ready.wait_for_hello(&adb, op_timeout)?;
+        ready.wait_for_hello(&adb, op_timeout, false)?;
+        if spec.b != crate::IdentityB::Off {
+            match ready.rt.block_on(adb.start_probe(&spec.probe_b_service)) {
+                Ok(b) => {
+                    ready.probe_b = Some(b);
+                    if let Err(e) = ready.wait_for_hello(&adb, op_timeout, true) {
+                        if spec.b == crate::IdentityB::Required {
+                            return Err(e);
+                        }
+                        // Without the peer, the scenarios that need it are
+                        // a setup gap, named in the run.
+                        eprintln!("cetp: the peer probe (identity b) is not used: {e}");
+                    }
+                }
+                Err(e) if spec.b == crate::IdentityB::Required => {
+                    return Err(format!("starting {}: {e}", spec.probe_b_service))
+                }
+                Err(_) => {}
+            }
+        }
         Ok(ready)
     }
 
@@ -89,14 +116,18 @@ impl AdbProbe {
         &self,
         adb: &cetp_transport::adb::Adb,
         op_timeout: Duration,
+        b: bool,
     ) -> Result<(), String> {
-        let probe = self.probe.as_ref().expect("started");
+        let (probe, socket) = if b {
+            (self.probe_b.as_ref(), cetp_transport::adb::PROBE_SOCKET_B)
+        } else {
+            (self.probe.as_ref(), cetp_transport::adb::PROBE_SOCKET_A)
+        };
+        let probe = probe.expect("started");
         let deadline = std::time::Instant::now() + op_timeout;
         loop {
             let attempt = self.rt.block_on(async {
-                let (stream, port) = adb
-                    .connect_socket(cetp_transport::adb::PROBE_SOCKET_A)
-                    .await?;
+                let (stream, port) = adb.connect_socket(socket).await?;
                 let client = ProbeClient::connect(stream, ClientConfig::default());
                 let r = client.request("hello", Map::new(), 0, op_timeout).await;
                 client.close();
@@ -136,12 +167,26 @@ impl AdbProbe {
 
 impl Drop for AdbProbe {
     fn drop(&mut self) {
-        if let Some(probe) = self.probe.take() {
+        for probe in [self.probe_b.take(), self.probe.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = self.rt.block_on(async {
                 tokio::time::timeout(crate::device::PROBE_STOP_TIMEOUT, probe.stop()).await
             });
         }
     }
+}
+
+/// The peer probe of a phone (identity b's app, another package): it hosts
+/// a second Provider, or the ContentProvider another package's service
+/// names.
+struct Peer {
+    client: ProbeClient,
+    events: EventStream,
+    /// What it hosts the Provider as (its `hello`'s `hosted_provider`).
+    hosted: Option<HostedAs>,
+    forward: Option<(cetp_transport::adb::Adb, u16)>,
 }
 
 /// A Consumer under test reached over the probe wire: the device hosts the
@@ -152,6 +197,12 @@ pub struct WireConsumer {
     client: ProbeClient,
     events: EventStream,
     actor: Actor,
+    peer: Option<Peer>,
+    /// Calls answered with `fd_data`, in order (their descriptors' closes
+    /// are reported as `fd_closed`).
+    fd_calls: Vec<String>,
+    /// `fd_closed` events seen: call id → `how`.
+    fd_closed: BTreeMap<String, String>,
     /// The Consumers the device offers (`hello`'s `consumers`).
     pub offered: Vec<String>,
     /// The `reply` extensions it plays (`hello`'s `reply_extensions`).
@@ -169,6 +220,31 @@ impl Drop for WireConsumer {
         self.client.close();
         if let Some((adb, port)) = self.forward.take() {
             let _ = self.rt.block_on(adb.forward_remove(port));
+        }
+        if let Some(mut peer) = self.peer.take() {
+            peer.client.close();
+            if let Some((adb, port)) = peer.forward.take() {
+                let _ = self.rt.block_on(adb.forward_remove(port));
+            }
+        }
+    }
+}
+
+/// Most `fd_closed` events and descriptor calls remembered in one scenario
+/// (a hostile device may send without end).
+const MAX_FD_RECORDS: usize = 1024;
+
+/// Records an `fd_closed` event (bounded; the first report of a call wins).
+fn record_fd_closed(fd_closed: &mut BTreeMap<String, String>, fields: &Map) {
+    let s = |k: &str| {
+        fields
+            .get(k)
+            .and_then(WireJson::as_str)
+            .map(|v| v.chars().take(64).collect::<String>())
+    };
+    if let (Some(call), Some(how)) = (s("call"), s("how")) {
+        if fd_closed.len() < MAX_FD_RECORDS {
+            fd_closed.entry(call).or_insert(how);
         }
     }
 }
@@ -190,11 +266,32 @@ impl WireConsumer {
     /// Connects to `addr` (HOST:PORT), a device that hosts the hostile
     /// Provider; `actor` makes the Consumer under test act.
     pub fn connect(addr: &str, actor: Actor) -> Result<WireConsumer, String> {
+        WireConsumer::connect_with_peer(addr, None, actor)
+    }
+
+    /// As [`WireConsumer::connect`], with the peer probe at `peer`
+    /// (HOST:PORT of identity b's probe), which must answer.
+    pub fn connect_with_peer(
+        addr: &str,
+        peer: Option<&str>,
+        actor: Actor,
+    ) -> Result<WireConsumer, String> {
         let rt = runtime()?;
         let stream = rt
             .block_on(cetp_transport::tcp::connect(addr, Duration::from_secs(10)))
             .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-        WireConsumer::over(rt, stream, addr, actor, None)
+        let peer = match peer {
+            Some(p) => {
+                let stream = rt
+                    .block_on(cetp_transport::tcp::connect(p, Duration::from_secs(10)))
+                    .map_err(|e| format!("cannot connect to the peer probe at {p}: {e}"))?;
+                Some(Peer::over(&rt, stream, None)?)
+            }
+            None => None,
+        };
+        let mut w = WireConsumer::over(rt, stream, addr, actor, None)?;
+        w.peer = peer;
+        Ok(w)
     }
 
     /// Connects through an adb server to the probe of a device
@@ -218,8 +315,27 @@ impl WireConsumer {
         let (stream, port) = rt
             .block_on(adb.connect_socket(cetp_transport::adb::PROBE_SOCKET_A))
             .map_err(|e| format!("the probe of {}: {e}", adb.device_label()))?;
+        // Identity b's probe, when it runs, is the peer: the scenarios that
+        // need a second Provider or another package's ContentProvider are
+        // played through it, and are a setup gap without it.
+        let reach_b = spec.b != crate::IdentityB::Off;
+        let peer = match reach_b
+            .then(|| rt.block_on(adb.connect_socket(cetp_transport::adb::PROBE_SOCKET_B)))
+        {
+            None => None,
+            Some(Ok((stream, port))) => match Peer::over(&rt, stream, Some((adb.clone(), port))) {
+                Ok(p) => Some(p),
+                Err(_) => {
+                    let _ = rt.block_on(adb.forward_remove(port));
+                    None
+                }
+            },
+            Some(Err(_)) => None,
+        };
         let label = adb.device_label();
-        WireConsumer::over(rt, stream, &label, actor, Some((adb, port)))
+        let mut w = WireConsumer::over(rt, stream, &label, actor, Some((adb, port)))?;
+        w.peer = peer;
+        Ok(w)
     }
 
     fn over(
@@ -241,6 +357,9 @@ impl WireConsumer {
             client,
             events,
             actor,
+            peer: None,
+            fd_calls: Vec::new(),
+            fd_closed: BTreeMap::new(),
             offered: Vec::new(),
             extensions: Vec::new(),
             fail_kinds: Vec::new(),
@@ -303,6 +422,120 @@ impl WireConsumer {
     }
 }
 
+impl Peer {
+    /// The peer probe over `stream`: it must answer `hello` and offer
+    /// `host_provider`.
+    fn over(
+        rt: &Runtime,
+        stream: tokio::net::TcpStream,
+        forward: Option<(cetp_transport::adb::Adb, u16)>,
+    ) -> Result<Peer, String> {
+        let (client, events) = rt.block_on(async {
+            let client = ProbeClient::connect(stream, ClientConfig::default());
+            let events = client
+                .take_events()
+                .ok_or("the event stream was already taken")?;
+            Ok::<_, String>((client, events))
+        })?;
+        let hello = rt
+            .block_on(client.request("hello", Map::new(), 0, OP_TIMEOUT))
+            .map_err(|e| format!("peer hello: {e}"))?
+            .result
+            .map_err(|e| format!("peer hello: {e}"))?;
+        let offers_hosting = hello
+            .get("ops")
+            .and_then(WireJson::as_array)
+            .is_some_and(|a| {
+                a.iter()
+                    .take(256)
+                    .any(|o| o.as_str() == Some("host_provider"))
+            });
+        if !offers_hosting {
+            client.close();
+            return Err("the peer probe offers no host_provider".into());
+        }
+        let hello_json = WireJson::Object(hello)
+            .to_serde()
+            .map_err(|e| format!("peer hello: {e:?}"))?;
+        Ok(Peer {
+            client,
+            events,
+            hosted: HostedAs::from_hello(&hello_json)?,
+            forward,
+        })
+    }
+}
+
+/// Answers one `incoming_call` event through `client` with what `on` says.
+/// Returns the call's id when the answer handed out a descriptor of
+/// `fd_data`.
+async fn answer_call(
+    client: &ProbeClient,
+    ev: &cetp_wire::Event,
+    peer: Option<&str>,
+    on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
+) -> Result<Option<String>, String> {
+    let call = IncomingCall::from_event(ev).map_err(|e| format!("incoming_call: {e}"))?;
+    let authority = call
+        .extra
+        .get("authority")
+        .and_then(WireJson::as_str)
+        .map(str::to_string)
+        // The peer hosts one Provider: a call it reports is to that one.
+        .or_else(|| peer.map(str::to_string));
+    let answer = on(DeviceEvent::Call {
+        authority,
+        peer: peer.is_some(),
+        method: call.method.clone(),
+        extras: call.extras.clone().unwrap_or_default(),
+        now_ms: call.now_ms,
+    });
+    let mut fd_call = None;
+    let outcome = match answer {
+        Some(WireAnswer::Result { bundle, fd_data }) => {
+            if fd_data.is_some() {
+                fd_call = Some(call.call.clone());
+            }
+            ReplyOutcome::Result {
+                result: Some(bundle),
+                fd_data,
+            }
+        }
+        Some(WireAnswer::Throw { class }) => ReplyOutcome::Throw {
+            class,
+            message: None,
+        },
+        Some(WireAnswer::Fail { kind }) => ReplyOutcome::Fail { kind },
+        Some(WireAnswer::EndlessFd { bundle, fill }) => ReplyOutcome::EndlessFd {
+            result: Some(bundle),
+            fill,
+        },
+        None => ReplyOutcome::Result {
+            result: None,
+            fd_data: None,
+        },
+    };
+    let req = OpRequest::Reply(ReplyParams {
+        call: call.call,
+        outcome,
+        delay_ms: 0,
+    });
+    let r = client
+        .request(req.op(), req.params(), 0, OP_TIMEOUT)
+        .await
+        .map_err(|e| format!("reply: {e}"))?;
+    r.result.map_err(|e| format!("reply: {e}"))?;
+    Ok(fd_call)
+}
+
+/// The next event of an optional stream; never, without one.
+async fn next_event(events: Option<&mut EventStream>) -> Option<cetp_wire::Event> {
+    match events {
+        Some(e) => e.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 impl ConsumerDevice for WireConsumer {
     fn host(
         &mut self,
@@ -361,6 +594,92 @@ impl ConsumerDevice for WireConsumer {
         self.op("advance_clock", p, OP_TIMEOUT).map(|_| ())
     }
 
+    fn peer_hosted_as(&self) -> Option<HostedAs> {
+        self.peer.as_ref().and_then(|p| p.hosted.clone())
+    }
+
+    fn host_on_peer(
+        &mut self,
+        meta: &BTreeMap<String, String>,
+        package: &str,
+        authority_package: &str,
+        discoverable: bool,
+    ) -> Result<(), String> {
+        let Some(peer) = &self.peer else {
+            return Err("host_provider: unsupported: this device reaches no peer probe".into());
+        };
+        let mut extra = Map::new();
+        extra.insert("package".into(), WireJson::from(package));
+        extra.insert(
+            "authority_package".into(),
+            WireJson::from(authority_package),
+        );
+        if !discoverable {
+            extra.insert("discoverable".into(), WireJson::Bool(false));
+        }
+        let p = HostProviderParams {
+            authority: meta
+                .get("com.clawseed.tools.authority")
+                .cloned()
+                .unwrap_or_default(),
+            meta: if discoverable {
+                meta.clone()
+            } else {
+                BTreeMap::new()
+            },
+            extra,
+        };
+        let req = OpRequest::HostProvider(p);
+        let until = std::time::Instant::now() + HOST_RETRY;
+        loop {
+            let r = self
+                .rt
+                .block_on(peer.client.request(req.op(), req.params(), 0, OP_TIMEOUT))
+                .map_err(|e| format!("peer host_provider: {e}"))
+                .and_then(|r| r.result.map_err(|e| format!("peer host_provider: {e}")));
+            match r {
+                Err(e)
+                    if e.contains("a provider already answers on authority")
+                        && std::time::Instant::now() < until =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                r => return r.map(|_| ()),
+            }
+        }
+    }
+
+    fn fd_closes(&mut self, wait: Duration) -> Option<BTreeMap<String, Option<String>>> {
+        if !self.extensions.iter().any(|e| e == "fd_closed") {
+            return None;
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        let calls = self.fd_calls.clone();
+        let events = &mut self.events;
+        let seen = &mut self.fd_closed;
+        self.rt.block_on(async {
+            while !calls.iter().all(|c| seen.contains_key(c)) {
+                match tokio::time::timeout_at(deadline, events.recv()).await {
+                    Ok(Some(ev)) if ev.event == "fd_closed" => record_fd_closed(seen, &ev.fields),
+                    // Calls the Consumer makes after its last act are not
+                    // answered: the scenario is over, and the device fails
+                    // them when this connection closes.
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        });
+        Some(
+            calls
+                .into_iter()
+                .map(|c| {
+                    let how = self.fd_closed.get(&c).cloned();
+                    (c, how)
+                })
+                .collect(),
+        )
+    }
+
     fn act(
         &mut self,
         action: &Json,
@@ -369,6 +688,20 @@ impl ConsumerDevice for WireConsumer {
         let client = &self.client;
         let events = &mut self.events;
         let actor = self.actor.clone();
+        let (mut peer_events, peer_client, peer_authority) = match self.peer.as_mut() {
+            Some(p) => (
+                Some(&mut p.events),
+                Some(&p.client),
+                Some(
+                    p.hosted
+                        .as_ref()
+                        .map_or(String::new(), |h| h.authority.clone()),
+                ),
+            ),
+            None => (None, None, None),
+        };
+        let fd_calls = &mut self.fd_calls;
+        let fd_closed = &mut self.fd_closed;
         self.rt.block_on(async {
             let act = async {
                 match actor {
@@ -409,29 +742,26 @@ impl ConsumerDevice for WireConsumer {
                         };
                         match ev.event.as_str() {
                             "incoming_call" => {
-                                let call = IncomingCall::from_event(&ev).map_err(|e| format!("incoming_call: {e}"))?;
-                                let answer = on(DeviceEvent::Call {
-                                    authority: call.extra.get("authority").and_then(WireJson::as_str).map(str::to_string),
-                                    method: call.method.clone(),
-                                    extras: call.extras.clone().unwrap_or_default(),
-                                    now_ms: call.now_ms,
-                                });
-                                let outcome = match answer {
-                                    Some(WireAnswer::Result { bundle, fd_data }) => ReplyOutcome::Result { result: Some(bundle), fd_data },
-                                    Some(WireAnswer::Throw { class }) => ReplyOutcome::Throw { class, message: None },
-                                    Some(WireAnswer::Fail { kind }) => ReplyOutcome::Fail { kind },
-                                    Some(WireAnswer::EndlessFd { bundle, fill }) => ReplyOutcome::EndlessFd { result: Some(bundle), fill },
-                                    None => ReplyOutcome::Result { result: None, fd_data: None },
-                                };
-                                let req = OpRequest::Reply(ReplyParams { call: call.call, outcome, delay_ms: 0 });
-                                let r = client.request(req.op(), req.params(), 0, OP_TIMEOUT).await.map_err(|e| format!("reply: {e}"))?;
-                                r.result.map_err(|e| format!("reply: {e}"))?;
+                                if let Some(call) = answer_call(client, &ev, None, on).await? {
+                                    if fd_calls.len() < MAX_FD_RECORDS {
+                                        fd_calls.push(call);
+                                    }
+                                }
                             }
                             "intent_launched" => {
                                 let s = |k: &str| ev.fields.get(k).and_then(WireJson::as_str).unwrap_or_default().to_string();
                                 on(DeviceEvent::Launched { handle: s("handle"), decision: s("decision") });
                             }
+                            "fd_closed" => record_fd_closed(fd_closed, &ev.fields),
                             _ => {}
+                        }
+                    }
+                    ev = next_event(peer_events.as_deref_mut()) => {
+                        let (Some(ev), Some(peer_client)) = (ev, peer_client) else {
+                            return Err("the peer probe closed the connection".to_string());
+                        };
+                        if ev.event == "incoming_call" {
+                            answer_call(peer_client, &ev, peer_authority.as_deref(), on).await?;
                         }
                     }
                 }

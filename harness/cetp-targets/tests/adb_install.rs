@@ -268,9 +268,11 @@ fn a_probe_of_another_signature_is_replaced_but_a_provider_is_not() {
 /// Finding 8: `cetp consumer --target adb` only connected to the probe's
 /// socket. Its AdbProbe installs the probe, starts it as `am instrument -w
 /// -r` (as `cetp run` does), waits for its `hello`, and ends it with the run.
+/// Identity b's probe is started too (unless `b=off`): it is the peer that
+/// hosts a second Provider or another package's ContentProvider.
 #[test]
 fn the_consumer_run_installs_starts_and_ends_the_probe() {
-    use cetp_targets::spec::DEFAULT_PROBE_SERVICE;
+    use cetp_targets::spec::{DEFAULT_PROBE_B_SERVICE, DEFAULT_PROBE_SERVICE};
     use std::time::Instant;
 
     let Some(adb) = adb_or_skip("the_consumer_run_installs_starts_and_ends_the_probe") else {
@@ -292,7 +294,10 @@ fn the_consumer_run_installs_starts_and_ends_the_probe() {
     let probe = cetp_targets::consumer::AdbProbe::prepare(&target).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(host.sim.installed_apks(), ["/data/local/tmp/probe-a.apk"]);
-    assert_eq!(host.sim.running_instrumentations(), [DEFAULT_PROBE_SERVICE]);
+    assert_eq!(
+        host.sim.running_instrumentations(),
+        [DEFAULT_PROBE_SERVICE, DEFAULT_PROBE_B_SERVICE]
+    );
     assert!(probe.running());
     // The scenarios' connections come and go; the probe stays.
     let w = cetp_targets::consumer::WireConsumer::connect_adb(
@@ -305,13 +310,25 @@ fn the_consumer_run_installs_starts_and_ends_the_probe() {
     .unwrap();
     // (connect_adb checked its hello offers host_provider.)
     drop(w);
-    assert_eq!(host.sim.running_instrumentations(), [DEFAULT_PROBE_SERVICE]);
+    assert_eq!(
+        host.sim.running_instrumentations(),
+        [DEFAULT_PROBE_SERVICE, DEFAULT_PROBE_B_SERVICE]
+    );
     drop(probe);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !host.sim.running_instrumentations().is_empty() {
         assert!(Instant::now() < deadline, "the probe outlived the run");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // With `b=off`, only a's probe starts.
+    let probe = cetp_targets::consumer::AdbProbe::prepare(&format!(
+        "adb:{},server={},b=off",
+        host.adbd_addr(),
+        server.addr()
+    ))
+    .unwrap();
+    assert_eq!(host.sim.running_instrumentations(), [DEFAULT_PROBE_SERVICE]);
+    drop(probe);
 }
 
 /// A device whose probes take 400 ms to answer `resolve`, and which counts

@@ -32,7 +32,7 @@ pub const CHECKS: &[(&str, &str)] = &[
     ("no_crash", "no act ends in `crashed`"),
     ("only_asked_tools", "execute_tool is called only for tools an act asked for"),
     ("no_decoy_calls", "no call of `method` (default: any) reached the decoy Provider unless an act named it"),
-    ("fds_closed", "every descriptor handed to the Consumer is read or closed (in-process only)"),
+    ("fds_closed", "every descriptor handed to the Consumer is read or closed (in-process; over the wire, closed as the device reports with `fd_closed`)"),
     ("read_bounded", "no descriptor read asks for more than `max_bytes` (in-process only)"),
     ("resolved_before_resume", "a call carrying a resume_token comes after the resolution issued with it was launched"),
     ("no_unnegotiated", "no operation method (get_operation, cancel_operation) unless its capability was granted"),
@@ -62,6 +62,11 @@ pub struct Trace<'a> {
     pub resolves: Option<&'a [ResolveRecord]>,
     /// Calls that reached the decoy Provider, and the acts that named it.
     pub decoy_calls: &'a [CallRecord],
+    /// Over the probe wire, where `fds` is not visible: each descriptor a
+    /// reply handed out (by the call's id) and how the device saw the
+    /// Consumer let go of it (`fd_closed`'s `how`; `None`: not by the end
+    /// of the wait). `None` when the device does not report closes.
+    pub fd_closes: Option<&'a BTreeMap<String, Option<String>>>,
 }
 
 /// The result of one expectation.
@@ -593,12 +598,46 @@ fn only_asked_tools(t: &Trace<'_>) -> Judged {
 
 fn fds_closed(t: &Trace<'_>) -> Judged {
     let Some(fds) = t.fds else {
-        return Judged::NotJudged("descriptors are not visible on this target".into());
+        return match t.fd_closes {
+            Some(closes) => closes_reported(closes),
+            None => Judged::NotJudged("descriptors are not visible on this target".into()),
+        };
     };
     first(
         fds.values()
             .filter(|f| !f.closed)
             .map(|f| format!("descriptor {} was never read or closed", f.handle))
+            .collect(),
+    )
+}
+
+/// §4.5 (CETP2-4.5-07) over the probe wire: the device reports how the
+/// Consumer let go of each descriptor (`fd_closed`). `closed` is a close;
+/// `detached` is the Consumer taking the raw descriptor into its own code,
+/// whose close no device sees, so it is not charged. A descriptor
+/// garbage-collected unclosed (`leaked`), whose copies vanished without a
+/// close (`dead`), closed with an error, or not let go of by the end of the
+/// wait was not closed.
+fn closes_reported(closes: &BTreeMap<String, Option<String>>) -> Judged {
+    first(
+        closes
+            .iter()
+            .filter_map(|(call, how)| match how.as_deref() {
+                Some("closed" | "detached") => None,
+                Some("leaked") => Some(format!(
+                    "the descriptor answered to {call} was garbage-collected without being closed"
+                )),
+                Some("dead") => Some(format!(
+                    "the descriptor answered to {call} vanished without a close (its holder died?)"
+                )),
+                Some(other) => Some(format!(
+                    "the descriptor answered to {call} was let go of as {:?}, not closed",
+                    clip(other, 40)
+                )),
+                None => Some(format!(
+                    "the descriptor answered to {call} was never closed (the device saw no close by the end of the scenario and its wait)"
+                )),
+            })
             .collect(),
     )
 }
@@ -727,8 +766,55 @@ mod tests {
             fds: None,
             resolves: None,
             decoy_calls: &[],
+            fd_closes: None,
         };
         judge(&t, &e)
+    }
+
+    /// §4.5 (CETP2-4.5-07) over the wire: a close or a detach as the
+    /// device reports it passes; a leak, a vanished holder, an error or no
+    /// report at all is a descriptor not closed; a device that reports no
+    /// closes leaves the check not judged.
+    #[test]
+    fn descriptor_closes_the_device_reports_judge_fds_closed() {
+        let with = |closes: Option<&BTreeMap<String, Option<String>>>| {
+            let e: Expect = serde_json::from_value(json!({"check": "fds_closed"})).unwrap();
+            judge(
+                &Trace {
+                    calls: &[],
+                    acts: &[],
+                    intents: &[],
+                    fds: None,
+                    resolves: None,
+                    decoy_calls: &[],
+                    fd_closes: closes,
+                },
+                &e,
+            )
+        };
+        let of = |how: Option<&str>| {
+            BTreeMap::from([
+                ("c-1".to_string(), Some("closed".to_string())),
+                ("c-2".to_string(), how.map(str::to_string)),
+            ])
+        };
+        assert_eq!(with(Some(&of(Some("closed")))), Judged::Pass);
+        assert_eq!(with(Some(&of(Some("detached")))), Judged::Pass);
+        assert_eq!(with(Some(&BTreeMap::new())), Judged::Pass);
+        for (how, says) in [
+            (None, "never closed"),
+            (Some("leaked"), "garbage-collected"),
+            (Some("dead"), "vanished"),
+            (Some("error"), "\"error\""),
+        ] {
+            match with(Some(&of(how))) {
+                Judged::Broken(m) => {
+                    assert!(m.contains("c-2") && m.contains(says), "{how:?}: {m}")
+                }
+                other => panic!("{how:?}: {other:?}"),
+            }
+        }
+        assert!(matches!(with(None), Judged::NotJudged(_)));
     }
 
     #[test]

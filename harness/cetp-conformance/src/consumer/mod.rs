@@ -78,10 +78,25 @@ pub fn action_of(act: &Json) -> Result<Option<Action>, String> {
 
 /// [`action_of`] for a hostile Provider hosted on `authority`.
 pub fn action_at(act: &Json, authority: &str) -> Result<Option<Action>, String> {
+    action_for(act, authority, hostile::DECOY_AUTHORITY)
+}
+
+/// As [`action_at`], with `$decoy` turned into `decoy_authority` (where the
+/// decoy is hosted on a device).
+fn action_for(
+    act: &Json,
+    authority: &str,
+    decoy_authority: &str,
+) -> Result<Option<Action>, String> {
     match act.get("do").and_then(Json::as_str) {
         Some("advance_clock") => Ok(None),
         _ => {
-            let mut a = resolved(act);
+            let mut a = act.clone();
+            if let Some(v) = a.get_mut("authority") {
+                if v.as_str() == Some(hostile::DECOY_PLACEHOLDER) {
+                    *v = json!(decoy_authority);
+                }
+            }
             if let Some(o) = a.as_object_mut() {
                 o.entry("authority").or_insert_with(|| json!(authority));
             }
@@ -282,6 +297,7 @@ pub fn run_in_process_traced(
         fds: Some(&port.fds),
         resolves: Some(&port.resolves),
         decoy_calls: port.decoy.as_ref().map_or(&[], |d| &d.log),
+        fd_closes: None,
     };
     let result = judge_run(s, &trace, &DeclaredBounds::of(&config.limits));
     Ok((result, port.hostile.log.clone()))
@@ -812,6 +828,9 @@ pub enum DeviceEvent {
         /// The authority called, when the device says (`incoming_call`'s
         /// `authority`, an extension needed once two Providers are hosted).
         authority: Option<String>,
+        /// Whether it reached the Provider the peer probe hosts
+        /// ([`ConsumerDevice::host_on_peer`]) rather than this connection's.
+        peer: bool,
         /// The method called (§2.2, §3, §4).
         method: String,
         /// The call's extras Bundle.
@@ -896,6 +915,34 @@ pub trait ConsumerDevice {
     fn hosted_as(&self) -> Option<HostedAs> {
         None
     }
+    /// What the peer probe (a phone's second probe app, identity b) can
+    /// host, when the device reaches one: a Provider of another package on
+    /// the same phone.
+    fn peer_hosted_as(&self) -> Option<HostedAs> {
+        None
+    }
+    /// Hosts a Provider on the peer probe: its `meta`, package and
+    /// authority package as [`ConsumerDevice::host`]; with `discoverable`
+    /// false its ContentProvider answers but no discovery service of its
+    /// own is listed (another package's service names it).
+    fn host_on_peer(
+        &mut self,
+        meta: &std::collections::BTreeMap<String, String>,
+        package: &str,
+        authority_package: &str,
+        discoverable: bool,
+    ) -> Result<(), String> {
+        let _ = (meta, package, authority_package, discoverable);
+        Err("host_provider: unsupported: this device reaches no peer probe".into())
+    }
+    /// For each descriptor a reply handed out with `fd_data` (by call id),
+    /// how the device saw the Consumer let go of it (`fd_closed`), waiting
+    /// up to `wait` for those not yet let go of; `None` when the device
+    /// does not report closes (`reply_extensions` lacks `fd_closed`).
+    fn fd_closes(&mut self, wait: std::time::Duration) -> Option<BTreeMap<String, Option<String>>> {
+        let _ = wait;
+        None
+    }
 }
 
 /// What a device can host the hostile Provider as (`hello`'s
@@ -913,6 +960,12 @@ pub struct HostedAs {
     pub metas: Vec<BTreeMap<String, String>>,
     /// Exception classes it can throw as themselves.
     pub throw_classes: Vec<String>,
+    /// Meta-data sets of its discovery services that name another
+    /// package's authority (the probe app's `$Foreign`, naming the peer
+    /// probe's ContentProvider).
+    pub foreign_metas: Vec<BTreeMap<String, String>>,
+    /// The package whose ContentProvider those services name.
+    pub foreign_package: Option<String>,
 }
 
 impl HostedAs {
@@ -943,31 +996,40 @@ impl HostedAs {
         };
         let authority = text(h.get("authority").unwrap_or(&Json::Null), "authority")?;
         let package = text(h.get("package").unwrap_or(&Json::Null), "package")?;
-        let mut metas = Vec::new();
-        for m in list("metas")? {
-            let Some(o) = m.as_object().filter(|o| o.len() <= MAX_ITEMS) else {
-                return Err(
-                    "hello: hosted_provider.metas holds something not a small object".into(),
-                );
-            };
-            let mut set = BTreeMap::new();
-            for (k, v) in o {
-                if k.len() > MAX_TEXT {
-                    return Err("hello: hosted_provider.metas has an oversized key".into());
+        let sets = |key: &str| -> Result<Vec<BTreeMap<String, String>>, String> {
+            let mut metas = Vec::new();
+            for m in list(key)? {
+                let Some(o) = m.as_object().filter(|o| o.len() <= MAX_ITEMS) else {
+                    return Err(format!(
+                        "hello: hosted_provider.{key} holds something not a small object"
+                    ));
+                };
+                let mut set = BTreeMap::new();
+                for (k, v) in o {
+                    if k.len() > MAX_TEXT {
+                        return Err(format!("hello: hosted_provider.{key} has an oversized key"));
+                    }
+                    set.insert(k.clone(), text(v, key)?);
                 }
-                set.insert(k.clone(), text(v, "metas")?);
+                metas.push(set);
             }
-            metas.push(set);
-        }
+            Ok(metas)
+        };
         let throw_classes = list("throw_classes")?
             .iter()
             .map(|c| text(c, "throw_classes"))
             .collect::<Result<_, _>>()?;
+        let foreign_package = match h.get("foreign_package") {
+            None | Some(Json::Null) => None,
+            Some(v) => Some(text(v, "foreign_package")?),
+        };
         Ok(Some(HostedAs {
             authority,
             package,
-            metas,
+            metas: sets("metas")?,
             throw_classes,
+            foreign_metas: sets("foreign_metas")?,
+            foreign_package,
         }))
     }
 }
@@ -982,6 +1044,8 @@ pub struct Playable {
     pub fail_kinds: Vec<ErrorKind>,
     /// What it hosts the Provider as, when restricted.
     pub hosted: Option<HostedAs>,
+    /// What its peer probe hosts, when it reaches one.
+    pub peer: Option<HostedAs>,
 }
 
 impl Playable {
@@ -991,6 +1055,7 @@ impl Playable {
             extensions: dev.reply_extensions(),
             fail_kinds: dev.reply_fail(),
             hosted: dev.hosted_as(),
+            peer: dev.peer_hosted_as(),
         }
     }
 
@@ -1036,36 +1101,169 @@ pub fn wire_unplayable(s: &Scenario, dev: &Playable) -> Option<String> {
             }
         }
     }
-    if let Some(h) = &dev.hosted {
-        if s.provider.decoy {
-            return Some(format!(
-                "a second Provider, and this device hosts only {:?}",
+    layout(s, dev).err()
+}
+
+/// Where a scenario's Providers answer on a device.
+struct Layout {
+    /// The hostile Provider, as hosted.
+    hostile: Hostile,
+    /// The decoy, when the scenario has one.
+    decoy: Option<Hostile>,
+    /// The hostile Provider's ContentProvider answers on the peer probe,
+    /// and this probe declares only the service naming it (§2.1: a
+    /// ContentProvider of another package than the service).
+    hostile_on_peer: bool,
+    /// The decoy answers on the peer probe.
+    decoy_on_peer: bool,
+}
+
+/// Lays `s` out on `dev`: as the scenario says on a device that hosts any
+/// authority and package; on a phone's probe (`hosted_provider`), on its
+/// one authority, with a second Provider or another package's
+/// ContentProvider on the peer probe (identity b's app) when the device
+/// reaches one. `Err` says what the scenario needs that the device cannot
+/// host.
+fn layout(s: &Scenario, dev: &Playable) -> Result<Layout, String> {
+    let Some(h) = &dev.hosted else {
+        return Ok(Layout {
+            hostile: Hostile::new(s.provider.clone(), s.script.clone()),
+            decoy: s.provider.decoy.then(Hostile::decoy),
+            hostile_on_peer: false,
+            decoy_on_peer: false,
+        });
+    };
+    let declared =
+        |metas: &[BTreeMap<String, String>], meta: &BTreeMap<String, String>| metas.contains(meta);
+    let foreign = s
+        .provider
+        .authority_package
+        .as_deref()
+        .filter(|p| *p != h.package);
+    let mut decoy = None;
+    if s.provider.decoy {
+        let Some(p) = &dev.peer else {
+            return Err(format!(
+                "a second Provider, and this device hosts only {:?} (no peer probe answers)",
                 h.authority
             ));
+        };
+        let d = Hostile::decoy().hosted_as(&p.authority, &p.package);
+        if !declared(&p.metas, &d.meta()) {
+            return Err("a second Provider whose meta-data the peer probe does not declare".into());
         }
-        if let Some(p) = s
-            .provider
-            .authority_package
-            .as_deref()
-            .filter(|p| *p != h.package)
-        {
-            return Some(format!(
-                "a ContentProvider of package {p:?}, and this device hosts it only in {:?}",
-                h.package
-            ));
+        decoy = Some(d);
+    }
+    let (hostile, hostile_on_peer) = match foreign {
+        Some(x) => {
+            let Some(p) = dev.peer.as_ref().filter(|_| decoy.is_none()) else {
+                return Err(format!(
+                    "a ContentProvider of package {x:?}, and this device hosts it only in {:?} (no peer probe answers)",
+                    h.package
+                ));
+            };
+            if h.foreign_package.as_deref() != Some(p.package.as_str()) {
+                return Err(format!(
+                    "a ContentProvider of package {x:?}, and this device declares no service naming the peer probe's ({:?})",
+                    p.package
+                ));
+            }
+            // Any package other than the service's is what the scenario
+            // needs: the peer probe's stands for the script's.
+            let mut spec = s.provider.clone();
+            spec.authority_package = Some(p.package.clone());
+            let hostile = Hostile::new(spec, s.script.clone()).hosted_as(&p.authority, &h.package);
+            if !declared(&h.foreign_metas, &hostile.meta()) {
+                return Err(format!(
+                    "a {} manifest naming another package's ContentProvider, whose meta-data this device does not declare",
+                    s.provider.manifest
+                ));
+            }
+            (hostile, true)
         }
-        let meta = Hostile::new(s.provider.clone(), Vec::new())
-            .hosted_as(&h.authority, &h.package)
-            .meta();
-        if !h.metas.contains(&meta) {
-            return Some(format!(
-                "a {} manifest, whose meta-data this device does not declare",
-                s.provider.manifest
-            ));
+        None => {
+            let hostile = Hostile::new(s.provider.clone(), s.script.clone())
+                .hosted_as(&h.authority, &h.package);
+            if !declared(&h.metas, &hostile.meta()) {
+                return Err(format!(
+                    "a {} manifest, whose meta-data this device does not declare",
+                    s.provider.manifest
+                ));
+            }
+            (hostile, false)
+        }
+    };
+    Ok(Layout {
+        hostile,
+        decoy_on_peer: decoy.is_some(),
+        decoy,
+        hostile_on_peer,
+    })
+}
+
+/// Hosts the Providers of `layout` on `dev`: `Ok(Some(gap))` when the
+/// device or its peer probe lacks the ability (a setup gap, not an
+/// infrastructure error).
+fn host_layout(
+    dev: &mut dyn ConsumerDevice,
+    layout: &Layout,
+) -> Result<Option<(String, String)>, String> {
+    let gap = |what: &str, e: String| -> Result<Option<(String, String)>, String> {
+        if lacks_op(&e) {
+            Ok(Some((what.to_string(), e)))
+        } else {
+            Err(e)
+        }
+    };
+    if let Some(d) = &layout.decoy {
+        let r = if layout.decoy_on_peer {
+            dev.host_on_peer(&d.meta(), d.package(), &d.authority_package(), true)
+        } else {
+            dev.host(&d.meta(), d.package(), &d.authority_package())
+        };
+        if let Err(e) = r {
+            return gap("a second Provider hosted on the peer probe", e);
         }
     }
-    None
+    let h = &layout.hostile;
+    if let Err(e) = dev.host(&h.meta(), h.package(), &h.authority_package()) {
+        return gap("the service naming another package's ContentProvider", e);
+    }
+    if layout.hostile_on_peer {
+        let meta = BTreeMap::from([(
+            "com.clawseed.tools.authority".to_string(),
+            h.authority().to_string(),
+        )]);
+        let owner = h.authority_package();
+        if let Err(e) = dev.host_on_peer(&meta, &owner, &owner, false) {
+            return gap(
+                "a ContentProvider hosted on the peer probe with no service of its own",
+                e,
+            );
+        }
+    }
+    Ok(None)
 }
+
+/// `s` not judged, with what it scripts that `dev` cannot play.
+fn unplayable(s: &Scenario, dev: &Playable) -> ScenarioResult {
+    let why = wire_unplayable(s, dev).unwrap_or_default();
+    ScenarioResult {
+        id: s.id.clone(),
+        title: s.title.clone(),
+        verdict: Verdict::NotApplicable,
+        findings: Vec::new(),
+        not_judged: vec![format!("not judged: the scenario scripts {why}")],
+        acts: Vec::new(),
+        calls: 0,
+    }
+}
+
+/// How long after its last act a scenario that judges descriptor closes
+/// waits for the device to report those not yet closed (`fd_closed`): a
+/// Consumer closes in a `finally` or a `use` block, at once; this leaves
+/// room for one that closes on its next turn.
+pub const FD_CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Plays `s` on a device: the hostile Provider answers there, the Consumer
 /// under test acts there. Descriptor reads are not visible, so the checks
@@ -1076,31 +1274,28 @@ pub fn run_on_device(
     bounds: &DeclaredBounds,
 ) -> Result<ScenarioResult, String> {
     let playable = Playable::of(dev);
-    if let Some(why) = wire_unplayable(s, &playable) {
-        return Ok(ScenarioResult {
-            id: s.id.clone(),
-            title: s.title.clone(),
-            verdict: Verdict::NotApplicable,
-            findings: Vec::new(),
-            not_judged: vec![format!("not judged: the scenario scripts {why}")],
-            acts: Vec::new(),
-            calls: 0,
-        });
-    }
-    let mut hostile = Hostile::new(s.provider.clone(), s.script.clone());
-    if let Some(h) = &playable.hosted {
-        hostile = hostile.hosted_as(&h.authority, &h.package);
-    }
+    let layout = match layout(s, &playable) {
+        Ok(l) if wire_unplayable(s, &playable).is_none() => l,
+        _ => return Ok(unplayable(s, &playable)),
+    };
     // The Consumer under test may remember the previous scenario's Provider:
     // it starts afresh, as a restarted app.
     dev.act(&Action::Reset.to_json(), &mut |_| None)?;
-    let package = hostile.package().to_string();
-    let mut decoy = s.provider.decoy.then(Hostile::decoy);
-    if let Some(d) = &decoy {
-        dev.host(&d.meta(), d.package(), &d.authority_package())?;
+    if let Some((what, e)) = host_layout(dev, &layout)? {
+        return Ok(setup_gap(s, &what, &e));
     }
-    dev.host(&hostile.meta(), &package, &hostile.authority_package())?;
+    let Layout {
+        mut hostile,
+        mut decoy,
+        decoy_on_peer,
+        ..
+    } = layout;
     let authority = hostile.authority().to_string();
+    let decoy_authority = decoy
+        .as_ref()
+        .map_or(hostile::DECOY_AUTHORITY.to_string(), |d| {
+            d.authority().to_string()
+        });
     let mut resolves: Vec<port::ResolveRecord> = Vec::new();
     let mut acts = Vec::new();
     let mut unrouted = false;
@@ -1109,7 +1304,7 @@ pub fn run_on_device(
         if let Some(d) = decoy.as_mut() {
             d.act = i;
         }
-        let outcome = match action_at(act, &authority)
+        let outcome = match action_for(act, &authority, &decoy_authority)
             .map_err(|e| format!("{}: act {i}: {e}", s.id))?
         {
             None => {
@@ -1134,13 +1329,14 @@ pub fn run_on_device(
                 let mut on = |ev: DeviceEvent| match ev {
                     DeviceEvent::Call {
                         authority: called,
+                        peer,
                         method,
                         extras,
                         now_ms: at,
                     } => Some(route_call(
                         &mut hostile,
-                        decoy.as_mut(),
-                        called.as_deref(),
+                        decoy.as_mut().map(|d| (d, decoy_on_peer)),
+                        (called.as_deref(), peer),
                         (&method, &extras, at),
                         &mut unrouted,
                     )),
@@ -1181,6 +1377,7 @@ pub fn run_on_device(
             outcome,
         });
     }
+    let fd_closes = reported_closes(s, dev);
     let trace = Trace {
         calls: &hostile.log,
         acts: &acts,
@@ -1188,31 +1385,51 @@ pub fn run_on_device(
         fds: None,
         resolves: Some(&resolves),
         decoy_calls: decoy.as_ref().map_or(&[], |d| &d.log),
+        fd_closes: fd_closes.as_ref(),
     };
     Ok(judge_run(s, &trace, bounds))
 }
 
+/// The device reports a descriptor's close when the Consumer lets go of it,
+/// which a Consumer may do after its act has ended: the scenarios that
+/// judge closes wait for them, bounded ([`FD_CLOSE_WAIT`]).
+fn reported_closes(
+    s: &Scenario,
+    dev: &mut dyn ConsumerDevice,
+) -> Option<BTreeMap<String, Option<String>>> {
+    s.expect
+        .iter()
+        .any(|e| matches!(e.check, scenario::ConsumerCheck::FdsClosed {}))
+        .then(|| dev.fd_closes(FD_CLOSE_WAIT))
+        .flatten()
+}
+
 /// Which hosted Provider a call reached and what it answers, as the wire
-/// carries it: the decoy's calls by their `authority`, the hostile
-/// Provider's otherwise. With a decoy hosted, a call naming no authority
-/// cannot be routed (`unrouted`: the scenario is not judged).
+/// carries it. A decoy on the peer probe gets the peer's calls (the peer
+/// hosts nothing else then); a decoy on this device gets the calls naming
+/// its `authority`; the hostile Provider the others. With a decoy hosted
+/// here, a call naming no authority cannot be routed (`unrouted`: the
+/// scenario is not judged).
 fn route_call(
     hostile: &mut Hostile,
-    decoy: Option<&mut Hostile>,
-    called: Option<&str>,
+    decoy: Option<(&mut Hostile, bool)>,
+    (called, peer): (Option<&str>, bool),
     (method, extras, at): (&str, &cetp_proto::Bundle, i64),
     unrouted: &mut bool,
 ) -> WireAnswer {
+    let decoy = match decoy {
+        Some((d, true)) => {
+            return if peer {
+                decoy_answer(d, (method, extras, at))
+            } else {
+                wire_answer(hostile.on_call(method, extras, at))
+            };
+        }
+        Some((d, false)) => Some(d),
+        None => None,
+    };
     match (decoy, called) {
-        (Some(d), Some(a)) if a == d.authority() => match d.on_call(method, extras, at) {
-            hostile::Scripted::Reply { bundle, .. } => WireAnswer::Result {
-                bundle,
-                fd_data: None,
-            },
-            _ => WireAnswer::Throw {
-                class: "java.lang.IllegalStateException".into(),
-            },
-        },
+        (Some(d), Some(a)) if a == d.authority() => decoy_answer(d, (method, extras, at)),
         (Some(_), None) => {
             *unrouted = true;
             WireAnswer::Throw {
@@ -1220,6 +1437,22 @@ fn route_call(
             }
         }
         _ => wire_answer(hostile.on_call(method, extras, at)),
+    }
+}
+
+/// The decoy's answer: a well-behaved Provider, unscripted.
+fn decoy_answer(
+    d: &mut Hostile,
+    (method, extras, at): (&str, &cetp_proto::Bundle, i64),
+) -> WireAnswer {
+    match d.on_call(method, extras, at) {
+        hostile::Scripted::Reply { bundle, .. } => WireAnswer::Result {
+            bundle,
+            fd_data: None,
+        },
+        _ => WireAnswer::Throw {
+            class: "java.lang.IllegalStateException".into(),
+        },
     }
 }
 
@@ -1484,6 +1717,7 @@ mod hosted_tests {
             extensions: vec!["fd_endless".into()],
             fail_kinds: vec![ErrorKind::Timeout],
             hosted: HostedAs::from_hello(&phone()).unwrap(),
+            peer: None,
         };
         let plain = |manifest: &str| json!({"manifest": manifest});
         // Played: the default dual stack, a v2-only manifest, a timeout
@@ -1551,6 +1785,68 @@ mod hosted_tests {
         );
         assert_eq!(wire_unplayable(&s, &sim), None);
     }
+
+    /// Identity `name`'s probe: its own authority and the peer's, named by
+    /// its `$Foreign` service.
+    fn probe(own: &str, peer: &str) -> Json {
+        let auth = |p: &str| format!("{p}.hostile.clawseed.tools");
+        json!({"hosted_provider": {
+            "authority": auth(own), "package": own,
+            "metas": [{"com.clawseed.tools.authority": auth(own),
+                       "com.clawseed.tools.version": "1", "com.clawseed.tools.versions": "1,2"}],
+            "throw_classes": [],
+            "foreign_metas": [{"com.clawseed.tools.authority": auth(peer),
+                               "com.clawseed.tools.version": "1", "com.clawseed.tools.versions": "1,2"}],
+            "foreign_package": peer}})
+    }
+
+    /// A phone with its second probe: a decoy goes to the peer; a
+    /// ContentProvider of another package is the peer's, named by this
+    /// probe's `$Foreign` service; without the peer both are not played.
+    #[test]
+    fn a_peer_probe_hosts_the_second_provider_and_the_other_packages_contentprovider() {
+        let (a, b) = ("com.clawseed.probe", "com.clawseed.probe.b");
+        let with_peer = Playable {
+            hosted: HostedAs::from_hello(&probe(a, b)).unwrap(),
+            peer: HostedAs::from_hello(&probe(b, a)).unwrap(),
+            ..Playable::default()
+        };
+        let h = with_peer.hosted.as_ref().unwrap();
+        assert_eq!(h.foreign_package.as_deref(), Some(b));
+        assert_eq!(h.foreign_metas.len(), 1);
+        let mut decoy = scenario(json!({"manifest": "dual_stack"}), json!([]));
+        decoy.provider.decoy = true;
+        let l = layout(&decoy, &with_peer).unwrap();
+        assert!(l.decoy_on_peer && !l.hostile_on_peer);
+        assert_eq!(l.decoy.as_ref().unwrap().package(), b);
+        assert_eq!(l.hostile.package(), a);
+        let foreign = scenario(
+            json!({"manifest": "dual_stack", "authority_package": "com.attacker.app"}),
+            json!([]),
+        );
+        let l = layout(&foreign, &with_peer).unwrap();
+        assert!(l.hostile_on_peer && l.decoy.is_none());
+        // The service is this probe's; the ContentProvider the peer's.
+        assert_eq!(l.hostile.package(), a);
+        assert_eq!(
+            l.hostile.authority(),
+            "com.clawseed.probe.b.hostile.clawseed.tools"
+        );
+        assert_eq!(l.hostile.authority_package(), b);
+        // A manifest the $Foreign service does not declare is not played.
+        let v2 = scenario(
+            json!({"manifest": "v2_only", "authority_package": "com.attacker.app"}),
+            json!([]),
+        );
+        assert!(wire_unplayable(&v2, &with_peer).is_some_and(|w| w.contains("another package")));
+        let alone = Playable {
+            peer: None,
+            ..with_peer.clone()
+        };
+        for s in [&decoy, &foreign] {
+            assert!(wire_unplayable(s, &alone).is_some_and(|w| w.contains("no peer probe")));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1578,6 +1874,7 @@ mod ability_tests {
         ) -> Result<ActOutcome, String> {
             on(DeviceEvent::Call {
                 authority: None,
+                peer: false,
                 method: "negotiate".into(),
                 extras: cetp_proto::Bundle::default(),
                 now_ms: T0,

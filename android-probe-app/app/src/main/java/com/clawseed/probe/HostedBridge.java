@@ -9,7 +9,9 @@ import android.database.Cursor;
 import android.net.Uri;
 import android.os.Binder;
 import android.os.Bundle;
+import android.os.Parcel;
 import android.os.ParcelFileDescriptor;
+import android.os.Parcelable;
 import android.os.Process;
 import android.util.Log;
 import com.clawseed.probe.core.DeviceError;
@@ -29,7 +31,10 @@ import java.util.List;
  * hosting connection, and answers with what the host's {@code reply} makes
  * of it: a result (with the PendingIntents of the probe's own
  * {@link ConfirmActivity} and a {@code result_fd} built here), an exception
- * (which Binder carries back as itself), or the order to die.
+ * (which Binder carries back as itself), or the order to die. The
+ * {@code result_fd} of {@code fd_data} is opened here, in the probe's
+ * process, so its close listener runs beside the hosting connection it
+ * reports to ({@code fd_closed}; {@link Hosting.ResultFiles}).
  *
  * <p>Why two processes: {@code fail: "provider_died"} must make the
  * Consumer's Binder die mid-call, as a crashing Provider's does on a phone,
@@ -104,8 +109,8 @@ public final class HostedBridge extends ContentProvider {
         }
         if (a.fd != null) {
             try {
-                out.putParcelable(HostileProvider.RESULT_FD, hosted.openFd(a.fd, Hosting.PIPES));
-            } catch (IOException e) {
+                out.putParcelable(HostileProvider.RESULT_FD, hosted.openFd(a, Hosting.PIPES, Hosting.results(context)));
+            } catch (IOException | DeviceError e) {
                 throw new IllegalStateException("the scripted result descriptor cannot be made: " + e.getMessage());
             }
         }
@@ -137,12 +142,34 @@ public final class HostedBridge extends ContentProvider {
         return pkgs == null ? Collections.emptyList() : Arrays.asList(pkgs);
     }
 
-    /** Closes a descriptor, quietly: this process's copy only. */
-    static void closeQuietly(ParcelFileDescriptor pfd) {
+    /**
+     * Lets go of this process's copy of a descriptor WITHOUT a close status,
+     * so that a listener on its status channel (a result file's, an
+     * endless pipe's writer) hears the Consumer, never the probe. This is
+     * what the framework does with a descriptor written as a return value;
+     * AOSP API 34, {@code android/os/ParcelFileDescriptor.java},
+     * {@code writeToParcel}:
+     * <pre>
+     * if ((flags &amp; PARCELABLE_WRITE_RETURN_VALUE) != 0 &amp;&amp; !mClosed) {
+     *     // Not a real close, so emit no status
+     *     closeWithStatus(Status.SILENCE, null);
+     * }
+     * </pre>
+     * and {@code writeCommStatusAndClose} returns before writing anything
+     * for {@code Status.SILENCE}. The throwaway parcel's own duplicates of
+     * the descriptors are closed by {@code recycle()}, which writes no
+     * status either. (Robolectric's shadow closes it as a normal close:
+     * there the listener hears it.)
+     */
+    static void releaseSilently(ParcelFileDescriptor pfd) {
+        Parcel p = Parcel.obtain();
         try {
-            pfd.close();
-        } catch (IOException ignored) {
-            // Closed either way.
+            pfd.writeToParcel(p, Parcelable.PARCELABLE_WRITE_RETURN_VALUE);
+        } catch (RuntimeException e) {
+            // Already closed (its descriptor cannot be written): nothing is held.
+            Log.w(ProbeInstrumentation.TAG, "hostile provider: releasing a descriptor: " + e);
+        } finally {
+            p.recycle();
         }
     }
 

@@ -83,9 +83,12 @@ public final class HostileProvider extends ContentProvider {
         if (result != null) {
             ParcelFileDescriptor fd = descriptorOf(result);
             if (fd != null) {
-                // This process's copy: while it stays open, the probe's writer
-                // never sees the Consumer close its own.
-                CLOSER.schedule(() -> HostedBridge.closeQuietly(fd), READER_CLOSE_DELAY_MS, TimeUnit.MILLISECONDS);
+                // This process's copy, let go of once the Consumer has its
+                // own: while it stays open, the probe's pipe writer never sees
+                // the Consumer close its copy. Silently, so that a result
+                // file's close listener (in the probe's process) hears the
+                // Consumer's close, not this one.
+                CLOSER.schedule(() -> HostedBridge.releaseSilently(fd), READER_CLOSE_DELAY_MS, TimeUnit.MILLISECONDS);
             }
         }
         return result;

@@ -22,4 +22,11 @@ public class HostileToolService extends Service {
 
     /** Declares versions 2 only (a v2-only Provider). */
     public static final class V2Only extends HostileToolService {}
+
+    /**
+     * Declares the OTHER probe app's authority (version 1, versions 1,2):
+     * a service whose ContentProvider is in another package (CSES-002), a
+     * second Provider beside this probe's own (CSES-014).
+     */
+    public static final class Foreign extends HostileToolService {}
 }

@@ -27,7 +27,9 @@ import org.w3c.dom.NodeList;
  * <p>Robolectric parses a manifest only from a resource APK, which only the
  * Android SDK's aapt2 makes; so the providers, services (with their intent
  * filters, enabled state and meta-data) are read from the manifest source
- * here, {@code ${applicationId}} being the test application's package.
+ * here, {@code ${applicationId}} being the test application's package and
+ * the other placeholders those app/build.gradle.kts sets for the flavor the
+ * tests were built as ({@link #manifestOf}).
  * Meta-data values are typed as aapt2 compiles {@code android:value}:
  * {@code true}/{@code false} a Boolean, a decimal or {@code 0x} integer an
  * Integer, a float a Float, anything else a String.
@@ -69,10 +71,51 @@ final class ManifestInstaller {
         return text;
     }
 
-    static void install(Context context) throws Exception {
-        String pkg = context.getPackageName();
+    /**
+     * The {@code manifestPlaceholders["name"] = "value"} lines of product
+     * flavor {@code flavor} in app/build.gradle.kts (as jvm/gen-sources.py
+     * reads them for the compiled check).
+     */
+    static java.util.Map<String, String> placeholders(String flavor) throws Exception {
+        String gradle = new String(Files.readAllBytes(
+                new File(manifestFile().getParentFile().getParentFile().getParentFile(), "build.gradle.kts").toPath()),
+                StandardCharsets.UTF_8);
+        java.util.regex.Matcher block = Pattern.compile("create\\(\"" + Pattern.quote(flavor) + "\"\\)\\s*\\{([^{}]*)\\}")
+                .matcher(gradle);
+        if (!block.find()) {
+            throw new IllegalStateException("app/build.gradle.kts has no product flavor " + flavor);
+        }
+        java.util.Map<String, String> out = new java.util.TreeMap<>();
+        java.util.regex.Matcher m = Pattern.compile("manifestPlaceholders\\[\"([^\"]+)\"\\]\\s*=\\s*\"([^\"]*)\"")
+                .matcher(block.group(1));
+        while (m.find()) {
+            out.put(m.group(1), m.group(2));
+        }
+        return out;
+    }
+
+    /**
+     * The manifest source with {@code ${applicationId}} as {@code pkg} (the
+     * test application's package, which Robolectric chooses) and the other
+     * placeholders as the flavor these classes were built for sets them
+     * ({@code BuildConfig.FLAVOR}: the identity the tests run as).
+     */
+    static String manifestOf(String pkg) throws Exception {
         String xml = new String(Files.readAllBytes(manifestFile().toPath()), StandardCharsets.UTF_8)
                 .replace("${applicationId}", pkg);
+        for (java.util.Map.Entry<String, String> p : placeholders(BuildConfig.FLAVOR).entrySet()) {
+            xml = xml.replace("${" + p.getKey() + "}", p.getValue());
+        }
+        if (xml.contains("${")) {
+            throw new IllegalStateException("AndroidManifest.xml has a placeholder that flavor " + BuildConfig.FLAVOR
+                    + " does not set");
+        }
+        return xml;
+    }
+
+    static void install(Context context) throws Exception {
+        String pkg = context.getPackageName();
+        String xml = manifestOf(pkg);
         DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
         f.setNamespaceAware(true);
         Document doc = f.newDocumentBuilder().parse(new java.io.ByteArrayInputStream(xml.getBytes(StandardCharsets.UTF_8)));

@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -46,7 +47,13 @@ import java.util.function.LongSupplier;
  * its {@code meta} must be one of the declared services' meta-data sets
  * ({@link Variant}); that service is then enabled, and disabled again when
  * the hosting connection closes (a Consumer never discovers a Provider that
- * no host answers for).</li>
+ * no host answers for). With {@code discoverable: false} the Provider
+ * answers but no service is enabled. The other probe app's authority is
+ * declared too, by a service of this package ({@link Hostable#foreign}):
+ * hosting it enables that service only, for a Consumer to find a
+ * ContentProvider in another package than the service (CSES-002) or a
+ * second Provider (CSES-014); the other probe's connection answers the
+ * calls.</li>
  * <li>The Android ContentProvider runs in a process of its own
  * ({@code :hosted}) and reaches this object, which lives in the probe's
  * process beside the connections, through a bridge. So {@code fail:
@@ -88,8 +95,7 @@ public final class HostedProvider {
 
     /** The {@code reply} extensions of the simulated device this one plays in full (hello's {@code reply_extensions}). */
     public static final List<String> REPLY_EXTENSIONS = Collections.unmodifiableList(Arrays.asList(
-            "fd_endless",
-            "pending_intent"));
+            "fd_closed", "fd_endless", "pending_intent"));
 
     /** The decisions a user can make in the confirmation activity, as {@code intent_launched} names them. */
     public static final List<String> DECISIONS = Collections.unmodifiableList(Arrays.asList(
@@ -134,20 +140,51 @@ public final class HostedProvider {
     /** What this device can host, fixed by its manifest. */
     public static final class Hostable {
         public final String authority;
-        /** The package of the Provider and of every variant's service. */
+        /** The package of the Provider and of every variant's service (foreign ones too). */
         public final String pkg;
         public final List<Variant> variants;
+        /**
+         * Services of this package whose meta-data names another package's
+         * authority (the other probe app's): hello's {@code foreign_metas}.
+         * Empty when there is none.
+         */
+        public final List<Variant> foreign;
+        /** The package whose ContentProvider serves the foreign services' authority; null without them. */
+        public final String foreignPackage;
 
         public Hostable(String authority, String pkg, List<Variant> variants) {
+            this(authority, pkg, variants, Collections.<Variant>emptyList(), null);
+        }
+
+        public Hostable(String authority, String pkg, List<Variant> variants, List<Variant> foreign,
+                String foreignPackage) {
+            if (!foreign.isEmpty() && foreignPackage == null) {
+                throw new IllegalArgumentException("foreign services need the package of their ContentProvider");
+            }
             this.authority = authority;
             this.pkg = pkg;
             this.variants = Collections.unmodifiableList(new ArrayList<>(variants));
+            this.foreign = Collections.unmodifiableList(new ArrayList<>(foreign));
+            this.foreignPackage = foreignPackage;
+        }
+
+        /** The authority a foreign service names, from its meta-data. */
+        static String authorityOf(Variant v) {
+            return v.meta.get(AUTHORITY_KEY);
         }
     }
 
-    /** Makes one variant's discovery service visible (null: none). */
+    /** The meta-data key that names a discovery service's authority (CETP §2.1). */
+    static final String AUTHORITY_KEY = "com.clawseed.tools.authority";
+
+    /**
+     * Sets which discovery services are visible: at most one of the own
+     * variants, and at most one foreign service (null: none). Every call
+     * states the whole state, so one that failed half-way is mended by the
+     * next.
+     */
     public interface Exposer {
-        void expose(Variant variant) throws DeviceError;
+        void expose(Variant own, Variant foreign) throws DeviceError;
     }
 
     /**
@@ -176,6 +213,41 @@ public final class HostedProvider {
         Pipe<R> open() throws IOException;
     }
 
+    /** Told, at most once, how the Consumer let go of a {@link ResultFile}. */
+    public interface CloseListener {
+        void closed(FdClose how);
+    }
+
+    /**
+     * The result descriptor of an {@code fd_data} reply: the bytes as a
+     * read-only file whose close by the Consumer this device observes (on
+     * Android: {@code ParcelFileDescriptor.open(File, MODE_READ_ONLY,
+     * Handler, OnCloseListener)}). Every method may be called from any
+     * thread, more than once.
+     */
+    public interface ResultFile<R> {
+        /** The descriptor handed to the caller in the result. */
+        R descriptor();
+
+        /**
+         * Lets go of this process's own copy once the answer has been sent,
+         * WITHOUT a close status: the listener must hear the Consumer's
+         * close, not the probe's.
+         */
+        void releaseOwn();
+
+        /**
+         * Frees what is left (its own copy, if still held, and the file):
+         * the Consumer let go of it, or its lifetime bound passed.
+         */
+        void dispose();
+    }
+
+    public interface ResultFiles<R> {
+        /** A descriptor holding {@code data}; {@code listener} hears how the Consumer lets go of it. */
+        ResultFile<R> open(byte[] data, CloseListener listener) throws IOException;
+    }
+
     /** Bounds; every wait and every buffer of a hosted Provider has one. Not to be changed once in use. */
     public static final class Limits {
         /**
@@ -194,8 +266,13 @@ public final class HostedProvider {
         int maxFdDataBytes = 8 << 20;
         /** Descriptors being written at once. */
         int maxFdWriters = 4;
-        /** A descriptor not written to its end by then is closed with an error. */
+        /**
+         * A descriptor not written to its end by then is closed with an
+         * error; a result file not closed by then is let go of, unreported.
+         */
         long fdDeadlineMs = 120_000;
+        /** Result files ({@code fd_data}) held at once, each until its Consumer lets go or the deadline. */
+        int maxFdFiles = 16;
         /** An endless descriptor stops, with an error, after this many bytes. */
         long endlessCapBytes = 1L << 32;
         /** Events waiting for the host's connection. */
@@ -239,6 +316,11 @@ public final class HostedProvider {
 
         public Limits fdDeadlineMs(long ms) {
             fdDeadlineMs = ms;
+            return this;
+        }
+
+        public Limits maxFdFiles(int n) {
+            maxFdFiles = n;
             return this;
         }
 
@@ -287,21 +369,27 @@ public final class HostedProvider {
         public final String message;
         /** Why the call failed, when no scripted answer came; null for a scripted answer. */
         public final Failure failure;
-        /** The connection whose reply this is (its confirmations are reported there); null for failures. */
+        /**
+         * The connection whose reply this is (its confirmations and the
+         * close of its result file are reported there); null for failures.
+         */
         final Connection host;
+        /** The call's id ({@code c-N}) when a reply made this answer; null for failures. */
+        public final String call;
 
         private Answer(WireBundle result, FdPayload fd, String throwClass, String message, Failure failure) {
-            this(result, fd, throwClass, message, failure, null);
+            this(result, fd, throwClass, message, failure, null, null);
         }
 
         private Answer(WireBundle result, FdPayload fd, String throwClass, String message, Failure failure,
-                Connection host) {
+                Connection host, String call) {
             this.result = result;
             this.fd = fd;
             this.throwClass = throwClass;
             this.message = message;
             this.failure = failure;
             this.host = host;
+            this.call = call;
         }
 
         /** The answer of a {@code fail: "provider_died"} reply: the hosted process must die now. */
@@ -372,11 +460,16 @@ public final class HostedProvider {
     private final Limits limits;
     private final LongSupplier clock;
     private final Semaphore writers;
+    private final Semaphore files;
     private final ScheduledThreadPoolExecutor timers;
 
     // Guarded by this.
+    /** The connection the own ContentProvider's calls go to (discoverable or not). */
     private Connection owner;
     private Variant exposed;
+    /** The connection that holds the foreign service enabled, and that service. */
+    private Connection foreignOwner;
+    private Variant foreignExposed;
     private int busy;
     private long calls;
     private final Map<String, Waiter> pending = new LinkedHashMap<>();
@@ -402,6 +495,7 @@ public final class HostedProvider {
         this.limits = limits;
         this.clock = clock;
         this.writers = new Semaphore(limits.maxFdWriters);
+        this.files = new Semaphore(limits.maxFdFiles);
         this.timers = new ScheduledThreadPoolExecutor(1, r -> {
             Thread t = new Thread(r, "cetp-hosted-timer");
             t.setDaemon(true);
@@ -420,7 +514,7 @@ public final class HostedProvider {
      * answers for.
      */
     public void reset() throws DeviceError {
-        exposer.expose(null);
+        exposer.expose(null, null);
     }
 
     /** The hello members that describe hosting here (compatible extensions; see the app's README). */
@@ -431,14 +525,24 @@ public final class HostedProvider {
             m.putAll(v.meta);
             metas.add(m);
         }
+        JsonObject provider = new JsonObject()
+                .with("authority", hostable.authority)
+                .with("package", hostable.pkg)
+                .with("metas", metas)
+                .with("throw_classes", new ArrayList<Object>(THROWABLE));
+        if (!hostable.foreign.isEmpty()) {
+            List<Object> foreign = new ArrayList<>();
+            for (Variant v : hostable.foreign) {
+                JsonObject m = new JsonObject();
+                m.putAll(v.meta);
+                foreign.add(m);
+            }
+            provider.with("foreign_metas", foreign).with("foreign_package", hostable.foreignPackage);
+        }
         return new JsonObject()
                 .with("reply_extensions", new ArrayList<Object>(REPLY_EXTENSIONS))
                 .with("reply_fail", new ArrayList<Object>(FAIL_KINDS))
-                .with("hosted_provider", new JsonObject()
-                        .with("authority", hostable.authority)
-                        .with("package", hostable.pkg)
-                        .with("metas", metas)
-                        .with("throw_classes", new ArrayList<Object>(THROWABLE)));
+                .with("hosted_provider", provider);
     }
 
     /** One connection's side of the broker; {@code events} carries its {@code incoming_call} events. */
@@ -456,9 +560,19 @@ public final class HostedProvider {
         return busy;
     }
 
-    /** The variant exposed now, or null. */
+    /** The variant exposed now, or null (also while a non-discoverable Provider is hosted). */
     public synchronized Variant exposed() {
         return exposed;
+    }
+
+    /** The foreign service exposed now, or null. */
+    public synchronized Variant foreignExposed() {
+        return foreignExposed;
+    }
+
+    /** Result files held now (for tests and logs). */
+    public int heldFiles() {
+        return limits.maxFdFiles - files.availablePermits();
     }
 
     /**
@@ -611,13 +725,13 @@ public final class HostedProvider {
             case THROW:
                 return new Answer(null, null, r.throwClass, r.throwMessage, null);
             case ENDLESS:
-                return new Answer(withFd(r.result), new FdPayload(null, r.endlessFill), null, null, null, host);
+                return new Answer(withFd(r.result), new FdPayload(null, r.endlessFill), null, null, null, host, id);
             case RESULT:
             default:
                 if (r.fdData != null) {
-                    return new Answer(withFd(r.result), new FdPayload(r.fdData, -1), null, null, null, host);
+                    return new Answer(withFd(r.result), new FdPayload(r.fdData, -1), null, null, null, host, id);
                 }
-                return new Answer(r.result, null, null, null, null, host);
+                return new Answer(r.result, null, null, null, null, host, id);
         }
     }
 
@@ -636,11 +750,124 @@ public final class HostedProvider {
     }
 
     /**
+     * The result descriptor of {@code answer} (its {@link Answer#fd}): an
+     * endless one is a pipe a thread fills ({@link #openFd(FdPayload, Pipes)});
+     * the bytes of {@code fd_data} are a read-only file whose close by the
+     * Consumer is reported to the connection that replied, as the event
+     * {@code fd_closed}, once ({@link #openFile}).
+     */
+    public <R> R openFd(Answer answer, Pipes<R> pipes, ResultFiles<R> results) throws IOException {
+        if (answer.fd == null) {
+            throw new IllegalArgumentException("the answer holds no descriptor");
+        }
+        return answer.fd.endless() ? openFd(answer.fd, pipes) : openFile(answer, results);
+    }
+
+    /**
+     * The bytes of {@code answer}'s {@code fd_data} as a result file. The
+     * probe lets go of its own copy, silently, {@link Limits#readerCloseDelayMs}
+     * after the answer (the Binder reply has been written by then); the
+     * first close the listener hears is the Consumer's, sent as
+     * {@code fd_closed} to the connection that replied unless it has closed
+     * meanwhile. Whatever happens, the file is freed then, or at
+     * {@link Limits#fdDeadlineMs} if nothing is heard, and then nothing is
+     * sent. At most {@link Limits#maxFdFiles} are held at once.
+     */
+    public <R> R openFile(Answer answer, ResultFiles<R> results) throws IOException {
+        if (answer.fd == null || answer.fd.endless()) {
+            throw new IllegalArgumentException("a result file holds the bytes of `fd_data`");
+        }
+        if (!files.tryAcquire()) {
+            throw new IOException("at most " + limits.maxFdFiles + " result files are held at once");
+        }
+        HeldFile<R> held = new HeldFile<>(answer.host, answer.call);
+        ResultFile<R> file;
+        try {
+            file = results.open(answer.fd.data, held);
+        } catch (IOException | RuntimeException e) {
+            files.release();
+            throw e;
+        }
+        held.attach(file);
+        timers.schedule(file::releaseOwn, limits.readerCloseDelayMs, TimeUnit.MILLISECONDS);
+        held.deadline = timers.schedule(() -> held.end(null), limits.fdDeadlineMs, TimeUnit.MILLISECONDS);
+        return file.descriptor();
+    }
+
+    /** A result file from its opening to its end: heard closed, or the deadline. */
+    private final class HeldFile<R> implements CloseListener {
+        private final Connection host;
+        private final String call;
+        private final AtomicBoolean over = new AtomicBoolean();
+        private volatile ResultFile<R> file;
+        volatile ScheduledFuture<?> deadline;
+
+        HeldFile(Connection host, String call) {
+            this.host = host;
+            this.call = call;
+        }
+
+        void attach(ResultFile<R> f) {
+            file = f;
+            // Heard closed before it was attached: free it now (dispose may run twice).
+            if (over.get()) {
+                f.dispose();
+            }
+        }
+
+        @Override
+        public void closed(FdClose how) {
+            end(how);
+        }
+
+        /** Once: frees the file and its slot, and reports {@code how} (null: the deadline, unreported). */
+        void end(FdClose how) {
+            if (!over.compareAndSet(false, true)) {
+                return;
+            }
+            ScheduledFuture<?> d = deadline;
+            if (d != null) {
+                d.cancel(false);
+            }
+            ResultFile<R> f = file;
+            try {
+                if (f != null) {
+                    f.dispose();
+                }
+            } finally {
+                files.release();
+            }
+            if (how != null) {
+                report(host, call, how);
+            }
+        }
+    }
+
+    /**
+     * Sends {@code fd_closed} to {@code host}, unless it is gone (or the
+     * answer came from none). Waits a bounded time for room in its queue:
+     * it runs on the thread that heard the close, never a Binder thread.
+     */
+    private void report(Connection host, String call, FdClose how) {
+        if (host == null || call == null || host.isClosed()) {
+            return;
+        }
+        Frame event = Ops.fdClosed(call, how.how, how.message, clock.getAsLong());
+        try {
+            host.events.offer(event, 1, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
      * Starts writing {@code payload} into a new pipe and returns its read
      * end for the result. The writer stops at the end of the bytes, when the
      * reader goes away, after {@link Limits#endlessCapBytes} of an endless
      * descriptor, or at {@link Limits#fdDeadlineMs}, whichever comes first;
      * this process's copy of the read end is closed shortly after the answer.
+     * (An endless descriptor's close is not reported: the writer learns it
+     * from the pipe.)
      */
     public <R> R openFd(FdPayload payload, Pipes<R> pipes) throws IOException {
         if (!writers.tryAcquire()) {
@@ -769,6 +996,36 @@ public final class HostedProvider {
         }
     }
 
+    /** The declared service whose meta-data is {@code meta} (and which is {@code service}, if named), or null. */
+    private static Variant declared(List<Variant> declared, Map<String, String> meta, String service) {
+        for (Variant v : declared) {
+            if (v.meta.equals(meta) && (service == null || service.equals(v.service))) {
+                return v;
+            }
+        }
+        return null;
+    }
+
+    private static List<Map<String, String>> metasOf(List<Variant> declared) {
+        List<Map<String, String>> metas = new ArrayList<>();
+        for (Variant v : declared) {
+            metas.add(v.meta);
+        }
+        return metas;
+    }
+
+    /** The authorities the foreign services name. */
+    private List<String> foreignAuthorities() {
+        List<String> out = new ArrayList<>();
+        for (Variant v : hostable.foreign) {
+            String a = Hostable.authorityOf(v);
+            if (a != null && !out.contains(a)) {
+                out.add(a);
+            }
+        }
+        return out;
+    }
+
     private static DeviceError badRequest(String message) {
         return new DeviceError(WireError.BAD_REQUEST, message);
     }
@@ -801,7 +1058,17 @@ public final class HostedProvider {
             return closed.getCount() == 0;
         }
 
-        /** {@code host_provider}. */
+        /**
+         * {@code host_provider}. Three shapes are played: the own Provider
+         * with one of its declared services ({@code meta} one of the
+         * declared sets); the own Provider without a service
+         * ({@code discoverable: false}, {@code meta} unchecked); and the
+         * foreign service alone ({@code authority} the other probe's,
+         * {@code meta} its declared set, {@code authority_package} the
+         * other probe's package), whose calls this connection never sees.
+         * The rules are the simulated device's ({@code cetp-sim}
+         * {@code hosted.rs}, {@code check_host}), which plays this probe.
+         */
         public JsonObject host(Ops.HostProviderParams p) throws DeviceError {
             int bytes = p.authority.getBytes(StandardCharsets.UTF_8).length;
             if (bytes == 0 || bytes > MAX_AUTHORITY_BYTES) {
@@ -817,17 +1084,53 @@ public final class HostedProvider {
             if (!Json.isNull(exported) && !(exported instanceof Boolean)) {
                 throw badRequest("`exported` must be a boolean, found " + Json.kind(exported));
             }
-            if (!p.authority.equals(hostable.authority)) {
-                throw DeviceError.unsupported("this device hosts a scripted provider only on authority "
-                        + hostable.authority + ", fixed by the probe's manifest; name it in host_provider");
+            Object discoverableValue = p.extra.get("discoverable");
+            if (!Json.isNull(discoverableValue) && !(discoverableValue instanceof Boolean)) {
+                throw badRequest("`discoverable` must be a boolean, found " + Json.kind(discoverableValue));
             }
+            boolean discoverable = !Boolean.FALSE.equals(discoverableValue);
             if (pkg != null && !pkg.equals(hostable.pkg)) {
                 throw DeviceError.unsupported("the scripted provider's package is " + hostable.pkg
                         + " here (the probe's own), not " + pkg);
             }
-            if (p.extra.containsKey("authority_package") && !hostable.pkg.equals(authorityPackage)) {
-                throw DeviceError.unsupported("the ContentProvider of " + hostable.authority + " belongs to "
-                        + hostable.pkg + " here, not " + authorityPackage);
+            Variant chosen = null;
+            Variant foreign = null;
+            if (p.authority.equals(hostable.authority)) {
+                if (p.extra.containsKey("authority_package") && !hostable.pkg.equals(authorityPackage)) {
+                    throw DeviceError.unsupported("the ContentProvider of " + hostable.authority + " belongs to "
+                            + hostable.pkg + " here, not " + authorityPackage
+                            + (hostable.foreign.isEmpty() ? "" : "; a service naming " + foreignAuthorities()
+                                    + " (whose ContentProvider is " + hostable.foreignPackage
+                                    + "'s) is hosted with that `authority`"));
+                }
+                if (discoverable) {
+                    chosen = declared(hostable.variants, p.meta, service);
+                    if (chosen == null) {
+                        throw DeviceError.unsupported("this device declares its scripted provider's meta-data in its"
+                                + " manifest; `meta` must be one of " + metasOf(hostable.variants)
+                                + (service == null ? "" : " (and `service` the one declaring it)")
+                                + ", or `discoverable` false for no service");
+                    }
+                }
+            } else if (discoverable && foreignAuthorities().contains(p.authority)) {
+                if (!hostable.foreignPackage.equals(authorityPackage)) {
+                    throw DeviceError.unsupported("a service of this device naming " + p.authority
+                            + " declares `authority_package` " + hostable.foreignPackage
+                            + ", the package whose ContentProvider answers there; name it"
+                            + (authorityPackage == null ? "" : " (not " + authorityPackage + ")"));
+                }
+                foreign = declared(hostable.foreign, p.meta, service);
+                if (foreign == null) {
+                    throw DeviceError.unsupported("this device's service naming another package's authority has"
+                            + " the meta-data " + metasOf(hostable.foreign)
+                            + (service == null ? "" : " (and `service` the one declaring it)"));
+                }
+            } else {
+                throw DeviceError.unsupported("this device hosts a scripted provider only on authority "
+                        + hostable.authority + ", fixed by the probe's manifest"
+                        + (hostable.foreign.isEmpty() ? "" : " (or, as a discoverable service alone naming the"
+                                + " other probe's provider, " + foreignAuthorities() + ")")
+                        + "; name it in host_provider");
             }
             if (Boolean.FALSE.equals(exported)) {
                 throw DeviceError.unsupported("the scripted provider's services are exported on this device");
@@ -835,35 +1138,29 @@ public final class HostedProvider {
             if (permission != null) {
                 throw DeviceError.unsupported("the scripted provider's services need no permission on this device");
             }
-            Variant chosen = null;
-            for (Variant v : hostable.variants) {
-                if (v.meta.equals(p.meta) && (service == null || service.equals(v.service))) {
-                    chosen = v;
-                    break;
-                }
-            }
-            if (chosen == null) {
-                List<Map<String, String>> metas = new ArrayList<>();
-                for (Variant v : hostable.variants) {
-                    metas.add(v.meta);
-                }
-                throw DeviceError.unsupported("this device declares its scripted provider's meta-data in its"
-                        + " manifest; `meta` must be one of " + metas
-                        + (service == null ? "" : " (and `service` the one declaring it)"));
-            }
             synchronized (HostedProvider.this) {
                 if (isClosed()) {
                     throw new DeviceError(DeviceError.DEVICE_ERROR, "the connection is closing");
                 }
-                if (owner != null) {
-                    throw badRequest("a provider already answers on authority " + hostable.authority
-                            + (owner == this ? " (hosted by this connection)" : " (hosted by another connection)"));
+                if (foreign != null) {
+                    if (foreignOwner != null) {
+                        throw badRequest("a service naming " + p.authority + " is already declared"
+                                + (foreignOwner == this ? " (by this connection)" : " (by another connection)"));
+                    }
+                    // Exposed under the lock: a connection closing meanwhile
+                    // must not leave a service enabled with no owner.
+                    exposer.expose(exposed, foreign);
+                    foreignOwner = this;
+                    foreignExposed = foreign;
+                } else {
+                    if (owner != null) {
+                        throw badRequest("a provider already answers on authority " + hostable.authority
+                                + (owner == this ? " (hosted by this connection)" : " (hosted by another connection)"));
+                    }
+                    exposer.expose(chosen, foreignExposed);
+                    owner = this;
+                    exposed = chosen;
                 }
-                // Exposed under the lock: a connection closing meanwhile must
-                // not leave this variant enabled with no owner.
-                exposer.expose(chosen);
-                owner = this;
-                exposed = chosen;
                 if (writer == null) {
                     writer = new Thread(this::writeEvents, "cetp-hosted-events");
                     writer.setDaemon(true);
@@ -939,10 +1236,16 @@ public final class HostedProvider {
                     exposed = null;
                     hide = true;
                 }
+                if (foreignOwner == this) {
+                    foreignOwner = null;
+                    foreignExposed = null;
+                    hide = true;
+                }
                 confirmations.values().removeIf(c -> c.host == this);
                 if (hide) {
                     try {
-                        exposer.expose(null);
+                        // What other connections hold stays visible.
+                        exposer.expose(exposed, foreignExposed);
                     } catch (DeviceError e) {
                         // Nothing to answer: the connection is gone. The next
                         // host_provider or start-up sets the state again.

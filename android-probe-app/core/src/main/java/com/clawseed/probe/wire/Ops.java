@@ -324,6 +324,22 @@ public final class Ops {
         return new Frame.Event("intent_launched", f.with("now_ms", JsonNumber.of(nowMs)));
     }
 
+    /**
+     * {@code fd_closed}: the Consumer let go of the result descriptor of
+     * the {@code fd_data} reply to {@code call} ({@code how}: closed,
+     * detached, leaked, dead, error). {@code message} is written only when
+     * given (an error's); it is the Consumer's text, so it is sanitized.
+     */
+    public static Frame.Event fdClosed(String call, String how, String message, long nowMs) {
+        JsonObject f = new JsonObject()
+                .with("call", call)
+                .with("how", how);
+        if (message != null) {
+            f.with("message", Json.sanitize(message));
+        }
+        return new Frame.Event("fd_closed", f.with("now_ms", JsonNumber.of(nowMs)));
+    }
+
     // Answers
 
     public static final class Identity {

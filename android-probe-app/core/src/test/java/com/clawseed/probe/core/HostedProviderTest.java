@@ -67,11 +67,29 @@ class HostedProviderTest {
         return m;
     }
 
+    /** The other probe app (identity b), whose authority this one's $Foreign service names. */
+    static final String FOREIGN_PKG = "com.clawseed.probe.b";
+    static final String FOREIGN_AUTHORITY = "com.clawseed.probe.b.hostile.clawseed.tools";
+
+    static Map<String, String> foreignMeta() {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put("com.clawseed.tools.authority", FOREIGN_AUTHORITY);
+        m.put("com.clawseed.tools.version", "1");
+        m.put("com.clawseed.tools.versions", "1,2");
+        return m;
+    }
+
     static HostedProvider.Hostable hostable() {
         return new HostedProvider.Hostable(AUTHORITY, PKG, Arrays.asList(
                 new HostedProvider.Variant(PKG + "/.HostileToolService",
                         meta("com.clawseed.tools.version", "1", "com.clawseed.tools.versions", "1,2")),
-                new HostedProvider.Variant(PKG + "/.HostileToolService$V1Only", meta("com.clawseed.tools.version", "1"))));
+                new HostedProvider.Variant(PKG + "/.HostileToolService$V1Only", meta("com.clawseed.tools.version", "1"))),
+                List.of(new HostedProvider.Variant(PKG + "/.HostileToolService$Foreign", foreignMeta())), FOREIGN_PKG);
+    }
+
+    /** What an exposer was asked to show: the own service or "none", and " + " the foreign one if any. */
+    static String shown(HostedProvider.Variant own, HostedProvider.Variant foreign) {
+        return (own == null ? "none" : own.service) + (foreign == null ? "" : " + " + foreign.service);
     }
 
     static HostedProvider.Limits fast() {
@@ -80,7 +98,7 @@ class HostedProviderTest {
     }
 
     private HostedProvider newHosting(HostedProvider.Limits limits) {
-        return new HostedProvider(hostable(), v -> exposed.add(v == null ? "none" : v.service), limits, () -> NOW);
+        return new HostedProvider(hostable(), (own, foreign) -> exposed.add(shown(own, foreign)), limits, () -> NOW);
     }
 
     private void start(HostedProvider.Limits limits) throws Exception {
@@ -254,12 +272,16 @@ class HostedProviderTest {
         assertEquals("[\"hello\",\"discover\",\"call\",\"read_fd\",\"close_fd\",\"resolve\",\"restart_provider\","
                 + "\"host_provider\",\"reply\"]", text(hello.get("ops")));
         assertFalse(hello.containsKey("consumers"), text(hello));
-        assertEquals("[\"fd_endless\",\"pending_intent\"]", text(hello.get("reply_extensions")));
+        assertEquals("[\"fd_closed\",\"fd_endless\",\"pending_intent\"]", text(hello.get("reply_extensions")));
         assertEquals("[\"timeout\",\"provider_died\"]", text(hello.get("reply_fail")));
         JsonObject hp = (JsonObject) hello.get("hosted_provider");
         assertEquals(AUTHORITY, hp.get("authority"));
         assertEquals(PKG, hp.get("package"));
         assertTrue(text(hp.get("metas")).contains("\"com.clawseed.tools.versions\":\"1,2\""), text(hp));
+        // The other probe's authority, declared by a service of this package.
+        assertEquals("[{\"com.clawseed.tools.authority\":\"" + FOREIGN_AUTHORITY + "\",\"com.clawseed.tools.version\":\"1\","
+                + "\"com.clawseed.tools.versions\":\"1,2\"}]", text(hp.get("foreign_metas")));
+        assertEquals(FOREIGN_PKG, hp.get("foreign_package"));
         send("{\"id\":2,\"op\":\"consumer_act\",\"consumer\":\"default\",\"action\":{\"do\":\"reset\"}}");
         err(2, "unknown_op");
     }
@@ -721,7 +743,7 @@ class HostedProviderTest {
 
     @Test
     void aHostThatDoesNotReadCannotHoldBinderThreads() throws Exception {
-        HostedProvider h = new HostedProvider(hostable(), v -> { }, fast().replyWaitMs(300).eventQueue(1), () -> NOW);
+        HostedProvider h = new HostedProvider(hostable(), (own, foreign) -> { }, fast().replyWaitMs(300).eventQueue(1), () -> NOW);
         CountDownLatch never = new CountDownLatch(1);
         HostedProvider.Connection c = h.attach(f -> {
             try {
@@ -749,7 +771,7 @@ class HostedProviderTest {
 
     @Test
     void callsQueuedForAStuckHostFailOnceItsConnectionCloses() throws Exception {
-        HostedProvider h = new HostedProvider(hostable(), v -> { }, fast().replyWaitMs(30_000).eventQueue(1), () -> NOW);
+        HostedProvider h = new HostedProvider(hostable(), (own, foreign) -> { }, fast().replyWaitMs(30_000).eventQueue(1), () -> NOW);
         CountDownLatch never = new CountDownLatch(1);
         HostedProvider.Connection c = h.attach(f -> {
             try {
