@@ -544,14 +544,17 @@ fn a_replayed_case_file_takes_the_whole_suites_profile() {
     let file = dir.join("finding.json");
     std::fs::write(&file, case.to_string()).unwrap();
     let reference = profiles().join("reference.toml");
-    let o = cetp(&[
-        "replay",
-        file.to_str().unwrap(),
-        "--target",
-        "sim",
-        "--profile",
-        reference.to_str().unwrap(),
-    ]);
+    let replay = |profile: &Path| {
+        cetp(&[
+            "replay",
+            file.to_str().unwrap(),
+            "--target",
+            "sim",
+            "--profile",
+            profile.to_str().unwrap(),
+        ])
+    };
+    let o = replay(&reference);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(!t.contains("no case uses a role"), "{t}");
@@ -565,14 +568,7 @@ fn a_replayed_case_file_takes_the_whole_suites_profile() {
             .replace("[roles.large_result]", "[roles.large_results]"),
     )
     .unwrap();
-    let o = cetp(&[
-        "replay",
-        file.to_str().unwrap(),
-        "--target",
-        "sim",
-        "--profile",
-        typo.to_str().unwrap(),
-    ]);
+    let o = replay(&typo);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
     assert!(t.contains("roles.large_results"), "{t}");

@@ -345,13 +345,7 @@ impl WireConsumer {
         actor: Actor,
         forward: Option<(cetp_transport::adb::Adb, u16)>,
     ) -> Result<WireConsumer, String> {
-        let (client, events) = rt.block_on(async {
-            let client = ProbeClient::connect(stream, ClientConfig::default());
-            let events = client
-                .take_events()
-                .ok_or("the event stream was already taken")?;
-            Ok::<_, String>((client, events))
-        })?;
+        let (client, events) = client_over(&rt, stream)?;
         let mut w = WireConsumer {
             rt,
             client,
@@ -430,13 +424,7 @@ impl Peer {
         stream: tokio::net::TcpStream,
         forward: Option<(cetp_transport::adb::Adb, u16)>,
     ) -> Result<Peer, String> {
-        let (client, events) = rt.block_on(async {
-            let client = ProbeClient::connect(stream, ClientConfig::default());
-            let events = client
-                .take_events()
-                .ok_or("the event stream was already taken")?;
-            Ok::<_, String>((client, events))
-        })?;
+        let (client, events) = client_over(rt, stream)?;
         let hello = rt
             .block_on(client.request("hello", Map::new(), 0, OP_TIMEOUT))
             .map_err(|e| format!("peer hello: {e}"))?
@@ -528,6 +516,44 @@ async fn answer_call(
     Ok(fd_call)
 }
 
+/// A probe-wire client over `stream`, with its event stream.
+fn client_over(
+    rt: &Runtime,
+    stream: tokio::net::TcpStream,
+) -> Result<(ProbeClient, EventStream), String> {
+    rt.block_on(async {
+        let client = ProbeClient::connect(stream, ClientConfig::default());
+        let events = client
+            .take_events()
+            .ok_or("the event stream was already taken")?;
+        Ok::<_, String>((client, events))
+    })
+}
+
+/// Sends `host_provider` through `client`. The device drops the Providers a
+/// connection hosted when it sees that connection close, which may come
+/// after the next case's connection asks for the same authority (seen on a
+/// loaded CI machine): that refusal is retried, for a bounded time.
+fn host_through(rt: &Runtime, client: &ProbeClient, p: HostProviderParams) -> Result<(), String> {
+    let req = OpRequest::HostProvider(p);
+    let until = std::time::Instant::now() + HOST_RETRY;
+    loop {
+        let r = rt
+            .block_on(client.request(req.op(), req.params(), 0, OP_TIMEOUT))
+            .map_err(|e| format!("host_provider: {e}"))
+            .and_then(|r| r.result.map_err(|e| format!("host_provider: {e}")));
+        match r {
+            Err(e)
+                if e.contains("a provider already answers on authority")
+                    && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => return r.map(|_| ()),
+        }
+    }
+}
+
 /// The next event of an optional stream; never, without one.
 async fn next_event(events: Option<&mut EventStream>) -> Option<cetp_wire::Event> {
     match events {
@@ -557,23 +583,7 @@ impl ConsumerDevice for WireConsumer {
             meta: meta.clone(),
             extra,
         };
-        let req = OpRequest::HostProvider(p);
-        // The device drops the Providers a connection hosted when it sees
-        // that connection close, which may come after the next case's
-        // connection asks for the same authority (seen on a loaded CI
-        // machine): that refusal is retried, for a bounded time.
-        let until = std::time::Instant::now() + HOST_RETRY;
-        loop {
-            match self.op(req.op(), req.params(), OP_TIMEOUT) {
-                Err(e)
-                    if e.contains("a provider already answers on authority")
-                        && std::time::Instant::now() < until =>
-                {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                r => return r.map(|_| ()),
-            }
-        }
+        host_through(&self.rt, &self.client, p)
     }
 
     fn reply_extensions(&self) -> Vec<String> {
@@ -629,24 +639,7 @@ impl ConsumerDevice for WireConsumer {
             },
             extra,
         };
-        let req = OpRequest::HostProvider(p);
-        let until = std::time::Instant::now() + HOST_RETRY;
-        loop {
-            let r = self
-                .rt
-                .block_on(peer.client.request(req.op(), req.params(), 0, OP_TIMEOUT))
-                .map_err(|e| format!("peer host_provider: {e}"))
-                .and_then(|r| r.result.map_err(|e| format!("peer host_provider: {e}")));
-            match r {
-                Err(e)
-                    if e.contains("a provider already answers on authority")
-                        && std::time::Instant::now() < until =>
-                {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                r => return r.map(|_| ()),
-            }
-        }
+        host_through(&self.rt, &peer.client, p).map_err(|e| format!("peer {e}"))
     }
 
     fn fd_closes(&mut self, wait: Duration) -> Option<BTreeMap<String, Option<String>>> {
