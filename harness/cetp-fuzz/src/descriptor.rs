@@ -80,7 +80,8 @@ const WIDE: &[&str] = &[
 /// Steps that change nothing on the Provider and draw nothing from the
 /// interpreter's generator: the shadow may drop them without shifting the
 /// request ids of the steps after them (all but `cancel_consistent` where
-/// the target's run took a snapshot, which is replaced by one instead:
+/// the target's run took a snapshot, which is replaced by one instead, so
+/// that the snapshots' own stream stays aligned too:
 /// [`draws_a_request_id`]).
 const PURE: &[&str] = &[
     "same",
@@ -94,12 +95,13 @@ const PURE: &[&str] = &[
     "cancel_consistent",
 ];
 
-/// Whether a pure step drew a request id from the interpreter's generator
-/// in the target's run `trun`: `cancel_consistent` judges the effects by an
-/// observer snapshot of its own when the final state it reads is
-/// `cancelled` or `succeeded`; after `failed` (nothing to judge) or a state
-/// it refuses, it takes none. What the target's run did decides, not what
-/// the shadow's did: every later request id follows the target's draws.
+/// Whether a pure step took an observer snapshot in the target's run
+/// `trun`: `cancel_consistent` judges the effects by a snapshot of its own
+/// when the final state it reads is `cancelled` or `succeeded`; after
+/// `failed` (nothing to judge) or a state it refuses, it takes none. What
+/// the target's run did decides, not what the shadow's did: the snapshots'
+/// request ids (their own stream, which never moves the calls') follow the
+/// target's, and with them any refusal of the observer it repeats.
 fn draws_a_request_id(step: &Json, trun: &CaseRun) -> bool {
     if step.get("do").and_then(Json::as_str) != Some("cancel_consistent") {
         return false;

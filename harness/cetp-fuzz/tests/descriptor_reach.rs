@@ -563,3 +563,65 @@ fn a_failed_operations_cancel_judgement_shifts_no_request_id() {
         assert_passes(&j, target);
     }
 }
+
+/// The snapshot `cancel_consistent` takes after a succeeded operation (and
+/// not after a failed one) draws its request id from the observer's own
+/// stream: the oracle's quick business (the operation succeeds) and the
+/// target (it failed) then send the next call with the same request id,
+/// and the target's business answer to it is repeated in both flavours. A
+/// ten-minute clean run of `negotiate_errors_without_version` found the
+/// shift: the quick flavour, no longer repeating the target's refusal,
+/// counted an effect the slow one counted too (an error that may have
+/// committed), and the target's zero was charged.
+fn judged_failure_then_refused_call() -> Vec<Move> {
+    moves(vec![
+        vec![negotiate("s2", &["async_operations", "cancellation"])],
+        vec![
+            step(json!({"do": "observe", "bind": "o9"}), Meta::Plain),
+            execute(
+                "s2",
+                json!({"profile_role": "failing_operation"}),
+                json!("valid"),
+                "e3",
+            ),
+            call(
+                json!({"do": "call", "as": "a", "method": "get_operation", "session": "s2",
+                "request_id": "${e3/_request/request_id}", "operation_id": "${e3/data/operation_id}",
+                "bind": "g4"}),
+            ),
+        ],
+        vec![negotiate("s7", &["large_results"])],
+        vec![
+            call(
+                json!({"do": "poll", "as": "a", "session": "s2", "operation_of": "e3", "bind": "f10"}),
+            ),
+            step(
+                json!({"do": "cancel_consistent", "final": "f10", "since": "o9",
+                    "requirements": ["CETP2-4.4-17"]}),
+                Meta::Judgement,
+            ),
+        ],
+        vec![
+            step(json!({"do": "observe", "bind": "o13"}), Meta::Plain),
+            execute(
+                "s7",
+                json!({"name": "sync_portfolio"}),
+                json!({"json": {"fail": true}}),
+                "e12",
+            ),
+            effects_after("p14", "o13", "e12", &["CETP2-6-01"]),
+        ],
+    ])
+}
+
+#[test]
+fn a_snapshot_some_flavours_take_moves_no_request_id_of_the_calls_after_it() {
+    for target in ["sim", "sim:variant=negotiate_errors_without_version"] {
+        let j = judge(
+            target,
+            "reference.toml",
+            &judged_failure_then_refused_call(),
+        );
+        assert_passes(&j, target);
+    }
+}

@@ -240,6 +240,14 @@ pub struct CaseRunner<'a> {
     /// Source of generated request ids and values; the runner seeds it from
     /// the run's seed and start, the case's index and the attempt.
     pub rng: ChaCha8Rng,
+    /// The request ids of observer snapshots: another stream of the same
+    /// seed ([`observer_stream`]). Whether a judgement takes a snapshot
+    /// depends on what the Provider answered (`cancel_consistent` after a
+    /// failed operation takes none), so its draws must not move the
+    /// request ids of the calls after it: a replay, and an oracle running
+    /// the same steps against another Provider, send those calls with the
+    /// same ids whatever each snapshot did.
+    snapshot_rng: ChaCha8Rng,
     case_id: String,
     bindings: Bindings,
     sessions: BTreeMap<String, Session>,
@@ -293,6 +301,7 @@ pub struct CaseRunner<'a> {
 /// tally, device), which [`CaseRunner::resumed`] hands back.
 pub struct CaseState {
     rng: ChaCha8Rng,
+    snapshot_rng: ChaCha8Rng,
     case_id: String,
     bindings: Bindings,
     sessions: BTreeMap<String, Session>,
@@ -321,6 +330,7 @@ impl CaseState {
         use rand::SeedableRng;
         CaseState {
             rng: ChaCha8Rng::seed_from_u64(0),
+            snapshot_rng: ChaCha8Rng::seed_from_u64(1),
             case_id: String::new(),
             bindings: Bindings::new(),
             sessions: BTreeMap::new(),
@@ -386,6 +396,7 @@ impl<'a> CaseRunner<'a> {
             env,
             emit,
             tally,
+            snapshot_rng: observer_stream(&rng),
             rng,
             case_id: String::new(),
             bindings: Bindings::new(),
@@ -451,6 +462,7 @@ impl<'a> CaseRunner<'a> {
     pub fn into_state(self) -> CaseState {
         CaseState {
             rng: self.rng,
+            snapshot_rng: self.snapshot_rng,
             case_id: self.case_id,
             bindings: self.bindings,
             sessions: self.sessions,
@@ -476,6 +488,7 @@ impl<'a> CaseRunner<'a> {
         state: CaseState,
     ) -> Self {
         let mut r = CaseRunner::new(target, profile, env, emit, tally, state.rng);
+        r.snapshot_rng = state.snapshot_rng;
         r.case_id = state.case_id;
         r.bindings = state.bindings;
         r.sessions = state.sessions;
@@ -884,6 +897,14 @@ fn internal_call(identity: &str, method: &str, session: &str) -> Step {
         bind: None,
         expect: None,
     }
+}
+
+/// The observer snapshots' stream of request ids: the same seed as `rng`,
+/// another ChaCha stream, so that its draws never move `rng`'s.
+fn observer_stream(rng: &ChaCha8Rng) -> ChaCha8Rng {
+    let mut r = rng.clone();
+    r.set_stream(rng.get_stream().wrapping_add(0x6f62_7365_7276_6572));
+    r
 }
 
 /// A random-form UUID drawn from `rng`: request ids stay reproducible.

@@ -30,7 +30,13 @@ fn count(v: &Json) -> Option<i64> {
 impl CaseRunner<'_> {
     /// The observer's value now (the JSON value at its pointer).
     pub(super) fn snapshot(&mut self) -> Result<Json, Stop> {
-        self.snapshot_once(true)
+        // Its request ids (the observer call, a renewed session, the polls
+        // of an observer that answers in the background) come from the
+        // snapshot stream, never from the one of the case's own calls.
+        std::mem::swap(&mut self.rng, &mut self.snapshot_rng);
+        let r = self.snapshot_once(true);
+        std::mem::swap(&mut self.rng, &mut self.snapshot_rng);
+        r
     }
 
     pub(super) fn snapshot_once(&mut self, renew: bool) -> Result<Json, Stop> {
