@@ -95,7 +95,7 @@ if [ "${#jars[@]}" -gt 0 ]; then
         [[ "$kv" == ?*=* ]] || die "not KEY=VALUE: $kv"
     done
 fi
-if [ -n "$defect" ] && ! names | grep -qxF -- "$defect"; then
+if [ -n "$defect" ] && ! names | grep -xF -- "$defect" >/dev/null; then
     echo "jvm-device: no seeded defect named '$defect'; there are: $(names | tr '\n' ' ')" >&2
     exit 2
 fi

@@ -230,7 +230,7 @@ usage_error() {
     nice -n 10 scripts/jvm-device.sh --listen "$a" --listen-b "$b" --no-build "$@" > "$work/usage.log" 2>&1
     code=$?
     set -e
-    if [ "$code" -ne 2 ] || ! grep -v 'starting Robolectric' "$work/usage.log" | grep -q -- "$expect" ||
+    if [ "$code" -ne 2 ] || ! grep -v 'starting Robolectric' "$work/usage.log" | grep -- "$expect" >/dev/null ||
         grep -q ready "$work/usage.log"; then
         cat "$work/usage.log"
         echo "jvm-jar-check: expected exit 2 naming $expect before serving; got exit $code"

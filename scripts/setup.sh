@@ -28,7 +28,7 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 for comp in rustfmt clippy; do
-  if ! rustup component list --installed 2>/dev/null | grep -q "^$comp"; then
+  if ! rustup component list --installed 2>/dev/null | grep "^$comp" >/dev/null; then
     rustup component add "$comp"
   fi
 done

@@ -1000,6 +1000,33 @@ impl Shadow {
         start_ms: i64,
         wrap: &(dyn Fn(Target) -> Target + Sync),
     ) -> Judged {
+        let judged = self.judge_steps(
+            all, steps, trun, transcript, header, profile, rules, seed, start_ms, wrap,
+        );
+        // The target keeps a grant its user approved for b whether or not
+        // the shadow got as far as that decision (its judgement may stop at
+        // an earlier step it cannot vouch for): later sequences no longer
+        // know that b lacks the scope.
+        if approved_as_b(steps, trun) {
+            self.shape.granted_b.store(true, Ordering::Relaxed);
+        }
+        judged
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn judge_steps(
+        &self,
+        all: bool,
+        steps: &[GenStep],
+        trun: &CaseRun,
+        transcript: &HashMap<Key, Vec<CallAnswer>>,
+        header: &Json,
+        profile: &Profile,
+        rules: &BTreeMap<String, Vec<String>>,
+        seed: u64,
+        start_ms: i64,
+        wrap: &(dyn Fn(Target) -> Target + Sync),
+    ) -> Judged {
         // Every member, or the reference engine's alone.
         let members = &self.members[..if all { self.members.len() } else { 1 }];
         // Index of each step in the sequence the target ran.
@@ -1307,6 +1334,23 @@ impl Shadow {
     }
 }
 
+/// Whether the target's run `trun` reached a decision identity b approved
+/// (a grant or a confirmation: which one the resolution was is the
+/// target's business; either may leave b holding a scope).
+fn approved_as_b(steps: &[GenStep], trun: &CaseRun) -> bool {
+    let reached = if trun.stop.is_some() {
+        trun.step
+    } else {
+        steps.len()
+    };
+    steps.iter().take(reached).any(|s| {
+        let st = &s.step;
+        st.get("do").and_then(Json::as_str) == Some("resolve")
+            && st.get("as").and_then(Json::as_str) == Some("b")
+            && st.get("decision").and_then(Json::as_str) == Some("approve")
+    })
+}
+
 /// A FAIL of the target at a step the shadow cannot run the same way but
 /// that judges the target against its own declaration: a `read_fd` that
 /// verifies a file against the size, digest and output schema the target
@@ -1467,4 +1511,47 @@ fn mismatch(step: &Json, trun: &CaseRun) -> Option<String> {
             expect
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(stop_at: Option<usize>, len: usize) -> CaseRun {
+        CaseRun {
+            stop: stop_at.map(|_| Stop::Fail("x".into())),
+            step: stop_at.unwrap_or(len),
+            bindings: Default::default(),
+            checks: BTreeMap::new(),
+            cited: Vec::new(),
+            answers: 0,
+            dispatched: 0,
+        }
+    }
+
+    /// A grant b's user approved in the target's run is the target's to
+    /// keep: the run counts it once the target reached the decision,
+    /// whatever the shadow reached; a denial, a's decision or a decision
+    /// after the target stopped does not count.
+    #[test]
+    fn an_approval_as_b_the_target_reached_counts() {
+        let step = |j: Json| GenStep {
+            step: j,
+            meta: Meta::Plain,
+        };
+        let call = step(json!({"do": "call", "as": "b", "method": "execute_tool"}));
+        let decide = |who: &str, decision: &str| {
+            step(
+                json!({"do": "resolve", "as": who, "handle": "${e/resolution/handle}",
+                        "decision": decision}),
+            )
+        };
+        let approved = vec![call.clone(), decide("b", "approve"), call.clone()];
+        assert!(approved_as_b(&approved, &run(None, 3)));
+        assert!(approved_as_b(&approved, &run(Some(3), 3)));
+        assert!(!approved_as_b(&approved, &run(Some(1), 3)));
+        for other in [decide("b", "deny"), decide("a", "approve")] {
+            assert!(!approved_as_b(&[call.clone(), other], &run(None, 2)));
+        }
+    }
 }
