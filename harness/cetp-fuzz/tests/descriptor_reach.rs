@@ -95,6 +95,30 @@ fn effects_after(bind: &str, since: &str, of: &str, reqs: &[&str]) -> GenStep {
     )
 }
 
+/// `get_operation` of the operation `of` answered, in `session`.
+fn get_operation(session: &str, of: &str, bind: &str) -> GenStep {
+    call(
+        json!({"do": "call", "as": "a", "method": "get_operation", "session": session,
+        "request_id": format!("${{{of}/_request/request_id}}"),
+        "operation_id": format!("${{{of}/data/operation_id}}"), "bind": bind}),
+    )
+}
+
+/// One poll of the operation `of` answered, in `session`.
+fn poll(session: &str, of: &str, bind: &str) -> GenStep {
+    call(json!({"do": "poll", "as": "a", "session": session, "operation_of": of, "bind": bind}))
+}
+
+/// §4.4 (CETP2-4.4-17): the final state `fin` read is held to the effects
+/// seen since `since`.
+fn cancel_consistent(fin: &str, since: &str) -> GenStep {
+    step(
+        json!({"do": "cancel_consistent", "final": fin, "since": since,
+            "requirements": ["CETP2-4.4-17"]}),
+        Meta::Judgement,
+    )
+}
+
 fn moves(groups: Vec<Vec<GenStep>>) -> Vec<Move> {
     groups.into_iter().map(|steps| Move { steps }).collect()
 }
@@ -174,14 +198,8 @@ fn cancelled(tool: Json) -> Vec<Move> {
                 "bind": "g3", "requirements": ["CETP2-4.4-17"]}),
             ),
             call(json!({"do": "settle", "as": "a", "session": "s1", "of": "e2", "bind": "f4"})),
-            call(
-                json!({"do": "poll", "as": "a", "session": "s1", "operation_of": "e2", "bind": "f5"}),
-            ),
-            step(
-                json!({"do": "cancel_consistent", "final": "f5", "since": "o1",
-                    "requirements": ["CETP2-4.4-17"]}),
-                Meta::Judgement,
-            ),
+            poll("s1", "e2", "f5"),
+            cancel_consistent("f5", "o1"),
             effects_after("p6", "o1", "e2", &["CETP2-4.4-17"]),
         ],
     ])
@@ -417,19 +435,9 @@ fn a_judgement_the_shadow_cannot_vouch_for_keeps_later_request_ids_aligned() {
         vec![
             step(json!({"do": "observe", "bind": "o2"}), Meta::Plain),
             execute("s1", tool.clone(), json!("valid"), "e3"),
-            call(
-                json!({"do": "call", "as": "a", "method": "get_operation", "session": "s1",
-                "request_id": "${e3/_request/request_id}", "operation_id": "${e3/data/operation_id}",
-                "bind": "g4"}),
-            ),
-            call(
-                json!({"do": "poll", "as": "a", "session": "s1", "operation_of": "e3", "bind": "f5"}),
-            ),
-            step(
-                json!({"do": "cancel_consistent", "final": "f5", "since": "o2",
-                    "requirements": ["CETP2-4.4-17"]}),
-                Meta::Judgement,
-            ),
+            get_operation("s1", "e3", "g4"),
+            poll("s1", "e3", "f5"),
+            cancel_consistent("f5", "o2"),
         ],
         vec![
             negotiate("s6", &caps),
@@ -472,14 +480,8 @@ fn refused_cancel_then_business_failure() -> Vec<Move> {
                 "e2",
             ),
             cancel("s1", "e2", "g3"),
-            call(
-                json!({"do": "poll", "as": "a", "session": "s1", "operation_of": "e2", "bind": "f4"}),
-            ),
-            step(
-                json!({"do": "cancel_consistent", "final": "f4", "since": "o1",
-                    "requirements": ["CETP2-4.4-17"]}),
-                Meta::Judgement,
-            ),
+            poll("s1", "e2", "f4"),
+            cancel_consistent("f4", "o1"),
         ],
         vec![negotiate("s5", &caps)],
         vec![
@@ -528,19 +530,9 @@ fn failed_operation_judged_then_called_again() -> Vec<Move> {
             // The observation `since` names was shrunk away, as in the run
             // that found it: the shadow's runs that reach a snapshot stop.
             execute("s1", failing, json!("valid"), "e2"),
-            call(
-                json!({"do": "call", "as": "a", "method": "get_operation", "session": "s1",
-                "request_id": "${e2/_request/request_id}", "operation_id": "${e2/data/operation_id}",
-                "bind": "g3"}),
-            ),
-            call(
-                json!({"do": "poll", "as": "a", "session": "s1", "operation_of": "e2", "bind": "f4"}),
-            ),
-            step(
-                json!({"do": "cancel_consistent", "final": "f4", "since": "o1",
-                    "requirements": ["CETP2-4.4-17"]}),
-                Meta::Judgement,
-            ),
+            get_operation("s1", "e2", "g3"),
+            poll("s1", "e2", "f4"),
+            cancel_consistent("f4", "o1"),
         ],
         vec![negotiate("s5", &caps)],
         vec![execute(
@@ -584,23 +576,10 @@ fn judged_failure_then_refused_call() -> Vec<Move> {
                 json!("valid"),
                 "e3",
             ),
-            call(
-                json!({"do": "call", "as": "a", "method": "get_operation", "session": "s2",
-                "request_id": "${e3/_request/request_id}", "operation_id": "${e3/data/operation_id}",
-                "bind": "g4"}),
-            ),
+            get_operation("s2", "e3", "g4"),
         ],
         vec![negotiate("s7", &["large_results"])],
-        vec![
-            call(
-                json!({"do": "poll", "as": "a", "session": "s2", "operation_of": "e3", "bind": "f10"}),
-            ),
-            step(
-                json!({"do": "cancel_consistent", "final": "f10", "since": "o9",
-                    "requirements": ["CETP2-4.4-17"]}),
-                Meta::Judgement,
-            ),
-        ],
+        vec![poll("s2", "e3", "f10"), cancel_consistent("f10", "o9")],
         vec![
             step(json!({"do": "observe", "bind": "o13"}), Meta::Plain),
             execute(
