@@ -565,16 +565,7 @@ impl Hosting {
         identity: &str,
         p: &HostProviderParams,
     ) -> Result<Shape, WireError> {
-        let discoverable = match p.extra.get("discoverable") {
-            None | Some(Json::Null) => true,
-            Some(Json::Bool(b)) => *b,
-            Some(other) => {
-                return Err(WireError::new(
-                    ErrorKind::BadRequest,
-                    format!("`discoverable` must be a boolean, found {}", other.kind()),
-                ))
-            }
-        };
+        let discoverable = extra_bool(&p.extra, "discoverable", true)?;
         if self == Hosting::Open {
             return Ok(Shape::Provider { discoverable });
         }
@@ -721,16 +712,7 @@ fn manifest_of(params: &HostProviderParams) -> Result<ServiceManifest, WireError
     };
     let service = extra_str(&params.extra, "service")?
         .unwrap_or_else(|| format!("{package}/.cetp.ToolProviderService"));
-    let exported = match params.extra.get("exported") {
-        None | Some(Json::Null) => true,
-        Some(Json::Bool(b)) => *b,
-        Some(other) => {
-            return Err(WireError::new(
-                ErrorKind::BadRequest,
-                format!("`exported` must be a boolean, found {}", other.kind()),
-            ))
-        }
-    };
+    let exported = extra_bool(&params.extra, "exported", true)?;
     let authority_package = if params.extra.contains_key("authority_package") {
         extra_str(&params.extra, "authority_package")?
     } else {
@@ -746,6 +728,18 @@ fn manifest_of(params: &HostProviderParams) -> Result<ServiceManifest, WireError
         signing_cert_sha256: Vec::new(),
         meta_types: None,
     })
+}
+
+/// An optional boolean member of `extra` (`default` when absent or null).
+fn extra_bool(extra: &Map, key: &str, default: bool) -> Result<bool, WireError> {
+    match extra.get(key) {
+        None | Some(Json::Null) => Ok(default),
+        Some(Json::Bool(b)) => Ok(*b),
+        Some(other) => Err(WireError::new(
+            ErrorKind::BadRequest,
+            format!("`{key}` must be a boolean, found {}", other.kind()),
+        )),
+    }
 }
 
 fn extra_str(extra: &Map, key: &str) -> Result<Option<String>, WireError> {
