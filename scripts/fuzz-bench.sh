@@ -13,6 +13,11 @@
 #   MUTANTS="a b"     only these mutants (default: every non-equivalent one)
 #   VARIANTS="a b"    only these variants (default: all); VARIANTS=none skips
 #   THROUGHPUT=0      skips the throughput figures; THROUGHPUT_BUDGET=30s per run
+#   FOREIGN=0         skips the Providers not built on the reference engine:
+#                     the Java sample on the JVM device once per observer kind,
+#                     its seeded defects, the reference on `cetp sim
+#                     --fixed-clock` (scripts/fuzz-foreign-check.sh, with
+#                     FOREIGN_BUDGET=600s per clean run, DEFECT_BUDGET=60s)
 #   SEED=7
 #
 #   scripts/fuzz-bench.sh --full-clean
@@ -162,4 +167,11 @@ if [ "${VARIANTS:-}" != none ]; then
       python3 -c "import json,sys;r=json.load(open(sys.argv[1]));s=r['stats'];print(f\"{sys.argv[2]:<36} {r['oracle_kind']:<13} {s['cases']:>10} {s['envelopes']:>10} {len(r['findings']):>9} {len(r.get('flaky',[])):>6} {len(r['oracle_notes']):>13}\")" "$work/c/fuzz.json" "$v" || echo "$v $o: no report"
     done
   done
+fi
+
+if [ "${FOREIGN:-1}" != 0 ]; then
+  echo
+  echo "== Providers not built on the reference engine, clocks that cannot move (per target: sequences judged, envelopes/s, findings; time to each seeded defect)"
+  CETP_BIN="$PWD/$cetp" FUZZ_BUDGET="${FOREIGN_BUDGET:-600s}" DEFECT_BUDGET="${DEFECT_BUDGET:-60s}" \
+    scripts/fuzz-foreign-check.sh || echo "(the foreign runs above did not all pass)"
 fi

@@ -89,6 +89,13 @@ pub struct FuzzArgs {
     /// is held to it (LOCK-001, §3.3) before fuzzing.
     #[arg(long)]
     lock: Option<PathBuf>,
+    /// The longest real-time wait on a device whose clock cannot move (a
+    /// phone, the JVM device): for a lifetime a sequence lets run out (a
+    /// longer one leaves that sequence unjudged), and for an operation a
+    /// sequence left running to end before the next starts (while one is
+    /// open, the next sequence's effects are not judged).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    max_wait: Duration,
     /// No progress line.
     #[arg(short, long)]
     quiet: bool,
@@ -179,6 +186,7 @@ fn fuzz_config(
             OracleArg::Descriptor => OracleChoice::Descriptor,
             OracleArg::Differential => OracleChoice::Differential,
         },
+        max_wait: args.max_wait,
         ..FuzzConfig::default()
     })
 }
@@ -309,18 +317,49 @@ fn write_out<'f>(
     .map_err(|e| infra(format!("cannot write {}: {e}", summary_path.display())))
 }
 
+/// The share of sequences judged (run on the target and judged, not left
+/// unjudged by the oracle or the setup) and the pace, for every run: a low
+/// share or pace says where to look before the findings do.
+fn pace_line(s: &cetp_fuzz::Stats, secs: f64) -> String {
+    // Every sequence is either judged or counted unjudged (nothing left to
+    // judge, an oracle note, or a setup the target lacks).
+    let judged = s.cases.saturating_sub(s.unjudged);
+    let share = if s.cases == 0 {
+        0.0
+    } else {
+        100.0 * judged as f64 / s.cases as f64
+    };
+    let mut line = format!(
+        "pace: {judged} of {} sequences judged ({share:.0}%), {:.1} envelopes/s",
+        s.cases,
+        if secs > 0.0 {
+            s.envelopes as f64 / secs
+        } else {
+            0.0
+        }
+    );
+    if s.effects_unjudged > 0 {
+        line.push_str(&format!(
+            "; {} sequence(s) started with an earlier operation still open: their effects were not judged",
+            s.effects_unjudged
+        ));
+    }
+    line
+}
+
 /// The run's figures, its findings with how to replay each, the flaky
 /// ones and the oracle's notes.
 fn print_report(args: &FuzzArgs, seed: u64, started: Instant, report: &cetp_fuzz::FuzzReport) {
     let s = &report.stats;
+    let secs = started.elapsed().as_secs_f64();
     println!(
-        "seed {seed}: {} sequences, {} judged, {} envelopes, {} findings in {:.1}s",
+        "seed {seed}: {} sequences, {} judged, {} envelopes, {} findings in {secs:.1}s",
         s.cases,
         s.judged,
         s.envelopes,
         report.findings.len(),
-        started.elapsed().as_secs_f64()
     );
+    println!("{}", pace_line(s, secs));
     match report.effects_observed {
         Some(n) => println!(
             "effects: {n} observed by the profile's observer; {} side-effecting calls sent",
@@ -677,6 +716,7 @@ fn print_campaign_findings(args: &FuzzArgs, started: Instant, report: &campaign:
         report.findings.len(),
         started.elapsed().as_secs_f64()
     );
+    println!("{}", pace_line(s, started.elapsed().as_secs_f64()));
     for f in &report.findings {
         let by: Vec<String> = f
             .found_by

@@ -884,6 +884,7 @@ pub fn add_stats(into: &mut Stats, s: &Stats) {
     into.findings += s.findings;
     into.envelopes += s.envelopes;
     into.dispatched += s.dispatched;
+    into.effects_unjudged += s.effects_unjudged;
     into.elapsed_ms = into.elapsed_ms.max(s.elapsed_ms);
 }
 

@@ -171,11 +171,24 @@ struct Recorder {
 }
 
 /// The shadow's device: before each `execute_tool` it hands the business
-/// the target's answer to the same call.
+/// the target's answer to the same call, and before every call it records
+/// every refusal the request's faults could draw ([`Refusals`]).
 struct Mirror {
     inner: Box<dyn Device>,
     identity: &'static str,
+    uid: u32,
     business: Arc<MirrorBusiness>,
+    provider: Arc<ReferenceProvider>,
+}
+
+/// Per request (its identity, method and extras as the interpreter binds
+/// them): the codes of every refusal one of its faults could draw. No
+/// clause orders the checks of a request that carries several faults, so
+/// any of them is the Provider's to answer.
+type Refusals = HashMap<String, BTreeSet<String>>;
+
+fn refusal_key(identity: &str, method: &str, extras: &Json) -> String {
+    format!("{identity} {method} {extras}")
 }
 
 impl Device for Recorder {
@@ -196,6 +209,42 @@ impl Device for Recorder {
     }
 }
 
+impl Mirror {
+    /// Records what each fault of this request, checked first, would draw:
+    /// the engine's own checks, and a scope the profile says the caller
+    /// lacks (asked for or refused: §3.4, §7.2).
+    fn note_refusals(&self, method: &str, extras: Option<&Bundle>) {
+        let mut codes = if method == "negotiate" {
+            self.provider.negotiate_refusals(extras)
+        } else {
+            self.provider
+                .refusals(self.uid, self.inner.now_ms(), method, extras)
+        };
+        let lacking = extras
+            .and_then(|b| b.opt_string("tool_name").ok().flatten())
+            .is_some_and(|t| {
+                self.uid == IDENTITY_B.uid
+                    && self.business.shape.lacking_b.contains(&t)
+                    && !self.business.shape.granted_b.load(Ordering::Relaxed)
+            });
+        if lacking && method == "execute_tool" {
+            codes.insert(ErrorCode::AuthRequired);
+            codes.insert(ErrorCode::PermissionDenied);
+        }
+        if codes.is_empty() {
+            return;
+        }
+        let extras = extras.map_or(Json::Null, cetp_conformance::answer::bundle_to_json);
+        self.business
+            .refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(refusal_key(self.identity, method, &extras))
+            .or_default()
+            .extend(codes.iter().map(|c| c.as_str().to_string()));
+    }
+}
+
 impl Device for Mirror {
     forward_device!();
     fn call(
@@ -206,6 +255,7 @@ impl Device for Mirror {
         extras: Option<&Bundle>,
         timeout_ms: u64,
     ) -> Result<CallAnswer, DeviceError> {
+        self.note_refusals(method, extras);
         let Some(k) = key_of(self.identity, method, extras) else {
             return self.inner.call(authority, method, arg, extras, timeout_ms);
         };
@@ -247,6 +297,8 @@ struct MirrorBusiness {
     armed: Mutex<HashMap<String, Option<CallAnswer>>>,
     shape: Arc<Shape>,
     flavour: Flavour,
+    /// What each request's faults could draw, recorded by [`Mirror`].
+    refusals: Mutex<Refusals>,
 }
 
 impl MirrorBusiness {
@@ -364,7 +416,7 @@ impl Business for MirrorBusiness {
         let fallback = index.map_or(Json::Null, |i| self.shape.fallback(i));
         // The observer is the harness's eyes: the shadow reports its own
         // count of effects there, the target its own.
-        if let Some((tool, pointer, counts)) = &self.shape.observer {
+        if let Some((tool, pointer, _)) = &self.shape.observer {
             if *tool == call.tool.name {
                 return match mirrored {
                     // A refusal, or a grant or confirmation it asks for
@@ -380,17 +432,11 @@ impl Business for MirrorBusiness {
                             Some(BusinessAnswer::Value(v)) => v,
                             _ => fallback,
                         };
-                        // A count of objects is an array's length: as
-                        // many copies of an item the schema allows.
-                        // (always the same item: equal snapshots then mean
-                        // equal counts).
-                        let count = match counts {
-                            Counts::Objects => {
-                                let n = call.effects.min(10_000) as usize;
-                                Json::Array(vec![self.shape.observed_item.clone(); n])
-                            }
-                            _ => json!(call.effects),
-                        };
+                        // The count in the shape the target's output
+                        // schema gives the pointer (a number, or a list
+                        // whose length counts): nothing the shadow writes
+                        // may fire a check of its own.
+                        let count = self.shape.observed.value(call.effects);
                         BusinessAnswer::Value(set_pointer(base, pointer, count))
                     }
                 };
@@ -474,9 +520,8 @@ pub struct Shape {
     /// (the shadow's count of effects there: equal snapshots mean no
     /// effect, which either unit shows).
     observer: Option<(String, String, Counts)>,
-    /// One item of the observer's list, as its output schema allows (the
-    /// shadow's count of objects is that many copies).
-    observed_item: Json,
+    /// How the shadow writes its count at the observer's pointer.
+    observed: Observed,
     /// Tools identity b lacks a scope for: the profile's
     /// `scope_missing_for_b` and `read_scope_missing_for_b` roles name one
     /// each (the vendor knows who holds what; descriptors do not), and any
@@ -601,10 +646,11 @@ impl Shape {
             .as_ref()
             .filter(|o| matches!(o.counts, Counts::Effects | Counts::Objects))
             .map(|o| (o.tool.clone(), o.pointer.clone(), o.counts));
-        let observed_item = observer
+        let observed = profile
+            .observer
             .as_ref()
-            .and_then(|(tool, pointer, _)| observed_item(&tools, &fallbacks, tool, pointer, seed))
-            .unwrap_or(Json::Null);
+            .map(|o| Observed::of(&tools, &fallbacks, o, seed))
+            .unwrap_or(Observed::Number { base: 0 });
         let lacking_b = lacking_for_b(&tools, profile);
         let escalating = escalating_args(&tools, profile);
         Ok(Shape {
@@ -626,7 +672,7 @@ impl Shape {
                 _ => ManifestVariant::DualStack,
             },
             observer,
-            observed_item,
+            observed,
             lacking_b,
             granted_b: AtomicBool::new(false),
             escalating,
@@ -783,30 +829,155 @@ fn session_ttl_ms(expires_at: Option<Json>, before: i64) -> i64 {
         .unwrap_or(10 * 365 * 86_400_000)
 }
 
-/// One item of the observer's list, as the target's output schema allows
-/// it: from the schema's generated instance, else generated from the
-/// list's `items` schema.
-fn observed_item(
-    tools: &[DescribedTool],
-    fallbacks: &[Json],
-    tool: &str,
-    pointer: &str,
-    seed: u64,
-) -> Option<Json> {
-    let i = tools.iter().position(|t| t.name == *tool)?;
-    let fallback: &Json = &fallbacks[i];
-    if let Some(item) = fallback
-        .pointer(pointer)
-        .and_then(Json::as_array)
-        .and_then(|a| a.first())
-    {
-        return Some(item.clone());
+/// How the shadow writes its count of effects at the observer's pointer,
+/// in the shape the target's output schema gives it there
+/// (profiles/README.md: a number, or a list whose length counts, which may
+/// be a page the Provider caps). Only equality and differences of two
+/// snapshots are read, so a fixed base is as good as zero.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Observed {
+    /// A number: the count above the schema's `minimum`.
+    Number {
+        /// The schema's `minimum` (0 when it sets none or a negative one).
+        base: i64,
+    },
+    /// A list: `min` items plus one per count, at most `max`; the items
+    /// distinct where the schema asks `uniqueItems` (as many as could be
+    /// generated), and always the same ones, so that equal counts are
+    /// equal snapshots.
+    List {
+        /// Items to take the list from, in order.
+        items: Vec<Json>,
+        /// The schema's `minItems`.
+        min: usize,
+        /// The most items the list may hold: the schema's `maxItems`, the
+        /// page size the observer's args ask for, the distinct items at
+        /// hand.
+        max: usize,
+    },
+}
+
+/// Pages are capped by one of these args (`cetp init` passes the largest
+/// the input schema allows).
+const PAGE_ARGS: &[&str] = &["limit", "max_items", "max_results", "page_size", "count"];
+
+impl Observed {
+    /// The observer's value shape, from the tool's output schema along the
+    /// pointer (else the generated instance there), and its page cap.
+    fn of(
+        tools: &[DescribedTool],
+        fallbacks: &[Json],
+        o: &cetp_conformance::profile::Observer,
+        seed: u64,
+    ) -> Observed {
+        let Some(i) = tools.iter().position(|t| t.name == o.tool) else {
+            return Observed::Number { base: 0 };
+        };
+        let schema = schema_at(&tools[i].output_schema, &o.pointer);
+        let instance = fallbacks.get(i).and_then(|f| f.pointer(&o.pointer));
+        let ty = |t: &str| {
+            schema.and_then(|s| s.get("type")).is_some_and(|x| {
+                x.as_str() == Some(t) || x.as_array().is_some_and(|a| a.iter().any(|y| y == t))
+            })
+        };
+        let is_list = ty("array")
+            || (!ty("integer") && !ty("number") && instance.is_some_and(Json::is_array));
+        if !is_list {
+            let base = schema
+                .and_then(|s| s.get("minimum"))
+                .and_then(Json::as_f64)
+                .map_or(0, |m| m.ceil().max(0.0) as i64);
+            return Observed::Number { base };
+        }
+        let get_u = |k: &str| schema.and_then(|s| s.get(k)).and_then(Json::as_u64);
+        let min = get_u("minItems").unwrap_or(0) as usize;
+        let mut max = get_u("maxItems").unwrap_or(10_000).min(10_000) as usize;
+        if let Some(page) = page_size(&cetp_conformance::profile::table_to_json(&o.args)) {
+            max = max.min(page);
+        }
+        let unique = schema
+            .and_then(|s| s.get("uniqueItems"))
+            .and_then(Json::as_bool)
+            == Some(true);
+        let item_schema = schema
+            .and_then(|s| s.get("items"))
+            .cloned()
+            .unwrap_or(json!({}));
+        let first = instance
+            .and_then(Json::as_array)
+            .and_then(|a| a.first())
+            .cloned()
+            .unwrap_or_else(|| generate(&item_schema, seed));
+        let mut items = vec![first];
+        if unique {
+            // Distinct items, each generated from its own seed: as many as
+            // the page may hold, or as could be found.
+            for k in 1..(max.min(256) as u64 * 4) {
+                if items.len() >= max.min(256) {
+                    break;
+                }
+                let v = generate(&item_schema, seed.wrapping_add(k));
+                if !items.contains(&v) {
+                    items.push(v);
+                }
+            }
+            max = max.min(items.len());
+        }
+        Observed::List { items, min, max }
     }
-    let mut schema = &tools[i].output_schema;
+
+    /// The snapshot value for `effects` effects.
+    pub fn value(&self, effects: u64) -> Json {
+        match self {
+            Observed::Number { base } => json!(base.saturating_add(effects.min(1 << 40) as i64)),
+            Observed::List { items, min, max } => {
+                let n = min
+                    .saturating_add(effects.min(10_000) as usize)
+                    .min(*max)
+                    .max(*min.min(max));
+                Json::Array(
+                    (0..n)
+                        .map(|k| items.get(k).unwrap_or(&items[0]).clone())
+                        .collect(),
+                )
+            }
+        }
+    }
+
+    /// The most items the target's list can show, when it is a list with a
+    /// cap: a count at the cap may hide an effect, so such a snapshot
+    /// judges nothing.
+    pub fn cap(&self) -> Option<u64> {
+        match self {
+            Observed::List { max, .. } if *max < 10_000 => Some(*max as u64),
+            _ => None,
+        }
+    }
+}
+
+/// The page size the observer's args ask for, when one of [`PAGE_ARGS`]
+/// is a positive integer.
+fn page_size(args: &Json) -> Option<usize> {
+    PAGE_ARGS
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Json::as_u64))
+        .filter(|n| *n > 0)
+        .map(|n| n as usize)
+}
+
+/// The subschema at `pointer` of an object schema, following `properties`
+/// (and `items` for an index); `None` where the schema does not say.
+fn schema_at<'s>(schema: &'s Json, pointer: &str) -> Option<&'s Json> {
+    let mut cur = schema;
     for part in pointer.split('/').skip(1) {
-        schema = schema.get("properties")?.get(part)?;
+        let part = cetp_proto::pointer::unescape(part);
+        cur = match cur.get("properties").and_then(|p| p.get(part.as_ref())) {
+            Some(s) => s,
+            None if part.parse::<usize>().is_ok() => cur.get("items")?,
+            None => return None,
+        };
     }
-    Some(generate(schema.get("items")?, seed))
+    Some(cur)
 }
 
 /// The escalating args the profile names per tool (`escalating_args`, and
@@ -1041,11 +1212,12 @@ impl Shadow {
         // in their place (by index in the target's sequence).
         let mut replaced: BTreeSet<usize> = BTreeSet::new();
         let mut runs: Vec<(usize, CaseRun)> = Vec::new();
+        let mut refusals: BTreeMap<usize, Refusals> = BTreeMap::new();
         for round in 0..=MAX_ROUNDS {
             let Some(case) = to_case(header, &oracle_steps(&steps)) else {
                 return Judged::Nothing;
             };
-            runs = self.run_members(
+            (runs, refusals) = self.run_members(
                 members, &case, transcript, profile, rules, seed, start_ms, wrap,
             );
             let notes = self.shadow_notes(members, &runs, trun);
@@ -1128,17 +1300,21 @@ impl Shadow {
             };
             if matches!(s.meta, Meta::Plain | Meta::Optional) && step.get("expect").is_some() {
                 self.widen(&mut step, &runs);
+                any_fault(&mut step, &runs, &refusals);
+                if foreign_operation_query(&steps, i) {
+                    any_refusal(&mut step);
+                }
             }
             compiled.push(step.clone());
             if verdict.is_some() {
                 continue;
             }
             let why = match &s.meta {
-                Meta::EffectsAfter { .. } => s
-                    .step
-                    .get("bind")
-                    .and_then(Json::as_str)
-                    .and_then(|after| effects_mismatch(&step, after, trun, counts)),
+                Meta::EffectsAfter { .. } => {
+                    s.step.get("bind").and_then(Json::as_str).and_then(|after| {
+                        effects_mismatch(&step, after, trun, counts, self.shape.observed.cap())
+                    })
+                }
                 _ => mismatch(&step, trun),
             };
             if let Some(why) = why {
@@ -1263,7 +1439,7 @@ impl Shadow {
         seed: u64,
         start_ms: i64,
         wrap: &(dyn Fn(Target) -> Target + Sync),
-    ) -> Vec<(usize, CaseRun)> {
+    ) -> (Vec<(usize, CaseRun)>, BTreeMap<usize, Refusals>) {
         let jobs: Vec<(usize, &Member, Flavour)> = members
             .iter()
             .enumerate()
@@ -1278,7 +1454,7 @@ impl Shadow {
             .map_or(1, |n| n.get())
             .clamp(1, 8);
         let chunk = jobs.len().div_ceil(threads).max(1);
-        let mut out: Vec<(usize, CaseRun)> = std::thread::scope(|scope| {
+        let mut out: Vec<(usize, CaseRun, Refusals)> = std::thread::scope(|scope| {
             let handles: Vec<_> = jobs
                 .chunks(chunk)
                 .map(|js| {
@@ -1291,10 +1467,12 @@ impl Shadow {
                                     armed: Default::default(),
                                     shape: self.shape.clone(),
                                     flavour: *f,
+                                    refusals: Default::default(),
                                 });
                                 let cfg = self.config(m, business.clone(), *f);
                                 let provider = Arc::new(ReferenceProvider::new(cfg));
-                                let app: Arc<dyn cetp_reference::app::ProviderApp> = provider;
+                                let app: Arc<dyn cetp_reference::app::ProviderApp> =
+                                    provider.clone();
                                 let t = cetp_conformance::in_process::in_process_target(
                                     app,
                                     DeviceClock::manual(start_ms),
@@ -1304,13 +1482,17 @@ impl Shadow {
                                     a: Box::new(Mirror {
                                         inner: t.a,
                                         identity: "a",
+                                        uid: cetp_reference::device::IDENTITY_A.uid,
                                         business: business.clone(),
+                                        provider: provider.clone(),
                                     }),
                                     b: t.b.map(|b| {
                                         Box::new(Mirror {
                                             inner: b,
                                             identity: "b",
-                                            business,
+                                            uid: IDENTITY_B.uid,
+                                            business: business.clone(),
+                                            provider,
                                         })
                                             as Box<dyn Device>
                                     }),
@@ -1318,7 +1500,14 @@ impl Shadow {
                                 let t = wrap(t);
                                 let (_, env) =
                                     cetp_conformance::runner::identify(&t, profile).ok()?;
-                                Some((*k, run_case(&t, profile, &env, rules, case, seed)))
+                                let run = run_case(&t, profile, &env, rules, case, seed);
+                                let refusals = std::mem::take(
+                                    &mut *business
+                                        .refusals
+                                        .lock()
+                                        .unwrap_or_else(|e| e.into_inner()),
+                                );
+                                Some((*k, run, refusals))
                             })
                             .collect::<Vec<_>>()
                     })
@@ -1329,8 +1518,106 @@ impl Shadow {
                 .flat_map(|h| h.join().unwrap_or_default())
                 .collect()
         });
-        out.sort_by_key(|(k, _)| *k);
-        out
+        out.sort_by_key(|(k, _, _)| *k);
+        let mut refusals = BTreeMap::new();
+        let runs = out
+            .into_iter()
+            .map(|(k, run, r)| {
+                refusals.insert(k, r);
+                (k, run)
+            })
+            .collect();
+        (runs, refusals)
+    }
+}
+
+/// A step every member refused (its expectation `error` alone) accepts the
+/// refusal of any fault of its request, as each member that reached it
+/// recorded them ([`Mirror::note_refusals`]).
+fn any_fault(step: &mut Json, runs: &[(usize, CaseRun)], refusals: &BTreeMap<usize, Refusals>) {
+    let Some(bind) = step.get("bind").and_then(Json::as_str).map(str::to_string) else {
+        return;
+    };
+    let identity = step
+        .get("as")
+        .and_then(Json::as_str)
+        .unwrap_or("a")
+        .to_string();
+    let Some(e) = step.get_mut("expect").and_then(Json::as_object_mut) else {
+        return;
+    };
+    if e.get("status") != Some(&json!(["error"])) {
+        return;
+    }
+    let Some(codes) = e.get("error_code").and_then(Json::as_array) else {
+        // Any refusal is expected already.
+        return;
+    };
+    let mut codes: BTreeSet<String> = codes
+        .iter()
+        .filter_map(|c| c.as_str().map(str::to_string))
+        .collect();
+    for (k, run) in runs {
+        let Some(req) = run.bindings.get(&bind).and_then(|d| d.get("_request")) else {
+            continue;
+        };
+        let method = req.get("method").and_then(Json::as_str).unwrap_or_default();
+        let extras = req.get("extras").cloned().unwrap_or(Json::Null);
+        if let Some(more) = refusals
+            .get(k)
+            .and_then(|r| r.get(&refusal_key(&identity, method, &extras)))
+        {
+            codes.extend(more.iter().cloned());
+        }
+    }
+    e.insert("error_code".into(), json!(codes));
+}
+
+/// Whether step `i` reads or cancels an operation another identity's
+/// execution started (its `operation_id` taken from that execution's
+/// binding).
+fn foreign_operation_query(steps: &[GenStep], i: usize) -> bool {
+    let st = &steps[i].step;
+    let method = st.get("method").and_then(Json::as_str);
+    if !matches!(method, Some("get_operation" | "cancel_operation")) {
+        return false;
+    }
+    let who = |s: &Json| {
+        s.get("as")
+            .and_then(Json::as_str)
+            .unwrap_or("a")
+            .to_string()
+    };
+    let Some(from) = st
+        .get("operation_id")
+        .and_then(Json::as_str)
+        .and_then(|t| t.strip_prefix("${"))
+        .and_then(|t| t.split('/').next())
+    else {
+        return false;
+    };
+    steps[..i]
+        .iter()
+        .flat_map(|g| {
+            let mut all = vec![&g.step];
+            if let Some(sub) = g.step.get("steps").and_then(Json::as_array) {
+                all.extend(sub);
+            }
+            all
+        })
+        .find(|s| s.get("bind").and_then(Json::as_str) == Some(from))
+        .is_some_and(|creator| who(creator) != who(st))
+}
+
+/// §4.4 says only that another caller may not read an operation; which
+/// refusal it gets is not fixed (the suite's BIND-002 accepts any): where
+/// the shadow refused, any error code is expected.
+fn any_refusal(step: &mut Json) {
+    let Some(e) = step.get_mut("expect").and_then(Json::as_object_mut) else {
+        return;
+    };
+    if e.get("status") == Some(&json!(["error"])) {
+        e.remove("error_code");
     }
 }
 
@@ -1427,10 +1714,20 @@ fn effects_mismatch(
     after: &str,
     trun: &CaseRun,
     counts: Option<Counts>,
+    cap: Option<u64>,
 ) -> Option<String> {
     let since = step.get("since")?.as_str()?;
     let want = step.get("delta")?.as_i64()?;
     let (a, b) = (trun.bindings.get(since)?, trun.bindings.get(after)?);
+    // A page the Provider caps shows no more than its cap: at the cap, an
+    // effect may not show, and one that shows may be an item pushed out.
+    if cap.is_some_and(|c| {
+        [a, b]
+            .iter()
+            .any(|v| v.as_array().is_some_and(|l| l.len() as u64 >= c))
+    }) {
+        return None;
+    }
     if want == 0 && counts == Some(Counts::Objects) {
         // The shadow committed nothing: a create or a delete moved the
         // count (an update changes no count, so only the count is compared).
@@ -1527,6 +1824,86 @@ mod tests {
             answers: 0,
             dispatched: 0,
         }
+    }
+
+    fn tool(output: Json) -> DescribedTool {
+        DescribedTool::from_json(&json!({
+            "name": "stats", "title": "t", "description": "d",
+            "input_schema": {"type": "object"}, "output_schema": output, "scopes": [],
+            "annotations": {"effect": "read", "risk": "low", "destructive": false,
+                            "idempotent": true, "confirmation": "never", "open_world": false,
+                            "execution": "sync"}
+        }))
+        .unwrap()
+    }
+
+    fn observer(pointer: &str, args: &str) -> cetp_conformance::profile::Observer {
+        Profile::from_toml(&format!(
+            "[observer]\ntool = \"stats\"\npointer = \"{pointer}\"\ncounts = \"objects\"\nargs = {args}\n"
+        ))
+        .unwrap()
+        .observer
+        .unwrap()
+    }
+
+    /// The shadow writes its count in the shape the output schema gives
+    /// the observer's pointer (profiles/README.md: a number, a list, a
+    /// page the Provider caps), never a value the schema refuses: an
+    /// integer count (it wrote `[]` there, and the output schema check
+    /// fired on the shadow), a list with `minItems`, a page capped by
+    /// `maxItems` and by the observer's `limit`, unique items.
+    #[test]
+    fn the_observers_count_takes_the_shape_its_schema_gives() {
+        let count = json!({"type": "object", "properties": {
+            "count": {"type": "integer", "minimum": 0},
+            "notes": {"type": "array", "minItems": 1, "maxItems": 50, "uniqueItems": true,
+                      "items": {"type": "string"}}}});
+        let tools = vec![tool(count.clone())];
+        let fallbacks = vec![generate(&count, 3)];
+        let schema = CompiledSchema::compile(&count, DEFAULT_DIALECT).unwrap();
+        let o = Observed::of(&tools, &fallbacks, &observer("/count", "{}"), 3);
+        assert_eq!(o, Observed::Number { base: 0 });
+        for n in [0, 1, 7] {
+            let v = set_pointer(json!({"notes": ["x"]}), "/count", o.value(n));
+            assert!(schema.is_valid(&v), "{v}");
+            assert_eq!(v["count"], json!(n));
+        }
+        let l = Observed::of(&tools, &fallbacks, &observer("/notes", "{ limit = 20 }"), 3);
+        assert_eq!(l.cap(), Some(20));
+        let (mut lens, mut seen) = (Vec::new(), BTreeSet::new());
+        for n in [0, 1, 2, 40] {
+            let v = set_pointer(json!({"count": 0}), "/notes", l.value(n));
+            assert!(schema.is_valid(&v), "{v}");
+            lens.push(v["notes"].as_array().unwrap().len());
+            seen.insert(v["notes"].to_string());
+        }
+        // minItems 1 is the base, 20 (the page asked for) the most.
+        assert_eq!(lens, vec![1, 2, 3, 20]);
+        assert_eq!(
+            seen.len(),
+            4,
+            "equal counts, equal snapshots; others differ"
+        );
+        assert_eq!(l.value(2), l.value(2));
+    }
+
+    /// At a page's cap an effect may not show: such a window is not
+    /// judged; below it, a change with no effect due is a finding.
+    #[test]
+    fn a_capped_page_at_its_cap_judges_no_effect() {
+        let step = json!({"do": "expect_effects", "since": "o", "delta": 0});
+        let trun = |before: usize, after: usize| {
+            let mut r = run(None, 1);
+            r.bindings.insert("o".into(), json!(vec!["n"; before]));
+            r.bindings.insert("p".into(), json!(vec!["n"; after]));
+            r
+        };
+        let at_cap = trun(3, 3);
+        assert!(effects_mismatch(&step, "p", &at_cap, Some(Counts::Objects), Some(3)).is_none());
+        let moved = trun(1, 2);
+        assert!(effects_mismatch(&step, "p", &moved, Some(Counts::Objects), Some(3)).is_some());
+        let full = trun(2, 3);
+        assert!(effects_mismatch(&step, "p", &full, Some(Counts::Objects), Some(3)).is_none());
     }
 
     /// A grant b's user approved in the target's run is the target's to

@@ -59,6 +59,29 @@ pub fn run_case(
     case: &Case,
     seed: u64,
 ) -> CaseRun {
+    run_case_waiting(
+        target,
+        profile,
+        env,
+        rules,
+        case,
+        seed,
+        cetp_conformance::interp::DEFAULT_MAX_WAIT_MS,
+    )
+}
+
+/// [`run_case`] on a target whose clock may not move: a lifetime longer
+/// than `max_wait_ms` of real time leaves its step unjudged, naming the
+/// `--max-wait` that would judge it.
+pub fn run_case_waiting(
+    target: &Target,
+    profile: &Profile,
+    env: &Env,
+    rules: &BTreeMap<String, Vec<String>>,
+    case: &Case,
+    seed: u64,
+    max_wait_ms: u64,
+) -> CaseRun {
     let mut tally = CheckTally::new(rules.clone());
     let mut dispatched = 0usize;
     let mut emit = |e: Event| {
@@ -68,7 +91,8 @@ pub fn run_case(
     };
     let rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let (stop, step, bindings, cited) = {
-        let mut runner = CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng);
+        let mut runner =
+            CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng).max_wait(max_wait_ms);
         let r = runner.run(case);
         (
             r.err(),

@@ -70,6 +70,7 @@ pub mod descriptor;
 pub mod exec;
 pub mod moves;
 pub mod oracle;
+pub mod settle;
 pub mod world;
 
 use cetp_conformance::device::Target;
@@ -144,6 +145,11 @@ pub struct FuzzConfig {
     /// finding must fail again in before it is reported; one that does not
     /// is reported as flaky.
     pub confirm_runs: usize,
+    /// The longest real-time wait on a device whose clock cannot move
+    /// (`--max-wait`, as `cetp run` takes it): for a lifetime a sequence
+    /// lets run out, and for the operations a sequence left running to end
+    /// before the next one starts.
+    pub max_wait: Duration,
 }
 
 impl Default for FuzzConfig {
@@ -161,6 +167,7 @@ impl Default for FuzzConfig {
             lock: None,
             oracle: OracleChoice::Auto,
             confirm_runs: 1,
+            max_wait: Duration::from_secs(30),
         }
     }
 }
@@ -181,6 +188,10 @@ pub struct Stats {
     pub envelopes: u64,
     /// `execute_tool` calls of tools with side effects sent to the target.
     pub dispatched: u64,
+    /// Sequences whose effect windows were not judged: an operation an
+    /// earlier one left running was still open when it started (a device
+    /// whose clock cannot move, where `--max-wait` did not see it end).
+    pub effects_unjudged: u64,
     /// Milliseconds since the run started.
     pub elapsed_ms: u64,
 }
@@ -321,10 +332,18 @@ pub struct Fuzzer<'a> {
     /// next sequence, whose oracle members start afresh. The target is
     /// settled first ([`Fuzzer::quiesce`]).
     unsettled: bool,
-    /// Why the target could not be settled (its clock cannot be moved):
-    /// effect judgements are dropped from then on rather than risk
-    /// charging it with an earlier sequence's effect.
+    /// Why the target could not be settled: effect judgements are dropped
+    /// from then on rather than risk charging it with an earlier
+    /// sequence's effect.
     effects_unsafe: Option<String>,
+    /// The device's clock cannot move: operations left running are
+    /// followed to their end in real time ([`settle`]).
+    clock_fixed: bool,
+    /// Operations the target's runs left running, not yet seen ended.
+    open_ops: Vec<settle::Open>,
+    /// The sequence about to run starts with one of `open_ops` still open:
+    /// its effect windows are not judged.
+    effects_unjudged_now: bool,
     /// The finding being confirmed failed again only with its schema-drawn
     /// args drawn anew ([`Fuzzer::reproduces`]): its shrink draws them
     /// anew for every candidate too.
@@ -420,6 +439,18 @@ impl<'a> Fuzzer<'a> {
                 w
             }
         };
+        let mut world = world;
+        // Whether the device's clock moves decides which waits the moves
+        // may ask for (a wait on a clock that cannot move is real time).
+        // Moving it by nothing asks the device without changing its time.
+        world.fixed_clock = matches!(
+            target.a.advance_clock(0),
+            Err(e) if matches!(
+                e.kind,
+                cetp_conformance::device::ErrorKind::Unsupported
+                    | cetp_conformance::device::ErrorKind::UnknownOp
+            )
+        );
         if world.executable().next().is_none() {
             return Err(FuzzError::Refused(format!(
                 "nothing to fuzz: {} lists no read tool and the profile's [execute] allow lets the harness execute none of its tools",
@@ -455,6 +486,9 @@ impl<'a> Fuzzer<'a> {
             trace: std::env::var_os("CETP_FUZZ_TRACE").map(Into::into),
             unsettled: false,
             effects_unsafe: None,
+            clock_fixed: false,
+            open_ops: Vec::new(),
+            effects_unjudged_now: false,
             redraw_reruns: false,
             campaign: None,
             infra_streak: 0,
@@ -579,35 +613,68 @@ impl<'a> Fuzzer<'a> {
     /// makes the Provider advance its operations (as a real one would on
     /// its own). A target whose clock cannot move stays unsettled.
     fn quiesce(&mut self, seed: u64) {
+        self.effects_unjudged_now = false;
         if !self.unsettled || self.effects_unsafe.is_some() {
             return;
         }
-        let case = json!({
-            "id": "FUZZ-QUIESCE", "title": "settle the target", "role": "provider",
-            "level": "MUST", "requirements": [],
-            "steps": [
-                {"do": "advance_clock", "ms": QUIESCE_MS, "requirements": []},
-                {"do": "negotiate", "bind": "q"}
-            ]
-        });
-        let Ok(case) = serde_json::from_value::<Case>(case) else {
-            return;
-        };
-        let run = run_case(
+        if !self.clock_fixed {
+            let case = json!({
+                "id": "FUZZ-QUIESCE", "title": "settle the target", "role": "provider",
+                "level": "MUST", "requirements": [],
+                "steps": [
+                    {"do": "advance_clock", "ms": QUIESCE_MS, "requirements": []},
+                    {"do": "negotiate", "bind": "q"}
+                ]
+            });
+            let Ok(case) = serde_json::from_value::<Case>(case) else {
+                return;
+            };
+            let run = run_case(
+                &self.target,
+                self.profile,
+                &self.env,
+                &Default::default(),
+                &case,
+                seed,
+            );
+            match &run.stop {
+                None => {
+                    self.unsettled = false;
+                    self.open_ops.clear();
+                    return;
+                }
+                // The clock cannot move (the interpreter would wait the
+                // hour in real time): follow the operations instead.
+                Some(Stop::Setup { needs, .. }) if needs.starts_with("--max-wait") => {
+                    self.clock_fixed = true;
+                }
+                Some(stop) => {
+                    self.effects_unsafe = Some(format!(
+                        "a run left a background operation running and the target could not be settled ({}); effects are not judged after it",
+                        crate::exec::describe_stop(stop)
+                    ));
+                    return;
+                }
+            }
+        }
+        settle::settle(
             &self.target,
             self.profile,
             &self.env,
-            &Default::default(),
-            &case,
-            seed,
+            &mut self.open_ops,
+            self.cfg.max_wait,
+            seed ^ 0x5e77_1e00,
         );
-        match &run.stop {
-            None => self.unsettled = false,
-            Some(stop) => {
-                self.effects_unsafe = Some(format!(
-                    "a run left a background operation running and the target could not be settled ({}); effects are not judged after it",
-                    crate::exec::describe_stop(stop)
-                ))
+        self.unsettled = !self.open_ops.is_empty();
+        self.effects_unjudged_now = self.unsettled;
+    }
+
+    /// The compiled case as it runs on the target: without its effect
+    /// judgements when an earlier operation may still end inside them.
+    fn effects_judgeable(&self, case: &mut Json) {
+        if self.effects_unsafe.is_some() || self.effects_unjudged_now {
+            if let Some(steps) = case.get_mut("steps").and_then(Json::as_array_mut) {
+                steps.retain(|s| s.get("do").and_then(Json::as_str) != Some("expect_effects"));
             }
         }
     }
@@ -660,13 +727,14 @@ impl<'a> Fuzzer<'a> {
         if let Some(m) = &self.blind {
             m.reseed(seed);
         }
-        let run = run_case(
+        let run = exec::run_case_waiting(
             &self.target,
             self.profile,
             &self.env,
             self.rules,
             case,
             seed,
+            u64::try_from(self.cfg.max_wait.as_millis()).unwrap_or(u64::MAX),
         );
         self.watch_device(&run);
         if run
@@ -675,6 +743,20 @@ impl<'a> Fuzzer<'a> {
             .any(|doc| doc.get("status").and_then(Json::as_str) == Some("accepted"))
         {
             self.unsettled = true;
+            let steps: Vec<Json> = case
+                .steps
+                .iter()
+                .filter_map(|s| serde_json::to_value(s).ok())
+                .collect();
+            for o in settle::left_open(&steps, &run.bindings) {
+                if !self
+                    .open_ops
+                    .iter()
+                    .any(|x| x.operation_id == o.operation_id)
+                {
+                    self.open_ops.push(o);
+                }
+            }
         }
         run
     }
@@ -733,13 +815,7 @@ impl<'a> Fuzzer<'a> {
             }
             descriptor::Judged::Nothing => Attempt::Nothing,
             descriptor::Judged::Ran { mut case, run } => {
-                if self.effects_unsafe.is_some() {
-                    if let Some(steps) = case.get_mut("steps").and_then(Json::as_array_mut) {
-                        steps.retain(|s| {
-                            s.get("do").and_then(Json::as_str) != Some("expect_effects")
-                        });
-                    }
-                }
+                self.effects_judgeable(&mut case);
                 if let Some(dir) = &self.trace {
                     let _ = std::fs::write(
                         dir.join(format!("case-{index}-{seed}.json")),
@@ -796,11 +872,7 @@ impl<'a> Fuzzer<'a> {
         let Some(mut case_json) = compiled.case else {
             return Attempt::Nothing;
         };
-        if self.effects_unsafe.is_some() {
-            if let Some(steps) = case_json.get_mut("steps").and_then(Json::as_array_mut) {
-                steps.retain(|s| s.get("do").and_then(Json::as_str) != Some("expect_effects"));
-            }
-        }
+        self.effects_judgeable(&mut case_json);
         let case: Case = match serde_json::from_value(case_json.clone()) {
             Ok(c) => c,
             Err(_) => return Attempt::Nothing,
@@ -830,6 +902,21 @@ impl<'a> Fuzzer<'a> {
     /// regression test holds a mutant or a legal variant to, move by move.
     pub fn judge_moves(&mut self, moves: &[Move], seed: u64) -> Judgement {
         match self.attempt(moves, 0, seed) {
+            Attempt::OracleNotes(n) => Judgement::OracleNotes(n),
+            Attempt::Nothing => Judgement::Unjudged,
+            Attempt::Ran { case, run } => match signature(&case, &run) {
+                Some((signature, message)) => Judgement::Finding { signature, message },
+                None => Judgement::Pass,
+            },
+        }
+    }
+
+    /// Judges given steps (in the generator's step language) as a run
+    /// judges a generated sequence's, through the descriptor oracle: what
+    /// the never-stricter-than-the-suite test holds the oracle to with the
+    /// suite's own cases. `Unjudged` under the differential oracle.
+    pub fn judge_steps(&mut self, steps: &[moves::GenStep], seed: u64) -> Judgement {
+        match self.attempt_descriptor(steps, 0, seed) {
             Attempt::OracleNotes(n) => Judgement::OracleNotes(n),
             Attempt::Nothing => Judgement::Unjudged,
             Attempt::Ran { case, run } => match signature(&case, &run) {
@@ -917,7 +1004,11 @@ impl<'a> Fuzzer<'a> {
             let seed = case_seed(self.cfg.seed, index);
             let seq = self.next_sequence(seed);
             stats.cases += 1;
-            match self.attempt(&seq.moves, index, seed) {
+            let attempt = self.attempt(&seq.moves, index, seed);
+            if self.effects_unjudged_now {
+                stats.effects_unjudged += 1;
+            }
+            match attempt {
                 Attempt::OracleNotes(n) => {
                     stats.unjudged += 1;
                     for x in n {

@@ -553,7 +553,12 @@ pub(crate) fn effect_delta(before: &Json, after: &Json, counts: Option<Counts>) 
         return Some(0);
     }
     match counts? {
-        Counts::Effects => Some(after.as_i64()? - before.as_i64()?),
+        // A counter: a number, or a list whose length counts
+        // (profiles/README.md).
+        Counts::Effects => {
+            let n = |v: &Json| v.as_i64().or_else(|| v.as_array().map(|a| a.len() as i64));
+            Some(n(after)? - n(before)?)
+        }
         Counts::Objects | Counts::Snapshot => None,
     }
 }

@@ -43,6 +43,14 @@ pub struct World {
     /// The profile's roles (`large_result`, `failing_operation`, ...) whose
     /// tool the fuzzer may execute: role name to tool name.
     pub roles: std::collections::BTreeMap<String, String>,
+    /// The manifest declares v2 alone: the clauses of dual-stack Providers
+    /// (§4's v1 reading, §8) are not its rules, nor are they cited.
+    pub v2_only: bool,
+    /// The device's clock cannot move (a phone, the JVM device, `cetp sim
+    /// --fixed-clock`): every wait a move asks for is real time, so moves
+    /// ask for none longer than a second (set by the fuzzer, which probes
+    /// the device).
+    pub fixed_clock: bool,
 }
 
 impl World {
@@ -119,6 +127,8 @@ pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result
         tools,
         has_b: target.b.is_some(),
         max_request_bytes,
+        v2_only: env.manifest_kind == "v2_only",
+        fixed_clock: false,
         // Only a counter of effects gives a count that sequences before
         // this one cannot disturb: a list of objects or a snapshot also
         // moves when an earlier sequence's background work finishes, which

@@ -490,6 +490,36 @@ variants! {
                 == Some(cetp_proto::canonical::sha256_hex(&file).as_str())
         )
     };
+    // ---- the order of refusals
+    deadline_checked_first => |w| {
+        w.connect(A);
+        // Two faults: a session of nobody's and a passed deadline.
+        let b = w
+            .exec_bundle(A, &rid(1), "create_alert", CREATE)
+            .with(keys::SESSION_TOKEN, Value::str("no-such-session"))
+            .with(keys::DEADLINE_AT_MS, Value::Long(w.now - 1_000));
+        brief(&w.call(A, "execute_tool", Some(b)))
+    };
+    session_checked_first => |w| {
+        w.connect(A);
+        // Two faults: no request id, and a session of nobody's.
+        let mut b = w.common(A, &rid(1)).with(keys::SESSION_TOKEN, Value::str("no-such-session"));
+        b.remove(keys::REQUEST_ID);
+        brief(&w.call(A, "get_provider_info", Some(b)))
+    };
+    v2_only_v1_calls_unknown [ProviderConfig::default().with_latitude(Variant::V2OnlyManifest)] => |w| {
+        brief(&w.call(A, "list_tools", None))
+    };
+    lenient_args_text => |w| {
+        w.connect(A);
+        let bom = format!("\u{feff}{CREATE}");
+        brief(&w.exec(A, &rid(1), "create_alert", &bom))
+    };
+    foreign_operations_expired => |w| {
+        let op = start_op(w);
+        w.connect(B);
+        brief(&w.get_op(B, &rid(1), &op))
+    };
 }
 
 #[test]

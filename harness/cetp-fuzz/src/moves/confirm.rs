@@ -80,7 +80,7 @@ impl Generator<'_> {
             decide,
             &["CETP2-4.3-02", "CETP2-7.2-04", "CETP2-7.2-05"],
         ))];
-        if self.chance(0.2) {
+        if self.chance(0.2) && !self.world.fixed_clock {
             // The token outlived: past the lifetime the vendor names
             // (`[timing] resume_token_ttl_ms`), a resume must be refused.
             let ttl = Step::AdvanceClock {

@@ -20,12 +20,18 @@ impl Generator<'_> {
         ]
         .get(self.rng.random_range(0..6))
         .unwrap_or(&1_000);
-        vec![advance_by(ms)]
+        // On a clock that cannot move the wait is real time: a second.
+        vec![advance_by(if self.world.fixed_clock { 1_000 } else { ms })]
     }
 
     /// Move: a session used after its lifetime (§2.2), which must be
     /// refused. `None` when there is no session yet.
     pub(super) fn expire(&mut self) -> Option<Vec<GenStep>> {
+        // A session's lifetime in real time is beyond any run's patience
+        // (the JVM device's sessions live an hour): not drawn there.
+        if self.world.fixed_clock {
+            return None;
+        }
         let sess = self.pick(&self.st.sessions.clone())?;
         let l = self.name("x");
         // Past the lifetime of every session so far, not only of the one

@@ -290,7 +290,9 @@ impl Generator<'_> {
                 let ms = *[61_000u64, 590_000, 3_590_000]
                     .get(self.rng.random_range(0..3))
                     .unwrap_or(&61_000);
-                inner.push(advance_by(ms));
+                if !self.world.fixed_clock {
+                    inner.push(advance_by(ms));
+                }
                 (ident, s.to_string(), own_rid.to_string(), "get_operation")
             }
             _ => (

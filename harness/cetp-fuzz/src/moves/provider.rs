@@ -170,17 +170,38 @@ impl Generator<'_> {
         let ident = self.ident();
         let s = self.session_of(ident, pre);
         let b = self.name("w");
+        // A v2-only Provider is held to §4.1 (every v2 request carries
+        // protocol_version) and §8's v2-only rule for writes, never to the
+        // dual-stack clauses (the v1 reading of §4, the v1 view of §2.1).
+        let (list_tags, exec_tags, effect_tags): (&[&str], &[&str], &[&str]) = if self.world.v2_only
+        {
+            (
+                &["CETP2-4.1-01"],
+                &["CETP2-4.1-01", "CETP2-8-02"],
+                &["CETP2-4.1-01", "CETP2-8-02"],
+            )
+        } else {
+            (
+                &["CETP2-2.1-05", "CETP2-4-08"],
+                &["CETP2-8-02", "CETP2-8-07", "CETP2-4-08"],
+                &["CETP2-8-02", "CETP2-8-07"],
+            )
+        };
         if self.chance(0.4) {
-            // The v1 list holds only tools the v2 list declares read-only.
-            let l = self.list_into(&s, ident, pre);
             let list = Call {
                 session: None,
                 v1: true,
                 ..Call::new(ident, "list_tools", "", &b)
             };
+            if self.world.v2_only {
+                // Refused, whichever way (§4.1): no v1 list to compare.
+                return Some(vec![call_step(list.citing(list_tags))]);
+            }
+            // The v1 list holds only tools the v2 list declares read-only.
+            let l = self.list_into(&s, ident, pre);
             let read_only = Step::V1ReadOnly { v1: b, v2: l };
             return Some(vec![
-                call_step(list.citing(&["CETP2-2.1-05", "CETP2-4-08"])),
+                call_step(list.citing(list_tags)),
                 judgement(citing(read_only, &["CETP2-2.1-05", "CETP2-8-08"])),
             ]);
         }
@@ -192,11 +213,11 @@ impl Generator<'_> {
             args: Some(Args::Valid),
             ..Call::new(ident, "execute_tool", &s, &b)
         };
-        let step = call_step(call.citing(&["CETP2-8-02", "CETP2-8-07", "CETP2-4-08"]));
+        let step = call_step(call.citing(exec_tags));
         Some(if tool.effect == "read" {
             vec![step]
         } else {
-            self.observed(vec![step], None, &["CETP2-8-02", "CETP2-8-07"])
+            self.observed(vec![step], None, effect_tags)
         })
     }
 }

@@ -124,7 +124,10 @@ impl Generator<'_> {
             let ms = *[61_000u64, 590_000, 3_590_000]
                 .get(self.rng.random_range(0..3))
                 .unwrap_or(&61_000);
-            out.push(advance_by(ms));
+            // Real time on a clock that cannot move: no such wait.
+            if !self.world.fixed_clock {
+                out.push(advance_by(ms));
+            }
         }
         let s2 = if later || self.chance(0.3) {
             self.fresh_session(ident, &mut out)

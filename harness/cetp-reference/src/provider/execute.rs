@@ -137,6 +137,50 @@ pub(crate) enum Effected {
     Operation(String),
 }
 
+/// `text` as a lenient JSON parser reads it (RFC 8259 lets a parser ignore
+/// a byte order mark, §8.1, and leaves what an unpaired surrogate escape
+/// becomes to it, §8.2): the mark dropped, each unpaired `\uD800`–`\uDFFF`
+/// escape made `\uFFFD`.
+fn lenient_json_text(text: &str) -> String {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let surrogate = |s: &str| -> Option<u16> {
+        let hex = s.strip_prefix("\\u")?.get(..4)?;
+        u16::from_str_radix(hex, 16)
+            .ok()
+            .filter(|v| (0xD800..=0xDFFF).contains(v))
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("\\u") {
+        // An escaped backslash before it makes it text, not an escape.
+        let backslashes = rest[..at].chars().rev().take_while(|c| *c == '\\').count();
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        match surrogate(tail) {
+            Some(hi) if backslashes % 2 == 0 => {
+                let paired = (0xD800..0xDC00).contains(&hi)
+                    && tail
+                        .get(6..)
+                        .and_then(surrogate)
+                        .is_some_and(|lo| (0xDC00..=0xDFFF).contains(&lo));
+                if paired {
+                    out.push_str(&tail[..12]);
+                    rest = &tail[12..];
+                } else {
+                    out.push_str("\\ufffd");
+                    rest = &tail[6..];
+                }
+            }
+            _ => {
+                out.push_str(&tail[..2]);
+                rest = &tail[2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 pub(crate) fn invalid_args(p: &ReferenceProvider, message: impl Into<String>) -> Failure {
     let code = if p.has(Mutant::InvalidArgsWrongCode) {
         ErrorCode::InvalidRequest
@@ -249,7 +293,7 @@ impl ReferenceProvider {
     /// The call's tool (one this caller may see), its args parsed and
     /// checked against the negotiated size (§4.1) and the input schema
     /// (§3.2), or the answer that refuses it.
-    fn checked_call<'t>(
+    pub(crate) fn checked_call<'t>(
         &'t self,
         cx: &Cx<'_>,
         tool_name: &str,
@@ -273,6 +317,13 @@ impl ReferenceProvider {
                 ),
             ));
         }
+        let lenient;
+        let args = if self.takes(Variant::LenientArgsText) {
+            lenient = lenient_json_text(args);
+            lenient.as_str()
+        } else {
+            args
+        };
         let value = match parse_json_text("args", args) {
             Ok(v) => v,
             Err(e) => {

@@ -31,6 +31,7 @@ mod hostile;
 pub mod mutant;
 mod notes;
 mod operations;
+mod refusals;
 mod respond;
 mod session;
 mod state;
@@ -362,7 +363,9 @@ impl ProviderConfig {
                 }
             }
             Variant::SingleConcurrentRequest => self.limits.max_concurrent_requests = 1,
-            Variant::V2OnlyManifest => self.manifest = ManifestVariant::V2Only,
+            Variant::V2OnlyManifest | Variant::V2OnlyV1CallsUnknown => {
+                self.manifest = ManifestVariant::V2Only
+            }
             Variant::ProviderIdCustom => self.provider_id = format!("{}.tools", self.package),
             // Room for the 1 MB trade note inline (§2.2 sets only a
             // minimum); the profile's large export still needs a file.
@@ -668,6 +671,9 @@ impl ReferenceProvider {
         // §5: echo the request id whenever the request carried one we can
         // read, even if the rest of the envelope is broken.
         let raw_id = extras.and_then(|b| b.opt_string(keys::REQUEST_ID).ok().flatten());
+        if let Some(f) = self.early_refusal(caller.uid, now_ms, method, extras) {
+            return self.finish_v2(f.into(), raw_id.as_deref());
+        }
         let req = match self.decode(method, extras) {
             Ok(r) => r,
             Err(f) => return self.finish_v2(f.into(), raw_id.as_deref()),
@@ -909,6 +915,10 @@ impl ProviderApp for ReferenceProvider {
                 }
             }
             (Dialect::V1, None) => self.finish_v2(self.unknown_method().into(), None),
+            (Dialect::V1, Some(_)) if self.takes(Variant::V2OnlyV1CallsUnknown) => {
+                let raw_id = extras.and_then(|b| b.opt_string(keys::REQUEST_ID).ok().flatten());
+                self.finish_v2(self.unknown_method().into(), raw_id.as_deref())
+            }
             (Dialect::V1, Some(_)) => {
                 // §4: a v2-only Provider never reads a call as v1.
                 let raw_id = extras.and_then(|b| b.opt_string(keys::REQUEST_ID).ok().flatten());

@@ -224,6 +224,18 @@ impl ReferenceProvider {
                 && (op.request_id == cx.request_id || self.has(Mutant::OperationRequestIdUnbound))
         });
         let Some(op) = visible else {
+            // Only another caller's: a request id that is not the
+            // execution's is INVALID_REQUEST by §5's table (CETP2-5-14).
+            let foreign = d
+                .operations
+                .get(op_id)
+                .is_some_and(|op| op.uid != cx.uid && op.request_id == cx.request_id);
+            if self.takes(Variant::ForeignOperationsExpired) && foreign {
+                return Err(Failure::new(
+                    ErrorCode::ResultExpired,
+                    "No operation result is kept for this request.",
+                ));
+            }
             return Err(Failure::new(
                 ErrorCode::InvalidRequest,
                 "No such operation for this request.",

@@ -18,6 +18,61 @@ const PLACEHOLDER_ID: &str = "00000000-0000-4000-8000-000000000000";
 const PROVIDER_CAPABILITIES: [Capability; 3] = Capability::ALL;
 
 impl ReferenceProvider {
+    /// The refusal-order latitudes: no clause orders the checks of a
+    /// request that carries several faults (§2.2, §2.3, §4.1, §5), so a
+    /// Provider may read the deadline first ([`Variant::DeadlineCheckedFirst`])
+    /// or the session and the capability it grants
+    /// ([`Variant::SessionCheckedFirst`]) before the rest of the envelope.
+    /// Each reads only fields of the right Bundle type: a field of the wrong
+    /// type is the envelope's fault, judged after.
+    pub(crate) fn early_refusal(
+        &self,
+        uid: u32,
+        now_ms: i64,
+        method: Method,
+        extras: Option<&Bundle>,
+    ) -> Option<Failure> {
+        if method == Method::Negotiate {
+            return None;
+        }
+        let b = extras?;
+        if self.takes(Variant::DeadlineCheckedFirst) {
+            if let Some(Value::Long(deadline)) = b.get(keys::DEADLINE_AT_MS) {
+                // §6: a retry of a recorded execution gets its terminal
+                // result, whatever its deadline.
+                let recorded = method == Method::ExecuteTool
+                    && b.opt_string(keys::REQUEST_ID)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|id| {
+                            let key = self.dedupe_key(uid, &id);
+                            lock(&self.durable.state).records.contains_key(&key)
+                        });
+                if now_ms > *deadline && !recorded {
+                    return Some(Failure::new(
+                        ErrorCode::DeadlineExceeded,
+                        "The request deadline has passed; nothing was done.",
+                    ));
+                }
+            }
+        }
+        if self.takes(Variant::SessionCheckedFirst) {
+            if let Ok(Some(token)) = b.opt_string(keys::SESSION_TOKEN) {
+                let caps = match self.session(uid, now_ms, &token) {
+                    Ok(caps) => caps,
+                    Err(f) => return Some(f),
+                };
+                if let Some(cap) = method.capability().filter(|c| !caps.contains(c)) {
+                    return Some(Failure::new(
+                        ErrorCode::UnsupportedCapability,
+                        format!("{} was not negotiated in this session.", cap.as_str()),
+                    ));
+                }
+            }
+        }
+        None
+    }
+
     /// Strict decoding (cetp-proto), with the envelope mutants bending the
     /// input before it and restoring what they hid after it.
     pub(crate) fn decode(

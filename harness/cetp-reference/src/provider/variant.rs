@@ -132,6 +132,29 @@ latitudes! {
     /// With large_results negotiated, a succeeded operation hands its
     /// result over as a file, whatever its size.
     OperationResultsAsFiles => "operation_results_as_files",
+    // ---- the order of refusals (§2.2, §2.3, §4.1, §4.4, §5: no clause orders the checks)
+    /// A passed `deadline_at_ms` is refused (DEADLINE_EXCEEDED) before the
+    /// session, the capability and the rest of the envelope are checked;
+    /// a retry of an execution already recorded still gets its recorded
+    /// result (§6).
+    DeadlineCheckedFirst => "deadline_checked_first",
+    /// The session token and the capability the method needs are checked
+    /// before the rest of the envelope: a request naming no live session of
+    /// the caller is NEGOTIATION_REQUIRED whatever else is wrong with it.
+    SessionCheckedFirst => "session_checked_first",
+    /// A v2-only Provider answers a call without `protocol_version`
+    /// METHOD_NOT_FOUND (it knows no v1 method of that name) instead of
+    /// INVALID_REQUEST.
+    V2OnlyV1CallsUnknown => "v2_only_v1_calls_unknown",
+    /// Another caller's operation (asked for under its own request id) is
+    /// answered RESULT_EXPIRED, as a forgotten one would be, instead of
+    /// INVALID_REQUEST.
+    ForeignOperationsExpired => "foreign_operations_expired",
+    // ---- the args text (§4.1; RFC 8259 §8.1, §8.2)
+    /// The args text is parsed as a lenient JSON parser does: a leading
+    /// byte order mark is ignored, an unpaired surrogate escape is read as
+    /// U+FFFD.
+    LenientArgsText => "lenient_args_text",
 }
 
 #[cfg(test)]

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# cetp fuzz on Providers not built on the Rust reference engine, on clocks
+# that cannot move, with the observers vendors write (issue 40):
+#
+#  1. the Java sample (examples/java-provider) on the JVM device, through the
+#     descriptor oracle, once per observer a vendor may write
+#     (profiles/README.md): a counter of effects (profile.toml), an integer
+#     count of objects (profile-count.toml), a list (profile-list.toml);
+#     each: no finding, no oracle note, at least MIN_JUDGED % of sequences
+#     judged;
+#  2. each seeded defect of the sample (defects.tsv) found by the fuzzer
+#     within DEFECT_BUDGET, no vectors involved;
+#  3. the reference on `cetp sim --fixed-clock`, through the descriptor
+#     oracle: no finding, no note, judged share as above.
+#
+#   scripts/fuzz-foreign-check.sh [--no-build]
+#
+# FUZZ_BUDGET (default 30s) and DEFECT_BUDGET (default 60s) set the runs'
+# lengths; the figures (share judged, envelopes/s, time to each defect) are
+# printed. Needs what scripts/jvm-device.sh needs, and cargo unless
+# CETP_BIN=path.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+build=1
+[ "${1:-}" = "--no-build" ] && build=0
+FUZZ_BUDGET="${FUZZ_BUDGET:-30s}"
+DEFECT_BUDGET="${DEFECT_BUDGET:-60s}"
+MIN_JUDGED="${MIN_JUDGED:-80}"
+if [ -n "${CETP_BIN:-}" ]; then
+    cetp="$CETP_BIN"
+else
+    cargo build -q -p cetp-cli
+    cetp="${CARGO_TARGET_DIR:-$root/target}/debug/cetp"
+fi
+work="$(mktemp -d)"
+pids=()
+stop_all() {
+    for p in "${pids[@]}"; do
+        kill "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    pids=()
+}
+trap 'stop_all; rm -rf "$work"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Waits for the line $3 (default "ready") in $1 from process $2 (at most 300 s).
+wait_ready() {
+    for _ in $(seq 600); do
+        grep -q "${3:-ready}" "$1" && return 0
+        if ! kill -0 "$2" 2>/dev/null; then
+            cat "$1" >&2
+            echo "fuzz-foreign-check: the device exited before it was ready" >&2
+            exit 1
+        fi
+        sleep 0.5
+    done
+    cat "$1" >&2
+    echo "fuzz-foreign-check: the device was not ready within 300 s" >&2
+    exit 1
+}
+
+start_jvm() {
+    local log="$work/device.log"
+    a="127.0.0.1:$(free_port)"
+    b="127.0.0.1:$(free_port)"
+    : > "$log"
+    local flags=(--listen "$a" --listen-b "$b" --no-build)
+    [ -n "${1:-}" ] && flags+=(--defect "$1")
+    nice -n 10 scripts/jvm-device.sh "${flags[@]}" > "$log" 2>&1 &
+    pids+=($!)
+    wait_ready "$log" "$!"
+}
+
+# Judges one fuzz run's fuzz.json: $1 the label, $2 the directory, $3
+# "clean" (no finding, no note, judged share) or a requirement the defect
+# breaks (a finding).
+judge() {
+    python3 - "$1" "$2/fuzz.json" "$3" "$MIN_JUDGED" <<'PY'
+import json, sys
+label, path, want, min_judged = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+r = json.load(open(path))
+s = r["stats"]
+cases = max(s["cases"], 1)
+judged = s["cases"] - s["unjudged"]
+share = 100.0 * judged / cases
+secs = max(s["elapsed_ms"], 1) / 1000.0
+line = (f"{label}: {s['cases']} sequences, {judged} judged ({share:.0f}%), "
+        f"{s['envelopes']} envelopes ({s['envelopes'] / secs:.1f}/s), "
+        f"{len(r['findings'])} findings, {len(r['oracle_notes'])} oracle notes, "
+        f"{len(r.get('flaky', []))} flaky, effects unjudged in {s.get('effects_unjudged', 0)} sequences")
+problems = []
+if want == "clean":
+    for f in r["findings"]:
+        problems.append(f"finding {f['id']}: {f['signature']}: {f['message'][:400]}")
+    for n in r["oracle_notes"]:
+        problems.append(f"oracle note: {n[:400]}")
+    if share < min_judged:
+        problems.append(f"only {share:.0f}% of sequences judged (at least {min_judged:.0f}% expected)")
+else:
+    if not r["findings"]:
+        problems.append("the seeded defect was not found")
+    else:
+        first = r.get("first_finding_ms")
+        line += f"; first finding after {first / 1000.0:.1f}s: " + r["findings"][0]["signature"][:200]
+print("fuzz-foreign-check: " + line)
+if problems:
+    for p in problems:
+        print("  " + p)
+    sys.exit(1)
+PY
+}
+
+fuzz() {
+    local label="$1" budget="$2" dir="$work/$1"
+    shift 2
+    set +e
+    "$cetp" fuzz --oracle descriptor --budget "$budget" --seed 9 --out "$dir" --quiet "$@" \
+        > "$work/$label.out" 2>&1
+    local code=$?
+    set -e
+    if [ ! -f "$dir/fuzz.json" ]; then
+        cat "$work/$label.out" >&2
+        echo "fuzz-foreign-check: $label wrote no fuzz.json (exit $code)" >&2
+        exit 1
+    fi
+}
+
+if [ "$build" -eq 1 ]; then
+    nice -n 10 scripts/jvm-device.sh --build-only 2>/dev/null
+fi
+
+# 1. The Java sample, once per observer.
+start_jvm ""
+for p in profile.toml profile-count.toml profile-list.toml; do
+    label="java-${p%.toml}"
+    fuzz "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" \
+        --profile "examples/java-provider/$p" --max-findings 3
+    judge "$label" "$work/$label" clean || { cat "$work/$label.out"; exit 1; }
+done
+stop_all
+
+# 2. Each seeded defect, found by the fuzzer alone.
+while IFS=$'\t' read -r name req _cases _what; do
+    start_jvm "$name"
+    fuzz "defect-$name" "$DEFECT_BUDGET" --target "tcp:$a" --target-b "$b" \
+        --profile examples/java-provider/profile.toml --max-findings 1
+    stop_all
+    judge "defect $name ($req)" "$work/defect-$name" "$req" || { cat "$work/defect-$name.out"; exit 1; }
+done < <(grep -v '^#' examples/java-provider/defects.tsv)
+
+# 3. The reference on a clock that cannot move.
+sa="127.0.0.1:$(free_port)"
+sb="127.0.0.1:$(free_port)"
+"$cetp" sim --listen "$sa" --listen-b "$sb" --fixed-clock > "$work/sim.log" 2>&1 &
+pids+=($!)
+wait_ready "$work/sim.log" "$!" "listening identity=b"
+fuzz sim-fixed-clock "$FUZZ_BUDGET" --target "tcp:$sa" --target-b "$sb" \
+    --profile profiles/reference.toml --max-findings 3
+stop_all
+judge "reference on sim --fixed-clock" "$work/sim-fixed-clock" clean || { cat "$work/sim-fixed-clock.out"; exit 1; }
+echo "fuzz-foreign-check: ok"
