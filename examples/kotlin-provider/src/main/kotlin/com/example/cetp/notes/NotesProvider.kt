@@ -5,12 +5,13 @@ import org.json.JSONObject
 
 /**
  * A notes app's CETP v2 Provider, in Kotlin, on its own base class
- * [ToolProviderBase]: `list_notes` reads, `add_note` creates, `delete_note`
- * deletes after the user confirms it on this app's screen.
+ * [ToolProviderBase]: `list_notes` reads, `add_note` creates, `rename_note`
+ * updates, `delete_note` deletes after the user confirms it on this app's
+ * screen.
  */
 class NotesProvider : ToolProviderBase() {
     override val providerName = "Sample Notes"
-    override val providerDescription = "A notebook: list, add and delete the user's notes."
+    override val providerDescription = "A notebook: list, add, rename and delete the user's notes."
     override val scopes = listOf(
         JSONObject().put("name", READ).put("title", "Read notes").put("description", "See your notes")
             .put("access", "read").put("sensitivity", "personal"),
@@ -41,6 +42,18 @@ class NotesProvider : ToolProviderBase() {
             run = ::addNote,
         ),
         Tool(
+            name = "rename_note",
+            title = "Rename a note",
+            description = "Gives a note a new title.",
+            scope = WRITE, effect = "update", risk = "low", destructive = false, idempotent = true,
+            inputSchema = """{"type":"object","properties":{"note_id":{"type":"string","pattern":"^n[0-9]{1,9}$"},""" +
+                """"title":{"type":"string","minLength":1,"maxLength":$MAX_TITLE}},"required":["note_id","title"],""" +
+                """"additionalProperties":false}""",
+            outputSchema = """{"type":"object","properties":{"note_id":{"type":"string"},"title":{"type":"string"}},""" +
+                """"required":["note_id","title"]}""",
+            run = ::renameNote,
+        ),
+        Tool(
             name = "delete_note",
             title = "Delete a note",
             description = "Deletes one note for good, after you confirm it in Sample Notes.",
@@ -67,6 +80,13 @@ class NotesProvider : ToolProviderBase() {
         val id = "n${++lastId}"
         NOTES[id] = args.getString("title")
         JSONObject().put("note_id", id)
+    }
+
+    private fun renameNote(args: JSONObject): JSONObject = synchronized(NOTES) {
+        val id = args.getString("note_id")
+        if (id !in NOTES) throw Refusal("CONFLICT", "there is no note $id")
+        NOTES[id] = args.getString("title")
+        JSONObject().put("note_id", id).put("title", NOTES[id])
     }
 
     private fun deleteNote(args: JSONObject): JSONObject = synchronized(NOTES) {

@@ -113,7 +113,8 @@ abstract class ToolProviderBase : ContentProvider() {
     }
     private fun negotiate(uid: Int, extras: Bundle?): Bundle {
         val versions = extras?.let { valueOf(it, "consumer_versions") }
-        if (versions !is IntArray || versions.isEmpty()) throw invalid("consumer_versions must be a non-empty int[]")
+        // An empty int[] is well-formed: it offers no version, so none is common (UNSUPPORTED_VERSION below).
+        if (versions !is IntArray) throw invalid("consumer_versions must be an int[]")
         val caps = valueOf(extras, "consumer_capabilities")
         if (caps !is String) throw invalid("consumer_capabilities must be a JSON array in a String")
         try {
@@ -291,7 +292,7 @@ abstract class ToolProviderBase : ContentProvider() {
         const val MAX_REQUEST_BYTES = 65536
         const val MAX_INLINE_RESULT_BYTES = 262144
         const val SESSION_TTL_MS = 3_600_000L
-        const val REVISION = "notes-2"
+        const val REVISION = "notes-3"
         private val METHODS = setOf("get_provider_info", "list_tools", "execute_tool", "get_operation", "cancel_operation")
         private val UUID = Regex("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
