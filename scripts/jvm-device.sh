@@ -29,6 +29,11 @@
 #       authority), --provider-meta the provider's own; values are typed as
 #       aapt2 types android:value (2 is an Integer).
 #       A class that cannot be loaded exits 2 naming it, before serving.
+#   ... --jvm-prop KEY=VALUE (repeatable): a system property for the
+#       Provider's own code, as a vendor's test switch (the Kotlin sample's
+#       seeded defects: --jvm-prop com.example.cetp.notes.defect=NAME, see
+#       examples/kotlin-provider/defects.tsv). Not a cetp.jvm.* key: those
+#       are the device's own.
 #   ... --no-build: use the classes the last run built
 #   scripts/jvm-device.sh --build-only
 #       builds and exits (scripts/jvm-device-check.sh builds once, then starts
@@ -46,13 +51,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 defects="$root/examples/java-provider/defects.tsv"
 usage="usage: $0 --listen HOST:PORT --listen-b HOST:PORT [--defect NAME | --provider-jar JAR… [--provider-class CLASS]
     [--authority AUTH] [--package PKG] [--manifest FILE] [--meta KEY=VALUE…] [--provider-meta KEY=VALUE…]
-    [--permission PERM] [--classpath CP]] [--no-build] | --list-defects | --build-only"
+    [--permission PERM] [--classpath CP]] [--jvm-prop KEY=VALUE…] [--no-build] | --list-defects | --build-only"
 
 names() { grep -v '^#' "$defects" | cut -f1; }
 die() { echo "jvm-device: $*" >&2; exit 2; }
 
 listen="" listen_b="" defect="" build=1 build_only=0
-jars=() classpath=() metas=() provider_metas=()
+jars=() classpath=() metas=() provider_metas=() jvm_props=()
 provider_class="" authority="" package="" manifest="" permission=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -71,6 +76,7 @@ while [ $# -gt 0 ]; do
         --provider-meta) provider_metas+=("${2:?$usage}"); shift 2 ;;
         --permission) permission="${2:?$usage}"; shift 2 ;;
         --classpath) classpath+=("${2:?$usage}"); shift 2 ;;
+        --jvm-prop) jvm_props+=("${2:?$usage}"); shift 2 ;;
         *) echo "$usage" >&2; exit 2 ;;
     esac
 done
@@ -95,6 +101,10 @@ if [ "${#jars[@]}" -gt 0 ]; then
         [[ "$kv" == ?*=* ]] || die "not KEY=VALUE: $kv"
     done
 fi
+for kv in "${jvm_props[@]}"; do
+    [[ "$kv" =~ ^[A-Za-z_][A-Za-z0-9_.-]*=.*$ ]] || die "--jvm-prop: not KEY=VALUE: $kv"
+    [[ "$kv" != cetp.jvm.* ]] || die "--jvm-prop: cetp.jvm.* properties are the device's own: $kv"
+done
 if [ -n "$defect" ] && ! names | grep -xF -- "$defect" >/dev/null; then
     echo "jvm-device: no seeded defect named '$defect'; there are: $(names | tr '\n' ' ')" >&2
     exit 2
@@ -180,6 +190,7 @@ PY
     what="${provider_class:-the Provider of $manifest}"
 fi
 [ "${#jars[@]}" -eq 0 ] && props+=("-Dcetp.jvm.provider.code=$code")
+for kv in "${jvm_props[@]}"; do props+=("-D$kv"); done
 echo "jvm-device: starting Robolectric (identity a on $listen, b on $listen_b) with $what" >&2
 # exec: killing this script's process kills the JVM.
 # -XX:TieredStopAtLevel=1: the client compiler only. Robolectric's start
