@@ -263,7 +263,7 @@ fn unoffered(s: &Scenario, trace: &Trace<'_>) -> Option<String> {
 pub fn premise_unmet(s: &Scenario, binder_limit: bool) -> Option<String> {
     let binder = s.premise.iter().any(|p| p == "binder_transaction_limit");
     (binder && !binder_limit).then(|| {
-        "not judged: the scenario's premise is Binder's transaction limit (an answer over about 1 MB never reaches a Consumer on Android), and this device does not say it enforces it (a TCP rig carries any size) (needs a device whose hello says binder_transaction_limit: a phone's probe app, or cetp sim --hosting probe-app)".to_string()
+        "not judged: the scenario's premise is Binder's transaction limit (an answer over about 1 MB never reaches a Consumer on Android), and this device does not say it enforces it, as a TCP rig that carries any size would not (needs a device whose hello says binder_transaction_limit: a phone's probe app, or cetp sim --hosting probe-app)".to_string()
     })
 }
 
