@@ -4,6 +4,7 @@
 //! wall clock (time is always passed in as Unix epoch milliseconds). Every other
 //! crate of the harness depends on this one; it depends on nothing of ours.
 
+pub mod binder;
 pub mod bundle;
 pub mod canonical;
 pub mod catalog;

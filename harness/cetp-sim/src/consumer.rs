@@ -169,6 +169,24 @@ impl ConsumerPort for SimPort {
         // The Consumer is another app: the Provider's exception crosses Binder.
         match crate::binder::cross(reply) {
             Reply::Threw { class, message } => Ok(CallAnswer::Threw { class, message }),
+            // A phone's Binder carries no answer over its transaction limit
+            // (the probe app's hosted Provider answers through two of
+            // them); where the device plays the probe app's rules, neither
+            // does this one (`hello`'s `binder_transaction_limit`).
+            Reply::Result {
+                bundle: Some(b), ..
+            } if matches!(app, AppRef::Hosted(_))
+                && self.sim.cfg.hosting.enforces_binder_limit()
+                && cetp_proto::binder::exceeds_transaction_limit(&b) =>
+            {
+                Err(DeviceError::new(
+                    ErrorKind::TransactionTooLarge,
+                    format!(
+                        "the scripted provider's answer is larger than one Binder transaction carries ({} bytes)",
+                        cetp_proto::binder::TRANSACTION_LIMIT_BYTES
+                    ),
+                ))
+            }
             Reply::Result {
                 bundle,
                 attachments,

@@ -517,6 +517,13 @@ impl Hosting {
         }
     }
 
+    /// Whether a hosted Provider's answers are held to Binder's
+    /// transaction limit, as a phone's are (the probe app's rules); the
+    /// open hosting carries any size, as a TCP rig does.
+    pub fn enforces_binder_limit(self) -> bool {
+        self == Hosting::ProbeApp
+    }
+
     /// `hello` members that describe hosting on a connection of
     /// `identity`.
     pub(crate) fn hello_members(self, identity: &str, extra: &mut Map) {
@@ -540,6 +547,11 @@ impl Hosting {
                 );
                 let fails: Vec<&str> = PROBE_FAIL_KINDS.iter().map(|k| k.as_str()).collect();
                 extra.insert("reply_fail".into(), json(serde_json::json!(fails)));
+                // Said only where it is so (`enforces_binder_limit`).
+                extra.insert(
+                    "binder_transaction_limit".into(),
+                    json(serde_json::json!(self.enforces_binder_limit())),
+                );
                 // An identity with no probe app of its own hosts nothing.
                 if let Some(probe) = Probe::of(identity) {
                     extra.insert(
@@ -975,6 +987,18 @@ mod hosting_tests {
         };
         assert_eq!(listed("reply_extensions"), extensions);
         assert_eq!(listed("reply_fail"), fails);
+        // Binder's transaction limit: the probe app says it holds its
+        // answers to it, and so does this device only with its rules.
+        let java = include_str!(
+            "../../../android-probe-app/core/src/main/java/com/clawseed/probe/core/HostedProvider.java"
+        );
+        assert!(java.contains("BINDER_TRANSACTION_LIMIT = true;"));
+        assert_eq!(hello["binder_transaction_limit"], Json::Bool(true));
+        assert!(Hosting::ProbeApp.enforces_binder_limit());
+        let mut open = Map::new();
+        Hosting::Open.hello_members("a", &mut open);
+        assert!(!open.contains_key("binder_transaction_limit"));
+        assert!(!Hosting::Open.enforces_binder_limit());
         // Every fail kind listed is played: none is refused by the rules.
         for kind in PROBE_FAIL_KINDS {
             assert!(Hosting::ProbeApp

@@ -211,6 +211,9 @@ pub struct WireConsumer {
     pub fail_kinds: Vec<ErrorKind>,
     /// What it hosts the Provider as (`hello`'s `hosted_provider`).
     pub hosted: Option<HostedAs>,
+    /// It enforces Binder's transaction limit on the hosted Provider's
+    /// answers (`hello`'s `binder_transaction_limit: true`).
+    pub binder_limit: bool,
     /// The adb forward this connection goes through, removed on drop.
     forward: Option<(cetp_transport::adb::Adb, u16)>,
 }
@@ -358,6 +361,7 @@ impl WireConsumer {
             extensions: Vec::new(),
             fail_kinds: Vec::new(),
             hosted: None,
+            binder_limit: false,
             forward,
         };
         let hello = w.op("hello", Map::new(), OP_TIMEOUT)?;
@@ -383,6 +387,9 @@ impl WireConsumer {
             .to_serde()
             .map_err(|e| format!("hello: {e:?}"))?;
         w.hosted = HostedAs::from_hello(&hello_json)?;
+        // Only a literal `true` says so: a device that says nothing, or
+        // anything else, carries what it is given (a TCP rig).
+        w.binder_limit = hello.get("binder_transaction_limit") == Some(&WireJson::Bool(true));
         if !ops.iter().any(|o| o == "host_provider") {
             return Err(format!(
                 "the device at {addr} offers no host_provider: it cannot host the hostile Provider"
@@ -592,6 +599,10 @@ impl ConsumerDevice for WireConsumer {
 
     fn reply_fail(&self) -> Vec<ErrorKind> {
         self.fail_kinds.clone()
+    }
+
+    fn binder_limit(&self) -> bool {
+        self.binder_limit
     }
 
     fn hosted_as(&self) -> Option<HostedAs> {

@@ -163,17 +163,21 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> Sc
     }
     let mut findings = Vec::new();
     let mut not_judged = Vec::new();
+    let mut must_broken = false;
     for e in &s.expect {
         match judge(trace, e) {
             Judged::Pass => {}
-            Judged::Broken(message) => findings.push(Finding {
-                check: e.check.name().to_string(),
-                cited: e
-                    .requirements
-                    .clone()
-                    .unwrap_or_else(|| s.requirements.clone()),
-                message,
-            }),
+            Judged::Broken(message) => {
+                must_broken |= e.must;
+                findings.push(Finding {
+                    check: e.check.name().to_string(),
+                    cited: e
+                        .requirements
+                        .clone()
+                        .unwrap_or_else(|| s.requirements.clone()),
+                    message,
+                })
+            }
             Judged::NotJudged(why) => not_judged.push(format!("{}: {why}", e.check.name())),
         }
     }
@@ -197,7 +201,9 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> Sc
     }
     let verdict = if findings.is_empty() {
         Verdict::Pass
-    } else if envelope_broken {
+    } else if envelope_broken || must_broken {
+        // A broken envelope, or a check whose own clause is a MUST (its
+        // `level`), fails whatever the scenario's level.
         Verdict::Fail
     } else if level == "SHOULD" {
         Verdict::Warn
@@ -250,6 +256,30 @@ fn unoffered(s: &Scenario, trace: &Trace<'_>) -> Option<String> {
     })
 }
 
+/// Why `s` cannot be judged on a device, when its premise is a device
+/// behaviour the device does not say it has (`binder_limit`: `hello`'s
+/// `binder_transaction_limit`). Not judged by the setup: the claim stays
+/// unestablished until a device that has it judges the scenario.
+pub fn premise_unmet(s: &Scenario, binder_limit: bool) -> Option<String> {
+    let binder = s.premise.iter().any(|p| p == "binder_transaction_limit");
+    (binder && !binder_limit).then(|| {
+        "not judged: the scenario's premise is Binder's transaction limit (an answer over about 1 MB never reaches a Consumer on Android), and this device does not say it enforces it, as a TCP rig that carries any size would not (needs a device whose hello says binder_transaction_limit: a phone's probe app, or cetp sim --hosting probe-app)".to_string()
+    })
+}
+
+/// `s` not judged, for `why`, before anything was played.
+fn not_judged(s: &Scenario, why: String) -> ScenarioResult {
+    ScenarioResult {
+        id: s.id.clone(),
+        title: s.title.clone(),
+        verdict: Verdict::NotApplicable,
+        findings: Vec::new(),
+        not_judged: vec![why],
+        acts: Vec::new(),
+        calls: 0,
+    }
+}
+
 /// Runs `s` in-process against the reference Consumer configured by
 /// `config` (a mutant when its `faults` say so).
 pub fn run_in_process(s: &Scenario, config: &ConsumerConfig) -> Result<ScenarioResult, String> {
@@ -262,6 +292,9 @@ pub fn run_in_process_traced(
     s: &Scenario,
     config: &ConsumerConfig,
 ) -> Result<(ScenarioResult, Vec<hostile::CallRecord>), String> {
+    // The in-process device enforces Binder's transaction limit
+    // ([`HostilePort`]), so every premise holds here.
+    debug_assert!(premise_unmet(s, true).is_none());
     let hostile = Hostile::new(s.provider.clone(), s.script.clone());
     let mut port = HostilePort::new(hostile, T0);
     port.decoy = s.provider.decoy.then(Hostile::decoy);
@@ -910,6 +943,12 @@ pub trait ConsumerDevice {
     fn reply_fail(&self) -> Vec<ErrorKind> {
         Vec::new()
     }
+    /// Whether the device enforces Binder's transaction limit on what the
+    /// hosted Provider answers, as Android does (`hello`'s
+    /// `binder_transaction_limit`).
+    fn binder_limit(&self) -> bool {
+        false
+    }
     /// What it can host the hostile Provider as, when it cannot host any
     /// authority and package (`hello`'s `hosted_provider`).
     fn hosted_as(&self) -> Option<HostedAs> {
@@ -1046,6 +1085,8 @@ pub struct Playable {
     pub hosted: Option<HostedAs>,
     /// What its peer probe hosts, when it reaches one.
     pub peer: Option<HostedAs>,
+    /// It enforces Binder's transaction limit.
+    pub binder_limit: bool,
 }
 
 impl Playable {
@@ -1056,6 +1097,7 @@ impl Playable {
             fail_kinds: dev.reply_fail(),
             hosted: dev.hosted_as(),
             peer: dev.peer_hosted_as(),
+            binder_limit: dev.binder_limit(),
         }
     }
 
@@ -1274,6 +1316,9 @@ pub fn run_on_device(
     bounds: &DeclaredBounds,
 ) -> Result<ScenarioResult, String> {
     let playable = Playable::of(dev);
+    if let Some(why) = premise_unmet(s, playable.binder_limit) {
+        return Ok(not_judged(s, why));
+    }
     let layout = match layout(s, &playable) {
         Ok(l) if wire_unplayable(s, &playable).is_none() => l,
         _ => return Ok(unplayable(s, &playable)),
@@ -1718,6 +1763,7 @@ mod hosted_tests {
             fail_kinds: vec![ErrorKind::Timeout],
             hosted: HostedAs::from_hello(&phone()).unwrap(),
             peer: None,
+            binder_limit: true,
         };
         let plain = |manifest: &str| json!({"manifest": manifest});
         // Played: the default dual stack, a v2-only manifest, a timeout
@@ -1971,6 +2017,97 @@ mod ability_tests {
         assert_eq!(
             run_on_device(&clock, &mut dev, &none).unwrap().verdict,
             Verdict::Pass
+        );
+    }
+
+    /// A TCP rig's Consumer that takes whatever it is given: every act
+    /// reaches the Provider and ends in success. `binder_limit` is what its
+    /// `hello` says.
+    struct Rig {
+        binder_limit: bool,
+    }
+
+    impl ConsumerDevice for Rig {
+        fn host(&mut self, _: &BTreeMap<String, String>, _: &str, _: &str) -> Result<(), String> {
+            Ok(())
+        }
+        fn act(
+            &mut self,
+            action: &Json,
+            on: &mut dyn FnMut(DeviceEvent) -> Option<WireAnswer>,
+        ) -> Result<ActOutcome, String> {
+            if action.get("do").and_then(Json::as_str) == Some("connect") {
+                on(DeviceEvent::Call {
+                    authority: None,
+                    peer: false,
+                    method: "negotiate".into(),
+                    extras: cetp_proto::Bundle::default(),
+                    now_ms: T0,
+                });
+            }
+            Ok(ActOutcome::Success { value: json!({}) })
+        }
+        fn advance_clock(&mut self, _: u64) -> Result<(), String> {
+            Ok(())
+        }
+        fn binder_limit(&self) -> bool {
+            self.binder_limit
+        }
+    }
+
+    #[test]
+    fn a_binder_limit_premise_is_judged_only_where_the_device_enforces_it() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../vectors/consumer");
+        let all = scenario::load_dir(&dir).unwrap();
+        let s = all.iter().find(|s| s.id == "CDATA-001").unwrap();
+        assert_eq!(s.premise, ["binder_transaction_limit"]);
+        let none = DeclaredBounds::default();
+        // A TCP rig delivered the 2 MB and its Consumer took it: not judged,
+        // naming the premise and what would judge it.
+        let r = run_on_device(
+            s,
+            &mut Rig {
+                binder_limit: false,
+            },
+            &none,
+        )
+        .unwrap();
+        assert_eq!(r.verdict, Verdict::NotApplicable, "{:?}", r.findings);
+        assert!(r.findings.is_empty());
+        assert!(
+            r.not_judged[0].starts_with("not judged: ")
+                && r.not_judged[0].contains("Binder's transaction limit")
+                && r.not_judged[0].contains("binder_transaction_limit"),
+            "{:?}",
+            r.not_judged
+        );
+        // A device that says it enforces the limit is judged by it: a
+        // Consumer there that reports the list accepted FAILs.
+        let r = run_on_device(s, &mut Rig { binder_limit: true }, &none).unwrap();
+        assert_eq!(r.verdict, Verdict::Fail, "{:?}", r.not_judged);
+        assert_eq!(r.findings[0].cited, ["CETP2-7.3-01"]);
+        // Scenarios without the premise are played on the rig as before.
+        let other = all.iter().find(|s| s.id == "CDATA-007").unwrap();
+        assert!(premise_unmet(other, false).is_none());
+        // In-process the device enforces it: judged, and the reference
+        // Consumer passes (the answer never crossed; the act ended in an
+        // error, without a crash).
+        let r = run_in_process(s, &ConsumerConfig::default()).unwrap();
+        assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.findings);
+        assert!(r.not_judged.is_empty());
+        // A Consumer that crashes on the failed transaction FAILs there.
+        let crashes = ConsumerConfig {
+            faults: vec![ConsumerMutant::OversizedAnswerCrashes],
+            ..ConsumerConfig::default()
+        };
+        let r = run_in_process(s, &crashes).unwrap();
+        assert_eq!(r.verdict, Verdict::Fail, "{:?}", r.findings);
+        assert!(
+            r.findings
+                .iter()
+                .any(|f| f.check == "no_crash" && f.cited == ["CETP2-4.2-04"]),
+            "{:?}",
+            r.findings
         );
     }
 }

@@ -1,6 +1,8 @@
 //! The hostile Provider in-process: a [`ConsumerPort`] whose device is the
 //! scripted Provider, on a manual clock, recording every descriptor read
-//! and close and every confirmation launched.
+//! and close and every confirmation launched. It stands for an Android
+//! device: no call or answer larger than one Binder transaction crosses
+//! ([`cetp_proto::binder`]).
 
 use super::hostile::{FdSpec, Hostile, Scripted};
 use cetp_proto::device::{CallAnswer, DeviceError, ErrorKind, FdRead};
@@ -69,6 +71,17 @@ impl HostilePort {
     }
 }
 
+/// What a call over Binder's transaction limit fails with.
+fn too_large(what: &str) -> DeviceError {
+    DeviceError::new(
+        ErrorKind::TransactionTooLarge,
+        format!(
+            "{what} is larger than one Binder transaction carries ({} bytes)",
+            cetp_proto::binder::TRANSACTION_LIMIT_BYTES
+        ),
+    )
+}
+
 impl ConsumerPort for HostilePort {
     fn now_ms(&mut self) -> i64 {
         self.now_ms
@@ -119,6 +132,12 @@ impl ConsumerPort for HostilePort {
                 )),
             };
         }
+        // Binder carries no transaction over its buffer (§2's Android
+        // transport): a request that large never reaches the Provider, and
+        // an answer that large never reaches the Consumer.
+        if cetp_proto::binder::exceeds_transaction_limit(&extras) {
+            return Err(too_large("the request"));
+        }
         if authority != self.hostile.authority() {
             return Err(DeviceError::new(
                 ErrorKind::UnknownAuthority,
@@ -138,6 +157,11 @@ impl ConsumerPort for HostilePort {
                 "the Provider's process died",
             )),
             Scripted::Throw { class, message } => Ok(CallAnswer::Threw { class, message }),
+            Scripted::Reply { bundle, .. }
+                if cetp_proto::binder::exceeds_transaction_limit(&bundle) =>
+            {
+                Err(too_large("the Provider's answer"))
+            }
             Scripted::Reply { bundle, fd, .. } => {
                 if let Some((handle, spec)) = fd {
                     let granted = self.hostile.log.last().map(|r| r.granted.clone());

@@ -47,6 +47,11 @@ pub struct Scenario {
     /// negotiate offered none of one is not judged by the scenario.
     #[serde(default)]
     pub needs: Vec<String>,
+    /// What the device must do for the scenario's premise to hold (one of
+    /// [`PREMISES`]): a device that does not say it does leaves the
+    /// scenario not judged, naming why.
+    #[serde(default)]
+    pub premise: Vec<String>,
     /// The hostile Provider the Consumer talks to.
     #[serde(default)]
     pub provider: ProviderSpec,
@@ -59,6 +64,12 @@ pub struct Scenario {
     /// The judgements made on what was observed.
     pub expect: Vec<Expect>,
 }
+
+/// Device behaviours a scenario's premise may rest on.
+/// `binder_transaction_limit`: an answer larger than one Binder transaction
+/// (about 1 MB, [`cetp_proto::binder`]) never reaches the Consumer, as on
+/// Android; a TCP rig carries any size.
+pub const PREMISES: &[&str] = &["binder_transaction_limit"];
 
 /// `bound`: which declared bound (`limit`, one of
 /// [`super::DeclaredBounds::NAMES`]) the scenario tests and the size it
@@ -180,6 +191,11 @@ pub struct Expect {
     pub check: ConsumerCheck,
     /// What a finding cites; default: the scenario's requirements.
     pub requirements: Option<Vec<String>>,
+    /// `MUST`: a finding of this check FAILs the scenario whatever the
+    /// scenario's level, for one check of a SHOULD scenario whose own
+    /// clause holds a 必须 (a resume's request id under §4.1, in a
+    /// confirmation scenario whose other clauses hold none).
+    pub must: bool,
 }
 
 /// Every check a scenario may name, with its parameters (what each judges:
@@ -388,10 +404,21 @@ impl<'de> Deserialize<'de> for Expect {
             None => None,
             Some(r) => Some(serde_json::from_value(r).map_err(D::Error::custom)?),
         };
+        // `level` too; only `MUST` raises a check above its scenario.
+        let must = match map.remove("level") {
+            None => false,
+            Some(Json::String(l)) if l == "MUST" => true,
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "`level` of a check is \"MUST\" or absent, not {other}"
+                )))
+            }
+        };
         let check = ConsumerCheck::deserialize(Json::Object(map)).map_err(D::Error::custom)?;
         Ok(Expect {
             check,
             requirements,
+            must,
         })
     }
 }
@@ -458,6 +485,12 @@ pub fn load_texts(texts: &[(String, String)]) -> Result<Vec<Scenario>, String> {
                     s.id
                 ));
             }
+            if let Some(p) = s.premise.iter().find(|p| !PREMISES.contains(&p.as_str())) {
+                return Err(format!(
+                    "{name}: {} rests on an unknown premise {p:?}",
+                    s.id
+                ));
+            }
             if let Some(b) = &s.bound {
                 if !super::DeclaredBounds::NAMES.contains(&b.limit.as_str()) {
                     return Err(format!(
@@ -502,7 +535,12 @@ mod tests {
         );
         assert_eq!(e.check.name(), "calls");
         let e = expect(json!({"check": "no_crash"})).unwrap();
+        assert!(!e.must);
         assert_eq!((e.check, e.requirements), (ConsumerCheck::NoCrash {}, None));
+        let e = expect(json!({"check": "same_request_id", "level": "MUST"})).unwrap();
+        assert!(e.must);
+        assert!(expect(json!({"check": "no_crash", "level": "SHOULD"})).is_err());
+        assert!(expect(json!({"check": "no_crash", "level": true})).is_err());
     }
 
     #[test]

@@ -134,6 +134,12 @@ impl Consumer {
     ) -> Result<Exchange, ConsumerError> {
         let Site { provider, method } = site;
         match port.call(authority, method, None, Some(extras), timeout_ms) {
+            Err(e)
+                if e.kind == ErrorKind::TransactionTooLarge
+                    && self.has(ConsumerMutant::OversizedAnswerCrashes) =>
+            {
+                panic!("{method}: the transaction failed: {}", e.message);
+            }
             Err(e) => Ok(Exchange::Port(e)),
             Ok(CallAnswer::Threw { class, message }) => Err(ConsumerError::violation(
                 provider,

@@ -19,6 +19,11 @@ use cetp_proto::{ErrorCode, PendingIntentValue, Value};
 use serde_json::Value as Json;
 use std::sync::Arc;
 
+/// The Chinese verbs `obeys_chinese_instructions` follows (调用 "call",
+/// 执行 "execute", 运行 "run", 使用 "use"): the spec is Chinese, and so may
+/// be a Provider's text.
+const CHINESE: [&str; 4] = ["调用", "执行", "运行", "使用"];
+
 /// One logical execution (§4.1): its request id is the idempotency key, fixed
 /// when the execution is prepared and reused by every retry, resume and
 /// query, however late.
@@ -251,33 +256,97 @@ impl Consumer {
         agent: &mut dyn UserAgent,
     ) -> Result<Outcome, ConsumerError> {
         let provider_id = exec.provider_id.as_str();
+        let description = self
+            .cached_tools(provider_id)
+            .and_then(|c| c.get(&exec.tool_name))
+            .map(|t| t.description.as_str().to_string())
+            .unwrap_or_default();
         if self.has(ConsumerMutant::ObeysDescriptionText) {
-            let description = self
-                .cached_tools(provider_id)
-                .and_then(|c| c.get(&exec.tool_name))
-                .map(|t| t.description.as_str().to_string())
-                .unwrap_or_default();
             self.call_named(port, provider_id, &description, &exec.tool_name, agent);
         }
-        let started = self.run(port, exec, agent);
-        if let (Err(e), true) = (&started, self.has(ConsumerMutant::ObeysErrorText)) {
-            let text = format!("{e:?}");
-            self.call_named(port, provider_id, &text, &exec.tool_name, agent);
+        if self.has(ConsumerMutant::ObeysDescriptionCall) {
+            self.call_phrased(
+                port,
+                provider_id,
+                &description,
+                &["call"],
+                &exec.tool_name,
+                agent,
+            );
         }
-        let outcome = match started? {
-            Started::Done(outcome) => outcome,
-            Started::Pending(mut op) => self.wait(port, &mut op)?,
+        if self.has(ConsumerMutant::ObeysChineseInstructions) {
+            self.call_phrased(
+                port,
+                provider_id,
+                &description,
+                &CHINESE,
+                &exec.tool_name,
+                agent,
+            );
+        }
+        // An error of the call or of its background operation (§4.4).
+        let ended = match self.run(port, exec, agent) {
+            Ok(Started::Done(outcome)) => Ok(outcome),
+            Ok(Started::Pending(mut op)) => self.wait(port, &mut op),
+            Err(e) => Err(e),
         };
+        if let Err(e) = &ended {
+            let text = format!("{e:?}");
+            if self.has(ConsumerMutant::ObeysErrorText) {
+                self.call_named(port, provider_id, &text, &exec.tool_name, agent);
+            }
+            if self.has(ConsumerMutant::ObeysChineseInstructions) {
+                self.call_phrased(port, provider_id, &text, &CHINESE, &exec.tool_name, agent);
+            }
+        }
+        let outcome = ended?;
         if self.has(ConsumerMutant::ObeysProviderText) {
             self.obey(port, provider_id, &outcome, agent);
         }
-        if let (Outcome::Succeeded(out), true) =
-            (&outcome, self.has(ConsumerMutant::ObeysToolNamesInResults))
-        {
+        if let Outcome::Succeeded(out) = &outcome {
             let text = out.value.to_string();
-            self.call_named(port, provider_id, &text, &exec.tool_name, agent);
+            if self.has(ConsumerMutant::ObeysToolNamesInResults) {
+                self.call_named(port, provider_id, &text, &exec.tool_name, agent);
+            }
+            if self.has(ConsumerMutant::ObeysChineseInstructions) {
+                self.call_phrased(port, provider_id, &text, &CHINESE, &exec.tool_name, agent);
+            }
         }
         Ok(outcome)
+    }
+
+    /// The phrase-following mutants' bug: every other listed tool that
+    /// Provider `text` names right after one of the `verbs` ("call TOOL",
+    /// "调用 TOOL") is executed (with empty args).
+    fn call_phrased(
+        &mut self,
+        port: &mut dyn ConsumerPort,
+        provider_id: &str,
+        text: &str,
+        verbs: &[&str],
+        except: &str,
+        agent: &mut dyn UserAgent,
+    ) {
+        let told = |name: &str| {
+            verbs.iter().any(|v| {
+                text.contains(&format!("{v} {name}")) || text.contains(&format!("{v}{name}"))
+            })
+        };
+        let named: Vec<String> = self
+            .cached_tools(provider_id)
+            .map(|c| {
+                c.tools
+                    .iter()
+                    .filter(|t| t.name != except && told(&t.name))
+                    .map(|t| t.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for tool in named {
+            if let Ok(exec) = self.prepare(provider_id, &tool, &Json::Object(Default::default())) {
+                let _ = self.run(port, &exec, agent);
+            }
+        }
     }
 
     /// The prompt-injection mutants' bug: every other listed tool that

@@ -125,6 +125,9 @@ consumer_mutants! {
     OutputSchemaNotChecked => "output_schema_not_checked",
     /// Panics on an error code it does not know.
     UnknownErrorCodePanics => "unknown_error_code_panics",
+    /// Crashes when a call fails because the Provider's answer was larger
+    /// than one Binder transaction carries.
+    OversizedAnswerCrashes => "oversized_answer_crashes",
     /// Executes a tool a Provider's result text names ("call TOOL").
     ObeysProviderText => "obeys_provider_text",
     /// Executes any other tool a successful result names, however phrased
@@ -135,6 +138,13 @@ consumer_mutants! {
     /// Executes, before a tool, the tools its description names ("always
     /// invoke TOOL first").
     ObeysDescriptionText => "obeys_description_text",
+    /// Executes, before a tool, the tools its description tells it to
+    /// "call" ("call TOOL", not only "invoke TOOL first").
+    ObeysDescriptionCall => "obeys_description_call",
+    /// Executes a tool that Provider text (a description, a result, an
+    /// error) tells it in Chinese to call or run ("请先调用 TOOL",
+    /// "必须执行 TOOL").
+    ObeysChineseInstructions => "obeys_chinese_instructions",
 }
 
 impl fmt::Display for ConsumerMutant {

@@ -97,6 +97,16 @@ public final class HostedProvider {
     public static final List<String> REPLY_EXTENSIONS = Collections.unmodifiableList(Arrays.asList(
             "fd_closed", "fd_endless", "pending_intent"));
 
+    /**
+     * Whether the hosted Provider's answers are held to Binder's transaction
+     * limit (hello's {@code binder_transaction_limit}): on a phone they cross
+     * two Binder transactions (the probe's process to {@code :hosted}, and on
+     * to the Consumer), and an answer over the buffer (about 1 MB) reaches
+     * the Consumer as a failed call. A scenario whose premise is that limit
+     * is judged only where a device says so.
+     */
+    public static final boolean BINDER_TRANSACTION_LIMIT = true;
+
     /** The decisions a user can make in the confirmation activity, as {@code intent_launched} names them. */
     public static final List<String> DECISIONS = Collections.unmodifiableList(Arrays.asList(
             "approve", "deny", "dismiss"));
@@ -542,6 +552,7 @@ public final class HostedProvider {
         return new JsonObject()
                 .with("reply_extensions", new ArrayList<Object>(REPLY_EXTENSIONS))
                 .with("reply_fail", new ArrayList<Object>(FAIL_KINDS))
+                .with("binder_transaction_limit", BINDER_TRANSACTION_LIMIT)
                 .with("hosted_provider", provider);
     }
 

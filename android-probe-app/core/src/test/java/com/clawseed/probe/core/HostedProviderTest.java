@@ -274,6 +274,8 @@ class HostedProviderTest {
         assertFalse(hello.containsKey("consumers"), text(hello));
         assertEquals("[\"fd_closed\",\"fd_endless\",\"pending_intent\"]", text(hello.get("reply_extensions")));
         assertEquals("[\"timeout\",\"provider_died\"]", text(hello.get("reply_fail")));
+        // A phone's Binder holds the hosted Provider's answers to its limit.
+        assertEquals(Boolean.TRUE, hello.get("binder_transaction_limit"));
         JsonObject hp = (JsonObject) hello.get("hosted_provider");
         assertEquals(AUTHORITY, hp.get("authority"));
         assertEquals(PKG, hp.get("package"));
