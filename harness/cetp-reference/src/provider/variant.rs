@@ -132,6 +132,10 @@ latitudes! {
     /// With large_results negotiated, a succeeded operation hands its
     /// result over as a file, whatever its size.
     OperationResultsAsFiles => "operation_results_as_files",
+    /// A 4 MiB inline limit and the large export run in the background: its
+    /// result (about 1.2 MB) comes inline in the operation's succeeded
+    /// state, within the limit, as §4.5 asks.
+    LargeResultInlineViaOperation => "large_result_inline_via_operation",
 }
 
 #[cfg(test)]
