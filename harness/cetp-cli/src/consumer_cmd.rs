@@ -21,6 +21,17 @@ use cetp_report::terminal::Terminal;
 use clap::Args;
 use std::path::PathBuf;
 
+/// The Consumer targets (`cetp consumer --help`): the Provider forms'
+/// kinds with the Consumer side's options, as [`parse_target`] reads them.
+pub(crate) const CONSUMER_TARGET_FORMS: &str = "\
+TARGET forms (--target):
+  sim[:consumer=NAME]                                  the reference Consumer or a Consumer mutant, in process
+  tcp:HOST:PORT[,peer=HOST:PORT][,consumer=NAME]       a device serving consumer_act (`cetp sim`, a probe);
+                                                       peer= is identity b's probe (a second Provider)
+  adb[:SERIAL][,server=HOST:PORT][,consumer=NAME][,...] a phone or emulator behind an adb server
+                                                       (the adb options of `cetp run --help`)
+NAME is `default` (the reference Consumer) or a Consumer mutant (`cetp list mutants`).";
+
 #[derive(Args, Clone)]
 pub(crate) struct ConsumerArgs {
     /// `sim[:consumer=NAME]`, `tcp:HOST:PORT[,peer=HOST:PORT][,consumer=NAME]`

@@ -34,7 +34,7 @@ pub enum OracleArg {
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("amount").required(true).args(["budget", "cases"])))]
 pub struct FuzzArgs {
-    /// sim[:mutant=NAME,variant=NAME,...] | tcp:HOST:PORT | adb[:SERIAL];
+    /// sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] (see below);
     /// repeat it to fuzz several targets at once, one worker each.
     #[arg(long, default_value = "sim")]
     target: Vec<String>,

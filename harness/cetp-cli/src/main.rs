@@ -11,6 +11,8 @@
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[cfg(test)]
+mod cli_tests;
 mod consumer_cmd;
 mod devices_cmd;
 mod embedded;
@@ -63,12 +65,14 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Certify a Provider: run the suite against a target and write the report.
+    #[command(after_long_help = cetp_targets::spec::TARGET_FORMS)]
     Run(RunArgs),
     /// Continue a run that stopped (Ctrl-C, --run-timeout, or a harness that
     /// died) from its journal, without executing a side effect twice.
     Resume(ResumeArgs),
     /// Run one case and print its whole wire trace; or run the cases of a
     /// case file (a `cetp fuzz` finding, a regression) with every check.
+    #[command(after_long_help = cetp_targets::spec::TARGET_FORMS)]
     Replay {
         /// A case id of the suite (e.g. IDEM-003), or a case file.
         case: String,
@@ -78,9 +82,11 @@ enum Command {
     /// Fuzz a Provider: generated stateful sequences and envelope mutations,
     /// judged by the checks against what the reference Provider and its
     /// legal variants answer; findings are shrunk and written as case files.
+    #[command(after_long_help = cetp_targets::spec::TARGET_FORMS)]
     Fuzz(fuzz_cmd::FuzzArgs),
     /// Certify a Consumer: play the scripted hostile Provider of every
     /// Consumer scenario and judge what the Consumer under test does.
+    #[command(after_long_help = consumer_cmd::CONSUMER_TARGET_FORMS)]
     Consumer(consumer_cmd::ConsumerArgs),
     /// A driver for any device offering `consumer_act`: one action to the
     /// named Consumer, the outcome printed as one JSON line.
@@ -98,9 +104,11 @@ enum Command {
     Coverage(CoverageArgs),
     /// Record a Provider's tool contracts (schemas, scopes, annotations,
     /// revision) as a lock file.
+    #[command(after_long_help = cetp_targets::spec::TARGET_FORMS)]
     Lock(LockArgs),
     /// Write a commented starter profile from a live Provider's descriptors
     /// (negotiate and list_tools only: nothing side-effecting is executed).
+    #[command(after_long_help = cetp_targets::spec::TARGET_FORMS)]
     Init(profile_cmd::InitArgs),
     /// Work with vendor profiles (`cetp profile check PROFILE`).
     Profile {
@@ -109,6 +117,7 @@ enum Command {
     },
     /// Compare a Provider, or a second lock file, with a lock: exit 0 no
     /// drift, 1 breaking drift or a spec violation, 4 compatible drift only.
+    #[command(after_long_help = cetp_targets::spec::TARGET_FORMS)]
     Drift(DriftArgs),
     /// List what the suite holds: cases, checks, mutants or legal variants.
     List {
@@ -173,8 +182,8 @@ enum ListWhat {
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// sim[:mutant=NAME,manifest=VARIANT,...] | tcp:HOST:PORT | adb[:SERIAL].
-    /// Repeat it for several devices carrying the same Provider build
+    /// sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] (the
+    /// forms and their options are listed below). Repeat it for several devices carrying the same Provider build
     /// (see --devices).
     #[arg(long, default_value = "sim")]
     target: Vec<String>,
@@ -268,7 +277,7 @@ impl RunArgs {
 
 #[derive(Args)]
 struct LockArgs {
-    /// sim[:...] | tcp:HOST:PORT | adb[:SERIAL]
+    /// sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] (see below)
     #[arg(long, default_value = "sim")]
     target: String,
     #[arg(long, value_name = "HOST:PORT")]
@@ -294,7 +303,8 @@ struct DriftArgs {
     /// The lock to compare with.
     #[arg(long)]
     lock: PathBuf,
-    /// The live Provider to compare: sim[:...] | tcp:HOST:PORT | adb[:SERIAL].
+    /// The live Provider to compare: sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] |
+    /// adb[:SERIAL][,...] (see below).
     #[arg(long, required_unless_present = "against", conflicts_with = "against")]
     target: Option<String>,
     /// A second lock file instead of a live Provider (a release diff in CI).

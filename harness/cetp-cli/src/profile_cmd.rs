@@ -16,6 +16,7 @@ pub enum ProfileCmd {
     /// usage error (exit 2) naming it; every missing field is listed with
     /// the cases and requirements it leaves unjudged. Without --target,
     /// only what the profile alone shows (and says what needs a target).
+    #[command(after_long_help = cetp_targets::spec::TARGET_FORMS)]
     Check(CheckArgs),
 }
 
@@ -23,7 +24,7 @@ pub enum ProfileCmd {
 pub struct CheckArgs {
     /// The profile (TOML; profiles/README.md).
     pub profile: PathBuf,
-    /// A live Provider to check the profile against: sim[:...] | tcp:HOST:PORT | adb[:SERIAL].
+    /// A live Provider to check the profile against: sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] (see below).
     #[arg(long)]
     pub target: Option<String>,
     /// Endpoint of the second caller identity (tcp targets).
@@ -47,7 +48,7 @@ pub enum CheckFormat {
 
 #[derive(Args)]
 pub struct InitArgs {
-    /// The live Provider: sim[:...] | tcp:HOST:PORT | adb[:SERIAL].
+    /// The live Provider: sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] (see below).
     #[arg(long)]
     pub target: String,
     /// Endpoint of the second caller identity (tcp targets).

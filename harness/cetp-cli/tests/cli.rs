@@ -286,6 +286,56 @@ fn replay_prints_the_wire_trace() {
     assert!(t.contains("UNSUPPORTED_VERSION"), "{t}");
 }
 
+/// ENV-001 tests the Bundle type of protocol_version (a long where §4.1
+/// asks an int): the short trace shows it, not only the wire trace
+/// (issue 42).
+#[test]
+fn the_short_trace_shows_the_bundle_type_a_case_tests() {
+    let o = cetp(&["replay", "ENV-001", "--target", "sim"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    let short = t.split("wire trace").next().unwrap();
+    assert!(short.contains("\"protocol_version\":long 2"), "{short}");
+    // Every numeric value shows its type, the long §4.1 asks included.
+    assert!(short.contains("\"deadline_at_ms\":long "), "{short}");
+    assert!(!short.contains("\"_types\""), "{short}");
+}
+
+/// Issue 42: a large result that comes inline through an operation's
+/// succeeded state, within a generous negotiated max_inline_result_bytes,
+/// is what §4.5 asks: the large-result cases are not judged for the role
+/// (as for an inline execute answer), never FAIL for a missing result_fd.
+#[test]
+fn a_large_result_inline_through_an_operation_within_the_limit_fails_nothing() {
+    let o = cetp(&[
+        "run",
+        "--target",
+        "sim:variant=large_result_inline_via_operation",
+        "--only",
+        "LARGE-*",
+        "--only",
+        "RES-00*",
+        "--format",
+        "json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cases = report["cases"].as_array().unwrap();
+    for id in ["LARGE-001", "LARGE-003", "RES-001", "RES-002"] {
+        let c = cases
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id}"));
+        assert_eq!(c["verdict"], "NOT_APPLICABLE", "{id}: {c}");
+        let reason = c["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("came inline in its operation's succeeded state")
+                && reason.contains("within the negotiated max_inline_result_bytes of 4194304"),
+            "{id}: {reason}"
+        );
+    }
+    assert!(cases.iter().all(|c| c["verdict"] != "FAIL"), "{}", text(&o));
+}
+
 #[test]
 fn a_v1_only_provider_gets_its_v1_results_and_no_v2_claim() {
     let dir = tmp("v1only");

@@ -58,6 +58,17 @@ pub fn bundle_to_json(b: &Bundle) -> Json {
     Json::Object(m)
 }
 
+/// The Bundle type of each value of `b` (`long`, `int`, `string`, …), as
+/// a request document's `_types` records it: a case such as ENV-001 tests
+/// the type, which the JSON view of the value does not show.
+pub fn bundle_types(b: &Bundle) -> Json {
+    Json::Object(
+        b.0.iter()
+            .map(|(k, v)| (k.clone(), json!(v.type_tag())))
+            .collect(),
+    )
+}
+
 /// Builds the answer document of a call.
 pub fn answer_document(answer: &CallAnswer, request: Json) -> Json {
     let mut doc = match answer {

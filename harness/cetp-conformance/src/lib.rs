@@ -18,6 +18,7 @@
 //! - [`selftest`]: the fixture Providers, mutants, legal variants and the
 //!   proof record.
 
+pub mod advice;
 pub mod answer;
 pub mod args;
 pub mod checks;

@@ -36,6 +36,10 @@ pub struct Facts {
     pub second_identity: bool,
     /// Whether the harness can move the device's clock (a simulated device).
     pub movable_clock: bool,
+    /// Whether the device plays the user's decision (`resolve` in its
+    /// hello's ops): without it the confirmation cases are not judged
+    /// whatever else is given.
+    pub plays_decisions: bool,
 }
 
 /// A field that is wrong: the run would not judge what it is for.
@@ -597,7 +601,7 @@ impl Checker<'_> {
             if case.identities.iter().any(|i| i == "b") && !facts.is_some_and(|f| f.second_identity)
             {
                 found.push((
-                    "--target-b".into(),
+                    crate::advice::TARGET_B.flag.into(),
                     "a second caller identity (another UID, package and certificate): give --target-b (tcp targets; sim and adb targets bring both), or set [identities] second = false to have these cases reported unjudged instead of failed".into(),
                     // Without a target, which kind it will be is unknown.
                     facts.is_none(),
@@ -609,7 +613,7 @@ impl Checker<'_> {
             walk(&steps, &mut |s| {
                 step_needs(s, p, facts, &mut bound, &mut found)
             });
-            for (needs, hint, conditional) in found {
+            for (needs, hint, conditional) in only_what_judges(found) {
                 add_missing(&mut groups, &needs, hint, case, conditional);
             }
         }
@@ -640,6 +644,28 @@ impl Checker<'_> {
 
 /// What one step needs: (needs, hint, conditional).
 type Found = Vec<(String, String, bool)>;
+
+/// As a run's `needs` names a device without `resolve`
+/// (`interp::operation`).
+pub const RESOLVE_NEEDS: &str = "a device that plays the user's decision (resolve)";
+
+/// What a case needs, each once, without the `--max-wait` it might need
+/// where something else leaves it unjudged anyway (CONF-010 on a device
+/// that plays no decision): a larger --max-wait would not judge it, and the
+/// start-up line would count it under both.
+fn only_what_judges(found: Found) -> Found {
+    let blocked = found
+        .iter()
+        .any(|(needs, _, conditional)| !conditional && needs != crate::advice::MAX_WAIT.flag);
+    let mut out: Found = Vec::new();
+    for f in found {
+        if (blocked && f.0 == crate::advice::MAX_WAIT.flag) || out.iter().any(|o| o.0 == f.0) {
+            continue;
+        }
+        out.push(f);
+    }
+    out
+}
 
 /// Adds `case` to the group of `needs`.
 fn add_missing(
@@ -717,14 +743,21 @@ fn step_needs(
             }
             // A clock that cannot move is waited for in real time, up to
             // --max-wait: only a lifetime beyond it leaves the case unjudged.
+            // The shortest path first: a build with shorter lifetimes, a
+            // clock the harness can move, and an hour of waiting last.
             if facts.is_some_and(|f| !f.movable_clock) {
                 found.push((
-                    "--max-wait".into(),
-                    "the device's clock cannot be moved: the harness waits each lifetime in real time, up to cetp run --max-wait; a longer lifetime needs a larger --max-wait, or a debug build with shorter lifetimes".into(),
+                    crate::advice::MAX_WAIT.flag.into(),
+                    "the device's clock cannot be moved: the harness waits each lifetime in real time, up to cetp run --max-wait; a lifetime beyond it is judged soonest by a debug build with shorter lifetimes, then by a device whose clock the harness moves (clock=move on an emulator or userdebug phone after `adb root`), and only then by a larger --max-wait".into(),
                     true,
                 ));
             }
         }
+        Step::Resolve { .. } if facts.is_some_and(|f| !f.plays_decisions) => found.push((
+            RESOLVE_NEEDS.into(),
+            "the device's hello leaves resolve out of its ops: nothing plays the user's decision on the confirmation UI".into(),
+            false,
+        )),
         _ => {}
     }
 }
@@ -951,13 +984,20 @@ pub fn read_live(
     let answers = crate::lock_target::fetch(target.a.as_ref(), &env.authority, true)?;
     let built =
         cetp_contract::lock::build(&answers, &crate::lock_target::offered(), Some(&env.package));
-    let movable_clock = hello.is_some_and(|h| h.ops.iter().any(|o| o == "advance_clock"));
+    let has_op = |op: &str| {
+        hello
+            .as_ref()
+            .is_some_and(|h| h.ops.iter().any(|o| o == op))
+    };
+    let movable_clock = has_op("advance_clock");
+    let plays_decisions = has_op("resolve");
     Ok(Live {
         facts: Facts {
             tools: built.lock.tools,
             dialect: built.lock.schema_dialect,
             second_identity: target.b.is_some(),
             movable_clock,
+            plays_decisions,
         },
         problems: built.problems.len(),
         package: env.package,
@@ -983,9 +1023,11 @@ pub fn fix_for(needs: &str) -> String {
         "[execute] allow" => "list the side-effecting tools the harness may execute in [execute] allow".into(),
         "--target-b" => "give --target-b HOST:PORT: a second caller identity (another UID, package and certificate)".into(),
         "a device with a movable clock" => "a device whose clock the harness can move (a simulated device, or an emulator or userdebug phone after `adb root` with clock=move on its adb target), or lifetimes short enough to wait for in real time".into(),
-        "a device that plays the user's decision (resolve)" => "a device that plays the user's decision on your confirmation UI (the probe app, with [ui] selectors)".into(),
-        other if other.starts_with("--max-wait") => format!(
-            "give {other} (a real-time wait that long on a device whose clock cannot move), or use a build whose lifetimes are shorter, or let the harness set the clock of an emulator or userdebug phone (`adb root`, clock=move on its adb target)"
+        RESOLVE_NEEDS => "a device that plays the user's decision on your confirmation UI (the probe app, with [ui] selectors)".into(),
+        // The shortest path first: a build, a clock that moves, and only
+        // then a real-time wait that may take an hour.
+        other if other.starts_with(crate::advice::MAX_WAIT.flag) => format!(
+            "use a build whose lifetimes are shorter (a debug build), or let the harness move the device's clock (a simulated device; an emulator or userdebug phone after `adb root`, with clock=move on its adb target); failing both, give {other} (a real-time wait that long, on a device whose clock cannot move)"
         ),
         other if other.starts_with("[timing] ") => format!("set {} in milliseconds", other.trim_start_matches("[timing] ").trim()).replace("set ", "set [timing] "),
         other if other.starts_with("[tools.") => format!("give {other} in the profile"),
@@ -1024,6 +1066,61 @@ mod tests {
         set_at(&mut args, "/note_ids/0", json!("n_1"));
         set_at(&mut args, "/a/b", json!(1));
         assert_eq!(args, json!({"note_ids": ["n_1"], "a": {"b": 1}}));
+    }
+
+    /// Issue 42: on a device whose clock cannot move and that plays no
+    /// decision, the start-up count puts CONF-010 under what it lacks for
+    /// good (resolve), not also under --max-wait, which could not judge it;
+    /// BIND-005, which needs only time, stays under --max-wait; no case is
+    /// counted twice in one group.
+    #[test]
+    fn a_case_the_device_cannot_judge_is_not_counted_under_max_wait() {
+        let suite = Suite::load(&crate::suite::default_vectors_dir()).unwrap();
+        let text = std::fs::read_to_string(
+            crate::suite::default_vectors_dir().join("../profiles/reference.toml"),
+        )
+        .unwrap();
+        let profile = Profile::from_toml(&text).unwrap();
+        let facts = |plays_decisions| Facts {
+            tools: Vec::new(),
+            dialect: String::new(),
+            second_identity: true,
+            movable_clock: false,
+            plays_decisions,
+        };
+        let group = |r: &Report, needs: &str| -> Vec<String> {
+            r.missing
+                .iter()
+                .find(|m| m.needs == needs)
+                .map(|m| m.cases.clone())
+                .unwrap_or_default()
+        };
+        let with = check(&profile, &suite, Some(&facts(true)));
+        let waits = group(&with, "--max-wait");
+        assert!(waits.iter().any(|c| c == "CONF-010"), "{waits:?}");
+        assert!(waits.iter().any(|c| c == "BIND-005"), "{waits:?}");
+        let without = check(&profile, &suite, Some(&facts(false)));
+        let waits = group(&without, "--max-wait");
+        let decisions = group(&without, RESOLVE_NEEDS);
+        assert!(decisions.iter().any(|c| c == "CONF-010"), "{decisions:?}");
+        assert!(!waits.iter().any(|c| c == "CONF-010"), "{waits:?}");
+        assert!(waits.iter().any(|c| c == "BIND-005"), "{waits:?}");
+        for m in &without.missing {
+            let mut seen = BTreeSet::new();
+            assert!(m.cases.iter().all(|c| seen.insert(c)), "{m:?}");
+        }
+    }
+
+    /// The fix for a lifetime beyond --max-wait names the shortest path
+    /// first: a build with shorter lifetimes, then a clock that moves, and
+    /// the hour of real time last.
+    #[test]
+    fn the_max_wait_fix_puts_the_shortest_path_first() {
+        let f = fix_for("--max-wait 3660s");
+        let build = f.find("shorter").unwrap();
+        let clock = f.find("clock=move").unwrap();
+        let wait = f.find("give --max-wait 3660s").unwrap();
+        assert!(build < clock && clock < wait, "{f}");
     }
 
     #[test]

@@ -383,6 +383,167 @@ fn tool_sections(
     }
 }
 
+/// Input properties by which a read tool caps the page it returns.
+const LIMIT_ARGS: &[&str] = &["limit", "max_items", "max_results", "page_size", "per_page"];
+
+/// The observer `cetp init` writes: `counts`, the args to pass, and what
+/// the vendor must confirm or know.
+struct ObserverChoice {
+    counts: &'static str,
+    args: Json,
+    notes: Vec<String>,
+}
+
+/// The last member name of `pointer`.
+fn member(pointer: &str) -> String {
+    let last = pointer.rsplit('/').next().unwrap_or("");
+    last.replace("~1", "/").replace("~0", "~")
+}
+
+/// An integer whose name says it counts: `count`, `total`, `*_count`,
+/// `effects`. Some(counts) it supports, by its name.
+fn counter_kind(name: &str) -> Option<&'static str> {
+    let n = name.to_ascii_lowercase();
+    if n.contains("effect") {
+        Some("effects")
+    } else if n == "count"
+        || n == "total"
+        || n.ends_with("_count")
+        || n.starts_with("count_")
+        || n.ends_with("_total")
+        || n.starts_with("num_")
+    {
+        Some("objects")
+    } else {
+        None
+    }
+}
+
+/// The limit arg of a list tool (its name, and its schema's maximum if
+/// stated) and its output array's `maxItems`.
+type ListCap = (Option<(String, Option<i64>)>, Option<u64>);
+
+/// How the page a list tool returns is capped: the limit arg (its name
+/// and the largest value its schema allows, if it states one) and the
+/// output array's `maxItems`.
+fn list_cap(tool: &ToolContract, pointer: &str) -> ListCap {
+    let arg = tool
+        .input_schema
+        .get("properties")
+        .and_then(Json::as_object)
+        .and_then(|props| {
+            LIMIT_ARGS.iter().find_map(|name| {
+                let s = props.get(*name)?;
+                if !types(s).iter().any(|t| t == "integer" || t == "number") {
+                    return None;
+                }
+                let max = s.get("maximum").and_then(Json::as_i64).or_else(|| {
+                    s.get("exclusiveMaximum")
+                        .and_then(Json::as_i64)
+                        .map(|m| m - 1)
+                });
+                Some(((*name).to_string(), max))
+            })
+        });
+    let mut schema = &tool.output_schema;
+    for part in pointer.split('/').skip(1) {
+        let name = part.replace("~1", "/").replace("~0", "~");
+        match schema.get("properties").and_then(|p| p.get(&name)) {
+            Some(s) => schema = s,
+            None => return (arg, None),
+        }
+    }
+    (arg, schema.get("maxItems").and_then(Json::as_u64))
+}
+
+/// The observer among `candidates` (tool, pointer, what it supports): a
+/// count first (a list may be a capped page, and then an effect past its
+/// end does not show); else a list that is not capped; else the list
+/// capped highest, with the largest limit its schema allows passed in the
+/// args; else the first candidate, as a snapshot.
+fn choose_observer(
+    candidates: &[(&ToolContract, String, &'static str)],
+) -> (usize, ObserverChoice) {
+    let counter = candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.2.starts_with("objects"))
+        .filter_map(|(i, c)| counter_kind(&member(&c.1)).map(|k| (i, k)))
+        .min_by_key(|(_, k)| if *k == "effects" { 0 } else { 1 });
+    if let Some((i, counts)) = counter {
+        let notes = vec![format!(
+            "{} counts: confirm it counts {} (\"effects\": every committed change; \"objects\": the objects there are) and that only the harness's calls change it during a run",
+            member(&candidates[i].1),
+            if counts == "effects" { "committed changes" } else { "objects" }
+        )];
+        return (
+            i,
+            ObserverChoice {
+                counts,
+                args: Json::Object(Default::default()),
+                notes,
+            },
+        );
+    }
+    let lists: Vec<(usize, ListCap)> = candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.2.starts_with("objects"))
+        .map(|(i, c)| (i, list_cap(c.0, &c.1)))
+        .collect();
+    let uncapped = lists
+        .iter()
+        .find(|(_, (arg, max))| arg.is_none() && max.is_none());
+    let best = uncapped.or_else(|| {
+        lists.iter().max_by_key(|(_, (arg, max))| {
+            let by_arg = arg.as_ref().and_then(|a| a.1).unwrap_or(0);
+            by_arg.max(max.map_or(0, |m| i64::try_from(m).unwrap_or(i64::MAX)))
+        })
+    });
+    let Some((i, (arg, max_items))) = best else {
+        let notes =
+            vec!["no count and no list: a snapshot shows only that something changed".to_string()];
+        return (
+            0,
+            ObserverChoice {
+                counts: "snapshot",
+                args: Json::Object(Default::default()),
+                notes,
+            },
+        );
+    };
+    let (tool, pointer, _) = &candidates[*i];
+    let mut args = serde_json::Map::new();
+    let mut notes = vec!["confirm: only the harness's calls change it during a run".to_string()];
+    match arg {
+        Some((name, Some(max))) => {
+            args.insert(name.clone(), Json::from(*max));
+            notes.push(format!(
+                "{pointer} is a capped page: {} takes `{name}` (at most {max}, passed above); with more entries than that an effect past the page does not show: point the observer at a count if the Provider has one",
+                tool.name
+            ));
+        }
+        Some((name, None)) => notes.push(format!(
+            "{pointer} is a capped page: {} takes `{name}` and its schema states no maximum: pass the largest it takes in args, or point the observer at a count if the Provider has one",
+            tool.name
+        )),
+        None => {}
+    }
+    if let Some(m) = max_items {
+        notes.push(format!(
+            "{pointer} holds at most {m} entries (maxItems of the output schema): with more, an effect past them does not show"
+        ));
+    }
+    (
+        *i,
+        ObserverChoice {
+            counts: "objects",
+            args: Json::Object(args),
+            notes,
+        },
+    )
+}
+
 /// The observer candidates and the one chosen.
 fn observer_section(o: &mut String, reads: &[&ToolContract]) {
     // The observer: a read tool whose result is a list or a count.
@@ -418,26 +579,20 @@ fn observer_section(o: &mut String, reads: &[&ToolContract]) {
         for (t, p, counts) in &candidates {
             let _ = writeln!(o, "#   {} {}: {}", t.name, plain(p), counts);
         }
-        // A list is the safe first choice: its length moves with creates
-        // and deletes. A number's meaning only the vendor knows.
-        let pick = candidates
-            .iter()
-            .find(|c| c.2.starts_with("objects"))
-            .unwrap_or(&candidates[0]);
-        let counts = if pick.2.starts_with("objects") {
-            "objects"
-        } else {
-            "snapshot"
-        };
+        let (i, choice) = choose_observer(&candidates);
+        let (tool, pointer, _) = &candidates[i];
         let _ = writeln!(o, "[observer]");
-        let _ = writeln!(o, "tool = {}", toml_string(&pick.0.name));
-        let _ = writeln!(o, "args = {{}}");
-        let _ = writeln!(o, "pointer = {}", toml_string(&pick.1));
+        let _ = writeln!(o, "tool = {}", toml_string(&tool.name));
         let _ = writeln!(
             o,
-            "# confirm: only the harness's calls change it during a run; \"effects\" where it counts every committed change"
+            "args = {}",
+            toml_inline(&choice.args).unwrap_or_else(|| "{}".into())
         );
-        let _ = writeln!(o, "counts = {}", toml_string(counts));
+        let _ = writeln!(o, "pointer = {}", toml_string(pointer));
+        for line in &choice.notes {
+            let _ = writeln!(o, "# {}", plain(line));
+        }
+        let _ = writeln!(o, "counts = {}", toml_string(choice.counts));
     }
     let _ = writeln!(o);
 }
@@ -561,5 +716,95 @@ fn unjudged_section(o: &mut String, live: &Live, suite: &Suite) {
                 plain(&e.message)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A read tool of a small described Provider, as a lock holds it.
+    fn read_tool(name: &str, input: Json, output: Json) -> ToolContract {
+        serde_json::from_value(json!({
+            "name": name, "description": "d",
+            "input_schema": input, "input_schema_sha256": "",
+            "output_schema": output, "output_schema_sha256": "",
+            "scopes": [],
+            "annotations": {"effect": "read", "risk": "low", "destructive": false, "idempotent": true,
+                "open_world": false, "confirmation": "never", "execution": "sync"},
+            "effect_class": "read"
+        }))
+        .unwrap()
+    }
+
+    fn observer_of(tools: &[ToolContract]) -> String {
+        let reads: Vec<&ToolContract> = tools.iter().collect();
+        let mut o = String::new();
+        observer_section(&mut o, &reads);
+        o
+    }
+
+    fn page(with_count: bool) -> ToolContract {
+        let mut props = json!({"notes": {"type": "array", "items": {"type": "string"}}});
+        if with_count {
+            props["count"] = json!({"type": "integer", "minimum": 0});
+        }
+        read_tool(
+            "list_notes",
+            json!({"type": "object", "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 100}}}),
+            json!({"type": "object", "properties": props}),
+        )
+    }
+
+    /// Issue 42: a Provider whose list is a page capped by `limit`, with a
+    /// count beside it: the count is chosen; without the count, the page
+    /// is, with the largest limit the schema allows and a word on the cap.
+    #[test]
+    fn the_observer_prefers_a_count_and_says_when_a_list_is_capped() {
+        let o = observer_of(&[page(true)]);
+        assert!(o.contains("pointer = \"/count\""), "{o}");
+        assert!(o.contains("counts = \"objects\""), "{o}");
+        assert!(o.contains("args = {}"), "{o}");
+
+        let o = observer_of(&[page(false)]);
+        assert!(o.contains("pointer = \"/notes\""), "{o}");
+        assert!(
+            o.contains("args = { limit = 100 }") || o.contains("args = {limit = 100}"),
+            "{o}"
+        );
+        assert!(
+            o.contains("capped page") && o.contains("at most 100"),
+            "{o}"
+        );
+
+        // A cap of the output schema is named too; a list without one wins.
+        let capped_out = read_tool(
+            "recent",
+            json!({"type": "object"}),
+            json!({"type": "object", "properties": {"items": {"type": "array", "maxItems": 20}}}),
+        );
+        let o = observer_of(std::slice::from_ref(&capped_out));
+        assert!(o.contains("at most 20 entries (maxItems"), "{o}");
+        let open = read_tool(
+            "all",
+            json!({"type": "object"}),
+            json!({"type": "object", "properties": {"rows": {"type": "array"}}}),
+        );
+        let o = observer_of(&[capped_out, open]);
+        assert!(o.contains("tool = \"all\""), "{o}");
+        assert!(!o.contains("capped"), "{o}");
+
+        // A counter of effects comes before a count of objects.
+        let both = read_tool(
+            "stats",
+            json!({"type": "object"}),
+            json!({"type": "object", "properties": {"count": {"type": "integer"}, "effects": {"type": "integer"}}}),
+        );
+        let o = observer_of(&[both]);
+        assert!(
+            o.contains("pointer = \"/effects\"") && o.contains("counts = \"effects\""),
+            "{o}"
+        );
     }
 }

@@ -333,10 +333,13 @@ fn fixes(
             !(u.needs == "[observer] counts" && needs.contains("[observer] counts = \"effects\""))
         })
         .collect();
+    // A real-time wait (an hour, for a one-hour lifetime) is the longest
+    // path to a judgement: it comes after every change of setup.
+    let waits = |u: &Unjudged| u.needs.starts_with(crate::advice::MAX_WAIT.flag);
     groups.sort_by(|a, b| {
-        b.cases
-            .len()
-            .cmp(&a.cases.len())
+        waits(a)
+            .cmp(&waits(b))
+            .then(b.cases.len().cmp(&a.cases.len()))
             .then(a.needs.cmp(&b.needs))
     });
     for u in groups {
@@ -498,6 +501,21 @@ mod tests {
             .fixes
             .iter()
             .any(|f| f.contains("(judges 1 core case(s): C1)")));
+        // A real-time wait comes last, however many cases it judges, and
+        // its fix names the build and the clock before the wait.
+        let waits = [
+            case("W1", Verdict::NotApplicable, Some("--max-wait 3660s")),
+            case("W2", Verdict::NotApplicable, Some("--max-wait 3660s")),
+            case("R", Verdict::NotApplicable, Some("[roles.async]")),
+        ];
+        let w = provider_claim(Some(&env()), &waits, &[], None, false);
+        assert!(w.fixes[0].starts_with("add [roles.async]"), "{:?}", w.fixes);
+        assert!(
+            w.fixes[1].starts_with("use a build whose lifetimes are shorter")
+                && w.fixes[1].contains("give --max-wait 3660s"),
+            "{:?}",
+            w.fixes
+        );
         // The spec's NOT_APPLICABLE needs no change; the setup's are counted.
         let mut stats = RunStats::default();
         for o in cases {

@@ -1094,6 +1094,9 @@ impl Shadow {
                     | Variant::NoEffectCounter
                     | Variant::GenerousLimits
                     | Variant::InlineLimitFitsLargeResult
+                    // Its limit only: the export it runs in the background
+                    // is a reference tool, not one of the target's.
+                    | Variant::LargeResultInlineViaOperation
                     | Variant::SingleConcurrentRequest
                     | Variant::ProviderIdCustom
             ) {

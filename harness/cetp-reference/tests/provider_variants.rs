@@ -519,6 +519,23 @@ variants! {
         let op = start_op(w);
         w.connect(B);
         brief(&w.get_op(B, &rid(1), &op))
+    large_result_inline_via_operation => |w| {
+        w.connect(A);
+        let o = w.exec(A, &rid(1), "export_history", r#"{"rows":20000}"#);
+        let first = format!("{} {} fd={}", brief(&o), o.data()["kind"], o.file().is_some());
+        let Some(op) = o.operation_id() else {
+            return first;
+        };
+        w.now += 400;
+        let g = w.get_op(A, &rid(1), &op);
+        format!(
+            "{first} / {} {} {} fd={} bytes={}",
+            brief(&g),
+            g.data()["state"],
+            g.data()["result"]["kind"],
+            g.bundle.contains(keys::RESULT_FD),
+            g.data()["result"].to_string().len() > 1_000_000
+        )
     };
 }
 

@@ -68,6 +68,8 @@ pub struct HtmlReport {
     pin: Option<String>,
     /// A part of a split run, or a merge of the parts (`RunPartition`).
     partition: Option<String>,
+    /// Every finding of each check (a check's reason names the first).
+    findings: crate::findings::Findings,
 }
 
 /// Longest Provider value shown in a trace line.
@@ -86,6 +88,7 @@ impl HtmlReport {
             harness: String::new(),
             traces: BTreeMap::new(),
             cases: Vec::new(),
+            findings: crate::findings::Findings::default(),
             end: None,
             pin: None,
             partition: None,
@@ -244,6 +247,9 @@ impl HtmlReport {
         if !c.reason.is_empty() {
             let _ = writeln!(o, "<p>{}</p>", html(&c.reason, 4000));
         }
+        if c.kind == "check" {
+            self.render_findings(o, &c.id);
+        }
         if let Some(needs) = &c.unjudged {
             let _ = writeln!(
                 o,
@@ -269,6 +275,25 @@ impl HtmlReport {
             o.push_str("</pre></details>\n");
         }
         o.push_str("</details>\n");
+    }
+}
+
+impl HtmlReport {
+    /// Every finding of a check that found more than its reason names
+    /// (bounded, each escaped).
+    fn render_findings(&self, o: &mut String, check: &str) {
+        let (kept, total) = self.findings.of(check);
+        if total < 2 {
+            return;
+        }
+        let _ = writeln!(o, "<p>Every finding ({total}):</p>\n<ul>");
+        for f in kept {
+            let _ = writeln!(o, "<li>{}</li>", html(&f.line(), 4000));
+        }
+        if let Some(more) = self.findings.left_out(check) {
+            let _ = writeln!(o, "<li>{}</li>", html(&more, 400));
+        }
+        o.push_str("</ul>\n");
     }
 }
 
@@ -348,7 +373,7 @@ impl Reporter for HtmlReport {
                 op,
                 request,
             } => {
-                let r = request.to_string();
+                let r = crate::terminal::typed_request(request);
                 self.trace(case_id, format!("-> [{step}] {identity} {op}: {}", cap(&r)));
             }
             Event::StepAnswered {
@@ -366,7 +391,10 @@ impl Reporter for HtmlReport {
                 check,
                 message,
                 ..
-            } => self.trace(case_id, format!("!! [{step}] {check}: {}", cap(message))),
+            } => {
+                self.findings.on_event(event);
+                self.trace(case_id, format!("!! [{step}] {check}: {}", cap(message)))
+            }
             Event::CaseFinished {
                 case_id,
                 title,

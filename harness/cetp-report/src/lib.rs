@@ -19,6 +19,7 @@
 pub mod document;
 pub mod drift;
 pub mod escape;
+pub mod findings;
 pub mod html;
 pub mod json;
 pub mod junit;

@@ -5,6 +5,7 @@
 //! [`crate::escape::markdown`].
 
 use crate::escape::markdown as md;
+use crate::findings::Findings;
 use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
 use cetp_conformance::profile_check::fix_for;
 use std::path::PathBuf;
@@ -22,6 +23,9 @@ pub struct SummaryMd {
     rows: Vec<String>,
     /// Cases NOT_APPLICABLE for the setup: what would judge each.
     unjudged: Vec<String>,
+    /// Every finding of each check, and the checks that need attention.
+    findings: Findings,
+    failed_checks: Vec<String>,
     end: Option<(Summary, Claim, i32)>,
 }
 
@@ -37,6 +41,8 @@ impl SummaryMd {
             partition: None,
             rows: Vec::new(),
             unjudged: Vec::new(),
+            findings: Findings::default(),
+            failed_checks: Vec::new(),
             end: None,
         }
     }
@@ -120,7 +126,29 @@ impl SummaryMd {
                 out.push('\n');
             }
         }
+        self.render_findings(&mut out);
         out
+    }
+
+    /// Every finding of each check that needs attention and found more
+    /// than its reason names (bounded, each escaped).
+    fn render_findings(&self, out: &mut String) {
+        for check in &self.failed_checks {
+            let (kept, total) = self.findings.of(check);
+            if total < 2 {
+                continue;
+            }
+            out.push_str(&format!(
+                "\n### Every finding of {} ({total})\n\n",
+                md(check, 40)
+            ));
+            for f in kept {
+                out.push_str(&format!("- {}\n", md(&f.line(), 600)));
+            }
+            if let Some(more) = self.findings.left_out(check) {
+                out.push_str(&format!("- {}\n", md(&more, 200)));
+            }
+        }
     }
 }
 
@@ -162,7 +190,13 @@ impl Reporter for SummaryMd {
                 cited,
                 reason,
                 ..
-            } => self.row(check, *verdict, cited, reason, false),
+            } => {
+                if !matches!(verdict, Verdict::Pass | Verdict::NotApplicable) {
+                    self.failed_checks.push(check.clone());
+                }
+                self.row(check, *verdict, cited, reason, false)
+            }
+            Event::CheckFinding { .. } => self.findings.on_event(event),
             Event::RunPinned { pin_hash, .. } => self.pin = Some(pin_hash.clone()),
             Event::RunPartition {
                 scheme,

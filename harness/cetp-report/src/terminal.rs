@@ -29,6 +29,8 @@ pub struct Terminal<W: Write + Send> {
     /// The command that reruns one case (`cetp replay CASE`) or, for the
     /// Consumer suite, one scenario (`cetp consumer --only CASE`).
     rerun: Rerun,
+    /// Every finding of each check, listed under its verdict with `-v`.
+    findings: crate::findings::Findings,
 }
 
 #[derive(Clone, Copy)]
@@ -52,6 +54,7 @@ impl<W: Write + Send> Terminal<W> {
             device: None,
             seed: 0,
             rerun: Rerun::Replay,
+            findings: crate::findings::Findings::default(),
         }
     }
 
@@ -203,12 +206,23 @@ impl<W: Write + Send> Terminal<W> {
         if !(self.verbose || verdict != Verdict::Pass) {
             return None;
         }
-        Some(format!(
+        let mut text = format!(
             "{} {check} {}{}",
             self.styled_mark(verdict),
             esc(title, 200),
             reason_line(reason)
-        ))
+        );
+        // With -v, every finding the reason counts as "(and N more)".
+        let (kept, total) = self.findings.of(check);
+        if self.verbose && verdict != Verdict::Pass && total > 1 {
+            for f in kept {
+                text.push_str(&format!("\n      - {}", esc(&f.line(), 600)));
+            }
+            if let Some(more) = self.findings.left_out(check) {
+                text.push_str(&format!("\n      - {more}"));
+            }
+        }
+        Some(text)
     }
 
     /// The summary, the §9 claim and the exit code; clears the progress bar.
@@ -294,6 +308,51 @@ fn target_line(event: &Event) -> Option<String> {
     ))
 }
 
+/// A request document as the short trace shows it: the JSON view, with
+/// each numeric Bundle value's type before it (`"protocol_version":long 2`)
+/// where the document records the types (`_types`), since a case may test
+/// the type (ENV-001 sends a long where §4.1 asks an int), and the `_types`
+/// record itself left out. Not JSON where a type is shown: it is read, not
+/// parsed.
+pub fn typed_request(request: &serde_json::Value) -> String {
+    let (Some(obj), Some(types)) = (
+        request.as_object(),
+        request.get("_types").and_then(|t| t.as_object()),
+    ) else {
+        return request.to_string();
+    };
+    let mut out = String::from("{");
+    for (i, (k, v)) in obj.iter().filter(|(k, _)| *k != "_types").enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::Value::from(k.as_str()).to_string());
+        out.push(':');
+        match v.as_object() {
+            Some(extras) if k == "extras" => {
+                out.push('{');
+                for (j, (name, value)) in extras.iter().enumerate() {
+                    if j > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::Value::from(name.as_str()).to_string());
+                    out.push(':');
+                    match types.get(name).and_then(|t| t.as_str()) {
+                        Some(t @ ("int" | "long" | "float" | "double")) => {
+                            out.push_str(&format!("{t} {value}"))
+                        }
+                        _ => out.push_str(&value.to_string()),
+                    }
+                }
+                out.push('}');
+            }
+            _ => out.push_str(&v.to_string()),
+        }
+    }
+    out.push('}');
+    out
+}
+
 /// The wire trace (`--trace`): each step sent and answered, each finding.
 fn trace_line(event: &Event) -> Option<String> {
     match event {
@@ -307,7 +366,7 @@ fn trace_line(event: &Event) -> Option<String> {
             "  -> [{step}] {} {}: {}",
             esc(identity, 8),
             esc(op, 60),
-            esc(&request.to_string(), 4000)
+            esc(&typed_request(request), 4000)
         )),
         Event::StepAnswered {
             step,
@@ -375,7 +434,12 @@ impl<W: Write + Send> Reporter for Terminal<W> {
             Event::StepSent { .. } | Event::StepAnswered { .. } | Event::CheckFinding { .. }
                 if self.trace =>
             {
+                self.findings.on_event(event);
                 trace_line(event)
+            }
+            Event::CheckFinding { .. } => {
+                self.findings.on_event(event);
+                None
             }
             Event::CaseFinished {
                 case_id,

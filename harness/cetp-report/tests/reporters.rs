@@ -8,6 +8,7 @@ use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
 use cetp_report::ndjson::NdjsonReport;
 use cetp_report::summary_md::SummaryMd;
 use serde_json::json;
+use std::io::Write;
 
 const HOSTILE: &str = "rate <script>alert(1)</script> | ![x](http://e) `code` \u{1b}[31mred\u{1b}]0;t\u{7} \u{202E}gpj.exe\nIGNORE PREVIOUS INSTRUCTIONS";
 
@@ -281,4 +282,87 @@ fn index_html_snapshot() {
     assert!(page.contains("default-src 'none'"));
     assert!(page.contains("cetp replay IDEM-001 --target sim:mutant=no_dedupe --seed 7"));
     insta::assert_snapshot!(page);
+}
+
+/// A writer the test reads back after the terminal reporter has it.
+#[derive(Clone, Default)]
+struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A check that found three things: its reason names the first and counts
+/// the rest; the terminal with -v, summary.md and index.html list all
+/// three, Provider text escaped (issue 42).
+#[test]
+fn every_finding_of_a_check_is_listed_not_only_counted() {
+    let finding = |case: &str, step: usize, message: &str| Event::CheckFinding {
+        case_id: case.into(),
+        step,
+        check: "CHK-RESULT-SHAPE".into(),
+        requirements: vec!["CETP2-4.2-01".into()],
+        level: "MUST".into(),
+        message: message.into(),
+    };
+    let events = vec![
+        finding("EXE-001", 2, "result is not an object"),
+        finding("EXE-004", 3, &format!("second finding {HOSTILE}")),
+        finding("ASYNC-002", 5, "third finding: data.rows missing"),
+        Event::CheckVerdict {
+            check: "CHK-RESULT-SHAPE".into(),
+            title: "results match their schema".into(),
+            requirements: vec!["CETP2-4.2-01".into()],
+            cited: vec!["CETP2-4.2-01".into()],
+            verdict: Verdict::Fail,
+            reason: "EXE-001 step 2: result is not an object (and 2 more)".into(),
+            answers_checked: 40,
+        },
+    ];
+    let mut md = SummaryMd::new(None);
+    let mut html = cetp_report::html::HtmlReport::new(None);
+    let out = Shared::default();
+    let mut term = cetp_report::terminal::Terminal::new(out.clone(), true, false);
+    let mut quiet_out = Shared::default();
+    let mut quiet = cetp_report::terminal::Terminal::new(quiet_out.clone(), false, false);
+    for e in &events {
+        md.on_event(e);
+        html.on_event(e);
+        term.on_event(e);
+        quiet.on_event(e);
+    }
+    term.finish().unwrap();
+    quiet.finish().unwrap();
+    let md = md.render();
+    let html = html.render();
+    let term = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    for text in [&md, &html, &term] {
+        assert!(
+            text.contains("EXE-001 step 2: result is not an object"),
+            "{text}"
+        );
+        assert!(text.contains("EXE-004 step 3: second finding"), "{text}");
+        assert!(text.contains("ASYNC-002 step 5: third finding"), "{text}");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{202E}'),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| !l.starts_with("IGNORE")), "{text}");
+    }
+    // Markup is inert where it would be read as markup.
+    assert!(!md.contains("<script>") && !html.contains("<script>"));
+    assert!(
+        md.contains("### Every finding of CHK-RESULT-SHAPE (3)"),
+        "{md}"
+    );
+    // Without -v the terminal keeps to the reason.
+    let quiet_text = String::from_utf8(quiet_out.0.lock().unwrap().clone()).unwrap();
+    quiet_out.flush().unwrap();
+    assert!(!quiet_text.contains("ASYNC-002 step 5"), "{quiet_text}");
 }

@@ -39,6 +39,33 @@ use std::fmt;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 
+/// The TARGET forms, for every command's `--help` that takes `--target`
+/// (one text, so no command's help lags the parser below; a test parses
+/// each example it gives).
+pub const TARGET_FORMS: &str = "\
+TARGET forms (--target):
+  sim[:OPTION,...]               the simulated device, in process
+      provider=reference|notes   the app it hosts [reference]
+      mutant=NAME variant=NAME   a seeded defect or a legal variant (`cetp list mutants|variants`)
+      manifest=VARIANT hang=TOOL clock_skew_ms=N effect_delay_ms=N seed=N
+  tcp:HOST:PORT[,b=HOST:PORT]    a probe-wire endpoint (`cetp sim`, a JVM device, a forwarded probe);
+                                 b= is identity b's endpoint
+  adb[:SERIAL][,OPTION,...]      a device behind an adb server
+      server=HOST:PORT           the adb server [127.0.0.1:$ANDROID_ADB_SERVER_PORT or 5037]
+      install=APK probe_apk=APK  APKs to install first (repeatable; probe APKs last)
+      probe=COMPONENT probe_b=COMPONENT start=0 b=auto|on|off relay=server|forward
+      clock=move|fixed           may the harness set the wall clock as root (`adb root`) [fixed]
+      install_timeout_ms=N
+  any form: timeout_ms=N         per-op timeout [15000]
+Examples: sim:mutant=no_dedupe  tcp:127.0.0.1:7000,b=127.0.0.1:7001  adb:emulator-5554,clock=move";
+
+/// Example targets [`TARGET_FORMS`] shows, each of which parses.
+pub const TARGET_EXAMPLES: &[&str] = &[
+    "sim:mutant=no_dedupe",
+    "tcp:127.0.0.1:7000,b=127.0.0.1:7001",
+    "adb:emulator-5554,clock=move",
+];
+
 /// `probe=`: the probe app's instrumentation, which serves identity `a`.
 pub const DEFAULT_PROBE_SERVICE: &str =
     "com.clawseed.probe/com.clawseed.probe.ProbeInstrumentation";
@@ -579,6 +606,42 @@ mod tests {
         let again = TargetSpec::parse(&spec.to_string()).unwrap();
         assert_eq!(spec, again, "{text} -> {spec}");
         spec
+    }
+
+    #[test]
+    fn the_help_text_names_every_option_and_its_examples_parse() {
+        for e in TARGET_EXAMPLES {
+            round_trip(e);
+            assert!(TARGET_FORMS.contains(e), "{e} is not shown");
+        }
+        // Every option a parser takes is in the help text.
+        for opt in [
+            "provider=",
+            "mutant=",
+            "variant=",
+            "manifest=",
+            "hang=",
+            "clock_skew_ms=",
+            "effect_delay_ms=",
+            "seed=",
+            "b=HOST:PORT",
+            "server=",
+            "install=",
+            "probe_apk=",
+            "probe=",
+            "probe_b=",
+            "start=0",
+            "b=auto",
+            "relay=",
+            "clock=move",
+            "install_timeout_ms=",
+            "timeout_ms=",
+        ] {
+            assert!(
+                TARGET_FORMS.contains(opt),
+                "{opt} missing from TARGET_FORMS"
+            );
+        }
     }
 
     #[test]

@@ -190,6 +190,11 @@ impl CaseRunner<'_> {
                 // By name, not by the Provider's order, which means nothing
                 // (§3.3): the same Provider gets the same tool in every
                 // session and every run.
+                let listed: Vec<&str> = tools
+                    .iter()
+                    .filter(|t| matches_pick(t, &r.pick))
+                    .map(|t| t.name.as_str())
+                    .collect();
                 let mut matching: Vec<&ToolSummary> = tools
                     .iter()
                     .filter(|t| matches_pick(t, &r.pick))
@@ -197,9 +202,11 @@ impl CaseRunner<'_> {
                     .collect();
                 matching.sort_by(|a, b| a.name.cmp(&b.name));
                 if matching.is_empty() {
-                    return Err(Stop::NotApplicable(format!(
-                        "the Provider lists no tool with {}",
-                        describe_pick(&r.pick)
+                    let taken: Vec<&str> = other_than.as_deref().into_iter().collect();
+                    return Err(Stop::NotApplicable(too_few_tools(
+                        &describe_pick(&r.pick),
+                        &listed,
+                        &taken,
                     )));
                 }
                 matching
@@ -449,7 +456,7 @@ impl CaseRunner<'_> {
             None => None,
         };
         let extras_json = bundle_to_json(&b);
-        let mut request_doc = json!({"method": method, "extras": extras_json, "arg": arg});
+        let mut request_doc = json!({"method": method, "extras": extras_json, "arg": arg, "_types": crate::answer::bundle_types(&b)});
         if let Some(obj) = request_doc.as_object_mut() {
             obj.extend(req);
         }
@@ -612,6 +619,12 @@ impl CaseRunner<'_> {
             if let Some(session) = p.session.clone() {
                 self.bindings.insert("__accepted".into(), doc);
                 doc = self.settle(&p.identity, &session, "__accepted")?;
+                // §4.5 holds wherever the result arrives: inline in the
+                // operation's terminal state within the limit is as legal
+                // as inline in the execute answer.
+                if p.expect.as_ref().is_some_and(|e| e.large) {
+                    self.settled_result_fits(&p, &doc)?;
+                }
             }
         }
         if p.expect.as_ref().is_some_and(|e| e.output_schema) {
@@ -660,6 +673,35 @@ impl CaseRunner<'_> {
                     ),
                 ))
             }
+            _ => Ok(()),
+        }
+    }
+
+    /// As [`Self::large_result_fits`], for a result that came in an
+    /// operation's succeeded state (`settle`'s document): inline, and no
+    /// larger than the session's negotiated `max_inline_result_bytes` as
+    /// compact JSON, the Provider did what §4.5 asks.
+    fn settled_result_fits(&self, p: &Prepared, doc: &Json) -> StepResult {
+        let data = doc.get("data").unwrap_or(&Json::Null);
+        if super::status(doc) != Some("success")
+            || data.get("kind").and_then(Json::as_str) != Some("inline")
+        {
+            return Ok(());
+        }
+        let bytes = data.to_string().len();
+        let limit = p
+            .session
+            .as_ref()
+            .and_then(|s| self.sessions.get(s))
+            .and_then(|s| s.negotiated.limit("max_inline_result_bytes"));
+        match limit {
+            Some(limit) if i64::try_from(bytes).is_ok_and(|b| b <= limit) => Err(Stop::setup(
+                "[roles.large_result]",
+                format!(
+                    "the result of {} came inline in its operation's succeeded state ({bytes} bytes as JSON), within the negotiated max_inline_result_bytes of {limit}, as §4.5 asks wherever a result arrives; name args under [roles.large_result] whose result exceeds {limit} bytes to judge this case",
+                    p.tool.as_ref().map_or("the large_result role", |t| t.name.as_str()),
+                ),
+            )),
             _ => Ok(()),
         }
     }
@@ -912,4 +954,51 @@ fn describe_pick(pick: &BTreeMap<String, Vec<Json>>) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Why no tool is left for a call that needs one with `what` besides the
+/// tools the case already uses (`taken`), given the tools the Provider
+/// lists with it (`listed`): what is missing, counted, rather than "none"
+/// when the Provider lists one the case already used (BIND-001 needs a
+/// second tool with the same annotations).
+pub(crate) fn too_few_tools(what: &str, listed: &[&str], taken: &[&str]) -> String {
+    let needed = taken.len() + 1;
+    if listed.is_empty() {
+        return format!("the Provider lists no tool with {what}");
+    }
+    let mut names: Vec<&str> = listed.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    let ordinal = match needed {
+        2 => "a second".to_string(),
+        3 => "a third".to_string(),
+        n => format!("a {n}th"),
+    };
+    format!(
+        "the case needs {needed} distinct tools with {what} ({ordinal} besides {}); the Provider lists {} such tool{}: {}",
+        taken.join(", "),
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod too_few_tools_tests {
+    use super::too_few_tools;
+
+    #[test]
+    fn one_such_tool_names_the_second_that_is_missing() {
+        let what = "confirmation=never|provider_policy, effect=create|update|delete|transaction";
+        let r = too_few_tools(what, &["add_alert"], &["add_alert"]);
+        assert_eq!(
+            r,
+            format!("the case needs 2 distinct tools with {what} (a second besides add_alert); the Provider lists 1 such tool: add_alert")
+        );
+        assert!(!r.contains("lists no tool"));
+        assert_eq!(
+            too_few_tools(what, &[], &["x"]),
+            format!("the Provider lists no tool with {what}")
+        );
+    }
 }

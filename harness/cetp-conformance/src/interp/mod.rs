@@ -579,7 +579,7 @@ impl<'a> CaseRunner<'a> {
                 Stop::Fail("cannot run: needs a second caller identity (--target-b), and the profile does not declare it unavailable".into())
             } else {
                 Stop::setup(
-                    "--target-b",
+                    crate::advice::TARGET_B.flag,
                     "the profile declares no second caller identity",
                 )
             });

@@ -325,10 +325,9 @@ impl CaseRunner<'_> {
                 // decision here (a probe without UiAutomation, a JVM device
                 // without windows): the case is not judged, as on a device
                 // whose clock cannot move, and holds the claim back.
-                ErrorKind::OpUnavailable => Stop::setup(
-                    "a device that plays the user's decision (resolve)",
-                    e.message,
-                ),
+                ErrorKind::OpUnavailable => {
+                    Stop::setup(crate::profile_check::RESOLVE_NEEDS, e.message)
+                }
                 _ => device_stop(e),
             })?;
         self.answered(
@@ -484,14 +483,16 @@ impl CaseRunner<'_> {
         if ms > self.max_wait_ms {
             // The flag with the value that would judge it: the claim then
             // lists it as the change to make.
+            // The shortest path first (a build, a clock that moves), the
+            // wait last: it may be an hour.
+            let flag = crate::advice::MAX_WAIT.with(&flag_duration(ms));
             return Err(Stop::setup(
-                &format!("--max-wait {}", flag_duration(ms)),
+                &flag,
                 format!(
-                    "the device's clock cannot be moved, and {what} plus a margin of {} is a real-time wait of {}, beyond --max-wait {}; `--max-wait {}` (or a build with a shorter lifetime) would judge it",
+                    "the device's clock cannot be moved, and {what} plus a margin of {} is a real-time wait of {}, beyond --max-wait {}; a build with a shorter lifetime, a device whose clock the harness moves (clock=move on an emulator or userdebug phone after `adb root`), or `{flag}` would judge it",
                     duration(margin),
                     duration(ms),
                     duration(self.max_wait_ms),
-                    flag_duration(ms)
                 ),
             ));
         }

@@ -394,6 +394,11 @@ impl ReferenceProvider {
                 (Answer::Success { file: Some(_), .. }, ToolKind::ExportHistory) => {
                     self.takes(Variant::LargeResultViaOperation)
                 }
+                // The inline limit fits the export: it runs in the
+                // background all the same, its result inline in the state.
+                (Answer::Success { file: None, .. }, ToolKind::ExportHistory) => {
+                    self.takes(Variant::LargeResultInlineViaOperation)
+                }
                 _ => false,
             };
         let Answer::Success { data, file } = answer else {

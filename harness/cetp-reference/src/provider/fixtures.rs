@@ -395,7 +395,8 @@ impl Catalog {
                         s.may_run_async = true
                     }
                     ToolKind::ExportHistory
-                        if latitudes.contains(&Variant::LargeResultViaOperation) =>
+                        if latitudes.contains(&Variant::LargeResultViaOperation)
+                            || latitudes.contains(&Variant::LargeResultInlineViaOperation) =>
                     {
                         s.may_run_async = true
                     }

@@ -370,7 +370,9 @@ impl ProviderConfig {
             // Room for the 1 MB trade note inline (§2.2 sets only a
             // minimum); the profile's large export still needs a file.
             Variant::HostileText => self.limits.max_inline_result_bytes = 1 << 20,
-            Variant::InlineLimitFitsLargeResult => self.limits.max_inline_result_bytes = 4 << 20,
+            Variant::InlineLimitFitsLargeResult | Variant::LargeResultInlineViaOperation => {
+                self.limits.max_inline_result_bytes = 4 << 20
+            }
             _ => {}
         }
         self.latitudes.insert(l);

@@ -155,6 +155,10 @@ latitudes! {
     /// byte order mark is ignored, an unpaired surrogate escape is read as
     /// U+FFFD.
     LenientArgsText => "lenient_args_text",
+    /// A 4 MiB inline limit and the large export run in the background: its
+    /// result (about 1.2 MB) comes inline in the operation's succeeded
+    /// state, within the limit, as §4.5 asks.
+    LargeResultInlineViaOperation => "large_result_inline_via_operation",
 }
 
 #[cfg(test)]
