@@ -28,17 +28,22 @@
 # (scripts/setup.sh installs them). Prints each APK's path.
 #
 #   scripts/build-apks.sh [--force] [--out DIR]
+#   scripts/build-apks.sh --tools-only    fetch the tools, put aapt2 in
+#       target/apk/build/tools/, build nothing (scripts/jvm-device.sh
+#       --provider-apk reads APKs with them)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 app="$root/android-probe-app"
 out="$root/target/apk"
 force=0
+tools_only=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --force) force=1 ;;
+        --tools-only) tools_only=1 ;;
         --out) out="$2"; shift ;;
-        *) echo "usage: $0 [--force] [--out DIR]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--force] [--out DIR] | --tools-only" >&2; exit 2 ;;
     esac
     shift
 done
@@ -72,6 +77,7 @@ if [ ! -x "$aapt2" ] || [ "$aapt2_jar" -nt "$aapt2" ]; then
     python3 -c 'import sys, zipfile; open(sys.argv[2], "wb").write(zipfile.ZipFile(sys.argv[1]).read("aapt2"))' "$aapt2_jar" "$aapt2"
     chmod 755 "$aapt2"
 fi
+[ "$tools_only" -eq 1 ] && exit 0
 
 # Stale when the APK is missing or any input is newer than it.
 stale() { # APK INPUT...
