@@ -34,6 +34,13 @@
 #       seeded defects: --jvm-prop com.example.cetp.notes.defect=NAME, see
 #       examples/kotlin-provider/defects.tsv). Not a cetp.jvm.* key: those
 #       are the device's own.
+#   scripts/jvm-device.sh --listen … --listen-b … --provider-apk APP.apk [flags as above]
+#       a vendor's Provider from its APK: the code of its classes*.dex
+#       (bundled libraries included) read back into class files by dex2jar,
+#       with the stack map frames a JVM verifies computed by ASM
+#       (android-probe-app/apk/ApkToJar.java; verification stays on), and
+#       the manifest from the APK's binary XML (aapt2 dump xmltree,
+#       android-probe-app/apk/apk-manifest.py) unless --manifest is given.
 #   ... --no-build: use the classes the last run built
 #   scripts/jvm-device.sh --build-only
 #       builds and exits (scripts/jvm-device-check.sh builds once, then starts
@@ -51,13 +58,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 defects="$root/examples/java-provider/defects.tsv"
 usage="usage: $0 --listen HOST:PORT --listen-b HOST:PORT [--defect NAME | --provider-jar JAR… [--provider-class CLASS]
     [--authority AUTH] [--package PKG] [--manifest FILE] [--meta KEY=VALUE…] [--provider-meta KEY=VALUE…]
-    [--permission PERM] [--classpath CP]] [--jvm-prop KEY=VALUE…] [--no-build] | --list-defects | --build-only"
+    [--permission PERM] [--classpath CP]] [--provider-apk APK] [--jvm-prop KEY=VALUE…] [--no-build] | --list-defects | --build-only"
 
 names() { grep -v '^#' "$defects" | cut -f1; }
 die() { echo "jvm-device: $*" >&2; exit 2; }
 
 listen="" listen_b="" defect="" build=1 build_only=0
-jars=() classpath=() metas=() provider_metas=() jvm_props=()
+jars=() classpath=() metas=() provider_metas=() jvm_props=() apk=""
 provider_class="" authority="" package="" manifest="" permission=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -68,6 +75,7 @@ while [ $# -gt 0 ]; do
         --no-build) build=0; shift ;;
         --build-only) build_only=1; shift ;;
         --provider-jar) jars+=("${2:?$usage}"); shift 2 ;;
+        --provider-apk) apk="${2:?$usage}"; shift 2 ;;
         --provider-class) provider_class="${2:?$usage}"; shift 2 ;;
         --authority) authority="${2:?$usage}"; shift 2 ;;
         --package) package="${2:?$usage}"; shift 2 ;;
@@ -85,6 +93,25 @@ if [ "$build_only" -eq 0 ]; then
     for hp in "$listen" "$listen_b"; do
         [[ "$hp" =~ ^.+:[0-9]+$ ]] || { echo "jvm-device: not HOST:PORT: $hp" >&2; exit 2; }
     done
+fi
+if [ -n "$apk" ]; then
+    # The APK's code as a jar, its manifest as source: then as --provider-jar.
+    [ -f "$apk" ] || die "no such file: $apk"
+    "$root/scripts/build-apks.sh" --tools-only >&2
+    from_apk="$root/android-probe-app/jvm/target/provider-apk"
+    tools="$root/android-probe-app/apk"
+    rm -rf "$from_apk"
+    mkdir -p "$from_apk/classes"
+    d2j="$(cat "$tools/target/dex2jar.classpath")"
+    javac --release 17 -Xlint:all -Werror -cp "$d2j" -d "$from_apk/classes" "$tools/ApkToJar.java"
+    java -cp "$d2j:$from_apk/classes" ApkToJar "$apk" "$from_apk/code.jar" \
+        "$(cat "$root/android-probe-app/jvm/target/framework.path")" >&2 || die "cannot read the code of $apk"
+    jars+=("$from_apk/code.jar")
+    if [ -z "$manifest" ]; then
+        python3 "$tools/apk-manifest.py" "$root/target/apk/build/tools/aapt2" "$apk" "$from_apk/AndroidManifest.xml" ||
+            die "cannot read the manifest of $apk"
+        manifest="$from_apk/AndroidManifest.xml"
+    fi
 fi
 vendor_flags="$provider_class$authority$package$manifest$permission${metas[*]-}${provider_metas[*]-}${classpath[*]-}"
 if [ "${#jars[@]}" -eq 0 ] && [ -n "$vendor_flags" ]; then

@@ -8,6 +8,9 @@
 #     (no manifest) gives, case by case, the verdicts of the built-in sample
 #     (--baseline: the built-in run's report.json; without it, this script
 #     runs the built-in sample first).
+#  1b. The sample from its APK (scripts/build-apks.sh; --provider-apk: the
+#     dex read back into class files with frames computed, the manifest
+#     from the APK's binary XML) gives, case by case, the same verdicts.
 #  2. A Kotlin Provider (examples/kotlin-provider), compiled here by the
 #     Kotlin compiler Maven fetches, on its own base class, with
 #     kotlin-stdlib on --classpath and registered from its manifest: the
@@ -138,6 +141,30 @@ print(f"jvm-jar-check: the sample as a jar: the built-in sample's verdicts in al
       f"({s['pass']} passed, {s['fail']} failed, {s['not_applicable']} not applicable, {s['infra_error']} infra)")
 PY
 echo "jvm-jar-check: part 1 took $(( $(date +%s) - t1 )) s"
+
+# ---- 1b. the sample from its APK, as a vendor ships it (issue 41)
+t1b=$(date +%s)
+"$root/scripts/build-apks.sh" >/dev/null
+start_device --provider-apk "$root/target/apk/java-provider.apk"
+grep -h "apk-to-jar:" "$work/device.log" || true
+run_cetp sample-apk "${sample_flags[@]}"
+python3 - "$baseline" "$work/sample-apk/report.json" <<'PY' || { cat "$work/sample-apk.out"; exit 1; }
+import json, sys
+base, apk = (json.load(open(p)) for p in sys.argv[1:3])
+def verdicts(r):
+    return {c["id"]: c["verdict"] for c in r["cases"] + r["checks"]}
+b, a = verdicts(base), verdicts(apk)
+diff = [f"{i}: built-in {b.get(i)}, APK {a.get(i)}" for i in sorted(set(b) | set(a)) if b.get(i) != a.get(i)]
+if diff:
+    print("jvm-jar-check: the sample from its APK differs from the built-in sample:")
+    for d in diff:
+        print("  " + d)
+    sys.exit(1)
+s = apk["summary"]
+print(f"jvm-jar-check: the sample from its APK: the built-in sample's verdicts in all {len(a)} cases and checks "
+      f"({s['pass']} passed, {s['fail']} failed, {s['not_applicable']} not applicable, {s['infra_error']} infra)")
+PY
+echo "jvm-jar-check: part 1b took $(( $(date +%s) - t1b )) s"
 
 # ---- 2. a Kotlin Provider on its own base class
 t2=$(date +%s)

@@ -15,6 +15,10 @@ command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 command -v xmllint >/dev/null 2>&1 || need_apt+=(libxml2-utils)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
+# scripts/build-apks.sh: aligning and signing the APKs (issue 41).
+command -v zipalign >/dev/null 2>&1 || need_apt+=(zipalign)
+command -v apksigner >/dev/null 2>&1 || need_apt+=(apksigner)
+command -v zip >/dev/null 2>&1 || need_apt+=(zip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt)"
   SUDO=""

@@ -12,14 +12,22 @@ android {
         targetSdk = 34
         versionCode = 1
         versionName = "0.1.0"
-        signingConfig = signingConfigs.getByName("debug")
     }
 
     signingConfigs {
         // Identity b must differ from a in its certificate too (cross-caller
-        // cases compare cert_sha256), so it is not signed with the machine's
-        // debug key like a. This keystore exists for that only: a test key
-        // whose password is public, never to be used for anything released.
+        // cases compare cert_sha256), and identity a's must not change from
+        // one build or machine to the next (a Provider's policy may list it,
+        // as the sample's manager_certs does): both are signed with committed
+        // keystores, test keys whose passwords are public, never to be used
+        // for anything released. scripts/build-apks.sh signs with the same.
+        create("probeA") {
+            storeFile = file("probe-a-test.keystore")
+            storeType = "pkcs12"
+            storePassword = "cetp-probe-a"
+            keyAlias = "probe-a"
+            keyPassword = "cetp-probe-a"
+        }
         create("probeB") {
             storeFile = file("probe-b-test.keystore")
             storeType = "pkcs12"
@@ -41,6 +49,7 @@ android {
             // HostileToolService$Foreign (a service whose ContentProvider
             // is in another package). jvm/gen-sources.py reads this line.
             manifestPlaceholders["peerHostedAuthority"] = "com.clawseed.probe.b.hostile.clawseed.tools"
+            signingConfig = signingConfigs.getByName("probeA")
         }
         create("b") {
             dimension = "identity"
@@ -55,8 +64,8 @@ android {
     buildTypes {
         getByName("debug") {
             // A build type's signing config wins over a flavor's, and debug
-            // has the debug key by default: clear it here so that b's own
-            // config applies, and give a the debug key through defaultConfig.
+            // has the debug key by default: clear it here so that each
+            // flavor's own config applies.
             signingConfig = null
         }
     }

@@ -13,6 +13,14 @@ one flavor:
   OUT/res/                                       a copy of app's resources
 
   gen-sources.py --flavor a --out DIR
+  gen-sources.py --flavor b --out DIR --apk
+
+--apk writes the manifest as the plugin's merger hands it to aapt2 for an
+APK: every component's android:name a full class name (flavour b's package
+is not the classes' package, and aapt2's --rename-manifest-package leaves
+<instrumentation android:name> short), and <uses-sdk> and the version from
+build.gradle.kts. Without it the manifest stays as the Robolectric tests
+have always read it.
 
 Exits 2 naming what it cannot read: a build file it no longer understands
 must stop the check, not compile against guessed constants.
@@ -126,10 +134,38 @@ def r_class(namespace, res_dir):
     return "\n".join(lines)
 
 
+def full_names(manifest, namespace, gradle):
+    """The merger's rewrite of ".Foo" and "Foo" class names to namespace.Foo,
+    and of the version and SDK levels into the manifest (aapt2 reads them
+    there)."""
+    min_sdk = one(r'minSdk\s*=\s*(\d+)', gradle, "minSdk")
+    target_sdk = one(r'targetSdk\s*=\s*(\d+)', gradle, "targetSdk")
+    version_code = one(r'versionCode\s*=\s*(\d+)', gradle, "versionCode")
+    version_name = one(r'versionName\s*=\s*"([^"]*)"', gradle, "versionName")
+
+    def expand(m):
+        name = m.group(2)
+        if name.startswith("."):
+            name = namespace + name
+        elif "." not in name:
+            name = namespace + "." + name
+        return m.group(1) + name + '"'
+
+    components = r'(<(?:activity|service|provider|receiver|instrumentation|application)\b[^>]*?\bandroid:name=")([^"]+)"'
+    manifest = re.sub(components, expand, manifest)
+    manifest = manifest.replace(
+        "<manifest ",
+        '<manifest android:versionCode="%s" android:versionName="%s" ' % (version_code, version_name), 1)
+    uses_sdk = '\n    <uses-sdk android:minSdkVersion="%s" android:targetSdkVersion="%s" />\n' % (min_sdk, target_sdk)
+    at = manifest.index(">", manifest.index("<manifest ")) + 1
+    return manifest[:at] + uses_sdk + manifest[at:]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flavor", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--apk", action="store_true", help="full class names, <uses-sdk> and version (for aapt2)")
     args = ap.parse_args()
     app = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "app")
     with open(os.path.join(app, "build.gradle.kts"), encoding="utf-8") as f:
@@ -151,6 +187,8 @@ def main():
             % (args.flavor, re.findall(r"\$\{[^}]*\}", manifest)))
     # The merged manifest names its package, as the plugin's does.
     manifest = manifest.replace("<manifest ", '<manifest package="%s" ' % app_id, 1)
+    if args.apk:
+        manifest = full_names(manifest, namespace, gradle)
     ET.fromstring(manifest)
     with open(os.path.join(args.out, "AndroidManifest.xml"), "w", encoding="utf-8") as f:
         f.write(manifest)

@@ -29,8 +29,8 @@ fn base(command: &str) -> Vec<&'static str> {
 
 /// Suggestions a command prints but does not accept yet, each with the
 /// issue that makes it accept it. The test fails once it does, so the entry
-/// goes (issue 40 item 1: the lead makes `cetp fuzz` accept --max-wait).
-const PENDING: &[(&str, &str)] = &[("fuzz", "--max-wait")];
+/// goes (`cetp fuzz` accepts `--max-wait` since issue 40).
+const PENDING: &[(&str, &str)] = &[];
 
 #[test]
 fn every_suggested_flag_parses_with_the_command_that_prints_it() {

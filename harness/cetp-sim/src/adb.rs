@@ -72,7 +72,7 @@ impl DeviceServices for SimServices {
         _mode: u32,
         data: Vec<u8>,
     ) -> BoxFuture<'static, Result<(), String>> {
-        self.sim.record_push(path, data.len() as u64);
+        self.sim.record_push(path, &data);
         self.sim
             .log('I', &format!("adb push {path} ({} bytes)", data.len()));
         Box::pin(async { Ok(()) })
@@ -169,6 +169,32 @@ fn operands<'a>(args: &[&'a str], valued: &[&str]) -> Vec<&'a str> {
     out
 }
 
+/// Where `pm path` says a package's APK is.
+fn base_apk(package: &str) -> String {
+    format!("/data/app/{package}-1/base.apk")
+}
+
+/// toybox's `sha256sum`, for the installed packages' base.apk only (what a
+/// host asks to know which build a package holds).
+fn sha256sum(sim: &Sim, files: &[&str]) -> ShellOutput {
+    let mut out = String::new();
+    let mut code = 0;
+    for file in files {
+        let digest = file
+            .strip_prefix("/data/app/")
+            .and_then(|rest| rest.strip_suffix("-1/base.apk"))
+            .and_then(|package| sim.package_apk_sha256(package));
+        match digest {
+            Some(d) => out.push_str(&format!("{d}  {file}\n")),
+            None => {
+                out.push_str(&format!("sha256sum: {file}: No such file or directory\n"));
+                code = 1;
+            }
+        }
+    }
+    ShellOutput::with_code(out, code)
+}
+
 /// The value following `flag`, if any.
 fn flag_value<'a>(args: &[&'a str], flag: &str) -> Option<&'a str> {
     args.iter()
@@ -221,10 +247,19 @@ pub(crate) fn run_shell(sim: &Sim, line: &str) -> ShellOutput {
                 .collect();
             ShellOutput::ok(out)
         }
+        ["pm", "path", rest @ ..] => match operands(rest, &["--user"]).first() {
+            Some(package) if sim.package_apk_sha256(package).is_some() => {
+                ShellOutput::ok(format!("package:{}\n", base_apk(package)))
+            }
+            _ => ShellOutput::with_code("", 1),
+        },
         ["pm", "install", rest @ ..] => {
-            match operands(rest, &["--user", "-i", "-p", "--install-location"]).last() {
+            match operands(rest, &["--user", "-i", "-p", "--install-location", "--pkg"]).last() {
                 Some(path) => {
                     sim.record_install(path);
+                    if let Some(package) = flag_value(rest, "--pkg") {
+                        sim.record_package_install(package, path);
+                    }
                     sim.log('I', &format!("pm install {path}: Success"));
                     ShellOutput::ok("Success\n")
                 }
@@ -232,6 +267,7 @@ pub(crate) fn run_shell(sim: &Sim, line: &str) -> ShellOutput {
             }
         }
         ["pm", sub, ..] => ShellOutput::with_code(format!("Unknown command: {sub}\n"), 1),
+        ["sha256sum", files @ ..] => sha256sum(sim, files),
         ["am", "force-stop", rest @ ..] => {
             for package in operands(rest, &["--user"]) {
                 sim.stop_instrumentations(package);
@@ -355,6 +391,7 @@ fn date(sim: &Sim, uid: u32, args: &[&str]) -> ShellOutput {
 mod tests {
     use super::*;
     use crate::SimConfig;
+    use sha2::{Digest, Sha256};
 
     #[test]
     fn root_sets_the_wall_clock_and_nobody_else_does() {
@@ -476,6 +513,37 @@ mod tests {
             ("Success\n".into(), 0)
         );
         assert_eq!(sim.installed_apks(), ["/data/local/tmp/a b.apk"]);
+        // Which build a package holds: a built-in probe has a digest no
+        // APK has; `pm install --pkg` of a pushed APK makes it that APK's.
+        assert_eq!(
+            out("pm path com.clawseed.probe"),
+            (
+                "package:/data/app/com.clawseed.probe-1/base.apk\n".into(),
+                0
+            )
+        );
+        assert_eq!(out("pm path com.example.absent"), (String::new(), 1));
+        let built_in = out("sha256sum /data/app/com.clawseed.probe-1/base.apk").0;
+        sim.record_push("/data/local/tmp/p.apk", b"PK probe");
+        assert_eq!(
+            out("pm install -r -t --pkg com.clawseed.probe /data/local/tmp/p.apk"),
+            ("Success\n".into(), 0)
+        );
+        let (sum, rc) = out("sha256sum /data/app/com.clawseed.probe-1/base.apk");
+        assert_eq!(rc, 0);
+        assert_ne!(sum, built_in);
+        assert_eq!(
+            sum,
+            format!(
+                "{}  /data/app/com.clawseed.probe-1/base.apk\n",
+                hex::encode(Sha256::digest(b"PK probe"))
+            )
+        );
+        assert_eq!(out("sha256sum /data/app/nothing-1/base.apk").1, 1);
+        assert_eq!(
+            sim.installed_apks(),
+            ["/data/local/tmp/a b.apk", "/data/local/tmp/p.apk"]
+        );
         assert_eq!(
             out("rm '/data/local/tmp/a b.apk' </dev/null"),
             (String::new(), 0)

@@ -54,6 +54,7 @@ use cetp_reference::device::{
 use cetp_reference::provider::{
     thread_sleeper, FixtureSet, ManifestVariant, Mutant, ProviderConfig, ReferenceProvider, Variant,
 };
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -280,8 +281,11 @@ pub struct Sim {
     hosted: hosted::Registry,
     /// APK paths given to `pm install`, in order.
     installed: Mutex<Vec<String>>,
-    /// Files pushed over adb sync: path → size.
-    pushed: Mutex<BTreeMap<String, u64>>,
+    /// Files pushed over adb sync: path → size and SHA-256 (hex).
+    pushed: Mutex<BTreeMap<String, (u64, String)>>,
+    /// Packages `pm install --pkg` installed: package → SHA-256 of the APK,
+    /// what `pm path` and `sha256sum` of its base.apk then answer.
+    package_apks: Mutex<BTreeMap<String, String>>,
     next_connection: AtomicU64,
     /// `am instrument -w` commands running now: id → component, and the
     /// signal that ends one as a force-stop of its package would.
@@ -390,6 +394,7 @@ impl Sim {
             hosted: hosted::Registry::default(),
             installed: Mutex::new(Vec::new()),
             pushed: Mutex::new(BTreeMap::new()),
+            package_apks: Mutex::new(BTreeMap::new()),
             next_connection: AtomicU64::new(0),
             instrumentations: Mutex::new(BTreeMap::new()),
             next_instrumentation: AtomicU64::new(0),
@@ -576,18 +581,48 @@ impl Sim {
         lock(&self.installed).clone()
     }
 
-    pub(crate) fn record_push(&self, path: &str, size: u64) {
+    pub(crate) fn record_push(&self, path: &str, data: &[u8]) {
+        let digest = hex::encode(Sha256::digest(data));
         let mut pushed = lock(&self.pushed);
         if pushed.len() >= MAX_PUSHED && !pushed.contains_key(path) {
             if let Some(first) = pushed.keys().next().cloned() {
                 pushed.remove(&first);
             }
         }
-        pushed.insert(path.to_string(), size);
+        pushed.insert(path.to_string(), (data.len() as u64, digest));
     }
 
     pub(crate) fn pushed_size(&self, path: &str) -> Option<u64> {
-        lock(&self.pushed).get(path).copied()
+        lock(&self.pushed).get(path).map(|(size, _)| *size)
+    }
+
+    /// `pm install --pkg PACKAGE PATH`: the package now holds the APK pushed
+    /// to PATH (unknown bytes when nothing was pushed there).
+    pub(crate) fn record_package_install(&self, package: &str, path: &str) {
+        let digest = lock(&self.pushed).get(path).map_or_else(
+            || hex::encode(Sha256::digest(path.as_bytes())),
+            |(_, d)| d.clone(),
+        );
+        let mut apks = lock(&self.package_apks);
+        if apks.len() >= MAX_INSTALLED && !apks.contains_key(package) {
+            return;
+        }
+        apks.insert(package.to_string(), digest);
+    }
+
+    /// The SHA-256 of the APK the package holds: the one `pm install --pkg`
+    /// installed, else, for a package the simulator has built in (the
+    /// probes, the Providers), a digest of its name that no APK has, as a
+    /// build made elsewhere would have. `None`: not installed.
+    pub(crate) fn package_apk_sha256(&self, package: &str) -> Option<String> {
+        if let Some(d) = lock(&self.package_apks).get(package) {
+            return Some(d.clone());
+        }
+        self.packages().iter().any(|p| p == package).then(|| {
+            hex::encode(Sha256::digest(
+                format!("cetp-sim built-in {package}").as_bytes(),
+            ))
+        })
     }
 
     pub(crate) fn forget_pushed(&self, path: &str) {

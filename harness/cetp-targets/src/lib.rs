@@ -37,9 +37,12 @@ use cetp_conformance::device::Target;
 use cetp_proto::device::{AdbErrorKind, ErrorKind};
 use cetp_sim::Sim;
 use cetp_transport::adb::{Adb, AdbConfig, ProbeInstrumentation, PROBE_SOCKET_A, PROBE_SOCKET_B};
+use cetp_transport::AdbError;
 use cetp_transport::{pipe, tcp, ClientConfig, ProbeClient, Tap, TransportError};
 use device::{AdbSide, SharedRuntime};
+use sha2::{Digest, Sha256};
 use std::any::Any;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -338,15 +341,89 @@ pub async fn install_apks_async(adb: &Adb, s: &AdbSpec) -> Result<(), (String, T
         .chain(s.probe_apks.iter().map(|a| (a, &probe_packages[..])))
     {
         let step = format!("installing {}", apk.display());
-        match adb.install_replacing(apk, replaceable).await {
-            Ok(None) => {}
-            Ok(Some(removed)) => eprintln!(
-                "cetp: removed {removed} from {}: it was signed with another key (a probe built elsewhere); installed {} instead",
-                adb.device_label(),
-                apk.display()
-            ),
-            Err(e) => return Err((step, e.into())),
+        let removed = adb
+            .install_replacing(apk, replaceable)
+            .await
+            .map_err(|e| (step, e.into()))?;
+        note_removed(adb, removed, apk);
+    }
+    if s.probe_apks.is_empty() {
+        install_built_probes(adb, s, &probe_packages).await?;
+    }
+    Ok(())
+}
+
+fn note_removed(adb: &Adb, removed: Option<String>, apk: &Path) {
+    if let Some(removed) = removed {
+        eprintln!(
+            "cetp: removed {removed} from {}: it was signed with another key (a probe built elsewhere); installed {} instead",
+            adb.device_label(),
+            apk.display()
+        );
+    }
+}
+
+/// The probes `scripts/build-apks.sh` built (`apk_dir=`), each installed
+/// only when the device lacks it or holds another build: its installed APK
+/// has another SHA-256 (another build, version or signing key), or the
+/// device cannot say. After an `install=` APK every probe is installed
+/// again, so that Android grants it the permission that APK defines. A
+/// directory without the APKs installs nothing (the probes must then be on
+/// the device already), unless it was named with `apk_dir=`.
+async fn install_built_probes(
+    adb: &Adb,
+    s: &AdbSpec,
+    probe_packages: &[&str],
+) -> Result<(), (String, TransportError)> {
+    let Some(dir) = &s.apk_dir else {
+        return Ok(());
+    };
+    let named = s.apk_dir.as_deref() != Some(Path::new(spec::DEFAULT_APK_DIR));
+    let wanted: Vec<(&str, &str)> = [("probe-a.apk", &s.probe_service)]
+        .into_iter()
+        .chain((s.b != IdentityB::Off).then_some(("probe-b.apk", &s.probe_b_service)))
+        .filter_map(|(file, c)| c.split_once('/').map(|(p, _)| (file, p)))
+        .collect();
+    for (file, package) in wanted {
+        let apk = dir.join(file);
+        let step = format!("installing {} as {package}", apk.display());
+        let local = match std::fs::read(&apk) {
+            Ok(bytes) => hex::encode(Sha256::digest(&bytes)),
+            Err(_) if !named => continue,
+            Err(e) => {
+                let error = AdbError::new(
+                    AdbErrorKind::CommandFailed,
+                    format!("apk_dir={}: cannot read {file}: {e}", dir.display()),
+                );
+                return Err((step, error.into()));
+            }
+        };
+        let held = adb
+            .installed_apk_sha256(package)
+            .await
+            .map_err(|e| (step.clone(), e.into()))?;
+        if s.install.is_empty() && held.as_deref() == Some(local.as_str()) {
+            continue;
         }
+        eprintln!(
+            "cetp: installing {} on {}: {package} is {}",
+            apk.display(),
+            adb.device_label(),
+            match &held {
+                None => "not installed or of unknown build".to_string(),
+                Some(_) if !s.install.is_empty() => "installed again after install=".to_string(),
+                Some(h) => format!(
+                    "another build (sha256 {} there, {} here)",
+                    &h[..12],
+                    &local[..12]
+                ),
+            }
+        );
+        let removed = adb
+            .install_package(&apk, package, probe_packages)
+            .await
+            .map_err(|e| (step, e.into()))?;
+        note_removed(adb, removed, &apk);
     }
     Ok(())
 }

@@ -11,6 +11,9 @@
 //!     server=HOST:PORT             the adb server [default 127.0.0.1:$ANDROID_ADB_SERVER_PORT or 5037]
 //!     install=PATH                 install this APK first (repeatable, in order): the Provider
 //!     probe_apk=PATH               a probe APK, installed after every install= APK (repeatable)
+//!     apk_dir=DIR|off              without probe_apk=: the built probes DIR/probe-a.apk and
+//!                                  DIR/probe-b.apk (scripts/build-apks.sh), installed when the
+//!                                  device lacks them or holds another build [target/apk, if present]
 //!     probe=COMPONENT              the probe instrumentation to start [com.clawseed.probe/com.clawseed.probe.ProbeInstrumentation]
 //!     probe_b=COMPONENT            the second probe's instrumentation [com.clawseed.probe.b/com.clawseed.probe.ProbeInstrumentation]
 //!     start=0                      do not start the probe services
@@ -28,6 +31,13 @@
 //! `com.clawseed.permission.ACCESS_TOOLS`, which Android grants only if the
 //! app defining it is already installed: that is why `probe_apk=` APKs are
 //! installed last, whatever the order of the options.
+//!
+//! Without `probe_apk=`, the probes built by `scripts/build-apks.sh` (`apk_dir=`)
+//! are installed only where needed: a probe whose installed APK has another
+//! SHA-256 than the built one (another build, version or signer), or that is
+//! missing, is installed; one that is this build is left alone. After an
+//! `install=` APK they are installed again whatever the device holds, for the
+//! permission above.
 //!
 //! After the scheme, items are separated by `,`; an item with `=` is an
 //! option, the one item without is the endpoint (tcp) or the serial (adb).
@@ -185,6 +195,10 @@ pub struct AdbSpec {
     pub install: Vec<PathBuf>,
     /// Probe APKs, installed after `install`.
     pub probe_apks: Vec<PathBuf>,
+    /// `apk_dir=`: where the built probes are (`probe-a.apk`, `probe-b.apk`),
+    /// installed when `probe_apks` is empty and the device lacks this
+    /// build; `None` (`apk_dir=off`) installs nothing unasked.
+    pub apk_dir: Option<PathBuf>,
     /// `probe=`: the instrumentation component of identity a's probe.
     pub probe_service: String,
     /// `probe_b=`: the instrumentation component of identity b's probe.
@@ -206,6 +220,9 @@ pub struct AdbSpec {
     pub clock_move: bool,
 }
 
+/// Where `scripts/build-apks.sh` leaves the APKs, from the repository's root.
+pub const DEFAULT_APK_DIR: &str = "target/apk";
+
 /// How long pushing and installing one APK may take by default: a large
 /// APK, Play Protect's scan, a vendor's "install via USB" prompt.
 pub const DEFAULT_INSTALL_TIMEOUT_MS: u64 = 120_000;
@@ -217,6 +234,7 @@ impl Default for AdbSpec {
             server: cetp_transport::adb::default_server(),
             install: Vec::new(),
             probe_apks: Vec::new(),
+            apk_dir: Some(PathBuf::from(DEFAULT_APK_DIR)),
             probe_service: DEFAULT_PROBE_SERVICE.into(),
             probe_b_service: DEFAULT_PROBE_B_SERVICE.into(),
             start: true,
@@ -362,6 +380,9 @@ fn parse_adb(
         .into_iter()
         .map(PathBuf::from)
         .collect();
+    if let Some(v) = o.take("apk_dir")? {
+        s.apk_dir = (v != "off").then(|| PathBuf::from(v));
+    }
     if let Some(v) = o.take("probe")? {
         s.probe_service = v;
     }
@@ -550,6 +571,12 @@ impl fmt::Display for TargetSpec {
                 for p in &s.probe_apks {
                     opts.push(format!("probe_apk={}", p.display()));
                 }
+                if s.apk_dir != d.apk_dir {
+                    opts.push(match &s.apk_dir {
+                        Some(p) => format!("apk_dir={}", p.display()),
+                        None => "apk_dir=off".into(),
+                    });
+                }
                 if s.probe_service != d.probe_service {
                     opts.push(format!("probe={}", s.probe_service));
                 }
@@ -726,6 +753,18 @@ mod tests {
             a.probe_apks,
             vec![PathBuf::from("/tmp/a.apk"), PathBuf::from("/tmp/b.apk")]
         );
+        let TargetSpec::Adb(a) = round_trip("adb,apk_dir=off") else {
+            panic!()
+        };
+        assert_eq!(a.apk_dir, None);
+        let TargetSpec::Adb(a) = round_trip("adb,apk_dir=/tmp/apks") else {
+            panic!()
+        };
+        assert_eq!(a.apk_dir, Some(PathBuf::from("/tmp/apks")));
+        let TargetSpec::Adb(a) = round_trip("adb") else {
+            panic!()
+        };
+        assert_eq!(a.apk_dir, Some(PathBuf::from(DEFAULT_APK_DIR)));
         let TargetSpec::Adb(a) = round_trip("adb,server=127.0.0.1:6000,start=0") else {
             panic!()
         };

@@ -153,6 +153,98 @@ impl Drop for Phone {
     }
 }
 
+/// Issue 41: without `probe_apk=`, the probes `scripts/build-apks.sh`
+/// leaves in `apk_dir=` are installed when the device holds another build
+/// (the simulator's built-in probes count as one), and only then: a second
+/// run installs nothing, a new build of one probe installs that one, and
+/// `apk_dir=off` installs nothing. The device records each install; the
+/// host compares the SHA-256 of the APK the device holds (`pm path`,
+/// `sha256sum`) with the built one's.
+#[test]
+fn the_built_probes_are_installed_once() {
+    let Some(adb) = adb_or_skip("the_built_probes_are_installed_once") else {
+        return;
+    };
+    let phone = Phone::start(Duration::ZERO, &[], "built-probes");
+    let server = AdbServer::start(adb);
+    server.connect(&phone.device);
+    let dir = phone.dir.join("apk");
+    std::fs::create_dir_all(&dir).unwrap();
+    let build = |name: &str, content: &[u8]| std::fs::write(dir.join(name), content).unwrap();
+    build("probe-a.apk", b"PK\x03\x04 probe a, build 1");
+    build("probe-b.apk", b"PK\x03\x04 probe b, build 1");
+    let run = |options: &str| {
+        let spec = TargetSpec::parse(&format!(
+            "adb:{},server={},{options}",
+            phone.device,
+            server.addr()
+        ))
+        .unwrap();
+        let t = open(&spec).unwrap_or_else(|e| panic!("open {spec}: {e}"));
+        t.a.hello().unwrap();
+    };
+    let apk_dir = format!("apk_dir={}", dir.display());
+    let (a, b) = ("/data/local/tmp/probe-a.apk", "/data/local/tmp/probe-b.apk");
+
+    run(&apk_dir);
+    assert_eq!(
+        phone.sim.installed_apks(),
+        [a, b],
+        "the first run installs both"
+    );
+    let installs: Vec<String> = phone
+        .pm
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| c.starts_with("pm install"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        installs,
+        [
+            format!("pm install -r -t --pkg com.clawseed.probe {a}"),
+            format!("pm install -r -t --pkg com.clawseed.probe.b {b}"),
+        ]
+    );
+
+    run(&apk_dir);
+    assert_eq!(
+        phone.sim.installed_apks(),
+        [a, b],
+        "the second run installs nothing"
+    );
+
+    build("probe-a.apk", b"PK\x03\x04 probe a, build 2");
+    run(&apk_dir);
+    assert_eq!(
+        phone.sim.installed_apks(),
+        [a, b, a],
+        "a new build of a only"
+    );
+
+    build("probe-b.apk", b"PK\x03\x04 probe b, build 2");
+    run("apk_dir=off");
+    assert_eq!(
+        phone.sim.installed_apks(),
+        [a, b, a],
+        "apk_dir=off installs nothing"
+    );
+
+    // A directory named without the APKs is the user's mistake, said so.
+    let spec = TargetSpec::parse(&format!(
+        "adb:{},server={},apk_dir={}",
+        phone.device,
+        server.addr(),
+        phone.dir.join("empty").display()
+    ))
+    .unwrap();
+    let Err(e) = open(&spec) else {
+        panic!("apk_dir= without probe-a.apk opened")
+    };
+    assert!(e.to_string().contains("cannot read probe-a.apk"), "{e}");
+}
+
 /// Finding 2: `pm install` ran under the op timeout (`timeout_ms`, 15 s by
 /// default), so a slow install (a large APK, Play Protect's scan) aborted
 /// the run. It runs under the install timeout (120 s) now.

@@ -384,6 +384,55 @@ impl Adb {
         apk: &Path,
         replaceable: &[&str],
     ) -> Result<Option<String>, AdbError> {
+        self.install_as(apk, None, replaceable).await
+    }
+
+    /// [`Adb::install_replacing`] of an APK whose package the caller knows:
+    /// `pm install --pkg PACKAGE`, which a phone refuses when the APK is
+    /// another package, and by which a device that records installs knows
+    /// what it installed.
+    pub async fn install_package(
+        &self,
+        apk: &Path,
+        package: &str,
+        replaceable: &[&str],
+    ) -> Result<Option<String>, AdbError> {
+        check_package(package)?;
+        self.install_as(apk, Some(package), replaceable).await
+    }
+
+    /// The SHA-256 (lower-case hex) of the APK the device holds for
+    /// `package` (`pm path`, then `sha256sum` of its base APK); `None` when
+    /// the package is not installed or the device cannot say (a toybox
+    /// without `sha256sum`). Bounded like any shell command.
+    pub async fn installed_apk_sha256(&self, package: &str) -> Result<Option<String>, AdbError> {
+        check_package(package)?;
+        let paths = self.shell(&format!("pm path {package}")).await?;
+        let text = paths.text();
+        let listed: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("package:"))
+            .collect();
+        let Some(base) = listed
+            .iter()
+            .find(|p| p.ends_with("/base.apk"))
+            .or(listed.first())
+        else {
+            return Ok(None);
+        };
+        let sum = self.shell(&format!("sha256sum {}", sh_quote(base))).await?;
+        let text = sum.text();
+        let digest = text.split_whitespace().next().unwrap_or("");
+        let is_digest = digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit());
+        Ok((sum.exit_code == Some(0) && is_digest).then(|| digest.to_ascii_lowercase()))
+    }
+
+    async fn install_as(
+        &self,
+        apk: &Path,
+        package: Option<&str>,
+        replaceable: &[&str],
+    ) -> Result<Option<String>, AdbError> {
         let name: String = apk
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -404,7 +453,7 @@ impl Adb {
         };
         let remote = format!("/data/local/tmp/{name}");
         self.push(apk, &remote).await?;
-        let outcome = self.pm_install(apk, &remote, replaceable).await;
+        let outcome = self.pm_install(apk, &remote, package, replaceable).await;
         let _ = self.shell(&format!("rm -f {}", sh_quote(&remote))).await;
         outcome
     }
@@ -413,9 +462,13 @@ impl Adb {
         &self,
         apk: &Path,
         remote: &str,
+        package: Option<&str>,
         replaceable: &[&str],
     ) -> Result<Option<String>, AdbError> {
-        let install = format!("pm install -r -t {}", sh_quote(remote));
+        let install = match package {
+            Some(p) => format!("pm install -r -t --pkg {p} {}", sh_quote(remote)),
+            None => format!("pm install -r -t {}", sh_quote(remote)),
+        };
         let out = self
             .shell_within(&install, self.cfg.install_timeout)
             .await?;

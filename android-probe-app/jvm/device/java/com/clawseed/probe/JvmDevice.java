@@ -78,9 +78,13 @@ public class JvmDevice {
     static final int UID_B = 10_200;
     static final String PACKAGE_B = "com.clawseed.probe.b";
     static final int VENDOR_UID = 10_300;
-    /** The stand-in certificates of the two identities (a phone's are the APKs' signing certificates). */
-    static final byte[] CERT_A = "cetp jvm device: identity a".getBytes(StandardCharsets.UTF_8);
-    static final byte[] CERT_B = "cetp jvm device: identity b".getBytes(StandardCharsets.UTF_8);
+    /**
+     * The two identities' certificates: those of the committed test keystores that sign the probe
+     * APKs (scripts/build-apks.sh, app/build.gradle.kts), so that a digest a Provider lists (the
+     * sample's manager_certs) means the same identity here as on a phone.
+     */
+    static final byte[] CERT_A = testCert("probe-a", "cetp-probe-a");
+    static final byte[] CERT_B = testCert("probe-b", "cetp-probe-b");
 
     private Context app;
     private Vendor vendor;
@@ -401,6 +405,22 @@ public class JvmDevice {
         spm.installPackage(b);
         spm.setPackagesForUid(UID_B, PACKAGE_B);
         setCert(spm, PACKAGE_B, CERT_B, UID_B);
+    }
+
+    /** The DER certificate of android-probe-app/app/ALIAS-test.keystore (PKCS#12, public test password). */
+    private static byte[] testCert(String alias, String password) {
+        String repo = System.getProperty("cetp.repo.dir");
+        if (repo == null) {
+            throw new IllegalStateException("set -Dcetp.repo.dir to the repository (scripts/jvm-device.sh does)");
+        }
+        File file = new File(repo, "android-probe-app/app/" + alias + "-test.keystore");
+        try (java.io.InputStream in = Files.newInputStream(file.toPath())) {
+            java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+            ks.load(in, password.toCharArray());
+            return ks.getCertificate(alias).getEncoded();
+        } catch (java.io.IOException | java.security.GeneralSecurityException e) {
+            throw new IllegalStateException("cannot read the test certificate of " + file + ": " + e, e);
+        }
     }
 
     /** Both the pre-28 signatures and the signingInfo AndroidBackend and the sample read. */
