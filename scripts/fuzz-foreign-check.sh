@@ -10,7 +10,12 @@
 #     judged;
 #  2. each seeded defect of the sample (defects.tsv) found by the fuzzer
 #     within DEFECT_BUDGET, no vectors involved;
-#  3. the reference on `cetp sim --fixed-clock`, through the descriptor
+#  3. the Kotlin sample (examples/kotlin-provider, its own base class, no
+#     async_operations) with its two vendor profiles (an integer count, a
+#     capped page), clean as in 1, and its seeded defects, each reported
+#     found or not within DEFECT_BUDGET (KOTLIN_DEFECTS_MUST=1 fails the
+#     check on one not found);
+#  4. the reference on `cetp sim --fixed-clock`, through the descriptor
 #     oracle: no finding, no note, judged share as above.
 #
 #   scripts/fuzz-foreign-check.sh [--no-build]
@@ -61,13 +66,13 @@ wait_ready() {
     exit 1
 }
 
+# Starts the JVM device; $@ are jvm-device.sh's Provider flags.
 start_jvm() {
     local log="$work/device.log"
     a="127.0.0.1:$(free_port)"
     b="127.0.0.1:$(free_port)"
     : > "$log"
-    local flags=(--listen "$a" --listen-b "$b" --no-build)
-    [ -n "${1:-}" ] && flags+=(--defect "$1")
+    local flags=(--listen "$a" --listen-b "$b" --no-build "$@")
     nice -n 10 scripts/jvm-device.sh "${flags[@]}" > "$log" 2>&1 &
     pids+=($!)
     wait_ready "$log" "$!"
@@ -100,7 +105,10 @@ if want == "clean":
         problems.append(f"only {share:.0f}% of sequences judged (at least {min_judged:.0f}% expected)")
 else:
     if not r["findings"]:
-        problems.append("the seeded defect was not found")
+        if want.startswith("report:"):
+            line += "; NOT found"
+        else:
+            problems.append("the seeded defect was not found")
     else:
         first = r.get("first_finding_ms")
         line += f"; first finding after {first / 1000.0:.1f}s: " + r["findings"][0]["signature"][:200]
@@ -132,7 +140,7 @@ if [ "$build" -eq 1 ]; then
 fi
 
 # 1. The Java sample, once per observer.
-start_jvm ""
+start_jvm
 for p in profile.toml profile-count.toml profile-list.toml; do
     label="java-${p%.toml}"
     fuzz "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" \
@@ -143,14 +151,44 @@ stop_all
 
 # 2. Each seeded defect, found by the fuzzer alone.
 while IFS=$'\t' read -r name req _cases _what; do
-    start_jvm "$name"
+    start_jvm --defect "$name"
     fuzz "defect-$name" "$DEFECT_BUDGET" --target "tcp:$a" --target-b "$b" \
         --profile examples/java-provider/profile.toml --max-findings 1
     stop_all
     judge "defect $name ($req)" "$work/defect-$name" "$req" || { cat "$work/defect-$name.out"; exit 1; }
 done < <(grep -v '^#' examples/java-provider/defects.tsv)
 
-# 3. The reference on a clock that cannot move.
+# 3. The Kotlin sample: built as scripts/jvm-jar-check.sh builds it.
+kt="$root/examples/kotlin-provider"
+if [ ! -f "$kt/target/notes.jar" ] || [ -n "$(find "$kt/src" -newer "$kt/target/notes.jar" -print -quit)" ]; then
+    nice -n 10 mvn -q -B -f "$kt/pom.xml" generate-resources > "$work/kotlin-mvn.log" 2>&1 ||
+        { cat "$work/kotlin-mvn.log" >&2; exit 3; }
+    nice -n 10 java -XX:TieredStopAtLevel=1 -cp "$(cat "$kt/target/kotlinc.classpath")" \
+        org.jetbrains.kotlin.cli.jvm.K2JVMCompiler -no-stdlib -no-reflect -jvm-target 17 -Werror \
+        -classpath "$(cat android-probe-app/jvm/target/framework.path):$(cat "$kt/target/stdlib.path")" \
+        -d "$kt/target/notes.jar" "$kt/src/main/kotlin"
+fi
+kotlin=(--provider-jar "$kt/target/notes.jar" --classpath "$(cat "$kt/target/stdlib.path")"
+        --manifest "$kt/src/main/AndroidManifest.xml")
+start_jvm "${kotlin[@]}"
+for p in profile.toml profile-list.toml; do
+    label="kotlin-${p%.toml}"
+    fuzz "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" --profile "$kt/$p" --max-findings 3
+    judge "$label" "$work/$label" clean || { cat "$work/$label.out"; exit 1; }
+done
+stop_all
+while IFS=$'\t' read -r name req _cases _what; do
+    start_jvm "${kotlin[@]}" --jvm-prop "com.example.cetp.notes.defect=$name"
+    fuzz "kotlin-defect-$name" "$DEFECT_BUDGET" --target "tcp:$a" --target-b "$b" \
+        --profile "$kt/profile.toml" --max-findings 1
+    stop_all
+    want="report:$req"
+    [ "${KOTLIN_DEFECTS_MUST:-0}" = 1 ] && want="$req"
+    judge "kotlin defect $name ($req)" "$work/kotlin-defect-$name" "$want" ||
+        { cat "$work/kotlin-defect-$name.out"; exit 1; }
+done < <(grep -v '^#' "$kt/defects.tsv")
+
+# 4. The reference on a clock that cannot move.
 sa="127.0.0.1:$(free_port)"
 sb="127.0.0.1:$(free_port)"
 "$cetp" sim --listen "$sa" --listen-b "$sb" --fixed-clock > "$work/sim.log" 2>&1 &

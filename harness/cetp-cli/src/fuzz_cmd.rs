@@ -187,6 +187,9 @@ fn fuzz_config(
             OracleArg::Differential => OracleChoice::Differential,
         },
         max_wait: args.max_wait,
+        nonce: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
         ..FuzzConfig::default()
     })
 }

@@ -524,3 +524,59 @@ fn a_guest_whose_tool_needs_setup_withdraws_and_is_judged_alone() {
     assert_eq!(verdict, "PASS", "{reason}");
     assert!(!reason.contains("judged alone"), "{reason}");
 }
+
+/// `cetp fuzz` on a clock that cannot move (issue 40): the operations a
+/// sequence leaves open are followed to their end in real time, so effects
+/// stay judged for the whole run (before, the first background operation
+/// ended every effect judgement); moves ask for no long real-time wait, so
+/// nearly every sequence is judged; a clean reference gets no finding; the
+/// run says its share judged and its pace; and the fuzzer still finds a
+/// mutant whose fault only an effect count shows.
+#[test]
+fn fuzz_on_a_fixed_clock_keeps_judging_effects_and_finds_a_mutant() {
+    let dir = std::env::temp_dir().join(format!("cetp-fuzz-fixed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let profile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/reference.toml");
+    let fuzz = |sim: &FixedClockSim, out: &Path| {
+        let o = cetp()
+            .args([
+                "fuzz",
+                "--target",
+                &format!("tcp:{}", sim.a),
+                "--target-b",
+                &sim.b,
+            ])
+            .args([
+                "--profile",
+                profile.to_str().unwrap(),
+                "--oracle",
+                "descriptor",
+            ])
+            .args(["--cases", "40", "--seed", "11", "--max-findings", "1", "-q"])
+            .args(["--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("fuzz.json")).unwrap()).unwrap();
+        (o, report)
+    };
+    let sim = FixedClockSim::start(None);
+    let (o, r) = fuzz(&sim, &dir.join("clean"));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("pace: ") && t.contains("envelopes/s"), "{t}");
+    assert!(r["effects_unjudged"].is_null(), "{r}");
+    assert!(r["oracle_notes"].as_array().unwrap().is_empty(), "{r}");
+    let s = &r["stats"];
+    let judged = s["cases"].as_u64().unwrap() - s["unjudged"].as_u64().unwrap();
+    assert!(judged * 10 >= s["cases"].as_u64().unwrap() * 8, "{s}");
+    assert!(
+        s["effects_unjudged"].as_u64().unwrap() * 4 < s["cases"].as_u64().unwrap(),
+        "{s}"
+    );
+    drop(sim);
+    let sim = FixedClockSim::start(Some("no_dedupe"));
+    let (o, r) = fuzz(&sim, &dir.join("mutant"));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(r["findings"].as_array().map(Vec::len), Some(1), "{r}");
+}

@@ -150,6 +150,10 @@ pub struct FuzzConfig {
     /// lets run out, and for the operations a sequence left running to end
     /// before the next one starts.
     pub max_wait: Duration,
+    /// Mixed into the seed of every target and oracle run (never into the
+    /// moves): `cetp fuzz` gives the run's start time, as `cetp run` does,
+    /// so that runs never reuse a request id on a device that remembers it.
+    pub nonce: u64,
 }
 
 impl Default for FuzzConfig {
@@ -168,6 +172,7 @@ impl Default for FuzzConfig {
             oracle: OracleChoice::Auto,
             confirm_runs: 1,
             max_wait: Duration::from_secs(30),
+            nonce: 0,
         }
     }
 }
@@ -682,6 +687,11 @@ impl<'a> Fuzzer<'a> {
     /// Compiles `moves` with the oracle and runs the result on the target,
     /// everything seeded by `seed`.
     fn attempt(&mut self, moves: &[Move], index: u64, seed: u64) -> Attempt {
+        // The run's nonce moves every request id the interpreter draws (the
+        // moves stay those of `seed`): a second run with the same seed on a
+        // device that remembers the first's request ids would otherwise
+        // meet its own replays.
+        let seed = seed ^ self.cfg.nonce;
         let seq = Sequence {
             moves: moves.to_vec(),
         };

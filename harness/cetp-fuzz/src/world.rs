@@ -51,6 +51,9 @@ pub struct World {
     /// ask for none longer than a second (set by the fuzzer, which probes
     /// the device).
     pub fixed_clock: bool,
+    /// The device plays the user's decision (`resolve` in its hello): on
+    /// one that cannot, no move asks for a decision.
+    pub can_resolve: bool,
 }
 
 impl World {
@@ -129,6 +132,10 @@ pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result
         max_request_bytes,
         v2_only: env.manifest_kind == "v2_only",
         fixed_clock: false,
+        can_resolve: target
+            .a
+            .hello()
+            .map_or(true, |h| h.ops.iter().any(|o| o == "resolve")),
         // Only a counter of effects gives a count that sequences before
         // this one cannot disturb: a list of objects or a snapshot also
         // moves when an earlier sequence's background work finishes, which

@@ -519,6 +519,7 @@ variants! {
         let op = start_op(w);
         w.connect(B);
         brief(&w.get_op(B, &rid(1), &op))
+    };
     large_result_inline_via_operation => |w| {
         w.connect(A);
         let o = w.exec(A, &rid(1), "export_history", r#"{"rows":20000}"#);

@@ -15,6 +15,11 @@ impl Generator<'_> {
     /// asking execution of its own when no earlier execution may have
     /// asked; `None` when no executable tool asks either.
     pub(super) fn resolve(&mut self, pre: &mut Vec<GenStep>) -> Option<Vec<GenStep>> {
+        // A device that cannot play the user's decision (the JVM device)
+        // would leave the whole sequence unjudged from here.
+        if !self.world.can_resolve {
+            return None;
+        }
         let candidates: Vec<Exec> = self
             .st
             .execs
