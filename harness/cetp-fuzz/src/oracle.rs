@@ -297,17 +297,10 @@ impl OpenOperations {
                     let Some(doc) = r.bindings.get(*name) else {
                         continue;
                     };
-                    // A call's answer or a poll's carries the operation
-                    // in `data`; a settle step's outcome in `operation`.
-                    let op = ["/data", "/operation"]
-                        .into_iter()
-                        .filter_map(|p| doc.pointer(p))
-                        .find(|d| d.get("operation_id").is_some());
-                    let Some(id) = op.and_then(|d| d["operation_id"].as_str()) else {
+                    let Some((id, state)) = operation_in(doc) else {
                         continue;
                     };
                     let status = doc.get("status").and_then(Json::as_str);
-                    let state = op.and_then(|d| d.get("state")).and_then(Json::as_str);
                     if status == Some("accepted") {
                         ops.entry(id.to_string()).or_insert((*i, None));
                     } else if matches!(state, Some("succeeded" | "failed" | "cancelled")) {
@@ -336,6 +329,18 @@ impl OpenOperations {
                 .any(|op| open_at(from, *op) || open_at(after, *op))
         })
     }
+}
+
+/// The operation an answer document speaks of, with its state: a call's
+/// answer or a poll's carries it in `data`, a settle step's outcome in
+/// `operation`.
+pub(crate) fn operation_in(doc: &Json) -> Option<(&str, Option<&str>)> {
+    let op = ["/data", "/operation"]
+        .into_iter()
+        .filter_map(|p| doc.pointer(p))
+        .find(|d| d.get("operation_id").is_some())?;
+    let id = op["operation_id"].as_str()?;
+    Some((id, op.get("state").and_then(Json::as_str)))
 }
 
 pub(crate) fn is_setup(step: &Json) -> bool {

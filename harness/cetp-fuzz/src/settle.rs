@@ -61,14 +61,9 @@ pub fn left_open(steps: &[Json], bindings: &Bindings) -> Vec<Open> {
         else {
             continue;
         };
-        let op = ["/data", "/operation"]
-            .into_iter()
-            .filter_map(|p| doc.pointer(p))
-            .find(|d| d.get("operation_id").is_some());
-        let Some(id) = op.and_then(|d| d["operation_id"].as_str()) else {
+        let Some((id, state)) = crate::oracle::operation_in(doc) else {
             continue;
         };
-        let state = op.and_then(|d| d.get("state")).and_then(Json::as_str);
         if doc.get("status").and_then(Json::as_str) == Some("accepted") {
             let request_id = doc
                 .pointer("/_request/request_id")
