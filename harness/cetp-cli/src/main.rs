@@ -15,6 +15,8 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod cli_tests;
 mod consumer_cmd;
 mod devices_cmd;
+#[cfg(test)]
+mod doc_commands_tests;
 mod embedded;
 mod failure;
 mod fuzz_cmd;
