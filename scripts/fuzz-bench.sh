@@ -17,7 +17,9 @@
 #                     the Java sample on the JVM device once per observer kind,
 #                     its seeded defects, the reference on `cetp sim
 #                     --fixed-clock` (scripts/fuzz-foreign-check.sh, with
-#                     FOREIGN_BUDGET=600s per clean run, DEFECT_BUDGET=60s)
+#                     FOREIGN_BUDGET=600s per clean run, DEFECT_BUDGET=60s;
+#                     each clean run again with --no-fill beside it: the
+#                     waits slept out, the pace to compare with)
 #   SEED=7
 #
 #   scripts/fuzz-bench.sh --full-clean
@@ -172,6 +174,6 @@ fi
 if [ "${FOREIGN:-1}" != 0 ]; then
   echo
   echo "== Providers not built on the reference engine, clocks that cannot move (per target: sequences judged, envelopes/s, findings; time to each seeded defect)"
-  CETP_BIN="$PWD/$cetp" FUZZ_BUDGET="${FOREIGN_BUDGET:-600s}" DEFECT_BUDGET="${DEFECT_BUDGET:-60s}" \
+  FILL_COMPARE=1 CETP_BIN="$PWD/$cetp" FUZZ_BUDGET="${FOREIGN_BUDGET:-600s}" DEFECT_BUDGET="${DEFECT_BUDGET:-60s}" \
     scripts/fuzz-foreign-check.sh || echo "(the foreign runs above did not all pass)"
 fi

@@ -23,7 +23,9 @@
 #
 # FUZZ_BUDGET (default 30s) and DEFECT_BUDGET (default 60s) set the runs'
 # lengths; the figures (share judged, envelopes/s, time to each defect) are
-# printed. Needs what scripts/jvm-device.sh needs, and cargo unless
+# printed. FILL_COMPARE=1 runs each clean run again with `--no-fill` (the
+# waits slept out rather than filled with quiet sequences) and prints its
+# figures beside (scripts/fuzz-bench.sh sets it). Needs what scripts/jvm-device.sh needs, and cargo unless
 # CETP_BIN=path.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -92,8 +94,12 @@ cases = max(s["cases"], 1)
 judged = s["cases"] - s["unjudged"]
 share = 100.0 * judged / cases
 secs = max(s["elapsed_ms"], 1) / 1000.0
+waits = s.get("during_waits", 0)
+others = s["cases"] - waits
+others_judged = judged - s.get("during_waits_judged", 0)
 line = (f"{label}: {s['cases']} sequences, {judged} judged ({share:.0f}%), "
         f"{s['envelopes']} envelopes ({s['envelopes'] / secs:.1f}/s), "
+        f"{waits} of them during real-time waits, {others_judged} of the other {others} judged, "
         f"{len(r['findings'])} findings, {len(r['oracle_notes'])} oracle notes, "
         f"{len(r.get('flaky', []))} flaky, effects unjudged in {s.get('effects_unjudged', 0)} sequences")
 problems = []
@@ -121,6 +127,19 @@ if problems:
 PY
 }
 
+# A clean run ($1 label, $2 budget, then the fuzz flags), judged clean;
+# with FILL_COMPARE=1, once more with --no-fill, for the figures.
+clean() {
+    local label="$1" budget="$2"
+    shift 2
+    fuzz "$label" "$budget" "$@"
+    judge "$label" "$work/$label" clean || { cat "$work/$label.out"; exit 1; }
+    if [ "${FILL_COMPARE:-0}" = 1 ]; then
+        fuzz "$label-no-fill" "$budget" "$@" --no-fill
+        judge "$label --no-fill" "$work/$label-no-fill" clean || { cat "$work/$label-no-fill.out"; exit 1; }
+    fi
+}
+
 fuzz() {
     local label="$1" budget="$2" dir="$work/$1"
     shift 2
@@ -144,9 +163,8 @@ fi
 start_jvm
 for p in profile.toml profile-count.toml profile-list.toml; do
     label="java-${p%.toml}"
-    fuzz "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" \
+    clean "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" \
         --profile "examples/java-provider/$p" --max-findings 3
-    judge "$label" "$work/$label" clean || { cat "$work/$label.out"; exit 1; }
 done
 stop_all
 
@@ -174,8 +192,7 @@ kotlin=(--provider-jar "$kt/target/notes.jar" --classpath "$(cat "$kt/target/std
 start_jvm "${kotlin[@]}"
 for p in profile.toml profile-list.toml; do
     label="kotlin-${p%.toml}"
-    fuzz "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" --profile "$kt/$p" --max-findings 3
-    judge "$label" "$work/$label" clean || { cat "$work/$label.out"; exit 1; }
+    clean "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" --profile "$kt/$p" --max-findings 3
 done
 stop_all
 [ "${KOTLIN_DEFECTS:-1}" = 1 ] && while IFS=$'\t' read -r name req _cases _what; do
@@ -195,8 +212,7 @@ sb="127.0.0.1:$(free_port)"
 "$cetp" sim --listen "$sa" --listen-b "$sb" --fixed-clock > "$work/sim.log" 2>&1 &
 pids+=($!)
 wait_ready "$work/sim.log" "$!" "listening identity=b"
-fuzz sim-fixed-clock "$FUZZ_BUDGET" --target "tcp:$sa" --target-b "$sb" \
+clean sim-fixed-clock "$FUZZ_BUDGET" --target "tcp:$sa" --target-b "$sb" \
     --profile profiles/reference.toml --max-findings 3
 stop_all
-judge "reference on sim --fixed-clock" "$work/sim-fixed-clock" clean || { cat "$work/sim-fixed-clock.out"; exit 1; }
 echo "fuzz-foreign-check: ok"

@@ -96,6 +96,11 @@ pub struct FuzzArgs {
     /// open, the next sequence's effects are not judged).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     max_wait: Duration,
+    /// On a device whose clock cannot move, sleep through each real-time
+    /// wait (a poll's `poll_after_ms`, a lifetime) instead of judging
+    /// effect-free sequences during it: the slower pace to compare with.
+    #[arg(long)]
+    no_fill: bool,
     /// No progress line.
     #[arg(short, long)]
     quiet: bool,
@@ -187,6 +192,7 @@ fn fuzz_config(
             OracleArg::Differential => OracleChoice::Differential,
         },
         max_wait: args.max_wait,
+        fill_waits: !args.no_fill,
         nonce: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64),
@@ -341,6 +347,16 @@ fn pace_line(s: &cetp_fuzz::Stats, secs: f64) -> String {
             0.0
         }
     );
+    if s.during_waits > 0 {
+        // The quiet sequences run during waits are many and short: the
+        // share of the others is said apart, so that they cannot hide it.
+        let others = s.cases.saturating_sub(s.during_waits);
+        let others_judged = judged.saturating_sub(s.during_waits_judged);
+        line.push_str(&format!(
+            "; {} of the sequences ran while another waited in real time ({} judged), {others_judged} of the other {others} judged",
+            s.during_waits, s.during_waits_judged
+        ));
+    }
     if s.effects_unjudged > 0 {
         line.push_str(&format!(
             "; {} sequence(s) started with an earlier operation still open: their effects were not judged",

@@ -574,6 +574,10 @@ fn fuzz_on_a_fixed_clock_keeps_judging_effects_and_finds_a_mutant() {
         s["effects_unjudged"].as_u64().unwrap() * 4 < s["cases"].as_u64().unwrap(),
         "{s}"
     );
+    // The reference's operations ask for polls a few hundred ms apart:
+    // quiet sequences were judged while they waited, and said so.
+    assert!(s["during_waits"].as_u64().unwrap() > 0, "{s}");
+    assert!(t.contains("ran while another waited in real time"), "{t}");
     drop(sim);
     let sim = FixedClockSim::start(Some("no_dedupe"));
     let (o, r) = fuzz(&sim, &dir.join("mutant"));

@@ -306,6 +306,12 @@ pub enum Step {
         /// `operation_id` to send (a template), §4.4.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         operation_id: Option<String>,
+        /// A template the call needs: when an earlier answer has nothing
+        /// there (the Provider answered synchronously, so there is no
+        /// operation to ask about, §4.4 lets it), the step is skipped
+        /// rather than the case stopped.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        only_if: Option<String>,
         /// Extra Bundle keys, overriding the generated ones (to break a request on purpose).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         extras: BTreeMap<String, TypedValue>,

@@ -82,6 +82,22 @@ pub fn run_case_waiting(
     seed: u64,
     max_wait_ms: u64,
 ) -> CaseRun {
+    run_case_idling(target, profile, env, rules, case, seed, max_wait_ms, None)
+}
+
+/// [`run_case_waiting`], handing each real-time wait to `idle` first
+/// ([`CaseRunner::idle`]): the fuzzer judges other sequences meanwhile.
+#[allow(clippy::too_many_arguments)]
+pub fn run_case_idling(
+    target: &Target,
+    profile: &Profile,
+    env: &Env,
+    rules: &BTreeMap<String, Vec<String>>,
+    case: &Case,
+    seed: u64,
+    max_wait_ms: u64,
+    idle: Option<&mut dyn FnMut(u64)>,
+) -> CaseRun {
     let mut tally = CheckTally::new(rules.clone());
     let mut dispatched = 0usize;
     let mut emit = |e: Event| {
@@ -93,6 +109,9 @@ pub fn run_case_waiting(
     let (stop, step, bindings, cited) = {
         let mut runner =
             CaseRunner::new(target, profile, env, &mut emit, &mut tally, rng).max_wait(max_wait_ms);
+        if let Some(hook) = idle {
+            runner = runner.idle(hook);
+        }
         let r = runner.run(case);
         (
             r.err(),

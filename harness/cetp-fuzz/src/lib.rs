@@ -68,6 +68,7 @@ pub mod blind;
 pub mod campaign;
 pub mod descriptor;
 pub mod exec;
+mod fill;
 pub mod moves;
 pub mod oracle;
 pub mod settle;
@@ -154,6 +155,10 @@ pub struct FuzzConfig {
     /// moves): `cetp fuzz` gives the run's start time, as `cetp run` does,
     /// so that runs never reuse a request id on a device that remembers it.
     pub nonce: u64,
+    /// On a device whose clock cannot move, judge effect-free sequences
+    /// while a sequence waits in real time ([`fill`]); `false` sleeps the
+    /// waits out (`cetp fuzz --no-fill`, the pace to compare with).
+    pub fill_waits: bool,
 }
 
 impl Default for FuzzConfig {
@@ -173,6 +178,7 @@ impl Default for FuzzConfig {
             confirm_runs: 1,
             max_wait: Duration::from_secs(30),
             nonce: 0,
+            fill_waits: true,
         }
     }
 }
@@ -199,6 +205,11 @@ pub struct Stats {
     pub effects_unjudged: u64,
     /// Milliseconds since the run started.
     pub elapsed_ms: u64,
+    /// Of `cases`, those run while another sequence waited in real time
+    /// ([`fill`]).
+    pub during_waits: u64,
+    /// Of `during_waits`, those judged to their end.
+    pub during_waits_judged: u64,
 }
 
 /// A failure of the target, shrunk to the fewest moves and steps that
@@ -358,6 +369,12 @@ pub struct Fuzzer<'a> {
     /// Target runs in a row stopped by the infrastructure.
     infra_streak: u32,
     lost: Option<String>,
+    /// Sequences judged during real-time waits ([`fill`]), on a device
+    /// whose clock cannot move, under the descriptor oracle.
+    filler: Option<fill::Filler>,
+    /// Sequences that failed during a wait, run again by the main loop
+    /// (confirmed and shrunk as any other), with their seeds.
+    suspects: std::collections::VecDeque<(Vec<Move>, u64)>,
 }
 
 enum OracleMode {
@@ -477,7 +494,14 @@ impl<'a> Fuzzer<'a> {
                 (m.wrap(target), Some(m))
             }
         };
+        let filler = (matches!(oracle, OracleMode::Descriptor { .. })
+            && world.fixed_clock
+            && cfg.fill_waits
+            && cfg.mutator == Mutator::Structured)
+            .then(|| fill::Filler::new(&world, cfg.seed ^ cfg.nonce, cfg.max_moves));
         Ok(Fuzzer {
+            filler,
+            suspects: Default::default(),
             target,
             profile,
             env,
@@ -737,15 +761,40 @@ impl<'a> Fuzzer<'a> {
         if let Some(m) = &self.blind {
             m.reseed(seed);
         }
-        let run = exec::run_case_waiting(
-            &self.target,
-            self.profile,
-            &self.env,
-            self.rules,
-            case,
-            seed,
-            u64::try_from(self.cfg.max_wait.as_millis()).unwrap_or(u64::MAX),
-        );
+        let max_wait_ms = u64::try_from(self.cfg.max_wait.as_millis()).unwrap_or(u64::MAX);
+        let run = match (&mut self.filler, &self.oracle) {
+            (Some(filler), OracleMode::Descriptor { shadow, transcript }) => {
+                let ctx = fill::Ctx {
+                    target: &self.target,
+                    profile: self.profile,
+                    env: &self.env,
+                    rules: self.rules,
+                    shadow,
+                    transcript,
+                    max_wait_ms,
+                };
+                let mut hook = |ms: u64| filler.fill(ms, &ctx);
+                exec::run_case_idling(
+                    &self.target,
+                    self.profile,
+                    &self.env,
+                    self.rules,
+                    case,
+                    seed,
+                    max_wait_ms,
+                    Some(&mut hook),
+                )
+            }
+            _ => exec::run_case_waiting(
+                &self.target,
+                self.profile,
+                &self.env,
+                self.rules,
+                case,
+                seed,
+                max_wait_ms,
+            ),
+        };
         self.watch_device(&run);
         if run
             .bindings
@@ -1011,13 +1060,21 @@ impl<'a> Fuzzer<'a> {
             if self.should_stop(index, started, findings.len()) {
                 break;
             }
-            let seed = case_seed(self.cfg.seed, index);
-            let seq = self.next_sequence(seed);
+            // A sequence that failed during a wait runs again on its own
+            // first: only that run can charge the target.
+            let (seed, seq) = match self.suspects.pop_front() {
+                Some((moves, seed)) => (seed, Sequence { moves }),
+                None => {
+                    let seed = case_seed(self.cfg.seed, index);
+                    (seed, self.next_sequence(seed))
+                }
+            };
             stats.cases += 1;
             let attempt = self.attempt(&seq.moves, index, seed);
             if self.effects_unjudged_now {
                 stats.effects_unjudged += 1;
             }
+            self.take_filled(&mut stats, &mut notes);
             match attempt {
                 Attempt::OracleNotes(n) => {
                     stats.unjudged += 1;
@@ -1033,7 +1090,12 @@ impl<'a> Fuzzer<'a> {
                     stats.envelopes += run.answers as u64;
                     stats.dispatched += run.dispatched as u64;
                     self.feed_corpus(&seq.moves, &case, &run, seed);
-                    if matches!(run.stop, Some(Stop::Setup { .. } | Stop::NotApplicable(_))) {
+                    // A sequence the setup or the harness stopped early was
+                    // not judged to its end.
+                    if matches!(
+                        run.stop,
+                        Some(Stop::Setup { .. } | Stop::NotApplicable(_) | Stop::Infra(_))
+                    ) {
                         stats.unjudged += 1;
                     }
                     if let Some((sig, message)) = signature(&case, &run) {
@@ -1101,6 +1163,27 @@ impl<'a> Fuzzer<'a> {
             effects_unjudged: self.effects_unsafe.clone(),
             lost: self.lost.clone(),
         }
+    }
+
+    /// Adds what the sequences run during the last sequence's waits did to
+    /// the run's figures, and queues those that failed for the main loop.
+    fn take_filled(&mut self, stats: &mut Stats, notes: &mut BTreeSet<String>) {
+        let Some(filler) = self.filler.as_mut() else {
+            return;
+        };
+        let f = filler.take_stats();
+        stats.cases += f.sequences;
+        stats.during_waits += f.sequences;
+        stats.during_waits_judged += f.judged;
+        stats.judged += f.judged;
+        stats.unjudged += f.sequences - f.judged;
+        stats.envelopes += f.envelopes;
+        for n in f.notes {
+            if notes.len() < 50 {
+                notes.insert(n);
+            }
+        }
+        self.suspects.extend(filler.suspects.drain(..));
     }
 
     /// The observer's counter of effects, when the profile has one.

@@ -54,6 +54,9 @@ pub struct World {
     /// The device plays the user's decision (`resolve` in its hello): on
     /// one that cannot, no move asks for a decision.
     pub can_resolve: bool,
+    /// Sequences run while another waits in real time ([`World::quiet`]):
+    /// only moves that change nothing another sequence could observe.
+    pub quiet: bool,
 }
 
 impl World {
@@ -65,6 +68,29 @@ impl World {
     /// The executable tools with a side effect (any `effect` but `read`).
     pub fn side_effecting(&self) -> impl Iterator<Item = &ToolInfo> {
         self.executable().filter(|t| t.effect != "read")
+    }
+
+    /// This world as sequences see it that run while another sequence
+    /// waits in real time (a poll's `poll_after_ms`, a lifetime, on a
+    /// device whose clock cannot move): they must leave nothing the
+    /// waiting sequence could see. Only read tools that answer at once
+    /// are executable (no effect for its observer to count, no operation
+    /// left running), nothing is observed, and the generator draws no
+    /// restart, clock move, expiry, concurrent burst, operation or user
+    /// decision (`moves`).
+    pub fn quiet(&self) -> World {
+        let mut w = self.clone();
+        for t in &mut w.tools {
+            t.executable &=
+                t.effect == "read" && t.execution == "sync" && t.confirmation != "always";
+        }
+        let tools = &w.tools;
+        w.roles
+            .retain(|_, tool| tools.iter().any(|t| &t.name == tool && t.executable));
+        w.observer = false;
+        w.can_resolve = false;
+        w.quiet = true;
+        w
     }
 }
 
@@ -132,6 +158,7 @@ pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result
         max_request_bytes,
         v2_only: env.manifest_kind == "v2_only",
         fixed_clock: false,
+        quiet: false,
         can_resolve: target
             .a
             .hello()

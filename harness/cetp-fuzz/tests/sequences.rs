@@ -76,3 +76,69 @@ fn the_same_seeds_generate_the_pinned_sequences() {
         assert_eq!(line, pinned, "now generated: {text}");
     }
 }
+
+/// The sequences judged while another waits in real time (`World::quiet`)
+/// leave nothing the waiting one could see: no execution of a tool with a
+/// side effect or one that may run in the background, no observer, no
+/// restart, no clock move or wait, no concurrent burst, no user decision,
+/// no operation query.
+#[test]
+fn quiet_sequences_change_nothing_another_sequence_could_see() {
+    for (name, world) in worlds() {
+        let quiet = world.quiet();
+        let calm: Vec<&str> = quiet
+            .tools
+            .iter()
+            .filter(|t| t.executable)
+            .map(|t| t.name.as_str())
+            .collect();
+        assert!(!calm.is_empty(), "{name}: no read tool left");
+        for t in quiet.tools.iter().filter(|t| t.executable) {
+            assert_eq!((t.effect.as_str(), t.execution.as_str()), ("read", "sync"));
+        }
+        let mut kinds = std::collections::BTreeSet::new();
+        for seed in 0..200u64 {
+            let s = Generator::new(&quiet, seed).sequence(8);
+            for g in s.steps() {
+                let step = &g.step;
+                let what = step["do"].as_str().unwrap_or("?").to_string();
+                assert!(
+                    !matches!(
+                        what.as_str(),
+                        "restart"
+                            | "advance_clock"
+                            | "age"
+                            | "sleep"
+                            | "observe"
+                            | "expect_effects"
+                            | "concurrent"
+                            | "resolve"
+                            | "poll"
+                            | "settle"
+                            | "cancel_consistent"
+                    ),
+                    "{name} {seed}: {step}"
+                );
+                if let Some(role) = step["tool"]["profile_role"].as_str() {
+                    assert!(quiet.roles.contains_key(role), "{name} {seed}: {step}");
+                }
+                if let Some(tool) = step["tool"]["name"].as_str() {
+                    if step["method"] == "execute_tool" {
+                        assert!(
+                            calm.contains(&tool),
+                            "{name} {seed}: executes {tool}: {step}"
+                        );
+                    }
+                }
+                assert!(
+                    step.get("operation_id")
+                        .is_none_or(|o| !o.as_str().unwrap_or("").contains("/data/operation_id")),
+                    "{name} {seed}: {step}"
+                );
+                kinds.insert(what);
+            }
+        }
+        // Still a fuzzer: sessions, calls and judgements of several kinds.
+        assert!(kinds.len() >= 4, "{name}: only {kinds:?}");
+    }
+}

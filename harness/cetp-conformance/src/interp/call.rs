@@ -26,6 +26,20 @@ use std::time::Instant;
 impl CaseRunner<'_> {
     /// A `call` step: prepare, send, check, judge.
     pub(super) fn call_step(&mut self, step: &Step) -> StepResult {
+        if let Step::Call {
+            only_if: Some(needed),
+            ..
+        } = step
+        {
+            match crate::template::expand(&self.bindings, needed) {
+                Ok(v) if !v.is_null() => {}
+                // Nothing to ask about: the step is the Provider's choice
+                // not taken, and is skipped (its `bind` stays unbound).
+                Ok(_) => return Ok(()),
+                Err(e) if e.contains("has nothing at") => return Ok(()),
+                Err(e) => return Err(Stop::Infra(e)),
+            }
+        }
         let prepared = self.prepare_call(step)?;
         let answer = self.send(&prepared)?;
         self.finish_call(prepared, answer)
@@ -375,6 +389,7 @@ impl CaseRunner<'_> {
             deadline_in_ms,
             resume_token,
             operation_id,
+            only_if: _,
             extras,
             omit,
             arg,
@@ -508,7 +523,8 @@ impl CaseRunner<'_> {
     /// Consumer wait at least `retry_after_ms`).
     fn retry_wait(&mut self, identity: &str, ms: u64) -> StepResult {
         if self.move_clock(ms)?.is_none() {
-            self.device(identity)?.sleep_ms(ms);
+            let device = self.device(identity)?;
+            self.pass_real_time(device, ms);
         }
         Ok(())
     }

@@ -294,6 +294,8 @@ pub struct CaseRunner<'a> {
     /// Runs inside another case's observer window: a setup call withdraws
     /// it ([`Stop::Withdraw`]).
     guest: bool,
+    /// Work the caller does while the case waits in real time ([`Self::idle`]).
+    idle: Option<&'a mut dyn FnMut(u64)>,
 }
 
 /// What a case parked at a real-time wait keeps: everything the
@@ -418,6 +420,7 @@ impl<'a> CaseRunner<'a> {
             real_waited_ms: 0,
             wall_clock_moved: false,
             guest: false,
+            idle: None,
         }
     }
 
@@ -425,6 +428,31 @@ impl<'a> CaseRunner<'a> {
     pub fn max_wait(mut self, ms: u64) -> Self {
         self.max_wait_ms = ms;
         self
+    }
+
+    /// Hands every real-time wait of the case to `hook` first, with its
+    /// length in ms: the caller may spend it on other work (the fuzzer
+    /// judges other, effect-free sequences meanwhile); whatever the hook
+    /// leaves of the wait is then slept. Only for a device whose clock
+    /// cannot move, where device time is real time.
+    pub fn idle(mut self, hook: &'a mut dyn FnMut(u64)) -> Self {
+        self.idle = Some(hook);
+        self
+    }
+
+    /// Lets `ms` of real time pass on `device`: first the idle hook's
+    /// work, if any, then a sleep for what is left.
+    fn pass_real_time(&mut self, device: &'a dyn Device, ms: u64) {
+        let Some(hook) = self.idle.as_mut() else {
+            device.sleep_ms(ms);
+            return;
+        };
+        let until = Instant::now() + std::time::Duration::from_millis(ms);
+        hook(ms);
+        let left = until.saturating_duration_since(Instant::now()).as_millis();
+        if left > 0 {
+            device.sleep_ms(u64::try_from(left).unwrap_or(ms));
+        }
     }
 
     /// Lets a top-level real-time wait park the case: [`Self::start`] and
@@ -756,7 +784,7 @@ impl<'a> CaseRunner<'a> {
                 None => self.advance_clock_step(*ms, profile.as_deref(), *plus_ms),
             },
             Step::Sleep { ms } => {
-                self.target.a.sleep_ms(*ms);
+                self.pass_real_time(self.target.a.as_ref(), *ms);
                 Ok(())
             }
             _ => Err(Stop::Infra("vector error: not a clock step".into())),
@@ -891,6 +919,7 @@ fn internal_call(identity: &str, method: &str, session: &str) -> Step {
         deadline_in_ms: None,
         resume_token: None,
         operation_id: None,
+        only_if: None,
         extras: BTreeMap::new(),
         omit: Vec::new(),
         arg: None,

@@ -137,8 +137,8 @@ impl CaseRunner<'_> {
     /// [`MAX_REAL_POLL_WAIT_MS`]).
     pub(super) fn wait(&mut self, identity: &str, ms: u64) -> StepResult {
         if self.move_clock(ms.min(MAX_VIRTUAL_POLL_WAIT_MS))?.is_none() {
-            self.device(identity)?
-                .sleep_ms(ms.min(MAX_REAL_POLL_WAIT_MS));
+            let device = self.device(identity)?;
+            self.pass_real_time(device, ms.min(MAX_REAL_POLL_WAIT_MS));
         }
         Ok(())
     }
@@ -549,7 +549,7 @@ impl CaseRunner<'_> {
                 )));
             }
             let left = u64::try_from(due.saturating_sub(now)).unwrap_or(0);
-            self.target.a.sleep_ms(left.clamp(1, MAX_SLEEP_SLICE_MS));
+            self.pass_real_time(self.target.a.as_ref(), left.clamp(1, MAX_SLEEP_SLICE_MS));
         }
     }
 

@@ -121,7 +121,8 @@ impl Generator<'_> {
         if self.chance(0.8) {
             caps.push("large_results");
         }
-        if self.chance(0.3) {
+        // A quiet sequence leaves no operation to settle (`World::quiet`).
+        if !self.world.quiet && self.chance(0.3) {
             caps.push("async_operations");
         }
         let s = self.session_with(ident, &caps, pre);

@@ -185,6 +185,27 @@ enum MoveKind {
     RestartOperation,
 }
 
+impl MoveKind {
+    /// Whether a quiet world ([`World::quiet`]) draws this kind: none that
+    /// restarts the Provider, moves or waits on its clock, leaves an
+    /// operation running, floods it, or asks its user.
+    fn quiet(self) -> bool {
+        !matches!(
+            self,
+            MoveKind::Restart
+                | MoveKind::Advance
+                | MoveKind::Expire
+                | MoveKind::RestartReplay
+                | MoveKind::RestartOperation
+                | MoveKind::Concurrent
+                | MoveKind::Operation
+                | MoveKind::AsyncFlow
+                | MoveKind::Resolve
+                | MoveKind::Retry
+        )
+    }
+}
+
 /// How often each kind is drawn, relative to the others. The order is part
 /// of the draw: the same seed picks the same kinds only in this order.
 const WEIGHTS: &[(MoveKind, u32)] = &[
@@ -262,6 +283,9 @@ impl<'w> Generator<'w> {
     fn make(&mut self, kind: MoveKind) -> Option<Move> {
         // Steps a move needs first (a session to call in, a list to hold a
         // revision to) go to `pre`, and lead the move.
+        if self.world.quiet && !kind.quiet() {
+            return None;
+        }
         let mut pre = Vec::new();
         let steps = match kind {
             MoveKind::Execute => self.execute(&mut pre),

@@ -68,6 +68,14 @@ impl Call {
             request_id: self.request_id,
             deadline_in_ms: self.deadline_in_ms,
             resume_token: self.resume_token,
+            // An operation query of an earlier execution runs only where
+            // that execution started one: a Provider may answer it
+            // synchronously (§4.4), and there is then nothing to ask.
+            only_if: self
+                .operation_id
+                .as_ref()
+                .filter(|o| o.starts_with("${") && o.ends_with("/data/operation_id}"))
+                .cloned(),
             operation_id: self.operation_id,
             extras: self.extras,
             omit: self.omit,

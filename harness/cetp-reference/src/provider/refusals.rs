@@ -16,6 +16,26 @@ use cetp_proto::envelope::{dialect_of, keys, Dialect, Method};
 use cetp_proto::{Bundle, ErrorCode, Value};
 use std::collections::BTreeSet;
 
+/// The common fields of a v2 request (§4.1), each checked alone.
+const COMMON: [&str; 4] = [
+    keys::PROTOCOL_VERSION,
+    keys::SESSION_TOKEN,
+    keys::REQUEST_ID,
+    keys::DEADLINE_AT_MS,
+];
+
+/// A well-formed value of each of [`COMMON`], in order: what the other
+/// fields hold while one is checked alone (the token is then unknown,
+/// which the session check answers, not the decoder).
+fn well_formed() -> [Value; 4] {
+    [
+        Value::Int(2),
+        Value::str("a-well-formed-token"),
+        Value::str("00000000-0000-4000-8000-000000000000"),
+        Value::Long(i64::MAX),
+    ]
+}
+
 impl ReferenceProvider {
     /// The codes of every refusal one fault of this v2 request (method
     /// `method`, extras `extras`, from caller `uid` at device time
@@ -42,6 +62,27 @@ impl ReferenceProvider {
         }
         if let Err(f) = self.decode(m, extras) {
             out.insert(f.code);
+        }
+        // The decoder stops at the first malformed common field; each of
+        // them is a fault of its own, found with the others made
+        // well-formed.
+        for k in COMMON {
+            let mut alone = b.clone();
+            for (other, good) in COMMON.iter().zip(well_formed()) {
+                if *other != k {
+                    alone.insert(other, good);
+                }
+            }
+            if let Err(f) = self.decode(m, Some(&alone)) {
+                out.insert(f.code);
+            }
+        }
+        // A token that is not a string is no session a Provider can look
+        // up: "session missing" (§5, NEGOTIATION_REQUIRED) is as true of
+        // it as a misused token (INVALID_REQUEST); Android's
+        // `Bundle.getString` reads it as absent.
+        if b.contains(keys::SESSION_TOKEN) && b.opt_string(keys::SESSION_TOKEN).is_err() {
+            out.insert(ErrorCode::NegotiationRequired);
         }
         let mut caps = BTreeSet::new();
         if let Ok(Some(token)) = b.opt_string(keys::SESSION_TOKEN) {
