@@ -79,6 +79,13 @@ impl Oracle {
             if *l == Variant::V2OnlyManifest {
                 continue;
             }
+            // A latitude of v2-only Providers (how they refuse a v1 call)
+            // speaks only for a v2-only target: it makes the member
+            // v2-only, whose v1 answers a dual-stack target must not give
+            // (it hid `v1_lists_write_tools` from this oracle).
+            if *l == Variant::V2OnlyV1CallsUnknown && manifest == ManifestVariant::DualStack {
+                continue;
+            }
             // Whether list_alerts counts effects is what the target's own
             // profile says about its observer; a Provider without the
             // counter comes with another profile (no-counter.toml), so under
