@@ -762,9 +762,13 @@ impl<'a> Fuzzer<'a> {
             m.reseed(seed);
         }
         let max_wait_ms = u64::try_from(self.cfg.max_wait.as_millis()).unwrap_or(u64::MAX);
-        let run = match (&mut self.filler, &self.oracle) {
+        // On a fixed clock under the descriptor oracle, quiet sequences are
+        // judged while this one waits ([`fill`]).
+        let ctx;
+        let mut hook;
+        let idle: Option<&mut dyn FnMut(u64)> = match (&mut self.filler, &self.oracle) {
             (Some(filler), OracleMode::Descriptor { shadow, transcript }) => {
-                let ctx = fill::Ctx {
+                ctx = fill::Ctx {
                     target: &self.target,
                     profile: self.profile,
                     env: &self.env,
@@ -773,28 +777,21 @@ impl<'a> Fuzzer<'a> {
                     transcript,
                     max_wait_ms,
                 };
-                let mut hook = |ms: u64| filler.fill(ms, &ctx);
-                exec::run_case_idling(
-                    &self.target,
-                    self.profile,
-                    &self.env,
-                    self.rules,
-                    case,
-                    seed,
-                    max_wait_ms,
-                    Some(&mut hook),
-                )
+                hook = |ms: u64| filler.fill(ms, &ctx);
+                Some(&mut hook)
             }
-            _ => exec::run_case_waiting(
-                &self.target,
-                self.profile,
-                &self.env,
-                self.rules,
-                case,
-                seed,
-                max_wait_ms,
-            ),
+            _ => None,
         };
+        let run = exec::run_case_idling(
+            &self.target,
+            self.profile,
+            &self.env,
+            self.rules,
+            case,
+            seed,
+            max_wait_ms,
+            idle,
+        );
         self.watch_device(&run);
         if run
             .bindings
