@@ -145,58 +145,49 @@ fn actor_of(
     ))
 }
 
+/// Where the Consumer is, from the one TARGET parser every command uses
+/// ([`cetp_targets::ConsumerTarget`]), and the Consumer's name.
 fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
-    let (kind, rest) = t.split_once(':').unwrap_or((t, ""));
-    let mut consumer = "default".to_string();
-    let mut addr = String::new();
-    let mut peer = None;
-    for (i, part) in rest.split(',').filter(|p| !p.is_empty()).enumerate() {
-        match part.split_once('=') {
-            Some(("consumer", name)) => consumer = name.to_string(),
-            // The peer probe (identity b's app) of a device reached over TCP.
-            Some(("peer", p)) if kind == "tcp" && p.contains(':') => peer = Some(p.to_string()),
-            // adb options (`server=`, `timeout_ms=`) are read as for `cetp run`.
-            Some(_) if kind == "adb" => {}
-            Some((k, _)) => return Err(usage(format!("unknown target option {k:?} in {t:?}"))),
-            None if kind == "tcp" && i == 0 => addr = part.to_string(),
-            None if kind == "adb" && i == 0 => {}
-            None => return Err(usage(format!("cannot read {part:?} in target {t:?}"))),
-        }
-    }
+    use cetp_targets::TargetSpec;
+    let c = cetp_targets::ConsumerTarget::parse(t).map_err(|e| usage(e.to_string()))?;
+    let consumer = c.consumer.unwrap_or_else(|| "default".to_string());
     if consumer != "default" && ConsumerMutant::parse(&consumer).is_none() {
         return Err(usage(format!("no Consumer mutant named {consumer:?}")));
     }
-    match kind {
-        "sim" => {
-            let faults = ConsumerMutant::parse(&consumer).into_iter().collect();
-            Ok((
-                Where::InProcess(ConsumerConfig {
-                    faults,
-                    uuid_seed: seed,
-                    ..ConsumerConfig::default()
-                }),
-                consumer,
-            ))
+    let at = match c.spec {
+        TargetSpec::Sim(sim) => {
+            // The sim options set up a simulated Provider; the simulated
+            // Consumer takes only its name.
+            if sim
+                != (cetp_targets::SimSpec {
+                    op_timeout_ms: sim.op_timeout_ms,
+                    ..cetp_targets::SimSpec::default()
+                })
+            {
+                return Err(usage(format!(
+                    "{t:?}: a simulated Consumer takes only consumer=NAME (the other sim options set up a simulated Provider)"
+                )));
+            }
+            Where::InProcess(ConsumerConfig {
+                faults: ConsumerMutant::parse(&consumer).into_iter().collect(),
+                uuid_seed: seed,
+                ..ConsumerConfig::default()
+            })
         }
-        "tcp" if addr.contains(':') => {
-            // A rest like "127.0.0.1:7000,consumer=x": the port followed the
-            // first colon of the address.
-            Ok((Where::Tcp { addr, peer }, consumer))
-        }
-        "adb" => Ok((
-            Where::Adb {
-                target: t
-                    .split(',')
-                    .filter(|p| !p.starts_with("consumer="))
-                    .collect::<Vec<_>>()
-                    .join(","),
-            },
-            consumer,
-        )),
-        _ => Err(usage(format!(
-            "unknown Consumer target {t:?}: use sim[:consumer=NAME], tcp:HOST:PORT[,peer=HOST:PORT][,consumer=NAME] or adb[:SERIAL][,server=HOST:PORT][,consumer=NAME]"
-        ))),
-    }
+        TargetSpec::Tcp(tcp) => Where::Tcp {
+            addr: tcp.a,
+            peer: tcp.b,
+        },
+        // The adb options are read again where the probe is reached.
+        TargetSpec::Adb(_) => Where::Adb {
+            target: t
+                .split(',')
+                .filter(|p| !p.starts_with("consumer="))
+                .collect::<Vec<_>>()
+                .join(","),
+        },
+    };
+    Ok((at, consumer))
 }
 
 /// The Consumer under test where the target says, for the library's

@@ -30,7 +30,7 @@ pub mod trace;
 
 pub use cetp_reference::provider::FixtureSet;
 pub use device::ProbeDevice;
-pub use spec::{AdbSpec, IdentityB, SimSpec, SpecError, TargetSpec, TcpSpec};
+pub use spec::{AdbSpec, ConsumerTarget, IdentityB, SimSpec, SpecError, TargetSpec, TcpSpec};
 pub use trace::{TracedFrame, WireTrace};
 
 use cetp_conformance::device::Target;

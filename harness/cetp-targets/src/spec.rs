@@ -510,6 +510,48 @@ impl TargetSpec {
     }
 }
 
+/// A `cetp consumer` TARGET, read by [`TargetSpec::parse`] itself: the
+/// same forms, plus `consumer=NAME` (the Consumer mutant the simulated
+/// device plays, or the Consumer's name on a device) and `peer=HOST:PORT`,
+/// the Consumer side's name for `b=` (the probe of identity b, which
+/// hosts the peer Provider). One parser, so that `run`, `fuzz`, `lock`,
+/// `init` and `consumer` accept the same targets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsumerTarget {
+    /// Where the Consumer is reached.
+    pub spec: TargetSpec,
+    /// `consumer=`: its name (a Consumer mutant on `sim`).
+    pub consumer: Option<String>,
+}
+
+impl ConsumerTarget {
+    /// Reads a Consumer TARGET; see [`ConsumerTarget`].
+    pub fn parse(text: &str) -> Result<ConsumerTarget, SpecError> {
+        let t = text.trim();
+        let split_at = t.find([':', ',']).unwrap_or(t.len());
+        let (scheme, rest) = (&t[..split_at], t.get(split_at + 1..).unwrap_or(""));
+        let mut consumer = None;
+        let mut kept = Vec::new();
+        for item in rest.split(',').filter(|i| !i.is_empty()) {
+            match item.split_once('=') {
+                Some(("consumer", name)) => consumer = Some(name.to_string()),
+                Some(("peer", p)) => kept.push(format!("b={p}")),
+                _ => kept.push(item.to_string()),
+            }
+        }
+        let provider_side = if kept.is_empty() {
+            scheme.to_string()
+        } else {
+            format!("{scheme}:{}", kept.join(","))
+        };
+        let spec = TargetSpec::parse(&provider_side).map_err(|e| SpecError {
+            text: text.to_string(),
+            reason: e.reason,
+        })?;
+        Ok(ConsumerTarget { spec, consumer })
+    }
+}
+
 impl std::str::FromStr for TargetSpec {
     type Err = SpecError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -621,6 +663,41 @@ impl fmt::Display for TargetSpec {
             write!(f, "{sep}{}", opts.join(","))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod consumer_target_tests {
+    use super::*;
+
+    #[test]
+    fn a_consumer_target_is_a_provider_target_with_its_consumer_and_peer() {
+        let c = ConsumerTarget::parse("sim:consumer=obeys_description_call").unwrap();
+        assert_eq!(c.spec, TargetSpec::Sim(SimSpec::default()));
+        assert_eq!(c.consumer.as_deref(), Some("obeys_description_call"));
+        let c = ConsumerTarget::parse("sim").unwrap();
+        assert_eq!(
+            (c.spec, c.consumer),
+            (TargetSpec::Sim(SimSpec::default()), None)
+        );
+        let c = ConsumerTarget::parse("tcp:127.0.0.1:7000,peer=127.0.0.1:7001,consumer=x").unwrap();
+        let TargetSpec::Tcp(t) = c.spec else {
+            panic!("{c:?}")
+        };
+        assert_eq!(
+            (t.a.as_str(), t.b.as_deref(), c.consumer.as_deref()),
+            ("127.0.0.1:7000", Some("127.0.0.1:7001"), Some("x"))
+        );
+        let c =
+            ConsumerTarget::parse("adb:emulator-5554,server=127.0.0.1:5037,consumer=y").unwrap();
+        assert!(
+            matches!(c.spec, TargetSpec::Adb(ref a) if a.serial.as_deref() == Some("emulator-5554"))
+        );
+        // The Provider side's errors, with the text as given.
+        let e = ConsumerTarget::parse("tcp:nowhere,consumer=z").unwrap_err();
+        assert_eq!(e.text, "tcp:nowhere,consumer=z");
+        assert!(ConsumerTarget::parse("sim:bogus=1").is_err());
+        assert!(ConsumerTarget::parse("serial:x").is_err());
     }
 }
 
