@@ -500,6 +500,21 @@ fn compile_expect(j: &mut Json, runs: &[&CaseRun]) {
     // too, absence included where one of them refused.
     let mut states: Vec<Json> = Vec::new();
     let cancel = j.get("method").and_then(Json::as_str) == Some("cancel_operation");
+    // A member whose own earlier answer left the step nothing to ask
+    // (`only_if`: it answered the execution synchronously) skipped it: it
+    // took another path and says nothing about the step; the members that
+    // ran it judge it.
+    let only_if = j.get("only_if").and_then(Json::as_str).map(str::to_string);
+    let skipped = |r: &CaseRun| {
+        only_if.as_deref().is_some_and(|t| {
+            cetp_conformance::template::expand(&r.bindings, t).map_or(true, |v| v.is_null())
+        })
+    };
+    let runs: Vec<&CaseRun> = runs.iter().copied().filter(|r| !skipped(r)).collect();
+    if runs.is_empty() {
+        set_expect(j, None);
+        return;
+    }
     for r in runs {
         let Some(doc) = r.bindings.get(&bind) else {
             // A member that never reached the step (concurrent sub-calls

@@ -276,3 +276,38 @@ fn an_operation_query_after_a_synchronous_answer_is_skipped() {
         run.stop
     );
 }
+
+/// Through the descriptor oracle too, another caller reading an operation
+/// is found: the shadow's member that answers the execution synchronously
+/// skips the query (`only_if`) and no longer erases what the members that
+/// ran it expect (it hid `operation_other_caller`, `cancel_other_caller`
+/// and `operation_request_id_unbound` from this oracle for a while).
+#[test]
+fn the_descriptor_oracle_finds_another_caller_reading_an_operation() {
+    let suite = Suite::load(&vectors()).unwrap();
+    let profile = profile();
+    let t = open(&TargetSpec::parse("sim:mutant=operation_other_caller").unwrap()).unwrap();
+    let (_, env) = cetp_conformance::runner::identify(&t, &profile).unwrap();
+    let cfg = FuzzConfig {
+        seed: 7,
+        cases: Some(60),
+        max_findings: 1,
+        shrink_runs: 8,
+        oracle: cetp_fuzz::OracleChoice::Descriptor,
+        ..FuzzConfig::default()
+    };
+    let mut f = Fuzzer::new(t, &profile, env, &suite.rules, cfg).unwrap();
+    let r = f.run(&mut |_| {});
+    let found = r
+        .findings
+        .first()
+        .expect("operation_other_caller is not found");
+    assert!(
+        found
+            .cited
+            .iter()
+            .any(|c| c == "CETP2-4.4-11" || c == "CETP2-4.4-04"),
+        "{:?}",
+        found.cited
+    );
+}
