@@ -266,7 +266,9 @@ impl ProgressLine {
         let line = format!(
             "cases {} · judged {} · findings {} · {:.1} cases/s · {:.0} envelopes/s · {:.0}s",
             s.cases,
-            s.judged,
+            // As the pace line counts: a sequence stopped by its setup or
+            // the harness was run, not judged.
+            s.cases.saturating_sub(s.unjudged),
             s.findings,
             s.cases as f64 / secs,
             s.envelopes as f64 / secs,
@@ -372,7 +374,7 @@ fn print_report(args: &FuzzArgs, seed: u64, started: Instant, report: &cetp_fuzz
     let s = &report.stats;
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "seed {seed}: {} sequences, {} judged, {} envelopes, {} findings in {secs:.1}s",
+        "seed {seed}: {} sequences, {} run on the target, {} envelopes, {} findings in {secs:.1}s",
         s.cases,
         s.judged,
         s.envelopes,
@@ -704,7 +706,7 @@ fn print_workers(report: &campaign::CampaignReport) {
             })
             .unwrap_or_default();
         println!(
-            "worker {} {} (seed {}): {state} · {} sequences, {} judged, {} envelopes, {} findings first, {} seen again{}{corpus}",
+            "worker {} {} (seed {}): {state} · {} sequences, {} run on the target, {} envelopes, {} findings first, {} seen again{}{corpus}",
             w.worker,
             escape::terminal(&w.target, 200),
             w.seed,
@@ -726,7 +728,7 @@ fn print_workers(report: &campaign::CampaignReport) {
 fn print_campaign_findings(args: &FuzzArgs, started: Instant, report: &campaign::CampaignReport) {
     let s = &report.stats;
     println!(
-        "seed {}: {} workers, {} sequences, {} judged, {} envelopes, {} findings in {:.1}s",
+        "seed {}: {} workers, {} sequences, {} run on the target, {} envelopes, {} findings in {:.1}s",
         report.seed,
         report.workers.len(),
         s.cases,

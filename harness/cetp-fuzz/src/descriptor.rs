@@ -720,7 +720,7 @@ fn fail_every_run_passed(
     stop: &Stop,
     i: usize,
     s: &GenStep,
-    runs: &[CaseRun],
+    runs: &[&CaseRun],
     trun: &CaseRun,
     compiled: &mut Vec<Json>,
 ) -> Option<(usize, String, Vec<String>)> {
@@ -777,12 +777,31 @@ fn is_pure(s: &GenStep) -> bool {
 
 /// The first step of `steps` the shadow cannot vouch for, by where its
 /// runs stopped.
-fn first_unvouched(runs: &[(usize, CaseRun)], steps: &[GenStep]) -> Option<usize> {
-    let passed = |i: usize| runs.iter().any(|(_, r)| r.stop.is_none() || r.step > i + 1);
+fn first_unvouched(
+    runs: &[(usize, CaseRun)],
+    steps: &[GenStep],
+    left: &[Option<usize>],
+) -> Option<usize> {
+    let on_path = |x: usize, i: usize| on_path(left, x, i);
+    let passed = |i: usize| {
+        runs.iter()
+            .enumerate()
+            .any(|(x, (_, r))| on_path(x, i) && (r.stop.is_none() || r.step > i + 1))
+    };
+    // No run followed the target's path as far as this step: from it on,
+    // nothing is vouched.
+    let deserted =
+        (0..steps.len()).find(|&i| !runs.is_empty() && (0..runs.len()).all(|x| !on_path(x, i)));
     runs.iter()
-        .filter_map(|(k, r)| {
+        .enumerate()
+        .filter_map(|(x, (k, r))| {
             let stop = r.stop.as_ref()?;
             let at = r.step.saturating_sub(1);
+            // A run that left the target's path before it stopped says
+            // nothing about the target's steps.
+            if !on_path(x, at) {
+                return None;
+            }
             let variant = *k / FLAVOURS.len() > 0;
             // A run that cannot run an optional step (its earlier answer
             // asked nothing to resolve) stops there unjudged, as long as
@@ -795,7 +814,37 @@ fn first_unvouched(runs: &[(usize, CaseRun)], steps: &[GenStep]) -> Option<usize
             // the shadow cannot vouch for.
             (!variant || matches!(stop, Stop::Fail(_) | Stop::Cut(_))).then_some(at)
         })
+        .chain(deserted)
         .min()
+}
+
+/// Where each shadow run left the target's path: the first `only_if` step
+/// whose condition held for the one and not for the other (a member's own
+/// synchronous answer left no operation to ask about where the target's
+/// left one, or the other way round, §4.4). From there on the run says
+/// nothing about the target's steps, neither by its answers nor by its
+/// stops: a member that skipped the cancel of an operation it never opened
+/// had its effect at once, and would otherwise unpin the effect window of
+/// the target's cancelled one.
+fn left_paths(runs: &[(usize, CaseRun)], steps: &[GenStep], trun: &CaseRun) -> Vec<Option<usize>> {
+    let holds = |r: &CaseRun, t: &str| {
+        cetp_conformance::template::expand(&r.bindings, t).is_ok_and(|v| !v.is_null())
+    };
+    runs.iter()
+        .map(|(_, r)| {
+            steps.iter().position(|s| {
+                s.step
+                    .get("only_if")
+                    .and_then(Json::as_str)
+                    .is_some_and(|t| holds(r, t) != holds(trun, t))
+            })
+        })
+        .collect()
+}
+
+/// Whether run `x` still followed the target's path at step `i`.
+fn on_path(left: &[Option<usize>], x: usize, i: usize) -> bool {
+    left.get(x).copied().flatten().is_none_or(|d| d > i)
 }
 
 /// The tools identity b's list leaves out (`listed`: its `/data/tools`;
@@ -1227,7 +1276,8 @@ impl Shadow {
             if !notes.is_empty() {
                 return Judged::Notes(notes);
             }
-            match first_unvouched(&runs, &steps) {
+            let left = left_paths(&runs, &steps, trun);
+            match first_unvouched(&runs, &steps, &left) {
                 Some(i) if i < steps.len() => {
                     if is_pure(&steps[i]) && round < MAX_ROUNDS {
                         if draws_a_request_id(&steps[i].step, trun) {
@@ -1255,6 +1305,7 @@ impl Shadow {
         let counts = profile.observer.as_ref().map(|o| o.counts);
         let only_runs: Vec<CaseRun> = runs.iter().map(|(_, r)| clone_run(r)).collect();
         let open = OpenOperations::of(&steps, &only_runs);
+        let left = left_paths(&runs, &steps, trun);
         // The target's run: where it stopped, in the steps kept here.
         let target_stop = trun.stop.as_ref().map(|s| (trun.step.saturating_sub(1), s));
         let mut compiled: Vec<Json> = Vec::new();
@@ -1264,8 +1315,18 @@ impl Shadow {
                 break;
             }
             let oi = orig[i];
-            let reached: Vec<&CaseRun> = only_runs
+            // The runs still on the target's path at this step, and those of
+            // them that reached it.
+            let live: Vec<(usize, &CaseRun)> = runs
                 .iter()
+                .enumerate()
+                .filter(|(x, _)| on_path(&left, *x, i))
+                .map(|(_, (k, r))| (*k, r))
+                .collect();
+            let live_runs: Vec<&CaseRun> = live.iter().map(|(_, r)| *r).collect();
+            let reached: Vec<&CaseRun> = live_runs
+                .iter()
+                .copied()
                 .filter(|r| r.stop.is_none() || r.step > i + 1)
                 .collect();
             if let Some((ts, stop)) = &target_stop {
@@ -1287,7 +1348,7 @@ impl Shadow {
                     // stopped at this very step does.
                     if !replaced.contains(&oi) {
                         verdict =
-                            fail_every_run_passed(stop, i, s, &only_runs, trun, &mut compiled)
+                            fail_every_run_passed(stop, i, s, &live_runs, trun, &mut compiled)
                                 .or(verdict);
                     }
                     break;
@@ -1302,8 +1363,8 @@ impl Shadow {
                 continue;
             };
             if matches!(s.meta, Meta::Plain | Meta::Optional) && step.get("expect").is_some() {
-                self.widen(&mut step, &runs);
-                any_fault(&mut step, &runs, &refusals);
+                self.widen(&mut step, &live);
+                any_fault(&mut step, &live, &refusals);
                 if foreign_operation_query(&steps, i) {
                     any_refusal(&mut step);
                 }
@@ -1373,7 +1434,7 @@ impl Shadow {
 
     /// Widens the expectation of a step whose answer the two flavours of
     /// one member disagree on: the business decided it.
-    fn widen(&self, step: &mut Json, runs: &[(usize, CaseRun)]) {
+    fn widen(&self, step: &mut Json, runs: &[(usize, &CaseRun)]) {
         let Some(bind) = step.get("bind").and_then(Json::as_str) else {
             return;
         };
@@ -1537,7 +1598,7 @@ impl Shadow {
 /// A step every member refused (its expectation `error` alone) accepts the
 /// refusal of any fault of its request, as each member that reached it
 /// recorded them ([`Mirror::note_refusals`]).
-fn any_fault(step: &mut Json, runs: &[(usize, CaseRun)], refusals: &BTreeMap<usize, Refusals>) {
+fn any_fault(step: &mut Json, runs: &[(usize, &CaseRun)], refusals: &BTreeMap<usize, Refusals>) {
     let Some(bind) = step.get("bind").and_then(Json::as_str).map(str::to_string) else {
         return;
     };

@@ -187,16 +187,43 @@ fn settled_across_restart(tool: Json) -> Vec<Move> {
 /// §4.4 (CETP2-4.4-17): an operation that reports itself cancelled had no
 /// effect; the state is read with a poll.
 fn cancelled(tool: Json) -> Vec<Move> {
+    cancelled_with(tool, json!(null))
+}
+
+/// The same, with the cancel guarded as the generator writes it (`only_if`
+/// the call answered with an operation, as `Call::step` sets it).
+fn cancelled_guarded(tool: Json) -> Vec<Move> {
+    cancelled_with(tool, json!("${e2/data/operation_id}"))
+}
+
+/// The guarded cancel, then time passes: an operation that reported itself
+/// cancelled has no effect later either (§4.4, CETP2-4.4-12, -17).
+fn cancelled_then_time_passes(tool: Json) -> Vec<Move> {
+    let mut m = cancelled_guarded(tool);
+    m.extend(moves(vec![vec![
+        step(json!({"do": "observe", "bind": "o7"}), Meta::Plain),
+        step(
+            json!({"do": "advance_clock", "ms": 61_000, "requirements": []}),
+            Meta::Plain,
+        ),
+        effects_after("p8", "o7", "e2", &["CETP2-4.4-17"]),
+    ]]));
+    m
+}
+
+fn cancelled_with(tool: Json, only_if: Json) -> Vec<Move> {
+    let mut cancel = json!({"do": "call", "as": "a", "method": "cancel_operation", "session": "s1",
+        "request_id": "${e2/_request/request_id}", "operation_id": "${e2/data/operation_id}",
+        "bind": "g3", "requirements": ["CETP2-4.4-17"]});
+    if !only_if.is_null() {
+        cancel["only_if"] = only_if;
+    }
     moves(vec![
         vec![negotiate("s1", &["async_operations", "cancellation"])],
         vec![
             step(json!({"do": "observe", "bind": "o1"}), Meta::Plain),
             execute("s1", tool, json!("valid"), "e2"),
-            call(
-                json!({"do": "call", "as": "a", "method": "cancel_operation", "session": "s1",
-                "request_id": "${e2/_request/request_id}", "operation_id": "${e2/data/operation_id}",
-                "bind": "g3", "requirements": ["CETP2-4.4-17"]}),
-            ),
+            call(cancel),
             call(json!({"do": "settle", "as": "a", "session": "s1", "of": "e2", "bind": "f4"})),
             poll("s1", "e2", "f5"),
             cancel_consistent("f5", "o1"),
@@ -311,13 +338,31 @@ fn the_mutants_once_missed_are_found_and_their_fixtures_pass() {
         (
             "mutant=cancel_reports_cancelled_after_effect",
             "reference.toml",
-            cancelled(sync_portfolio),
+            cancelled(sync_portfolio.clone()),
             "CETP2-4.4-17",
         ),
         (
             "notes,mutant=cancel_reports_cancelled_after_effect",
             "notes.toml",
-            cancelled(archive),
+            cancelled(archive.clone()),
+            "CETP2-4.4-17",
+        ),
+        (
+            "mutant=cancel_reports_cancelled_after_effect",
+            "reference.toml",
+            cancelled_guarded(sync_portfolio.clone()),
+            "CETP2-4.4-17",
+        ),
+        (
+            "notes,mutant=cancel_reports_cancelled_after_effect",
+            "notes.toml",
+            cancelled_guarded(archive),
+            "CETP2-4.4-17",
+        ),
+        (
+            "mutant=cancelled_then_succeeds",
+            "reference.toml",
+            cancelled_then_time_passes(sync_portfolio.clone()),
             "CETP2-4.4-17",
         ),
         (
@@ -355,6 +400,8 @@ fn legal_variants_pass_the_same_sequences() {
         read_after_restart(sync_portfolio.clone()),
         settled_across_restart(sync_portfolio.clone()),
         cancelled(sync_portfolio.clone()),
+        cancelled_guarded(sync_portfolio.clone()),
+        cancelled_then_time_passes(sync_portfolio.clone()),
         retried(sync_portfolio),
         retried(json!({"name": "create_alert"})),
         denied_then_retried(),

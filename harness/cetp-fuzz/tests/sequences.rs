@@ -142,3 +142,45 @@ fn quiet_sequences_change_nothing_another_sequence_could_see() {
         assert!(kinds.len() >= 4, "{name}: only {kinds:?}");
     }
 }
+
+/// §6 binds only tools whose effect is not `read` to their first answer
+/// (dedupe by request id): a read asked again with its request id may read
+/// afresh, and no move holds it to the first answer (a false finding on
+/// the Kotlin sample, whose list grew between the two reads).
+#[test]
+fn no_read_is_held_to_its_first_answer() {
+    let mut judged = 0;
+    for (name, world) in worlds() {
+        let read = |tool: &str| {
+            world
+                .tools
+                .iter()
+                .any(|t| t.name == tool && t.effect == "read")
+        };
+        for seed in 0..300u64 {
+            let s = Generator::new(&world, seed).sequence(12);
+            let mut tool_of = std::collections::BTreeMap::new();
+            for g in s.steps() {
+                let step = &g.step;
+                if let (Some(bind), Some(tool)) =
+                    (step["bind"].as_str(), step["tool"]["name"].as_str())
+                {
+                    tool_of.insert(bind.to_string(), tool.to_string());
+                }
+                if step["do"] != "same" || !step["pointers"].as_array().is_none_or(Vec::is_empty) {
+                    continue;
+                }
+                let tools: Vec<&String> = [&step["a"], &step["b"]]
+                    .iter()
+                    .filter_map(|b| tool_of.get(b.as_str().unwrap_or("")))
+                    .collect();
+                judged += 1;
+                assert!(
+                    !tools.iter().any(|t| read(t)),
+                    "{name} {seed}: a read held to its first answer: {step}"
+                );
+            }
+        }
+    }
+    assert!(judged > 20, "only {judged} whole-answer comparisons drawn");
+}

@@ -63,7 +63,9 @@ impl Generator<'_> {
             ..Call::execute(ident, &s, literal(&tool.name), args, &r)
         };
         let mut inner = vec![call_step(call.citing(&tags))];
-        if other_tool.is_none() && !other_ident && args_kind != 2 {
+        // §6 binds only tools whose effect is not `read` to their first
+        // answer: a read asked again may read afresh.
+        if other_tool.is_none() && !other_ident && args_kind != 2 && prior.tool.effect != "read" {
             let same = Step::Same {
                 a: prior.bind.clone(),
                 b: r.clone(),

@@ -334,7 +334,14 @@ public final class TaskToolProvider extends ContentProvider {
                     return replay(common.requestId, record.getJSONObject("answer"));
                 }
                 if (record.has("operation_id")) {
-                    return acceptedAnswer(common.requestId, record.getString("operation_id"));
+                    String id = record.getString("operation_id");
+                    // An operation is announced only to a session that
+                    // negotiated async_operations (§2.3); another session of
+                    // the caller gets its end, or is asked to come back.
+                    if (session.has(Sessions.ASYNC)) {
+                        return acceptedAnswer(common.requestId, id);
+                    }
+                    return operationEnd(common.requestId, root.getJSONObject("operations").optJSONObject(id));
                 }
             } else if (resumeToken != null) {
                 throw Envelope.invalidRequest("resume_token does not belong to this request");
@@ -417,6 +424,30 @@ public final class TaskToolProvider extends ContentProvider {
         JSONObject e = answer.getJSONObject("error");
         return Envelope.error(requestId, new Envelope.Refusal(e.getString("error_code"), e.getString("error_message"),
                 e.getBoolean("retryable")));
+    }
+
+    /**
+     * The end of an operation as the answer of the request that started it:
+     * its result, its error, CANCELLED; while it still runs, UNAVAILABLE
+     * with a time to ask again (§5: retryable).
+     */
+    private static Bundle operationEnd(String requestId, JSONObject op) throws JSONException {
+        String state = op == null ? "" : op.getString("state");
+        switch (state) {
+            case "succeeded":
+                return Envelope.success(requestId, op.getJSONObject("result"));
+            case "failed":
+            case "cancelled":
+                JSONObject e = op.getJSONObject("error");
+                return Envelope.error(requestId, new Envelope.Refusal(e.getString("error_code"),
+                        e.getString("error_message"), e.getBoolean("retryable")));
+            default:
+                Envelope.Refusal later = new Envelope.Refusal("UNAVAILABLE",
+                        "the execution started under this request_id is still running; ask again with the same request_id",
+                        true);
+                later.retryAfterMs = 500;
+                return Envelope.error(requestId, later);
+        }
     }
 
     private static Bundle acceptedAnswer(String requestId, String operationId) throws JSONException {
