@@ -21,6 +21,14 @@
 #
 #   scripts/fuzz-foreign-check.sh [--no-build]
 #
+# PARTS (default "java java-defects kotlin kotlin-defects sim") picks the
+# parts to run; JAVA_PROFILES (default the three) the Java sample's
+# profiles; SIM_VARIANTS names legal variants run on `cetp sim
+# --fixed-clock` after the reference, each for VARIANT_BUDGET (default
+# FUZZ_BUDGET). The ten-minute runs of docs/fuzz-measurements.md:
+#   CETP_BIN=target/release/cetp FUZZ_BUDGET=600s PARTS="java kotlin" \
+#     JAVA_PROFILES="profile-count.toml profile-list.toml" scripts/fuzz-foreign-check.sh
+#
 # FUZZ_BUDGET (default 30s) and DEFECT_BUDGET (default 60s) set the runs'
 # lengths; the figures (share judged, envelopes/s, time to each defect) are
 # printed. FILL_COMPARE=1 runs each clean run again with `--no-fill` (the
@@ -35,6 +43,11 @@ build=1
 FUZZ_BUDGET="${FUZZ_BUDGET:-30s}"
 DEFECT_BUDGET="${DEFECT_BUDGET:-60s}"
 MIN_JUDGED="${MIN_JUDGED:-80}"
+PARTS=" ${PARTS:-java java-defects kotlin kotlin-defects sim} "
+JAVA_PROFILES="${JAVA_PROFILES:-profile.toml profile-count.toml profile-list.toml}"
+SIM_VARIANTS="${SIM_VARIANTS:-}"
+VARIANT_BUDGET="${VARIANT_BUDGET:-$FUZZ_BUDGET}"
+part() { [[ "$PARTS" == *" $1 "* ]]; }
 if [ -n "${CETP_BIN:-}" ]; then
     cetp="$CETP_BIN"
 else
@@ -160,16 +173,18 @@ if [ "$build" -eq 1 ]; then
 fi
 
 # 1. The Java sample, once per observer.
+if part java; then
 start_jvm
-for p in profile.toml profile-count.toml profile-list.toml; do
+for p in $JAVA_PROFILES; do
     label="java-${p%.toml}"
     clean "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" \
         --profile "examples/java-provider/$p" --max-findings 3
 done
 stop_all
+fi
 
 # 2. Each seeded defect, found by the fuzzer alone.
-while IFS=$'\t' read -r name req _cases _what; do
+part java-defects && while IFS=$'\t' read -r name req _cases _what; do
     start_jvm --defect "$name"
     fuzz "defect-$name" "$DEFECT_BUDGET" --target "tcp:$a" --target-b "$b" \
         --profile examples/java-provider/profile.toml --max-findings 1
@@ -179,6 +194,7 @@ done < <(grep -v '^#' examples/java-provider/defects.tsv)
 
 # 3. The Kotlin sample: built as scripts/jvm-jar-check.sh builds it.
 kt="$root/examples/kotlin-provider"
+if part kotlin || part kotlin-defects; then
 if [ ! -f "$kt/target/notes.jar" ] || [ -n "$(find "$kt/src" -newer "$kt/target/notes.jar" -print -quit)" ]; then
     nice -n 10 mvn -q -B -f "$kt/pom.xml" generate-resources > "$work/kotlin-mvn.log" 2>&1 ||
         { cat "$work/kotlin-mvn.log" >&2; exit 3; }
@@ -189,13 +205,16 @@ if [ ! -f "$kt/target/notes.jar" ] || [ -n "$(find "$kt/src" -newer "$kt/target/
 fi
 kotlin=(--provider-jar "$kt/target/notes.jar" --classpath "$(cat "$kt/target/stdlib.path")"
         --manifest "$kt/src/main/AndroidManifest.xml")
+fi
+if part kotlin; then
 start_jvm "${kotlin[@]}"
 for p in profile.toml profile-list.toml; do
     label="kotlin-${p%.toml}"
     clean "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" --profile "$kt/$p" --max-findings 3
 done
 stop_all
-[ "${KOTLIN_DEFECTS:-1}" = 1 ] && while IFS=$'\t' read -r name req _cases _what; do
+fi
+part kotlin-defects && [ "${KOTLIN_DEFECTS:-1}" = 1 ] && while IFS=$'\t' read -r name req _cases _what; do
     start_jvm "${kotlin[@]}" --jvm-prop "com.example.cetp.notes.defect=$name"
     fuzz "kotlin-defect-$name" "$DEFECT_BUDGET" --target "tcp:$a" --target-b "$b" \
         --profile "$kt/profile.toml" --max-findings 1
@@ -206,13 +225,24 @@ stop_all
         { cat "$work/kotlin-defect-$name.out"; exit 1; }
 done < <(grep -v '^#' "$kt/defects.tsv")
 
-# 4. The reference on a clock that cannot move.
-sa="127.0.0.1:$(free_port)"
-sb="127.0.0.1:$(free_port)"
-"$cetp" sim --listen "$sa" --listen-b "$sb" --fixed-clock > "$work/sim.log" 2>&1 &
-pids+=($!)
-wait_ready "$work/sim.log" "$!" "listening identity=b"
-clean sim-fixed-clock "$FUZZ_BUDGET" --target "tcp:$sa" --target-b "$sb" \
-    --profile profiles/reference.toml --max-findings 3
-stop_all
+# 4. The reference on a clock that cannot move, then each legal variant
+#    asked for.
+sim_fixed() {
+    local label="$1" budget="$2"
+    shift 2
+    sa="127.0.0.1:$(free_port)"
+    sb="127.0.0.1:$(free_port)"
+    "$cetp" sim --listen "$sa" --listen-b "$sb" --fixed-clock "$@" > "$work/sim.log" 2>&1 &
+    pids+=($!)
+    wait_ready "$work/sim.log" "$!" "listening identity=b"
+    clean "$label" "$budget" --target "tcp:$sa" --target-b "$sb" \
+        --profile profiles/reference.toml --max-findings 3
+    stop_all
+}
+if part sim; then
+    sim_fixed sim-fixed-clock "$FUZZ_BUDGET"
+    for v in $SIM_VARIANTS; do
+        sim_fixed "sim-fixed-clock-$v" "$VARIANT_BUDGET" --variant "$v"
+    done
+fi
 echo "fuzz-foreign-check: ok"

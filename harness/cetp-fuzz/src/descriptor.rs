@@ -775,6 +775,25 @@ fn is_pure(s: &GenStep) -> bool {
         .is_some_and(|d| PURE.contains(&d))
 }
 
+/// What the shadow ran of a sequence ([`Shadow::shadow_runs`]).
+struct ShadowRuns {
+    /// The steps it ran: the sequence less the pure steps it dropped.
+    steps: Vec<GenStep>,
+    /// Index of each step in the sequence the target ran.
+    orig: Vec<usize>,
+    /// The first step the shadow cannot vouch for; nothing from it on is
+    /// judged (a Provider step dropped would shift the request ids the
+    /// generator draws after it, and with them every repeated answer).
+    limit: usize,
+    /// Judgements the shadow could not vouch for, run as an observation in
+    /// their place (by index in the target's sequence).
+    replaced: BTreeSet<usize>,
+    /// Each member's run (by member and flavour).
+    runs: Vec<(usize, CaseRun)>,
+    /// The refusals each member recorded.
+    refusals: BTreeMap<usize, Refusals>,
+}
+
 /// The first step of `steps` the shadow cannot vouch for, by where its
 /// runs stopped.
 fn first_unvouched(
@@ -1236,6 +1255,101 @@ impl Shadow {
         judged
     }
 
+    /// [`Self::judge`] with the reference engine's members alone, the
+    /// strictest and cheapest; with every member only where the target
+    /// failed that (the failure may be a legal variant's choice).
+    #[allow(clippy::too_many_arguments)]
+    pub fn judge_reference_first(
+        &self,
+        steps: &[GenStep],
+        trun: &CaseRun,
+        transcript: &HashMap<Key, Vec<CallAnswer>>,
+        header: &Json,
+        profile: &Profile,
+        rules: &BTreeMap<String, Vec<String>>,
+        seed: u64,
+        start_ms: i64,
+        wrap: &(dyn Fn(Target) -> Target + Sync),
+    ) -> Judged {
+        let mut judged = Judged::Nothing;
+        for all in [false, true] {
+            judged = self.judge(
+                all, steps, trun, transcript, header, profile, rules, seed, start_ms, wrap,
+            );
+            match &judged {
+                Judged::Ran { run, .. } if run.failed() => {}
+                _ => break,
+            }
+        }
+        judged
+    }
+
+    /// Runs the members on `steps`, dropping (or replacing) the pure steps
+    /// they cannot vouch for, round by round, until every run vouches for
+    /// what is left or the first step none can is found. `Err` is the
+    /// judgement already made: nothing to judge, or the shadow's notes.
+    #[allow(clippy::too_many_arguments)]
+    fn shadow_runs(
+        &self,
+        members: &[Member],
+        steps: &[GenStep],
+        trun: &CaseRun,
+        transcript: &HashMap<Key, Vec<CallAnswer>>,
+        header: &Json,
+        profile: &Profile,
+        rules: &BTreeMap<String, Vec<String>>,
+        seed: u64,
+        start_ms: i64,
+        wrap: &(dyn Fn(Target) -> Target + Sync),
+    ) -> Result<ShadowRuns, Box<Judged>> {
+        let mut sr = ShadowRuns {
+            orig: (0..steps.len()).collect(),
+            steps: steps.to_vec(),
+            limit: steps.len(),
+            replaced: BTreeSet::new(),
+            runs: Vec::new(),
+            refusals: BTreeMap::new(),
+        };
+        for round in 0..=MAX_ROUNDS {
+            let Some(case) = to_case(header, &oracle_steps(&sr.steps)) else {
+                return Err(Box::new(Judged::Nothing));
+            };
+            (sr.runs, sr.refusals) = self.run_members(
+                members, &case, transcript, profile, rules, seed, start_ms, wrap,
+            );
+            let notes = self.shadow_notes(members, &sr.runs, trun);
+            if !notes.is_empty() {
+                return Err(Box::new(Judged::Notes(notes)));
+            }
+            let left = left_paths(&sr.runs, &sr.steps, trun);
+            match first_unvouched(&sr.runs, &sr.steps, &left) {
+                Some(i) if i < sr.steps.len() => {
+                    if is_pure(&sr.steps[i]) && round < MAX_ROUNDS {
+                        if draws_a_request_id(&sr.steps[i].step, trun) {
+                            sr.replaced.insert(sr.orig[i]);
+                            // It takes an observer snapshot, whose request id
+                            // the target's run drew: an observation in its
+                            // place keeps every later request id the same,
+                            // and with it every repeated answer.
+                            sr.steps[i] = GenStep {
+                                step: json!({"do": "observe", "bind": format!("__in_place_of_{i}")}),
+                                meta: Meta::Plain,
+                            };
+                        } else {
+                            sr.steps.remove(i);
+                            sr.orig.remove(i);
+                        }
+                        continue;
+                    }
+                    sr.limit = i;
+                    break;
+                }
+                _ => break,
+            }
+        }
+        Ok(sr)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn judge_steps(
         &self,
@@ -1252,56 +1366,20 @@ impl Shadow {
     ) -> Judged {
         // Every member, or the reference engine's alone.
         let members = &self.members[..if all { self.members.len() } else { 1 }];
-        // Index of each step in the sequence the target ran.
-        let mut orig: Vec<usize> = (0..steps.len()).collect();
         let original: Vec<GenStep> = steps.to_vec();
-        let mut steps: Vec<GenStep> = steps.to_vec();
-        // The first step the shadow cannot vouch for; nothing from it on is
-        // judged (a Provider step dropped would shift the request ids the
-        // generator draws after it, and with them every repeated answer).
-        let mut limit = steps.len();
-        // Judgements the shadow could not vouch for, run as an observation
-        // in their place (by index in the target's sequence).
-        let mut replaced: BTreeSet<usize> = BTreeSet::new();
-        let mut runs: Vec<(usize, CaseRun)> = Vec::new();
-        let mut refusals: BTreeMap<usize, Refusals> = BTreeMap::new();
-        for round in 0..=MAX_ROUNDS {
-            let Some(case) = to_case(header, &oracle_steps(&steps)) else {
-                return Judged::Nothing;
-            };
-            (runs, refusals) = self.run_members(
-                members, &case, transcript, profile, rules, seed, start_ms, wrap,
-            );
-            let notes = self.shadow_notes(members, &runs, trun);
-            if !notes.is_empty() {
-                return Judged::Notes(notes);
-            }
-            let left = left_paths(&runs, &steps, trun);
-            match first_unvouched(&runs, &steps, &left) {
-                Some(i) if i < steps.len() => {
-                    if is_pure(&steps[i]) && round < MAX_ROUNDS {
-                        if draws_a_request_id(&steps[i].step, trun) {
-                            replaced.insert(orig[i]);
-                            // It takes an observer snapshot, whose request id
-                            // the target's run drew: an observation in its
-                            // place keeps every later request id the same,
-                            // and with it every repeated answer.
-                            steps[i] = GenStep {
-                                step: json!({"do": "observe", "bind": format!("__in_place_of_{i}")}),
-                                meta: Meta::Plain,
-                            };
-                        } else {
-                            steps.remove(i);
-                            orig.remove(i);
-                        }
-                        continue;
-                    }
-                    limit = i;
-                    break;
-                }
-                _ => break,
-            }
-        }
+        let ShadowRuns {
+            steps,
+            orig,
+            limit,
+            replaced,
+            runs,
+            refusals,
+        } = match self.shadow_runs(
+            members, steps, trun, transcript, header, profile, rules, seed, start_ms, wrap,
+        ) {
+            Ok(sr) => sr,
+            Err(judged) => return *judged,
+        };
         let counts = profile.observer.as_ref().map(|o| o.counts);
         let only_runs: Vec<CaseRun> = runs.iter().map(|(_, r)| clone_run(r)).collect();
         let open = OpenOperations::of(&steps, &only_runs);

@@ -124,25 +124,17 @@ impl Filler {
         );
         let answers = ctx.transcript.snapshot();
         let plain = |t: Target| t;
-        let mut judged = Judged::Nothing;
-        for all in [false, true] {
-            judged = ctx.shadow.judge(
-                all,
-                &steps,
-                &trun,
-                &answers,
-                &header,
-                ctx.profile,
-                ctx.rules,
-                seed,
-                start_ms,
-                &plain,
-            );
-            match &judged {
-                Judged::Ran { run, .. } if run.failed() => {}
-                _ => break,
-            }
-        }
+        let judged = ctx.shadow.judge_reference_first(
+            &steps,
+            &trun,
+            &answers,
+            &header,
+            ctx.profile,
+            ctx.rules,
+            seed,
+            start_ms,
+            &plain,
+        );
         match judged {
             Judged::Notes(n) => {
                 for x in n {

@@ -838,25 +838,17 @@ impl<'a> Fuzzer<'a> {
         let OracleMode::Descriptor { shadow, .. } = &self.oracle else {
             return Attempt::Nothing;
         };
-        let mut judged = descriptor::Judged::Nothing;
-        for all in [false, true] {
-            judged = shadow.judge(
-                all,
-                steps,
-                &trun,
-                &answers,
-                &header(index),
-                self.profile,
-                self.rules,
-                seed,
-                start_ms,
-                &wrap,
-            );
-            match &judged {
-                descriptor::Judged::Ran { run, .. } if run.failed() => {}
-                _ => break,
-            }
-        }
+        let judged = shadow.judge_reference_first(
+            steps,
+            &trun,
+            &answers,
+            &header(index),
+            self.profile,
+            self.rules,
+            seed,
+            start_ms,
+            &wrap,
+        );
         match judged {
             descriptor::Judged::Notes(n) => {
                 if let Some(dir) = &self.dump {

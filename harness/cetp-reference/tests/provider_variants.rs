@@ -505,7 +505,11 @@ variants! {
         // Two faults: no request id, and a session of nobody's.
         let mut b = w.common(A, &rid(1)).with(keys::SESSION_TOKEN, Value::str("no-such-session"));
         b.remove(keys::REQUEST_ID);
-        brief(&w.call(A, "get_provider_info", Some(b)))
+        let two = brief(&w.call(A, "get_provider_info", Some(b)));
+        // A token that is not a String, read as Bundle.getString reads it:
+        // absent, so no session.
+        let typed = w.common(A, &rid(2)).with(keys::SESSION_TOKEN, Value::Int(7));
+        format!("{two} / {}", brief(&w.call(A, "list_tools", Some(typed))))
     };
     v2_only_v1_calls_unknown [ProviderConfig::default().with_latitude(Variant::V2OnlyManifest)] => |w| {
         brief(&w.call(A, "list_tools", None))
@@ -574,4 +578,23 @@ fn no_scenario_is_vacuous() {
         }
     }
     assert!(same.is_empty(), "latitudes that change nothing: {same:#?}");
+}
+
+/// session_checked_first reads a session token as Android's
+/// `Bundle.getString` does: one that is not a String is absent, so the
+/// call has no session (§5: NEGOTIATION_REQUIRED); the reference calls it
+/// a malformed envelope (INVALID_REQUEST). The fuzz oracle admits both.
+#[test]
+fn a_session_token_of_another_type_is_no_session_to_session_checked_first() {
+    let s = scenario("session_checked_first");
+    let (reference, variant) = (s.reference(), s.variant());
+    let second = |o: &str| o.rsplit(" / ").next().unwrap_or_default().to_string();
+    assert!(
+        second(&reference).contains("INVALID_REQUEST"),
+        "{reference}"
+    );
+    assert!(
+        second(&variant).contains("NEGOTIATION_REQUIRED"),
+        "{variant}"
+    );
 }

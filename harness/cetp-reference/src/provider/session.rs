@@ -24,7 +24,10 @@ impl ReferenceProvider {
     /// or the session and the capability it grants
     /// ([`Variant::SessionCheckedFirst`]) before the rest of the envelope.
     /// Each reads only fields of the right Bundle type: a field of the wrong
-    /// type is the envelope's fault, judged after.
+    /// type is the envelope's fault, judged after; but a session token is
+    /// read as Android's `Bundle.getString` reads it, so one of another
+    /// type is no token, and the request has no session (§5
+    /// NEGOTIATION_REQUIRED: "session missing").
     pub(crate) fn early_refusal(
         &self,
         uid: u32,
@@ -57,17 +60,26 @@ impl ReferenceProvider {
             }
         }
         if self.takes(Variant::SessionCheckedFirst) {
-            if let Ok(Some(token)) = b.opt_string(keys::SESSION_TOKEN) {
-                let caps = match self.session(uid, now_ms, &token) {
-                    Ok(caps) => caps,
-                    Err(f) => return Some(f),
-                };
-                if let Some(cap) = method.capability().filter(|c| !caps.contains(c)) {
-                    return Some(Failure::new(
-                        ErrorCode::UnsupportedCapability,
-                        format!("{} was not negotiated in this session.", cap.as_str()),
-                    ));
+            match b.opt_string(keys::SESSION_TOKEN) {
+                Ok(Some(token)) => {
+                    let caps = match self.session(uid, now_ms, &token) {
+                        Ok(caps) => caps,
+                        Err(f) => return Some(f),
+                    };
+                    if let Some(cap) = method.capability().filter(|c| !caps.contains(c)) {
+                        return Some(Failure::new(
+                            ErrorCode::UnsupportedCapability,
+                            format!("{} was not negotiated in this session.", cap.as_str()),
+                        ));
+                    }
                 }
+                Err(_) => {
+                    return Some(Failure::new(
+                        ErrorCode::NegotiationRequired,
+                        "No session: negotiate first.",
+                    ))
+                }
+                Ok(None) => {}
             }
         }
         None
