@@ -54,7 +54,9 @@ else
     cargo build -q -p cetp-cli
     cetp="${CARGO_TARGET_DIR:-$root/target}/debug/cetp"
 fi
-work="$(mktemp -d)"
+# KEEP_WORK=DIR keeps every run's directory (fuzz.json, findings) there.
+work="${KEEP_WORK:-$(mktemp -d)}"
+mkdir -p "$work"
 pids=()
 stop_all() {
     for p in "${pids[@]}"; do
@@ -63,7 +65,7 @@ stop_all() {
     done
     pids=()
 }
-trap 'stop_all; rm -rf "$work"' EXIT
+trap 'stop_all; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Waits for the line $3 (default "ready") in $1 from process $2 (at most 300 s).
@@ -133,6 +135,10 @@ else:
         first = r.get("first_finding_ms")
         line += f"; first finding after {first / 1000.0:.1f}s: " + r["findings"][0]["signature"][:200]
 print("fuzz-foreign-check: " + line)
+# A flaky failure is not charged, but says where the target's timing or the
+# oracle's reach is thin: shown, never hidden behind its count.
+for f in r.get("flaky", [])[:3]:
+    print("  flaky: " + json.dumps(f)[:400])
 if problems:
     for p in problems:
         print("  " + p)
