@@ -775,6 +775,30 @@ fn is_pure(s: &GenStep) -> bool {
         .is_some_and(|d| PURE.contains(&d))
 }
 
+/// A sequence the target ran, and what its shadow needs to judge it: the
+/// target's run of `steps`, the answers the target gave (which the shadow
+/// repeats), and the run's setting.
+pub struct Judging<'a> {
+    /// The sequence's steps, as generated.
+    pub steps: &'a [GenStep],
+    /// The target's run of them.
+    pub trun: &'a CaseRun,
+    /// The target's answers, by call.
+    pub transcript: &'a HashMap<Key, Vec<CallAnswer>>,
+    /// The case header the compiled case takes.
+    pub header: &'a Json,
+    /// The vendor's profile.
+    pub profile: &'a Profile,
+    /// The checks' rules.
+    pub rules: &'a BTreeMap<String, Vec<String>>,
+    /// The sequence's seed.
+    pub seed: u64,
+    /// The target's device time when the sequence started.
+    pub start_ms: i64,
+    /// Wraps each member's target as the target was wrapped.
+    pub wrap: &'a (dyn Fn(Target) -> Target + Sync),
+}
+
 /// What the shadow ran of a sequence ([`Shadow::shadow_runs`]).
 struct ShadowRuns {
     /// The steps it ran: the sequence less the pure steps it dropped.
@@ -1228,23 +1252,9 @@ impl Shadow {
     /// Runs `steps` on the shadow (the reference engine alone, or every
     /// member) repeating the target's answers of `transcript`, and judges the
     /// target's run `trun` of the same steps against what it allows.
-    #[allow(clippy::too_many_arguments)]
-    pub fn judge(
-        &self,
-        all: bool,
-        steps: &[GenStep],
-        trun: &CaseRun,
-        transcript: &HashMap<Key, Vec<CallAnswer>>,
-        header: &Json,
-        profile: &Profile,
-        rules: &BTreeMap<String, Vec<String>>,
-        seed: u64,
-        start_ms: i64,
-        wrap: &(dyn Fn(Target) -> Target + Sync),
-    ) -> Judged {
-        let judged = self.judge_steps(
-            all, steps, trun, transcript, header, profile, rules, seed, start_ms, wrap,
-        );
+    pub fn judge(&self, all: bool, q: &Judging<'_>) -> Judged {
+        let (steps, trun) = (q.steps, q.trun);
+        let judged = self.judge_steps(all, q);
         // The target keeps a grant its user approved for b whether or not
         // the shadow got as far as that decision (its judgement may stop at
         // an earlier step it cannot vouch for): later sequences no longer
@@ -1258,24 +1268,10 @@ impl Shadow {
     /// [`Self::judge`] with the reference engine's members alone, the
     /// strictest and cheapest; with every member only where the target
     /// failed that (the failure may be a legal variant's choice).
-    #[allow(clippy::too_many_arguments)]
-    pub fn judge_reference_first(
-        &self,
-        steps: &[GenStep],
-        trun: &CaseRun,
-        transcript: &HashMap<Key, Vec<CallAnswer>>,
-        header: &Json,
-        profile: &Profile,
-        rules: &BTreeMap<String, Vec<String>>,
-        seed: u64,
-        start_ms: i64,
-        wrap: &(dyn Fn(Target) -> Target + Sync),
-    ) -> Judged {
+    pub fn judge_reference_first(&self, q: &Judging<'_>) -> Judged {
         let mut judged = Judged::Nothing;
         for all in [false, true] {
-            judged = self.judge(
-                all, steps, trun, transcript, header, profile, rules, seed, start_ms, wrap,
-            );
+            judged = self.judge(all, q);
             match &judged {
                 Judged::Ran { run, .. } if run.failed() => {}
                 _ => break,
@@ -1288,20 +1284,8 @@ impl Shadow {
     /// they cannot vouch for, round by round, until every run vouches for
     /// what is left or the first step none can is found. `Err` is the
     /// judgement already made: nothing to judge, or the shadow's notes.
-    #[allow(clippy::too_many_arguments)]
-    fn shadow_runs(
-        &self,
-        members: &[Member],
-        steps: &[GenStep],
-        trun: &CaseRun,
-        transcript: &HashMap<Key, Vec<CallAnswer>>,
-        header: &Json,
-        profile: &Profile,
-        rules: &BTreeMap<String, Vec<String>>,
-        seed: u64,
-        start_ms: i64,
-        wrap: &(dyn Fn(Target) -> Target + Sync),
-    ) -> Result<ShadowRuns, Box<Judged>> {
+    fn shadow_runs(&self, members: &[Member], q: &Judging<'_>) -> Result<ShadowRuns, Box<Judged>> {
+        let (steps, trun, header) = (q.steps, q.trun, q.header);
         let mut sr = ShadowRuns {
             orig: (0..steps.len()).collect(),
             steps: steps.to_vec(),
@@ -1315,7 +1299,14 @@ impl Shadow {
                 return Err(Box::new(Judged::Nothing));
             };
             (sr.runs, sr.refusals) = self.run_members(
-                members, &case, transcript, profile, rules, seed, start_ms, wrap,
+                members,
+                &case,
+                q.transcript,
+                q.profile,
+                q.rules,
+                q.seed,
+                q.start_ms,
+                q.wrap,
             );
             let notes = self.shadow_notes(members, &sr.runs, trun);
             if !notes.is_empty() {
@@ -1350,20 +1341,8 @@ impl Shadow {
         Ok(sr)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn judge_steps(
-        &self,
-        all: bool,
-        steps: &[GenStep],
-        trun: &CaseRun,
-        transcript: &HashMap<Key, Vec<CallAnswer>>,
-        header: &Json,
-        profile: &Profile,
-        rules: &BTreeMap<String, Vec<String>>,
-        seed: u64,
-        start_ms: i64,
-        wrap: &(dyn Fn(Target) -> Target + Sync),
-    ) -> Judged {
+    fn judge_steps(&self, all: bool, q: &Judging<'_>) -> Judged {
+        let (steps, trun, header, profile) = (q.steps, q.trun, q.header, q.profile);
         // Every member, or the reference engine's alone.
         let members = &self.members[..if all { self.members.len() } else { 1 }];
         let original: Vec<GenStep> = steps.to_vec();
@@ -1374,9 +1353,7 @@ impl Shadow {
             replaced,
             runs,
             refusals,
-        } = match self.shadow_runs(
-            members, steps, trun, transcript, header, profile, rules, seed, start_ms, wrap,
-        ) {
+        } = match self.shadow_runs(members, q) {
             Ok(sr) => sr,
             Err(judged) => return *judged,
         };

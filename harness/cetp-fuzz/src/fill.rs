@@ -124,17 +124,19 @@ impl Filler {
         );
         let answers = ctx.transcript.snapshot();
         let plain = |t: Target| t;
-        let judged = ctx.shadow.judge_reference_first(
-            &steps,
-            &trun,
-            &answers,
-            &header,
-            ctx.profile,
-            ctx.rules,
-            seed,
-            start_ms,
-            &plain,
-        );
+        let judged = ctx
+            .shadow
+            .judge_reference_first(&crate::descriptor::Judging {
+                steps: &steps,
+                trun: &trun,
+                transcript: &answers,
+                header: &header,
+                profile: ctx.profile,
+                rules: ctx.rules,
+                seed,
+                start_ms,
+                wrap: &plain,
+            });
         match judged {
             Judged::Notes(n) => {
                 for x in n {

@@ -838,17 +838,17 @@ impl<'a> Fuzzer<'a> {
         let OracleMode::Descriptor { shadow, .. } = &self.oracle else {
             return Attempt::Nothing;
         };
-        let judged = shadow.judge_reference_first(
+        let judged = shadow.judge_reference_first(&descriptor::Judging {
             steps,
-            &trun,
-            &answers,
-            &header(index),
-            self.profile,
-            self.rules,
+            trun: &trun,
+            transcript: &answers,
+            header: &header(index),
+            profile: self.profile,
+            rules: self.rules,
             seed,
             start_ms,
-            &wrap,
-        );
+            wrap: &wrap,
+        });
         match judged {
             descriptor::Judged::Notes(n) => {
                 if let Some(dir) = &self.dump {
