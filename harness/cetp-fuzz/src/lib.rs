@@ -925,7 +925,22 @@ impl<'a> Fuzzer<'a> {
             Ok(c) => c,
             Err(_) => return Attempt::Nothing,
         };
-        let run = self.run_on_target(&case, seed);
+        let mut run = self.run_on_target(&case, seed);
+        // A target that stopped where a legal variant's own path left the
+        // step empty took that path: not judged there (the reference's
+        // case, run first, still charges it if nothing legal goes there).
+        if let Some(stop) = &run.stop {
+            let at = case_json
+                .get("steps")
+                .and_then(|s| s.get(run.step.saturating_sub(1)));
+            if oracle::is_template_gap(stop, true) && at.is_some_and(|s| compiled.gaps.contains(s))
+            {
+                run.stop = Some(Stop::NotApplicable(format!(
+                    "a legal variant's answer takes this path too: {}",
+                    crate::exec::describe_stop(stop)
+                )));
+            }
+        }
         // For looking into what the generator reaches: every compiled case
         // with the target's outcome (a developer's aid, off by default).
         if let Some(dir) = &self.trace {

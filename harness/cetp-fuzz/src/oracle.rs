@@ -50,6 +50,22 @@ pub struct Compiled {
     /// the checks (or of the reference) on this input, reported, and the
     /// sequence is not judged.
     pub oracle_findings: Vec<String>,
+    /// Steps of `case` at which a legal variant stopped because its own
+    /// earlier answer left the step's template empty (a refused
+    /// escalation has no resolution to launch). A target that stops at
+    /// one of them the same way took that variant's path: not judged.
+    pub gaps: Vec<Json>,
+}
+
+/// A stop because a template names what an earlier answer does not hold:
+/// a resolution's handle (a FAIL where the suite's cases expect one) or,
+/// at an optional step, any template of it (the resumed call's token).
+pub fn is_template_gap(stop: &Stop, optional: bool) -> bool {
+    match stop {
+        Stop::Fail(m) => m.contains("` has nothing at `"),
+        Stop::Infra(m) => optional && m.contains("` has nothing at `"),
+        _ => false,
+    }
 }
 
 impl Oracle {
@@ -119,6 +135,48 @@ impl Oracle {
         Some((target, provider))
     }
 
+    /// Runs `case` on each of `members`, in parallel (members are
+    /// independent), each on a fresh target of its own.
+    fn run_members(
+        &self,
+        members: &[Member],
+        case: &Case,
+        (profile, rules): (&Profile, &BTreeMap<String, Vec<String>>),
+        seed: u64,
+        start_ms: i64,
+        wrap: &(dyn Fn(Target) -> Target + Sync),
+    ) -> Vec<(String, CaseRun)> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
+        let chunk = members.len().div_ceil(threads.max(1)).max(1);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = members
+                .chunks(chunk)
+                .map(|ms| {
+                    scope.spawn(move || {
+                        ms.iter()
+                            .filter_map(|m| {
+                                let (target, _provider) = self.target(m, start_ms)?;
+                                let target = wrap(target);
+                                let (_, env) =
+                                    cetp_conformance::runner::identify(&target, profile).ok()?;
+                                Some((
+                                    m.name.clone(),
+                                    run_case(&target, profile, &env, rules, case, seed),
+                                ))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    }
+
     /// Runs `steps` on every member (or, with `reference_only`, on the
     /// reference alone) and compiles the case for the target.
     ///
@@ -141,76 +199,30 @@ impl Oracle {
         let mut steps: Vec<GenStep> = steps.to_vec();
         let mut runs: Vec<CaseRun> = Vec::new();
         let mut oracle_findings = Vec::new();
+        let mut gaps: BTreeSet<usize> = BTreeSet::new();
         // A step some member could not run to its end (a judgement that
         // does not hold there, a template naming what that member never
         // answered, a setup it lacks) is dropped and the sequence run again;
         // after a few rounds the rest is cut at the first such step.
         for round in 0..=MAX_ROUNDS {
             runs.clear();
+            gaps.clear();
             let Some(case) = to_case(header, &oracle_steps(&steps)) else {
                 break;
             };
-            let mut first_stop: Option<usize> = None;
-            // Members are independent: run them on every core.
-            let threads = std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(8);
             let members = if reference_only {
                 &self.members[..1]
             } else {
                 &self.members[..]
             };
-            let chunk = members.len().div_ceil(threads.max(1)).max(1);
-            let results: Vec<(String, CaseRun)> = std::thread::scope(|scope| {
-                let handles: Vec<_> = members
-                    .chunks(chunk)
-                    .map(|ms| {
-                        let case = &case;
-                        scope.spawn(move || {
-                            ms.iter()
-                                .filter_map(|m| {
-                                    let (target, _provider) = self.target(m, start_ms)?;
-                                    let target = wrap(target);
-                                    let (_, env) =
-                                        cetp_conformance::runner::identify(&target, profile)
-                                            .ok()?;
-                                    Some((
-                                        m.name.clone(),
-                                        run_case(&target, profile, &env, rules, case, seed),
-                                    ))
-                                })
-                                .collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_default())
-                    .collect()
-            });
-            for (k, (name, run)) in results.into_iter().enumerate() {
+            let results = self.run_members(members, &case, (profile, rules), seed, start_ms, wrap);
+            let first_stop = first_dropped(&results, &steps, &mut gaps);
+            for (name, run) in results {
                 for (check, (step, f)) in &run.checks {
                     oracle_findings.push(format!(
                         "{check} fired on oracle member {name} at step {step}: {} ({})",
                         f.message, f.rule
                     ));
-                }
-                if let Some(stop) = &run.stop {
-                    let i = run.step.saturating_sub(1);
-                    // A variant that cannot go on by its own latitude (a tool
-                    // it hides, a case its choice makes inapplicable) stops
-                    // there: it vouches for the steps it ran, and a target
-                    // taking the same latitude stops there unjudged too. Any
-                    // other stop, or the reference's, drops the step.
-                    // A variant's earlier answer can also leave a later
-                    // template empty (its refusal has no resolution to
-                    // launch). A FAIL is never one: the step's own
-                    // expectation does not hold for a legal Provider, so it
-                    // goes.
-                    let latitude_stop = k > 0 && !matches!(stop, Stop::Fail(_) | Stop::Cut(_));
-                    if !latitude_stop {
-                        first_stop = Some(first_stop.map_or(i, |f| f.min(i)));
-                    }
                 }
                 runs.push(run);
             }
@@ -218,6 +230,7 @@ impl Oracle {
                 return Compiled {
                     case: None,
                     oracle_findings,
+                    gaps: Vec::new(),
                 };
             }
             match first_stop {
@@ -237,31 +250,92 @@ impl Oracle {
             return Compiled {
                 case: None,
                 oracle_findings,
+                gaps: Vec::new(),
             };
         }
         let counts = profile.observer.as_ref().map(|o| o.counts);
-        let open = OpenOperations::of(&steps, &runs);
-        let compiled: Vec<Json> = steps
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                let reached: Vec<&CaseRun> = runs
-                    .iter()
-                    .filter(|r| r.stop.is_none() || r.step > i + 1)
-                    .collect();
-                if let Meta::EffectsAfter { since, .. } = &s.meta {
-                    if open.in_window(since, i) {
-                        return None;
-                    }
-                }
-                compile_step(s, &reached, counts)
-            })
-            .collect();
+        let (compiled, gap_steps) = compile_steps(&steps, &runs, &gaps, counts);
         Compiled {
             case: Some(with_steps(header, compiled)),
             oracle_findings,
+            gaps: gap_steps,
         }
     }
+}
+
+/// The first step to drop after a round: the first stop of any member
+/// that is not a latitude. A variant that cannot go on by its own latitude
+/// (a tool it hides, a case its choice makes inapplicable) stops there: it
+/// vouches for the steps it ran, and a target taking the same latitude
+/// stops there unjudged too. Any other stop, or the reference's, drops the
+/// step.
+///
+/// A member's earlier answer can also leave a later template empty: a
+/// variant's refusal has no resolution to launch, and an optional step (a
+/// resolution a retry may ask for again) has nothing to run where the
+/// member did not ask. That path is its latitude as well, as long as
+/// another member went on; a target on it is left unjudged there (such
+/// steps go to `gaps`, see [`Compiled::gaps`]). Any other FAIL is never
+/// one: the step's own expectation does not hold for a legal Provider, so
+/// it goes.
+fn first_dropped(
+    results: &[(String, CaseRun)],
+    steps: &[GenStep],
+    gaps: &mut BTreeSet<usize>,
+) -> Option<usize> {
+    let went_on = |i: usize| {
+        results
+            .iter()
+            .any(|(_, r)| r.stop.is_none() || r.step > i + 1)
+    };
+    let mut first_stop: Option<usize> = None;
+    for (k, (_, run)) in results.iter().enumerate() {
+        let Some(stop) = &run.stop else { continue };
+        let i = run.step.saturating_sub(1);
+        let optional = steps.get(i).is_some_and(|s| s.meta == Meta::Optional);
+        let gap = is_template_gap(stop, optional) && (k > 0 || (optional && went_on(i)));
+        if gap {
+            gaps.insert(i);
+        }
+        let latitude_stop = gap || (k > 0 && !matches!(stop, Stop::Fail(_) | Stop::Cut(_)));
+        if !latitude_stop {
+            first_stop = Some(first_stop.map_or(i, |f| f.min(i)));
+        }
+    }
+    first_stop
+}
+
+/// The case's steps, each with what the members that reached it expect,
+/// and those of them at which a member took a template gap.
+fn compile_steps(
+    steps: &[GenStep],
+    runs: &[CaseRun],
+    gaps: &BTreeSet<usize>,
+    counts: Option<Counts>,
+) -> (Vec<Json>, Vec<Json>) {
+    let open = OpenOperations::of(steps, runs);
+    let mut gap_steps = Vec::new();
+    let compiled = steps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            let reached: Vec<&CaseRun> = runs
+                .iter()
+                .filter(|r| r.stop.is_none() || r.step > i + 1)
+                .collect();
+            if let Meta::EffectsAfter { since, .. } = &s.meta {
+                if open.in_window(since, i) {
+                    return None;
+                }
+            }
+            let step = compile_step(s, &reached, counts)?;
+            if gaps.contains(&i) {
+                gap_steps.push(step.clone());
+            }
+            Some(step)
+        })
+        .collect();
+    (compiled, gap_steps)
 }
 
 /// Background operations the members accepted, and the first step that

@@ -28,22 +28,39 @@ fn profile(name: &str) -> Profile {
 
 /// A fuzzer judging `target` through the descriptor oracle.
 fn fuzzer<'a>(target: &str, p: &'a Profile, suite: &'a Suite) -> Fuzzer<'a> {
+    fuzzer_with(OracleChoice::Descriptor, target, p, suite)
+}
+
+fn fuzzer_with<'a>(
+    oracle: OracleChoice,
+    target: &str,
+    p: &'a Profile,
+    suite: &'a Suite,
+) -> Fuzzer<'a> {
+    let kind = match oracle {
+        OracleChoice::Descriptor => "descriptor",
+        _ => "differential",
+    };
     let t = open(&TargetSpec::parse(target).unwrap()).unwrap();
     let (_, env) = cetp_conformance::runner::identify(&t, p).unwrap();
     let cfg = FuzzConfig {
         seed: 1,
-        oracle: OracleChoice::Descriptor,
+        oracle,
         ..FuzzConfig::default()
     };
     let f = Fuzzer::new(t, p, env, &suite.rules, cfg).unwrap();
-    assert_eq!(f.oracle_kind(), "descriptor");
+    assert_eq!(f.oracle_kind(), kind);
     f
 }
 
 fn judge(target: &str, prof: &str, moves: &[Move]) -> Judgement {
+    judge_with(OracleChoice::Descriptor, target, prof, moves)
+}
+
+fn judge_with(oracle: OracleChoice, target: &str, prof: &str, moves: &[Move]) -> Judgement {
     let p = profile(prof);
     let suite = Suite::load(&vectors()).unwrap();
-    fuzzer(target, &p, &suite).judge_moves(moves, 11)
+    fuzzer_with(oracle, target, &p, &suite).judge_moves(moves, 11)
 }
 
 fn step(j: Json, meta: Meta) -> GenStep {
@@ -266,7 +283,7 @@ fn denied_then_retried() -> Vec<Move> {
                 Meta::Optional,
             ),
             step(resumed("r5", "${r4/resume_token}"), Meta::Optional),
-            effects_after("p6", "o2", "r5", &["CETP2-6-04"]),
+            effects_after("p6", "o2", "r3", &["CETP2-6-04"]),
         ],
     ])
 }
@@ -649,5 +666,43 @@ fn a_snapshot_some_flavours_take_moves_no_request_id_of_the_calls_after_it() {
             &judged_failure_then_refused_call(),
         );
         assert_passes(&j, target);
+    }
+}
+
+/// The differential oracle on the same denial: the legal variant that
+/// refuses the escalation outright has no resolution to deny, so it stops
+/// at the deny step. That stop is its latitude, not a step to drop for
+/// every member (which left a case that denied nothing, and
+/// `denial_not_recorded` passed it); and a target that refuses the same
+/// way is left unjudged there, not charged.
+#[test]
+fn the_differential_oracle_keeps_a_denial_a_variant_cannot_reach() {
+    let m = denied_then_retried();
+    let differential = || OracleChoice::Differential;
+    assert_found(
+        &judge_with(
+            differential(),
+            "sim:mutant=denial_not_recorded",
+            "reference.toml",
+            &m,
+        ),
+        "denial_not_recorded",
+        "CETP2-6-04",
+    );
+    // The reference judges the sequence to its end: the kept denial is
+    // what a passing target is held to.
+    let clean = judge_with(differential(), "sim", "reference.toml", &m);
+    assert!(matches!(clean, Judgement::Pass), "sim: {clean:?}");
+    for target in [
+        "sim:variant=escalation_refused",
+        "sim:variant=validate_before_dedupe",
+        "sim:variant=replay_returns_terminal",
+        "sim:variant=confirm_with_auth_required",
+        "sim:variant=dedupe_raw_args",
+    ] {
+        assert_passes(
+            &judge_with(differential(), target, "reference.toml", &m),
+            target,
+        );
     }
 }
