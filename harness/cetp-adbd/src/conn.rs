@@ -28,6 +28,7 @@ use crate::packet::{
     VERSION_SKIP_CHECKSUM,
 };
 use crate::shell::{builtin_getprop, parse_shell_service, rc_line, split_rc_probe};
+use crate::stream::{lock, Outbound, StreamHandle, Streams};
 use crate::{banner, AdbdConfig, DeviceServices};
 
 /// Outgoing packets queued per connection (bounded: a host that stops
@@ -53,22 +54,6 @@ pub(crate) enum ConnError {
     PayloadTooSmall(u32),
     #[error("connection writer ended")]
     WriterGone,
-}
-
-/// The reader's view of one open stream.
-struct StreamHandle {
-    remote: u32,
-    inbound: mpsc::Sender<Vec<u8>>,
-    okay: Arc<Notify>,
-    /// Never sent on; dropped with the handle to tell the task the stream closed.
-    _alive: watch::Sender<()>,
-}
-
-type Streams = Arc<Mutex<HashMap<u32, StreamHandle>>>;
-
-fn lock(streams: &Streams) -> std::sync::MutexGuard<'_, HashMap<u32, StreamHandle>> {
-    // A poisoned lock only means a panic elsewhere; the map is still usable.
-    streams.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Negotiated link parameters (after the host's `CNXN`).
@@ -324,85 +309,6 @@ impl Session {
                 .await?;
         }
         Ok(())
-    }
-}
-
-/// A stream task's handle for sending to the host.
-pub(crate) struct Outbound {
-    local: u32,
-    remote: u32,
-    out: mpsc::Sender<Packet>,
-    okay: Arc<Notify>,
-    alive: watch::Receiver<()>,
-    max_payload: usize,
-    streams: Streams,
-}
-
-/// The host closed the stream (or the connection ended).
-#[derive(Debug)]
-pub(crate) struct Closed;
-
-impl Outbound {
-    /// Resolves when the stream has been closed by the host or the connection.
-    pub(crate) async fn closed(&self) {
-        let mut rx = self.alive.clone();
-        while rx.changed().await.is_ok() {}
-    }
-
-    async fn send(&self, p: Packet) -> Result<(), Closed> {
-        self.out.send(p).await.map_err(|_| Closed)
-    }
-
-    /// Accept the `OPEN`.
-    pub(crate) async fn ready(&self) -> Result<(), Closed> {
-        self.send(Packet::new(A_OKAY, self.local, self.remote, vec![]))
-            .await
-    }
-
-    /// Acknowledge one `WRTE` from the host.
-    pub(crate) async fn ack(&self) -> Result<(), Closed> {
-        self.send(Packet::new(A_OKAY, self.local, self.remote, vec![]))
-            .await
-    }
-
-    /// Send `data` as `WRTE`s of at most the negotiated payload, waiting for
-    /// the host's `OKAY` after each.
-    pub(crate) async fn write(&self, data: &[u8]) -> Result<(), Closed> {
-        for chunk in data.chunks(self.max_payload.max(1)) {
-            self.send(Packet::new(A_WRTE, self.local, self.remote, chunk.to_vec()))
-                .await?;
-            tokio::select! {
-                _ = self.okay.notified() => {}
-                _ = self.closed() => return Err(Closed),
-            }
-        }
-        Ok(())
-    }
-
-    /// Refuse the `OPEN` (`CLSE` with our id 0, as adbd does).
-    pub(crate) async fn refuse(&self) {
-        if self.take_handle() {
-            let _ = self.send(Packet::new(A_CLSE, 0, self.remote, vec![])).await;
-        }
-    }
-
-    /// Close the stream from our side, unless it is already closed.
-    pub(crate) async fn close(&self) {
-        if self.take_handle() {
-            let _ = self
-                .send(Packet::new(A_CLSE, self.local, self.remote, vec![]))
-                .await;
-        }
-    }
-
-    /// Remove our own handle from the table; true if we removed it (and so
-    /// must send the `CLSE`).
-    fn take_handle(&self) -> bool {
-        let mut map = lock(&self.streams);
-        match map.get(&self.local) {
-            Some(h) if Arc::ptr_eq(&h.okay, &self.okay) => map.remove(&self.local).is_some(),
-            _ => false,
-        }
     }
 }
 

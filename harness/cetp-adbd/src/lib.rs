@@ -36,6 +36,7 @@
 mod conn;
 pub mod packet;
 mod shell;
+mod stream;
 mod sync;
 
 use std::future::Future;

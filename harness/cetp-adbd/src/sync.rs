@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::conn::Outbound;
+use crate::stream::Outbound;
 use crate::{AdbdConfig, DeviceServices};
 
 const ID_STAT: &[u8; 4] = b"STAT";

@@ -23,28 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Format tag of `cetp drift --format json`.
 pub const FORMAT: &str = "cetp-drift/1";
 
-/// Ordered by severity: the worst class of a report decides the exit code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Class {
-    /// Nothing a Consumer relied on changed.
-    Compatible,
-    /// A Consumer built against the lock can fail.
-    Breaking,
-    /// Revision-bound contract changed under the same `revision` (§3.3).
-    Violation,
-}
-
-impl Class {
-    /// The class as reports and `--format json` name it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Class::Compatible => "compatible",
-            Class::Breaking => "breaking",
-            Class::Violation => "violation",
-        }
-    }
-}
+pub use crate::class::Class;
 
 /// One classified difference.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

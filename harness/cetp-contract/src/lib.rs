@@ -8,6 +8,7 @@
 //! violation of the §3.3 revision rule. Talking to a device is the runner's
 //! business (`cetp-conformance`).
 
+pub mod class;
 pub mod drift;
 pub mod lock;
 pub mod order;

@@ -33,7 +33,7 @@
 //! `/input_schema/properties/price/minimum` names the field whatever
 //! definition it came from.
 
-use crate::drift::Class;
+use crate::class::Class;
 use cetp_proto::canonical::canonicalize;
 use cetp_proto::schema::CompiledSchema;
 use serde_json::{json, Map, Value as Json};

@@ -16,6 +16,7 @@ pub mod error;
 pub mod pointer;
 pub mod provider;
 pub mod schema;
+pub mod violation;
 
 pub use bundle::{Bundle, FdValue, FieldError, PendingIntentValue, Value};
 pub use error::{ErrorCode, RetryRule};

@@ -4,7 +4,7 @@
 //! and `$ref` may only point into the same document; validators are built
 //! offline so that even a `$ref` we failed to spot can never fetch anything.
 
-use crate::descriptor::Violation;
+use crate::violation::Violation;
 use serde_json::Value as Json;
 
 /// The dialect v2 assumes when `schema_dialect` is absent.

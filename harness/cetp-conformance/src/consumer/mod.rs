@@ -10,6 +10,7 @@
 pub mod hostile;
 pub mod judge;
 pub mod port;
+pub mod record;
 pub mod runner;
 pub mod scenario;
 

@@ -2,7 +2,7 @@
 //! harness plays a scripted hostile Provider, makes the Consumer under test
 //! act, and judges what it did. Format in `vectors/consumer/README.md`.
 
-use super::hostile::CallRecord;
+use super::record::CallRecord;
 use cetp_proto::envelope::keys;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
