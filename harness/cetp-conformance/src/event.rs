@@ -166,7 +166,7 @@ pub enum Event {
     /// (`cetp merge`: `index` absent, `merged` naming each part's run).
     RunPartition {
         /// How the cases were split between the parts.
-        scheme: crate::partition::Scheme,
+        scheme: Scheme,
         /// Number of parts.
         count: u32,
         /// This part's index (1-based); absent for a merge.
@@ -174,7 +174,7 @@ pub enum Event {
         index: Option<u32>,
         /// For a merge: the run of each part.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        merged: Vec<crate::partition::MergedPart>,
+        merged: Vec<MergedPart>,
     },
     /// What the harness learned of the target before the first case.
     TargetIdentified {
@@ -378,4 +378,39 @@ impl Fanout {
             r.on_event(&e);
         }
     }
+}
+
+/// How the selected cases are split between partitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheme {
+    /// Sorted ids, every Nth from the Mth: even parts, stable for one suite.
+    Slice,
+    /// By the SHA-256 of the id: a case keeps its part across suite releases.
+    Hash,
+}
+
+impl Scheme {
+    /// The name as written in `--partition` (`slice`, `hash`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Slice => "slice",
+            Scheme::Hash => "hash",
+        }
+    }
+}
+
+/// One partition a merge joined, as its report names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergedPart {
+    /// Which part it was (1-based).
+    pub index: u32,
+    /// Its run id.
+    pub run_id: String,
+    /// Its target label.
+    pub target: String,
+    /// When it started, Unix epoch ms.
+    pub started_at_ms: i64,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
 }

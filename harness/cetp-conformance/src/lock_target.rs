@@ -4,20 +4,21 @@
 //! format and every classification are `cetp-contract`'s; this module only
 //! talks to the device.
 
+use crate::config::{wildcard, RunConfig};
 use crate::device::{Device, DeviceError, Fault, Target};
 use crate::dispatch::{CaseInfo, Dispatcher, Executed};
 use crate::event::{Fanout, Verdict};
+use crate::identify::identify;
 use crate::interp::Env;
 use crate::profile::Profile;
-use crate::runner::{identify, wildcard, CaseOutcome, RunConfig};
+use crate::stats::CaseOutcome;
 use cetp_contract::drift::{diff, diff_tools, revision_rule, Class, DriftReport};
 use cetp_contract::lock::{build, Answers, Built, Lock};
 use cetp_proto::device::CallAnswer;
 use cetp_proto::envelope::{Capability, Common, NegotiateRequest, Response};
 use serde_json::Value as Json;
 
-/// Id of the contract lock case in the run's report.
-pub const LOCK_CASE_ID: &str = "LOCK-001";
+pub use crate::suite::LOCK_CASE_ID;
 /// Title of the contract lock case.
 pub const LOCK_CASE_TITLE: &str =
     "The contract differs from the lock only under a new revision (§3.3)";

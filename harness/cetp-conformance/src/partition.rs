@@ -24,35 +24,15 @@
 //! establishes the §9 claim alone: only a complete merge can.
 
 use crate::event::{Claim, Event};
-use crate::lock_target::LOCK_CASE_ID;
-use crate::runner::RunConfig;
+pub use crate::event::{MergedPart, Scheme};
 use crate::suite::Suite;
+use crate::suite::LOCK_CASE_ID;
 use crate::vector::Case;
 use serde::{Deserialize, Serialize};
 
 /// The largest N accepted: far beyond any CI matrix, small enough that
 /// every count fits anywhere.
 pub const MAX_COUNT: u32 = 10_000;
-
-/// How the selected cases are split between partitions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Scheme {
-    /// Sorted ids, every Nth from the Mth: even parts, stable for one suite.
-    Slice,
-    /// By the SHA-256 of the id: a case keeps its part across suite releases.
-    Hash,
-}
-
-impl Scheme {
-    /// The name as written in `--partition` (`slice`, `hash`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scheme::Slice => "slice",
-            Scheme::Hash => "hash",
-        }
-    }
-}
 
 /// Partition `index` (1-based) of `count`, by `scheme`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -185,8 +165,13 @@ impl Partition {
 /// that names nothing. A case of another part, or a check (judged over
 /// every part's answers), is left to `cetp merge`. An unpartitioned run
 /// judges every entry.
-pub fn judges_stale(cfg: &RunConfig, cases: &[&Case], suite: &Suite, id: &str) -> bool {
-    let Some(p) = cfg.partition else {
+pub fn judges_stale(
+    partition: Option<Partition>,
+    cases: &[&Case],
+    suite: &Suite,
+    id: &str,
+) -> bool {
+    let Some(p) = partition else {
         return true;
     };
     if id == LOCK_CASE_ID {
@@ -196,21 +181,6 @@ pub fn judges_stale(cfg: &RunConfig, cases: &[&Case], suite: &Suite, id: &str) -
         return true;
     }
     !suite.cases.iter().any(|c| c.id == id) && !suite.checks.iter().any(|c| c.id == id)
-}
-
-/// One partition a merge joined, as its report names it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MergedPart {
-    /// Which part it was (1-based).
-    pub index: u32,
-    /// Its run id.
-    pub run_id: String,
-    /// Its target label.
-    pub target: String,
-    /// When it started, Unix epoch ms.
-    pub started_at_ms: i64,
-    /// How long it ran, in milliseconds.
-    pub duration_ms: u64,
 }
 
 /// The claim of a partitioned run: none (the statement says why and how to

@@ -17,10 +17,10 @@
 //! extension `signing_cert_sha256` of `discover`), and the SHA-256 of its
 //! APK when the harness installs it (`install=`).
 
+use crate::config::RunConfig;
 use crate::device::{HelloInfo, Target};
 use crate::interp::Env;
 use crate::profile::Profile;
-use crate::runner::RunConfig;
 use crate::suite::Suite;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,69 +3,22 @@
 //! is their executor), judge the checks over every answer, and state the §9
 //! claim the run statistics ([`crate::stats`]) allow. Emits the event stream.
 
+pub use crate::config::{wildcard, RunConfig};
 use crate::device::{HelloInfo, Target};
 use crate::dispatch::{AttemptFolder, CaseInfo, Dispatcher, Executed};
 use crate::event::{Claim, Event, Fanout, Summary, Verdict};
 use crate::exit::ExitCode;
+pub use crate::identify::identify;
 use crate::interp::{CaseRunner, CaseState, CheckTally, Env, Stop, DEFAULT_MAX_WAIT_MS};
 use crate::profile::Profile;
-use crate::suite::{Baseline, Suite};
+use crate::suite::Suite;
 use crate::vector::{Case, Level, Role, Step};
-use cetp_proto::discovery::{parse_manifest, Declared};
 use cetp_proto::envelope::Capability;
 use rand::SeedableRng;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
 use std::time::Instant;
-
-/// How a run is configured (from the command line), besides target and profile.
-#[derive(Clone, Debug, Default)]
-pub struct RunConfig {
-    /// Seed of every generated request id and value; with `started_at_ms`, it
-    /// replays the run.
-    pub seed: u64,
-    /// Attempts per case that does not pass (1 = no retry).
-    pub attempts: u32,
-    /// Case id patterns (`*` wildcards); empty = all.
-    pub only: Vec<String>,
-    /// Case id patterns (`*` wildcards) not to run.
-    pub skip: Vec<String>,
-    /// Known failures accepted, with their reasons.
-    pub baseline: Option<Baseline>,
-    /// Included in the config hash: the harness version and anything else
-    /// that changes behaviour.
-    pub harness_version: String,
-    /// Wall clock at start (Unix ms), passed in so runs are reproducible in
-    /// tests.
-    pub started_at_ms: i64,
-    /// A contract lock to hold the target to: adds `LOCK-001`.
-    pub lock: Option<cetp_contract::Lock>,
-    /// Bounds the whole run (`--run-timeout`): no step starts after it, and
-    /// the cases left are INFRA_ERROR.
-    pub run_timeout: Option<std::time::Duration>,
-    /// Set from outside (Ctrl-C) to stop the run at the next step
-    /// boundary; the cases left are INFRA_ERROR and the run can be resumed
-    /// from its journal.
-    pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
-    /// SHA-256 of each Provider APK the target installs before the run
-    /// (`adb:…,install=`), pinned: the build under test when it is known.
-    pub provider_apks: Vec<String>,
-    /// The longest real-time wait for device time on a device whose clock
-    /// cannot move (`--max-wait`; `None`: [`DEFAULT_MAX_WAIT_MS`]).
-    pub max_wait: Option<std::time::Duration>,
-    /// `--partition`: run only this part of the selection ([`crate::partition`]).
-    pub partition: Option<crate::partition::Partition>,
-}
-
-impl RunConfig {
-    /// `--max-wait` in ms.
-    pub fn max_wait_ms(&self) -> u64 {
-        self.max_wait.map_or(DEFAULT_MAX_WAIT_MS, |d| {
-            u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-        })
-    }
-}
 
 pub use crate::stats::{CaseOutcome, CheckOutcome};
 
@@ -95,31 +48,6 @@ pub struct RunOutcome {
     pub interrupted: bool,
 }
 
-/// `*` matches any run of characters; everything else matches itself.
-pub fn wildcard(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let mut rest = text;
-    for (i, part) in parts.iter().enumerate() {
-        if i == 0 {
-            match rest.strip_prefix(part) {
-                Some(r) => rest = r,
-                None => return false,
-            }
-        } else if i == parts.len() - 1 {
-            return rest.ends_with(part);
-        } else {
-            match rest.find(part) {
-                Some(at) => rest = &rest[at + part.len()..],
-                None => return false,
-            }
-        }
-    }
-    true
-}
-
 /// The cases of `suite` that `cfg`'s `--only` and `--skip` patterns select, in suite order.
 pub fn selected<'s>(suite: &'s Suite, cfg: &RunConfig) -> Vec<&'s Case> {
     let cases: Vec<&Case> = suite
@@ -133,67 +61,6 @@ pub fn selected<'s>(suite: &'s Suite, cfg: &RunConfig) -> Vec<&'s Case> {
         Some(p) => p.apply(cases, |c| c.id.as_str()),
         None => cases,
     }
-}
-
-fn manifest_kind(d: &Declared) -> &'static str {
-    match (d.versions.contains(&1), d.versions.contains(&2)) {
-        (true, true) => "dual_stack",
-        (false, true) => "v2_only",
-        (true, false) => "v1_only",
-        _ => "other",
-    }
-}
-
-/// Identifies the Provider under test: the profile's package, or the only
-/// discovered Provider.
-pub fn identify(target: &Target, profile: &Profile) -> Result<(Option<HelloInfo>, Env), String> {
-    let hello = target.a.hello().map_err(|e| format!("hello failed: {e}"))?;
-    if let Some(b) = &target.b {
-        b.hello()
-            .map_err(|e| format!("hello on the second identity failed: {e}"))?;
-    }
-    let found = target
-        .a
-        .discover()
-        .map_err(|e| format!("discover failed: {e}"))?;
-    let manifest = match &profile.target.package {
-        Some(p) => found.iter().find(|m| &m.package == p).cloned(),
-        None if found.len() == 1 => found.first().cloned(),
-        None if found.is_empty() => None,
-        None => {
-            let names: Vec<&str> = found.iter().map(|m| m.package.as_str()).collect();
-            return Err(format!(
-                "several Providers were discovered ({}); name one with [target] package in the profile",
-                names.join(", ")
-            ));
-        }
-    };
-    let package = profile
-        .target
-        .package
-        .clone()
-        .or_else(|| manifest.as_ref().map(|m| m.package.clone()))
-        .ok_or("no Provider was discovered and the profile names none")?;
-    let declared = manifest.as_ref().and_then(|m| parse_manifest(m).ok());
-    let authority = profile
-        .target
-        .authority
-        .clone()
-        .or_else(|| declared.as_ref().map(|d| d.authority.clone()))
-        .ok_or("the Provider declares no authority and the profile names none")?;
-    let kind = declared.as_ref().map(manifest_kind).unwrap_or("other");
-    let identity_a = json!({"uid": hello.uid, "packages": hello.packages});
-    Ok((
-        Some(hello),
-        Env {
-            package,
-            authority,
-            manifest_kind: kind.to_string(),
-            declared,
-            manifest,
-            identity_a,
-        },
-    ))
 }
 
 /// Hash of what the verdicts of a run depend on (harness, vectors, target,
@@ -348,7 +215,7 @@ pub(crate) fn conclude(
     judge_checks(suite, tally, &mut d);
     d.stale_baseline_where(
         |id| suite.cases.iter().any(|c| c.id == id) || suite.checks.iter().any(|c| c.id == id),
-        |id| crate::partition::judges_stale(cfg, cases, suite, id),
+        |id| crate::partition::judges_stale(cfg.partition, cases, suite, id),
     );
     let filtered = !cfg.only.is_empty() || !cfg.skip.is_empty();
     let claim = d.stats().provider_claim(

@@ -352,7 +352,7 @@ fn fixes(
                 .map(|o| o.cases.len())
                 .sum::<usize>();
         }
-        let mut fix = crate::profile_check::fix_for(&u.needs);
+        let mut fix = crate::advice::fix_for(&u.needs);
         if u.needs == "[execute] allow" {
             let tools = refused_tools(cases);
             if !tools.is_empty() {

@@ -180,3 +180,7 @@ impl Baseline {
             .map(|e| e.reason.as_str())
     }
 }
+
+/// Id of the contract lock case in the run's report: the one case not
+/// read from a vector file (`--lock`, [`crate::lock_target`]).
+pub const LOCK_CASE_ID: &str = "LOCK-001";

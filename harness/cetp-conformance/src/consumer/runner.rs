@@ -5,9 +5,9 @@
 
 use super::scenario::Scenario;
 use super::ScenarioResult;
+use crate::config::wildcard;
 use crate::dispatch::{CaseInfo, Dispatcher, Executed, Finished};
 use crate::event::{Event, Fanout, Verdict};
-use crate::runner::wildcard;
 
 /// What a Consumer run is, as its `RunStarted` and claim report it.
 #[derive(Clone, Debug)]

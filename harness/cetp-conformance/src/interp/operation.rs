@@ -325,9 +325,7 @@ impl CaseRunner<'_> {
                 // decision here (a probe without UiAutomation, a JVM device
                 // without windows): the case is not judged, as on a device
                 // whose clock cannot move, and holds the claim back.
-                ErrorKind::OpUnavailable => {
-                    Stop::setup(crate::profile_check::RESOLVE_NEEDS, e.message)
-                }
+                ErrorKind::OpUnavailable => Stop::setup(crate::advice::RESOLVE_NEEDS, e.message),
                 _ => device_stop(e),
             })?;
         self.answered(
