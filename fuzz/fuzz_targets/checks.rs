@@ -1,4 +1,4 @@
-//! Every check of `cetp_conformance::checks` on an arbitrary answer, in an
+//! Every check of `cetp_vectors::checks` on an arbitrary answer, in an
 //! arbitrary context (method, v1 or v2, the request id sent, the negotiated
 //! session, the tool and its output_schema, the offer): a check judges
 //! device input and must never panic on it, and each finding names a check
@@ -24,8 +24,8 @@
 //! reach past `Response::from_bundle` as well.
 #![no_main]
 
-use cetp_conformance::answer::{answer_document, describe};
-use cetp_conformance::checks::{check_answer, AnswerContext, ALL, RULES};
+use cetp_vectors::answer::{answer_document, describe};
+use cetp_vectors::checks::{check_answer, AnswerContext, ALL, RULES};
 use cetp_proto::bundle::{FdValue, PendingIntentValue, Value};
 use cetp_proto::descriptor::{Negotiated, ToolSummary};
 use cetp_proto::error::ErrorCode;
@@ -543,7 +543,7 @@ fn judge(input: &Input) {
         CallAnswer::Result(Some(_)) if input.v1 => {
             assert!(findings
                 .iter()
-                .all(|f| f.check == cetp_conformance::checks::V1_SHAPE));
+                .all(|f| f.check == cetp_vectors::checks::V1_SHAPE));
         }
         _ => {}
     }

@@ -5,8 +5,8 @@
 //! pointers), whatever the accessors the runner uses then read from it.
 #![no_main]
 
-use cetp_conformance::profile::Profile;
-use cetp_conformance::suite::Baseline;
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Baseline;
 use cetp_proto::descriptor::is_valid_tool_name;
 use libfuzzer_sys::fuzz_target;
 
@@ -37,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = p.escalating_args(tool);
         for s in p.setup(tool) {
             assert_ne!(&s.tool, tool);
-            let _ = cetp_conformance::profile::table_to_json(&s.args);
+            let _ = cetp_vectors::profile::table_to_json(&s.args);
             for (to, from) in &s.bind {
                 assert!(to.is_empty() || to.starts_with('/'));
                 assert!(from.is_empty() || from.starts_with('/'));
@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(p.setup(tool).len(), section.setup.len());
     }
     for (role, r) in &p.roles {
-        let _ = cetp_conformance::profile::table_to_json(&r.args);
+        let _ = cetp_vectors::profile::table_to_json(&r.args);
         assert_eq!(p.role_setup(role).len(), r.setup.len());
     }
     for key in p.timing.keys() {

@@ -31,8 +31,8 @@
 //! that are not UTF-8 become U+FFFD.
 #![no_main]
 
-use cetp_conformance::device::HelloInfo;
-use cetp_conformance::event::{
+use cetp_vectors::device::HelloInfo;
+use cetp_vectors::event::{
     CapabilityClaim, Claim, Event, Reporter, Summary, Unjudged, Verdict,
 };
 use cetp_report::html::HtmlReport;

@@ -2,13 +2,13 @@
 //! with a loaded vector file, so that the text target and the structured one
 //! exercise the same paths.
 
-use cetp_conformance::interp::{check_assertion, tokens_unpredictable};
-use cetp_conformance::template::{expand, expand_string, Bindings};
-use cetp_conformance::vector::{Expect, Step, VectorFile};
+use cetp_vectors::interp::{check_assertion, tokens_unpredictable};
+use cetp_vectors::template::{expand, expand_string, Bindings};
+use cetp_vectors::vector::{Expect, Step, VectorFile};
 use serde_json::{json, Value as Json};
 use std::sync::OnceLock;
 
-/// Answer documents as the runner binds them (`cetp_conformance::answer`),
+/// Answer documents as the runner binds them (`cetp_vectors::answer`),
 /// shaped like the reference Provider's answers in a simulated run (a
 /// session, a tool list, an error, a null): what a vector's templates and
 /// assertions meet at run time.

@@ -4,7 +4,7 @@
 //! `--help` (issue 42).
 
 use super::Cli;
-use cetp_conformance::advice;
+use cetp_vectors::advice;
 use clap::{CommandFactory, Parser};
 use std::path::Path;
 

@@ -14,10 +14,10 @@
 use super::{infra, usage, vectors_or_default, Failure};
 use cetp_conformance::consumer::runner::{self, ConsumerPlace};
 use cetp_conformance::consumer::{self, scenario::Scenario, ScenarioResult};
-use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
 use cetp_reference::consumer::{ConsumerConfig, ConsumerMutant};
 use cetp_report::terminal::Terminal;
+use cetp_vectors::event::Fanout;
 use clap::Args;
 use std::path::PathBuf;
 

@@ -9,10 +9,8 @@ use crate::{
     check_pin, dir_failure, infra, journal_config, now_ms, parse_target, pause_point, reported,
     usage, Failure, Prepared,
 };
-use cetp_conformance::device::Target;
 use cetp_conformance::devices;
 use cetp_conformance::devices::Journaling;
-use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
 use cetp_conformance::journal::{PausePoint, Recorded};
 use cetp_conformance::rundir::RunDir;
@@ -20,6 +18,8 @@ use cetp_conformance::runner::RunOutcome;
 use cetp_report::escape;
 use cetp_report::matrix::{Column, Matrix};
 use cetp_targets::{open_with, OpenOptions};
+use cetp_vectors::device::Target;
+use cetp_vectors::event::Fanout;
 use std::path::{Path, PathBuf};
 
 /// How a run spreads its cases over several devices.

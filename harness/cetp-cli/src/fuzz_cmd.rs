@@ -3,9 +3,9 @@
 
 use super::{infra, on_interrupt, parse_target, profile_for, usage, vectors_or_default, Failure};
 use cetp_conformance::exit::ExitCode;
-use cetp_conformance::suite::Suite;
 use cetp_fuzz::{campaign, FuzzConfig, Fuzzer, Mutator, OracleChoice, Stats};
 use cetp_report::escape;
+use cetp_vectors::suite::Suite;
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -12,7 +12,7 @@ pub(crate) fn read_lock(path: &Path) -> Result<Lock, Failure> {
 pub(crate) fn open_target(
     spec: &TargetSpec,
     label: &str,
-) -> Result<cetp_conformance::device::Target, Failure> {
+) -> Result<cetp_vectors::device::Target, Failure> {
     open_with(spec, &OpenOptions::default())
         .map_err(|e| infra(format!("cannot open target {label}: {e}")))
 }

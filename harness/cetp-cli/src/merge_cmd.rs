@@ -5,13 +5,13 @@
 //! reporters a run writes its own with.
 
 use crate::{dir_failure, infra, load_suite, usage, ColorWhen, Failure};
-use cetp_conformance::event::Fanout;
 use cetp_conformance::exit::ExitCode;
 use cetp_conformance::merge::{self, MergeError, Part, MAX_EVENTS_BYTES};
 use cetp_conformance::rundir::RunDir;
-use cetp_conformance::suite::Baseline;
 use cetp_report::escape;
 use cetp_report::terminal::Terminal;
+use cetp_vectors::event::Fanout;
+use cetp_vectors::suite::Baseline;
 use clap::Args;
 use std::path::{Path, PathBuf};
 

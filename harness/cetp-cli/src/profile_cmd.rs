@@ -3,10 +3,10 @@
 
 use super::{fetch_failure, infra, load_suite, open_target, parse_target, usage, Failure};
 use cetp_conformance::exit::ExitCode;
-use cetp_conformance::profile::Profile;
 use cetp_conformance::profile_check::{self, read_live, Live, Report};
-use cetp_conformance::suite::Suite;
 use cetp_report::escape;
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 

@@ -110,7 +110,7 @@ pub(crate) fn prepare(
         Some(path) if path.ends_with(".json") || Path::new(path).is_file() => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| usage(format!("case file {path}: {e}")))?;
-            let file = cetp_conformance::vector::VectorFile::from_json(&text)
+            let file = cetp_vectors::vector::VectorFile::from_json(&text)
                 .map_err(|e| usage(format!("case file {path}: {e}")))?;
             vector_roles = cetp_conformance::profile_check::roles_used(&suite);
             suite.cases = file.cases;
@@ -318,7 +318,7 @@ pub(crate) fn run_command(args: &RunArgs, replay: Option<&str>) -> Result<ExitCo
 /// descriptors break the spec on purpose, which the run must judge.
 pub(crate) fn precheck(
     p: &Prepared,
-    target: &cetp_conformance::device::Target,
+    target: &cetp_vectors::device::Target,
     quiet: bool,
 ) -> Result<(), Failure> {
     if p.args.profile.is_none() && matches!(p.spec, TargetSpec::Sim(_)) {
@@ -426,7 +426,7 @@ pub(crate) fn run_reporters(
 /// Runs a prepared run against an opened target and writes its reports.
 pub(crate) fn execute(
     p: Prepared,
-    target: cetp_conformance::device::Target,
+    target: cetp_vectors::device::Target,
     run_dir: Option<RunDir>,
     replay: Option<&str>,
     trace: Option<std::sync::Arc<WireTrace>>,

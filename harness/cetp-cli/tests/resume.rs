@@ -325,7 +325,7 @@ fn a_resume_against_another_profile_or_build_is_refused_naming_the_fields() {
     let changed = std::fs::read_to_string(&edited)
         .unwrap()
         .replace("sample_args = { rows = 10 }", "sample_args = { rows = 11 }");
-    assert!(cetp_conformance::profile::Profile::from_toml(&changed).is_ok());
+    assert!(cetp_vectors::profile::Profile::from_toml(&changed).is_ok());
     std::fs::write(&edited, changed).unwrap();
     let o = resume(&dir);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));

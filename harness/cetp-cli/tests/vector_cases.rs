@@ -4,12 +4,12 @@
 //! case PASSes (or is NOT_APPLICABLE with a reason the reference should never
 //! give: the reference is complete, so that fails too).
 
-use cetp_conformance::event::{Fanout, Verdict};
-use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
-use cetp_conformance::suite::{default_vectors_dir, Suite};
 use cetp_reference::provider::ManifestVariant;
 use cetp_targets::{open, SimSpec, TargetSpec};
+use cetp_vectors::event::{Fanout, Verdict};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::{default_vectors_dir, Suite};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 const REFERENCE_PROFILE: &str = include_str!("../../../profiles/reference.toml");

@@ -5,7 +5,7 @@
 //! `cargo run -p cetp-conformance --example gaps`
 
 use cetp_conformance::coverage::*;
-use cetp_conformance::suite::*;
+use cetp_vectors::suite::*;
 fn main() {
     let dir = default_vectors_dir();
     let suite = Suite::load(&dir).unwrap();

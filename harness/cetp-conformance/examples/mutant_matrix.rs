@@ -1,13 +1,13 @@
 //! Prints, for every fault of the reference Provider, which cases and checks
 //! fail against it in-process (a development aid for documenting mutants).
 
-use cetp_conformance::event::{Fanout, Verdict};
 use cetp_conformance::in_process::in_process_target;
-use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
-use cetp_conformance::suite::{default_vectors_dir, Suite};
 use cetp_reference::device::{DeviceClock, IDENTITY_A, IDENTITY_B};
 use cetp_reference::provider::{thread_sleeper, Mutant, ProviderConfig, ReferenceProvider};
+use cetp_vectors::event::{Fanout, Verdict};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::{default_vectors_dir, Suite};
 use std::sync::Arc;
 
 fn main() {

@@ -2,8 +2,8 @@
 //! command line gives the runner, the lock target, the pin and the
 //! partitions alike.
 
-use crate::interp::DEFAULT_MAX_WAIT_MS;
-use crate::suite::Baseline;
+use cetp_vectors::interp::DEFAULT_MAX_WAIT_MS;
+use cetp_vectors::suite::Baseline;
 
 /// How a run is configured (from the command line), besides target and profile.
 #[derive(Clone, Debug, Default)]

@@ -4,8 +4,8 @@
 //! in the manner of duvet. "Proven" means a mutant was seen caught by a
 //! finding that cites the requirement, never that its documentation says so.
 
-use crate::suite::Suite;
 use cetp_proto::catalog::{Catalog, Level, Observability, Side};
+use cetp_vectors::suite::Suite;
 use serde::Deserialize;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;

@@ -24,18 +24,18 @@
 //! refused, naming the field, since one report and one claim cannot cover
 //! two builds.
 
-use crate::device::{HelloInfo, Target};
 use crate::dispatch::{Dispatcher, Executed};
-use crate::event::{Event, Fanout, Verdict};
-use crate::interp::{CheckTally, Env};
 use crate::pin::{Negotiated, Pin};
-use crate::profile::Profile;
 use crate::runner::{
     case_info, config_hash_of, identify, probe_capabilities, run_rng, selected, CaseExecutor,
     RunConfig, RunOutcome, Sink, Source, Take,
 };
-use crate::suite::Suite;
-use crate::vector::Case;
+use cetp_vectors::device::{HelloInfo, Target};
+use cetp_vectors::event::{Event, Fanout, Verdict};
+use cetp_vectors::interp::{CheckTally, Env};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
+use cetp_vectors::vector::Case;
 use serde_json::json;
 use std::collections::VecDeque;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -397,7 +397,7 @@ pub fn run_sharded(
                     profile,
                     env: &id.env,
                     cfg,
-                    stalls: crate::stall::Stalls::new(),
+                    stalls: cetp_vectors::stall::Stalls::new(),
                     deadline: cfg.run_timeout.map(|t| started + t),
                     interrupt,
                     wall_clock_untrusted: Default::default(),

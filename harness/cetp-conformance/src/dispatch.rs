@@ -11,10 +11,10 @@
 //! event, because what the claim needs (a case's capability, a setup-caused
 //! NOT_APPLICABLE) is not in the published event schema.
 
-use crate::event::{Claim, Event, Fanout, Summary, Verdict};
 use crate::exit::ExitCode;
 use crate::stats::{CaseOutcome, CheckOutcome, RunStats};
-use crate::suite::Baseline;
+use cetp_vectors::event::{Claim, Event, Fanout, Summary, Verdict};
+use cetp_vectors::suite::Baseline;
 use std::time::Instant;
 
 /// What the dispatcher reports of a case besides its executor's result.
@@ -310,16 +310,16 @@ pub struct Finished {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Collect;
-    use crate::interp::Env;
     use cetp_proto::discovery::{Declared, VersionSource};
+    use cetp_vectors::event::Collect;
+    use cetp_vectors::interp::Env;
     use std::collections::BTreeSet;
     use std::sync::{Arc, Mutex};
 
     /// Keeps the events for the test to read after the dispatcher is done.
     struct Shared(Arc<Mutex<Collect>>);
 
-    impl crate::event::Reporter for Shared {
+    impl cetp_vectors::event::Reporter for Shared {
         fn on_event(&mut self, e: &Event) {
             self.0.lock().unwrap().events.push(e.clone());
         }

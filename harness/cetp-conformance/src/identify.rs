@@ -1,10 +1,10 @@
 //! Which Provider a run is about: the profile's package, or the only one
 //! the device discovered, with its authority and manifest (§2.1, §8).
 
-use crate::device::{HelloInfo, Target};
-use crate::interp::Env;
-use crate::profile::Profile;
 use cetp_proto::discovery::{parse_manifest, Declared};
+use cetp_vectors::device::{HelloInfo, Target};
+use cetp_vectors::interp::Env;
+use cetp_vectors::profile::Profile;
 use serde_json::json;
 
 fn manifest_kind(d: &Declared) -> &'static str {

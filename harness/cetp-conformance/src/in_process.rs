@@ -3,12 +3,12 @@
 //! path (fuzzing, the suite's own unit tests); `cetp run --target sim` goes
 //! through the wire codec instead.
 
-use crate::device::{Device, DeviceError, HelloInfo, Target};
 use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
 use cetp_reference::app::ProviderApp;
 use cetp_reference::device::{DeviceClock, DeviceConnection, LocalDevice, IDENTITY_A, IDENTITY_B};
+use cetp_vectors::device::{Device, DeviceError, HelloInfo, Target};
 use std::sync::Arc;
 
 /// A [`Device`] answering from an in-process reference Provider app, as

@@ -1,7 +1,8 @@
-//! The conformance runner: vectors, checks, profiles, the §9 claim, the
-//! baseline and self-test with mutants. It emits one typed event stream
-//! ([`event::Event`]) that reporters consume; it knows nothing of transports
-//! (a [`device::Target`] is handed in).
+//! The conformance run: the §9 claim, the baseline and self-test with
+//! mutants, over the vector language of `cetp-vectors` (cases, checks,
+//! profiles, the interpreter). It emits the one typed event stream
+//! ([`cetp_vectors::event::Event`]) that reporters consume; it knows
+//! nothing of transports (a [`cetp_vectors::device::Target`] is handed in).
 //!
 //! A run, in the order it happens, and where each part lives:
 //! - [`rundir::RunDir`]: the report directory and its journal's lifecycle
@@ -18,34 +19,22 @@
 //! - [`selftest`]: the fixture Providers, mutants, legal variants and the
 //!   proof record.
 
-pub mod advice;
-pub mod answer;
-pub mod args;
-pub mod checks;
 pub mod config;
 pub mod consumer;
 pub mod coverage;
-pub mod device;
 pub mod devices;
 pub mod dispatch;
-pub mod event;
 pub mod exit;
 pub mod identify;
 pub mod in_process;
-pub mod interp;
 pub mod journal;
 pub mod lock_target;
 pub mod merge;
 pub mod partition;
 pub mod pin;
-pub mod profile;
 pub mod profile_check;
 pub mod profile_init;
 pub mod rundir;
 pub mod runner;
 pub mod selftest;
-pub mod stall;
 pub mod stats;
-pub mod suite;
-pub mod template;
-pub mod vector;

@@ -5,20 +5,20 @@
 //! talks to the device.
 
 use crate::config::{wildcard, RunConfig};
-use crate::device::{Device, DeviceError, Fault, Target};
 use crate::dispatch::{CaseInfo, Dispatcher, Executed};
-use crate::event::{Fanout, Verdict};
 use crate::identify::identify;
-use crate::interp::Env;
-use crate::profile::Profile;
 use crate::stats::CaseOutcome;
 use cetp_contract::drift::{diff, diff_tools, revision_rule, Class, DriftReport};
 use cetp_contract::lock::{build, Answers, Built, Lock};
 use cetp_proto::device::CallAnswer;
 use cetp_proto::envelope::{Capability, Common, NegotiateRequest, Response};
+use cetp_vectors::device::{Device, DeviceError, Fault, Target};
+use cetp_vectors::event::{Fanout, Verdict};
+use cetp_vectors::interp::Env;
+use cetp_vectors::profile::Profile;
 use serde_json::Value as Json;
 
-pub use crate::suite::LOCK_CASE_ID;
+pub use cetp_vectors::suite::LOCK_CASE_ID;
 /// Title of the contract lock case.
 pub const LOCK_CASE_TITLE: &str =
     "The contract differs from the lock only under a new revision (§3.3)";

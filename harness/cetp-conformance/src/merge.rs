@@ -22,14 +22,14 @@
 //! requirements joined.
 
 use crate::dispatch::{CaseInfo, Dispatcher, Executed, Finished};
-use crate::event::{Event, Fanout, Reporter, Verdict};
 use crate::exit::ExitCode;
-use crate::interp::Env;
 use crate::lock_target::{lock_case_info, LOCK_CASE_ID};
 use crate::partition::{MergedPart, Partition};
 use crate::pin::Pin;
 use crate::runner::{selected, RunConfig};
-use crate::suite::{Baseline, Suite};
+use cetp_vectors::event::{Event, Fanout, Reporter, Verdict};
+use cetp_vectors::interp::Env;
+use cetp_vectors::suite::{Baseline, Suite};
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;

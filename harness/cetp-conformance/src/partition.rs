@@ -23,11 +23,11 @@
 //! run's calls and does not change what a verdict means. It never
 //! establishes the §9 claim alone: only a complete merge can.
 
-use crate::event::{Claim, Event};
-pub use crate::event::{MergedPart, Scheme};
-use crate::suite::Suite;
-use crate::suite::LOCK_CASE_ID;
-use crate::vector::Case;
+use cetp_vectors::event::{Claim, Event};
+pub use cetp_vectors::event::{MergedPart, Scheme};
+use cetp_vectors::suite::Suite;
+use cetp_vectors::suite::LOCK_CASE_ID;
+use cetp_vectors::vector::Case;
 use serde::{Deserialize, Serialize};
 
 /// The largest N accepted: far beyond any CI matrix, small enough that

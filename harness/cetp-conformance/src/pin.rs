@@ -18,10 +18,10 @@
 //! APK when the harness installs it (`install=`).
 
 use crate::config::RunConfig;
-use crate::device::{HelloInfo, Target};
-use crate::interp::Env;
-use crate::profile::Profile;
-use crate::suite::Suite;
+use cetp_vectors::device::{HelloInfo, Target};
+use cetp_vectors::interp::Env;
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 

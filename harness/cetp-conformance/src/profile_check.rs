@@ -14,13 +14,13 @@
 //! X)` reasons (`interp::Stop::Setup`), so the check and the run's claim
 //! speak of the same fields.
 
-pub use crate::advice::{fix_for, role_hint, RESOLVE_NEEDS};
-use crate::args::valid_args;
-use crate::profile::{table_to_json, Counts, Profile, SetupCall};
-use crate::suite::Suite;
-use crate::vector::{Case, Role, Step, ToolRef};
 use cetp_contract::lock::ToolContract;
 use cetp_proto::schema::CompiledSchema;
+pub use cetp_vectors::advice::{fix_for, role_hint, RESOLVE_NEEDS};
+use cetp_vectors::args::valid_args;
+use cetp_vectors::profile::{table_to_json, Counts, Profile, SetupCall};
+use cetp_vectors::suite::Suite;
+use cetp_vectors::vector::{Case, Role, Step, ToolRef};
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -602,7 +602,7 @@ impl Checker<'_> {
             if case.identities.iter().any(|i| i == "b") && !facts.is_some_and(|f| f.second_identity)
             {
                 found.push((
-                    crate::advice::TARGET_B.flag.into(),
+                    cetp_vectors::advice::TARGET_B.flag.into(),
                     "a second caller identity (another UID, package and certificate): give --target-b (tcp targets; sim and adb targets bring both), or set [identities] second = false to have these cases reported unjudged instead of failed".into(),
                     // Without a target, which kind it will be is unknown.
                     facts.is_none(),
@@ -651,12 +651,13 @@ type Found = Vec<(String, String, bool)>;
 /// that plays no decision): a larger --max-wait would not judge it, and the
 /// start-up line would count it under both.
 fn only_what_judges(found: Found) -> Found {
-    let blocked = found
-        .iter()
-        .any(|(needs, _, conditional)| !conditional && needs != crate::advice::MAX_WAIT.flag);
+    let blocked = found.iter().any(|(needs, _, conditional)| {
+        !conditional && needs != cetp_vectors::advice::MAX_WAIT.flag
+    });
     let mut out: Found = Vec::new();
     for f in found {
-        if (blocked && f.0 == crate::advice::MAX_WAIT.flag) || out.iter().any(|o| o.0 == f.0) {
+        if (blocked && f.0 == cetp_vectors::advice::MAX_WAIT.flag) || out.iter().any(|o| o.0 == f.0)
+        {
             continue;
         }
         out.push(f);
@@ -744,7 +745,7 @@ fn step_needs(
             // clock the harness can move, and an hour of waiting last.
             if facts.is_some_and(|f| !f.movable_clock) {
                 found.push((
-                    crate::advice::MAX_WAIT.flag.into(),
+                    cetp_vectors::advice::MAX_WAIT.flag.into(),
                     "the device's clock cannot be moved: the harness waits each lifetime in real time, up to cetp run --max-wait; a lifetime beyond it is judged soonest by a debug build with shorter lifetimes, then by a device whose clock the harness moves (clock=move on an emulator or userdebug phone after `adb root`), and only then by a larger --max-wait".into(),
                     true,
                 ));
@@ -960,7 +961,7 @@ pub struct Live {
 
 /// Reads what a check needs from `target`, identified as a run would.
 pub fn read_live(
-    target: &crate::device::Target,
+    target: &cetp_vectors::device::Target,
     profile: &Profile,
 ) -> Result<Live, crate::lock_target::FetchError> {
     let (hello, env) = crate::identify::identify(target, profile)
@@ -1030,9 +1031,9 @@ mod tests {
     /// counted twice in one group.
     #[test]
     fn a_case_the_device_cannot_judge_is_not_counted_under_max_wait() {
-        let suite = Suite::load(&crate::suite::default_vectors_dir()).unwrap();
+        let suite = Suite::load(&cetp_vectors::suite::default_vectors_dir()).unwrap();
         let text = std::fs::read_to_string(
-            crate::suite::default_vectors_dir().join("../profiles/reference.toml"),
+            cetp_vectors::suite::default_vectors_dir().join("../profiles/reference.toml"),
         )
         .unwrap();
         let profile = Profile::from_toml(&text).unwrap();

@@ -9,11 +9,11 @@
 //! The end of the file says what each missing field leaves unjudged, from
 //! [`crate::profile_check`] run over the starter itself.
 
-use crate::args::valid_args;
-use crate::profile::Profile;
 use crate::profile_check::{check, Live};
-use crate::suite::Suite;
 use cetp_contract::lock::ToolContract;
+use cetp_vectors::args::valid_args;
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
 use serde_json::Value as Json;
 use std::fmt::Write as _;
 

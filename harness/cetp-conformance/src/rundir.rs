@@ -5,10 +5,10 @@
 //! closes its journal, and one stopped short leaves it open for
 //! `cetp resume`.
 
-use crate::event::{Event, Reporter};
 use crate::exit::ExitCode;
 use crate::journal::{self, Journal, PausePoint, Recorded};
 use crate::pin::Pin;
+use cetp_vectors::event::{Event, Reporter};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -4,16 +4,16 @@
 //! claim the run statistics ([`crate::stats`]) allow. Emits the event stream.
 
 pub use crate::config::{wildcard, RunConfig};
-use crate::device::{HelloInfo, Target};
 use crate::dispatch::{AttemptFolder, CaseInfo, Dispatcher, Executed};
-use crate::event::{Claim, Event, Fanout, Summary, Verdict};
 use crate::exit::ExitCode;
 pub use crate::identify::identify;
-use crate::interp::{CaseRunner, CaseState, CheckTally, Env, Stop, DEFAULT_MAX_WAIT_MS};
-use crate::profile::Profile;
-use crate::suite::Suite;
-use crate::vector::{Case, Level, Role, Step};
 use cetp_proto::envelope::Capability;
+use cetp_vectors::device::{HelloInfo, Target};
+use cetp_vectors::event::{Claim, Event, Fanout, Summary, Verdict};
+use cetp_vectors::interp::{CaseRunner, CaseState, CheckTally, Env, Stop, DEFAULT_MAX_WAIT_MS};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
+use cetp_vectors::vector::{Case, Level, Role, Step};
 use rand::SeedableRng;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -148,7 +148,7 @@ pub fn run(
             profile,
             env,
             cfg,
-            stalls: crate::stall::Stalls::new(),
+            stalls: cetp_vectors::stall::Stalls::new(),
             deadline: cfg.run_timeout.map(|t| started + t),
             interrupt: interrupt.clone(),
             wall_clock_untrusted: Default::default(),
@@ -333,7 +333,7 @@ pub(crate) struct CaseExecutor<'r> {
     pub(crate) profile: &'r Profile,
     pub(crate) env: &'r Env,
     pub(crate) cfg: &'r RunConfig,
-    pub(crate) stalls: crate::stall::Stalls,
+    pub(crate) stalls: cetp_vectors::stall::Stalls,
     pub(crate) deadline: Option<Instant>,
     pub(crate) interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Set once a case was judged again in real time after a wall-clock
@@ -1012,7 +1012,7 @@ fn monotonic_observer(profile: &Profile) -> bool {
     profile
         .observer
         .as_ref()
-        .is_some_and(|o| o.counts == crate::profile::Counts::Effects)
+        .is_some_and(|o| o.counts == cetp_vectors::profile::Counts::Effects)
 }
 
 /// Whether a case may start while other cases wait inside their observer
@@ -1382,7 +1382,7 @@ pub(crate) fn probe_capabilities(
         .and_then(|token| {
             let list = cetp_proto::envelope::V2Request::ListTools(cetp_proto::envelope::Common {
                 session_token: token.to_string(),
-                request_id: crate::interp::seeded_uuid(&mut rng),
+                request_id: cetp_vectors::interp::seeded_uuid(&mut rng),
                 deadline_at_ms: target.a.now_ms().saturating_add(10_000),
             });
             call("list_tools", &list.to_bundle())
@@ -1437,7 +1437,7 @@ mod tests {
 
     #[test]
     fn a_case_waiting_inside_an_observer_window_keeps_other_effects_out() {
-        let suite = Suite::load(&crate::suite::default_vectors_dir()).unwrap();
+        let suite = Suite::load(&cetp_vectors::suite::default_vectors_dir()).unwrap();
         let steps = |id: &str| -> Vec<&Step> {
             let c = suite.cases.iter().find(|c| c.id == id).unwrap();
             c.steps.iter().map(|s| &s.step).collect()
@@ -1478,7 +1478,7 @@ mod tests {
 
     #[test]
     fn a_case_expecting_no_effect_may_join_a_window_and_the_long_windows_start_first() {
-        let suite = Suite::load(&crate::suite::default_vectors_dir()).unwrap();
+        let suite = Suite::load(&cetp_vectors::suite::default_vectors_dir()).unwrap();
         let case = |id: &str| suite.cases.iter().find(|c| c.id == id).unwrap();
         // CONF-010 expects no effect and executes only inside its window.
         assert!(guest(case("CONF-010")));

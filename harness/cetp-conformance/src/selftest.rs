@@ -11,11 +11,11 @@
 //! it, as a release is held to the lock of the one before: that is the only
 //! way the §3.3 revision rule across two releases (`LOCK-001`) can fail.
 
-use crate::device::Target;
-use crate::event::{Fanout, Verdict};
-use crate::profile::Profile;
 use crate::runner::{run, RunConfig, RunOutcome};
-use crate::suite::Suite;
+use cetp_vectors::device::Target;
+use cetp_vectors::event::{Fanout, Verdict};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
 use serde::Deserialize;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -108,9 +108,9 @@ impl Fixture {
 
 /// The fixture Providers the self-test runs the suite and their mutants
 /// against: the reference Provider and the notes Provider, shaped unlike
-/// it, each with the profile its vendor wrote ([`crate::profile::builtin`]).
+/// it, each with the profile its vendor wrote ([`cetp_vectors::profile::builtin`]).
 pub fn fixtures() -> Result<Vec<Fixture>, String> {
-    use crate::profile::builtin;
+    use cetp_vectors::profile::builtin;
     let profile = |text: &str| Profile::from_toml(text).map_err(|e| e.to_string());
     Ok(vec![
         Fixture {

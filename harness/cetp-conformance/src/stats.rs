@@ -4,10 +4,10 @@
 //! from here, and from nothing else, so a verdict counts the same way
 //! everywhere.
 
-use crate::event::{CapabilityClaim, Claim, Summary, Unjudged, Verdict};
 use crate::exit::ExitCode;
-use crate::interp::Env;
 use cetp_proto::envelope::Capability;
+use cetp_vectors::event::{CapabilityClaim, Claim, Summary, Unjudged, Verdict};
+use cetp_vectors::interp::Env;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A finished case, as the dispatcher records it.
@@ -335,7 +335,7 @@ fn fixes(
         .collect();
     // A real-time wait (an hour, for a one-hour lifetime) is the longest
     // path to a judgement: it comes after every change of setup.
-    let waits = |u: &Unjudged| u.needs.starts_with(crate::advice::MAX_WAIT.flag);
+    let waits = |u: &Unjudged| u.needs.starts_with(cetp_vectors::advice::MAX_WAIT.flag);
     groups.sort_by(|a, b| {
         waits(a)
             .cmp(&waits(b))
@@ -352,7 +352,7 @@ fn fixes(
                 .map(|o| o.cases.len())
                 .sum::<usize>();
         }
-        let mut fix = crate::advice::fix_for(&u.needs);
+        let mut fix = cetp_vectors::advice::fix_for(&u.needs);
         if u.needs == "[execute] allow" {
             let tools = refused_tools(cases);
             if !tools.is_empty() {

@@ -3,8 +3,8 @@
 //! requirement it breaks, and the data (scenarios, mutants, catalog) agree.
 
 use cetp_conformance::consumer::{self, judge::CHECKS, scenario, ConsumerMutantDoc};
-use cetp_conformance::event::Verdict;
 use cetp_reference::consumer::{ConsumerConfig, ConsumerMutant};
+use cetp_vectors::event::Verdict;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

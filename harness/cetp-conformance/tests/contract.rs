@@ -1,13 +1,9 @@
 //! The contract lock against in-process Providers: recording, drift, and
 //! LOCK-001 in a run.
 
-use cetp_conformance::device::Target;
-use cetp_conformance::event::{Fanout, Verdict};
 use cetp_conformance::in_process::in_process_target;
 use cetp_conformance::lock_target::{drift, record, LOCK_CASE_ID};
-use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
-use cetp_conformance::suite::{default_vectors_dir, Suite};
 use cetp_contract::drift::Class;
 use cetp_contract::lock::Lock;
 use cetp_proto::provider::{
@@ -17,6 +13,10 @@ use cetp_proto::Value;
 use cetp_reference::app::ProviderApp;
 use cetp_reference::device::{DeviceClock, IDENTITY_A, IDENTITY_B};
 use cetp_reference::provider::{thread_sleeper, Mutant, ProviderConfig, ReferenceProvider};
+use cetp_vectors::device::Target;
+use cetp_vectors::event::{Fanout, Verdict};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::{default_vectors_dir, Suite};
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -3,8 +3,8 @@
 //! in the catalog, and every descriptor rule the core can emit is mapped.
 
 use cetp_conformance::selftest::load_mutants;
-use cetp_conformance::suite::{default_vectors_dir, Suite};
 use cetp_proto::catalog::Catalog;
+use cetp_vectors::suite::{default_vectors_dir, Suite};
 use std::collections::BTreeSet;
 
 fn catalog_ids() -> BTreeSet<String> {
@@ -105,7 +105,7 @@ fn every_descriptor_rule_is_mapped_and_every_check_defined() {
         );
     }
     let defined: BTreeSet<&str> = suite.checks.iter().map(|c| c.id.as_str()).collect();
-    let coded: BTreeSet<&str> = cetp_conformance::checks::ALL.iter().copied().collect();
+    let coded: BTreeSet<&str> = cetp_vectors::checks::ALL.iter().copied().collect();
     assert_eq!(defined, coded, "checks.json and checks::ALL disagree");
 }
 
@@ -125,11 +125,11 @@ fn every_check_rule_cites_requirements_of_its_check() {
             .unwrap_or_default()
     };
     let mut emitted: Vec<(&str, String)> = Vec::new();
-    for (check, rule) in cetp_conformance::checks::RULES {
+    for (check, rule) in cetp_vectors::checks::RULES {
         if *rule == "retryable.CODE" {
             for code in ErrorCode::ALL {
                 if code.retry_rule() != RetryRule::Conditional {
-                    emitted.push((check, cetp_conformance::checks::retry_rule_key(*code)));
+                    emitted.push((check, cetp_vectors::checks::retry_rule_key(*code)));
                 }
             }
         } else {
@@ -141,9 +141,9 @@ fn every_check_rule_cites_requirements_of_its_check() {
             || rule.starts_with("session_token.")
             || rule.starts_with("limits.")
         {
-            cetp_conformance::checks::NEGOTIATION
+            cetp_vectors::checks::NEGOTIATION
         } else {
-            cetp_conformance::checks::DESCRIPTORS
+            cetp_vectors::checks::DESCRIPTORS
         };
         emitted.push((check, rule.to_string()));
     }
@@ -161,7 +161,7 @@ fn every_check_rule_cites_requirements_of_its_check() {
         // answers; they cite the descriptor clause.
         let allowed: BTreeSet<String> = if rule.starts_with("shape.") || rule == "enum.unknown" {
             allowed
-                .union(&of_check(cetp_conformance::checks::DESCRIPTORS))
+                .union(&of_check(cetp_vectors::checks::DESCRIPTORS))
                 .cloned()
                 .collect()
         } else {
@@ -185,8 +185,7 @@ fn field_refinements_of_descriptor_rules_stay_within_their_checks() {
         .checks
         .iter()
         .filter(|c| {
-            c.id == cetp_conformance::checks::DESCRIPTORS
-                || c.id == cetp_conformance::checks::NEGOTIATION
+            c.id == cetp_vectors::checks::DESCRIPTORS || c.id == cetp_vectors::checks::NEGOTIATION
         })
         .flat_map(|c| c.requirements.iter())
         .collect();
@@ -231,7 +230,7 @@ fn step_requirements_are_a_subset_of_their_case() {
 /// case passes without testing what it says.
 #[test]
 fn every_case_whose_title_promises_a_comparison_has_a_comparing_step() {
-    use cetp_conformance::vector::Step;
+    use cetp_vectors::vector::Step;
     fn kinds(steps: &[Step], out: &mut Vec<&'static str>) {
         for s in steps {
             let kind = match s {
@@ -292,7 +291,7 @@ fn every_case_whose_title_promises_a_comparison_has_a_comparing_step() {
 /// schema: serializing leaves out only what deserializing fills in.
 #[test]
 fn steps_written_out_read_back_the_same() {
-    use cetp_conformance::vector::CaseStep;
+    use cetp_vectors::vector::CaseStep;
     let dir = default_vectors_dir();
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("schema/cases.schema.json")).unwrap(),

@@ -1,13 +1,13 @@
 //! The whole suite against the reference Provider in-process: every case
 //! must PASS or be NOT_APPLICABLE.
 
-use cetp_conformance::event::{Fanout, Verdict};
 use cetp_conformance::in_process::in_process_target;
-use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
-use cetp_conformance::suite::{default_vectors_dir, Suite};
 use cetp_reference::device::{DeviceClock, IDENTITY_A, IDENTITY_B};
 use cetp_reference::provider::{thread_sleeper, ProviderConfig, ReferenceProvider};
+use cetp_vectors::event::{Fanout, Verdict};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::{default_vectors_dir, Suite};
 use std::sync::Arc;
 
 /// The reference Provider's setup for the suite: identity `a` granted
@@ -320,7 +320,7 @@ fn advance_until_a_list_passes_every_lifetime_named() {
     };
     let run_case = |file: serde_json::Value| {
         let mut suite = Suite::load(&default_vectors_dir()).unwrap();
-        suite.cases = cetp_conformance::vector::VectorFile::from_json(&file.to_string())
+        suite.cases = cetp_vectors::vector::VectorFile::from_json(&file.to_string())
             .unwrap()
             .cases;
         let out = run_on_reference(&suite);

@@ -5,13 +5,13 @@
 //! scripted exchanges again and compares the bytes, and reads the fixtures
 //! of real runs back.
 
-use cetp_conformance::device::{Device, DeviceError, HelloInfo, Target};
 use cetp_conformance::journal::{self, Journal, Record};
 use cetp_conformance::pin::Pin;
 use cetp_proto::bundle::{FdValue, PendingIntentValue};
 use cetp_proto::device::{CallAnswer, ErrorKind, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::{Bundle, Value};
+use cetp_vectors::device::{Device, DeviceError, HelloInfo, Target};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -5,7 +5,6 @@
 //!
 //!   cargo run --release -p cetp-fuzz --example fuzz_throughput -- [--ms 2000]
 
-use cetp_conformance::checks::{check_answer, AnswerContext};
 use cetp_proto::bundle::Value;
 use cetp_proto::device::CallAnswer;
 use cetp_proto::provider::ProviderCall;
@@ -15,6 +14,7 @@ use cetp_proto::Bundle;
 use cetp_reference::app::ProviderApp;
 use cetp_reference::device::IDENTITY_A;
 use cetp_reference::provider::ReferenceProvider;
+use cetp_vectors::checks::{check_answer, AnswerContext};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::{Duration, Instant};

@@ -6,10 +6,10 @@
 //! judges it, so the comparison measures only the generation.
 
 use crate::world::World;
-use cetp_conformance::device::{Device, DeviceError, HelloInfo, Target};
 use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
+use cetp_vectors::device::{Device, DeviceError, HelloInfo, Target};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value as Json};

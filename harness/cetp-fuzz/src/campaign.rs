@@ -30,11 +30,11 @@
 use crate::moves::{redraw_generated, Generator, Move};
 use crate::world::World;
 use crate::{case_seed, exec::CaseRun, FuzzConfig, FuzzError, FuzzReport, Fuzzer, Stats};
-use cetp_conformance::device::Target;
-use cetp_conformance::interp::{Env, Stop};
 use cetp_conformance::pin::Pin;
-use cetp_conformance::profile::Profile;
-use cetp_conformance::template::literal;
+use cetp_vectors::device::Target;
+use cetp_vectors::interp::{Env, Stop};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::template::literal;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value as Json};
@@ -950,7 +950,7 @@ mod tests {
     #[test]
     fn every_generated_sequence_is_runnable_from_the_corpus() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let profile = cetp_conformance::profile::Profile::from_toml(
+        let profile = cetp_vectors::profile::Profile::from_toml(
             &std::fs::read_to_string(dir.join("profiles/reference.toml")).unwrap(),
         )
         .unwrap();

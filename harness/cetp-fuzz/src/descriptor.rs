@@ -25,9 +25,6 @@ use crate::exec::{run_case, CaseRun};
 use crate::moves::{GenStep, Meta};
 use crate::oracle::{class, compile_step, effect_delta, oracle_steps, to_case, with_steps};
 use crate::oracle::{OpenOperations, MAX_ROUNDS};
-use cetp_conformance::device::{Device, DeviceError, HelloInfo, Target};
-use cetp_conformance::interp::{Env, Stop};
-use cetp_conformance::profile::{Counts, Profile};
 use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::envelope::Capability;
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
@@ -38,6 +35,9 @@ use cetp_reference::provider::{
     Business, BusinessAnswer, BusinessCall, Described, DescribedTool, Flavour, ManifestVariant,
     ProviderConfig, ReferenceProvider, Variant,
 };
+use cetp_vectors::device::{Device, DeviceError, HelloInfo, Target};
+use cetp_vectors::interp::{Env, Stop};
+use cetp_vectors::profile::{Counts, Profile};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value as Json};
@@ -234,7 +234,7 @@ impl Mirror {
         if codes.is_empty() {
             return;
         }
-        let extras = extras.map_or(Json::Null, cetp_conformance::answer::bundle_to_json);
+        let extras = extras.map_or(Json::Null, cetp_vectors::answer::bundle_to_json);
         self.business
             .refusals
             .lock()
@@ -871,7 +871,7 @@ fn first_unvouched(
 /// the target's cancelled one.
 fn left_paths(runs: &[(usize, CaseRun)], steps: &[GenStep], trun: &CaseRun) -> Vec<Option<usize>> {
     let holds = |r: &CaseRun, t: &str| {
-        cetp_conformance::template::expand(&r.bindings, t).is_ok_and(|v| !v.is_null())
+        cetp_vectors::template::expand(&r.bindings, t).is_ok_and(|v| !v.is_null())
     };
     runs.iter()
         .map(|(_, r)| {
@@ -959,7 +959,7 @@ impl Observed {
     fn of(
         tools: &[DescribedTool],
         fallbacks: &[Json],
-        o: &cetp_conformance::profile::Observer,
+        o: &cetp_vectors::profile::Observer,
         seed: u64,
     ) -> Observed {
         let Some(i) = tools.iter().position(|t| t.name == o.tool) else {
@@ -984,7 +984,7 @@ impl Observed {
         let get_u = |k: &str| schema.and_then(|s| s.get(k)).and_then(Json::as_u64);
         let min = get_u("minItems").unwrap_or(0) as usize;
         let mut max = get_u("maxItems").unwrap_or(10_000).min(10_000) as usize;
-        if let Some(page) = page_size(&cetp_conformance::profile::table_to_json(&o.args)) {
+        if let Some(page) = page_size(&cetp_vectors::profile::table_to_json(&o.args)) {
             max = max.min(page);
         }
         let unique = schema
@@ -1085,7 +1085,7 @@ fn escalating_args(tools: &[DescribedTool], profile: &Profile) -> HashMap<String
         escalating
             .entry(r.tool.clone())
             .or_default()
-            .push(cetp_conformance::profile::table_to_json(&r.args));
+            .push(cetp_vectors::profile::table_to_json(&r.args));
     }
     escalating
 }
@@ -1551,7 +1551,7 @@ impl Shadow {
     fn run_members(
         &self,
         members: &[Member],
-        case: &cetp_conformance::vector::Case,
+        case: &cetp_vectors::vector::Case,
         transcript: &HashMap<Key, Vec<CallAnswer>>,
         profile: &Profile,
         rules: &BTreeMap<String, Vec<String>>,
@@ -1956,7 +1956,7 @@ mod tests {
         .unwrap()
     }
 
-    fn observer(pointer: &str, args: &str) -> cetp_conformance::profile::Observer {
+    fn observer(pointer: &str, args: &str) -> cetp_vectors::profile::Observer {
         Profile::from_toml(&format!(
             "[observer]\ntool = \"stats\"\npointer = \"{pointer}\"\ncounts = \"objects\"\nargs = {args}\n"
         ))

@@ -1,13 +1,13 @@
 //! Running one case, generated or replayed, on one target: the regular
 //! interpreter with the regular checks on every answer, nothing added.
 
-use cetp_conformance::checks::Finding;
-use cetp_conformance::device::Target;
-use cetp_conformance::event::Event;
-use cetp_conformance::interp::{CaseRunner, CheckTally, Env, Stop};
-use cetp_conformance::profile::Profile;
-use cetp_conformance::template::Bindings;
-use cetp_conformance::vector::Case;
+use cetp_vectors::checks::Finding;
+use cetp_vectors::device::Target;
+use cetp_vectors::event::Event;
+use cetp_vectors::interp::{CaseRunner, CheckTally, Env, Stop};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::template::Bindings;
+use cetp_vectors::vector::Case;
 use rand::SeedableRng;
 use std::collections::BTreeMap;
 
@@ -66,7 +66,7 @@ pub fn run_case(
         rules,
         case,
         seed,
-        cetp_conformance::interp::DEFAULT_MAX_WAIT_MS,
+        cetp_vectors::interp::DEFAULT_MAX_WAIT_MS,
     )
 }
 

@@ -13,7 +13,7 @@
 //! does not allow: the generator only names tools [`world::World`] marks
 //! executable, and the interpreter refuses any other.
 
-/// The [`cetp_conformance::device::Device`] methods a wrapper device passes
+/// The [`cetp_vectors::device::Device`] methods a wrapper device passes
 /// to its `inner` device unchanged (every one but `call`), for the devices
 /// that only change calls: the blind mutator and the descriptor oracle's
 /// recorder and mirror.
@@ -74,10 +74,10 @@ pub mod oracle;
 pub mod settle;
 pub mod world;
 
-use cetp_conformance::device::Target;
-use cetp_conformance::interp::{Env, Stop};
-use cetp_conformance::profile::Profile;
-use cetp_conformance::vector::Case;
+use cetp_vectors::device::Target;
+use cetp_vectors::interp::{Env, Stop};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::vector::Case;
 use exec::{run_case, CaseRun};
 use moves::{Move, Sequence};
 use oracle::Oracle;
@@ -442,7 +442,7 @@ impl<'a> Fuzzer<'a> {
                     w.observer |= profile
                         .observer
                         .as_ref()
-                        .is_some_and(|o| o.counts == cetp_conformance::profile::Counts::Objects);
+                        .is_some_and(|o| o.counts == cetp_vectors::profile::Counts::Objects);
                 }
                 w
             }
@@ -469,8 +469,8 @@ impl<'a> Fuzzer<'a> {
             target.a.advance_clock(0),
             Err(e) if matches!(
                 e.kind,
-                cetp_conformance::device::ErrorKind::Unsupported
-                    | cetp_conformance::device::ErrorKind::UnknownOp
+                cetp_vectors::device::ErrorKind::Unsupported
+                    | cetp_vectors::device::ErrorKind::UnknownOp
             )
         );
         if world.executable().next().is_none() {
@@ -1000,9 +1000,9 @@ impl<'a> Fuzzer<'a> {
             &self.env,
             lock,
             &cfg,
-            &mut cetp_conformance::event::Fanout::default(),
+            &mut cetp_vectors::event::Fanout::default(),
         );
-        if o.verdict != cetp_conformance::event::Verdict::Fail {
+        if o.verdict != cetp_vectors::event::Verdict::Fail {
             return None;
         }
         Some(Finding {
@@ -1193,7 +1193,7 @@ impl<'a> Fuzzer<'a> {
     /// The observer's counter of effects, when the profile has one.
     fn observe_total(&mut self) -> Option<i64> {
         let o = self.profile.observer.as_ref()?;
-        if o.counts != cetp_conformance::profile::Counts::Effects {
+        if o.counts != cetp_vectors::profile::Counts::Effects {
             return None;
         }
         let case: Case =
@@ -1542,7 +1542,7 @@ mod quiesce_tests {
     #[test]
     fn an_operation_left_running_is_settled_before_the_next_sequence() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let suite = cetp_conformance::suite::Suite::load(&dir.join("vectors")).unwrap();
+        let suite = cetp_vectors::suite::Suite::load(&dir.join("vectors")).unwrap();
         let profile = Profile::from_toml(
             &std::fs::read_to_string(dir.join("profiles/reference.toml")).unwrap(),
         )
@@ -1638,7 +1638,7 @@ mod reproduce_tests {
     #[test]
     fn a_finding_that_consumed_its_args_is_confirmed_with_args_drawn_anew() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let suite = cetp_conformance::suite::Suite::load(&dir.join("vectors")).unwrap();
+        let suite = cetp_vectors::suite::Suite::load(&dir.join("vectors")).unwrap();
         let profile =
             Profile::from_toml(&std::fs::read_to_string(dir.join("profiles/notes.toml")).unwrap())
                 .unwrap();

@@ -8,13 +8,13 @@
 
 use crate::exec::{run_case, CaseRun};
 use crate::moves::{GenStep, Meta};
-use cetp_conformance::device::Target;
-use cetp_conformance::interp::Stop;
-use cetp_conformance::profile::{Counts, Profile};
-use cetp_conformance::vector::Case;
 use cetp_reference::device::DeviceClock;
 use cetp_reference::provider::{FixtureSet, ManifestVariant, ReferenceProvider, Variant};
 use cetp_sim::{provider_config, SimConfig};
+use cetp_vectors::device::Target;
+use cetp_vectors::interp::Stop;
+use cetp_vectors::profile::{Counts, Profile};
+use cetp_vectors::vector::Case;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -581,7 +581,7 @@ fn compile_expect(j: &mut Json, runs: &[&CaseRun]) {
     let only_if = j.get("only_if").and_then(Json::as_str).map(str::to_string);
     let skipped = |r: &CaseRun| {
         only_if.as_deref().is_some_and(|t| {
-            cetp_conformance::template::expand(&r.bindings, t).map_or(true, |v| v.is_null())
+            cetp_vectors::template::expand(&r.bindings, t).map_or(true, |v| v.is_null())
         })
     };
     let runs: Vec<&CaseRun> = runs.iter().copied().filter(|r| !skipped(r)).collect();
@@ -683,7 +683,7 @@ mod tests {
     #[test]
     fn an_effect_window_with_an_operation_open_is_not_judged() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let suite = cetp_conformance::suite::Suite::load(&dir.join("vectors")).unwrap();
+        let suite = cetp_vectors::suite::Suite::load(&dir.join("vectors")).unwrap();
         let profile = Profile::from_toml(
             &std::fs::read_to_string(dir.join("profiles/reference.toml")).unwrap(),
         )

@@ -15,11 +15,11 @@
 //! its effects left unjudged; effects stay judged for the rest of the run.
 
 use crate::exec::run_case;
-use cetp_conformance::device::Target;
-use cetp_conformance::interp::Env;
-use cetp_conformance::profile::Profile;
-use cetp_conformance::template::{literal, Bindings};
-use cetp_conformance::vector::Case;
+use cetp_vectors::device::Target;
+use cetp_vectors::interp::Env;
+use cetp_vectors::profile::Profile;
+use cetp_vectors::template::{literal, Bindings};
+use cetp_vectors::vector::Case;
 use serde_json::{json, Value as Json};
 use std::time::{Duration, Instant};
 

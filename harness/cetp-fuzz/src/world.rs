@@ -2,9 +2,9 @@
 //! tools (names, annotations, input schemas), the negotiated limits, and
 //! which tools the profile lets it execute.
 
-use cetp_conformance::device::Target;
-use cetp_conformance::interp::Env;
-use cetp_conformance::profile::Profile;
+use cetp_vectors::device::Target;
+use cetp_vectors::interp::Env;
+use cetp_vectors::profile::Profile;
 use serde_json::{json, Value as Json};
 
 /// One of the target's tools, as its `list_tools` described it.
@@ -170,6 +170,6 @@ pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result
         observer: profile
             .observer
             .as_ref()
-            .is_some_and(|o| o.counts == cetp_conformance::profile::Counts::Effects),
+            .is_some_and(|o| o.counts == cetp_vectors::profile::Counts::Effects),
     })
 }

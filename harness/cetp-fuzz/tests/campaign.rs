@@ -3,12 +3,12 @@
 //! share, and a worker whose device goes away reported while the others
 //! finish.
 
-use cetp_conformance::profile::Profile;
-use cetp_conformance::suite::Suite;
 use cetp_fuzz::campaign::{self, Corpus, Hub, Member, WorkerSpec, WorkerState};
 use cetp_fuzz::moves::{GenStep, Meta, Move};
 use cetp_fuzz::{FuzzConfig, Fuzzer, Judgement};
 use cetp_targets::{open, TargetSpec};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -4,17 +4,17 @@
 //! failure that does not reproduce as flaky, and, without a profile, runs
 //! only read tools.
 
-use cetp_conformance::device::{Device, DeviceError, HelloInfo, Target};
-use cetp_conformance::event::{Fanout, Verdict};
-use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
-use cetp_conformance::suite::Suite;
-use cetp_conformance::vector::VectorFile;
 use cetp_fuzz::{FuzzConfig, Fuzzer, OracleChoice};
 use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::{Bundle, Value};
 use cetp_targets::{open, TargetSpec};
+use cetp_vectors::device::{Device, DeviceError, HelloInfo, Target};
+use cetp_vectors::event::{Fanout, Verdict};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
+use cetp_vectors::vector::VectorFile;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -7,11 +7,11 @@
 //! `cancel_consistent` in `async_flow`); here they are written out, so that a
 //! change of the generator's odds cannot hide a regression of the oracle.
 
-use cetp_conformance::profile::Profile;
-use cetp_conformance::suite::Suite;
 use cetp_fuzz::moves::{redraw_generated, GenStep, Meta, Move};
 use cetp_fuzz::{FuzzConfig, Fuzzer, Judgement, OracleChoice};
 use cetp_targets::{open, TargetSpec};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
 use serde_json::{json, Value as Json};
 use std::path::PathBuf;
 

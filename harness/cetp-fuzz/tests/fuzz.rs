@@ -2,13 +2,13 @@
 //! reference, a finding on a mutant that replays as a regular case (FAIL on
 //! the mutant, PASS on the reference), and reproducible generation.
 
-use cetp_conformance::event::Fanout;
-use cetp_conformance::profile::Profile;
 use cetp_conformance::runner::{run, RunConfig};
-use cetp_conformance::suite::Suite;
-use cetp_conformance::vector::VectorFile;
 use cetp_fuzz::{FuzzConfig, Fuzzer};
 use cetp_targets::{open, TargetSpec};
+use cetp_vectors::event::Fanout;
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
+use cetp_vectors::vector::VectorFile;
 use std::path::PathBuf;
 
 fn vectors() -> PathBuf {
@@ -107,8 +107,7 @@ fn a_mutant_is_found_and_its_finding_replays_as_a_case() {
         on_mutant
             .checks
             .iter()
-            .any(|c| c.id == "CHK-NEGOTIATION"
-                && c.verdict == cetp_conformance::event::Verdict::Fail),
+            .any(|c| c.id == "CHK-NEGOTIATION" && c.verdict == cetp_vectors::event::Verdict::Fail),
         "the replay reproduces the finding"
     );
     let on_reference = replay(&f.file, "sim");
@@ -116,14 +115,14 @@ fn a_mutant_is_found_and_its_finding_replays_as_a_case() {
         on_reference
             .cases
             .iter()
-            .all(|c| c.verdict == cetp_conformance::event::Verdict::Pass),
+            .all(|c| c.verdict == cetp_vectors::event::Verdict::Pass),
         "{:?}",
         on_reference.cases
     );
     assert!(on_reference
         .checks
         .iter()
-        .all(|c| c.verdict == cetp_conformance::event::Verdict::Pass));
+        .all(|c| c.verdict == cetp_vectors::event::Verdict::Pass));
 }
 
 #[test]
@@ -138,12 +137,12 @@ fn a_semantic_mutant_is_found_by_a_compiled_expectation() {
     assert!(on_mutant
         .cases
         .iter()
-        .any(|c| c.verdict == cetp_conformance::event::Verdict::Fail));
+        .any(|c| c.verdict == cetp_vectors::event::Verdict::Fail));
     let on_reference = replay(&f.file, "sim");
     assert!(on_reference
         .cases
         .iter()
-        .all(|c| c.verdict == cetp_conformance::event::Verdict::Pass));
+        .all(|c| c.verdict == cetp_vectors::event::Verdict::Pass));
 }
 
 #[test]
@@ -217,7 +216,7 @@ fn operation_and_file_mutants_are_found() {
             .unwrap_or_else(|| panic!("{mutant} is not found"));
         // A case's expectation or a check's rule: either reproduces it.
         let on_mutant = replay(&f.file, &target);
-        let fail = cetp_conformance::event::Verdict::Fail;
+        let fail = cetp_vectors::event::Verdict::Fail;
         assert!(
             on_mutant.cases.iter().any(|c| c.verdict == fail)
                 || on_mutant.checks.iter().any(|c| c.verdict == fail),
@@ -228,7 +227,7 @@ fn operation_and_file_mutants_are_found() {
             on_reference
                 .cases
                 .iter()
-                .all(|c| c.verdict == cetp_conformance::event::Verdict::Pass),
+                .all(|c| c.verdict == cetp_vectors::event::Verdict::Pass),
             "{mutant}: the finding fails the reference too"
         );
         assert!(on_reference.checks.iter().all(|c| c.verdict != fail));
@@ -271,7 +270,7 @@ fn an_operation_query_after_a_synchronous_answer_is_skipped() {
     assert!(run.bindings.contains_key("l") && !run.bindings.contains_key("g"));
     let run = cetp_fuzz::exec::run_case(&t, &profile, &env, &suite.rules, &case(false), 2);
     assert!(
-        matches!(&run.stop, Some(cetp_conformance::interp::Stop::Infra(r)) if r.contains("has nothing at")),
+        matches!(&run.stop, Some(cetp_vectors::interp::Stop::Infra(r)) if r.contains("has nothing at")),
         "{:?}",
         run.stop
     );

@@ -18,11 +18,11 @@
 //! `CETP_NEVER_STRICTER=NAME,NAME` narrows the run to those targets
 //! (`reference` or legal variant names), for a developer's quick look.
 
-use cetp_conformance::profile::Profile;
-use cetp_conformance::suite::Suite;
 use cetp_fuzz::moves::{GenStep, Meta};
 use cetp_fuzz::{FuzzConfig, Fuzzer, Judgement, OracleChoice};
 use cetp_targets::{open, TargetSpec};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::suite::Suite;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -156,7 +156,7 @@ fn the_descriptor_oracle_accepts_every_answer_the_suite_accepts() {
         let mut f = Fuzzer::new(t, &profile, env, &suite.rules, cfg).unwrap();
         let (mut passed, mut unjudged) = (0usize, 0usize);
         for (k, case) in suite.cases.iter().enumerate() {
-            if case.role != cetp_conformance::vector::Role::Provider
+            if case.role != cetp_vectors::vector::Role::Provider
                 || (!case.manifests.is_empty() && !case.manifests.contains(&manifest))
             {
                 continue;

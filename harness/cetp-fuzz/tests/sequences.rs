@@ -8,11 +8,11 @@
 //! `CETP_BLESS=1 cargo test -p cetp-fuzz --test sequences`, and says why in
 //! its commit: every seed anyone recorded then generates something else.
 
-use cetp_conformance::profile::Profile;
-use cetp_conformance::vector::CaseStep;
 use cetp_fuzz::moves::Generator;
 use cetp_fuzz::world::World;
 use cetp_targets::{open, TargetSpec};
+use cetp_vectors::profile::Profile;
+use cetp_vectors::vector::CaseStep;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 

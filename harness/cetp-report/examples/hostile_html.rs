@@ -5,8 +5,8 @@
 //! in headless Chromium and checks that no markup of the Provider's became
 //! an element, no script ran, and the page rendered.
 
-use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
 use cetp_report::html::HtmlReport;
+use cetp_vectors::event::{Claim, Event, Reporter, Summary, Verdict};
 use serde_json::json;
 
 fn main() {

@@ -3,7 +3,7 @@
 //! directory's files.
 
 use crate::{html, json, junit, ndjson, sarif, summary_md};
-use cetp_conformance::event::{Event, Reporter};
+use cetp_vectors::event::{Event, Reporter};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 

@@ -5,7 +5,7 @@
 //! that breaks a rule on every answer cannot make a report unbounded.
 //! Messages are kept raw: each reporter escapes them for its medium.
 
-use cetp_conformance::event::Event;
+use cetp_vectors::event::Event;
 use std::collections::BTreeMap;
 
 /// The most findings a report lists for one check; the rest are counted

@@ -7,7 +7,7 @@
 //! terminal escaping of controls and bidi overrides) and capped.
 
 use crate::escape::terminal;
-use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
+use cetp_vectors::event::{Claim, Event, Reporter, Summary, Verdict};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -254,7 +254,7 @@ impl HtmlReport {
             let _ = writeln!(
                 o,
                 "<p><b>To judge it:</b> {}</p>",
-                html(&cetp_conformance::profile_check::fix_for(needs), 4000)
+                html(&cetp_vectors::advice::fix_for(needs), 4000)
             );
         }
         if c.kind == "case" {

@@ -1,6 +1,6 @@
 //! `report.json`: the stable, versioned machine-readable result of a run.
 
-use cetp_conformance::event::{Event, Reporter};
+use cetp_vectors::event::{Event, Reporter};
 use serde_json::{json, Map, Value as Json};
 use std::path::PathBuf;
 
@@ -169,7 +169,7 @@ impl Reporter for JsonReport {
                 if let Some(needs) = unjudged {
                     case["unjudged"] = json!({
                         "needs": needs,
-                        "fix": cetp_conformance::profile_check::fix_for(needs),
+                        "fix": cetp_vectors::advice::fix_for(needs),
                     });
                 }
                 self.cases.push(case);

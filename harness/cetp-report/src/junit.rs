@@ -11,7 +11,7 @@
 //! quick-junit escapes the markup.
 
 use crate::escape::xml_chars as esc;
-use cetp_conformance::event::{Event, Reporter, Verdict};
+use cetp_vectors::event::{Event, Reporter, Verdict};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -156,7 +156,7 @@ impl Reporter for JunitReport {
                     // Skipped for the setup: say what would judge it.
                     (None, Some(needs)) => format!(
                         "{reason}; to judge it: {}",
-                        cetp_conformance::profile_check::fix_for(needs)
+                        cetp_vectors::advice::fix_for(needs)
                     ),
                     (None, None) => reason.clone(),
                 },

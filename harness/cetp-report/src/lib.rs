@@ -36,7 +36,7 @@ pub mod terminal;
 pub fn standard_reporters(
     dir: &std::path::Path,
     rules: std::collections::BTreeMap<String, sarif::RuleInfo>,
-) -> Vec<Box<dyn cetp_conformance::event::Reporter>> {
+) -> Vec<Box<dyn cetp_vectors::event::Reporter>> {
     vec![
         Box::new(json::JsonReport::new(Some(dir.join("report.json")))),
         Box::new(junit::JunitReport::new(dir.join("junit.xml"))),

@@ -10,7 +10,7 @@
 //! medium, since a label may be any text.
 
 use crate::escape;
-use cetp_conformance::event::{Summary, Verdict};
+use cetp_vectors::event::{Summary, Verdict};
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 

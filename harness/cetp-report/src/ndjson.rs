@@ -1,13 +1,13 @@
 //! `events.ndjson`: the event stream itself, one typed event a line
 //! (`{"event": "case_finished", ...}`, the names and fields of
-//! `cetp_conformance::event::Event`; documented in `reports/README.md`).
+//! `cetp_vectors::event::Event`; documented in `reports/README.md`).
 //!
 //! Each line is written and flushed as its event arrives, so a run that dies
 //! leaves every event up to its last one. JSON escaping makes Provider text
 //! safe here: no raw newline or control character reaches the file (the C1
 //! controls and bidi overrides serde_json leaves are escaped too).
 
-use cetp_conformance::event::{Event, Reporter};
+use cetp_vectors::event::{Event, Reporter};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;

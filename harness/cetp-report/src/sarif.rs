@@ -6,7 +6,7 @@
 //! for a terminal (SARIF viewers show `message.text` as it is).
 
 use crate::escape::terminal as esc;
-use cetp_conformance::event::{Event, Reporter, Verdict};
+use cetp_vectors::event::{Event, Reporter, Verdict};
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

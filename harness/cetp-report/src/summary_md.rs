@@ -6,8 +6,8 @@
 
 use crate::escape::markdown as md;
 use crate::findings::Findings;
-use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
-use cetp_conformance::profile_check::fix_for;
+use cetp_vectors::advice::fix_for;
+use cetp_vectors::event::{Claim, Event, Reporter, Summary, Verdict};
 use std::path::PathBuf;
 
 /// Builds `summary.md` from events; writes it on `finish`.

@@ -2,8 +2,8 @@
 //! §9 claim. Provider text is escaped ([`crate::escape::terminal`]).
 
 use crate::escape::terminal as esc;
-use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
-use cetp_conformance::profile_check::fix_for;
+use cetp_vectors::advice::fix_for;
+use cetp_vectors::event::{Claim, Event, Reporter, Summary, Verdict};
 use std::io::Write;
 
 /// Prints a run's progress and summary to `W` as the events arrive.

@@ -4,9 +4,9 @@
 #[path = "support/junit_xsd.rs"]
 mod junit_xsd;
 
-use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
 use cetp_report::ndjson::NdjsonReport;
 use cetp_report::summary_md::SummaryMd;
+use cetp_vectors::event::{Claim, Event, Reporter, Summary, Verdict};
 use serde_json::json;
 use std::io::Write;
 

@@ -3,8 +3,8 @@
 //! snapshot: what a user reads and pastes must not move when the reporter's
 //! code does.
 
-use cetp_conformance::event::{Claim, Event, Reporter, Summary, Verdict};
 use cetp_report::terminal::Terminal;
+use cetp_vectors::event::{Claim, Event, Reporter, Summary, Verdict};
 use serde_json::json;
 use std::io::Write;
 use std::sync::{Arc, Mutex};

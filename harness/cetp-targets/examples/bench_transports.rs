@@ -10,12 +10,12 @@
 //! bench_transports --free-port
 //! ```
 
-use cetp_conformance::device::{Device, Target};
 use cetp_proto::device::CallAnswer;
 use cetp_proto::{Bundle, Value};
 use cetp_reference::provider::AUTHORITY;
 use cetp_sim::{Sim, SimConfig};
 use cetp_targets::{open, TargetSpec};
+use cetp_vectors::device::{Device, Target};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;

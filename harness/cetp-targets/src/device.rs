@@ -1,12 +1,12 @@
 //! The runner's blocking [`Device`] over the async probe-wire client.
 
 use crate::clock_move::{ClockMover, SETTLE_MS};
-use cetp_conformance::device::{Device, DeviceError, HelloInfo};
 use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
 use cetp_transport::adb::{Adb, ProbeInstrumentation};
 use cetp_transport::{ui_to_wire, ClientStats, ProbeClient, TransportError};
+use cetp_vectors::device::{Device, DeviceError, HelloInfo};
 use cetp_wire::{ErrorKind, HelloOk};
 use std::any::Any;
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! Targets for the conformance runner: the probe-wire client
 //! ([`cetp_transport::ProbeClient`]) behind the runner's blocking
-//! [`Device`](cetp_conformance::device::Device), over each transport.
+//! [`Device`](cetp_vectors::device::Device), over each transport.
 //!
 //! ```text
 //! TARGET ──TargetSpec::parse──▶ open / open_with ──▶ Target { a, b: ProbeDevice }
@@ -33,12 +33,12 @@ pub use device::ProbeDevice;
 pub use spec::{AdbSpec, ConsumerTarget, IdentityB, SimSpec, SpecError, TargetSpec, TcpSpec};
 pub use trace::{TracedFrame, WireTrace};
 
-use cetp_conformance::device::Target;
 use cetp_proto::device::{AdbErrorKind, ErrorKind};
 use cetp_sim::Sim;
 use cetp_transport::adb::{Adb, AdbConfig, ProbeInstrumentation, PROBE_SOCKET_A, PROBE_SOCKET_B};
 use cetp_transport::AdbError;
 use cetp_transport::{pipe, tcp, ClientConfig, ProbeClient, Tap, TransportError};
+use cetp_vectors::device::Target;
 use device::{AdbSide, SharedRuntime};
 use sha2::{Digest, Sha256};
 use std::any::Any;
@@ -176,7 +176,7 @@ pub fn open_with(spec: &TargetSpec, opts: &OpenOptions) -> Result<Target, Target
     Ok(Target {
         label,
         a: Box::new(a),
-        b: b.map(|d| Box::new(d) as Box<dyn cetp_conformance::device::Device>),
+        b: b.map(|d| Box::new(d) as Box<dyn cetp_vectors::device::Device>),
     })
 }
 

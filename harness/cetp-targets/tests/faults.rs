@@ -3,10 +3,10 @@
 
 mod common;
 
-use cetp_conformance::device::{DeviceError, Target};
 use cetp_proto::device::{AdbErrorKind, ErrorKind};
 use cetp_targets::{open_with, OpenOptions, TargetSpec};
 use cetp_transport::ClientConfig;
+use cetp_vectors::device::{DeviceError, Target};
 use common::{adb_or_skip, honest_hello, Act, AdbServer, ScriptedPeer, SimHost};
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -48,7 +48,7 @@ fn device_errors_keep_the_device_kind() {
     let t = open(&TargetSpec::parse("sim").unwrap()).unwrap();
     let e = t.a.read_fd("fd-404", 10).unwrap_err();
     assert_eq!(e.kind, ErrorKind::UnknownHandle, "{e}");
-    assert_eq!(e.fault(), cetp_conformance::device::Fault::Infra);
+    assert_eq!(e.fault(), cetp_vectors::device::Fault::Infra);
     let e =
         t.a.call("no.such.authority", "m", None, None, 1000)
             .unwrap_err();
@@ -125,7 +125,7 @@ fn a_device_that_cannot_restart_says_so_without_adb() {
 /// infrastructure error rather than a Provider failure.
 #[test]
 fn ops_missing_from_hello_are_named_without_asking_the_device() {
-    use cetp_conformance::device::Fault;
+    use cetp_vectors::device::Fault;
     use cetp_wire::OkPayload;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;

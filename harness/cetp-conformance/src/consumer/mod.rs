@@ -14,11 +14,11 @@ pub mod record;
 pub mod runner;
 pub mod scenario;
 
-use crate::event::Verdict;
 use cetp_proto::device::ErrorKind;
 use cetp_reference::consumer::{
     ActOutcome, Action, ConsumerConfig, ConsumerMutant, ConsumerVariant, DrivenConsumer,
 };
+use cetp_vectors::event::Verdict;
 use hostile::{Hostile, AUTHORITY, T0};
 use judge::{judge, ActRecord, Judged, Trace};
 use port::HostilePort;

@@ -7,7 +7,7 @@ use super::scenario::Scenario;
 use super::ScenarioResult;
 use crate::config::wildcard;
 use crate::dispatch::{CaseInfo, Dispatcher, Executed, Finished};
-use crate::event::{Event, Fanout, Verdict};
+use cetp_vectors::event::{Event, Fanout, Verdict};
 
 /// What a Consumer run is, as its `RunStarted` and claim report it.
 #[derive(Clone, Debug)]
@@ -185,13 +185,13 @@ impl Drop for QuietConsumerPanics {
 mod tests {
     use super::*;
     use crate::consumer::Finding;
-    use crate::event::Collect;
     use crate::exit::ExitCode;
+    use cetp_vectors::event::Collect;
     use std::sync::{Arc, Mutex};
 
     struct Shared(Arc<Mutex<Collect>>);
 
-    impl crate::event::Reporter for Shared {
+    impl cetp_vectors::event::Reporter for Shared {
         fn on_event(&mut self, e: &Event) {
             self.0.lock().unwrap().events.push(e.clone());
         }

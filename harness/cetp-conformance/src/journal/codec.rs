@@ -10,11 +10,11 @@
 //! and is kept here, in one place.
 
 use super::record::obj;
-use crate::device::HelloInfo;
 use base64::Engine;
 use cetp_proto::device::{CallAnswer, FdRead};
 use cetp_proto::provider::{Decision, ResolveOutcome, ServiceManifest};
 use cetp_proto::Bundle;
+use cetp_vectors::device::HelloInfo;
 use cetp_wire::bundle::opt_bundle_to_json;
 use cetp_wire::json::Json;
 use cetp_wire::ops::{manifest_from_json, manifest_to_json};

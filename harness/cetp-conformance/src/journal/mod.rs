@@ -51,8 +51,8 @@ pub use reader::{read, Exchange, ReadError, Recorded};
 pub use record::{Answer, Record, Sent};
 pub use replay::ReplayStats;
 
-use crate::device::{Device, DeviceError, ErrorKind, Target};
 use crate::pin::Pin;
+use cetp_vectors::device::{Device, DeviceError, ErrorKind, Target};
 use pause::Pauser;
 use replay::{Journaled, Replay};
 use std::fs::{File, OpenOptions};

@@ -9,7 +9,7 @@
 //! also what keeps format 1's bytes: `tests/fixtures/journal/` pins them.
 //! The tag of a record is its `j` member.
 
-use crate::device::{DeviceError, ErrorKind};
+use cetp_vectors::device::{DeviceError, ErrorKind};
 use cetp_wire::json::{self as wj, Json, Map};
 use std::collections::BTreeMap;
 

@@ -5,8 +5,8 @@
 use super::steps::typed;
 use super::{Generator, Move};
 use crate::world::{ToolInfo, World};
-use cetp_conformance::template::literal;
-use cetp_conformance::vector::{Args, TypedValue};
+use cetp_vectors::template::literal;
+use cetp_vectors::vector::{Args, TypedValue};
 use proptest::test_runner::{RngAlgorithm, TestRng};
 use rand::{Rng, RngCore};
 use serde_json::{json, Value as Json};

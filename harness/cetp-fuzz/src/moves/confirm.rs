@@ -4,8 +4,8 @@
 use super::steps::{call_step, citing, named, plain, Call};
 use super::{Exec, GenStep, Generator, Meta};
 use crate::world::ToolInfo;
-use cetp_conformance::template::literal;
-use cetp_conformance::vector::{Args, Step};
+use cetp_vectors::template::literal;
+use cetp_vectors::vector::{Args, Step};
 use rand::Rng;
 
 impl Generator<'_> {

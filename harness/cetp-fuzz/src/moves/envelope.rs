@@ -4,8 +4,8 @@
 use super::steps::{call_step, named, strings, typed, Call};
 use super::{GenStep, Generator};
 use crate::world::ToolInfo;
-use cetp_conformance::template::literal;
-use cetp_conformance::vector::{Args, TypedValue};
+use cetp_vectors::template::literal;
+use cetp_vectors::vector::{Args, TypedValue};
 use rand::Rng;
 use serde_json::json;
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 
 use super::steps::{advance_by, bare, call_step, citing, plain, Call};
 use super::{GenStep, Generator};
-use cetp_conformance::vector::{Step, Until};
+use cetp_vectors::vector::{Step, Until};
 use rand::Rng;
 
 /// The Advance move's wait on a clock that cannot move (real time).

@@ -5,8 +5,8 @@
 use super::steps::{call_step, citing, judgement, named, strings, Call};
 use super::{GenStep, Generator};
 use crate::world::ToolInfo;
-use cetp_conformance::template::literal;
-use cetp_conformance::vector::{Args, DiscoverExpect, Step};
+use cetp_vectors::template::literal;
+use cetp_vectors::vector::{Args, DiscoverExpect, Step};
 use rand::Rng;
 
 impl Generator<'_> {

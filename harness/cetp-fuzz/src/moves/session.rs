@@ -3,7 +3,7 @@
 
 use super::steps::{bare, call_step, citing, judgement, plain, strings, typed};
 use super::{Exec, GenStep, Generator, Move, Sess};
-use cetp_conformance::vector::{Expect, Step};
+use cetp_vectors::vector::{Expect, Step};
 use rand::Rng;
 use serde_json::json;
 use std::collections::BTreeMap;

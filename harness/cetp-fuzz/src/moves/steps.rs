@@ -4,7 +4,7 @@
 //! steps as JSON, and keep those the harness no longer parses).
 
 use super::{GenStep, Meta};
-use cetp_conformance::vector::{Args, CaseStep, Expect, Step, ToolRef, TypedValue};
+use cetp_vectors::vector::{Args, CaseStep, Expect, Step, ToolRef, TypedValue};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 

@@ -3,11 +3,11 @@
 //! through the runner's `Device` trait.
 #![allow(dead_code)]
 
-use cetp_conformance::device::{Device, Target};
 use cetp_proto::device::CallAnswer;
 use cetp_proto::{Bundle, Value};
 use cetp_reference::provider::{AUTHORITY, PACKAGE};
 use cetp_sim::{Sim, SimConfig};
+use cetp_vectors::device::{Device, Target};
 use cetp_wire::{encode_frame, Frame, HelloOk, OkPayload};
 use serde_json::{json, Value as Json};
 use std::path::PathBuf;

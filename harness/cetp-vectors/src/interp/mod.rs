@@ -326,9 +326,8 @@ impl CaseState {
     }
 
     /// A case parked after its `step`th step, with nothing bound (the
-    /// scheduler's tests).
-    #[cfg(test)]
-    pub(crate) fn parked_at(step: usize) -> CaseState {
+    /// run's scheduler tests).
+    pub fn parked_at(step: usize) -> CaseState {
         use rand::SeedableRng;
         CaseState {
             rng: ChaCha8Rng::seed_from_u64(0),
@@ -937,7 +936,7 @@ fn observer_stream(rng: &ChaCha8Rng) -> ChaCha8Rng {
 }
 
 /// A random-form UUID drawn from `rng`: request ids stay reproducible.
-pub(crate) fn seeded_uuid(rng: &mut ChaCha8Rng) -> String {
+pub fn seeded_uuid(rng: &mut ChaCha8Rng) -> String {
     let mut bytes = [0u8; 16];
     rng.fill_bytes(&mut bytes);
     uuid::Builder::from_random_bytes(bytes)

@@ -182,5 +182,5 @@ impl Baseline {
 }
 
 /// Id of the contract lock case in the run's report: the one case not
-/// read from a vector file (`--lock`, [`crate::lock_target`]).
+/// read from a vector file (`--lock`, `cetp_conformance::lock_target`).
 pub const LOCK_CASE_ID: &str = "LOCK-001";

@@ -162,7 +162,7 @@ pub enum Event {
         attempts: u32,
     },
     /// Right after `RunStarted`, for a run that is one part of a split run
-    /// (`--partition`, [`crate::partition`]), or a merge of all the parts
+    /// (`--partition`, `cetp_conformance::partition`), or a merge of all the parts
     /// (`cetp merge`: `index` absent, `merged` naming each part's run).
     RunPartition {
         /// How the cases were split between the parts.
@@ -310,7 +310,7 @@ pub enum Event {
         reason: String,
     },
     /// What the run's verdicts depend on, by name, and its hash
-    /// (`cetp_conformance::pin`): emitted once, before `RunFinished`.
+    /// (the run's pin, `cetp_conformance::pin`): emitted once, before `RunFinished`.
     RunPinned {
         /// Hash of `fields`: two runs with the same pin hash judged the same things.
         pin_hash: String,
