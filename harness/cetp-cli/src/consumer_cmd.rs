@@ -12,9 +12,9 @@
 //! them, and scenarios the wire cannot script are not judged).
 
 use super::{infra, usage, vectors_or_default, Failure};
-use cetp_conformance::consumer::runner::{self, ConsumerPlace};
-use cetp_conformance::consumer::{self, scenario::Scenario, ScenarioResult};
 use cetp_conformance::exit::ExitCode;
+use cetp_consumer::runner::{self, ConsumerPlace};
+use cetp_consumer::{scenario::Scenario, ScenarioResult};
 use cetp_reference::consumer::{ConsumerConfig, ConsumerMutant};
 use cetp_report::terminal::Terminal;
 use cetp_vectors::event::Fanout;
@@ -89,8 +89,8 @@ pub(crate) fn consumer_act_command(args: &ConsumerActArgs) -> Result<ExitCode, F
         serde_json::from_str(&args.action).map_err(|e| usage(format!("--action: {e}")))?;
     let mut dev =
         cetp_targets::consumer::WireConsumer::connect_tcp(addr, &args.consumer).map_err(infra)?;
-    let outcome = cetp_conformance::consumer::ConsumerDevice::act(&mut dev, &action, &mut |_| None)
-        .map_err(infra)?;
+    let outcome =
+        cetp_consumer::ConsumerDevice::act(&mut dev, &action, &mut |_| None).map_err(infra)?;
     println!("{}", outcome.to_json());
     Ok(ExitCode::Ok)
 }
@@ -115,7 +115,7 @@ fn actor_of(
     (
         cetp_targets::consumer::Actor,
         String,
-        consumer::DeclaredBounds,
+        cetp_consumer::DeclaredBounds,
     ),
     Failure,
 > {
@@ -123,12 +123,12 @@ fn actor_of(
         return Ok((
             cetp_targets::consumer::Actor::Device(consumer.to_string()),
             consumer.to_string(),
-            consumer::DeclaredBounds::default(),
+            cetp_consumer::DeclaredBounds::default(),
         ));
     };
     let text =
         std::fs::read_to_string(path).map_err(|e| usage(format!("{}: {e}", path.display())))?;
-    let p = consumer::ConsumerProfile::from_toml(&text)
+    let p = cetp_consumer::ConsumerProfile::from_toml(&text)
         .map_err(|e| usage(format!("{}: {e}", path.display())))?;
     let name = p
         .consumer
@@ -196,7 +196,7 @@ struct Place {
     at: Where,
     actor: cetp_targets::consumer::Actor,
     /// The bounds the Consumer's profile declares (none without a profile).
-    bounds: consumer::DeclaredBounds,
+    bounds: cetp_consumer::DeclaredBounds,
     /// A phone's probe is installed, started and waited for as `cetp run`
     /// does, once for the run; it ends when the run ends.
     probe: Option<cetp_targets::consumer::AdbProbe>,
@@ -228,20 +228,20 @@ impl ConsumerPlace for Place {
     fn play(&mut self, s: &Scenario) -> Result<ScenarioResult, String> {
         use cetp_targets::consumer::WireConsumer;
         match &self.at {
-            Where::InProcess(config) => consumer::run_in_process(s, config),
+            Where::InProcess(config) => cetp_consumer::run_in_process(s, config),
             Where::Tcp { addr, peer } => {
                 { WireConsumer::connect_with_peer(addr, peer.as_deref(), self.actor.clone()) }
-                    .and_then(|mut dev| consumer::run_on_device(s, &mut dev, &self.bounds))
+                    .and_then(|mut dev| cetp_consumer::run_on_device(s, &mut dev, &self.bounds))
             }
             Where::Adb { target } => WireConsumer::connect_adb(target, self.actor.clone())
-                .and_then(|mut dev| consumer::run_on_device(s, &mut dev, &self.bounds)),
+                .and_then(|mut dev| cetp_consumer::run_on_device(s, &mut dev, &self.bounds)),
         }
     }
 }
 
 pub(crate) fn consumer_command(args: &ConsumerArgs) -> Result<ExitCode, Failure> {
     let dir = vectors_or_default(&args.vectors)?;
-    let all = consumer::scenario::load_dir(&dir.join("consumer")).map_err(usage)?;
+    let all = cetp_consumer::scenario::load_dir(&dir.join("consumer")).map_err(usage)?;
     let selected = runner::select(&all, &args.only, &args.skip).map_err(usage)?;
     let (at, target_consumer) = parse_target(&args.target, args.seed)?;
     if args.profile.is_some() && matches!(at, Where::InProcess(_)) {

@@ -16,10 +16,9 @@ pub(crate) fn coverage_command(args: &CoverageArgs) -> Result<ExitCode, Failure>
     let proof = coverage::load_proof(&out.join("proof.json")).map_err(usage)?;
     let exemptions =
         coverage::load_exemptions(&dir.join("coverage/exemptions.json")).map_err(usage)?;
-    let scenarios =
-        cetp_conformance::consumer::scenario::load_dir(&dir.join("consumer")).map_err(usage)?;
+    let scenarios = cetp_consumer::scenario::load_dir(&dir.join("consumer")).map_err(usage)?;
     let consumer = coverage::ConsumerCoverage {
-        index: cetp_conformance::consumer::requirement_index(&scenarios),
+        index: cetp_consumer::requirement_index(&scenarios),
         proof: coverage::load_proof(&out.join("consumer-proof.json")).map_err(usage)?,
     };
     let rows = coverage::rows_with_consumer(&catalog, &suite, &proof, &exemptions, &consumer);

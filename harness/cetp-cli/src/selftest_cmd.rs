@@ -33,23 +33,19 @@ pub(crate) fn consumer_selftest(
     write: Option<&PathBuf>,
     check: Option<&PathBuf>,
 ) -> Result<ExitCode, Failure> {
-    let scenarios =
-        cetp_conformance::consumer::scenario::load_dir(&dir.join("consumer")).map_err(usage)?;
+    let scenarios = cetp_consumer::scenario::load_dir(&dir.join("consumer")).map_err(usage)?;
     let mutants =
-        cetp_conformance::consumer::load_mutants(&dir.join("mutants/consumer-mutants.json"))
-            .map_err(usage)?;
-    let variants =
-        cetp_conformance::consumer::load_variants(&dir.join("variants/consumer-variants.json"))
-            .map_err(usage)?;
+        cetp_consumer::load_mutants(&dir.join("mutants/consumer-mutants.json")).map_err(usage)?;
+    let variants = cetp_consumer::load_variants(&dir.join("variants/consumer-variants.json"))
+        .map_err(usage)?;
     eprintln!(
         "selftest: Consumer: {} scenarios, reference + {} mutants + {} legal variants",
         scenarios.len(),
         mutants.len(),
         variants.len()
     );
-    let quiet = cetp_conformance::consumer::runner::QuietConsumerPanics::install();
-    let report =
-        cetp_conformance::consumer::selftest(&scenarios, &mutants, &variants).map_err(usage);
+    let quiet = cetp_consumer::runner::QuietConsumerPanics::install();
+    let report = cetp_consumer::selftest(&scenarios, &mutants, &variants).map_err(usage);
     drop(quiet);
     let report = report?;
     print!("{}", report.render());

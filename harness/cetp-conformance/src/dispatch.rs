@@ -3,7 +3,7 @@
 //! executor runs, applies the baseline, and records every finished case,
 //! check and stale baseline entry into the [`RunStats`] that give the
 //! summary, the claim and the exit code. The Provider half
-//! ([`crate::runner`]) and the Consumer half ([`crate::consumer::runner`])
+//! ([`crate::runner`]) and the Consumer half (`cetp_consumer::runner`)
 //! differ only in their executors and their claim.
 //!
 //! The statistics are kept from the same typed records the events are made

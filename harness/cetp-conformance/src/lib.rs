@@ -11,7 +11,7 @@
 //!   it emits each case's events around an executor, applies the baseline,
 //!   and folds retries ([`dispatch::AttemptFolder`], FLAKY);
 //! - the executors: [`runner`] (the Provider half: identify, pin, cases,
-//!   checks, the §9 claim) and [`consumer::runner`] (the Consumer half:
+//!   checks, the §9 claim) and `cetp_consumer::runner` (the Consumer half:
 //!   scenarios against the scripted hostile Provider);
 //! - [`stats::RunStats`]: what the finished cases, checks and stale
 //!   baseline entries add up to: summary, claim and exit code
@@ -20,7 +20,6 @@
 //!   proof record.
 
 pub mod config;
-pub mod consumer;
 pub mod coverage;
 pub mod devices;
 pub mod dispatch;

@@ -3,7 +3,7 @@
 //! `intent_launched`, `consumer_act`): the simulated device's built-in
 //! Consumer, or any device that offers `consumer_act`.
 
-use cetp_conformance::consumer::{ConsumerDevice, DeviceEvent, HostedAs, WireAnswer};
+use cetp_consumer::{ConsumerDevice, DeviceEvent, HostedAs, WireAnswer};
 use cetp_reference::consumer::ActOutcome;
 use cetp_transport::client::{ClientConfig, EventStream, ProbeClient};
 use cetp_wire::json::Json as WireJson;
@@ -726,13 +726,13 @@ impl ConsumerDevice for WireConsumer {
                         ActOutcome::from_json(&v)
                     }
                     Actor::Driver { command, timeout } => {
-                        let argv = cetp_conformance::consumer::driver_argv(&command, action);
+                        let argv = cetp_consumer::driver_argv(&command, action);
                         let (tx, rx) = tokio::sync::oneshot::channel();
                         std::thread::spawn(move || {
                             let _ = tx.send(run_driver(&argv, timeout));
                         });
                         let stdout = rx.await.map_err(|_| "the driver thread died".to_string())??;
-                        cetp_conformance::consumer::driver_outcome(&stdout)
+                        cetp_consumer::driver_outcome(&stdout)
                     }
                 }
             };

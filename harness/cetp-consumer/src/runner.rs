@@ -1,12 +1,12 @@
 //! The Consumer half of a run (`cetp consumer`): the same dispatcher,
 //! events, run statistics and exit codes as the Provider half
-//! ([`crate::runner`]); only the executor (a scenario played against the
+//! ([`cetp_conformance::runner`]); only the executor (a scenario played against the
 //! Consumer under test) and the claim differ.
 
 use super::scenario::Scenario;
 use super::ScenarioResult;
-use crate::config::wildcard;
-use crate::dispatch::{CaseInfo, Dispatcher, Executed, Finished};
+use cetp_conformance::config::wildcard;
+use cetp_conformance::dispatch::{CaseInfo, Dispatcher, Executed, Finished};
 use cetp_vectors::event::{Event, Fanout, Verdict};
 
 /// What a Consumer run is, as its `RunStarted` and claim report it.
@@ -184,8 +184,8 @@ impl Drop for QuietConsumerPanics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consumer::Finding;
-    use crate::exit::ExitCode;
+    use crate::Finding;
+    use cetp_conformance::exit::ExitCode;
     use cetp_vectors::event::Collect;
     use std::sync::{Arc, Mutex};
 
@@ -214,7 +214,7 @@ mod tests {
 
     fn scenarios() -> Vec<Scenario> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../vectors/consumer");
-        crate::consumer::scenario::load_dir(&dir).unwrap()
+        crate::scenario::load_dir(&dir).unwrap()
     }
 
     fn result(s: &Scenario, verdict: Verdict, findings: Vec<Finding>) -> ScenarioResult {

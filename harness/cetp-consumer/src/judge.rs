@@ -740,7 +740,7 @@ pub(crate) fn clip(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consumer::scenario::Expect;
+    use crate::scenario::Expect;
     use serde_json::json;
 
     fn call(act: usize, method: &str) -> CallRecord {

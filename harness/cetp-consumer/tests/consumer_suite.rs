@@ -2,7 +2,7 @@
 //! scenario, every Consumer mutant is caught by a finding citing the
 //! requirement it breaks, and the data (scenarios, mutants, catalog) agree.
 
-use cetp_conformance::consumer::{self, judge::CHECKS, scenario, ConsumerMutantDoc};
+use cetp_consumer::{judge::CHECKS, scenario, ConsumerMutantDoc};
 use cetp_reference::consumer::{ConsumerConfig, ConsumerMutant};
 use cetp_vectors::event::Verdict;
 use serde_json::Value as Json;
@@ -18,7 +18,7 @@ fn scenarios() -> Vec<scenario::Scenario> {
 }
 
 fn mutants() -> Vec<ConsumerMutantDoc> {
-    consumer::load_mutants(&repo().join("vectors/mutants/consumer-mutants.json")).unwrap()
+    cetp_consumer::load_mutants(&repo().join("vectors/mutants/consumer-mutants.json")).unwrap()
 }
 
 fn catalog() -> BTreeMap<String, Json> {
@@ -37,7 +37,7 @@ fn the_reference_consumer_passes_every_scenario() {
     let all = scenarios();
     assert!(all.len() >= 20, "{} scenarios", all.len());
     for s in &all {
-        let r = consumer::run_in_process(s, &ConsumerConfig::default()).unwrap();
+        let r = cetp_consumer::run_in_process(s, &ConsumerConfig::default()).unwrap();
         assert_eq!(
             r.verdict,
             Verdict::Pass,
@@ -57,7 +57,7 @@ fn the_reference_consumer_passes_every_scenario() {
 
 #[test]
 fn every_consumer_mutant_is_killed_citing_its_requirement() {
-    let result = consumer::selftest(&scenarios(), &mutants(), &[]).unwrap();
+    let result = cetp_consumer::selftest(&scenarios(), &mutants(), &[]).unwrap();
     assert!(result.reference_clean());
     let survivors: Vec<&str> = result
         .mutants
@@ -222,7 +222,7 @@ fn scenarios_cite_consumer_requirements_at_their_level() {
             }
         }
         for (i, a) in s.acts.iter().enumerate() {
-            consumer::action_of(a).unwrap_or_else(|e| panic!("{}: act {i}: {e}", s.id));
+            cetp_consumer::action_of(a).unwrap_or_else(|e| panic!("{}: act {i}: {e}", s.id));
         }
     }
 }
@@ -283,12 +283,12 @@ fn a_bound_the_spec_leaves_open_is_judged_by_the_declared_figure() {
         ..ConsumerConfig::default()
     };
     // Declares 32 and accepts 48: FAIL.
-    let r = consumer::run_in_process(deep, &mutant).unwrap();
+    let r = cetp_consumer::run_in_process(deep, &mutant).unwrap();
     assert_eq!(r.verdict, Verdict::Fail, "{:?}", r.findings);
     // Declares 64: a 48-deep result is within what it accepts.
     let mut wide = ConsumerConfig::default();
     wide.limits.max_json_depth = 64;
-    let r = consumer::run_in_process(deep, &wide).unwrap();
+    let r = cetp_consumer::run_in_process(deep, &wide).unwrap();
     assert_eq!(r.verdict, Verdict::NotApplicable, "{:?}", r.findings);
     assert!(
         r.not_judged[0].contains("max_json_depth = 64"),
@@ -296,9 +296,9 @@ fn a_bound_the_spec_leaves_open_is_judged_by_the_declared_figure() {
         r.not_judged
     );
     // Declares nothing (a device without [bounds]): the same findings WARN.
-    let r = consumer::run_in_process(deep, &mutant).unwrap();
+    let r = cetp_consumer::run_in_process(deep, &mutant).unwrap();
     let trace_acts = r.acts.clone();
-    let trace = consumer::judge::Trace {
+    let trace = cetp_consumer::judge::Trace {
         calls: &[],
         acts: &trace_acts,
         intents: &[],
@@ -307,7 +307,8 @@ fn a_bound_the_spec_leaves_open_is_judged_by_the_declared_figure() {
         decoy_calls: &[],
         fd_closes: None,
     };
-    let undeclared = consumer::judge_run(deep, &trace, &consumer::DeclaredBounds::default());
+    let undeclared =
+        cetp_consumer::judge_run(deep, &trace, &cetp_consumer::DeclaredBounds::default());
     assert_eq!(
         undeclared.verdict,
         Verdict::Warn,
@@ -319,20 +320,20 @@ fn a_bound_the_spec_leaves_open_is_judged_by_the_declared_figure() {
         .iter()
         .any(|n| n.contains("declares no max_json_depth")));
     // The bound figures a profile declares are read from its [bounds].
-    let p = consumer::ConsumerProfile::from_toml(
+    let p = cetp_consumer::ConsumerProfile::from_toml(
         "[driver]\ncommand = [\"x\"]\n[bounds]\nmax_json_depth = 20\nmax_description_bytes = 65536\n",
     )
     .unwrap();
     assert_eq!(p.bounds.get("max_json_depth"), Some(20));
     assert_eq!(p.bounds.get("max_file_bytes"), None);
-    assert!(consumer::ConsumerProfile::from_toml(
+    assert!(cetp_consumer::ConsumerProfile::from_toml(
         "[driver]\ncommand = [\"x\"]\n[bounds]\nmax_depth = 2\n"
     )
     .is_err());
 }
 
-fn variants() -> Vec<consumer::ConsumerVariantDoc> {
-    consumer::load_variants(&repo().join("vectors/variants/consumer-variants.json")).unwrap()
+fn variants() -> Vec<cetp_consumer::ConsumerVariantDoc> {
+    cetp_consumer::load_variants(&repo().join("vectors/variants/consumer-variants.json")).unwrap()
 }
 
 #[test]
@@ -377,7 +378,7 @@ fn consumer_variants_are_data_in_step_with_the_latitudes_and_cite_their_clause()
 fn every_consumer_legal_variant_passes_every_scenario() {
     let all = scenarios();
     for v in variants() {
-        let r = consumer::run_variant(&all, &v).unwrap();
+        let r = cetp_consumer::run_variant(&all, &v).unwrap();
         assert!(r.passed(), "{}: {:?}", v.name, r.false_verdicts);
     }
 }
@@ -391,7 +392,7 @@ fn every_consumer_latitude_changes_something_observable() {
     // What the Consumer did: every call (method, device time, deadline)
     // and every act's outcome.
     let seen = |s: &scenario::Scenario, config: &ConsumerConfig| {
-        let (r, calls) = consumer::run_in_process_traced(s, config).unwrap();
+        let (r, calls) = cetp_consumer::run_in_process_traced(s, config).unwrap();
         let calls: Vec<(String, i64, Option<String>)> = calls
             .iter()
             .map(|c| {
@@ -414,8 +415,8 @@ fn every_consumer_latitude_changes_something_observable() {
         let differs = all.iter().zip(&base).any(|(s, b)| seen(s, &config) != *b);
         // Bounds no scenario reaches are still declared: the bound
         // scenarios judge them by the declared figure.
-        let declared_only = consumer::DeclaredBounds::of(&config.limits)
-            != consumer::DeclaredBounds::of(&ConsumerConfig::default().limits);
+        let declared_only = cetp_consumer::DeclaredBounds::of(&config.limits)
+            != cetp_consumer::DeclaredBounds::of(&ConsumerConfig::default().limits);
         if !(differs || declared_only) {
             idle.push(l.name());
         }
@@ -442,7 +443,7 @@ fn a_resume_or_a_retry_under_a_new_request_id_fails_under_section_4_1() {
             faults: vec![mutant],
             ..ConsumerConfig::default()
         };
-        let r = consumer::run_in_process(&s, &config).unwrap();
+        let r = cetp_consumer::run_in_process(&s, &config).unwrap();
         assert_eq!(
             r.verdict,
             Verdict::Fail,
@@ -458,7 +459,7 @@ fn a_resume_or_a_retry_under_a_new_request_id_fails_under_section_4_1() {
     }
     // What only §4.3 asks stays a WARN: resuming without launching the
     // resolution (CETP2-4.3-09, a line without 必须).
-    let r = consumer::run_in_process(
+    let r = cetp_consumer::run_in_process(
         &by_id("CCONF-001"),
         &ConsumerConfig {
             faults: vec![ConsumerMutant::ResumeWithoutResolution],
@@ -612,7 +613,7 @@ fn a_consumer_following_one_phrasing_passed_the_old_wording_and_fails_the_new() 
             faults: vec![m],
             ..ConsumerConfig::default()
         };
-        consumer::run_in_process(s, &config).unwrap()
+        cetp_consumer::run_in_process(s, &config).unwrap()
     };
     let by_id = |id: &str| all.iter().find(|s| s.id == id).unwrap().clone();
     let mut old_description = by_id("CDATA-010");
