@@ -3,6 +3,7 @@
 # scripts/jvm-device.sh, the probe app's own code under Robolectric in front of
 # the sample Java Provider (examples/java-provider), with its profile.
 #
+#  0. The JVM device's own tests (scripts/jvm-device.sh --self-test).
 #  1. The sample as written: no case FAILs, no check FAILs, nothing is
 #     INFRA; every case that needs a `resolve` is NOT_APPLICABLE by the setup
 #     naming the JVM device's missing windows (Robolectric has none to play
@@ -73,6 +74,14 @@ t0=$(date +%s)
 echo "jvm-device-check: building the app, the sample and the JVM device"
 nice -n 10 scripts/jvm-device.sh --build-only 2>/dev/null
 echo "jvm-device-check: built in $(( $(date +%s) - t0 )) s"
+# The device's own shadows, each on the case that broke without it (a pipe
+# read before its writer finished came back empty).
+if ! nice -n 10 scripts/jvm-device.sh --self-test --no-build > "$work/self-test.log" 2>&1; then
+    cat "$work/self-test.log"
+    echo "jvm-device-check: the JVM device's own tests failed"
+    exit 1
+fi
+echo "jvm-device-check: the JVM device's own tests: $(grep -m1 'tests successful' "$work/self-test.log" | tr -s ' []')"
 
 # ---- 1. the sample as written
 t1=$(date +%s)

@@ -45,6 +45,9 @@
 #   scripts/jvm-device.sh --build-only
 #       builds and exits (scripts/jvm-device-check.sh builds once, then starts
 #       the device several times with --no-build)
+#   scripts/jvm-device.sh --self-test [--no-build]
+#       runs the device's own tests (JvmShadowsTest: each shadow on the case
+#       that broke without it) and exits with their status
 #   scripts/jvm-device.sh --list-defects
 #       the seeded defects of the sample, one name per line
 #
@@ -58,12 +61,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 defects="$root/examples/java-provider/defects.tsv"
 usage="usage: $0 --listen HOST:PORT --listen-b HOST:PORT [--defect NAME | --provider-jar JAR… [--provider-class CLASS]
     [--authority AUTH] [--package PKG] [--manifest FILE] [--meta KEY=VALUE…] [--provider-meta KEY=VALUE…]
-    [--permission PERM] [--classpath CP]] [--provider-apk APK] [--jvm-prop KEY=VALUE…] [--no-build] | --list-defects | --build-only"
+    [--permission PERM] [--classpath CP]] [--provider-apk APK] [--jvm-prop KEY=VALUE…] [--no-build] | --list-defects | --build-only | --self-test [--no-build]"
 
 names() { grep -v '^#' "$defects" | cut -f1; }
 die() { echo "jvm-device: $*" >&2; exit 2; }
 
-listen="" listen_b="" defect="" build=1 build_only=0
+listen="" listen_b="" defect="" build=1 build_only=0 self_test=0
 jars=() classpath=() metas=() provider_metas=() jvm_props=() apk=""
 provider_class="" authority="" package="" manifest="" permission=""
 while [ $# -gt 0 ]; do
@@ -74,6 +77,7 @@ while [ $# -gt 0 ]; do
         --defect) defect="${2:?$usage}"; shift 2 ;;
         --no-build) build=0; shift ;;
         --build-only) build_only=1; shift ;;
+        --self-test) self_test=1; shift ;;
         --provider-jar) jars+=("${2:?$usage}"); shift 2 ;;
         --provider-apk) apk="${2:?$usage}"; shift 2 ;;
         --provider-class) provider_class="${2:?$usage}"; shift 2 ;;
@@ -88,7 +92,7 @@ while [ $# -gt 0 ]; do
         *) echo "$usage" >&2; exit 2 ;;
     esac
 done
-if [ "$build_only" -eq 0 ]; then
+if [ "$build_only" -eq 0 ] && [ "$self_test" -eq 0 ]; then
     [ -n "$listen" ] && [ -n "$listen_b" ] || { echo "$usage" >&2; exit 2; }
     for hp in "$listen" "$listen_b"; do
         [[ "$hp" =~ ^.+:[0-9]+$ ]] || { echo "jvm-device: not HOST:PORT: $hp" >&2; exit 2; }
@@ -152,6 +156,13 @@ elif [ ! -d "$out/device-classes" ]; then
 fi
 cp="$(cat "$out/run.classpath")"
 mapfile -t jvmflags < "$out/run.jvmflags"
+if [ "$self_test" -eq 1 ]; then
+    # The device's own shadows, each on the case that broke without it.
+    exec java "${jvmflags[@]}" -cp "$out/device-classes:$cp" \
+        org.junit.platform.console.ConsoleLauncher \
+        --select-class com.clawseed.probe.JvmShadowsTest \
+        --disable-banner --details=summary --fail-if-no-tests
+fi
 
 # The Provider: the sample as built by scripts/probe-app-check.sh, or the
 # vendor's code. Absolute paths: the JVM may resolve them from elsewhere.

@@ -71,7 +71,7 @@ import org.robolectric.shadow.api.Shadow;
  */
 @RunWith(RobolectricTestRunner.class)
 @Config(sdk = 34, shadows = {ShadowPackageManagerFlags.class, JvmShadows.CallingUid.class, JvmShadows.Creator.class,
-    JvmShadows.CrossBinder.class})
+    JvmShadows.CrossBinder.class, JvmShadows.RealPipe.class})
 public class JvmDevice {
     static final String ANDROID = ManifestInstaller.ANDROID;
     /** Identity b: a second app with its own UID, package and certificate. */
