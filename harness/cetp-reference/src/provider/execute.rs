@@ -2,7 +2,8 @@
 //! confirmation, and the single-executor commit.
 
 use super::fixtures::{self, Serialized, ToolDef, ToolKind, ESCALATION_PRICE, MAX_HISTORY_ROWS};
-use super::notes::{self, NoteArgs};
+use super::notes;
+use super::notes_model::NoteArgs;
 use super::state::{
     Alert, Answer, DedupeKey, DurableState, Failure, Job, Operation, Purpose, Record, RecordState,
 };

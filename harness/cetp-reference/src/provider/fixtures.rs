@@ -8,7 +8,8 @@
 
 use super::hostile;
 use super::mutant::Mutant;
-use super::notes::{self, NoteTool};
+use super::notes;
+use super::notes_model::NoteTool;
 use super::variant::Variant;
 use super::FixtureSet;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};

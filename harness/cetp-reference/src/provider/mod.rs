@@ -30,6 +30,7 @@ mod fixtures;
 mod hostile;
 pub mod mutant;
 mod notes;
+mod notes_model;
 mod operations;
 mod refusals;
 mod respond;
@@ -41,9 +42,8 @@ pub mod variant;
 
 pub use described::{Business, BusinessAnswer, BusinessCall, Described, DescribedTool, Flavour};
 pub use mutant::{Mutant, UnknownMutant};
-pub use notes::{
-    ARCHIVE_BACKGROUND_OVER, NOTES_AUTHORITY, NOTES_PACKAGE, NOTES_RESUME_TOKEN_TTL_MS, NOTES_UID,
-};
+pub use notes::{NOTES_AUTHORITY, NOTES_PACKAGE, NOTES_RESUME_TOKEN_TTL_MS, NOTES_UID};
+pub use notes_model::ARCHIVE_BACKGROUND_OVER;
 pub use variant::Variant;
 
 use crate::app::ProviderApp;
