@@ -15,8 +15,8 @@
 //! §2.3: `accepted` only for `sync_or_async` tools in a session with
 //! async_operations).
 
-use super::fixtures::ToolDef;
 use super::state::{Answer, DedupeKey, DurableState, Failure, Job, Operation, Purpose};
+use super::tool::ToolDef;
 use super::util::lock;
 use super::{Cx, ReferenceProvider};
 use cetp_proto::envelope::{Capability, OpState};

@@ -1,12 +1,13 @@
 //! `execute_tool` (§4.1-§4.5, §6): dedupe, deadline, validation, scopes,
 //! confirmation, and the single-executor commit.
 
-use super::fixtures::{self, Serialized, ToolDef, ToolKind, ESCALATION_PRICE, MAX_HISTORY_ROWS};
+use super::fixtures::{self, Serialized, ESCALATION_PRICE, MAX_HISTORY_ROWS};
 use super::notes;
 use super::notes_model::NoteArgs;
 use super::state::{
     Alert, Answer, DedupeKey, DurableState, Failure, Job, Operation, Purpose, Record, RecordState,
 };
+use super::tool::{ToolDef, ToolKind};
 use super::util::lock;
 use super::{Cx, Mutant, ReferenceProvider, Variant};
 use cetp_proto::bundle::parse_json_text;
@@ -1032,8 +1033,9 @@ fn degraded(kind: ToolKind) -> Answer {
 
 #[cfg(test)]
 mod tests {
-    use super::fixtures::{history_export, Catalog, Serialized, ToolKind};
+    use super::fixtures::{history_export, Catalog, Serialized};
     use super::INLINE_WRAPPER_BYTES;
+    use crate::provider::tool::ToolKind;
     use crate::provider::variant::Variant;
     use crate::provider::FixtureSet;
     use cetp_proto::canonical::sha256_hex;

@@ -36,6 +36,7 @@ mod refusals;
 mod respond;
 mod session;
 mod state;
+mod tool;
 mod util;
 mod v1;
 pub mod variant;

@@ -21,12 +21,12 @@
 //!   resume tokens `rt_` + base32.
 
 use super::execute::{invalid_args, Effected, ToolArgs};
-use super::fixtures::{ScopeDef, Spec, ToolKind};
 use super::notes_model::{
     Note, NoteArgs, NoteTool, NotesJob, MAX_BODY_CHARS, MAX_COPIES, MAX_ID_CHARS, MAX_NOTE_IDS,
     MAX_TITLE_CHARS,
 };
 use super::state::{DurableState, Failure, Job, Operation};
+use super::tool::{ScopeDef, Spec, ToolKind};
 use super::util::{lock, DetRng};
 use super::{Cx, Mutant, ReferenceProvider};
 use cetp_proto::envelope::{Capability, OpState};
