@@ -25,6 +25,7 @@
 
 mod decisions;
 pub mod described;
+mod described_exec;
 mod execute;
 mod fixtures;
 mod hostile;

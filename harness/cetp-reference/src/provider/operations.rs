@@ -194,7 +194,7 @@ impl ReferenceProvider {
                 effect,
                 fails,
                 ..
-            } => super::described::finish_described(d, result, *effect, *fails),
+            } => super::described_exec::finish_described(d, result, *effect, *fails),
         }
     }
 
