@@ -4,6 +4,7 @@
 //! apart from `described.rs`, whose types the catalogue builds on, so that
 //! the catalogue does not depend on the engine's execution path.
 
+use super::args::{Effected, ToolArgs};
 use super::described::{BusinessAnswer, BusinessCall, Described, DescribedCall, Flavour};
 use super::state::{Answer, DedupeKey, DurableState, Failure, Job, Operation, Purpose};
 use super::tool::ToolDef;
@@ -80,7 +81,7 @@ impl ReferenceProvider {
             _ if always && !confirmed => self.ask(cx, tool, args, digest, &key, Purpose::Confirm),
             answer if tool.is_read() => self.described_read(d, cx, tool, answer),
             answer => {
-                let targs = super::execute::ToolArgs::Described {
+                let targs = ToolArgs::Described {
                     index,
                     args: value.clone(),
                     call: Some(Box::new(DescribedCall {
@@ -138,8 +139,7 @@ impl ReferenceProvider {
         request_id: &str,
         async_ok: bool,
         call: &DescribedCall,
-    ) -> Result<super::execute::Effected, Failure> {
-        use super::execute::Effected;
+    ) -> Result<Effected, Failure> {
         let flavour = self.described().map_or(Flavour::QUICK, |desc| desc.flavour);
         match &call.answer {
             BusinessAnswer::Accepted { value } if async_ok && call.may_run_async => {

@@ -6,6 +6,7 @@
 //! published, the routing faults (`tool_name_invalid`,
 //! `high_risk_without_always`) change the definition the Provider acts on.
 
+use super::args::MAX_HISTORY_ROWS;
 use super::hostile;
 use super::mutant::Mutant;
 use super::notes;
@@ -76,11 +77,6 @@ pub(crate) fn read_scopes(set: FixtureSet) -> BTreeSet<String> {
 pub(crate) fn all_scopes(set: FixtureSet) -> BTreeSet<String> {
     scope_defs(set).iter().map(|s| s.name.to_string()).collect()
 }
-
-/// Price at or above which creating an alert is escalated to a per-call
-/// confirmation (§3.4: runtime risk above the static declaration).
-pub(crate) const ESCALATION_PRICE: f64 = 10_000.0;
-pub(crate) const MAX_HISTORY_ROWS: u64 = 200_000;
 
 /// Longest `symbol` get_quote accepts, and the shorter one of the catalog's
 /// next release (an incompatible input change: the input narrowed).

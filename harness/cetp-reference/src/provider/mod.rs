@@ -23,6 +23,7 @@
 //! effect and its terminal result in one critical section (§10: reservation,
 //! effect and result inside one reliable boundary).
 
+mod args;
 mod decisions;
 pub mod described;
 mod described_exec;

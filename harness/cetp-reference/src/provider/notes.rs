@@ -20,7 +20,7 @@
 //!   characters, operation ids UUIDs, session tokens `ns1.` + base64url,
 //!   resume tokens `rt_` + base32.
 
-use super::execute::{invalid_args, Effected, ToolArgs};
+use super::args::{invalid_args, Effected, ToolArgs};
 use super::notes_model::{
     Note, NoteArgs, NoteTool, NotesJob, MAX_BODY_CHARS, MAX_COPIES, MAX_ID_CHARS, MAX_NOTE_IDS,
     MAX_TITLE_CHARS,
