@@ -455,39 +455,19 @@ impl Consumer {
             )? {
                 Exchange::Answer(b, fd) => (b, fd),
                 Exchange::Port(e) => {
-                    if transport_retryable(&e)
-                        && transport_tries < self.config.max_retries
-                        && self.wait_within(port, self.config.default_backoff_ms, budget)
-                    {
-                        transport_tries += 1;
-                        let fresh = match e.kind {
-                            ErrorKind::Timeout => {
-                                self.has(ConsumerMutant::NewRequestIdAfterTimeout)
-                            }
-                            _ => self.has(ConsumerMutant::NewRequestIdAfterDisconnect),
-                        };
-                        if fresh {
-                            request_id = self.fresh_request_id();
-                        }
-                        continue;
-                    }
-                    return Err(ConsumerError::Device(DeviceFault {
-                        provider: Some(provider),
-                        op: name.to_string(),
-                        request_id: Some(request_id.clone()),
-                        error: e,
-                    }));
+                    self.resend_after_port_error(
+                        port,
+                        site,
+                        e,
+                        &mut transport_tries,
+                        &mut request_id,
+                        budget,
+                    )?;
+                    continue;
                 }
             };
-            let response = match self.decode_v2(&provider, call.method, &request_id, &bundle) {
-                Ok(r) => r,
-                Err(e) => {
-                    if let Some(h) = &result_fd {
-                        self.close_quietly(port, h);
-                    }
-                    return Err(e);
-                }
-            };
+            let response =
+                self.decode_v2_or_close(port, site, call.method, &request_id, &bundle, &result_fd)?;
             let Response::Error(env) = &response else {
                 return Ok(Answer {
                     response,
@@ -523,6 +503,64 @@ impl Consumer {
                 response,
                 result_fd: None,
             });
+        }
+    }
+
+    /// A port failure of one v2 exchange. After a timeout or a dead Binder
+    /// the request may have run (§6), so it is sent again, with the same
+    /// request id, while the retry budget lasts: `Ok(())` means send again;
+    /// any other failure, or one past the budget, is the device fault to
+    /// report. Kept apart so that `call_v2` reads as its answer loop.
+    fn resend_after_port_error(
+        &mut self,
+        port: &mut dyn ConsumerPort,
+        site: Site<'_>,
+        e: DeviceError,
+        tries: &mut u32,
+        request_id: &mut String,
+        budget: &Budget,
+    ) -> Result<(), ConsumerError> {
+        if transport_retryable(&e)
+            && *tries < self.config.max_retries
+            && self.wait_within(port, self.config.default_backoff_ms, budget)
+        {
+            *tries += 1;
+            let fresh = match e.kind {
+                ErrorKind::Timeout => self.has(ConsumerMutant::NewRequestIdAfterTimeout),
+                _ => self.has(ConsumerMutant::NewRequestIdAfterDisconnect),
+            };
+            if fresh {
+                *request_id = self.fresh_request_id();
+            }
+            return Ok(());
+        }
+        Err(ConsumerError::Device(DeviceFault {
+            provider: Some(site.provider.to_string()),
+            op: site.method.to_string(),
+            request_id: Some(request_id.clone()),
+            error: e,
+        }))
+    }
+
+    /// Decodes and echo-checks a v2 answer; when it fails, the descriptor
+    /// that came with it is closed, since no caller will read it (§4.5).
+    fn decode_v2_or_close(
+        &self,
+        port: &mut dyn ConsumerPort,
+        site: Site<'_>,
+        method: Method,
+        request_id: &str,
+        bundle: &Bundle,
+        result_fd: &Option<String>,
+    ) -> Result<Response, ConsumerError> {
+        match self.decode_v2(site.provider, method, request_id, bundle) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                if let Some(h) = result_fd {
+                    self.close_quietly(port, h);
+                }
+                Err(e)
+            }
         }
     }
 

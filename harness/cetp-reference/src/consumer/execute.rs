@@ -188,6 +188,20 @@ struct ToolRef {
     output: Arc<CompiledSchema>,
 }
 
+/// The fields of one `execute_tool` request: the tool, its args, and the
+/// resume token of an approved decision when there is one (§4.3). Built
+/// afresh for each round, since only the token changes between them.
+fn execute_fields(exec: &Execution, resume_token: Option<&str>) -> Vec<(&'static str, Value)> {
+    let mut fields = vec![
+        (keys::TOOL_NAME, Value::str(&exec.tool_name)),
+        (keys::ARGS, Value::str(&exec.args)),
+    ];
+    if let Some(t) = resume_token {
+        fields.push((keys::RESUME_TOKEN, Value::str(t)));
+    }
+    fields
+}
+
 impl Consumer {
     /// Prepares an execution of `tool_name` with `args`, under a fresh
     /// request id.
@@ -429,13 +443,6 @@ impl Consumer {
         let mut rounds = 0u32;
         let mut request_id = exec.request_id.clone();
         loop {
-            let mut fields = vec![
-                (keys::TOOL_NAME, Value::str(&exec.tool_name)),
-                (keys::ARGS, Value::str(&exec.args)),
-            ];
-            if let Some(t) = &resume_token {
-                fields.push((keys::RESUME_TOKEN, Value::str(t)));
-            }
             let generation = self.generation(idx);
             let answer = self.call_v2(
                 port,
@@ -443,42 +450,18 @@ impl Consumer {
                 &V2Call {
                     method: Method::ExecuteTool,
                     request_id: &request_id,
-                    fields,
+                    fields: execute_fields(exec, resume_token.as_deref()),
                     keep_result_fd: true,
                 },
                 &budget,
             )?;
             let mut result_fd = answer.result_fd;
             if self.generation(idx) != generation {
-                // §3.3: a new negotiation happened inside the request; the
-                // tool list is checked once for it before its descriptor is
-                // trusted again.
-                match self.tool_for(port, idx, &exec.tool_name, &budget) {
-                    Ok(t) => tool = t,
-                    Err(e) => {
-                        if let Some(h) = result_fd.take() {
-                            self.close_quietly(port, &h);
-                        }
-                        return Err(e);
-                    }
-                }
+                tool = self.recheck_tool(port, idx, exec, &budget, &mut result_fd)?;
             }
             match answer.response {
                 Response::Success { data, .. } => {
-                    let finished =
-                        self.finish_result(port, idx, &tool, name, &data, &mut result_fd);
-                    if let Some(h) = result_fd.take() {
-                        self.close_quietly(port, &h);
-                    }
-                    let (value, delivery) = finished?;
-                    return Ok(Started::Done(Outcome::Succeeded(ToolOutput {
-                        provider_id: label,
-                        tool_name: exec.tool_name.clone(),
-                        request_id: exec.request_id.clone(),
-                        operation_id: None,
-                        value,
-                        delivery,
-                    })));
+                    return self.succeeded(port, idx, exec, &tool, &data, &mut result_fd, label);
                 }
                 Response::Accepted { data, .. } => {
                     if let Some(h) = result_fd.take() {
@@ -524,6 +507,59 @@ impl Consumer {
                 }
             }
         }
+    }
+
+    /// §3.3: a new negotiation happened inside the request; the tool list is
+    /// checked once for it before its descriptor is trusted again. When that
+    /// check fails, the result descriptor that came with the answer is
+    /// closed, since nobody will read it.
+    fn recheck_tool(
+        &mut self,
+        port: &mut dyn ConsumerPort,
+        idx: usize,
+        exec: &Execution,
+        budget: &Budget,
+        result_fd: &mut Option<String>,
+    ) -> Result<ToolRef, ConsumerError> {
+        match self.tool_for(port, idx, &exec.tool_name, budget) {
+            Ok(t) => Ok(t),
+            Err(e) => {
+                if let Some(h) = result_fd.take() {
+                    self.close_quietly(port, &h);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// A success answer of `execute_tool`: its result checked (and read,
+    /// for a file) into the execution's output. Whatever descriptor is left
+    /// is closed on every path, the failing ones included (§4.5).
+    #[allow(clippy::too_many_arguments)]
+    fn succeeded(
+        &mut self,
+        port: &mut dyn ConsumerPort,
+        idx: usize,
+        exec: &Execution,
+        tool: &ToolRef,
+        data: &Json,
+        result_fd: &mut Option<String>,
+        label: String,
+    ) -> Result<Started, ConsumerError> {
+        let name = Method::ExecuteTool.as_str();
+        let finished = self.finish_result(port, idx, tool, name, data, result_fd);
+        if let Some(h) = result_fd.take() {
+            self.close_quietly(port, &h);
+        }
+        let (value, delivery) = finished?;
+        Ok(Started::Done(Outcome::Succeeded(ToolOutput {
+            provider_id: label,
+            tool_name: exec.tool_name.clone(),
+            request_id: exec.request_id.clone(),
+            operation_id: None,
+            value,
+            delivery,
+        })))
     }
 
     /// The Provider an execution goes to: the one it was prepared for
@@ -777,29 +813,7 @@ impl Consumer {
         sha256: &str,
         fd: &mut Option<String>,
     ) -> Result<Json, ConsumerError> {
-        let negotiated = self.negotiated(idx, Capability::LargeResults);
-        if !negotiated {
-            return Err(ConsumerError::violation(
-                label,
-                method,
-                "capability.large_results.negotiated",
-                "2.3",
-                "a kind=file result without a negotiated large_results capability",
-            ));
-        }
-        let essence = media_type.split(';').next().unwrap_or_default().trim();
-        if !essence.eq_ignore_ascii_case("application/json") {
-            return Err(ConsumerError::violation(
-                label,
-                method,
-                "result.file.media_type",
-                "4.5",
-                format!(
-                    "media_type {:?} is not application/json",
-                    ProviderText::truncated(media_type, 64).as_str()
-                ),
-            ));
-        }
+        self.check_file_result(idx, label, method, media_type)?;
         let Some(handle) = fd.take() else {
             return Err(ConsumerError::violation(
                 label,
@@ -809,48 +823,7 @@ impl Consumer {
                 "a kind=file result without a result_fd ParcelFileDescriptor",
             ));
         };
-        let local = self.config.limits.max_file_bytes;
-        if size_bytes > local && !self.has(ConsumerMutant::FileReadUncapped) {
-            self.close_quietly(port, &handle);
-            return Err(ConsumerError::refused(Refusal::TooLarge {
-                provider: label.to_string(),
-                at: "result_fd".into(),
-                bytes: size_bytes,
-                limit: local,
-            }));
-        }
-        let tail_unread = self.has(ConsumerMutant::FileTailNotRead);
-        let ask = if tail_unread {
-            size_bytes
-        } else {
-            size_bytes.saturating_add(1)
-        };
-        let read = match port.read_fd(&handle, ask) {
-            Ok(r) => r,
-            Err(e) => {
-                self.close_quietly(port, &handle);
-                return Err(ConsumerError::Device(DeviceFault {
-                    provider: Some(label.to_string()),
-                    op: "read_fd".into(),
-                    request_id: None,
-                    error: e,
-                }));
-            }
-        };
-        let got = read.bytes.len() as u64;
-        if got <= size_bytes && !read.eof && !tail_unread {
-            // Fewer bytes than asked for and no EOF: the device cut the read,
-            // which says nothing about the Provider.
-            return Err(ConsumerError::Device(DeviceFault {
-                provider: Some(label.to_string()),
-                op: "read_fd".into(),
-                request_id: None,
-                error: DeviceError::new(
-                    ErrorKind::Io,
-                    format!("read stopped at {got} bytes before EOF"),
-                ),
-            }));
-        }
+        let read = self.read_capped(port, label, &handle, size_bytes)?;
         let violations = self.file_violations(&read, size_bytes, sha256);
         if !violations.is_empty() {
             return Err(ConsumerError::Protocol(ProtocolFault {
@@ -875,6 +848,99 @@ impl Consumer {
         })?;
         self.check_output(label, method, tool, &value)?;
         Ok(value)
+    }
+
+    /// What a file result must be before its descriptor is touched: allowed
+    /// by a negotiated large_results (§2.3) and JSON (§4.5). Kept apart from
+    /// the read so that a refused result is never read.
+    fn check_file_result(
+        &self,
+        idx: usize,
+        label: &str,
+        method: &'static str,
+        media_type: &str,
+    ) -> Result<(), ConsumerError> {
+        let negotiated = self.negotiated(idx, Capability::LargeResults);
+        if !negotiated {
+            return Err(ConsumerError::violation(
+                label,
+                method,
+                "capability.large_results.negotiated",
+                "2.3",
+                "a kind=file result without a negotiated large_results capability",
+            ));
+        }
+        let essence = media_type.split(';').next().unwrap_or_default().trim();
+        if !essence.eq_ignore_ascii_case("application/json") {
+            return Err(ConsumerError::violation(
+                label,
+                method,
+                "result.file.media_type",
+                "4.5",
+                format!(
+                    "media_type {:?} is not application/json",
+                    ProviderText::truncated(media_type, 64).as_str()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// §4.5: reads at most min(declared, local cap) + 1 bytes of `handle`,
+    /// so an overrun is seen without reading it all; a file over the local
+    /// cap is refused unread. The descriptor is closed when the read is
+    /// refused or fails; a read the device cut short is the device's fault,
+    /// not the Provider's.
+    fn read_capped(
+        &self,
+        port: &mut dyn ConsumerPort,
+        label: &str,
+        handle: &str,
+        size_bytes: u64,
+    ) -> Result<FdRead, ConsumerError> {
+        let local = self.config.limits.max_file_bytes;
+        if size_bytes > local && !self.has(ConsumerMutant::FileReadUncapped) {
+            self.close_quietly(port, handle);
+            return Err(ConsumerError::refused(Refusal::TooLarge {
+                provider: label.to_string(),
+                at: "result_fd".into(),
+                bytes: size_bytes,
+                limit: local,
+            }));
+        }
+        let tail_unread = self.has(ConsumerMutant::FileTailNotRead);
+        let ask = if tail_unread {
+            size_bytes
+        } else {
+            size_bytes.saturating_add(1)
+        };
+        let read = match port.read_fd(handle, ask) {
+            Ok(r) => r,
+            Err(e) => {
+                self.close_quietly(port, handle);
+                return Err(ConsumerError::Device(DeviceFault {
+                    provider: Some(label.to_string()),
+                    op: "read_fd".into(),
+                    request_id: None,
+                    error: e,
+                }));
+            }
+        };
+        let got = read.bytes.len() as u64;
+        if got <= size_bytes && !read.eof && !tail_unread {
+            // Fewer bytes than asked for and no EOF: the device cut the read,
+            // which says nothing about the Provider.
+            return Err(ConsumerError::Device(DeviceFault {
+                provider: Some(label.to_string()),
+                op: "read_fd".into(),
+                request_id: None,
+                error: DeviceError::new(
+                    ErrorKind::Io,
+                    format!("read stopped at {got} bytes before EOF"),
+                ),
+            }));
+        }
+        Ok(read)
     }
 
     /// What the bytes read break of §4.5: the writer's error, the declared

@@ -5,8 +5,8 @@ use super::call::{Budget, Site, V2Call};
 use super::error::{ConsumerError, DeviceFault, ProtocolFault, ProviderText, Refusal};
 use super::{
     Connected, Consumer, ConsumerMutant, ConsumerVariant, DiscoveredProvider, DiscoveryReport,
-    Mode, ProviderEntry, ProviderInfo, RejectedService, ScopeInfo, Session, ToolCache, ToolCatalog,
-    ToolInfo, V2State,
+    LocalLimits, Mode, ProviderEntry, ProviderInfo, RejectedService, ScopeInfo, Session, ToolCache,
+    ToolCatalog, ToolInfo, V2State,
 };
 use crate::port::ConsumerPort;
 use cetp_proto::descriptor::{
@@ -15,6 +15,7 @@ use cetp_proto::descriptor::{
 };
 use cetp_proto::discovery::{check_same_package, parse_declared, plan, Plan};
 use cetp_proto::envelope::{Capability, Method, NegotiateRequest, Response, V1Response};
+use cetp_proto::provider::ServiceManifest;
 use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
 use cetp_proto::Bundle;
 use serde_json::Value as Json;
@@ -119,8 +120,12 @@ impl Consumer {
         let lim = self.config.limits.clone();
         let mut report = DiscoveryReport::default();
         for m in manifests {
-            let mut reject = |reason: String| {
-                report.rejected.push(RejectedService {
+            match self.screen_service(&m, &lim, &report.providers) {
+                Ok(found) => {
+                    self.remember_provider(&found);
+                    report.providers.push(found);
+                }
+                Err(reason) => report.rejected.push(RejectedService {
                     package: ProviderText::truncated(&m.package, lim.max_name_bytes)
                         .as_str()
                         .to_string(),
@@ -128,99 +133,105 @@ impl Consumer {
                         .as_str()
                         .to_string(),
                     reason,
-                })
-            };
-            if report.providers.len() >= lim.max_items {
-                reject(format!("more than {} Provider services", lim.max_items));
-                continue;
-            }
-            let too_long = [
-                ("package", m.package.len()),
-                ("service", m.service.len()),
-                (
-                    "authority",
-                    m.meta
-                        .get(cetp_proto::discovery::META_AUTHORITY)
-                        .map_or(0, String::len),
-                ),
-            ]
-            .into_iter()
-            .find(|(_, len)| *len > lim.max_name_bytes);
-            if let Some((what, len)) = too_long {
-                reject(format!(
-                    "{what} is {len} bytes, over the local limit {}",
-                    lim.max_name_bytes
-                ));
-                continue;
-            }
-            let mut declared = match parse_declared(&m.meta) {
-                Ok(d) => d,
-                Err(e) => {
-                    reject(e.to_string());
-                    continue;
-                }
-            };
-            if let (Some(v), true) = (
-                declared.legacy_version,
-                self.has(ConsumerMutant::LegacyVersionMetaUsed),
-            ) {
-                declared.versions = BTreeSet::from([v]);
-            }
-            if declared.source == cetp_proto::discovery::VersionSource::Version
-                && self.has(ConsumerMutant::LegacyVersionAsV2)
-            {
-                declared.versions.insert(2);
-            }
-            if let Err(e) = check_same_package(&m) {
-                if !self.has(ConsumerMutant::SamePackageNotChecked) {
-                    reject(format!("§2.1: {e}"));
-                    continue;
-                }
-            }
-            let p = plan(&declared, &self.config.versions);
-            if let Plan::Unusable(why) = &p {
-                reject(why.clone());
-                continue;
-            }
-            if report
-                .providers
-                .iter()
-                .any(|d| d.authority == declared.authority)
-            {
-                reject(format!(
-                    "authority {:?} is already declared by another service",
-                    declared.authority
-                ));
-                continue;
-            }
-            let found = DiscoveredProvider {
-                package: m.package.clone(),
-                service: m.service.clone(),
-                authority: declared.authority.clone(),
-                versions: declared.versions.clone(),
-                plan: p,
-            };
-            match self
-                .providers
-                .iter_mut()
-                .find(|e| e.found.package == found.package && e.found.authority == found.authority)
-            {
-                Some(entry) => {
-                    // A changed declaration invalidates what was decided on
-                    // the old one, but never re-enables a disabled Provider.
-                    if entry.found.plan != found.plan && !matches!(entry.mode, Mode::Disabled(_)) {
-                        entry.mode = Mode::Undecided;
-                    }
-                    entry.found = found.clone();
-                }
-                None => self.providers.push(ProviderEntry {
-                    found: found.clone(),
-                    mode: Mode::Undecided,
                 }),
             }
-            report.providers.push(found);
         }
         Ok(report)
+    }
+
+    /// One discovered service, checked the way `discover` promises (§2.1:
+    /// local limits, version meta-data, one package, a usable plan per §8,
+    /// one service per authority): the Provider it offers, or why it is
+    /// turned down. Kept apart from `discover` so that each check is one
+    /// early return. `accepted` are the services accepted so far.
+    fn screen_service(
+        &self,
+        m: &ServiceManifest,
+        lim: &LocalLimits,
+        accepted: &[DiscoveredProvider],
+    ) -> Result<DiscoveredProvider, String> {
+        if accepted.len() >= lim.max_items {
+            return Err(format!("more than {} Provider services", lim.max_items));
+        }
+        let too_long = [
+            ("package", m.package.len()),
+            ("service", m.service.len()),
+            (
+                "authority",
+                m.meta
+                    .get(cetp_proto::discovery::META_AUTHORITY)
+                    .map_or(0, String::len),
+            ),
+        ]
+        .into_iter()
+        .find(|(_, len)| *len > lim.max_name_bytes);
+        if let Some((what, len)) = too_long {
+            return Err(format!(
+                "{what} is {len} bytes, over the local limit {}",
+                lim.max_name_bytes
+            ));
+        }
+        let mut declared = match parse_declared(&m.meta) {
+            Ok(d) => d,
+            Err(e) => return Err(e.to_string()),
+        };
+        if let (Some(v), true) = (
+            declared.legacy_version,
+            self.has(ConsumerMutant::LegacyVersionMetaUsed),
+        ) {
+            declared.versions = BTreeSet::from([v]);
+        }
+        if declared.source == cetp_proto::discovery::VersionSource::Version
+            && self.has(ConsumerMutant::LegacyVersionAsV2)
+        {
+            declared.versions.insert(2);
+        }
+        if let Err(e) = check_same_package(m) {
+            if !self.has(ConsumerMutant::SamePackageNotChecked) {
+                return Err(format!("§2.1: {e}"));
+            }
+        }
+        let p = plan(&declared, &self.config.versions);
+        if let Plan::Unusable(why) = &p {
+            return Err(why.clone());
+        }
+        if accepted.iter().any(|d| d.authority == declared.authority) {
+            return Err(format!(
+                "authority {:?} is already declared by another service",
+                declared.authority
+            ));
+        }
+        Ok(DiscoveredProvider {
+            package: m.package.clone(),
+            service: m.service.clone(),
+            authority: declared.authority.clone(),
+            versions: declared.versions.clone(),
+            plan: p,
+        })
+    }
+
+    /// Records an accepted service among the known Providers: a Provider
+    /// already known keeps its session and mode unless its declaration
+    /// changed what was decided on it.
+    fn remember_provider(&mut self, found: &DiscoveredProvider) {
+        match self
+            .providers
+            .iter_mut()
+            .find(|e| e.found.package == found.package && e.found.authority == found.authority)
+        {
+            Some(entry) => {
+                // A changed declaration invalidates what was decided on
+                // the old one, but never re-enables a disabled Provider.
+                if entry.found.plan != found.plan && !matches!(entry.mode, Mode::Disabled(_)) {
+                    entry.mode = Mode::Undecided;
+                }
+                entry.found = found.clone();
+            }
+            None => self.providers.push(ProviderEntry {
+                found: found.clone(),
+                mode: Mode::Undecided,
+            }),
+        }
     }
 
     /// Starts using a discovered Provider (by package, authority or

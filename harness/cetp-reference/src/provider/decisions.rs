@@ -1,8 +1,8 @@
 //! Provider-side authorization and per-call confirmation (§4.3, §7.2): the
 //! resolution PendingIntent, the resume token and the user's decision.
 
-use super::fixtures::ToolDef;
 use super::state::{Answer, DedupeKey, Failure, PendingDecision, Purpose, Record, RecordState};
+use super::tool::ToolDef;
 use super::util::lock;
 use super::{notes, Cx, FixtureSet, Mutant, ReferenceProvider, Variant, IMPOSTOR_PACKAGE};
 use cetp_proto::provider::{Decision, IntentTarget, ResolveOutcome};

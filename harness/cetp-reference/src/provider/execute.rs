@@ -1,11 +1,13 @@
 //! `execute_tool` (§4.1-§4.5, §6): dedupe, deadline, validation, scopes,
 //! confirmation, and the single-executor commit.
 
-use super::fixtures::{self, Serialized, ToolDef, ToolKind, ESCALATION_PRICE, MAX_HISTORY_ROWS};
-use super::notes::{self, NoteArgs};
+use super::args::{invalid_args, Effected, ToolArgs};
+use super::fixtures::{self, Serialized};
+use super::notes;
 use super::state::{
     Alert, Answer, DedupeKey, DurableState, Failure, Job, Operation, Purpose, Record, RecordState,
 };
+use super::tool::{ToolDef, ToolKind};
 use super::util::lock;
 use super::{Cx, Mutant, ReferenceProvider, Variant};
 use cetp_proto::bundle::parse_json_text;
@@ -21,107 +23,6 @@ use std::time::{Duration, Instant};
 /// when the deadline is further away.
 const MAX_WAIT_MS: i64 = 30_000;
 
-/// Args after schema and business validation (§7.3: the schema alone is not
-/// enough, the Provider checks what it relies on).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum ToolArgs {
-    GetQuote {
-        symbol: String,
-    },
-    ListAlerts,
-    CreateAlert {
-        symbol: String,
-        price: f64,
-    },
-    DeleteAlert {
-        alert_id: String,
-    },
-    SyncPortfolio {
-        fail: bool,
-    },
-    ExportHistory {
-        rows: u64,
-    },
-    Notes(NoteArgs),
-    /// A tool of a described app (`described.rs`): its args, and the
-    /// business's answer once asked.
-    Described {
-        index: usize,
-        args: Json,
-        call: Option<Box<super::described::DescribedCall>>,
-    },
-}
-
-impl ToolArgs {
-    pub(crate) fn parse(kind: ToolKind, v: &Json) -> Result<ToolArgs, String> {
-        if let ToolKind::Described(index) = kind {
-            // The schema decides what args are; the rest is the business's.
-            return Ok(ToolArgs::Described {
-                index,
-                args: v.clone(),
-                call: None,
-            });
-        }
-        let obj = v.as_object().ok_or("args must be a JSON object")?;
-        let string = |k: &str| {
-            obj.get(k)
-                .and_then(Json::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .ok_or_else(|| format!("`{k}` must be a non-empty string"))
-        };
-        Ok(match kind {
-            ToolKind::GetQuote => ToolArgs::GetQuote {
-                symbol: string("symbol")?,
-            },
-            ToolKind::ListAlerts => ToolArgs::ListAlerts,
-            ToolKind::CreateAlert => {
-                let price = obj
-                    .get("price")
-                    .and_then(Json::as_f64)
-                    .filter(|p| p.is_finite() && *p > 0.0)
-                    .ok_or("`price` must be a positive number")?;
-                ToolArgs::CreateAlert {
-                    symbol: string("symbol")?,
-                    price,
-                }
-            }
-            ToolKind::DeleteAlert => ToolArgs::DeleteAlert {
-                alert_id: string("alert_id")?,
-            },
-            ToolKind::SyncPortfolio => ToolArgs::SyncPortfolio {
-                fail: match obj.get("fail") {
-                    None => false,
-                    Some(Json::Bool(b)) => *b,
-                    Some(_) => return Err("`fail` must be a boolean".into()),
-                },
-            },
-            ToolKind::ExportHistory => ToolArgs::ExportHistory {
-                rows: obj
-                    .get("rows")
-                    .and_then(Json::as_u64)
-                    .filter(|r| (1..=MAX_HISTORY_ROWS).contains(r))
-                    .ok_or("`rows` must be an integer from 1 to 200000")?,
-            },
-            ToolKind::Notes(tool) => ToolArgs::Notes(NoteArgs::parse(tool, obj)?),
-            ToolKind::Described(index) => ToolArgs::Described {
-                index,
-                args: v.clone(),
-                call: None,
-            },
-        })
-    }
-
-    /// §3.4: whether this call is riskier than its tool's annotations say.
-    fn escalates(&self) -> bool {
-        match self {
-            ToolArgs::CreateAlert { price, .. } => *price >= ESCALATION_PRICE,
-            ToolArgs::Notes(n) => n.escalates(),
-            _ => false,
-        }
-    }
-}
-
 /// What a dedupe record says about a request id.
 enum Seen {
     Fresh,
@@ -129,12 +30,6 @@ enum Seen {
     InFlight,
     Done(Answer),
     Conflict,
-}
-
-/// What a committed mutation produced.
-pub(crate) enum Effected {
-    Value(Json),
-    Operation(String),
 }
 
 /// `text` as a lenient JSON parser reads it (RFC 8259 lets a parser ignore
@@ -179,15 +74,6 @@ fn lenient_json_text(text: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-pub(crate) fn invalid_args(p: &ReferenceProvider, message: impl Into<String>) -> Failure {
-    let code = if p.has(Mutant::InvalidArgsWrongCode) {
-        ErrorCode::InvalidRequest
-    } else {
-        ErrorCode::InvalidArgs
-    };
-    Failure::new(code, message)
 }
 
 impl ReferenceProvider {
@@ -1031,8 +917,9 @@ fn degraded(kind: ToolKind) -> Answer {
 
 #[cfg(test)]
 mod tests {
-    use super::fixtures::{history_export, Catalog, Serialized, ToolKind};
+    use super::fixtures::{history_export, Catalog, Serialized};
     use super::INLINE_WRAPPER_BYTES;
+    use crate::provider::tool::ToolKind;
     use crate::provider::variant::Variant;
     use crate::provider::FixtureSet;
     use cetp_proto::canonical::sha256_hex;

@@ -6,9 +6,11 @@
 //! published, the routing faults (`tool_name_invalid`,
 //! `high_risk_without_always`) change the definition the Provider acts on.
 
+use super::args::MAX_HISTORY_ROWS;
 use super::hostile;
 use super::mutant::Mutant;
-use super::notes::{self, NoteTool};
+use super::notes;
+use super::tool::{ScopeDef, Spec, ToolDef, ToolKind};
 use super::variant::Variant;
 use super::FixtureSet;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};
@@ -16,53 +18,6 @@ use cetp_proto::schema::{CompiledSchema, DEFAULT_DIALECT};
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ToolKind {
-    GetQuote,
-    ListAlerts,
-    CreateAlert,
-    DeleteAlert,
-    SyncPortfolio,
-    ExportHistory,
-    Notes(NoteTool),
-    /// The tool at this index of a described app (`described.rs`).
-    Described(usize),
-}
-
-pub(crate) struct ToolDef {
-    pub kind: ToolKind,
-    pub name: String,
-    pub title: String,
-    pub description: String,
-    pub input_schema: Json,
-    pub output_schema: Json,
-    pub input: CompiledSchema,
-    pub output: CompiledSchema,
-    pub scopes: Vec<&'static str>,
-    pub effect: &'static str,
-    pub risk: &'static str,
-    pub destructive: bool,
-    pub idempotent: bool,
-    pub open_world: bool,
-    pub confirmation: &'static str,
-    /// May answer with an operation when async_operations is negotiated.
-    pub may_run_async: bool,
-}
-
-impl ToolDef {
-    pub fn is_read(&self) -> bool {
-        self.effect == "read"
-    }
-}
-
-pub(crate) struct ScopeDef {
-    pub name: &'static str,
-    pub title: &'static str,
-    pub description: &'static str,
-    pub access: &'static str,
-    pub sensitivity: &'static str,
-}
 
 pub(crate) const SCOPES: &[ScopeDef] = &[
     ScopeDef {
@@ -123,11 +78,6 @@ pub(crate) fn all_scopes(set: FixtureSet) -> BTreeSet<String> {
     scope_defs(set).iter().map(|s| s.name.to_string()).collect()
 }
 
-/// Price at or above which creating an alert is escalated to a per-call
-/// confirmation (§3.4: runtime risk above the static declaration).
-pub(crate) const ESCALATION_PRICE: f64 = 10_000.0;
-pub(crate) const MAX_HISTORY_ROWS: u64 = 200_000;
-
 /// Longest `symbol` get_quote accepts, and the shorter one of the catalog's
 /// next release (an incompatible input change: the input narrowed).
 pub(crate) const SYMBOL_MAX_LENGTH: u64 = 32;
@@ -142,24 +92,6 @@ pub(crate) struct Catalog {
     /// depend on nothing else, and the oracle of `cetp fuzz` asks for them
     /// thousands of times.
     listed: std::sync::Mutex<std::collections::HashMap<String, Json>>,
-}
-
-/// A tool as a fixture set writes it down, before its schemas are compiled.
-pub(crate) struct Spec {
-    pub kind: ToolKind,
-    pub name: &'static str,
-    pub title: &'static str,
-    pub description: &'static str,
-    pub input: Json,
-    pub output: Json,
-    pub scopes: Vec<&'static str>,
-    pub effect: &'static str,
-    pub risk: &'static str,
-    pub destructive: bool,
-    pub idempotent: bool,
-    pub open_world: bool,
-    pub confirmation: &'static str,
-    pub may_run_async: bool,
 }
 
 fn specs(faults: &BTreeSet<Mutant>, next_release: bool) -> Vec<Spec> {

@@ -23,27 +23,30 @@
 //! effect and its terminal result in one critical section (§10: reservation,
 //! effect and result inside one reliable boundary).
 
+mod args;
 mod decisions;
 pub mod described;
+mod described_exec;
 mod execute;
 mod fixtures;
 mod hostile;
 pub mod mutant;
 mod notes;
+mod notes_model;
 mod operations;
 mod refusals;
 mod respond;
 mod session;
 mod state;
+mod tool;
 mod util;
 mod v1;
 pub mod variant;
 
 pub use described::{Business, BusinessAnswer, BusinessCall, Described, DescribedTool, Flavour};
 pub use mutant::{Mutant, UnknownMutant};
-pub use notes::{
-    ARCHIVE_BACKGROUND_OVER, NOTES_AUTHORITY, NOTES_PACKAGE, NOTES_RESUME_TOKEN_TTL_MS, NOTES_UID,
-};
+pub use notes::{NOTES_AUTHORITY, NOTES_PACKAGE, NOTES_RESUME_TOKEN_TTL_MS, NOTES_UID};
+pub use notes_model::ARCHIVE_BACKGROUND_OVER;
 pub use variant::Variant;
 
 use crate::app::ProviderApp;

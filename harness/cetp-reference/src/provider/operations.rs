@@ -8,9 +8,9 @@
 //! its effect is committed exactly once, with the transition to succeeded.
 
 use super::execute::sync_failure;
-use super::fixtures::ToolKind;
 use super::notes;
 use super::state::{Answer, DurableState, Failure, Job, Operation};
+use super::tool::ToolKind;
 use super::util::lock;
 use super::{
     Cx, Mutant, ReferenceProvider, Variant, OPERATION_DONE_AFTER_MS, OPERATION_RUNNING_AFTER_MS,
@@ -194,7 +194,7 @@ impl ReferenceProvider {
                 effect,
                 fails,
                 ..
-            } => super::described::finish_described(d, result, *effect, *fails),
+            } => super::described_exec::finish_described(d, result, *effect, *fails),
         }
     }
 

@@ -209,27 +209,7 @@ impl ReferenceProvider {
         let expires_ms = now_ms.saturating_add(self.cfg.session_ttl_ms);
         // Draw from the generator before taking the memory lock: the lock
         // order is memory, then durable, and never the other way round.
-        let random = (!self.has(Mutant::SessionTokenPredictable)).then(|| {
-            let mut d = lock(&self.durable.state);
-            if self.takes(Variant::SessionTokensUuid) {
-                d.rng.uuid()
-            } else if self.takes(Variant::SessionTokensSigned) {
-                // A JWS-like blob: a fixed header shared by every token, then
-                // random claims and a signature.
-                let claims = d.rng.hex("session");
-                let sig = d.rng.hex("signature");
-                format!(
-                    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.{}.{}",
-                    &claims[..40],
-                    &sig[..43]
-                )
-            } else {
-                match self.cfg.fixtures {
-                    FixtureSet::Reference => d.rng.hex("session"),
-                    FixtureSet::Notes => notes::session_token(&mut d.rng),
-                }
-            }
-        });
+        let random = self.random_session_token();
         let token = {
             let mut mem = lock(&self.memory);
             mem.issued += 1;
@@ -269,6 +249,35 @@ impl ReferenceProvider {
                 "idempotency_window_seconds": limits.idempotency_window_seconds,
             },
         }))
+    }
+
+    /// The random part of a new session token, in the shape the app and its
+    /// latitudes issue, drawn from the durable generator (`None` for the
+    /// predictable-token mutant, which numbers its sessions instead). Kept
+    /// apart from `negotiate` because it takes the durable lock, which must
+    /// not be held with the memory lock.
+    fn random_session_token(&self) -> Option<String> {
+        (!self.has(Mutant::SessionTokenPredictable)).then(|| {
+            let mut d = lock(&self.durable.state);
+            if self.takes(Variant::SessionTokensUuid) {
+                d.rng.uuid()
+            } else if self.takes(Variant::SessionTokensSigned) {
+                // A JWS-like blob: a fixed header shared by every token, then
+                // random claims and a signature.
+                let claims = d.rng.hex("session");
+                let sig = d.rng.hex("signature");
+                format!(
+                    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.{}.{}",
+                    &claims[..40],
+                    &sig[..43]
+                )
+            } else {
+                match self.cfg.fixtures {
+                    FixtureSet::Reference => d.rng.hex("session"),
+                    FixtureSet::Notes => notes::session_token(&mut d.rng),
+                }
+            }
+        })
     }
 
     /// The capabilities of a valid v2 session of this caller, or

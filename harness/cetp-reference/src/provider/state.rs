@@ -1,7 +1,7 @@
 //! The Provider's state, split the way a real app's is: [`Memory`] dies with
 //! the process, [`DurableState`] is its database and survives `restart()`.
 
-use super::notes::{NotesJob, NotesState};
+use super::notes_model::{NotesJob, NotesState};
 use super::util::DetRng;
 use cetp_proto::envelope::{Capability, OpState};
 use cetp_proto::provider::{Decision, IntentTarget};

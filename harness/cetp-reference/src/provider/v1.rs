@@ -1,7 +1,7 @@
 //! The v1 view of a dual-stack (or v1-only) Provider (§2.1, §8): read-only
 //! tools, v1 answer shapes, v1 error codes.
 
-use super::execute::ToolArgs;
+use super::args::ToolArgs;
 use super::state::Failure;
 use super::{Mutant, ReferenceProvider};
 use cetp_proto::bundle::parse_json_text;
