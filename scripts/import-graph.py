@@ -90,8 +90,10 @@ def resolve(files, path):
 def uses(text):
     """Every path that starts at crate/super/self, `use` groups expanded."""
     paths = []
-    for m in re.finditer(r"\b(crate|super|self)((?:::\w+)+)(::\{)?", text):
-        base = [m.group(1)] + m.group(2).strip(":").split("::")
+    for m in re.finditer(r"\b(crate|super|self)((?:::\w+)*)(::\{)?", text):
+        if not m.group(2) and not m.group(3):
+            continue
+        base = [m.group(1)] + [p for p in m.group(2).strip(":").split("::") if p]
         if m.group(3):
             depth, j = 1, m.end()
             while j < len(text) and depth:

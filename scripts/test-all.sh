@@ -28,6 +28,9 @@ cargo clippy --workspace --all-targets -q -- -D warnings
 echo "== no function of harness/ over 120 lines but the data tables (scripts/long-functions.allow)"
 python3 scripts/long-functions.py
 
+echo "== no import loop between the files of any crate (scripts/import-graph.py)"
+python3 scripts/import-graph.py
+
 echo "== cargo test"
 cargo test --workspace 2>&1 | tee "$log"
 

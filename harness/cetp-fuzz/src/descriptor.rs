@@ -566,45 +566,13 @@ impl Shape {
         env: &Env,
         seed: u64,
     ) -> Result<Shape, LearnError> {
-        let mut steps = vec![
-            json!({"do": "negotiate", "bind": "s"}),
-            json!({"do": "call", "method": "get_provider_info", "session": "s", "bind": "i",
-                   "expect": {"status": ["success"]}, "requirements": ["CETP2-4-02"]}),
-            json!({"do": "call", "method": "list_tools", "session": "s", "bind": "l",
-                   "expect": {"status": ["success"]}, "requirements": ["CETP2-4-03"]}),
-        ];
-        if target.b.is_some() {
-            steps.push(json!({"do": "negotiate", "as": "b", "bind": "sb"}));
-            steps.push(
-                json!({"do": "call", "as": "b", "method": "list_tools", "session": "sb",
-                              "bind": "lb", "expect": {"status": ["success"]}, "requirements": ["CETP2-4-03"]}),
-            );
-        }
-        let case = json!({"id": "FUZZ-LEARN", "title": "learn the target's descriptors",
-                          "role": "provider", "level": "MUST", "requirements": [],
-                          "identities": if target.b.is_some() { json!(["a", "b"]) } else { json!(["a"]) },
-                          "steps": steps});
+        let case = learning_case(target.b.is_some());
         let parsed =
             serde_json::from_value(case.clone()).map_err(|e| LearnError::Other(e.to_string()))?;
         let before = target.a.now_ms();
         let run = run_case(target, profile, env, &Default::default(), &parsed, seed);
-        match &run.stop {
-            None => {}
-            Some(Stop::Fail(reason)) => {
-                return Err(LearnError::Fail {
-                    case,
-                    reason: reason.clone(),
-                    cited: run.cited.clone(),
-                })
-            }
-            Some(stop) => {
-                return Err(LearnError::Other(format!(
-                    "could not learn the target's descriptors: {}",
-                    crate::exec::describe_stop(stop)
-                )))
-            }
-        }
-        let get = |b: &str, p: &str| run.bindings.get(b).and_then(|d| d.pointer(p)).cloned();
+        learned(&run, case)?;
+        let get = |b: &str, p: &str| learned_value(&run, b, p);
         let tools: Vec<DescribedTool> = get("l", "/data/tools")
             .and_then(|t| t.as_array().cloned())
             .unwrap_or_default()
@@ -618,20 +586,7 @@ impl Shape {
             .iter()
             .filter_map(|c| c.as_str().and_then(Capability::parse))
             .collect();
-        // Never below §2.2's minimums: a target that negotiates less is
-        // judged by the checks, and the shadow stays a conforming Provider.
-        let limit = |k: &str, min: u64| {
-            get("s", &format!("/data/limits/{k}"))
-                .and_then(|v| v.as_u64())
-                .unwrap_or(min)
-                .max(min)
-        };
-        let limits = cetp_reference::provider::Limits {
-            max_request_bytes: limit("max_request_bytes", 65_536),
-            max_inline_result_bytes: limit("max_inline_result_bytes", 262_144),
-            max_concurrent_requests: limit("max_concurrent_requests", 1),
-            idempotency_window_seconds: limit("idempotency_window_seconds", 86_400),
-        };
+        let limits = learned_limits(&run);
         let session_ttl_ms = session_ttl_ms(get("s", "/data/expires_at"), before);
         let outputs = tools
             .iter()
@@ -677,6 +632,70 @@ impl Shape {
             granted_b: AtomicBool::new(false),
             escalating,
         })
+    }
+}
+
+/// The descriptor oracle's learning case: a session per identity (every
+/// capability offered), the provider info and the tool lists, each
+/// required to succeed (`with_b`: the target has a second identity).
+fn learning_case(with_b: bool) -> Json {
+    let mut steps = vec![
+        json!({"do": "negotiate", "bind": "s"}),
+        json!({"do": "call", "method": "get_provider_info", "session": "s", "bind": "i",
+               "expect": {"status": ["success"]}, "requirements": ["CETP2-4-02"]}),
+        json!({"do": "call", "method": "list_tools", "session": "s", "bind": "l",
+               "expect": {"status": ["success"]}, "requirements": ["CETP2-4-03"]}),
+    ];
+    if with_b {
+        steps.push(json!({"do": "negotiate", "as": "b", "bind": "sb"}));
+        steps.push(
+            json!({"do": "call", "as": "b", "method": "list_tools", "session": "sb",
+                          "bind": "lb", "expect": {"status": ["success"]}, "requirements": ["CETP2-4-03"]}),
+        );
+    }
+    json!({"id": "FUZZ-LEARN", "title": "learn the target's descriptors",
+                      "role": "provider", "level": "MUST", "requirements": [],
+                      "identities": if with_b { json!(["a", "b"]) } else { json!(["a"]) },
+                      "steps": steps})
+}
+
+/// Whether the learning run went to its end: its FAIL is the target's
+/// (`case` becomes the finding), any other stop an error of the harness.
+fn learned(run: &CaseRun, case: Json) -> Result<(), LearnError> {
+    match &run.stop {
+        None => Ok(()),
+        Some(Stop::Fail(reason)) => Err(LearnError::Fail {
+            case,
+            reason: reason.clone(),
+            cited: run.cited.clone(),
+        }),
+        Some(stop) => Err(LearnError::Other(format!(
+            "could not learn the target's descriptors: {}",
+            crate::exec::describe_stop(stop)
+        ))),
+    }
+}
+
+/// The value at pointer `p` of the learning run's binding `b`.
+fn learned_value(run: &CaseRun, b: &str, p: &str) -> Option<Json> {
+    run.bindings.get(b).and_then(|d| d.pointer(p)).cloned()
+}
+
+/// The limits the target negotiated in the learning run's session `s`,
+/// never below §2.2's minimums: a target that negotiates less is judged by
+/// the checks, and the shadow stays a conforming Provider.
+fn learned_limits(run: &CaseRun) -> cetp_reference::provider::Limits {
+    let limit = |k: &str, min: u64| {
+        learned_value(run, "s", &format!("/data/limits/{k}"))
+            .and_then(|v| v.as_u64())
+            .unwrap_or(min)
+            .max(min)
+    };
+    cetp_reference::provider::Limits {
+        max_request_bytes: limit("max_request_bytes", 65_536),
+        max_inline_result_bytes: limit("max_inline_result_bytes", 262_144),
+        max_concurrent_requests: limit("max_concurrent_requests", 1),
+        idempotency_window_seconds: limit("idempotency_window_seconds", 86_400),
     }
 }
 

@@ -386,6 +386,135 @@ enum OracleMode {
     },
 }
 
+/// What [`Fuzzer::new`] was given, borrowed by its phases.
+struct Given<'g> {
+    target: &'g Target,
+    profile: &'g Profile,
+    env: &'g Env,
+    cfg: &'g FuzzConfig,
+}
+
+/// `Fuzzer::new`'s first phase: the oracle the configuration asks for, the
+/// differential one when the reference implements the target's app, else
+/// the descriptor oracle learned from the target (refused when the
+/// differential one was asked for and there is none).
+fn oracle_for(g: &Given) -> Result<OracleMode, FuzzError> {
+    let differential = match g.cfg.oracle {
+        OracleChoice::Descriptor => None,
+        _ => Oracle::for_package(&g.env.package, &g.env.manifest_kind),
+    };
+    if differential.is_none() && g.cfg.oracle == OracleChoice::Differential {
+        return Err(FuzzError::Refused(format!(
+            "no differential oracle for {}: the reference implements only com.clawseed.reference and com.clawseed.notes (--oracle descriptor judges any Provider)",
+            g.env.package
+        )));
+    }
+    Ok(match differential {
+        Some(o) => OracleMode::Differential(o),
+        None => {
+            let shape = match descriptor::Shape::learn(g.target, g.profile, g.env, g.cfg.seed) {
+                Ok(s) => s,
+                Err(descriptor::LearnError::Other(e)) => return Err(FuzzError::Target(e)),
+                Err(descriptor::LearnError::Fail {
+                    case,
+                    reason,
+                    cited,
+                }) => return Err(unlearnable(case, reason, cited, g.cfg)),
+            };
+            OracleMode::Descriptor {
+                shadow: descriptor::Shadow::new(shape),
+                transcript: Arc::new(descriptor::Transcript::default()),
+            }
+        }
+    })
+}
+
+/// `Fuzzer::new`'s second phase: what the moves are generated from,
+/// learned from the target (or, when it cannot list its tools, from the
+/// differential oracle's reference), with whether its clock moves; refused
+/// when nothing may be executed.
+fn learn_world(g: &Given, oracle: &OracleMode) -> Result<world::World, FuzzError> {
+    // A target that cannot even list its tools still gets fuzzed: the
+    // oracle's reference hosts the same app, so its tools are the ones to
+    // generate for (and the failure shows again as a finding).
+    let world = match world::learn(g.target, g.profile, g.env, g.cfg.seed) {
+        // The descriptor oracle also watches an observer that counts
+        // objects: a window in which the shadow commits nothing must
+        // leave the count unchanged (a background update of an earlier
+        // sequence moves no count; anything else that moves it without
+        // reproducing is reported as flaky, not as a finding).
+        Ok(mut w) => {
+            if matches!(oracle, OracleMode::Descriptor { .. }) {
+                w.observer |= g
+                    .profile
+                    .observer
+                    .as_ref()
+                    .is_some_and(|o| o.counts == cetp_vectors::profile::Counts::Objects);
+            }
+            w
+        }
+        Err(e) => {
+            let OracleMode::Differential(oracle) = oracle else {
+                return Err(FuzzError::Target(e));
+            };
+            let (t, _) = oracle
+                .reference_target(0)
+                .ok_or_else(|| FuzzError::Target(e.clone()))?;
+            let (_, renv) = cetp_conformance::runner::identify(&t, g.profile)
+                .map_err(|_| FuzzError::Target(e.clone()))?;
+            let mut w =
+                world::learn(&t, g.profile, &renv, g.cfg.seed).map_err(|_| FuzzError::Target(e))?;
+            w.has_b = g.target.b.is_some();
+            w
+        }
+    };
+    let mut world = world;
+    // Whether the device's clock moves decides which waits the moves
+    // may ask for (a wait on a clock that cannot move is real time).
+    // Moving it by nothing asks the device without changing its time.
+    world.fixed_clock = matches!(
+        g.target.a.advance_clock(0),
+        Err(e) if matches!(
+            e.kind,
+            cetp_vectors::device::ErrorKind::Unsupported
+                | cetp_vectors::device::ErrorKind::UnknownOp
+        )
+    );
+    if world.executable().next().is_none() {
+        return Err(FuzzError::Refused(format!(
+            "nothing to fuzz: {} lists no read tool and the profile's [execute] allow lets the harness execute none of its tools",
+            g.env.package
+        )));
+    }
+    Ok(world)
+}
+
+/// `Fuzzer::new`'s last phase: the target as the fuzzer calls it, recorded
+/// for the descriptor oracle, then wrapped by the blind mutator (returned
+/// too) when that is the mutator.
+fn wrap_target(
+    target: Target,
+    oracle: &OracleMode,
+    profile: &Profile,
+    mutator: Mutator,
+) -> (Target, Option<blind::Mutations>) {
+    // The descriptor oracle repeats the target's answers: they are
+    // recorded below the blind mutator, as the Provider saw the calls.
+    let target = match oracle {
+        OracleMode::Descriptor { transcript, .. } => {
+            descriptor::recording(target, transcript.clone())
+        }
+        OracleMode::Differential(_) => target,
+    };
+    match mutator {
+        Mutator::Structured => (target, None),
+        Mutator::Blind => {
+            let m = blind::Mutations::new(profile.observer.as_ref().map(|o| o.tool.clone()));
+            (m.wrap(target), Some(m))
+        }
+    }
+}
+
 /// How far `quiesce` moves the device clock: past the end of the slowest
 /// background job of the reference's apps and variants (20 minutes).
 const QUIESCE_MS: u64 = 3_600_000;
@@ -400,100 +529,15 @@ impl<'a> Fuzzer<'a> {
         rules: &'a BTreeMap<String, Vec<String>>,
         cfg: FuzzConfig,
     ) -> Result<Self, FuzzError> {
-        let differential = match cfg.oracle {
-            OracleChoice::Descriptor => None,
-            _ => Oracle::for_package(&env.package, &env.manifest_kind),
+        let given = Given {
+            target: &target,
+            profile,
+            env: &env,
+            cfg: &cfg,
         };
-        if differential.is_none() && cfg.oracle == OracleChoice::Differential {
-            return Err(FuzzError::Refused(format!(
-                "no differential oracle for {}: the reference implements only com.clawseed.reference and com.clawseed.notes (--oracle descriptor judges any Provider)",
-                env.package
-            )));
-        }
-        let oracle = match differential {
-            Some(o) => OracleMode::Differential(o),
-            None => {
-                let shape = match descriptor::Shape::learn(&target, profile, &env, cfg.seed) {
-                    Ok(s) => s,
-                    Err(descriptor::LearnError::Other(e)) => return Err(FuzzError::Target(e)),
-                    Err(descriptor::LearnError::Fail {
-                        case,
-                        reason,
-                        cited,
-                    }) => return Err(unlearnable(case, reason, cited, &cfg)),
-                };
-                OracleMode::Descriptor {
-                    shadow: descriptor::Shadow::new(shape),
-                    transcript: Arc::new(descriptor::Transcript::default()),
-                }
-            }
-        };
-        // A target that cannot even list its tools still gets fuzzed: the
-        // oracle's reference hosts the same app, so its tools are the ones to
-        // generate for (and the failure shows again as a finding).
-        let world = match world::learn(&target, profile, &env, cfg.seed) {
-            // The descriptor oracle also watches an observer that counts
-            // objects: a window in which the shadow commits nothing must
-            // leave the count unchanged (a background update of an earlier
-            // sequence moves no count; anything else that moves it without
-            // reproducing is reported as flaky, not as a finding).
-            Ok(mut w) => {
-                if matches!(oracle, OracleMode::Descriptor { .. }) {
-                    w.observer |= profile
-                        .observer
-                        .as_ref()
-                        .is_some_and(|o| o.counts == cetp_vectors::profile::Counts::Objects);
-                }
-                w
-            }
-            Err(e) => {
-                let OracleMode::Differential(oracle) = &oracle else {
-                    return Err(FuzzError::Target(e));
-                };
-                let (t, _) = oracle
-                    .reference_target(0)
-                    .ok_or_else(|| FuzzError::Target(e.clone()))?;
-                let (_, renv) = cetp_conformance::runner::identify(&t, profile)
-                    .map_err(|_| FuzzError::Target(e.clone()))?;
-                let mut w =
-                    world::learn(&t, profile, &renv, cfg.seed).map_err(|_| FuzzError::Target(e))?;
-                w.has_b = target.b.is_some();
-                w
-            }
-        };
-        let mut world = world;
-        // Whether the device's clock moves decides which waits the moves
-        // may ask for (a wait on a clock that cannot move is real time).
-        // Moving it by nothing asks the device without changing its time.
-        world.fixed_clock = matches!(
-            target.a.advance_clock(0),
-            Err(e) if matches!(
-                e.kind,
-                cetp_vectors::device::ErrorKind::Unsupported
-                    | cetp_vectors::device::ErrorKind::UnknownOp
-            )
-        );
-        if world.executable().next().is_none() {
-            return Err(FuzzError::Refused(format!(
-                "nothing to fuzz: {} lists no read tool and the profile's [execute] allow lets the harness execute none of its tools",
-                env.package
-            )));
-        }
-        // The descriptor oracle repeats the target's answers: they are
-        // recorded below the blind mutator, as the Provider saw the calls.
-        let target = match &oracle {
-            OracleMode::Descriptor { transcript, .. } => {
-                descriptor::recording(target, transcript.clone())
-            }
-            OracleMode::Differential(_) => target,
-        };
-        let (target, blind) = match cfg.mutator {
-            Mutator::Structured => (target, None),
-            Mutator::Blind => {
-                let m = blind::Mutations::new(profile.observer.as_ref().map(|o| o.tool.clone()));
-                (m.wrap(target), Some(m))
-            }
-        };
+        let oracle = oracle_for(&given)?;
+        let world = learn_world(&given, &oracle)?;
+        let (target, blind) = wrap_target(target, &oracle, profile, cfg.mutator);
         let filler = (matches!(oracle, OracleMode::Descriptor { .. })
             && world.fixed_clock
             && cfg.fill_waits
@@ -1043,25 +1087,20 @@ impl<'a> Fuzzer<'a> {
     /// Runs until the budget, the case count or `max_findings` is reached.
     pub fn run(&mut self, progress: &mut dyn FnMut(&Stats)) -> FuzzReport {
         let started = Instant::now();
-        let mut stats = Stats::default();
-        let mut findings: Vec<Finding> = Vec::new();
-        let mut signatures = BTreeSet::new();
-        let mut notes: BTreeSet<String> = BTreeSet::new();
-        let mut first_finding_ms = None;
-        let mut flaky: Vec<Flaky> = Vec::new();
+        let mut t = Tally::default();
         let before = self.observe_total();
         if let Some(f) = self
             .lock_finding(started)
             .filter(|f| self.claim(&f.signature, 0, self.cfg.seed))
         {
-            signatures.insert(f.signature.clone());
-            first_finding_ms.get_or_insert(f.found_after_ms);
-            findings.push(f);
-            stats.findings = findings.len();
+            t.signatures.insert(f.signature.clone());
+            t.first_finding_ms.get_or_insert(f.found_after_ms);
+            t.findings.push(f);
+            t.stats.findings = t.findings.len();
         }
         let mut last_tick = Instant::now();
         for index in 0.. {
-            if self.should_stop(index, started, findings.len()) {
+            if self.should_stop(index, started, t.findings.len()) {
                 break;
             }
             // A sequence that failed during a wait runs again on its own
@@ -1073,83 +1112,112 @@ impl<'a> Fuzzer<'a> {
                     (seed, self.next_sequence(seed))
                 }
             };
-            stats.cases += 1;
+            t.stats.cases += 1;
             let attempt = self.attempt(&seq.moves, index, seed);
             if self.effects_unjudged_now {
-                stats.effects_unjudged += 1;
+                t.stats.effects_unjudged += 1;
             }
-            self.take_filled(&mut stats, &mut notes);
+            self.take_filled(&mut t.stats, &mut t.notes);
             match attempt {
                 Attempt::OracleNotes(n) => {
-                    stats.unjudged += 1;
+                    t.stats.unjudged += 1;
                     for x in n {
-                        if notes.len() < 50 {
-                            notes.insert(x);
+                        if t.notes.len() < 50 {
+                            t.notes.insert(x);
                         }
                     }
                 }
-                Attempt::Nothing => stats.unjudged += 1,
+                Attempt::Nothing => t.stats.unjudged += 1,
                 Attempt::Ran { case, run } => {
-                    stats.judged += 1;
-                    stats.envelopes += run.answers as u64;
-                    stats.dispatched += run.dispatched as u64;
-                    self.feed_corpus(&seq.moves, &case, &run, seed);
-                    // A sequence the setup or the harness stopped early was
-                    // not judged to its end.
-                    if matches!(
-                        run.stop,
-                        Some(Stop::Setup { .. } | Stop::NotApplicable(_) | Stop::Infra(_))
-                    ) {
-                        stats.unjudged += 1;
-                    }
-                    if let Some((sig, message)) = signature(&case, &run) {
-                        // A Provider the harness does not know is charged
-                        // only with what fails again: the same moves, run
-                        // anew with fresh request ids.
-                        self.redraw_reruns = false;
-                        if !signatures.contains(&sig)
-                            && !self.reproduces(&seq.moves, index, seed, &sig)
-                        {
-                            if flaky.len() < 50 && !flaky.iter().any(|f| f.signature == sig) {
-                                flaky.push(Flaky {
-                                    signature: sig.clone(),
-                                    message: message.clone(),
-                                    case_index: index,
-                                    case_seed: seed,
-                                });
-                            }
-                            stats.elapsed_ms = started.elapsed().as_millis() as u64;
-                            continue;
-                        }
-                        if signatures.insert(sig.clone()) && self.claim(&sig, index, seed) {
-                            first_finding_ms.get_or_insert(started.elapsed().as_millis() as u64);
-                            let f = self.shrink(
-                                seq.moves.clone(),
-                                index,
-                                seed,
-                                &sig,
-                                message,
-                                case,
-                                run,
-                                &mut stats,
-                                started,
-                            );
-                            signatures.insert(f.signature.clone());
-                            findings.push(f);
-                            stats.findings = findings.len();
-                        }
+                    let ran = RanSequence {
+                        moves: &seq.moves,
+                        index,
+                        seed,
+                        case,
+                        run,
+                    };
+                    if !self.judge_ran(ran, &mut t, started) {
+                        continue;
                     }
                 }
             }
-            stats.elapsed_ms = started.elapsed().as_millis() as u64;
+            t.stats.elapsed_ms = started.elapsed().as_millis() as u64;
             if last_tick.elapsed() >= Duration::from_millis(500) {
-                progress(&stats);
+                progress(&t.stats);
                 last_tick = Instant::now();
             }
         }
-        stats.elapsed_ms = started.elapsed().as_millis() as u64;
-        progress(&stats);
+        t.stats.elapsed_ms = started.elapsed().as_millis() as u64;
+        progress(&t.stats);
         let after = self.observe_total();
+        self.report(t, before.zip(after).map(|(b, a)| a - b))
+    }
+
+    /// A sequence the target ran to a verdict: its figures counted, the
+    /// corpus fed, and a failure it reproduces shrunk into a finding (one
+    /// that does not reproduce is kept as flaky). False when the failure
+    /// did not reproduce: the run's loop then skips its progress tick.
+    fn judge_ran(&mut self, ran: RanSequence, t: &mut Tally, started: Instant) -> bool {
+        let RanSequence {
+            moves,
+            index,
+            seed,
+            case,
+            run,
+        } = ran;
+        t.stats.judged += 1;
+        t.stats.envelopes += run.answers as u64;
+        t.stats.dispatched += run.dispatched as u64;
+        self.feed_corpus(moves, &case, &run, seed);
+        // A sequence the setup or the harness stopped early was
+        // not judged to its end.
+        if matches!(
+            run.stop,
+            Some(Stop::Setup { .. } | Stop::NotApplicable(_) | Stop::Infra(_))
+        ) {
+            t.stats.unjudged += 1;
+        }
+        if let Some((sig, message)) = signature(&case, &run) {
+            // A Provider the harness does not know is charged
+            // only with what fails again: the same moves, run
+            // anew with fresh request ids.
+            self.redraw_reruns = false;
+            if !t.signatures.contains(&sig) && !self.reproduces(moves, index, seed, &sig) {
+                if t.flaky.len() < 50 && !t.flaky.iter().any(|f| f.signature == sig) {
+                    t.flaky.push(Flaky {
+                        signature: sig.clone(),
+                        message: message.clone(),
+                        case_index: index,
+                        case_seed: seed,
+                    });
+                }
+                t.stats.elapsed_ms = started.elapsed().as_millis() as u64;
+                return false;
+            }
+            if t.signatures.insert(sig.clone()) && self.claim(&sig, index, seed) {
+                t.first_finding_ms
+                    .get_or_insert(started.elapsed().as_millis() as u64);
+                let failure = Failure {
+                    moves: moves.to_vec(),
+                    index,
+                    seed,
+                    sig: &sig,
+                    message,
+                    case,
+                    run,
+                };
+                let f = self.shrink(failure, &mut t.stats, started);
+                t.signatures.insert(f.signature.clone());
+                t.findings.push(f);
+                t.stats.findings = t.findings.len();
+            }
+        }
+        true
+    }
+
+    /// The run's report from what it gathered, and the effects the
+    /// observer counted over it.
+    fn report(&self, t: Tally, effects_observed: Option<i64>) -> FuzzReport {
         FuzzReport {
             seed: self.cfg.seed,
             mutator: match self.cfg.mutator {
@@ -1158,12 +1226,12 @@ impl<'a> Fuzzer<'a> {
             },
             oracle: self.oracle_members(),
             oracle_kind: self.oracle_kind().to_string(),
-            flaky,
-            stats,
-            findings,
-            oracle_notes: notes.into_iter().collect(),
-            first_finding_ms,
-            effects_observed: before.zip(after).map(|(b, a)| a - b),
+            flaky: t.flaky,
+            stats: t.stats,
+            findings: t.findings,
+            oracle_notes: t.notes.into_iter().collect(),
+            first_finding_ms: t.first_finding_ms,
+            effects_observed,
             effects_unjudged: self.effects_unsafe.clone(),
             lost: self.lost.clone(),
         }
@@ -1253,100 +1321,34 @@ impl<'a> Fuzzer<'a> {
     }
 
     /// Removes moves, then steps, as long as the same failure remains.
-    #[allow(clippy::too_many_arguments)]
-    fn shrink(
-        &mut self,
-        moves: Vec<Move>,
-        index: u64,
-        seed: u64,
-        sig: &str,
-        message: String,
-        case: Json,
-        run: CaseRun,
-        stats: &mut Stats,
-        started: Instant,
-    ) -> Finding {
+    fn shrink(&mut self, failure: Failure, stats: &mut Stats, started: Instant) -> Finding {
+        let Failure {
+            moves,
+            index,
+            seed,
+            sig,
+            message,
+            case,
+            run,
+        } = failure;
         let moves_before = moves.len();
         let mut best = (moves, case, message, run.cited.clone(), seed);
-        let mut budget = self.cfg.shrink_runs;
-        let try_candidate = |me: &mut Self,
-                             cand: Vec<Move>,
-                             stats: &mut Stats,
-                             budget: &mut usize|
-         -> Option<Shrunk> {
-            if *budget == 0 {
-                return None;
-            }
-            *budget -= 1;
-            let s = me.next_seed(seed);
-            let cand = if me.redraw_reruns {
-                moves::redraw_generated(&cand, &me.world, s).unwrap_or(cand)
-            } else {
-                cand
-            };
-            match me.attempt(&cand, index, s) {
-                Attempt::Ran { case, run } => {
-                    stats.envelopes += run.answers as u64;
-                    stats.dispatched += run.dispatched as u64;
-                    match signature(&case, &run) {
-                        Some((got, msg)) if got == sig => {
-                            Some((cand, case, msg, run.cited.clone(), s))
-                        }
-                        _ => None,
-                    }
-                }
-                _ => None,
-            }
+        let mut at = ShrinkRun {
+            index,
+            seed,
+            sig,
+            budget: self.cfg.shrink_runs,
         };
         let mut progress = true;
-        while progress && budget > 0 {
-            progress = false;
-            // Whole moves, last first (later moves depend on earlier ones).
-            let mut i = best.0.len();
-            while i > 0 && budget > 0 {
-                i -= 1;
-                if best.0.len() <= 1 {
-                    break;
-                }
-                let mut cand = best.0.clone();
-                cand.remove(i);
-                if let Some(b) = try_candidate(self, cand, stats, &mut budget) {
-                    best = b;
-                    progress = true;
-                }
-            }
-            // Single steps inside the moves left.
-            for m in 0..best.0.len() {
-                let mut k = best.0[m].steps.len();
-                while k > 0 && budget > 0 {
-                    k -= 1;
-                    if best.0[m].steps.len() <= 1 {
-                        break;
-                    }
-                    let mut cand = best.0.clone();
-                    cand[m].steps.remove(k);
-                    if let Some(b) = try_candidate(self, cand, stats, &mut budget) {
-                        best = b;
-                        progress = true;
-                    }
-                }
-            }
+        while progress && at.budget > 0 {
+            progress = self.shrink_pass(&mut at, &mut best, stats);
         }
         let (moves, case, message, cited, final_seed) = best;
         let steps_after = case
             .get("steps")
             .and_then(Json::as_array)
             .map_or(0, Vec::len);
-        let judged_by = match &self.oracle {
-            OracleMode::Differential(o) => format!(
-                "expectations compiled from the reference Provider and {} legal variants",
-                o.members.len().saturating_sub(1)
-            ),
-            OracleMode::Descriptor { shadow, .. } => format!(
-                "expectations compiled by the descriptor oracle: the reference engine and {} legal variants hosting the target's own descriptors, its business answers repeated from the run that failed (a Provider whose business answers differ on replay may fail elsewhere or pass)",
-                shadow.members.len().saturating_sub(1)
-            ),
-        };
+        let judged_by = self.judged_by();
         let file = finding_file(
             &case, sig, &message, &cited, &self.cfg, index, final_seed, &judged_by,
         );
@@ -1369,6 +1371,137 @@ impl<'a> Fuzzer<'a> {
             steps_after,
         }
     }
+
+    /// One pass of [`Self::shrink`] over `best`: each whole move, last
+    /// first (later moves depend on earlier ones), then each single step
+    /// inside the moves left, dropped when the same failure remains. True
+    /// when one was dropped.
+    fn shrink_pass(&mut self, at: &mut ShrinkRun, best: &mut Shrunk, stats: &mut Stats) -> bool {
+        let mut progress = false;
+        // Whole moves, last first (later moves depend on earlier ones).
+        let mut i = best.0.len();
+        while i > 0 && at.budget > 0 {
+            i -= 1;
+            if best.0.len() <= 1 {
+                break;
+            }
+            let mut cand = best.0.clone();
+            cand.remove(i);
+            if let Some(b) = self.try_shrunk(at, cand, stats) {
+                *best = b;
+                progress = true;
+            }
+        }
+        // Single steps inside the moves left.
+        for m in 0..best.0.len() {
+            let mut k = best.0[m].steps.len();
+            while k > 0 && at.budget > 0 {
+                k -= 1;
+                if best.0[m].steps.len() <= 1 {
+                    break;
+                }
+                let mut cand = best.0.clone();
+                cand[m].steps.remove(k);
+                if let Some(b) = self.try_shrunk(at, cand, stats) {
+                    *best = b;
+                    progress = true;
+                }
+            }
+        }
+        progress
+    }
+
+    /// Runs a shrink candidate (its schema-drawn args drawn anew when the
+    /// finding needed that to fail again), at the cost of one run of the
+    /// budget: the candidate and its run when it fails the same way.
+    fn try_shrunk(
+        &mut self,
+        at: &mut ShrinkRun,
+        cand: Vec<Move>,
+        stats: &mut Stats,
+    ) -> Option<Shrunk> {
+        if at.budget == 0 {
+            return None;
+        }
+        at.budget -= 1;
+        let s = self.next_seed(at.seed);
+        let cand = if self.redraw_reruns {
+            moves::redraw_generated(&cand, &self.world, s).unwrap_or(cand)
+        } else {
+            cand
+        };
+        match self.attempt(&cand, at.index, s) {
+            Attempt::Ran { case, run } => {
+                stats.envelopes += run.answers as u64;
+                stats.dispatched += run.dispatched as u64;
+                match signature(&case, &run) {
+                    Some((got, msg)) if got == at.sig => {
+                        Some((cand, case, msg, run.cited.clone(), s))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// What a finding's file says judged it: the oracle and its members.
+    fn judged_by(&self) -> String {
+        match &self.oracle {
+            OracleMode::Differential(o) => format!(
+                "expectations compiled from the reference Provider and {} legal variants",
+                o.members.len().saturating_sub(1)
+            ),
+            OracleMode::Descriptor { shadow, .. } => format!(
+                "expectations compiled by the descriptor oracle: the reference engine and {} legal variants hosting the target's own descriptors, its business answers repeated from the run that failed (a Provider whose business answers differ on replay may fail elsewhere or pass)",
+                shadow.members.len().saturating_sub(1)
+            ),
+        }
+    }
+}
+
+/// What [`Fuzzer::run`] gathers over its sequences, for the report.
+#[derive(Default)]
+struct Tally {
+    stats: Stats,
+    findings: Vec<Finding>,
+    /// The signatures already reported (or being shrunk).
+    signatures: BTreeSet<String>,
+    /// The oracle's notes on what it could not judge (at most 50).
+    notes: BTreeSet<String>,
+    first_finding_ms: Option<u64>,
+    flaky: Vec<Flaky>,
+}
+
+/// A sequence the target ran to a verdict, as [`Fuzzer::judge_ran`] takes
+/// it.
+struct RanSequence<'m> {
+    moves: &'m [Move],
+    index: u64,
+    seed: u64,
+    case: Json,
+    run: CaseRun,
+}
+
+/// A failing sequence for [`Fuzzer::shrink`]: its moves, where it was
+/// drawn, its failure's signature and message, and the run that failed.
+struct Failure<'s> {
+    moves: Vec<Move>,
+    index: u64,
+    seed: u64,
+    sig: &'s str,
+    message: String,
+    case: Json,
+    run: CaseRun,
+}
+
+/// What a shrink's candidates share: the failure's sequence index, seed
+/// and signature, and the runs left of the budget.
+struct ShrinkRun<'s> {
+    index: u64,
+    seed: u64,
+    sig: &'s str,
+    budget: usize,
 }
 
 fn transcript_snapshot(

@@ -328,8 +328,13 @@ fn chart(rows: &[(&str, usize)]) -> String {
     s
 }
 
-impl Reporter for HtmlReport {
-    fn on_event(&mut self, event: &Event) {
+/// The handlers of [`Reporter::on_event`], one per family of events, so
+/// that the dispatch reads as a table and each family's bookkeeping stands
+/// on its own.
+impl HtmlReport {
+    /// The run's own events (start, pin, partition, end): the page's header
+    /// and outcome.
+    fn on_run_event(&mut self, event: &Event) {
         match event {
             Event::RunStarted {
                 run_id,
@@ -344,28 +349,21 @@ impl Reporter for HtmlReport {
                 self.seed = *seed;
             }
             Event::RunPinned { pin_hash, .. } => self.pin = Some(pin_hash.clone()),
-            Event::RunPartition {
-                scheme,
-                count,
-                index,
-                merged,
-            } => {
-                let runs: Vec<String> = merged
-                    .iter()
-                    .map(|m| format!("{} ({} on {})", m.index, m.run_id, m.target))
-                    .collect();
-                self.partition = Some(match index {
-                    Some(i) => format!(
-                        "Partition {}:{i}/{count} of a split run: a part claims nothing; cetp merge joins the parts.",
-                        scheme.as_str()
-                    ),
-                    None => format!(
-                        "Merged from {count} partitions by {}: {}.",
-                        scheme.as_str(),
-                        runs.join(", ")
-                    ),
-                });
-            }
+            Event::RunPartition { .. } => self.partition = partition_text(event),
+            Event::RunFinished {
+                summary,
+                claim,
+                exit_code,
+                ..
+            } => self.end = Some((summary.clone(), claim.clone(), *exit_code)),
+            _ => {}
+        }
+    }
+
+    /// A step's request, answer or finding: a line of its case's wire trace
+    /// (a finding is also kept for its check).
+    fn on_trace_event(&mut self, event: &Event) {
+        match event {
             Event::StepSent {
                 case_id,
                 step,
@@ -395,6 +393,14 @@ impl Reporter for HtmlReport {
                 self.findings.on_event(event);
                 self.trace(case_id, format!("!! [{step}] {check}: {}", cap(message)))
             }
+            _ => {}
+        }
+    }
+
+    /// A case's or a check's verdict: a row of the page, a case taking the
+    /// trace gathered for it.
+    fn on_verdict_event(&mut self, event: &Event) {
+        match event {
             Event::CaseFinished {
                 case_id,
                 title,
@@ -437,12 +443,51 @@ impl Reporter for HtmlReport {
                 trace: Vec::new(),
                 unjudged: None,
             }),
-            Event::RunFinished {
-                summary,
-                claim,
-                exit_code,
-                ..
-            } => self.end = Some((summary.clone(), claim.clone(), *exit_code)),
+            _ => {}
+        }
+    }
+}
+
+/// The page's sentence for a `RunPartition`: a part of a split run, or the
+/// parts a merge joined (None for any other event).
+fn partition_text(event: &Event) -> Option<String> {
+    let Event::RunPartition {
+        scheme,
+        count,
+        index,
+        merged,
+    } = event
+    else {
+        return None;
+    };
+    let runs: Vec<String> = merged
+        .iter()
+        .map(|m| format!("{} ({} on {})", m.index, m.run_id, m.target))
+        .collect();
+    Some(match index {
+        Some(i) => format!(
+            "Partition {}:{i}/{count} of a split run: a part claims nothing; cetp merge joins the parts.",
+            scheme.as_str()
+        ),
+        None => format!(
+            "Merged from {count} partitions by {}: {}.",
+            scheme.as_str(),
+            runs.join(", ")
+        ),
+    })
+}
+
+impl Reporter for HtmlReport {
+    fn on_event(&mut self, event: &Event) {
+        match event {
+            Event::RunStarted { .. }
+            | Event::RunPinned { .. }
+            | Event::RunPartition { .. }
+            | Event::RunFinished { .. } => self.on_run_event(event),
+            Event::StepSent { .. } | Event::StepAnswered { .. } | Event::CheckFinding { .. } => {
+                self.on_trace_event(event)
+            }
+            Event::CaseFinished { .. } | Event::CheckVerdict { .. } => self.on_verdict_event(event),
             _ => {}
         }
     }

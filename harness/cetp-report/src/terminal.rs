@@ -388,6 +388,60 @@ fn trace_line(event: &Event) -> Option<String> {
     }
 }
 
+/// The line for a `RunPartition`: a part of a split run, or the runs a
+/// merge joined (None for any other event). Kept out of `on_event` so the
+/// dispatch stays a table.
+fn partition_line(event: &Event) -> Option<String> {
+    let Event::RunPartition {
+        scheme,
+        count,
+        index,
+        merged,
+    } = event
+    else {
+        return None;
+    };
+    Some(match index {
+        Some(i) => format!(
+            "partition {}:{i}/{count}: a part of the cases; `cetp merge` joins the {count} parts",
+            scheme.as_str()
+        ),
+        None => format!(
+            "merged {} partitions ({}:1..{count}/{count}): {}",
+            merged.len(),
+            scheme.as_str(),
+            merged
+                .iter()
+                .map(|m| format!("{} on {}", esc(&m.run_id, 80), esc(&m.target, 80)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+/// The line for a mid-run notice: a device lost (its cases handed on) or a
+/// stale baseline entry (None for any other event).
+fn notice_line(event: &Event) -> Option<String> {
+    match event {
+        Event::DeviceLost {
+            device,
+            reason,
+            handed_back,
+        } => Some(format!(
+            "LOST  device {}: {}; {} unfinished case(s) handed to the devices left",
+            esc(device, 120),
+            esc(reason, 400),
+            handed_back.len()
+        )),
+        Event::BaselineStale { id, reason } => Some(format!(
+            "STALE baseline entry {}: {}",
+            esc(id, 80),
+            esc(reason, 200)
+        )),
+        _ => None,
+    }
+}
+
 impl<W: Write + Send> Reporter for Terminal<W> {
     fn on_event(&mut self, event: &Event) {
         let text: Option<String> = match event {
@@ -398,27 +452,7 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 cases,
                 ..
             } => Some(self.run_started(run_id, target, *seed, *cases)),
-            Event::RunPartition {
-                scheme,
-                count,
-                index,
-                merged,
-            } => Some(match index {
-                Some(i) => format!(
-                    "partition {}:{i}/{count}: a part of the cases; `cetp merge` joins the {count} parts",
-                    scheme.as_str()
-                ),
-                None => format!(
-                    "merged {} partitions ({}:1..{count}/{count}): {}",
-                    merged.len(),
-                    scheme.as_str(),
-                    merged
-                        .iter()
-                        .map(|m| format!("{} on {}", esc(&m.run_id, 80), esc(&m.target, 80)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }),
+            Event::RunPartition { .. } => partition_line(event),
             Event::TargetIdentified { .. } => target_line(event),
             Event::CaseStarted {
                 case_id,
@@ -464,21 +498,7 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 reason,
                 ..
             } => self.check_verdict(check, title, *verdict, reason),
-            Event::DeviceLost {
-                device,
-                reason,
-                handed_back,
-            } => Some(format!(
-                "LOST  device {}: {}; {} unfinished case(s) handed to the devices left",
-                esc(device, 120),
-                esc(reason, 400),
-                handed_back.len()
-            )),
-            Event::BaselineStale { id, reason } => Some(format!(
-                "STALE baseline entry {}: {}",
-                esc(id, 80),
-                esc(reason, 200)
-            )),
+            Event::DeviceLost { .. } | Event::BaselineStale { .. } => notice_line(event),
             Event::RunFinished {
                 summary,
                 claim,

@@ -203,6 +203,102 @@ fn flag_value<'a>(args: &[&'a str], flag: &str) -> Option<&'a str> {
         .copied()
 }
 
+/// `pm SUB ...`: the package manager's listing, paths and installs (what a
+/// host asks to find and place the APKs); kept apart from `run_shell`'s
+/// dispatch.
+fn pm_command(sim: &Sim, sub: &str, rest: &[&str]) -> ShellOutput {
+    match (sub, rest) {
+        ("list", ["packages", rest @ ..]) => {
+            let with_path = rest.contains(&"-f");
+            let filter = operands(rest, &["--user", "--uid"])
+                .first()
+                .copied()
+                .unwrap_or("");
+            let out: String = sim
+                .packages()
+                .iter()
+                .filter(|p| p.contains(filter))
+                .map(|p| {
+                    if with_path {
+                        format!("package:/data/app/{p}-1/base.apk={p}\n")
+                    } else {
+                        format!("package:{p}\n")
+                    }
+                })
+                .collect();
+            ShellOutput::ok(out)
+        }
+        ("path", rest) => match operands(rest, &["--user"]).first() {
+            Some(package) if sim.package_apk_sha256(package).is_some() => {
+                ShellOutput::ok(format!("package:{}\n", base_apk(package)))
+            }
+            _ => ShellOutput::with_code("", 1),
+        },
+        ("install", rest) => {
+            match operands(rest, &["--user", "-i", "-p", "--install-location", "--pkg"]).last() {
+                Some(path) => {
+                    sim.record_install(path);
+                    if let Some(package) = flag_value(rest, "--pkg") {
+                        sim.record_package_install(package, path);
+                    }
+                    sim.log('I', &format!("pm install {path}: Success"));
+                    ShellOutput::ok("Success\n")
+                }
+                None => ShellOutput::with_code("Error: no package specified\n", 1),
+            }
+        }
+        (sub, _) => ShellOutput::with_code(format!("Unknown command: {sub}\n"), 1),
+    }
+}
+
+/// `am SUB ...`: the activity manager's stops, starts and instrumentation
+/// (what a host asks to run the apps); kept apart from `run_shell`'s
+/// dispatch.
+fn am_command(sim: &Sim, sub: &str, rest: &[&str]) -> ShellOutput {
+    match (sub, rest) {
+        ("force-stop", rest) => {
+            for package in operands(rest, &["--user"]) {
+                sim.stop_instrumentations(package);
+                if sim.packages().iter().any(|p| p == package) {
+                    // Apps without a running process (the probes) have
+                    // nothing to stop.
+                    let _ = sim.restart_package(package);
+                }
+            }
+            ShellOutput::ok("")
+        }
+        ("start", rest) => {
+            let target = flag_value(rest, "-n")
+                .map(|c| format!("cmp={c}"))
+                .or_else(|| flag_value(rest, "-a").map(|a| format!("act={a}")))
+                .unwrap_or_default();
+            ShellOutput::ok(format!("Starting: Intent {{ {target} }}\n"))
+        }
+        (
+            "start-foreground-service"
+            | "startforegroundservice"
+            | "startservice"
+            | "start-service",
+            rest,
+        ) => {
+            let target = flag_value(rest, "-n")
+                .map(|c| format!("cmp={c}"))
+                .unwrap_or_default();
+            ShellOutput::ok(format!("Starting service: Intent {{ {target} }}\n"))
+        }
+        ("instrument", rest) => {
+            // Over adb, `-w` runs in `run_instrumentation` and lasts; this is
+            // what it prints once the instrumentation finishes.
+            if rest.contains(&"-w") {
+                ShellOutput::ok("INSTRUMENTATION_RESULT: stream=\nINSTRUMENTATION_CODE: -1\n")
+            } else {
+                ShellOutput::ok("")
+            }
+        }
+        (sub, _) => ShellOutput::with_code(format!("Unknown command: {sub}\n"), 1),
+    }
+}
+
 pub(crate) fn run_shell(sim: &Sim, line: &str) -> ShellOutput {
     let words = match shell_words(line) {
         Ok(w) => w,
@@ -227,84 +323,9 @@ pub(crate) fn run_shell(sim: &Sim, line: &str) -> ShellOutput {
     }
     match words.as_slice() {
         [] => ShellOutput::ok(""),
-        ["pm", "list", "packages", rest @ ..] => {
-            let with_path = rest.contains(&"-f");
-            let filter = operands(rest, &["--user", "--uid"])
-                .first()
-                .copied()
-                .unwrap_or("");
-            let out: String = sim
-                .packages()
-                .iter()
-                .filter(|p| p.contains(filter))
-                .map(|p| {
-                    if with_path {
-                        format!("package:/data/app/{p}-1/base.apk={p}\n")
-                    } else {
-                        format!("package:{p}\n")
-                    }
-                })
-                .collect();
-            ShellOutput::ok(out)
-        }
-        ["pm", "path", rest @ ..] => match operands(rest, &["--user"]).first() {
-            Some(package) if sim.package_apk_sha256(package).is_some() => {
-                ShellOutput::ok(format!("package:{}\n", base_apk(package)))
-            }
-            _ => ShellOutput::with_code("", 1),
-        },
-        ["pm", "install", rest @ ..] => {
-            match operands(rest, &["--user", "-i", "-p", "--install-location", "--pkg"]).last() {
-                Some(path) => {
-                    sim.record_install(path);
-                    if let Some(package) = flag_value(rest, "--pkg") {
-                        sim.record_package_install(package, path);
-                    }
-                    sim.log('I', &format!("pm install {path}: Success"));
-                    ShellOutput::ok("Success\n")
-                }
-                None => ShellOutput::with_code("Error: no package specified\n", 1),
-            }
-        }
-        ["pm", sub, ..] => ShellOutput::with_code(format!("Unknown command: {sub}\n"), 1),
+        ["pm", sub, rest @ ..] => pm_command(sim, sub, rest),
         ["sha256sum", files @ ..] => sha256sum(sim, files),
-        ["am", "force-stop", rest @ ..] => {
-            for package in operands(rest, &["--user"]) {
-                sim.stop_instrumentations(package);
-                if sim.packages().iter().any(|p| p == package) {
-                    // Apps without a running process (the probes) have
-                    // nothing to stop.
-                    let _ = sim.restart_package(package);
-                }
-            }
-            ShellOutput::ok("")
-        }
-        ["am", "start", rest @ ..] => {
-            let target = flag_value(rest, "-n")
-                .map(|c| format!("cmp={c}"))
-                .or_else(|| flag_value(rest, "-a").map(|a| format!("act={a}")))
-                .unwrap_or_default();
-            ShellOutput::ok(format!("Starting: Intent {{ {target} }}\n"))
-        }
-        ["am", "start-foreground-service"
-        | "startforegroundservice"
-        | "startservice"
-        | "start-service", rest @ ..] => {
-            let target = flag_value(rest, "-n")
-                .map(|c| format!("cmp={c}"))
-                .unwrap_or_default();
-            ShellOutput::ok(format!("Starting service: Intent {{ {target} }}\n"))
-        }
-        ["am", "instrument", rest @ ..] => {
-            // Over adb, `-w` runs in `run_instrumentation` and lasts; this is
-            // what it prints once the instrumentation finishes.
-            if rest.contains(&"-w") {
-                ShellOutput::ok("INSTRUMENTATION_RESULT: stream=\nINSTRUMENTATION_CODE: -1\n")
-            } else {
-                ShellOutput::ok("")
-            }
-        }
-        ["am", sub, ..] => ShellOutput::with_code(format!("Unknown command: {sub}\n"), 1),
+        ["am", sub, rest @ ..] => am_command(sim, sub, rest),
         ["logcat", rest @ ..] => {
             if rest.contains(&"-c") {
                 sim.clear_log();

@@ -115,79 +115,20 @@ where
         number,
     };
     let mut reader = AsyncFrameReader::new(BufReader::with_capacity(64 * 1024, rd));
-    let count = Arc::new(Semaphore::new(MAX_OUTSTANDING_REQUESTS));
-    let bytes = Arc::new(Semaphore::new(MAX_OUTSTANDING_BYTES / 1024));
+    let limits = Limits {
+        count: Arc::new(Semaphore::new(MAX_OUTSTANDING_REQUESTS)),
+        bytes: Arc::new(Semaphore::new(MAX_OUTSTANDING_BYTES / 1024)),
+    };
     let mut tasks = JoinSet::new();
     let clean = loop {
         while tasks.try_join_next().is_some() {}
-        let line = match reader.read_line().await {
-            Ok(Some(line)) => line,
-            Ok(None) => break true,
-            Err(e) => {
-                conn.log('W', &format!("closing: {e}"));
-                break false;
-            }
+        let (req, len) = match conn.next_request(&mut reader).await {
+            Incoming::Request(req, len) => (req, len),
+            Incoming::Answered => continue,
+            Incoming::End(clean) => break clean,
         };
-        let len = line.len();
-        let frame = match decode_frame(line) {
-            Ok(frame) => frame,
-            Err(e) => match request_id_hint(line) {
-                Some(id) => {
-                    conn.log('W', &format!("request {id}: undecodable frame: {e}"));
-                    conn.send_final(Frame::error(
-                        id,
-                        bad_request(format!("undecodable frame: {e}")),
-                    ))
-                    .await;
-                    continue;
-                }
-                None => {
-                    conn.log(
-                        'W',
-                        &format!("closing: undecodable frame without an id: {e}"),
-                    );
-                    break false;
-                }
-            },
-        };
-        let req = match frame {
-            Frame::Request(req) => req,
-            other => match other.id() {
-                Some(id) => {
-                    conn.send_final(Frame::error(
-                        id,
-                        bad_request("a device accepts only requests from the host"),
-                    ))
-                    .await;
-                    continue;
-                }
-                None => {
-                    conn.log('W', "closing: the host sent an event");
-                    break false;
-                }
-            },
-        };
-        let kib = u32::try_from(len / 1024 + 1).unwrap_or(u32::MAX);
-        let permits = match (
-            Arc::clone(&count).try_acquire_owned(),
-            Arc::clone(&bytes).try_acquire_many_owned(kib),
-        ) {
-            (Ok(c), Ok(b)) => (c, b),
-            _ => {
-                conn.log(
-                    'W',
-                    &format!("request {}: too many outstanding requests", req.id),
-                );
-                conn.send_final(Frame::error(
-                    req.id,
-                    bad_request(format!(
-                        "too many outstanding requests (at most {MAX_OUTSTANDING_REQUESTS}, {} MiB)",
-                        MAX_OUTSTANDING_BYTES >> 20
-                    )),
-                ))
-                .await;
-                continue;
-            }
+        let Some(permits) = conn.admit(&limits, &req, len).await else {
+            continue;
         };
         let c = Arc::clone(&conn);
         tasks.spawn(async move {
@@ -210,6 +151,117 @@ where
         let _ = writer.await;
     } else {
         writer.abort();
+    }
+}
+
+/// What `serve`'s read loop does with the next frame from the host.
+enum Incoming {
+    /// A request to answer, with its frame's length in bytes.
+    Request(Request, usize),
+    /// A bad frame, already answered with an error: read on.
+    Answered,
+    /// The connection ends: `true` when the host closed it cleanly.
+    End(bool),
+}
+
+/// The caps on what a connection has outstanding: requests, and their
+/// frames' bytes in KiB.
+struct Limits {
+    count: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
+}
+
+/// A request's hold on [`Limits`], released when its task ends.
+type Permits = (
+    tokio::sync::OwnedSemaphorePermit,
+    tokio::sync::OwnedSemaphorePermit,
+);
+
+/// `serve`'s phases for one frame, split out so that its loop reads as
+/// read, admit, spawn.
+impl Conn {
+    /// Reads and decodes the host's next frame: a request, or a bad frame
+    /// answered by id, or the end (a frame without an id closes the
+    /// connection, as it cannot be answered).
+    async fn next_request<R>(&self, reader: &mut AsyncFrameReader<R>) -> Incoming
+    where
+        R: tokio::io::AsyncBufRead + Unpin,
+    {
+        let line = match reader.read_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => return Incoming::End(true),
+            Err(e) => {
+                self.log('W', &format!("closing: {e}"));
+                return Incoming::End(false);
+            }
+        };
+        let len = line.len();
+        let frame = match decode_frame(line) {
+            Ok(frame) => frame,
+            Err(e) => match request_id_hint(line) {
+                Some(id) => {
+                    self.log('W', &format!("request {id}: undecodable frame: {e}"));
+                    self.send_final(Frame::error(
+                        id,
+                        bad_request(format!("undecodable frame: {e}")),
+                    ))
+                    .await;
+                    return Incoming::Answered;
+                }
+                None => {
+                    self.log(
+                        'W',
+                        &format!("closing: undecodable frame without an id: {e}"),
+                    );
+                    return Incoming::End(false);
+                }
+            },
+        };
+        let req = match frame {
+            Frame::Request(req) => req,
+            other => match other.id() {
+                Some(id) => {
+                    self.send_final(Frame::error(
+                        id,
+                        bad_request("a device accepts only requests from the host"),
+                    ))
+                    .await;
+                    return Incoming::Answered;
+                }
+                None => {
+                    self.log('W', "closing: the host sent an event");
+                    return Incoming::End(false);
+                }
+            },
+        };
+        Incoming::Request(req, len)
+    }
+
+    /// Takes the request's share of the connection's [`Limits`], or answers
+    /// it with an error when the device already holds too much (None).
+    async fn admit(&self, limits: &Limits, req: &Request, len: usize) -> Option<Permits> {
+        let kib = u32::try_from(len / 1024 + 1).unwrap_or(u32::MAX);
+        match (
+            Arc::clone(&limits.count).try_acquire_owned(),
+            Arc::clone(&limits.bytes).try_acquire_many_owned(kib),
+        ) {
+            (Ok(c), Ok(b)) => Some((c, b)),
+            _ => {
+                self.log(
+                    'W',
+                    &format!("request {}: too many outstanding requests", req.id),
+                );
+                self.send_final(Frame::error(
+                    req.id,
+                    bad_request(format!(
+                        "too many outstanding requests (at most {MAX_OUTSTANDING_REQUESTS}, {} MiB)",
+                        MAX_OUTSTANDING_BYTES >> 20
+                    )),
+                ))
+                .await;
+                None
+            }
+        }
     }
 }
 
@@ -468,24 +520,7 @@ impl Conn {
             )
         })?;
         let method = p.method.clone();
-        if let Some(hang) = self.sim.config().hang.as_deref() {
-            let tool = p
-                .extras
-                .as_ref()
-                .and_then(|b| b.opt_string("tool_name").ok().flatten());
-            if tool.as_deref().unwrap_or(&method) == hang {
-                // The Provider's binder thread never returns: the device
-                // waits as long as it was asked to, then gives up.
-                tokio::time::sleep(wait_for(p.timeout_ms)).await;
-                return Err(WireError::new(
-                    ErrorKind::Timeout,
-                    format!(
-                        "stopped waiting for {hang:?} after {} ms; the provider never answered",
-                        wait_for(p.timeout_ms).as_millis()
-                    ),
-                ));
-            }
-        }
+        self.hang_if_configured(&p, &method).await?;
         let caller = self.identity.caller.clone();
         let now_ms = self.sim.device().app_now_ms();
         let call = ProviderCall {
@@ -524,6 +559,44 @@ impl Conn {
                 ));
             }
         };
+        self.call_answer(reply, &app, &method, elapsed_us)
+    }
+
+    /// The `hang` setting at work: a call of the tool (or method) it names
+    /// never returns, and the device stops waiting after the call's
+    /// timeout. Ok for any other call.
+    async fn hang_if_configured(&self, p: &CallParams, method: &str) -> Result<(), WireError> {
+        if let Some(hang) = self.sim.config().hang.as_deref() {
+            let tool = p
+                .extras
+                .as_ref()
+                .and_then(|b| b.opt_string("tool_name").ok().flatten());
+            if tool.as_deref().unwrap_or(method) == hang {
+                // The Provider's binder thread never returns: the device
+                // waits as long as it was asked to, then gives up.
+                tokio::time::sleep(wait_for(p.timeout_ms)).await;
+                return Err(WireError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "stopped waiting for {hang:?} after {} ms; the provider never answered",
+                        wait_for(p.timeout_ms).as_millis()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `call` answer for a Provider's reply, once it crossed Binder: its
+    /// exception, or its bundle with the handles in it adopted by this
+    /// connection (logged with its status).
+    fn call_answer(
+        &self,
+        reply: Reply,
+        app: &AppRef,
+        method: &str,
+        elapsed_us: u64,
+    ) -> Result<Map, WireError> {
         // The probe is another app: the Provider's exception crosses Binder.
         match crate::binder::cross(reply) {
             Reply::Threw { class, message } => Err(WireError::provider_exception(class, message)),
@@ -543,7 +616,7 @@ impl Conn {
                 attachments,
             } => {
                 lock(&self.handles)
-                    .adopt(&mut bundle, attachments, &app, MAX_HANDLES_PER_CONNECTION)
+                    .adopt(&mut bundle, attachments, app, MAX_HANDLES_PER_CONNECTION)
                     .map_err(|_| {
                         WireError::new(
                             ErrorKind::Unsupported,

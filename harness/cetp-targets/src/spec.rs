@@ -565,90 +565,14 @@ impl fmt::Display for TargetSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut opts: Vec<String> = Vec::new();
         let head = match self {
-            TargetSpec::Sim(s) => {
-                let d = SimSpec::default();
-                if s.provider != d.provider {
-                    opts.push(format!("provider={}", s.provider));
-                }
-                if let Some(m) = &s.mutant {
-                    opts.push(format!("mutant={m}"));
-                }
-                if let Some(v) = &s.variant {
-                    opts.push(format!("variant={v}"));
-                }
-                if s.manifest != d.manifest {
-                    opts.push(format!(
-                        "manifest={}",
-                        cetp_sim::manifest_variant_name(s.manifest)
-                    ));
-                }
-                if s.clock_skew_ms != d.clock_skew_ms {
-                    opts.push(format!("clock_skew_ms={}", s.clock_skew_ms));
-                }
-                if s.effect_delay_ms != d.effect_delay_ms {
-                    opts.push(format!("effect_delay_ms={}", s.effect_delay_ms));
-                }
-                if s.seed != d.seed {
-                    opts.push(format!("seed={}", s.seed));
-                }
-                if let Some(h) = &s.hang {
-                    opts.push(format!("hang={h}"));
-                }
-                "sim".to_string()
-            }
+            TargetSpec::Sim(s) => sim_head(s, &mut opts),
             TargetSpec::Tcp(s) => {
                 if let Some(b) = &s.b {
                     opts.push(format!("b={b}"));
                 }
                 format!("tcp:{}", s.a)
             }
-            TargetSpec::Adb(s) => {
-                let d = AdbSpec::default();
-                if s.server != d.server {
-                    opts.push(format!("server={}", s.server));
-                }
-                for p in &s.install {
-                    opts.push(format!("install={}", p.display()));
-                }
-                for p in &s.probe_apks {
-                    opts.push(format!("probe_apk={}", p.display()));
-                }
-                if s.apk_dir != d.apk_dir {
-                    opts.push(match &s.apk_dir {
-                        Some(p) => format!("apk_dir={}", p.display()),
-                        None => "apk_dir=off".into(),
-                    });
-                }
-                if s.probe_service != d.probe_service {
-                    opts.push(format!("probe={}", s.probe_service));
-                }
-                if s.probe_b_service != d.probe_b_service {
-                    opts.push(format!("probe_b={}", s.probe_b_service));
-                }
-                if !s.start {
-                    opts.push("start=0".into());
-                }
-                match s.b {
-                    IdentityB::Auto => {}
-                    IdentityB::Required => opts.push("b=on".into()),
-                    IdentityB::Off => opts.push("b=off".into()),
-                }
-                if s.install_timeout_ms != d.install_timeout_ms {
-                    opts.push(format!("install_timeout_ms={}", s.install_timeout_ms));
-                }
-                match s.relay_through_server {
-                    None => {}
-                    Some(true) => opts.push("relay=server".into()),
-                    Some(false) => opts.push("relay=forward".into()),
-                }
-                if s.clock_move {
-                    opts.push("clock=move".into());
-                }
-                match &s.serial {
-                    Some(serial) => format!("adb:{serial}"),
-                    None => "adb".to_string(),
-                }
-            }
+            TargetSpec::Adb(s) => adb_head(s, &mut opts),
         };
         if self.op_timeout_ms() != DEFAULT_OP_TIMEOUT_MS {
             opts.push(format!("timeout_ms={}", self.op_timeout_ms()));
@@ -663,6 +587,92 @@ impl fmt::Display for TargetSpec {
             write!(f, "{sep}{}", opts.join(","))?;
         }
         Ok(())
+    }
+}
+
+/// The head of a `sim` spec's text (`sim`), its options that differ from
+/// the defaults pushed to `opts` in their canonical order; split from
+/// `Display::fmt` to keep one function per target kind.
+fn sim_head(s: &SimSpec, opts: &mut Vec<String>) -> String {
+    let d = SimSpec::default();
+    if s.provider != d.provider {
+        opts.push(format!("provider={}", s.provider));
+    }
+    if let Some(m) = &s.mutant {
+        opts.push(format!("mutant={m}"));
+    }
+    if let Some(v) = &s.variant {
+        opts.push(format!("variant={v}"));
+    }
+    if s.manifest != d.manifest {
+        opts.push(format!(
+            "manifest={}",
+            cetp_sim::manifest_variant_name(s.manifest)
+        ));
+    }
+    if s.clock_skew_ms != d.clock_skew_ms {
+        opts.push(format!("clock_skew_ms={}", s.clock_skew_ms));
+    }
+    if s.effect_delay_ms != d.effect_delay_ms {
+        opts.push(format!("effect_delay_ms={}", s.effect_delay_ms));
+    }
+    if s.seed != d.seed {
+        opts.push(format!("seed={}", s.seed));
+    }
+    if let Some(h) = &s.hang {
+        opts.push(format!("hang={h}"));
+    }
+    "sim".to_string()
+}
+
+/// The head of an `adb` spec's text (`adb` or `adb:SERIAL`), its options
+/// that differ from the defaults pushed to `opts` in their canonical order;
+/// split from `Display::fmt` to keep one function per target kind.
+fn adb_head(s: &AdbSpec, opts: &mut Vec<String>) -> String {
+    let d = AdbSpec::default();
+    if s.server != d.server {
+        opts.push(format!("server={}", s.server));
+    }
+    for p in &s.install {
+        opts.push(format!("install={}", p.display()));
+    }
+    for p in &s.probe_apks {
+        opts.push(format!("probe_apk={}", p.display()));
+    }
+    if s.apk_dir != d.apk_dir {
+        opts.push(match &s.apk_dir {
+            Some(p) => format!("apk_dir={}", p.display()),
+            None => "apk_dir=off".into(),
+        });
+    }
+    if s.probe_service != d.probe_service {
+        opts.push(format!("probe={}", s.probe_service));
+    }
+    if s.probe_b_service != d.probe_b_service {
+        opts.push(format!("probe_b={}", s.probe_b_service));
+    }
+    if !s.start {
+        opts.push("start=0".into());
+    }
+    match s.b {
+        IdentityB::Auto => {}
+        IdentityB::Required => opts.push("b=on".into()),
+        IdentityB::Off => opts.push("b=off".into()),
+    }
+    if s.install_timeout_ms != d.install_timeout_ms {
+        opts.push(format!("install_timeout_ms={}", s.install_timeout_ms));
+    }
+    match s.relay_through_server {
+        None => {}
+        Some(true) => opts.push("relay=server".into()),
+        Some(false) => opts.push("relay=forward".into()),
+    }
+    if s.clock_move {
+        opts.push("clock=move".into());
+    }
+    match &s.serial {
+        Some(serial) => format!("adb:{serial}"),
+        None => "adb".to_string(),
     }
 }
 

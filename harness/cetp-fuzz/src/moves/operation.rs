@@ -9,8 +9,22 @@ use super::steps::{
 use super::{Exec, GenStep, Generator, Meta};
 use crate::world::ToolInfo;
 use cetp_vectors::template::literal;
-use cetp_vectors::vector::{Args, Step};
+use cetp_vectors::vector::{Args, Step, ToolRef};
 use rand::Rng;
+
+/// The execution an `async_flow` move follows, as its queries name it.
+struct Flow<'f> {
+    /// The identity that executed, in `session`.
+    ident: &'static str,
+    session: &'f str,
+    /// The capabilities `session` was negotiated with (another session of
+    /// either identity asks for the same).
+    caps: &'f [&'static str],
+    /// `${e/data/operation_id}` of the execution bound as `e`.
+    op: String,
+    /// `${e/_request/request_id}`: the request id the operation is bound to.
+    own_rid: String,
+}
 
 impl Generator<'_> {
     /// Move: a read, cancel or settle of an earlier execution's background
@@ -115,23 +129,7 @@ impl Generator<'_> {
         }
         let s = self.session_with(ident, &caps, pre);
         let e = self.name("e");
-        let roles: Vec<String> = self
-            .world
-            .roles
-            .iter()
-            .filter(|(_, t)| **t == tool.name)
-            .map(|(r, _)| r.clone())
-            .collect();
-        let (tool_ref, args) = match self.pick(&roles) {
-            Some(r) if self.chance(0.5) => (role(r), Args::Valid),
-            _ => {
-                let args = match self.generated(&tool) {
-                    Some(v) if self.chance(0.4) => Args::Json(v),
-                    _ => Args::Valid,
-                };
-                (named(literal(&tool.name)), args)
-            }
-        };
+        let (tool_ref, args) = self.background_call_target(&tool);
         let call = Call {
             tool: tool_ref,
             args: Some(args),
@@ -150,34 +148,14 @@ impl Generator<'_> {
             ident,
             may_ask: tool.confirmation == "always",
         });
-        let op = format!("${{{e}/data/operation_id}}");
-        let own_rid = format!("${{{e}/_request/request_id}}");
-        let mut cancelled = false;
-        for _ in 0..self.rng.random_range(1..=3) {
-            let b = self.name("g");
-            let what = self.rng.random_range(0..9);
-            let (who, sess, rid, method) =
-                self.operation_query(what, (ident, &s, &own_rid), &caps, &mut inner);
-            if method == "cancel_operation" && who == ident && rid == own_rid {
-                cancelled = true;
-            }
-            let mut tags = vec![
-                "CETP2-4.4-04",
-                "CETP2-4.4-06",
-                "CETP2-4.4-11",
-                "CETP2-4.1-07",
-                "CETP2-2.3-02",
-            ];
-            if method == "cancel_operation" {
-                tags.extend(["CETP2-4.4-09", "CETP2-4.4-17"]);
-            }
-            let query = Call {
-                request_id: Some(rid),
-                operation_id: Some(op.clone()),
-                ..Call::new(who, method, &sess, &b)
-            };
-            inner.push(call_step(query.citing(&tags)));
-        }
+        let flow = Flow {
+            ident,
+            session: &s,
+            caps: &caps,
+            op: format!("${{{e}/data/operation_id}}"),
+            own_rid: format!("${{{e}/_request/request_id}}"),
+        };
+        let cancelled = self.operation_queries(&flow, &mut inner);
         let fin = self.name("f");
         inner.push(settle(
             ident,
@@ -206,6 +184,67 @@ impl Generator<'_> {
         };
         out.push(snapshot);
         Some(out)
+    }
+
+    /// How an `async_flow` execution names its tool and args: mostly by a
+    /// profile role the tool fills (with valid args), else by name with
+    /// valid or schema-drawn args.
+    fn background_call_target(&mut self, tool: &ToolInfo) -> (Option<ToolRef>, Args) {
+        let roles: Vec<String> = self
+            .world
+            .roles
+            .iter()
+            .filter(|(_, t)| **t == tool.name)
+            .map(|(r, _)| r.clone())
+            .collect();
+        match self.pick(&roles) {
+            Some(r) if self.chance(0.5) => (role(r), Args::Valid),
+            _ => {
+                let args = match self.generated(tool) {
+                    Some(v) if self.chance(0.4) => Args::Json(v),
+                    _ => Args::Valid,
+                };
+                (named(literal(&tool.name)), args)
+            }
+        }
+    }
+
+    /// The one to three queries of an `async_flow` execution's operation
+    /// (reads and cancellations, see [`Self::operation_query`]), pushed to
+    /// `inner`; true when one was a cancellation by its creator under its
+    /// own request id, whose final state is then judged.
+    fn operation_queries(&mut self, flow: &Flow, inner: &mut Vec<GenStep>) -> bool {
+        let mut cancelled = false;
+        for _ in 0..self.rng.random_range(1..=3) {
+            let b = self.name("g");
+            let what = self.rng.random_range(0..9);
+            let (who, sess, rid, method) = self.operation_query(
+                what,
+                (flow.ident, flow.session, &flow.own_rid),
+                flow.caps,
+                inner,
+            );
+            if method == "cancel_operation" && who == flow.ident && rid == flow.own_rid {
+                cancelled = true;
+            }
+            let mut tags = vec![
+                "CETP2-4.4-04",
+                "CETP2-4.4-06",
+                "CETP2-4.4-11",
+                "CETP2-4.1-07",
+                "CETP2-2.3-02",
+            ];
+            if method == "cancel_operation" {
+                tags.extend(["CETP2-4.4-09", "CETP2-4.4-17"]);
+            }
+            let query = Call {
+                request_id: Some(rid),
+                operation_id: Some(flow.op.clone()),
+                ..Call::new(who, method, &sess, &b)
+            };
+            inner.push(call_step(query.citing(&tags)));
+        }
+        cancelled
     }
 
     /// After a cancellation of the operation of `e` by `ident` in `session`:
