@@ -29,17 +29,17 @@ mod selftest_cmd;
 
 // The command modules take these names, and each other's, with
 // `use super::*`.
-use cetp_conformance::coverage;
 use cetp_conformance::exit::ExitCode;
 use cetp_conformance::journal::PausePoint;
 use cetp_conformance::lock_target::{self, FetchError};
 use cetp_conformance::rundir::{DirError, RunDir};
 use cetp_conformance::runner::{run, RunConfig};
-use cetp_conformance::selftest::{self, load_mutants, load_variants, ProofRecord};
 use cetp_contract::lock::Lock;
+use cetp_profile::coverage;
 use cetp_report::document::{self, Document, Kept};
 use cetp_report::escape;
 use cetp_report::terminal::Terminal;
+use cetp_selftest::selftest::{self, load_mutants, load_variants, ProofRecord};
 use cetp_targets::{open_with, OpenOptions, TargetSpec, WireTrace};
 use cetp_vectors::event::Fanout;
 use cetp_vectors::profile::{builtin, Profile};

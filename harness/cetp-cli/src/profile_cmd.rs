@@ -1,9 +1,9 @@
 //! `cetp profile check` and `cetp init`: wiring only; the judgement is
-//! `cetp_conformance::profile_check`, the starter `profile_init`.
+//! `cetp_profile::profile_check`, the starter `profile_init`.
 
 use super::{fetch_failure, infra, load_suite, open_target, parse_target, usage, Failure};
 use cetp_conformance::exit::ExitCode;
-use cetp_conformance::profile_check::{self, read_live, Live, Report};
+use cetp_profile::profile_check::{self, read_live, Live, Report};
 use cetp_report::escape;
 use cetp_vectors::profile::Profile;
 use cetp_vectors::suite::Suite;
@@ -145,7 +145,7 @@ pub fn init_command(args: &InitArgs) -> Result<ExitCode, Failure> {
     let mut naming = Profile::default();
     naming.target.package = args.package.clone();
     let live = live_of(&args.target, &args.target_b, &args.adb_server, &naming)?;
-    let text = cetp_conformance::profile_init::starter(&live, &suite, &args.target, &generate);
+    let text = cetp_profile::profile_init::starter(&live, &suite, &args.target, &generate);
     std::fs::write(&args.out, &text)
         .map_err(|e| infra(format!("cannot write {}: {e}", args.out.display())))?;
     let profile = Profile::from_toml(&text)

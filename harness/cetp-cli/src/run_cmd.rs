@@ -112,7 +112,7 @@ pub(crate) fn prepare(
                 .map_err(|e| usage(format!("case file {path}: {e}")))?;
             let file = cetp_vectors::vector::VectorFile::from_json(&text)
                 .map_err(|e| usage(format!("case file {path}: {e}")))?;
-            vector_roles = cetp_conformance::profile_check::roles_used(&suite);
+            vector_roles = cetp_profile::profile_check::roles_used(&suite);
             suite.cases = file.cases;
             suite.fingerprint = cetp_proto::canonical::sha256_hex(text.as_bytes());
             None
@@ -324,7 +324,7 @@ pub(crate) fn precheck(
     if p.args.profile.is_none() && matches!(p.spec, TargetSpec::Sim(_)) {
         return Ok(());
     }
-    let live = match cetp_conformance::profile_check::read_live(target, &p.profile) {
+    let live = match cetp_profile::profile_check::read_live(target, &p.profile) {
         // Descriptors that break the spec are the run's to judge, not a
         // profile's fault: check what the profile alone shows.
         Ok(l) if l.problems == 0 => Some(l),
@@ -337,7 +337,7 @@ pub(crate) fn precheck(
             None
         }
     };
-    let report = cetp_conformance::profile_check::check_part(
+    let report = cetp_profile::profile_check::check_part(
         &p.profile,
         &p.suite,
         &p.vector_roles,
@@ -361,7 +361,7 @@ pub(crate) fn precheck(
 }
 
 pub(crate) fn profile_check_fix(needs: &str) -> String {
-    cetp_conformance::profile_check::fix_for(needs)
+    cetp_profile::profile_check::fix_for(needs)
 }
 
 /// The terminal view of a run: on stdout, or on stderr when stdout

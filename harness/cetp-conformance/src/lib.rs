@@ -16,11 +16,10 @@
 //! - [`stats::RunStats`]: what the finished cases, checks and stale
 //!   baseline entries add up to: summary, claim and exit code
 //!   ([`exit::ExitCode`], the one place exit codes are mapped);
-//! - [`selftest`]: the fixture Providers, mutants, legal variants and the
-//!   proof record.
+//! - `cetp_selftest`: the fixture Providers, mutants, legal variants and
+//!   the proof record, built on this crate.
 
 pub mod config;
-pub mod coverage;
 pub mod devices;
 pub mod dispatch;
 pub mod exit;
@@ -31,9 +30,6 @@ pub mod lock_target;
 pub mod merge;
 pub mod partition;
 pub mod pin;
-pub mod profile_check;
-pub mod profile_init;
 pub mod rundir;
 pub mod runner;
-pub mod selftest;
 pub mod stats;

@@ -181,7 +181,7 @@ pub fn open_with(spec: &TargetSpec, opts: &OpenOptions) -> Result<Target, Target
 }
 
 /// Builds a fresh target per call from its text (`sim:mutant=NAME`,
-/// `sim:variant=NAME`, ...). The shape `cetp_conformance::selftest::selftest`
+/// `sim:variant=NAME`, ...). The shape `cetp_selftest::selftest::selftest`
 /// takes.
 pub fn target_factory() -> impl Fn(&str) -> Result<Target, String> + Send + Sync {
     |text| {

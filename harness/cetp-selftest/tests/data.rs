@@ -2,8 +2,8 @@
 //! Schema, every requirement id they (and the checks and mutants) cite exists
 //! in the catalog, and every descriptor rule the core can emit is mapped.
 
-use cetp_conformance::selftest::load_mutants;
 use cetp_proto::catalog::Catalog;
+use cetp_selftest::selftest::load_mutants;
 use cetp_vectors::suite::{default_vectors_dir, Suite};
 use std::collections::BTreeSet;
 

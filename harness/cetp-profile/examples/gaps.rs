@@ -4,7 +4,7 @@
 //!
 //! `cargo run -p cetp-conformance --example gaps`
 
-use cetp_conformance::coverage::*;
+use cetp_profile::coverage::*;
 use cetp_vectors::suite::*;
 fn main() {
     let dir = default_vectors_dir();

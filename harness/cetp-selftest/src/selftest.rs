@@ -11,7 +11,7 @@
 //! it, as a release is held to the lock of the one before: that is the only
 //! way the §3.3 revision rule across two releases (`LOCK-001`) can fail.
 
-use crate::runner::{run, RunConfig, RunOutcome};
+use cetp_conformance::runner::{run, RunConfig, RunOutcome};
 use cetp_vectors::device::Target;
 use cetp_vectors::event::{Fanout, Verdict};
 use cetp_vectors::profile::Profile;
@@ -478,7 +478,7 @@ pub fn selftest(
         match make_target(&f.target) {
             Ok(t) => {
                 if fcfg.lock.is_none() {
-                    match crate::lock_target::record(&t, &f.profile) {
+                    match cetp_conformance::lock_target::record(&t, &f.profile) {
                         Ok(built) if built.problems.is_empty() => fcfg.lock = Some(built.lock),
                         Ok(built) => reference_problems.extend(built.problems.iter().map(|p| {
                             format!(

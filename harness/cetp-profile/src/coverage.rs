@@ -126,7 +126,7 @@ pub fn rows_with_consumer(
     exemptions: &Exemptions,
     consumer: &ConsumerCoverage,
 ) -> Vec<Row> {
-    let index = crate::runner::requirement_index(suite);
+    let index = cetp_conformance::runner::requirement_index(suite);
     let by_mutant = &proof.requirements;
     catalog
         .active()

@@ -963,12 +963,15 @@ pub struct Live {
 pub fn read_live(
     target: &cetp_vectors::device::Target,
     profile: &Profile,
-) -> Result<Live, crate::lock_target::FetchError> {
-    let (hello, env) = crate::identify::identify(target, profile)
-        .map_err(crate::lock_target::FetchError::Infra)?;
-    let answers = crate::lock_target::fetch(target.a.as_ref(), &env.authority, true)?;
-    let built =
-        cetp_contract::lock::build(&answers, &crate::lock_target::offered(), Some(&env.package));
+) -> Result<Live, cetp_conformance::lock_target::FetchError> {
+    let (hello, env) = cetp_conformance::identify::identify(target, profile)
+        .map_err(cetp_conformance::lock_target::FetchError::Infra)?;
+    let answers = cetp_conformance::lock_target::fetch(target.a.as_ref(), &env.authority, true)?;
+    let built = cetp_contract::lock::build(
+        &answers,
+        &cetp_conformance::lock_target::offered(),
+        Some(&env.package),
+    );
     let has_op = |op: &str| {
         hello
             .as_ref()
