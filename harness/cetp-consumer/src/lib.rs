@@ -650,6 +650,14 @@ impl ConsumerSelftest {
     /// killing scenarios with the requirements their findings cite.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        self.render_reference(&mut out);
+        self.render_mutants(&mut out);
+        self.render_variants(&mut out);
+        out
+    }
+
+    /// Whether the reference Consumer passed every scenario, or what it failed.
+    fn render_reference(&self, out: &mut String) {
         let bad: Vec<&ScenarioResult> = self
             .reference
             .iter()
@@ -674,6 +682,10 @@ impl ConsumerSelftest {
                 }
             }
         }
+    }
+
+    /// Each mutant, killed (by which scenarios, proving what) or not, and the score.
+    fn render_mutants(&self, out: &mut String) {
         let width = self
             .mutants
             .iter()
@@ -721,6 +733,10 @@ impl ConsumerSelftest {
                 100.0 * k as f64 / n as f64
             }
         ));
+    }
+
+    /// Each legal variant: passed, or the false verdicts it drew.
+    fn render_variants(&self, out: &mut String) {
         let vwidth = self
             .variants
             .iter()
@@ -755,7 +771,6 @@ impl ConsumerSelftest {
             self.reference.len(),
             self.false_verdicts()
         ));
-        out
     }
 }
 
@@ -1368,46 +1383,15 @@ pub fn run_on_device(
                 None
             }
             Some(action) => {
-                if action == Action::Reset {
-                    hostile.life += 1;
-                }
-                let is_cancel = matches!(action, Action::CancelTool { .. });
-                let mut on = |ev: DeviceEvent| match ev {
-                    DeviceEvent::Call {
-                        authority: called,
-                        peer,
-                        method,
-                        extras,
-                        now_ms: at,
-                    } => Some(route_call(
-                        &mut hostile,
-                        decoy.as_mut().map(|d| (d, decoy_on_peer)),
-                        (called.as_deref(), peer),
-                        (&method, &extras, at),
-                        &mut unrouted,
-                    )),
-                    DeviceEvent::Launched { handle, decision } => {
-                        resolves.push(port::ResolveRecord {
-                            handle,
-                            decision: cetp_proto::provider::Decision::parse(&decision)
-                                .unwrap_or(cetp_proto::provider::Decision::Dismiss),
-                            after_calls: hostile.log.len(),
-                        });
-                        None
-                    }
+                let mut hosted = Hosted {
+                    hostile: &mut hostile,
+                    decoy: decoy.as_mut().map(|d| (d, decoy_on_peer)),
+                    resolves: &mut resolves,
+                    unrouted: &mut unrouted,
                 };
-                match dev.act(&action.to_json(), &mut on) {
+                match play(s, dev, action, &mut hosted)? {
                     Ok(o) => Some(o),
-                    // `cancel_tool` is an extension of consumer_act: a
-                    // device (or driver) without it lacks an ability.
-                    Err(e) if is_cancel && (lacks_op(&e) || e.contains(": bad_request")) => {
-                        return Ok(setup_gap(
-                            s,
-                            "the cancel_tool act (a consumer_act extension), which this device does not perform",
-                            &e,
-                        ));
-                    }
-                    Err(e) => return Err(e),
+                    Err(gap) => return Ok(gap),
                 }
             }
         };
@@ -1448,6 +1432,67 @@ fn reported_closes(
         .any(|e| matches!(e.check, scenario::ConsumerCheck::FdsClosed {}))
         .then(|| dev.fd_closes(FD_CLOSE_WAIT))
         .flatten()
+}
+
+/// The hosted Providers of a scenario on a device, and what the device
+/// reported while the Consumer acted.
+struct Hosted<'h> {
+    hostile: &'h mut Hostile,
+    /// The decoy, and whether it is hosted on the peer identity.
+    decoy: Option<(&'h mut Hostile, bool)>,
+    resolves: &'h mut Vec<port::ResolveRecord>,
+    /// Set when a call came that names no authority while two are hosted.
+    unrouted: &'h mut bool,
+}
+
+/// One act of the Consumer under test on the device, its incoming calls
+/// answered by the hosted Providers: the outcome, or the scenario's
+/// result when the device lacks the ability the act needs.
+fn play(
+    s: &Scenario,
+    dev: &mut dyn ConsumerDevice,
+    action: Action,
+    h: &mut Hosted<'_>,
+) -> Result<Result<ActOutcome, ScenarioResult>, String> {
+    if action == Action::Reset {
+        h.hostile.life += 1;
+    }
+    let is_cancel = matches!(action, Action::CancelTool { .. });
+    let mut on = |ev: DeviceEvent| match ev {
+        DeviceEvent::Call {
+            authority: called,
+            peer,
+            method,
+            extras,
+            now_ms: at,
+        } => Some(route_call(
+            h.hostile,
+            h.decoy.as_mut().map(|(d, on_peer)| (&mut **d, *on_peer)),
+            (called.as_deref(), peer),
+            (&method, &extras, at),
+            h.unrouted,
+        )),
+        DeviceEvent::Launched { handle, decision } => {
+            h.resolves.push(port::ResolveRecord {
+                handle,
+                decision: cetp_proto::provider::Decision::parse(&decision)
+                    .unwrap_or(cetp_proto::provider::Decision::Dismiss),
+                after_calls: h.hostile.log.len(),
+            });
+            None
+        }
+    };
+    match dev.act(&action.to_json(), &mut on) {
+        Ok(o) => Ok(Ok(o)),
+        // `cancel_tool` is an extension of consumer_act: a device (or
+        // driver) without it lacks an ability.
+        Err(e) if is_cancel && (lacks_op(&e) || e.contains(": bad_request")) => Ok(Err(setup_gap(
+            s,
+            "the cancel_tool act (a consumer_act extension), which this device does not perform",
+            &e,
+        ))),
+        Err(e) => Err(e),
+    }
 }
 
 /// Which hosted Provider a call reached and what it answers, as the wire

@@ -474,49 +474,13 @@ pub fn selftest(
     // One configuration per fixture: the run's, held to the fixture's lock.
     let mut cfgs: Vec<RunConfig> = Vec::new();
     for f in fixtures {
-        let mut fcfg = cfg.clone();
-        match make_target(&f.target) {
-            Ok(t) => {
-                if fcfg.lock.is_none() {
-                    match cetp_conformance::lock_target::record(&t, &f.profile) {
-                        Ok(built) if built.problems.is_empty() => fcfg.lock = Some(built.lock),
-                        Ok(built) => reference_problems.extend(built.problems.iter().map(|p| {
-                            format!(
-                                "{}: the {} answer breaks §{} at {}: {}",
-                                f.name, p.method, p.section, p.pointer, p.message
-                            )
-                        })),
-                        Err(e) => reference_problems
-                            .push(format!("{}: cannot record the contract lock: {e}", f.name)),
-                    }
-                }
-                let out = run(suite, &t, &f.profile, &fcfg, &mut Fanout::default());
-                for c in &out.cases {
-                    if !matches!(c.verdict, Verdict::Pass | Verdict::NotApplicable) {
-                        reference_problems.push(format!(
-                            "{}: {} {}: {}",
-                            f.name,
-                            c.id,
-                            c.verdict.as_str(),
-                            c.reason
-                        ));
-                    }
-                }
-                for c in &out.checks {
-                    if c.verdict != Verdict::Pass {
-                        reference_problems.push(format!(
-                            "{}: {} {}: {}",
-                            f.name,
-                            c.id,
-                            c.verdict.as_str(),
-                            c.reason
-                        ));
-                    }
-                }
-            }
-            Err(e) => reference_problems.push(format!("cannot start {}: {e}", f.target)),
-        }
-        cfgs.push(fcfg);
+        cfgs.push(clean_fixture(
+            suite,
+            f,
+            cfg,
+            make_target,
+            &mut reference_problems,
+        ));
         progress(&f.name);
     }
     let mut work: Vec<Job<'_>> = Vec::new();
@@ -575,6 +539,61 @@ pub fn selftest(
         }
     }
     report
+}
+
+/// One fixture unmutated: recorded to its contract lock (unless the run
+/// brings one) and run; whatever does not pass is a problem of the
+/// reference. The configuration its mutants are held to.
+fn clean_fixture(
+    suite: &Suite,
+    f: &Fixture,
+    cfg: &RunConfig,
+    make_target: &TargetFactory<'_>,
+    reference_problems: &mut Vec<String>,
+) -> RunConfig {
+    let mut fcfg = cfg.clone();
+    match make_target(&f.target) {
+        Ok(t) => {
+            if fcfg.lock.is_none() {
+                match cetp_conformance::lock_target::record(&t, &f.profile) {
+                    Ok(built) if built.problems.is_empty() => fcfg.lock = Some(built.lock),
+                    Ok(built) => reference_problems.extend(built.problems.iter().map(|p| {
+                        format!(
+                            "{}: the {} answer breaks §{} at {}: {}",
+                            f.name, p.method, p.section, p.pointer, p.message
+                        )
+                    })),
+                    Err(e) => reference_problems
+                        .push(format!("{}: cannot record the contract lock: {e}", f.name)),
+                }
+            }
+            let out = run(suite, &t, &f.profile, &fcfg, &mut Fanout::default());
+            for c in &out.cases {
+                if !matches!(c.verdict, Verdict::Pass | Verdict::NotApplicable) {
+                    reference_problems.push(format!(
+                        "{}: {} {}: {}",
+                        f.name,
+                        c.id,
+                        c.verdict.as_str(),
+                        c.reason
+                    ));
+                }
+            }
+            for c in &out.checks {
+                if c.verdict != Verdict::Pass {
+                    reference_problems.push(format!(
+                        "{}: {} {}: {}",
+                        f.name,
+                        c.id,
+                        c.verdict.as_str(),
+                        c.reason
+                    ));
+                }
+            }
+        }
+        Err(e) => reference_problems.push(format!("cannot start {}: {e}", f.target)),
+    }
+    fcfg
 }
 
 fn judge_mutant(

@@ -252,6 +252,44 @@ impl CaseRunner<'_> {
         Ok(tool)
     }
 
+    /// The args the vendor wrote for `tool` in its `role` or as the
+    /// observer's: complete as written (no setup calls are added).
+    fn given_args(&self, tool: &ToolSummary, role: Option<&str>) -> Option<Json> {
+        if let Some(r) = role
+            .and_then(|r| self.profile.roles.get(r))
+            .filter(|r| r.tool == tool.name)
+        {
+            return Some(table_to_json(&r.args));
+        }
+        self.profile
+            .observer
+            .as_ref()
+            .filter(|o| o.tool == tool.name)
+            .map(|o| table_to_json(&o.args))
+    }
+
+    /// Valid args for `tool`: the vendor's own, its sample, or generated
+    /// from the input schema.
+    fn valid_args_for(
+        &self,
+        tool: &ToolSummary,
+        role: Option<&str>,
+        dialect: &str,
+    ) -> Result<Json, Stop> {
+        if let Some(v) = self.given_args(tool, role) {
+            return Ok(v);
+        }
+        if let Some(sample) = self.profile.sample_args(&tool.name) {
+            return Ok(sample);
+        }
+        args::valid_args(&tool.input_schema, dialect).ok_or_else(|| {
+            Stop::setup(
+                &format!("[tools.{}] sample_args", tool.name),
+                format!("cannot generate valid args for {}", tool.name),
+            )
+        })
+    }
+
     pub(super) fn args_text(
         &mut self,
         spec: &Args,
@@ -266,40 +304,13 @@ impl CaseRunner<'_> {
             .unwrap_or_else(|| DEFAULT_DIALECT.into());
         // The role's or the observer's args are complete as the vendor wrote
         // them; sample or generated args get the tool's setup calls.
-        let given = |me: &Self| -> Option<Json> {
-            if let Some(r) = role
-                .and_then(|r| me.profile.roles.get(r))
-                .filter(|r| r.tool == tool.name)
-            {
-                return Some(table_to_json(&r.args));
-            }
-            me.profile
-                .observer
-                .as_ref()
-                .filter(|o| o.tool == tool.name)
-                .map(|o| table_to_json(&o.args))
-        };
-        let valid = |me: &Self| -> Result<Json, Stop> {
-            if let Some(v) = given(me) {
-                return Ok(v);
-            }
-            if let Some(sample) = me.profile.sample_args(&tool.name) {
-                return Ok(sample);
-            }
-            args::valid_args(&tool.input_schema, &dialect).ok_or_else(|| {
-                Stop::setup(
-                    &format!("[tools.{}] sample_args", tool.name),
-                    format!("cannot generate valid args for {}", tool.name),
-                )
-            })
-        };
         let role_args = role
             .and_then(|r| self.profile.roles.get(r))
             .is_some_and(|r| r.tool == tool.name);
-        let complete = given(self).is_some();
+        let complete = self.given_args(tool, role).is_some();
         Ok(match spec {
             Args::Valid => {
-                let v = valid(self)?;
+                let v = self.valid_args_for(tool, role, &dialect)?;
                 if role_args {
                     let calls = self.profile.role_setup(role.unwrap_or_default()).to_vec();
                     self.run_setup(&calls, &tool.name, session, v)?.to_string()
@@ -310,15 +321,14 @@ impl CaseRunner<'_> {
                 }
             }
             Args::Escalating => {
-                let v = self
-                    .profile
-                    .escalating_args(&tool.name)
-                    .map(Ok)
-                    .unwrap_or_else(|| valid(self))?;
+                let v = match self.profile.escalating_args(&tool.name) {
+                    Some(v) => v,
+                    None => self.valid_args_for(tool, role, &dialect)?,
+                };
                 self.with_setup(tool, session, v)?.to_string()
             }
             Args::Invalid => {
-                let v = valid(self)?;
+                let v = self.valid_args_for(tool, role, &dialect)?;
                 args::invalid_args(&tool.input_schema, &dialect, &v)
                     .ok_or_else(|| {
                         Stop::NotApplicable(format!(
@@ -330,25 +340,43 @@ impl CaseRunner<'_> {
             }
             Args::Json(j) => j.to_string(),
             Args::Text(t) => t.clone(),
-            Args::SameAs(name) => self.bound_args(name)?,
-            Args::ReorderedFrom(name) => {
-                let text = self.bound_args(name)?;
-                let v: Json = serde_json::from_str(&text)
-                    .map_err(|e| Stop::Infra(format!("bound args are not JSON: {e}")))?;
-                args::reordered_text(&v)
+            Args::Oversize => {
+                let limit = session
+                    .and_then(|s| self.sessions.get(s))
+                    .and_then(|s| s.negotiated.limit("max_request_bytes"))
+                    .unwrap_or(65_536)
+                    .clamp(0, 16 * 1024 * 1024) as usize;
+                args::oversize(&self.valid_args_for(tool, role, &dialect)?, limit)
             }
+            Args::SameAs(_)
+            | Args::ReorderedFrom(_)
+            | Args::AlteredOrSameFrom(_)
+            | Args::AlteredFrom(_) => self.args_from_bound(spec, tool, &dialect)?,
+        })
+    }
+
+    /// Args drawn from an earlier call's: the same text, reordered, or
+    /// altered to other valid args.
+    fn args_from_bound(
+        &self,
+        spec: &Args,
+        tool: &ToolSummary,
+        dialect: &str,
+    ) -> Result<String, Stop> {
+        let parsed = |text: &str| -> Result<Json, Stop> {
+            serde_json::from_str(text)
+                .map_err(|e| Stop::Infra(format!("bound args are not JSON: {e}")))
+        };
+        Ok(match spec {
+            Args::ReorderedFrom(name) => args::reordered_text(&parsed(&self.bound_args(name)?)?),
             Args::AlteredOrSameFrom(name) => {
                 let text = self.bound_args(name)?;
-                let v: Json = serde_json::from_str(&text)
-                    .map_err(|e| Stop::Infra(format!("bound args are not JSON: {e}")))?;
-                args::altered_valid(&tool.input_schema, &dialect, &v)
+                args::altered_valid(&tool.input_schema, dialect, &parsed(&text)?)
                     .map_or(text, |a| a.to_string())
             }
             Args::AlteredFrom(name) => {
                 let text = self.bound_args(name)?;
-                let v: Json = serde_json::from_str(&text)
-                    .map_err(|e| Stop::Infra(format!("bound args are not JSON: {e}")))?;
-                args::altered_valid(&tool.input_schema, &dialect, &v)
+                args::altered_valid(&tool.input_schema, dialect, &parsed(&text)?)
                     .ok_or_else(|| {
                         Stop::NotApplicable(format!(
                             "no other valid args exist for {}: every value its input_schema allows is fixed",
@@ -357,13 +385,11 @@ impl CaseRunner<'_> {
                     })?
                     .to_string()
             }
-            Args::Oversize => {
-                let limit = session
-                    .and_then(|s| self.sessions.get(s))
-                    .and_then(|s| s.negotiated.limit("max_request_bytes"))
-                    .unwrap_or(65_536)
-                    .clamp(0, 16 * 1024 * 1024) as usize;
-                args::oversize(&valid(self)?, limit)
+            Args::SameAs(name) => self.bound_args(name)?,
+            _ => {
+                return Err(Stop::Infra(
+                    "vector error: args not drawn from a binding".into(),
+                ))
             }
         })
     }
@@ -375,6 +401,43 @@ impl CaseRunner<'_> {
             .and_then(Json::as_str)
             .map(str::to_string)
             .ok_or_else(|| Stop::Infra(format!("vector error: `{name}` carries no args")))
+    }
+
+    /// The common fields of a v2 call in `session` (its token, a request
+    /// id, a deadline from the device's clock), or only the request id a
+    /// v1 or sessionless step names; with the device time the call left at.
+    fn common_fields(
+        &mut self,
+        as_: &str,
+        session: Option<&str>,
+        v1: bool,
+        request_id: Option<&str>,
+        deadline_in_ms: Option<i64>,
+    ) -> Result<(Bundle, Option<i64>), Stop> {
+        let mut b = Bundle::new();
+        if let (Some(s), false) = (session, v1) {
+            let sess = self.session(s)?.clone();
+            let rid = match request_id {
+                None | Some("new") => self.uuid(),
+                Some(t) => expand_string(&self.bindings, t).map_err(Stop::Infra)?,
+            };
+            let now = self.device(as_)?.now_ms();
+            let common = cetp_proto::envelope::Common {
+                session_token: sess.token.clone(),
+                request_id: rid,
+                deadline_at_ms: now.saturating_add(deadline_in_ms.unwrap_or(30_000)),
+            };
+            return Ok((common.to_bundle(), Some(now)));
+        }
+        if let Some(t) = request_id {
+            let rid = if t == "new" {
+                self.uuid()
+            } else {
+                expand_string(&self.bindings, t).map_err(Stop::Infra)?
+            };
+            b.insert(keys::REQUEST_ID, Value::String(rid));
+        }
+        Ok((b, None))
     }
 
     pub(super) fn prepare_call(&mut self, step: &Step) -> Result<Prepared, Stop> {
@@ -401,31 +464,14 @@ impl CaseRunner<'_> {
                 "vector error: only calls can run concurrently".into(),
             ));
         };
-        let mut b = Bundle::new();
         let mut req = serde_json::Map::new();
-        let mut at_ms = None;
-        if let (Some(s), false) = (session, *v1) {
-            let sess = self.session(s)?.clone();
-            let rid = match request_id.as_deref() {
-                None | Some("new") => self.uuid(),
-                Some(t) => expand_string(&self.bindings, t).map_err(Stop::Infra)?,
-            };
-            let now = self.device(as_)?.now_ms();
-            at_ms = Some(now);
-            let common = cetp_proto::envelope::Common {
-                session_token: sess.token.clone(),
-                request_id: rid,
-                deadline_at_ms: now.saturating_add(deadline_in_ms.unwrap_or(30_000)),
-            };
-            b = common.to_bundle();
-        } else if let Some(t) = request_id {
-            let rid = if t == "new" {
-                self.uuid()
-            } else {
-                expand_string(&self.bindings, t).map_err(Stop::Infra)?
-            };
-            b.insert(keys::REQUEST_ID, Value::String(rid));
-        }
+        let (mut b, at_ms) = self.common_fields(
+            as_,
+            session.as_deref(),
+            *v1,
+            request_id.as_deref(),
+            *deadline_in_ms,
+        )?;
         let mut picked = None;
         if let Some(r) = tool {
             let s = session.as_deref().ok_or_else(|| {
@@ -470,11 +516,7 @@ impl CaseRunner<'_> {
             Some(a) => Some(expand_string(&self.bindings, a).map_err(Stop::Infra)?),
             None => None,
         };
-        let extras_json = bundle_to_json(&b);
-        let mut request_doc = json!({"method": method, "extras": extras_json, "arg": arg, "_types": crate::answer::bundle_types(&b)});
-        if let Some(obj) = request_doc.as_object_mut() {
-            obj.extend(req);
-        }
+        let request_doc = request_doc(method, &b, arg.as_deref(), req);
         Ok(Prepared {
             identity: as_.clone(),
             method: method.clone(),
@@ -997,6 +1039,23 @@ pub(crate) fn too_few_tools(what: &str, listed: &[&str], taken: &[&str]) -> Stri
         if names.len() == 1 { "" } else { "s" },
         names.join(", ")
     )
+}
+
+/// What the interpreter binds of a call it sent: method, extras (as JSON
+/// and with their Bundle types), arg, and the request fields a later
+/// template names (`_request/...`).
+fn request_doc(
+    method: &str,
+    b: &Bundle,
+    arg: Option<&str>,
+    req: serde_json::Map<String, Json>,
+) -> Json {
+    let mut doc = json!({"method": method, "extras": bundle_to_json(b), "arg": arg,
+                         "_types": crate::answer::bundle_types(b)});
+    if let Some(obj) = doc.as_object_mut() {
+        obj.extend(req);
+    }
+    doc
 }
 
 #[cfg(test)]
