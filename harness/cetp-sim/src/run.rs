@@ -200,12 +200,14 @@ pub async fn run_sim(opts: SimOptions) -> Result<(), SimError> {
         println!("listening adb addr={addr}");
     }
     eprintln!(
-        "cetp-sim: provider={} mutant={} manifest={} clock_skew_ms={} effect_delay_ms={}",
+        "cetp-sim: provider={} mutant={} manifest={} clock_skew_ms={} effect_delay_ms={} variant={} fixed_clock={}",
         sim.provider().config().package,
         opts.mutant.as_deref().unwrap_or("none"),
         crate::manifest_variant_name(opts.manifest),
         opts.clock_skew_ms,
-        opts.effect_delay_ms
+        opts.effect_delay_ms,
+        opts.variant.as_deref().unwrap_or("none"),
+        opts.fixed_clock
     );
     let io = |what: &str| {
         let what = what.to_string();
