@@ -5,10 +5,11 @@
 //! It sits above the reporters (`cetp-report`) and the targets
 //! (`cetp-targets`), since a run needs both, and below `cetp-cli`:
 //! [`provider`] holds `cetp run`, `replay` and `resume`, on the run
-//! machinery of [`run`] (one device) and [`devices`] (several). Their
-//! failures are [`Failure`]s, grouped by who is at fault, each with its
-//! exit code.
+//! machinery of [`run`] (one device) and [`devices`] (several);
+//! [`consumer`] holds the Consumer half's commands. Their failures are
+//! [`Failure`]s, grouped by who is at fault, each with its exit code.
 
+pub mod consumer;
 pub mod devices;
 pub mod embedded;
 pub mod failure;
