@@ -3,12 +3,6 @@
 
 use super::*;
 
-pub(crate) fn read_lock(path: &Path) -> Result<Lock, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("lock {}: {e}", path.display())))?;
-    Lock::parse(&text).map_err(|e| usage(format!("lock {}: {e}", path.display())))
-}
-
 pub(crate) fn open_target(
     spec: &TargetSpec,
     label: &str,

@@ -2,8 +2,9 @@
 //! line (its arguments) and `main`; each command is its own module
 //! (`run_cmd`, `devices_cmd`, `merge_cmd`, `consumer_cmd`, `fuzz_cmd`,
 //! `lock_cmd`, `selftest_cmd`, `info_cmd`, `profile_cmd`), the failures
-//! they share and their exit codes are in `failure` and
-//! `cetp_conformance::exit`, and the logic lives in the library crates.
+//! they share and their exit codes are `cetp_commands::failure`'s and
+//! `cetp_conformance::exit`'s, and the logic lives in the library crates
+//! (what `run`, `replay`, `resume` and `consumer` do: `cetp_commands`).
 
 // The fuzzer's oracle and checks build and drop many JSON values, some of
 // a megabyte (a large result); glibc's malloc spent a third of the run in
@@ -17,7 +18,6 @@ mod consumer_cmd;
 mod devices_cmd;
 #[cfg(test)]
 mod doc_commands_tests;
-mod embedded;
 mod failure;
 mod fuzz_cmd;
 mod info_cmd;
@@ -29,29 +29,22 @@ mod selftest_cmd;
 
 // The command modules take these names, and each other's, with
 // `use super::*`.
+use cetp_commands::embedded;
 use cetp_conformance::exit::ExitCode;
-use cetp_conformance::journal::PausePoint;
 use cetp_conformance::lock_target::{self, FetchError};
-use cetp_conformance::rundir::{DirError, RunDir};
-use cetp_conformance::runner::{run, RunConfig};
-use cetp_contract::lock::Lock;
+use cetp_conformance::runner::RunConfig;
 use cetp_profile::coverage;
-use cetp_report::document::{self, Document, Kept};
+use cetp_report::document::Document;
 use cetp_report::escape;
-use cetp_report::terminal::Terminal;
 use cetp_selftest::selftest::{self, load_mutants, load_variants, ProofRecord};
-use cetp_targets::{open_with, OpenOptions, TargetSpec, WireTrace};
-use cetp_vectors::event::Fanout;
-use cetp_vectors::profile::{builtin, Profile};
-use cetp_vectors::suite::{Baseline, Suite};
+use cetp_targets::{open_with, OpenOptions, TargetSpec};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use failure::*;
 use info_cmd::*;
 use lock_cmd::*;
 use run_cmd::*;
 use selftest_cmd::*;
-use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::path::PathBuf;
 
 #[derive(Parser)]
 #[command(
@@ -268,13 +261,6 @@ struct RunArgs {
     /// writes every report whatever this says.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-}
-
-impl RunArgs {
-    /// The first (in most runs the only) `--target`.
-    fn first_target(&self) -> &str {
-        self.target.first().map_or("sim", String::as_str)
-    }
 }
 
 #[derive(Args)]

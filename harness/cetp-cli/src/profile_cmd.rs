@@ -2,8 +2,9 @@
 //! `cetp_profile::profile_check`, the starter `profile_init`.
 
 use super::{fetch_failure, infra, load_suite, open_target, parse_target, usage, Failure};
+use cetp_commands::profile::conclude;
 use cetp_conformance::exit::ExitCode;
-use cetp_profile::profile_check::{self, read_live, Live, Report};
+use cetp_profile::profile_check::{self, read_live, Live};
 use cetp_report::escape;
 use cetp_vectors::profile::Profile;
 use cetp_vectors::suite::Suite;
@@ -80,25 +81,6 @@ fn generate(schema: &serde_json::Value) -> Option<serde_json::Value> {
 
 fn esc(s: &str) -> String {
     escape::terminal(s, 2000)
-}
-
-/// Prints a check's report; a usage error when a field is wrong.
-pub fn conclude(report: &Report, what: &str) -> Result<ExitCode, Failure> {
-    eprint!("{}", report.render(&esc));
-    if report.errors.is_empty() {
-        Ok(ExitCode::Ok)
-    } else {
-        Err(usage(format!(
-            "{what}: {} wrong field(s): {}",
-            report.errors.len(),
-            report
-                .errors
-                .iter()
-                .map(|e| esc(&e.field))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )))
-    }
 }
 
 fn live_of(
