@@ -1,6 +1,6 @@
 //! The reference Provider's tools and scopes, and what they compute; the
 //! catalog machinery both fixture sets share (the notes set lives in
-//! `notes.rs`).
+//! `notes.rs`). The tool table itself is data: `data/reference-tools.json`.
 //!
 //! Descriptors follow §3.1-§3.4; the listing faults change only what is
 //! published, the routing faults (`tool_name_invalid`,
@@ -10,7 +10,7 @@ use super::args::MAX_HISTORY_ROWS;
 use super::hostile;
 use super::mutant::Mutant;
 use super::notes;
-use super::tool::{ScopeDef, Spec, ToolDef, ToolKind};
+use super::tool::{parse_table, ScopeDef, Spec, TableTool, ToolDef, ToolKind};
 use super::variant::Variant;
 use super::FixtureSet;
 use cetp_proto::canonical::{canonical_hash, sha256_hex};
@@ -94,199 +94,70 @@ pub(crate) struct Catalog {
     listed: std::sync::Mutex<std::collections::HashMap<String, Json>>,
 }
 
+/// The reference app's tools, in their published order, as
+/// `data/reference-tools.json` writes them down (see `data/README.md`):
+/// parsed at first use and kept for the process.
+fn table() -> &'static [TableTool] {
+    static TABLE: OnceLock<Vec<TableTool>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        parse_table(
+            "reference-tools.json",
+            include_str!("../../data/reference-tools.json"),
+            &[
+                (
+                    "get_quote",
+                    "/properties/symbol/maxLength",
+                    SYMBOL_MAX_LENGTH,
+                ),
+                (
+                    "export_history",
+                    "/properties/rows/maximum",
+                    MAX_HISTORY_ROWS,
+                ),
+            ],
+        )
+    })
+}
+
+/// The engine's kind of a reference tool, by its name in the table.
+fn kind_of(name: &str) -> ToolKind {
+    match name {
+        "get_quote" => ToolKind::GetQuote,
+        "list_alerts" => ToolKind::ListAlerts,
+        "create_alert" => ToolKind::CreateAlert,
+        "delete_alert" => ToolKind::DeleteAlert,
+        "sync_portfolio" => ToolKind::SyncPortfolio,
+        "export_history" => ToolKind::ExportHistory,
+        _ => panic!("data/reference-tools.json: no reference tool is named {name}"),
+    }
+}
+
+/// The reference app's tools under `faults`, in the release `next_release`
+/// picks: the table, with what the routing faults and the next release change.
 fn specs(faults: &BTreeSet<Mutant>, next_release: bool) -> Vec<Spec> {
-    let symbol_max_length = if next_release {
-        NEXT_RELEASE_SYMBOL_MAX_LENGTH
-    } else {
-        SYMBOL_MAX_LENGTH
-    };
-    let alert = json!({
-        "type": "object",
-        "properties": {
-            "alert_id": {"type": "string"},
-            "symbol": {"type": "string"},
-            "price": {"type": "number"}
-        },
-        "required": ["alert_id", "symbol", "price"]
-    });
-    vec![
-        Spec {
-            kind: ToolKind::GetQuote,
-            name: if faults.contains(&Mutant::ToolNameInvalid) {
-                "getQuote"
-            } else {
-                "get_quote"
-            },
-            title: "Get quote",
-            description: "Current price of a security",
-            input: json!({
-                "type": "object",
-                "properties": {"symbol": {"type": "string", "minLength": 1, "maxLength": symbol_max_length}},
-                "required": ["symbol"],
-                "additionalProperties": false
-            }),
-            output: json!({
-                "type": "object",
-                "properties": {"symbol": {"type": "string"}, "price": {"type": "number"}},
-                "required": ["symbol", "price"]
-            }),
-            scopes: vec!["quotes.read"],
-            effect: "read",
-            risk: "low",
-            destructive: false,
-            idempotent: true,
-            open_world: true,
-            confirmation: "never",
-            may_run_async: false,
-        },
-        Spec {
-            kind: ToolKind::ListAlerts,
-            name: "list_alerts",
-            title: "List price alerts",
-            description: "Your price alerts, and how many changes this app has committed",
-            input: json!({"type": "object", "properties": {}, "additionalProperties": false}),
-            output: json!({
-                "type": "object",
-                "properties": {
-                    "count": {"type": "integer", "minimum": 0},
-                    "effects": {"type": "integer", "minimum": 0},
-                    "alerts": {"type": "array", "items": alert}
-                },
-                "required": ["count", "effects", "alerts"]
-            }),
-            scopes: vec!["alerts.read"],
-            effect: "read",
-            risk: "low",
-            destructive: false,
-            idempotent: true,
-            open_world: false,
-            confirmation: "never",
-            may_run_async: false,
-        },
-        Spec {
-            kind: ToolKind::CreateAlert,
-            name: "create_alert",
-            title: "Create price alert",
-            description: "Create a price alert for a security",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "symbol": {"type": "string"},
-                    "price": {"type": "number", "exclusiveMinimum": 0}
-                },
-                "required": ["symbol", "price"],
-                "additionalProperties": false
-            }),
-            output: json!({
-                "type": "object",
-                "properties": {"alert_id": {"type": "string"}},
-                "required": ["alert_id"]
-            }),
-            scopes: vec!["alerts.write"],
-            effect: "create",
-            risk: "moderate",
-            destructive: false,
-            idempotent: false,
-            open_world: false,
-            confirmation: "provider_policy",
-            may_run_async: false,
-        },
-        Spec {
-            kind: ToolKind::DeleteAlert,
-            name: "delete_alert",
-            title: "Delete price alert",
-            description: "Delete one of your price alerts; it cannot be restored",
-            input: json!({
-                "type": "object",
-                "properties": {"alert_id": {"type": "string", "minLength": 1}},
-                "required": ["alert_id"],
-                "additionalProperties": false
-            }),
-            output: json!({
-                "type": "object",
-                "properties": {"deleted": {"type": "boolean"}},
-                "required": ["deleted"]
-            }),
-            scopes: vec!["alerts.write"],
-            effect: "delete",
-            risk: "high",
-            destructive: true,
-            // Deleting twice leaves the same state; §6 still requires dedupe.
-            idempotent: true,
-            open_world: false,
-            confirmation: if faults.contains(&Mutant::HighRiskWithoutAlways) {
-                "provider_policy"
-            } else {
-                "always"
-            },
-            may_run_async: false,
-        },
-        Spec {
-            kind: ToolKind::SyncPortfolio,
-            name: "sync_portfolio",
-            title: "Synchronise portfolio",
-            description: "Synchronise your portfolio with your broker",
-            input: json!({
-                "type": "object",
-                "properties": {"fail": {"type": "boolean"}},
-                "additionalProperties": false
-            }),
-            output: json!({
-                "type": "object",
-                "properties": {"synced": {"type": "integer", "minimum": 0}},
-                "required": ["synced"]
-            }),
-            scopes: vec!["portfolio.sync"],
-            // update + moderate + not destructive: §3.4 leaves the policy open;
-            // the reference needs no per-call confirmation for it.
-            effect: "update",
-            risk: "moderate",
-            destructive: false,
-            idempotent: true,
-            open_world: true,
-            confirmation: "never",
-            may_run_async: true,
-        },
-        Spec {
-            kind: ToolKind::ExportHistory,
-            name: "export_history",
-            title: "Export trading history",
-            description: "Your trading history, one row per trade",
-            input: json!({
-                "type": "object",
-                "properties": {"rows": {"type": "integer", "minimum": 1, "maximum": MAX_HISTORY_ROWS}},
-                "required": ["rows"],
-                "additionalProperties": false
-            }),
-            output: json!({
-                "type": "object",
-                "properties": {
-                    "rows": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "seq": {"type": "integer"},
-                                "symbol": {"type": "string"},
-                                "price": {"type": "number"},
-                                "side": {"enum": ["buy", "sell"]}
-                            },
-                            "required": ["seq", "symbol", "price", "side"]
-                        }
-                    }
-                },
-                "required": ["rows"]
-            }),
-            scopes: vec!["history.read"],
-            effect: "read",
-            risk: "low",
-            destructive: false,
-            idempotent: true,
-            open_world: false,
-            confirmation: "never",
-            may_run_async: false,
-        },
-    ]
+    let mut specs: Vec<Spec> = table().iter().map(|t| t.spec(kind_of(&t.name))).collect();
+    for s in &mut specs {
+        match s.kind {
+            ToolKind::GetQuote => {
+                // Mutant::ToolNameInvalid: a name §3.1 forbids, published and routed.
+                if faults.contains(&Mutant::ToolNameInvalid) {
+                    s.name = "getQuote";
+                }
+                // The next release narrows the input (an incompatible change).
+                if next_release {
+                    s.input["properties"]["symbol"]["maxLength"] =
+                        json!(NEXT_RELEASE_SYMBOL_MAX_LENGTH);
+                }
+            }
+            // Mutant::HighRiskWithoutAlways: a high-risk destructive tool that
+            // leaves confirmation to the Provider's policy.
+            ToolKind::DeleteAlert if faults.contains(&Mutant::HighRiskWithoutAlways) => {
+                s.confirmation = "provider_policy";
+            }
+            _ => {}
+        }
+    }
+    specs
 }
 
 impl Catalog {

@@ -26,12 +26,13 @@ use super::notes_model::{
     MAX_TITLE_CHARS,
 };
 use super::state::{DurableState, Failure, Job, Operation};
-use super::tool::{ScopeDef, Spec, ToolKind};
+use super::tool::{parse_table, ScopeDef, Spec, TableTool, ToolKind};
 use super::util::{lock, DetRng};
 use super::{Cx, Mutant, ReferenceProvider};
 use cetp_proto::envelope::{Capability, OpState};
 use cetp_proto::ErrorCode;
 use serde_json::{json, Value as Json};
+use std::sync::OnceLock;
 
 /// Package of the notes app (the second fixture set).
 pub const NOTES_PACKAGE: &str = "com.clawseed.notes";
@@ -77,201 +78,51 @@ pub(crate) const SCOPES: &[ScopeDef] = &[
     },
 ];
 
-fn note_id_schema() -> Json {
-    json!({"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS})
-}
-
-fn summary_schema() -> Json {
-    json!({
-        "type": "object",
-        "properties": {
-            "note_id": {"type": "string"},
-            "title": {"type": "string"},
-            "archived": {"type": "boolean"}
-        },
-        "required": ["note_id", "title", "archived"],
-        "additionalProperties": false
-    })
-}
-
+/// The notes app's tools, in their published order, as
+/// `data/notes-tools.json` writes them down (see `data/README.md`): parsed
+/// at first use and kept for the process. No fault or release changes them.
 pub(crate) fn specs() -> Vec<Spec> {
-    let read = |kind, name, title, description, input, output| Spec {
-        kind: ToolKind::Notes(kind),
-        name,
-        title,
-        description,
-        input,
-        output,
-        scopes: vec!["notes.read"],
-        effect: "read",
-        risk: "low",
-        destructive: false,
-        idempotent: true,
-        open_world: false,
-        confirmation: "never",
-        may_run_async: false,
-    };
-    vec![
-        read(
-            NoteTool::List,
-            "list_notes",
-            "List notes",
-            "Your notes, oldest first, archived ones included",
-            json!({"type": "object", "properties": {}, "additionalProperties": false}),
-            json!({
-                "type": "object",
-                "properties": {"notes": {"type": "array", "items": summary_schema()}},
-                "required": ["notes"],
-                "additionalProperties": false
-            }),
-        ),
-        read(
-            NoteTool::Get,
-            "get_note",
-            "Open a note",
-            "One note with its text",
-            json!({
-                "type": "object",
-                "properties": {"note_id": note_id_schema()},
-                "required": ["note_id"],
-                "additionalProperties": false
-            }),
-            json!({
-                "type": "object",
-                "properties": {
-                    "note_id": {"type": "string"},
-                    "title": {"type": "string"},
-                    "body": {"type": "string"},
-                    "archived": {"type": "boolean"},
-                    "shared": {"type": "boolean"}
-                },
-                "required": ["note_id", "title", "body", "archived", "shared"],
-                "additionalProperties": false
-            }),
-        ),
-        Spec {
-            kind: ToolKind::Notes(NoteTool::Add),
-            name: "add_note",
-            title: "Add a note",
-            description: "Write a new note; a note shared publicly can be read by anyone with its link",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE_CHARS},
-                    "body": {"type": "string", "maxLength": MAX_BODY_CHARS},
-                    "share_publicly": {"type": "boolean"}
-                },
-                "required": ["title"],
-                "additionalProperties": false
-            }),
-            output: json!({
-                "type": "object",
-                "properties": {"note_id": {"type": "string", "pattern": "^n_[a-z2-7]{10}$"}},
-                "required": ["note_id"],
-                "additionalProperties": false
-            }),
-            scopes: vec!["notes.write"],
-            effect: "create",
-            risk: "moderate",
-            destructive: false,
-            idempotent: false,
-            open_world: false,
-            confirmation: "provider_policy",
-            may_run_async: false,
-        },
-        Spec {
-            kind: ToolKind::Notes(NoteTool::Delete),
-            name: "delete_note",
-            title: "Delete a note",
-            description: "Delete one note for good; deleting a note that does not exist fails",
-            input: json!({
-                "type": "object",
-                "properties": {"note_id": note_id_schema()},
-                "required": ["note_id"],
-                "additionalProperties": false
-            }),
-            output: json!({
-                "type": "object",
-                "properties": {"note_id": {"type": "string"}, "deleted": {"const": true}},
-                "required": ["note_id", "deleted"],
-                "additionalProperties": false
-            }),
-            scopes: vec!["notes.write"],
-            effect: "delete",
-            risk: "high",
-            destructive: true,
-            // A second delete of one id fails where the first succeeded.
-            idempotent: false,
-            open_world: false,
-            confirmation: "always",
-            may_run_async: false,
-        },
-        Spec {
-            kind: ToolKind::Notes(NoteTool::Archive),
-            name: "archive_notes",
-            title: "Archive notes",
-            description: "Move the notes given by id, or all notes, to the archive; large batches run in the background",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "note_ids": {
-                        "type": "array",
-                        "items": note_id_schema(),
-                        "minItems": 1,
-                        "maxItems": MAX_NOTE_IDS
-                    },
-                    "all": {"type": "boolean"}
-                },
-                "additionalProperties": false
-            }),
-            output: json!({
-                "type": "object",
-                "properties": {"archived": {"type": "integer", "minimum": 0}},
-                "required": ["archived"],
-                "additionalProperties": false
-            }),
-            scopes: vec!["notes.archive"],
-            // Archived notes stay readable and can be restored in the app.
-            effect: "update",
-            risk: "moderate",
-            destructive: false,
-            idempotent: true,
-            open_world: false,
-            confirmation: "never",
-            may_run_async: true,
-        },
-        read(
-            NoteTool::Export,
-            "export_notes",
-            "Export notes",
-            "Printable copies of every note",
-            json!({
-                "type": "object",
-                "properties": {"copies": {"type": "integer", "minimum": 1, "maximum": MAX_COPIES}},
-                "additionalProperties": false
-            }),
-            json!({
-                "type": "object",
-                "properties": {
-                    "copies": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "copy": {"type": "integer", "minimum": 1},
-                                "label": {"type": "string"},
-                                "notes": {"type": "array", "items": summary_schema()}
-                            },
-                            "required": ["copy", "label", "notes"],
-                            "additionalProperties": false
-                        }
-                    }
-                },
-                "required": ["copies"],
-                "additionalProperties": false
-            }),
-        ),
-    ]
+    static TABLE: OnceLock<Vec<TableTool>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        parse_table(
+            "notes-tools.json",
+            include_str!("../../data/notes-tools.json"),
+            &[
+                ("get_note", "/properties/note_id/maxLength", MAX_ID_CHARS),
+                ("delete_note", "/properties/note_id/maxLength", MAX_ID_CHARS),
+                ("add_note", "/properties/title/maxLength", MAX_TITLE_CHARS),
+                ("add_note", "/properties/body/maxLength", MAX_BODY_CHARS),
+                (
+                    "archive_notes",
+                    "/properties/note_ids/items/maxLength",
+                    MAX_ID_CHARS,
+                ),
+                (
+                    "archive_notes",
+                    "/properties/note_ids/maxItems",
+                    MAX_NOTE_IDS,
+                ),
+                ("export_notes", "/properties/copies/maximum", MAX_COPIES),
+            ],
+        )
+    });
+    table
+        .iter()
+        .map(|t| t.spec(ToolKind::Notes(note_tool(&t.name))))
+        .collect()
+}
+
+/// The engine's kind of a notes tool, by its name in the table.
+fn note_tool(name: &str) -> NoteTool {
+    match name {
+        "list_notes" => NoteTool::List,
+        "get_note" => NoteTool::Get,
+        "add_note" => NoteTool::Add,
+        "delete_note" => NoteTool::Delete,
+        "archive_notes" => NoteTool::Archive,
+        "export_notes" => NoteTool::Export,
+        _ => panic!("data/notes-tools.json: no notes tool is named {name}"),
+    }
 }
 
 /// What the scope_degraded_data mutant would pass off as a complete result.
