@@ -25,8 +25,8 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -q -- -D warnings
 
-echo "== no function of harness/ over 120 lines but the data tables (scripts/long-functions.allow)"
-python3 scripts/long-functions.py
+echo "== no function of harness/ over 100 lines (scripts/long-functions.allow lists none)"
+python3 scripts/long-functions.py --max 100
 
 echo "== no import loop between the files of any crate (scripts/import-graph.py)"
 python3 scripts/import-graph.py
