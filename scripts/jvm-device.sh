@@ -160,7 +160,7 @@ if [ "$self_test" -eq 1 ]; then
     # The device's own shadows, each on the case that broke without it.
     exec java "${jvmflags[@]}" -cp "$out/device-classes:$cp" \
         org.junit.platform.console.ConsoleLauncher \
-        --select-class com.clawseed.probe.JvmShadowsTest \
+        --select-class com.clawseed.probe.JvmShadowsTest --select-class com.clawseed.probe.JvmResolverTest \
         --disable-banner --details=summary --fail-if-no-tests
 fi
 

@@ -14,7 +14,6 @@ import android.content.pm.ProviderInfo;
 import android.content.pm.ServiceInfo;
 import android.content.pm.Signature;
 import android.content.pm.SigningInfo;
-import android.os.Looper;
 import com.clawseed.probe.core.Abilities;
 import com.clawseed.probe.core.DeviceBackend;
 import com.clawseed.probe.core.DeviceError;
@@ -30,9 +29,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.security.MessageDigest;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.robolectric.RobolectricTestRunner;
@@ -57,9 +54,9 @@ import org.robolectric.shadow.api.Shadow;
  *   <li>one process: the Provider runs in the probe's process, called
  *       directly, with no Binder between them; each call's thread carries
  *       the caller's UID ({@link JvmShadows.CallingUid});
- *   <li>no windows: {@code resolve} is left out of {@code hello}'s ops with
- *       the reason, so the host reports a case that needs the user's
- *       decision as not run (INFRA), never as a result;
+ *   <li>{@code resolve} starts the Provider's activity under Robolectric
+ *       on its main thread and plays the decision in its view tree
+ *       ({@link JvmResolver}), not through a phone's UI automation;
  *   <li>{@code restart_provider} replaces the Provider object with a new
  *       one (its {@code shutdown()} called, a new instance attached): memory
  *       is lost, SharedPreferences stay, as after {@code am force-stop};
@@ -135,7 +132,7 @@ public class JvmDevice {
         System.out.flush();
         // The test thread is Robolectric's main thread: run what is posted to it.
         while (true) {
-            shadowOf(Looper.getMainLooper()).idle();
+            JvmResolver.idleMain();
             Thread.sleep(20);
         }
     }
@@ -210,10 +207,7 @@ public class JvmDevice {
 
         @Override
         public Abilities abilities() {
-            Map<String, String> missing = new LinkedHashMap<>();
-            missing.put(Abilities.RESOLVE, "the JVM device (Robolectric) has no windows to play the user's decision in:"
-                    + " a resolve needs a phone");
-            return Abilities.without(missing);
+            return Abilities.FULL;
         }
 
         @Override
@@ -283,8 +277,8 @@ public class JvmDevice {
         }
 
         @Override
-        public ResolveResult resolve(Ops.ResolveParams params) throws DeviceError {
-            throw abilities().refusal(Abilities.RESOLVE);
+        public ResolveResult resolve(Ops.ResolveParams params) throws DeviceError, InterruptedException {
+            return JvmResolver.resolve(app, inner.takeIntent(params.handle), params);
         }
 
         @Override

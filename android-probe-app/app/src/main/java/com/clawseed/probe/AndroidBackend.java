@@ -402,6 +402,11 @@ final class AndroidBackend implements DeviceBackend {
         }
     }
 
+    /** The PendingIntent of {@code handle}, used up: the JVM device's resolve (JvmResolver) plays it itself. */
+    PendingIntent takeIntent(String handle) throws DeviceError {
+        return intents.take(handle);
+    }
+
     @Override
     public void restartProvider(String pkg) throws DeviceError, InterruptedException {
         if (!PACKAGE.matcher(pkg).matches()) {
