@@ -264,6 +264,140 @@ fn an_unapplied_decision_is_infra_error_never_a_verdict() {
     assert_eq!(out.exit, cetp_conformance::exit::ExitCode::Infra);
 }
 
+/// A device whose `resolve` fails with `error` (kind, message), every
+/// other op answered by the in-process device: what the JVM device answers
+/// when the Provider's activity throws, or when a selector matches nothing.
+struct ResolveFails {
+    inner: Box<dyn cetp_vectors::device::Device>,
+    error: (cetp_vectors::device::ErrorKind, &'static str),
+}
+
+impl cetp_vectors::device::Device for ResolveFails {
+    fn hello(&self) -> Result<cetp_vectors::device::HelloInfo, cetp_vectors::device::DeviceError> {
+        self.inner.hello()
+    }
+    fn now_ms(&self) -> i64 {
+        self.inner.now_ms()
+    }
+    fn sleep_ms(&self, ms: u64) {
+        self.inner.sleep_ms(ms)
+    }
+    fn discover(
+        &self,
+    ) -> Result<Vec<cetp_proto::provider::ServiceManifest>, cetp_vectors::device::DeviceError> {
+        self.inner.discover()
+    }
+    fn call(
+        &self,
+        authority: &str,
+        method: &str,
+        arg: Option<&str>,
+        extras: Option<&cetp_proto::Bundle>,
+        timeout_ms: u64,
+    ) -> Result<cetp_proto::device::CallAnswer, cetp_vectors::device::DeviceError> {
+        self.inner.call(authority, method, arg, extras, timeout_ms)
+    }
+    fn read_fd(
+        &self,
+        handle: &str,
+        max_bytes: u64,
+    ) -> Result<cetp_proto::device::FdRead, cetp_vectors::device::DeviceError> {
+        self.inner.read_fd(handle, max_bytes)
+    }
+    fn close_fd(&self, handle: &str) -> Result<(), cetp_vectors::device::DeviceError> {
+        self.inner.close_fd(handle)
+    }
+    fn resolve(
+        &self,
+        _handle: &str,
+        _decision: cetp_proto::provider::Decision,
+        _ui: Option<&serde_json::Value>,
+        _timeout_ms: u64,
+    ) -> Result<cetp_proto::provider::ResolveOutcome, cetp_vectors::device::DeviceError> {
+        Err(cetp_vectors::device::DeviceError::new(
+            self.error.0.clone(),
+            self.error.1,
+        ))
+    }
+    fn restart_provider(&self, package: &str) -> Result<(), cetp_vectors::device::DeviceError> {
+        self.inner.restart_provider(package)
+    }
+    fn advance_clock(&self, ms: u64) -> Result<i64, cetp_vectors::device::DeviceError> {
+        self.inner.advance_clock(ms)
+    }
+    fn resync_clock(&self) -> Result<(), cetp_vectors::device::DeviceError> {
+        self.inner.resync_clock()
+    }
+}
+
+/// The CONF cases on a device whose every `resolve` fails with `error`.
+fn conf_cases_when_resolve_fails(
+    error: (cetp_vectors::device::ErrorKind, &'static str),
+) -> cetp_conformance::runner::RunOutcome {
+    let suite = Suite::load(&default_vectors_dir()).unwrap();
+    let app = Arc::new(ReferenceProvider::new(reference_config()));
+    let inner = in_process_target(app, DeviceClock::system(0));
+    let target = cetp_vectors::device::Target {
+        label: inner.label,
+        a: Box::new(ResolveFails {
+            inner: inner.a,
+            error: error.clone(),
+        }),
+        b: inner.b.map(|b| {
+            Box::new(ResolveFails { inner: b, error }) as Box<dyn cetp_vectors::device::Device>
+        }),
+    };
+    let cfg = RunConfig {
+        seed: 7,
+        only: vec!["CONF-*".into()],
+        harness_version: "test".into(),
+        ..Default::default()
+    };
+    run(&suite, &target, &profile(), &cfg, &mut Fanout::default())
+}
+
+const PLAYS_A_DECISION: [&str; 7] = [
+    "CONF-001", "CONF-002", "CONF-004", "CONF-005", "CONF-006", "CONF-007", "CONF-009",
+];
+
+#[test]
+fn a_confirmation_activity_that_throws_fails_the_case_naming_the_exception() {
+    let out = conf_cases_when_resolve_fails((
+        cetp_vectors::device::ErrorKind::ProviderException,
+        "device error provider_exception: the Provider's activity com.example.ConfirmActivity threw when its approve view was clicked: java.lang.IllegalStateException: boom (java.lang.IllegalStateException)",
+    ));
+    for id in PLAYS_A_DECISION {
+        let c = out.cases.iter().find(|c| c.id == id).unwrap();
+        assert_eq!(c.verdict, Verdict::Fail, "{id}: {}", c.reason);
+        assert!(
+            c.reason.contains("confirmation activity threw")
+                && c.reason.contains("java.lang.IllegalStateException: boom"),
+            "{id}: {}",
+            c.reason
+        );
+        assert_eq!(c.cited, vec!["CETP2-4.3-06".to_string()], "{id}");
+    }
+}
+
+#[test]
+fn a_selector_that_matched_nothing_is_infra_error_with_the_devices_words() {
+    let out = conf_cases_when_resolve_fails((
+        cetp_vectors::device::ErrorKind::DeviceError,
+        "device error device_error: the approve decision was not played: the selector {text = \"Allow\"} matched no view on the screen of com.example.ConfirmActivity; on screen: text \"CONFIRM\" (resource_id \"android:id/button1\")",
+    ));
+    for id in PLAYS_A_DECISION {
+        let c = out.cases.iter().find(|c| c.id == id).unwrap();
+        assert_eq!(c.verdict, Verdict::InfraError, "{id}: {}", c.reason);
+        assert!(
+            c.reason.contains("{text = \"Allow\"} matched no view")
+                && c.reason.contains("on screen: text \"CONFIRM\""),
+            "{id}: {}",
+            c.reason
+        );
+    }
+    assert!(out.cases.iter().all(|c| c.verdict != Verdict::Fail));
+}
+
 #[test]
 fn a_provider_that_refuses_by_throwing_fails_the_refusal_cases() {
     let suite = Suite::load(&default_vectors_dir()).unwrap();

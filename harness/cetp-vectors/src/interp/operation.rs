@@ -317,17 +317,36 @@ impl CaseRunner<'_> {
             json!({"handle": handle, "decision": decision.as_str()}),
         );
         let started = Instant::now();
-        let out = self
+        let answer = self
             .device(identity)?
-            .resolve(&handle, decision, ui.as_ref(), 30_000)
-            .map_err(|e| match e.kind {
-                // The device said in its hello that it cannot play a user's
-                // decision here (a probe without UiAutomation, a JVM device
-                // without windows): the case is not judged, as on a device
-                // whose clock cannot move, and holds the claim back.
-                ErrorKind::OpUnavailable => Stop::setup(crate::advice::RESOLVE_NEEDS, e.message),
-                _ => device_stop(e),
-            })?;
+            .resolve(&handle, decision, ui.as_ref(), 30_000);
+        let out = match answer {
+            Ok(out) => out,
+            // The device said in its hello that it cannot play a user's
+            // decision here (a probe without UiAutomation): the case is not
+            // judged, as on a device whose clock cannot move, and holds the
+            // claim back.
+            Err(e) if e.kind == ErrorKind::OpUnavailable => {
+                return Err(Stop::setup(crate::advice::RESOLVE_NEEDS, e.message))
+            }
+            // The Provider's confirmation activity threw while it started or
+            // handled the decision (a device that runs it in its own process
+            // sees the exception: the JVM device): the confirmation could not
+            // take place in the Provider's own UI (§4.3), charged to it as a
+            // crash of its process on a phone would be.
+            Err(e) if e.kind == ErrorKind::ProviderException => {
+                self.cite_only(&["CETP2-4.3-06"]);
+                return Err(Stop::Fail(format!(
+                    "the Provider's confirmation activity threw while the {} decision was played (handle {handle}): {}",
+                    decision.as_str(),
+                    e.message
+                )));
+            }
+            // Anything else the device could not do, a selector that matched
+            // nothing included (the device names it and what was on screen),
+            // is not judged: INFRA_ERROR with the device's words.
+            Err(e) => return Err(device_stop(e)),
+        };
         self.answered(
             json!({"launched": out.launched, "decision_applied": out.decision_applied, "result_code": out.result_code, "launched_package": out.launched_package}),
             started,
