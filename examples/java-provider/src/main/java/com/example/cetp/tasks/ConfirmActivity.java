@@ -44,7 +44,8 @@ public final class ConfirmActivity extends Activity {
                 .setTitle(TaskToolProvider.PROVIDER_NAME)
                 .setMessage(summary)
                 .setPositiveButton("Confirm", (d, w) -> decide(true))
-                .setNegativeButton("Cancel", (d, w) -> decide(false))
+                // The seeded defect acts-on-deny (SeededDefect) approves here too.
+                .setNegativeButton("Cancel", (d, w) -> decide(SeededDefect.on(SeededDefect.ACTS_ON_DENY)))
                 .setOnCancelListener(d -> decide(false))
                 .show();
     }

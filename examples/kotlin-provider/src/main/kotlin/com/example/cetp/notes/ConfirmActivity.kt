@@ -29,7 +29,8 @@ class ConfirmActivity : Activity() {
             .setTitle("Sample Notes")
             .setMessage(summary)
             .setPositiveButton("Delete") { _, _ -> decide(token, true) }
-            .setNegativeButton("Keep") { _, _ -> decide(token, false) }
+            // The seeded defect acts-on-deny (Defect.kt) approves here too.
+            .setNegativeButton("Keep") { _, _ -> decide(token, Defect.on(Defect.ACTS_ON_DENY)) }
             .setOnCancelListener { leave() }
             .show()
     }

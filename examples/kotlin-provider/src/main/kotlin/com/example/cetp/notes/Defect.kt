@@ -27,5 +27,8 @@ object Defect {
     /** §5: error answers lack the retryable Boolean. */
     const val RETRYABLE_MISSING = "retryable-missing"
 
+    /** §4.3: the confirmation screen's "Keep" deletes the note as "Delete" does. */
+    const val ACTS_ON_DENY = "acts-on-deny"
+
     fun on(name: String): Boolean = System.getProperty(PROPERTY) == name
 }
