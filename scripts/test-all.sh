@@ -70,9 +70,9 @@ scripts/probe-app-check.sh 2>&1 | tee -a "$log"
 echo "== the probe app and the sample Providers as signed APKs, without Gradle or an SDK: apksigner verify, what each declares, the API level of each dex (never installed on a phone here)"
 scripts/apk-check.sh 2>&1 | tee -a "$log"
 
-echo "== end to end on the JVM, not a phone (Robolectric: no Binder, no windows, so no resolve): cetp run against the probe's own code and the sample Java Provider, then vendors' compiled Providers (--provider-jar)"
-# About 3 minutes: the sample passes (the resolve cases not judged: no windows on
-# the JVM), each seeded defect draws a FAIL citing its requirement. Then about
+echo "== end to end on the JVM, not a phone (Robolectric: no Binder; the user's decision played in the Provider's activity under Robolectric): cetp run against the probe's own code and the sample Java Provider, then vendors' compiled Providers (--provider-jar)"
+# About 3 minutes: the sample passes (the confirmation cases too: the decision
+# is clicked in its dialog), each seeded defect draws a FAIL citing its requirement. Then about
 # 2.5 minutes more (scripts/jvm-jar-check.sh): the sample as a jar gives the same
 # verdicts, a Kotlin Provider compiled here passes, thrown exceptions FAIL the
 # Provider, a missing class is a usage error.

@@ -76,8 +76,8 @@ public final class Abilities {
 
     /**
      * The abilities of a device that cannot perform some ops for reasons of
-     * its own (the JVM device: no windows to play a decision in), each op
-     * with why.
+     * its own (a rig without windows, as the JVM device was before it
+     * played decisions), each op with why.
      */
     public static Abilities without(Map<String, String> unavailable) {
         for (String op : unavailable.keySet()) {
