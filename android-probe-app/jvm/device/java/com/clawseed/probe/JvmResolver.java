@@ -83,7 +83,9 @@ final class JvmResolver {
      * How long a selector is looked for: the activity's views are there once
      * the main looper is idle, so a few seconds cover one that shows its
      * dialog after some work of its own (a phone looks for up to the
-     * deadline, but its screen comes up slowly).
+     * deadline, but its screen comes up slowly). The system property
+     * {@code cetp.jvm.resolve_look_ms} changes it (the self-test's screens
+     * are up at once).
      */
     static final long LOOK_MS = 3_000;
     /** How long backing out may take when the decision could not be played. */
@@ -242,7 +244,7 @@ final class JvmResolver {
     /** Null when the selector's view was clicked; else what went wrong. */
     private static String lookAndClick(Play play, JsonObject selector, Ops.Decision decision, long deadline)
             throws DeviceError, InterruptedException {
-        long stop = Math.min(now() + LOOK_MS, deadline - BACK_OUT_MS);
+        long stop = Math.min(now() + Long.getLong("cetp.jvm.resolve_look_ms", LOOK_MS), deadline - BACK_OUT_MS);
         while (true) {
             String clicked = onMain(() -> {
                 if (play.activity.isFinishing()) {

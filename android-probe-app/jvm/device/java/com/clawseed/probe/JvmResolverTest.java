@@ -38,6 +38,8 @@ public class JvmResolverTest {
     public void setUp() {
         app = RuntimeEnvironment.getApplication();
         Confirmations.decision = null;
+        // These screens are up once the activity starts: no need to look for 3 s.
+        System.setProperty("cetp.jvm.resolve_look_ms", "300");
     }
 
     private static JsonObject ui(String decision, String key, String value) {
