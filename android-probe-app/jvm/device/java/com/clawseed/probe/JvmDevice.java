@@ -60,6 +60,14 @@ import org.robolectric.shadow.api.Shadow;
  *   <li>no windows: {@code resolve} is left out of {@code hello}'s ops with
  *       the reason, so the host reports a case that needs the user's
  *       decision as not run (INFRA), never as a result;
+ *   <li>a clock the host moves: the Provider's classes read {@link DeviceClock}
+ *       (scripts/jvm-device.sh rewrote their clock reads with
+ *       {@link ClockRewriter}), so {@code advance_clock} is listed and a
+ *       lifetime runs out in seconds; a Provider that reads a clock the
+ *       rewrite cannot redirect gets no {@code advance_clock}, with why in
+ *       {@code ops_unavailable}, and its lifetimes are waited out in real
+ *       time. The framework's own clocks (Robolectric's SystemClock, the
+ *       main looper's) do not move;
  *   <li>{@code restart_provider} replaces the Provider object with a new
  *       one (its {@code shutdown()} called, a new instance attached): memory
  *       is lost, SharedPreferences stay, as after {@code am force-stop};
@@ -204,8 +212,9 @@ public class JvmDevice {
         @Override
         public Hello hello() throws DeviceError {
             Hello h = inner.hello();
+            // The device clock the Provider reads (DeviceClock), moved or not.
             return new Hello("cetp-jvm-device/" + BuildConfig.VERSION_NAME,
-                    new Ops.Identity(name, uid, packages, List.of(cert)), h.device, h.nowMs);
+                    new Ops.Identity(name, uid, packages, List.of(cert)), h.device, DeviceClock.currentTimeMillis());
         }
 
         @Override
@@ -213,7 +222,25 @@ public class JvmDevice {
             Map<String, String> missing = new LinkedHashMap<>();
             missing.put(Abilities.RESOLVE, "the JVM device (Robolectric) has no windows to play the user's decision in:"
                     + " a resolve needs a phone");
-            return Abilities.without(missing);
+            String unmovable = DeviceClock.whyUnmovable();
+            if (unmovable != null) {
+                missing.put(Abilities.ADVANCE_CLOCK, unmovable);
+                return Abilities.without(missing);
+            }
+            return Abilities.without(missing).plus(Abilities.ADVANCE_CLOCK);
+        }
+
+        @Override
+        public long advanceClock(long ms) throws DeviceError {
+            if (!abilities().can(Abilities.ADVANCE_CLOCK)) {
+                throw abilities().refusal(Abilities.ADVANCE_CLOCK);
+            }
+            if (ms < 0 || ms > DeviceClock.MAX_ADVANCE_MS) {
+                throw new DeviceError(WireError.BAD_REQUEST,
+                        "advance_clock needs `ms`, an integer from 0 to " + DeviceClock.MAX_ADVANCE_MS);
+            }
+            // Not logged: an operation's polls move it 300 ms at a time, thousands per run.
+            return DeviceClock.advance(ms);
         }
 
         @Override

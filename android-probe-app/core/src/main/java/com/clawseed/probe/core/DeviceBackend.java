@@ -89,6 +89,15 @@ public interface DeviceBackend {
     /** Kills the Provider's process as {@code am force-stop} does. */
     void restartProvider(String pkg) throws DeviceError, InterruptedException;
 
+    /**
+     * Lets {@code ms} of device time pass at once and returns the new device
+     * time (Unix epoch ms): only on a device whose {@link #abilities} list
+     * {@link Abilities#ADVANCE_CLOCK}. {@code ms} is unsigned, as on the wire.
+     */
+    default long advanceClock(long ms) throws DeviceError {
+        throw DeviceError.unsupported("this device cannot move its clock");
+    }
+
     /** The connection closed: release every handle. */
     void close();
 }

@@ -153,6 +153,10 @@ public final class Dispatcher {
                 requireAbility(Abilities.RESTART_PROVIDER);
                 backend.restartProvider(((Ops.RestartProviderParams) params).pkg);
                 return new JsonObject();
+            case "advance_clock": {
+                requireAbility(Abilities.ADVANCE_CLOCK);
+                return Ops.advanceClockOk(backend.advanceClock(((Ops.AdvanceClockParams) params).ms));
+            }
             case "host_provider":
                 if (hosted == null) {
                     throw DeviceError.unsupported("this device does not host a scripted provider");
