@@ -213,8 +213,11 @@ public class JvmDevice {
         public Hello hello() throws DeviceError {
             Hello h = inner.hello();
             // The device clock the Provider reads (DeviceClock), moved or not.
+            // advance_clock moves what the Provider's code reads, not the
+            // sleeps of its threads: the host waits for an operation in real time.
             return new Hello("cetp-jvm-device/" + BuildConfig.VERSION_NAME,
-                    new Ops.Identity(name, uid, packages, List.of(cert)), h.device, DeviceClock.currentTimeMillis());
+                    new Ops.Identity(name, uid, packages, List.of(cert)), h.device, DeviceClock.currentTimeMillis(),
+                    new com.clawseed.probe.wire.JsonObject().with("advance_clock_moves", "reads"));
         }
 
         @Override

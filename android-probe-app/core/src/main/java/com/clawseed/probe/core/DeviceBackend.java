@@ -1,5 +1,6 @@
 package com.clawseed.probe.core;
 
+import com.clawseed.probe.wire.JsonObject;
 import com.clawseed.probe.wire.Ops;
 import com.clawseed.probe.wire.WireBundle;
 import java.util.List;
@@ -16,12 +17,19 @@ public interface DeviceBackend {
         public final Ops.Identity identity;
         public final Ops.DeviceInfo device;
         public final long nowMs;
+        /** Optional members of the answer (compatible extensions); never null. */
+        public final JsonObject extra;
 
         public Hello(String probe, Ops.Identity identity, Ops.DeviceInfo device, long nowMs) {
+            this(probe, identity, device, nowMs, new JsonObject());
+        }
+
+        public Hello(String probe, Ops.Identity identity, Ops.DeviceInfo device, long nowMs, JsonObject extra) {
             this.probe = probe;
             this.identity = identity;
             this.device = device;
             this.nowMs = nowMs;
+            this.extra = extra;
         }
     }
 
