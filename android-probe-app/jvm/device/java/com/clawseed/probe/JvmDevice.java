@@ -71,7 +71,7 @@ import org.robolectric.shadow.api.Shadow;
  */
 @RunWith(RobolectricTestRunner.class)
 @Config(sdk = 34, shadows = {ShadowPackageManagerFlags.class, JvmShadows.CallingUid.class, JvmShadows.Creator.class,
-    JvmShadows.CrossBinder.class, JvmShadows.RealPipe.class})
+    JvmShadows.CrossBinder.class, JvmShadows.RealPipe.class, JvmShadows.ProviderAccess.class})
 public class JvmDevice {
     static final String ANDROID = ManifestInstaller.ANDROID;
     /** Identity b: a second app with its own UID, package and certificate. */
@@ -124,6 +124,7 @@ public class JvmDevice {
             return;
         }
         vendor = installVendor(spm, spec);
+        BinderRules.install(app, spm, spec, vendor.provider, android.os.Process.myUid(), UID_B);
 
         ServerSocket a = listen(listenA);
         ServerSocket b = listen(listenB);
