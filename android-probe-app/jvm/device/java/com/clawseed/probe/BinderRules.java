@@ -370,6 +370,8 @@ final class BinderRules {
      * duplicate, which the kernel installs in the receiving process while
      * the sender keeps its own. {@code b} itself is not changed: a Provider
      * may keep and return the same Bundle again (a replayed answer).
+     * Only Bundles nest here (the probe's mapper reads no other container
+     * of descriptors).
      */
     static Bundle withDuplicates(Bundle b) throws IOException {
         if (b == null || !hasDescriptor(b)) {
@@ -380,7 +382,13 @@ final class BinderRules {
             @SuppressWarnings("deprecation")
             Object v = b.get(key);
             if (v instanceof ParcelFileDescriptor) {
-                out.putParcelable(key, dup((ParcelFileDescriptor) v));
+                ParcelFileDescriptor pfd = (ParcelFileDescriptor) v;
+                java.io.FileDescriptor fd = pfd.getFileDescriptor();
+                // One the Provider closed before returning reaches the caller
+                // closed, as before: what a phone's Parcel does with it (an
+                // error while writing the reply, in the Provider's process)
+                // is not modelled.
+                out.putParcelable(key, fd == null || !fd.valid() ? pfd : dup(pfd));
             } else if (v instanceof Bundle) {
                 out.putBundle(key, withDuplicates((Bundle) v));
             }
