@@ -47,7 +47,8 @@
 #       the device several times with --no-build)
 #   scripts/jvm-device.sh --self-test [--no-build]
 #       runs the device's own tests (JvmShadowsTest: each shadow on the case
-#       that broke without it) and exits with their status
+#       that broke without it; BinderRulesTest: Binder's rules, each on a
+#       case whose outcome changes without it) and exits with their status
 #   scripts/jvm-device.sh --list-defects
 #       the seeded defects of the sample, one name per line
 #

@@ -41,6 +41,10 @@ import org.robolectric.shadows.ShadowPendingIntent;
  * app that made the PendingIntent. Robolectric hands a Provider's exception
  * to the caller as the very object thrown; a phone carries it across Binder,
  * which keeps only some classes, and an Error kills the Provider's process.
+ * Robolectric hands any caller the provider and passes the Bundles and
+ * descriptors themselves; a phone's system server refuses a caller the
+ * provider does not admit, and Binder holds a transaction to its buffer and
+ * gives the caller its own copy of each descriptor ({@link BinderRules}).
  * Nothing else is changed.
  */
 final class JvmShadows {
@@ -87,8 +91,11 @@ final class JvmShadows {
     }
 
     /**
-     * What a Provider's {@code call()} throws reaches the caller as Binder
-     * carries it between two processes: written by the framework's own
+     * A call crosses as over Binder: a request or reply larger than
+     * {@link BinderRules#LIMIT_BYTES} fails as it fails on a phone, and the
+     * receiving side gets its own duplicate of each descriptor
+     * ({@link BinderRules#withDuplicates}). What a Provider's {@code call()}
+     * throws reaches the caller as Binder carries it between two processes: written by the framework's own
      * {@code DatabaseUtils.writeExceptionToParcel} (as the Provider's
      * transport does) and read back by {@code readExceptionFromParcel} (as
      * the caller's proxy does), so a subclass arrives as the class it
