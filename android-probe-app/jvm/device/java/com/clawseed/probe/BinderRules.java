@@ -194,6 +194,22 @@ final class BinderRules {
                     : android.content.pm.PermissionInfo.PROTECTION_NORMAL;
             spm.addPermissionInfo(info);
         }
+        // What each identity's package records: requested, and granted or not (PackageInfo GET_PERMISSIONS).
+        for (int uid : new int[] {uidA, uidB}) {
+            String[] pkgs = app.getPackageManager().getPackagesForUid(uid);
+            for (String pkg : pkgs == null ? new String[0] : pkgs) {
+                android.content.pm.PackageInfo info = spm.getInternalMutablePackageInfo(pkg);
+                if (info == null) {
+                    continue;
+                }
+                info.requestedPermissions = requested.toArray(new String[0]);
+                info.requestedPermissionsFlags = new int[requested.size()];
+                for (int i = 0; i < requested.size(); i++) {
+                    info.requestedPermissionsFlags[i] = android.content.pm.PackageInfo.REQUESTED_PERMISSION_GRANTED
+                            & (mine.contains(requested.get(i)) ? -1 : 0);
+                }
+            }
+        }
         org.robolectric.shadows.ShadowApplication shadow = org.robolectric.Shadows.shadowOf((android.app.Application) app);
         String[] granted = mine.toArray(new String[0]);
         shadow.grantPermissions(granted);

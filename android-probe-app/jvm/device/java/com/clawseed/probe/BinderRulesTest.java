@@ -173,6 +173,50 @@ public class BinderRulesTest {
         assertNotNull(acquire());
     }
 
+    /**
+     * What the device installs for the probes (BinderRules.install): the
+     * vendor's permissions defined with their levels, what identity b
+     * holds answered to the Provider's own checkCallingPermission, and the
+     * package's requested and granted permissions recorded.
+     */
+    @Test
+    public void the_identities_hold_the_normal_permissions_they_request() throws Exception {
+        android.app.Application app = RuntimeEnvironment.getApplication();
+        org.robolectric.shadows.ShadowPackageManager spm = org.robolectric.Shadows.shadowOf(app.getPackageManager());
+        android.content.pm.PackageInfo b = new android.content.pm.PackageInfo();
+        b.packageName = "com.clawseed.probe.b";
+        b.applicationInfo = new ApplicationInfo();
+        b.applicationInfo.packageName = b.packageName;
+        b.applicationInfo.uid = CALLER;
+        spm.installPackage(b);
+        spm.setPackagesForUid(CALLER, b.packageName);
+        VendorApp vendor = new VendorApp();
+        vendor.pkg = "com.example.fixture";
+        vendor.declaredPermissions.put("com.clawseed.permission.ACCESS_TOOLS", "normal");
+        vendor.declaredPermissions.put("com.example.fixture.permission.SIGNED", "signature");
+        info.readPermission = "com.example.fixture.permission.SIGNED";
+        info.writePermission = "com.example.fixture.permission.SIGNED";
+        BinderRules.install(app, spm, vendor, info, android.os.Process.myUid(), CALLER);
+        assertEquals(android.content.pm.PermissionInfo.PROTECTION_SIGNATURE,
+                app.getPackageManager().getPermissionInfo("com.example.fixture.permission.SIGNED", 0).getProtection());
+        // The Provider asks about its caller, identity b.
+        assertEquals(android.content.pm.PackageManager.PERMISSION_GRANTED,
+                provider.getContext().checkCallingPermission("com.clawseed.permission.ACCESS_TOOLS"));
+        assertEquals(android.content.pm.PackageManager.PERMISSION_DENIED,
+                provider.getContext().checkCallingPermission("com.example.fixture.permission.SIGNED"));
+        android.content.pm.PackageInfo recorded = app.getPackageManager().getPackageInfo(b.packageName,
+                android.content.pm.PackageManager.GET_PERMISSIONS);
+        assertTrue(java.util.Arrays.asList(recorded.requestedPermissions)
+                .contains("com.clawseed.permission.ACCESS_TOOLS"));
+        // Held by neither identity, the signature permission guards the provider alone: refused.
+        try {
+            acquire();
+            fail("acquired a provider guarded by the vendor's signature permission");
+        } catch (SecurityException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains("requires com.example.fixture.permission.SIGNED"));
+        }
+    }
+
     @Test
     public void what_a_probe_holds_follows_the_protection_level() {
         List<String> asked = List.of("android.permission.QUERY_ALL_PACKAGES", "n", "s", "d", "undeclared");
