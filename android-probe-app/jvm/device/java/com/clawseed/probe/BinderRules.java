@@ -133,8 +133,23 @@ final class BinderRules {
         return out;
     }
 
-    /** The base of android:protectionLevel ("signature|privileged" is signature; absent is normal). */
+    /**
+     * The base of android:protectionLevel ("signature|privileged" is
+     * signature; absent is normal). A compiled manifest (an APK's, through
+     * apk-manifest.py) has the number: its low 4 bits are the base
+     * (PermissionInfo.PROTECTION_MASK_BASE).
+     */
     static String baseLevel(String level) {
+        String t = level.trim();
+        if (t.matches("(0x[0-9a-fA-F]+|[0-9]+)")) {
+            int n = t.startsWith("0x") ? Integer.parseUnsignedInt(t.substring(2), 16) : Integer.parseInt(t);
+            switch (n & 0xf) {
+                case 1: return "dangerous";
+                case 2: case 3: return "signature";
+                case 4: return "internal";
+                default: return "normal";
+            }
+        }
         List<String> parts = new ArrayList<>();
         for (String s : level.split("\\|")) {
             parts.add(s.trim());

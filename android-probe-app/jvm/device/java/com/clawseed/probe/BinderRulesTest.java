@@ -223,6 +223,11 @@ public class BinderRulesTest {
         Map<String, String> declared = Map.of("n", "normal", "s", "signature|privileged", "d", "dangerous");
         assertEquals(Set.of("android.permission.QUERY_ALL_PACKAGES", "n"), BinderRules.held(asked, declared, false));
         assertEquals(Set.of("android.permission.QUERY_ALL_PACKAGES", "n", "s"), BinderRules.held(asked, declared, true));
+        // From an APK's compiled manifest: the number (signature|privileged is 0x12).
+        assertEquals("signature", BinderRules.baseLevel("0x12"));
+        assertEquals("signature", BinderRules.baseLevel("18"));
+        assertEquals("dangerous", BinderRules.baseLevel("1"));
+        assertEquals("normal", BinderRules.baseLevel("0"));
     }
 
     /**
