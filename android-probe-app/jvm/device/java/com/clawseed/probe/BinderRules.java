@@ -23,7 +23,12 @@ import java.util.Set;
  *       as ActivityManagerService's content-provider permission check
  *       decides it;
  *   <li>{@link #requestBytes} and {@link #replyBytes}: the size of the
- *       transaction a {@code call} makes, against {@link #LIMIT_BYTES};
+ *       transaction a {@code call} makes, against {@link #LIMIT_BYTES}. A
+ *       Consumer calling through {@code ContentResolver.call} would get
+ *       null (it swallows the RemoteException); the probe calls through an
+ *       unstable ContentProviderClient, which passes the
+ *       TransactionTooLargeException or DeadObjectException on, and reports
+ *       {@code transaction_too_large} (AndroidBackend.call, Failures);
  *   <li>{@link #dup}: the caller receives its own copy of each descriptor.
  * </ul>
  */
