@@ -48,7 +48,8 @@
 #   scripts/jvm-device.sh --self-test [--no-build]
 #       runs the device's own tests (JvmShadowsTest: each shadow on the case
 #       that broke without it; DeviceClockTest: the clock a Provider reads
-#       moves) and exits with their status
+#       moves; BinderRulesTest: Binder's rules, each on a case whose
+#       outcome changes without it) and exits with their status
 #   scripts/jvm-device.sh --list-defects
 #       the seeded defects of the sample, one name per line
 #
@@ -159,10 +160,11 @@ cp="$(cat "$out/run.classpath")"
 mapfile -t jvmflags < "$out/run.jvmflags"
 if [ "$self_test" -eq 1 ]; then
     # The device's own shadows, each on the case that broke without it.
-    exec java "${jvmflags[@]}" -cp "$out/device-classes:$cp" \
+    exec java "${jvmflags[@]}" --add-opens=java.base/sun.nio.ch=ALL-UNNAMED -cp "$out/device-classes:$cp" \
         org.junit.platform.console.ConsoleLauncher \
         --select-class com.clawseed.probe.JvmShadowsTest \
         --select-class com.clawseed.probe.DeviceClockTest \
+        --select-class com.clawseed.probe.BinderRulesTest \
         --disable-banner --details=summary --fail-if-no-tests
 fi
 
@@ -250,7 +252,7 @@ echo "jvm-device: starting Robolectric (identity a on $listen, b on $listen_b) w
 # (instrumenting the framework's classes) is mostly JIT work, and a suite
 # runs for seconds, never long enough for the optimising compiler to pay
 # off: the device is ready in about 5 s instead of 12 on 2 loaded cores.
-exec java -XX:TieredStopAtLevel=1 "${jvmflags[@]}" "${props[@]}" \
+exec java -XX:TieredStopAtLevel=1 "${jvmflags[@]}" --add-opens=java.base/sun.nio.ch=ALL-UNNAMED "${props[@]}" \
     -Dcetp.jvm.listen="$listen" -Dcetp.jvm.listen_b="$listen_b" \
     -cp "$out/device-classes:$code:$cp" \
     org.junit.platform.console.ConsoleLauncher \

@@ -56,7 +56,13 @@ import org.robolectric.shadow.api.Shadow;
  * <ul>
  *   <li>one process: the Provider runs in the probe's process, called
  *       directly, with no Binder between them; each call's thread carries
- *       the caller's UID ({@link JvmShadows.CallingUid});
+ *       the caller's UID ({@link JvmShadows.CallingUid}). Binder's rules
+ *       that change a verdict are applied ({@link BinderRules}): who may
+ *       acquire the provider (exported, read/write permission), the
+ *       transaction limit, the caller's own copy of each descriptor. Not
+ *       applied: parcelling itself (values pass as objects), Binder's
+ *       thread pool, a buffer shared with other transactions in flight,
+ *       path permissions and URI grants;
  *   <li>no windows: {@code resolve} is left out of {@code hello}'s ops with
  *       the reason, so the host reports a case that needs the user's
  *       decision as not run (INFRA), never as a result;
@@ -79,7 +85,7 @@ import org.robolectric.shadow.api.Shadow;
  */
 @RunWith(RobolectricTestRunner.class)
 @Config(sdk = 34, shadows = {ShadowPackageManagerFlags.class, JvmShadows.CallingUid.class, JvmShadows.Creator.class,
-    JvmShadows.CrossBinder.class, JvmShadows.RealPipe.class})
+    JvmShadows.CrossBinder.class, JvmShadows.RealPipe.class, JvmShadows.ProviderAccess.class})
 public class JvmDevice {
     static final String ANDROID = ManifestInstaller.ANDROID;
     /** Identity b: a second app with its own UID, package and certificate. */
@@ -132,6 +138,7 @@ public class JvmDevice {
             return;
         }
         vendor = installVendor(spm, spec);
+        BinderRules.install(app, spm, spec, vendor.provider, android.os.Process.myUid(), UID_B);
 
         ServerSocket a = listen(listenA);
         ServerSocket b = listen(listenB);
