@@ -194,6 +194,7 @@ fn the_help_of_every_command_taking_a_target_lists_the_target_forms() {
         "tcp:HOST:PORT[,b=HOST:PORT]",
         "adb[:SERIAL][,OPTION,...]",
         "clock=move",
+        "jvm:sample|APP.apk|JAR",
     ] {
         assert!(help.contains(form), "{form} not in `cetp run --help`");
     }
