@@ -1,6 +1,11 @@
 //! Opening a `jvm:…` target: the JVM device (`scripts/jvm-device.sh`)
-//! started on two free loopback ports, waited for, and stopped when the
-//! target is dropped.
+//! started on two loopback ports of its choosing, waited for, and stopped
+//! when the target is dropped.
+//!
+//! The device listens on `127.0.0.1:0` for both identities and its ready
+//! line names the ports it was given, so no other process can take a port
+//! between the harness choosing it and the device binding it (several
+//! devices and test runs share a machine).
 //!
 //! The script is `$CETP_JVM_DEVICE`, or else `scripts/jvm-device.sh` of the
 //! repository this binary was built from, or of a repository above the
@@ -133,15 +138,6 @@ fn temp_log() -> PathBuf {
     ))
 }
 
-/// Two loopback ports free now (both held until both are known, so they
-/// differ). The device binds them a moment later: another process taking
-/// one in between shows as the device's early exit.
-fn free_ports() -> std::io::Result<(u16, u16)> {
-    let a = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let b = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
-}
-
 /// Starts the script with `args` in a group of its own, appending its
 /// output to `log`.
 fn spawn(script: &Path, args: &[String], log: &Path) -> Result<Child, TargetError> {
@@ -235,24 +231,37 @@ fn build(script: &Path, log: &Path) -> Result<(), TargetError> {
     }
 }
 
-/// Whether `log` from `offset` holds the ready line; moves `offset` past
-/// the whole lines read.
-fn ready_in(log: &Path, offset: &mut u64) -> bool {
-    let Ok(mut f) = std::fs::File::open(log) else {
-        return false;
-    };
+/// The ready line in `log` from `offset`, if there is one yet; moves
+/// `offset` past the whole lines read.
+fn ready_in(log: &Path, offset: &mut u64) -> Option<String> {
+    let mut f = std::fs::File::open(log).ok()?;
     let mut text = String::new();
-    if f.seek(SeekFrom::Start(*offset)).is_err() || f.read_to_string(&mut text).is_err() {
-        return false;
-    }
+    f.seek(SeekFrom::Start(*offset)).ok()?;
+    f.read_to_string(&mut text).ok()?;
     let whole = text.rfind('\n').map_or(0, |i| i + 1);
     *offset += whole as u64;
-    text[..whole].lines().any(|l| l.starts_with(READY))
+    text[..whole]
+        .lines()
+        .find(|l| l.starts_with(READY))
+        .map(str::to_string)
 }
 
-/// Builds the device if `build=` says so, starts it on two free loopback
-/// ports with its output in `log` (or a temporary file), and waits for its
-/// ready line.
+/// Identity `name`'s `HOST:PORT` in the device's ready line (`jvm-device:
+/// ready: identity a on /127.0.0.1:40123, identity b on …`: Java's
+/// `InetSocketAddress`, `[HOSTNAME]/IP:PORT`).
+fn endpoint_in(line: &str, name: &str) -> Option<String> {
+    let key = format!("identity {name} on ");
+    let at = line.find(&key)? + key.len();
+    let addr = line[at..].split([',', ' ']).next()?;
+    let addr = addr.rsplit('/').next()?;
+    let (_, port) = addr.rsplit_once(':')?;
+    port.parse::<u16>().ok().filter(|p| *p != 0)?;
+    Some(addr.to_string())
+}
+
+/// Builds the device if `build=` says so, starts it on loopback ports of
+/// its choosing with its output in `log` (or a temporary file), and waits
+/// for its ready line, which names them.
 pub(crate) fn start(spec: &JvmSpec, log: Option<&Path>) -> Result<JvmDevice, TargetError> {
     let script = device_script().map_err(infra)?;
     let log = log.map_or_else(temp_log, Path::to_path_buf);
@@ -260,13 +269,11 @@ pub(crate) fn start(spec: &JvmSpec, log: Option<&Path>) -> Result<JvmDevice, Tar
     if spec.build == JvmBuild::Always || (spec.build == JvmBuild::Auto && !built(&script)) {
         build(&script, &log)?;
     }
-    let (pa, pb) = free_ports().map_err(|e| infra(format!("no free loopback port: {e}")))?;
-    let (a, b) = (format!("127.0.0.1:{pa}"), format!("127.0.0.1:{pb}"));
     let mut args: Vec<String> = vec![
         "--listen".into(),
-        a.clone(),
+        "127.0.0.1:0".into(),
         "--listen-b".into(),
-        b.clone(),
+        "127.0.0.1:0".into(),
         "--no-build".into(),
     ];
     args.extend(spec.script_args());
@@ -277,12 +284,19 @@ pub(crate) fn start(spec: &JvmSpec, log: Option<&Path>) -> Result<JvmDevice, Tar
     let mut device = JvmDevice {
         child,
         lifeline,
-        a,
-        b,
+        a: String::new(),
+        b: String::new(),
     };
     let deadline = started + Duration::from_millis(spec.ready_timeout_ms);
     loop {
-        if ready_in(&log, &mut offset) {
+        if let Some(line) = ready_in(&log, &mut offset) {
+            let (Some(a), Some(b)) = (endpoint_in(&line, "a"), endpoint_in(&line, "b")) else {
+                return Err(infra(format!(
+                    "its ready line names no port for each identity: {line:?} (output in {})",
+                    log.display()
+                )));
+            };
+            (device.a, device.b) = (a, b);
             eprintln!(
                 "cetp: the JVM device is ready in {:.1} s (identity a on {}, b on {}; its output in {})",
                 started.elapsed().as_secs_f64(),
@@ -311,7 +325,7 @@ pub(crate) fn start(spec: &JvmSpec, log: Option<&Path>) -> Result<JvmDevice, Tar
             Ok(None) if Instant::now() >= deadline => {
                 drop(device);
                 return Err(infra(format!(
-                    "{} was not ready within {} ms (ready_timeout_ms=; output in {}):{}",
+                    "{} was not ready within {} ms (raise it with ready_timeout_ms=; output in {}):{}",
                     script.display(),
                     spec.ready_timeout_ms,
                     log.display(),
@@ -320,5 +334,22 @@ pub(crate) fn start(spec: &JvmSpec, log: Option<&Path>) -> Result<JvmDevice, Tar
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(100)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::endpoint_in;
+
+    #[test]
+    fn the_ready_line_names_each_identitys_port() {
+        let line = "jvm-device: ready: identity a on /127.0.0.1:40123, identity b on localhost/127.0.0.1:40124, Provider com.example.cetp.tasks";
+        assert_eq!(endpoint_in(line, "a").as_deref(), Some("127.0.0.1:40123"));
+        assert_eq!(endpoint_in(line, "b").as_deref(), Some("127.0.0.1:40124"));
+        assert_eq!(
+            endpoint_in("jvm-device: ready: identity a on /127.0.0.1:0, x", "a"),
+            None
+        );
+        assert_eq!(endpoint_in("jvm-device: ready", "a"), None);
     }
 }
