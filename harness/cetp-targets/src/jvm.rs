@@ -1,11 +1,6 @@
 //! Opening a `jvm:…` target: the JVM device (`scripts/jvm-device.sh`)
-//! started on two loopback ports of its choosing, waited for, and stopped
-//! when the target is dropped.
-//!
-//! The device listens on `127.0.0.1:0` for both identities and its ready
-//! line names the ports it was given, so no other process can take a port
-//! between the harness choosing it and the device binding it (several
-//! devices and test runs share a machine).
+//! started on two free loopback ports, waited for, and stopped when the
+//! target is dropped.
 //!
 //! The script is `$CETP_JVM_DEVICE`, or else `scripts/jvm-device.sh` of the
 //! repository this binary was built from, or of a repository above the
@@ -138,6 +133,15 @@ fn temp_log() -> PathBuf {
     ))
 }
 
+/// Two loopback ports free now (both held until both are known, so they
+/// differ). The device binds them a moment later: another process taking
+/// one in between shows as the device's early exit.
+fn free_ports() -> std::io::Result<(u16, u16)> {
+    let a = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let b = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
+}
+
 /// Starts the script with `args` in a group of its own, appending its
 /// output to `log`.
 fn spawn(script: &Path, args: &[String], log: &Path) -> Result<Child, TargetError> {
@@ -231,37 +235,30 @@ fn build(script: &Path, log: &Path) -> Result<(), TargetError> {
     }
 }
 
-/// The ready line in `log` from `offset`, if there is one yet; moves
-/// `offset` past the whole lines read.
-fn ready_in(log: &Path, offset: &mut u64) -> Option<String> {
-    let mut f = std::fs::File::open(log).ok()?;
+/// Whether `log` from `offset` holds the ready line; moves `offset` past
+/// the whole lines read.
+fn ready_in(log: &Path, offset: &mut u64) -> bool {
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return false;
+    };
     let mut text = String::new();
-    f.seek(SeekFrom::Start(*offset)).ok()?;
-    f.read_to_string(&mut text).ok()?;
+    if f.seek(SeekFrom::Start(*offset)).is_err() || f.read_to_string(&mut text).is_err() {
+        return false;
+    }
     let whole = text.rfind('\n').map_or(0, |i| i + 1);
     *offset += whole as u64;
-    text[..whole]
-        .lines()
-        .find(|l| l.starts_with(READY))
-        .map(str::to_string)
+    text[..whole].lines().any(|l| l.starts_with(READY))
 }
 
-/// Identity `name`'s `HOST:PORT` in the device's ready line (`jvm-device:
-/// ready: identity a on /127.0.0.1:40123, identity b on …`: Java's
-/// `InetSocketAddress`, `[HOSTNAME]/IP:PORT`).
-fn endpoint_in(line: &str, name: &str) -> Option<String> {
-    let key = format!("identity {name} on ");
-    let at = line.find(&key)? + key.len();
-    let addr = line[at..].split([',', ' ']).next()?;
-    let addr = addr.rsplit('/').next()?;
-    let (_, port) = addr.rsplit_once(':')?;
-    port.parse::<u16>().ok().filter(|p| *p != 0)?;
-    Some(addr.to_string())
-}
+/// How many times the device is started on fresh ports when one of them
+/// was taken between choosing it and the device binding it.
+const PORT_ATTEMPTS: usize = 3;
 
-/// Builds the device if `build=` says so, starts it on loopback ports of
-/// its choosing with its output in `log` (or a temporary file), and waits
-/// for its ready line, which names them.
+/// Builds the device if `build=` says so, starts it on two free loopback
+/// ports with its output in `log` (or a temporary file), and waits for its
+/// ready line. Another process taking a port in between (other runs and
+/// devices share the machine) fails the device's bind: it is started again
+/// on other ports.
 pub(crate) fn start(spec: &JvmSpec, log: Option<&Path>) -> Result<JvmDevice, TargetError> {
     let script = device_script().map_err(infra)?;
     let log = log.map_or_else(temp_log, Path::to_path_buf);
@@ -269,34 +266,52 @@ pub(crate) fn start(spec: &JvmSpec, log: Option<&Path>) -> Result<JvmDevice, Tar
     if spec.build == JvmBuild::Always || (spec.build == JvmBuild::Auto && !built(&script)) {
         build(&script, &log)?;
     }
+    let mut attempt = 1;
+    loop {
+        match launch(&script, spec, &log) {
+            Err(Launch::PortTaken(_)) if attempt < PORT_ATTEMPTS => attempt += 1,
+            Err(Launch::PortTaken(e) | Launch::Failed(e)) => return Err(e),
+            Ok(device) => return Ok(device),
+        }
+    }
+}
+
+/// Why one start of the device did not give a ready device.
+enum Launch {
+    /// A port was taken before the device could bind it.
+    PortTaken(TargetError),
+    /// Anything else.
+    Failed(TargetError),
+}
+
+/// One start of the device on two free loopback ports, waited for.
+fn launch(script: &Path, spec: &JvmSpec, log: &Path) -> Result<JvmDevice, Launch> {
+    let failed = |e| Launch::Failed(e);
+    let (pa, pb) =
+        free_ports().map_err(|e| failed(infra(format!("no free loopback port: {e}"))))?;
+    let (a, b) = (format!("127.0.0.1:{pa}"), format!("127.0.0.1:{pb}"));
     let mut args: Vec<String> = vec![
         "--listen".into(),
-        "127.0.0.1:0".into(),
+        a.clone(),
         "--listen-b".into(),
-        "127.0.0.1:0".into(),
+        b.clone(),
         "--no-build".into(),
     ];
     args.extend(spec.script_args());
     let started = Instant::now();
-    let mut offset = std::fs::metadata(&log).map_or(0, |m| m.len());
-    let mut child = spawn(&script, &args, &log)?;
+    let from = std::fs::metadata(log).map_or(0, |m| m.len());
+    let mut offset = from;
+    let mut child = spawn(script, &args, log).map_err(failed)?;
     let lifeline = child.stdin.take();
     let mut device = JvmDevice {
         child,
         lifeline,
-        a: String::new(),
-        b: String::new(),
+        a,
+        b,
     };
     let deadline = started + Duration::from_millis(spec.ready_timeout_ms);
     loop {
-        if let Some(line) = ready_in(&log, &mut offset) {
-            let (Some(a), Some(b)) = (endpoint_in(&line, "a"), endpoint_in(&line, "b")) else {
-                return Err(infra(format!(
-                    "its ready line names no port for each identity: {line:?} (output in {})",
-                    log.display()
-                )));
-            };
-            (device.a, device.b) = (a, b);
+        if ready_in(log, &mut offset) {
             eprintln!(
                 "cetp: the JVM device is ready in {:.1} s (identity a on {}, b on {}; its output in {})",
                 started.elapsed().as_secs_f64(),
@@ -310,46 +325,66 @@ pub(crate) fn start(spec: &JvmSpec, log: Option<&Path>) -> Result<JvmDevice, Tar
             Ok(Some(s)) => {
                 // Exit 2: the script refused its input (a class that does
                 // not load, an unknown defect): the user's to fix.
-                return Err(TargetError::Jvm {
+                let e = TargetError::Jvm {
                     refused: s.code() == Some(2),
                     message: format!(
                         "{} ended with {} before it was ready (output in {}):{}",
                         script.display(),
                         status_text(s),
                         log.display(),
-                        tail(&log)
+                        tail(log)
                     ),
+                };
+                return Err(if port_taken(log, from) {
+                    Launch::PortTaken(e)
+                } else {
+                    Launch::Failed(e)
                 });
             }
-            Err(e) => return Err(infra(format!("cannot wait for the device: {e}"))),
+            Err(e) => return Err(failed(infra(format!("cannot wait for the device: {e}")))),
             Ok(None) if Instant::now() >= deadline => {
                 drop(device);
-                return Err(infra(format!(
+                return Err(failed(infra(format!(
                     "{} was not ready within {} ms (raise it with ready_timeout_ms=; output in {}):{}",
                     script.display(),
                     spec.ready_timeout_ms,
                     log.display(),
-                    tail(&log)
-                )));
+                    tail(log)
+                ))));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(100)),
         }
     }
 }
 
+/// Whether the device's output since `from` says a port was taken.
+fn port_taken(log: &Path, from: u64) -> bool {
+    let mut text = String::new();
+    std::fs::File::open(log)
+        .and_then(|mut f| {
+            f.seek(SeekFrom::Start(from))?;
+            f.read_to_string(&mut text)
+        })
+        .is_ok()
+        && text.contains("java.net.BindException")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::endpoint_in;
+    use super::port_taken;
 
     #[test]
-    fn the_ready_line_names_each_identitys_port() {
-        let line = "jvm-device: ready: identity a on /127.0.0.1:40123, identity b on localhost/127.0.0.1:40124, Provider com.example.cetp.tasks";
-        assert_eq!(endpoint_in(line, "a").as_deref(), Some("127.0.0.1:40123"));
-        assert_eq!(endpoint_in(line, "b").as_deref(), Some("127.0.0.1:40124"));
-        assert_eq!(
-            endpoint_in("jvm-device: ready: identity a on /127.0.0.1:0, x", "a"),
-            None
-        );
-        assert_eq!(endpoint_in("jvm-device: ready", "a"), None);
+    fn a_bind_failure_after_the_attempts_start_is_a_port_taken() {
+        let log = std::env::temp_dir().join(format!("cetp-jvm-port-{}.log", std::process::id()));
+        let first = "    => java.net.BindException: Address already in use\n";
+        std::fs::write(&log, first).unwrap();
+        assert!(port_taken(&log, 0));
+        // An earlier attempt's failure is not this one's.
+        let mut again = first.to_string();
+        again.push_str("jvm-device: no seeded defect named 'x'\n");
+        std::fs::write(&log, &again).unwrap();
+        assert!(!port_taken(&log, first.len() as u64));
+        assert!(!port_taken(&log.with_extension("none"), 0));
+        let _ = std::fs::remove_file(&log);
     }
 }
