@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The end-to-end JVM run of the test command: `cetp run --target tcp:` against
-# scripts/jvm-device.sh, the probe app's own code under Robolectric in front of
-# the sample Java Provider (examples/java-provider), with its profile.
+# The end-to-end JVM run of the test command: `cetp run --target jvm:sample`,
+# which starts scripts/jvm-device.sh (the probe app's own code under
+# Robolectric in front of the sample Java Provider, examples/java-provider)
+# on ports of its own, runs against it with the sample's profile and stops it.
 #
 #  0. The JVM device's own tests (scripts/jvm-device.sh --self-test).
 #  1. The sample as written: no case FAILs, no check FAILs, nothing is
@@ -30,45 +31,11 @@ else
     cetp="${CARGO_TARGET_DIR:-$root/target}/debug/cetp"
 fi
 work="$(mktemp -d)"
-device_pid=""
-stop_device() {
-    if [ -n "$device_pid" ]; then
-        kill "$device_pid" 2>/dev/null || true
-        wait "$device_pid" 2>/dev/null || true
-        device_pid=""
-    fi
-}
-trap 'stop_device; rm -rf "$work"' EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# Starts the device (with the defect $1, if any) and waits for its "ready".
-start_device() {
-    local a b log="$work/device.log"
-    a="127.0.0.1:$(free_port)"
-    b="127.0.0.1:$(free_port)"
-    : > "$log"
-    local flags=(--listen "$a" --listen-b "$b" --no-build)
-    [ -n "${1:-}" ] && flags+=(--defect "$1")
-    nice -n 10 scripts/jvm-device.sh "${flags[@]}" > "$log" 2>&1 &
-    device_pid=$!
-    for _ in $(seq 600); do
-        if grep -q ready "$log"; then
-            target="tcp:$a"
-            target_b="$b"
-            return 0
-        fi
-        if ! kill -0 "$device_pid" 2>/dev/null; then
-            cat "$log" >&2
-            echo "jvm-device-check: the JVM device exited before it was ready" >&2
-            exit 1
-        fi
-        sleep 0.5
-    done
-    cat "$log" >&2
-    echo "jvm-device-check: the JVM device was not ready within 300 s" >&2
-    exit 1
-}
+trap 'rm -rf "$work"' EXIT
+# This checkout's device, whichever cetp runs (CETP_BIN); built once below,
+# so each run starts it with build=no. cetp writes its output to the run's
+# report directory (jvm-device.log) and quotes its tail if it does not start.
+export CETP_JVM_DEVICE="$root/scripts/jvm-device.sh"
 
 t0=$(date +%s)
 echo "jvm-device-check: building the app, the sample and the JVM device"
@@ -85,13 +52,11 @@ echo "jvm-device-check: the JVM device's own tests: $(grep -m1 'tests successful
 
 # ---- 1. the sample as written
 t1=$(date +%s)
-start_device ""
 set +e
-"$cetp" run --target "$target" --target-b "$target_b" --profile examples/java-provider/profile.toml \
+"$cetp" run --target jvm:sample,build=no --profile examples/java-provider/profile.toml \
     --report-dir "$work/clean" > "$work/clean.out" 2>&1
 code=$?
 set -e
-stop_device
 python3 - "$work/clean/report.json" vectors/cases <<'PY' || { cat "$work/clean.out"; exit 1; }
 import json, pathlib, sys
 report = json.load(open(sys.argv[1]))
@@ -143,18 +108,22 @@ print(f"jvm-device-check: sample Provider: {s['pass']} passed, {s['fail']} faile
       f"{', '.join(sorted(unjudged))}), {s['infra_error']} infra; claim: {claim['statement']}")
 PY
 echo "jvm-device-check: clean run (device start and cetp run) took $(( $(date +%s) - t1 )) s (cetp exit $code)"
+# cetp stopped the device it started: nothing serves its port any more.
+port="$(sed -n 's/^jvm-device: ready: identity a on [^:]*:\([0-9]*\),.*/\1/p' "$work/clean/jvm-device.log")"
+if [ -z "$port" ] || pgrep -f -- "-Dcetp.jvm.listen=127.0.0.1:$port " >/dev/null; then
+    echo "jvm-device-check: the JVM device of the clean run (port ${port:-unknown}) outlived cetp run"
+    exit 1
+fi
 
 # ---- 2. each seeded defect
 while IFS=$'\t' read -r name req cases _what; do
     t2=$(date +%s)
-    start_device "$name"
     only=()
     for c in $cases; do only+=(--only "$c"); done
     set +e
-    "$cetp" run --target "$target" --target-b "$target_b" --profile examples/java-provider/profile.toml \
+    "$cetp" run --target "jvm:sample,defect=$name,build=no" --profile examples/java-provider/profile.toml \
         "${only[@]}" --report-dir "$work/$name" > "$work/$name.out" 2>&1
     set -e
-    stop_device
     python3 - "$work/$name/report.json" "$name" "$req" <<'PY' || { cat "$work/$name.out"; exit 1; }
 import json, sys
 report, name, req = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
