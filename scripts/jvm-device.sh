@@ -104,7 +104,8 @@ if [ -n "$apk" ]; then
     # The APK's code as a jar, its manifest as source: then as --provider-jar.
     [ -f "$apk" ] || die "no such file: $apk"
     "$root/scripts/build-apks.sh" --tools-only >&2
-    from_apk="$root/android-probe-app/jvm/target/provider-apk"
+    # One directory per listening address: devices run side by side.
+    from_apk="$root/android-probe-app/jvm/target/provider-apk/${listen//[^0-9A-Za-z]/_}"
     tools="$root/android-probe-app/apk"
     rm -rf "$from_apk"
     mkdir -p "$from_apk/classes"
