@@ -47,7 +47,9 @@
 #       the device several times with --no-build)
 #   scripts/jvm-device.sh --self-test [--no-build]
 #       runs the device's own tests (JvmShadowsTest: each shadow on the case
-#       that broke without it) and exits with their status
+#       that broke without it; DeviceClockTest: the clock a Provider reads
+#       moves; BinderRulesTest: Binder's rules, each on a case whose
+#       outcome changes without it) and exits with their status
 #   scripts/jvm-device.sh --list-defects
 #       the seeded defects of the sample, one name per line
 #
@@ -102,7 +104,8 @@ if [ -n "$apk" ]; then
     # The APK's code as a jar, its manifest as source: then as --provider-jar.
     [ -f "$apk" ] || die "no such file: $apk"
     "$root/scripts/build-apks.sh" --tools-only >&2
-    from_apk="$root/android-probe-app/jvm/target/provider-apk"
+    # One directory per listening address: devices run side by side.
+    from_apk="$root/android-probe-app/jvm/target/provider-apk/${listen//[^0-9A-Za-z]/_}"
     tools="$root/android-probe-app/apk"
     rm -rf "$from_apk"
     mkdir -p "$from_apk/classes"
@@ -158,9 +161,12 @@ cp="$(cat "$out/run.classpath")"
 mapfile -t jvmflags < "$out/run.jvmflags"
 if [ "$self_test" -eq 1 ]; then
     # The device's own shadows, each on the case that broke without it.
-    exec java "${jvmflags[@]}" -cp "$out/device-classes:$cp" \
+    exec java "${jvmflags[@]}" --add-opens=java.base/sun.nio.ch=ALL-UNNAMED -cp "$out/device-classes:$cp" \
         org.junit.platform.console.ConsoleLauncher \
-        --select-class com.clawseed.probe.JvmShadowsTest --select-class com.clawseed.probe.JvmResolverTest \
+        --select-class com.clawseed.probe.JvmShadowsTest \
+        --select-class com.clawseed.probe.DeviceClockTest \
+        --select-class com.clawseed.probe.BinderRulesTest \
+        --select-class com.clawseed.probe.JvmResolverTest \
         --disable-banner --details=summary --fail-if-no-tests
 fi
 
@@ -229,13 +235,26 @@ PY
 fi
 [ "${#jars[@]}" -eq 0 ] && props+=("-Dcetp.jvm.provider.code=$code")
 for kv in "${jvm_props[@]}"; do props+=("-D$kv"); done
+# The Provider's clock reads (its code and its libraries') pointed at the
+# device clock, which advance_clock moves (ClockRewriter): the JVM loads
+# these copies under target/clocked/ (one directory per listening address:
+# devices run side by side), never the user's files. A read that cannot be
+# pointed there is listed in unmovable.txt; the device then does not offer
+# to move its clock and says why.
+clocked="$out/clocked/${listen//[^0-9A-Za-z]/_}"
+rm -rf "$clocked"
+mkdir -p "$clocked"
+IFS=":" read -r -a code_entries <<< "$code"
+code="$(java -XX:TieredStopAtLevel=1 -cp "$out/device-classes:$cp" com.clawseed.probe.ClockRewriter \
+    "$clocked" "$clocked/unmovable.txt" "${code_entries[@]}")" || die "cannot rewrite the clock reads of the Provider's code"
+props+=("-Dcetp.jvm.clock.unmovable=$clocked/unmovable.txt")
 echo "jvm-device: starting Robolectric (identity a on $listen, b on $listen_b) with $what" >&2
 # exec: killing this script's process kills the JVM.
 # -XX:TieredStopAtLevel=1: the client compiler only. Robolectric's start
 # (instrumenting the framework's classes) is mostly JIT work, and a suite
 # runs for seconds, never long enough for the optimising compiler to pay
 # off: the device is ready in about 5 s instead of 12 on 2 loaded cores.
-exec java -XX:TieredStopAtLevel=1 "${jvmflags[@]}" "${props[@]}" \
+exec java -XX:TieredStopAtLevel=1 "${jvmflags[@]}" --add-opens=java.base/sun.nio.ch=ALL-UNNAMED "${props[@]}" \
     -Dcetp.jvm.listen="$listen" -Dcetp.jvm.listen_b="$listen_b" \
     -cp "$out/device-classes:$code:$cp" \
     org.junit.platform.console.ConsoleLauncher \

@@ -125,8 +125,26 @@ fn every_flag_the_library_texts_name_is_a_flag_of_some_command() {
         "the scan finds nothing"
     );
     // Arguments of other programs the harness runs (`am instrument`, a
-    // vendor's driver), not of cetp.
-    let foreign = ["--es", "--do"];
+    // vendor's driver, scripts/jvm-device.sh for a jvm: target), not of cetp.
+    let foreign = [
+        "--es",
+        "--do",
+        "--defect",
+        "--provider-jar",
+        "--provider-apk",
+        "--provider-class",
+        "--authority",
+        "--package",
+        "--permission",
+        "--manifest",
+        "--meta",
+        "--provider-meta",
+        "--classpath",
+        "--jvm-prop",
+        "--build-only",
+        "--no-build",
+        "--listen-b",
+    ];
     let unknown: Vec<&(String, String)> = found
         .iter()
         .filter(|(f, _)| !known.contains(f) && !foreign.contains(&f.as_str()))
@@ -194,6 +212,7 @@ fn the_help_of_every_command_taking_a_target_lists_the_target_forms() {
         "tcp:HOST:PORT[,b=HOST:PORT]",
         "adb[:SERIAL][,OPTION,...]",
         "clock=move",
+        "jvm:sample|APP.apk|JAR",
     ] {
         assert!(help.contains(form), "{form} not in `cetp run --help`");
     }

@@ -2,7 +2,7 @@
 //! readers they use (the vectors, a target's spec): the library's
 //! (`cetp_commands`), named here for the command modules.
 
-pub(crate) use cetp_commands::failure::{dir_failure, infra, now_ms, usage, Failure};
+pub(crate) use cetp_commands::failure::{cannot_open, dir_failure, infra, now_ms, usage, Failure};
 pub(crate) use cetp_commands::inputs::{
     load_suite, parse_target, profile_for, read_lock, vectors_or_default,
 };

@@ -1,7 +1,9 @@
 //! `cetp fuzz`: the command around `cetp_fuzz` (target, profile, output
 //! directory, progress line, exit codes).
 
-use super::{infra, on_interrupt, parse_target, profile_for, usage, vectors_or_default, Failure};
+use super::{
+    cannot_open, infra, on_interrupt, parse_target, profile_for, usage, vectors_or_default, Failure,
+};
 use cetp_conformance::exit::ExitCode;
 use cetp_fuzz::{campaign, FuzzConfig, Fuzzer, Mutator, OracleChoice, Stats};
 use cetp_report::escape;
@@ -34,7 +36,7 @@ pub enum OracleArg {
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("amount").required(true).args(["budget", "cases"])))]
 pub struct FuzzArgs {
-    /// sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] (see below);
+    /// sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] | jvm:... (see below);
     /// repeat it to fuzz several targets at once, one worker each.
     #[arg(long, default_value = "sim")]
     target: Vec<String>,
@@ -118,12 +120,12 @@ pub fn fuzz_command(args: &FuzzArgs) -> Result<ExitCode, Failure> {
     let seed = run_seed(args);
     std::fs::create_dir_all(args.out.join("findings"))
         .map_err(|e| infra(format!("cannot write to {}: {e}", args.out.display())))?;
-    let target = cetp_targets::open(&spec).map_err(|e| {
-        infra(format!(
-            "cannot open target {}: {e}",
-            escape::terminal(first_target(args), 200)
-        ))
-    })?;
+    let opts = cetp_targets::OpenOptions {
+        device_log: Some(args.out.join("jvm-device.log")),
+        ..cetp_targets::OpenOptions::default()
+    };
+    let target = cetp_targets::open_with(&spec, &opts)
+        .map_err(|e| cannot_open(&escape::terminal(first_target(args), 200), e))?;
     let (_, env) = cetp_conformance::runner::identify(&target, &profile)
         .map_err(|e| infra(format!("cannot identify the target: {e}")))?;
     let cfg = fuzz_config(args, seed, levels)?;
@@ -584,8 +586,7 @@ fn open_workers(args: &FuzzArgs, suite: &Suite) -> Result<Vec<campaign::WorkerSp
         parsed.push((t, spec, profile));
     }
     for (t, spec, profile) in parsed {
-        let target = cetp_targets::open(&spec)
-            .map_err(|e| infra(format!("cannot open target {}: {e}", shown(t))))?;
+        let target = cetp_targets::open(&spec).map_err(|e| cannot_open(&shown(t), e))?;
         let (_, env) = cetp_conformance::runner::identify(&target, &profile)
             .map_err(|e| infra(format!("cannot identify target {}: {e}", shown(t))))?;
         let pin = cetp_conformance::runner::pin_of(

@@ -7,8 +7,7 @@ pub(crate) fn open_target(
     spec: &TargetSpec,
     label: &str,
 ) -> Result<cetp_vectors::device::Target, Failure> {
-    open_with(spec, &OpenOptions::default())
-        .map_err(|e| infra(format!("cannot open target {label}: {e}")))
+    open_with(spec, &OpenOptions::default()).map_err(|e| cannot_open(label, e))
 }
 
 pub(crate) fn fetch_failure(e: FetchError) -> Failure {

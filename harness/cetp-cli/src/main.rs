@@ -177,7 +177,7 @@ enum ListWhat {
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] (the
+    /// sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] | jvm:... (the
     /// forms and their options are listed below). Repeat it for several devices carrying the same Provider build
     /// (see --devices).
     #[arg(long, default_value = "sim")]
@@ -265,7 +265,7 @@ struct RunArgs {
 
 #[derive(Args)]
 struct LockArgs {
-    /// sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] (see below)
+    /// sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] | jvm:... (see below)
     #[arg(long, default_value = "sim")]
     target: String,
     #[arg(long, value_name = "HOST:PORT")]
@@ -292,7 +292,7 @@ struct DriftArgs {
     #[arg(long)]
     lock: PathBuf,
     /// The live Provider to compare: sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] |
-    /// adb[:SERIAL][,...] (see below).
+    /// adb[:SERIAL][,...] | jvm:... (see below).
     #[arg(long, required_unless_present = "against", conflicts_with = "against")]
     target: Option<String>,
     /// A second lock file instead of a live Provider (a release diff in CI).

@@ -25,7 +25,7 @@ pub enum ProfileCmd {
 pub struct CheckArgs {
     /// The profile (TOML; profiles/README.md).
     pub profile: PathBuf,
-    /// A live Provider to check the profile against: sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] (see below).
+    /// A live Provider to check the profile against: sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] | jvm:... (see below).
     #[arg(long)]
     pub target: Option<String>,
     /// Endpoint of the second caller identity (tcp targets).
@@ -49,7 +49,7 @@ pub enum CheckFormat {
 
 #[derive(Args)]
 pub struct InitArgs {
-    /// The live Provider: sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] (see below).
+    /// The live Provider: sim[:...] | tcp:HOST:PORT[,b=HOST:PORT] | adb[:SERIAL][,...] | jvm:... (see below).
     #[arg(long)]
     pub target: String,
     /// Endpoint of the second caller identity (tcp targets).

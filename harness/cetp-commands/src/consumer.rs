@@ -144,6 +144,11 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
             addr: tcp.a,
             peer: tcp.b,
         },
+        TargetSpec::Jvm(_) => {
+            return Err(usage(format!(
+                "{t:?}: cetp consumer does not start the JVM device; start it yourself (scripts/jvm-device.sh) and give --target tcp:HOST:PORT"
+            )))
+        }
         // The adb options are read again where the probe is reached.
         TargetSpec::Adb(_) => Where::Adb {
             target: t

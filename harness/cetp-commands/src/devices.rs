@@ -5,7 +5,7 @@
 //! the case × device table, a JUnit file with a test suite per device and
 //! a SARIF log whose results name their device).
 
-use crate::failure::{dir_failure, infra, now_ms, usage, Failure};
+use crate::failure::{cannot_open, dir_failure, infra, now_ms, usage, Failure};
 use crate::inputs::parse_target;
 use crate::options::{journal_config, Mode};
 use crate::run::{check_pin, on_interrupt, pause_point, reported, Prepared};
@@ -94,12 +94,8 @@ fn open_rest(p: &Prepared, first: Target) -> Result<Vec<Target>, Failure> {
     let mut targets = vec![first];
     for label in &p.args.target[1..] {
         let spec = parse_target(label, &None, &p.args.adb_server)?;
-        let t = open_with(&spec, &OpenOptions::default()).map_err(|e| {
-            infra(format!(
-                "cannot open target {}: {e}",
-                escape::terminal(label, 200)
-            ))
-        })?;
+        let t = open_with(&spec, &OpenOptions::default())
+            .map_err(|e| cannot_open(&escape::terminal(label, 200), e))?;
         targets.push(t);
     }
     let labels: Vec<&str> = targets.iter().map(|t| t.label.as_str()).collect();
@@ -126,22 +122,18 @@ pub fn resume(
     for label in &p.args.target {
         if matches!(
             cetp_targets::TargetSpec::parse(label),
-            Ok(cetp_targets::TargetSpec::Sim(_))
+            Ok(cetp_targets::TargetSpec::Sim(_) | cetp_targets::TargetSpec::Jvm(_))
         ) {
             return Err(usage(format!(
-                "the run in {} had `{}`, a simulated device inside the harness process: its Provider's state died with it, so the run cannot be continued; run it again (serve `cetp sim` and use --target tcp:… for runs that can be resumed)",
+                "the run in {} had `{}`, a device the harness started and ended (the simulated device, the JVM device): its Provider's state died with it, so the run cannot be continued; run it again (start the device yourself and use --target tcp:… for runs that can be resumed)",
                 dir.display(),
                 escape::terminal(label, 200)
             )));
         }
     }
     let first_spec = parse_target(p.args.first_target(), &None, &p.args.adb_server)?;
-    let first = open_with(&first_spec, &OpenOptions::default()).map_err(|e| {
-        infra(format!(
-            "cannot open target {}: {e}",
-            escape::terminal(p.args.first_target(), 200)
-        ))
-    })?;
+    let first = open_with(&first_spec, &OpenOptions::default())
+        .map_err(|e| cannot_open(&escape::terminal(p.args.first_target(), 200), e))?;
     let targets = open_rest(&p, first)?;
     let ids = devices::identify_all(&p.suite, &targets, &p.profile, &p.cfg)
         .map_err(|e| usage(escape::terminal(&e.0, 2000)))?;

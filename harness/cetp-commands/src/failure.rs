@@ -30,6 +30,19 @@ pub fn infra(message: impl Into<String>) -> Failure {
     }
 }
 
+/// A target that could not be opened: a usage error when the user's input
+/// is at fault (a TARGET that does not parse, a JVM device refusing the
+/// Provider it was given), else an infrastructure error (the device, adb,
+/// the network, a JVM device that did not start).
+pub fn cannot_open(label: &str, e: cetp_targets::TargetError) -> Failure {
+    let message = format!("cannot open target {label}: {e}");
+    if e.is_usage() {
+        usage(message)
+    } else {
+        infra(message)
+    }
+}
+
 /// A run directory's failure, with the exit code it chose.
 pub fn dir_failure(e: DirError) -> Failure {
     Failure {

@@ -36,9 +36,14 @@ pub fn parse_target(
         (TargetSpec::Tcp(t), Some(b), _) => {
             t.b = Some(b.strip_prefix("tcp:").unwrap_or(b).to_string())
         }
+        (TargetSpec::Jvm(_), Some(_), _) => {
+            return Err(usage(
+                "--target-b applies to tcp targets: a jvm: target starts the JVM device with both identities on ports of its own",
+            ))
+        }
         (_, Some(_), _) => {
             return Err(usage(
-                "--target-b applies to tcp targets (sim and adb targets bring both identities)",
+                "--target-b applies to tcp targets (sim, adb and jvm targets bring both identities)",
             ))
         }
         _ => {}
@@ -88,22 +93,27 @@ pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
     Lock::parse(&text).map_err(|e| usage(format!("lock {}: {e}", path.display())))
 }
 
-/// SHA-256 of each Provider APK an adb target installs, for the pin.
+/// SHA-256 of each Provider APK an adb target installs or a jvm target
+/// hosts, for the pin.
 pub fn provider_apks(spec: &TargetSpec) -> Result<Vec<String>, Failure> {
-    let TargetSpec::Adb(a) = spec else {
-        return Ok(Vec::new());
+    let apks: Vec<PathBuf> = match spec {
+        TargetSpec::Adb(a) => a.install.clone(),
+        TargetSpec::Jvm(cetp_targets::JvmSpec {
+            code: cetp_targets::JvmCode::Vendor { apk: Some(apk), .. },
+            ..
+        }) => vec![apk.clone()],
+        _ => return Ok(Vec::new()),
     };
-    a.install
-        .iter()
+    apks.iter()
         .map(|path| {
             use sha2::Digest;
             let mut file = std::fs::File::open(path)
-                .map_err(|e| usage(format!("install={}: {e}", path.display())))?;
+                .map_err(|e| usage(format!("Provider APK {}: {e}", path.display())))?;
             let mut h = sha2::Sha256::new();
             let mut buf = vec![0u8; 1 << 16];
             loop {
                 let n = std::io::Read::read(&mut file, &mut buf)
-                    .map_err(|e| usage(format!("install={}: {e}", path.display())))?;
+                    .map_err(|e| usage(format!("Provider APK {}: {e}", path.display())))?;
                 if n == 0 {
                     break;
                 }

@@ -3,7 +3,7 @@
 //! is [`crate::run`]'s, on several devices [`crate::devices`]'.
 
 use crate::devices;
-use crate::failure::{dir_failure, infra, now_ms, usage, Failure};
+use crate::failure::{cannot_open, dir_failure, infra, now_ms, usage, Failure};
 use crate::options::{journal_config, options_of_journal, replayed, ResumeOptions, RunOptions};
 use crate::run::{check_pin, execute, pause_point, precheck, prepare};
 use cetp_conformance::exit::ExitCode;
@@ -27,13 +27,13 @@ pub fn run(args: &RunOptions, replay: Option<&str>) -> Result<ExitCode, Failure>
         .transpose()
         .map_err(dir_failure)?;
     let trace = WireTrace::new();
-    let opts = if replay.is_some() {
+    let mut opts = if replay.is_some() {
         OpenOptions::traced(trace.clone())
     } else {
         OpenOptions::default()
     };
-    let target = open_with(&p.spec, &opts)
-        .map_err(|e| infra(format!("cannot open target {}: {e}", p.args.first_target())))?;
+    opts.device_log = run_dir.as_ref().map(|d| d.path().join("jvm-device.log"));
+    let target = open_with(&p.spec, &opts).map_err(|e| cannot_open(p.args.first_target(), e))?;
     precheck(&p, &target, replay.is_some())?;
     if p.args.target.len() > 1 {
         if replay.is_some() {
@@ -66,15 +66,15 @@ pub fn resume(r: &ResumeOptions) -> Result<ExitCode, Failure> {
     if args.target.len() > 1 {
         return devices::resume(p, run_dir, rec, &r.dir);
     }
-    if matches!(p.spec, TargetSpec::Sim(_)) {
+    if matches!(p.spec, TargetSpec::Sim(_) | TargetSpec::Jvm(_)) {
         return Err(usage(format!(
-            "the run in {} was against `{}`, a simulated device inside the harness process: the Provider's state died with it, so the run cannot be continued; run it again (serve `cetp sim` and use --target tcp:… for runs that can be resumed)",
+            "the run in {} was against `{}`, a device the harness started and ended (the simulated device, the JVM device): the Provider's state died with it, so the run cannot be continued; run it again (start the device yourself and use --target tcp:… for runs that can be resumed)",
             r.dir.display(),
             args.first_target()
         )));
     }
     let target = open_with(&p.spec, &OpenOptions::default())
-        .map_err(|e| infra(format!("cannot open target {}: {e}", args.first_target())))?;
+        .map_err(|e| cannot_open(args.first_target(), e))?;
     // Fail-closed: the target, profile, vectors and harness must be those
     // the run was pinned to, or it is refused before anything is replayed.
     let live = cetp_conformance::runner::pin_of(&p.suite, &target, &p.profile, &p.cfg)

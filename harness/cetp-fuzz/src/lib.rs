@@ -58,6 +58,9 @@ macro_rules! forward_device {
         fn clock_moves_wall_only(&self) -> bool {
             self.inner.clock_moves_wall_only()
         }
+        fn work_runs_in_real_time(&self) -> bool {
+            self.inner.work_runs_in_real_time()
+        }
         fn restore_clock(&self) -> Result<(), DeviceError> {
             self.inner.restore_clock()
         }
@@ -538,8 +541,10 @@ impl<'a> Fuzzer<'a> {
         let oracle = oracle_for(&given)?;
         let world = learn_world(&given, &oracle)?;
         let (target, blind) = wrap_target(target, &oracle, profile, cfg.mutator);
+        // Waits in real time: on a clock that cannot move, and for the
+        // operations of a Provider whose work runs in real time.
         let filler = (matches!(oracle, OracleMode::Descriptor { .. })
-            && world.fixed_clock
+            && (world.fixed_clock || target.a.work_runs_in_real_time())
             && cfg.fill_waits
             && cfg.mutator == Mutator::Structured)
             .then(|| fill::Filler::new(&world, cfg.seed ^ cfg.nonce, cfg.max_moves));
@@ -711,11 +716,16 @@ impl<'a> Fuzzer<'a> {
                 seed,
             );
             match &run.stop {
-                None => {
+                // The moved clock ended every job of a Provider whose work
+                // follows it (the reference's apps and variants).
+                None if !self.target.a.work_runs_in_real_time() => {
                     self.unsettled = false;
                     self.open_ops.clear();
                     return;
                 }
+                // The JVM device moved only what the Provider reads; its
+                // operations' threads still run in real time: followed below.
+                None => {}
                 // The clock cannot move (the interpreter would wait the
                 // hour in real time): follow the operations instead.
                 Some(Stop::Setup { needs, .. }) if needs.starts_with("--max-wait") => {

@@ -115,6 +115,9 @@ pub(crate) const PROBE_STOP_TIMEOUT: Duration = Duration::from_secs(5);
 struct Abilities {
     ops: Vec<String>,
     unavailable: BTreeMap<String, String>,
+    /// `advance_clock_moves: "reads"` (an extension the JVM device writes):
+    /// a move changes the time the Provider reads, not its threads' pace.
+    moves_reads_only: bool,
 }
 
 impl Abilities {
@@ -132,6 +135,11 @@ impl Abilities {
         Abilities {
             ops: hello.ops.clone(),
             unavailable,
+            moves_reads_only: hello
+                .extra
+                .get("advance_clock_moves")
+                .and_then(cetp_wire::Json::as_str)
+                == Some("reads"),
         }
     }
 
@@ -484,6 +492,12 @@ impl Device for ProbeDevice {
     fn clock_moves_wall_only(&self) -> bool {
         // Set only when a move went through adb (`date`), not the probe.
         *lock(&self.wall_only)
+    }
+
+    fn work_runs_in_real_time(&self) -> bool {
+        lock(&self.abilities)
+            .as_ref()
+            .is_some_and(|a| a.moves_reads_only)
     }
 
     fn restore_clock(&self) -> Result<(), DeviceError> {

@@ -7,6 +7,7 @@
 //!   sim          in-process simulated device, through an in-memory pipe
 //!   tcp:H:P      a probe-wire endpoint (and b=H:P for identity b)
 //!   adb[:SERIAL] adb server ─ forward tcp:N localabstract:cetp-probe[-b]
+//!   jvm:…        scripts/jvm-device.sh started on two loopback ports, then as tcp
 //! ```
 //!
 //! Even the in-process `sim` goes through the wire codec, so every target
@@ -25,12 +26,16 @@
 mod clock_move;
 pub mod consumer;
 mod device;
+pub mod jvm;
 pub mod spec;
 pub mod trace;
 
 pub use cetp_reference::provider::FixtureSet;
 pub use device::ProbeDevice;
-pub use spec::{AdbSpec, ConsumerTarget, IdentityB, SimSpec, SpecError, TargetSpec, TcpSpec};
+pub use spec::{
+    AdbSpec, ConsumerTarget, IdentityB, JvmBuild, JvmCode, JvmSpec, SimSpec, SpecError, TargetSpec,
+    TcpSpec,
+};
 pub use trace::{TracedFrame, WireTrace};
 
 use cetp_proto::device::{AdbErrorKind, ErrorKind};
@@ -79,15 +84,36 @@ pub enum TargetError {
         /// What the transport saw.
         error: TransportError,
     },
+    /// The JVM device (`jvm:`) did not come up.
+    #[error("the JVM device: {message}")]
+    Jvm {
+        /// Its script refused its input (exit 2: a class that does not
+        /// load, an unknown defect): the user's to fix. Otherwise the
+        /// machine's: no script, a failed build, no ready line in time.
+        refused: bool,
+        /// What happened, with the tail of the device's output.
+        message: String,
+    },
 }
 
 impl TargetError {
-    /// `bad_target`, `runtime`, `sim`, or the transport error's kind.
+    /// Whether the user's input is at fault (a usage error), not the
+    /// machine or the device.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            TargetError::Spec(_) | TargetError::Jvm { refused: true, .. }
+        )
+    }
+
+    /// `bad_target`, `runtime`, `sim`, `jvm_device`, or the transport
+    /// error's kind.
     pub fn kind(&self) -> String {
         match self {
             TargetError::Spec(_) => "bad_target".into(),
             TargetError::Runtime(_) => "runtime".into(),
             TargetError::Sim(_) => "sim".into(),
+            TargetError::Jvm { .. } => "jvm_device".into(),
             TargetError::Setup { error, .. } | TargetError::Connect { error, .. } => {
                 error.kind().to_string()
             }
@@ -113,6 +139,9 @@ pub struct OpenOptions {
     pub client: ClientConfig,
     /// Records every frame of every identity (for `cetp replay`).
     pub trace: Option<Arc<WireTrace>>,
+    /// Where a device the harness starts (`jvm:`) writes its output; none,
+    /// a temporary file.
+    pub device_log: Option<std::path::PathBuf>,
 }
 
 impl OpenOptions {
@@ -164,14 +193,23 @@ pub fn open_with(spec: &TargetSpec, opts: &OpenOptions) -> Result<Target, Target
             (a, Some(b))
         }
         TargetSpec::Tcp(t) => {
-            let a = connect_tcp(&rt, &t.a, "a", opts, op_timeout)?;
+            let a = connect_tcp(&rt, &t.a, "a", opts, op_timeout, None)?;
             let b = match &t.b {
-                Some(addr) => Some(connect_tcp(&rt, addr, "b", opts, op_timeout)?),
+                Some(addr) => Some(connect_tcp(&rt, addr, "b", opts, op_timeout, None)?),
                 None => None,
             };
             (a, b)
         }
         TargetSpec::Adb(s) => open_adb(&rt, s, opts, op_timeout)?,
+        TargetSpec::Jvm(s) => {
+            // Both connections hold the device; the last one dropped ends it.
+            let device = Arc::new(jvm::start(s, opts.device_log.as_deref())?);
+            let (ea, eb) = (device.a.clone(), device.b.clone());
+            let keep: Arc<dyn Any + Send + Sync> = device;
+            let a = connect_tcp(&rt, &ea, "a", opts, op_timeout, Some(keep.clone()))?;
+            let b = connect_tcp(&rt, &eb, "b", opts, op_timeout, Some(keep))?;
+            (a, Some(b))
+        }
     };
     Ok(Target {
         label,
@@ -234,6 +272,7 @@ fn connect_tcp(
     identity: &str,
     opts: &OpenOptions,
     op_timeout: Duration,
+    keep: Option<Arc<dyn Any + Send + Sync>>,
 ) -> Result<ProbeDevice, TargetError> {
     let stream = rt
         .block_on(tcp::connect(addr, op_timeout))
@@ -247,7 +286,7 @@ fn connect_tcp(
         stream,
         opts.client_config(identity, op_timeout),
     );
-    checked(rt, identity, addr, client, None, None)
+    checked(rt, identity, addr, client, None, keep)
 }
 
 fn open_adb(

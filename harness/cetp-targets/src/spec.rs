@@ -23,6 +23,10 @@
 //!                                  through `adb forward` [server for a remote server, else forward]
 //!     clock=move|fixed             may the harness set the device's wall clock (as root: `adb root`
 //!                                  or `su`) when a case needs time to pass; set back at the end [fixed]
+//! jvm:sample|APP.apk|JAR[,JAR…][,OPTION,...]
+//!                                  the JVM device (scripts/jvm-device.sh), started for the run
+//!                                  with both identities on loopback ports, stopped after; see
+//!                                  the `jvm` submodule for its options
 //! common:
 //!     timeout_ms=N                 per-op timeout (hello, discover, adb commands) [15000]
 //! ```
@@ -49,6 +53,9 @@ use std::fmt;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 
+mod jvm;
+pub use jvm::{JvmBuild, JvmCode, JvmSpec, DEFAULT_READY_TIMEOUT_MS};
+
 /// The TARGET forms, for every command's `--help` that takes `--target`
 /// (one text, so no command's help lags the parser below; a test parses
 /// each example it gives).
@@ -66,14 +73,26 @@ TARGET forms (--target):
       probe=COMPONENT probe_b=COMPONENT start=0 b=auto|on|off relay=server|forward
       clock=move|fixed           may the harness set the wall clock as root (`adb root`) [fixed]
       install_timeout_ms=N
+  jvm:sample|APP.apk|JAR[,JAR...][,OPTION,...]
+                                 the JVM device (scripts/jvm-device.sh, or $CETP_JVM_DEVICE), started
+                                 on loopback with both identities and stopped after; paths are
+                                 relative to the current directory and hold no ','
+      defect=NAME                a seeded defect of the built-in Java sample (jvm:sample)
+      class=CLASS authority=AUTH package=PKG permission=PERM manifest=FILE
+      meta=KEY=VALUE provider_meta=KEY=VALUE classpath=CP   (repeatable)
+      jvm_prop=KEY=VALUE         a system property for the Provider's code (repeatable)
+      build=auto|yes|no          build the device first: if never built / always / never [auto]
+      ready_timeout_ms=N         how long the device may take to be ready [300000]
   any form: timeout_ms=N         per-op timeout [15000]
-Examples: sim:mutant=no_dedupe  tcp:127.0.0.1:7000,b=127.0.0.1:7001  adb:emulator-5554,clock=move";
+Examples: sim:mutant=no_dedupe  tcp:127.0.0.1:7000,b=127.0.0.1:7001  adb:emulator-5554,clock=move
+          jvm:sample,defect=no-dedupe  jvm:app.apk  jvm:build/libs/provider.jar,manifest=AndroidManifest.xml";
 
 /// Example targets [`TARGET_FORMS`] shows, each of which parses.
 pub const TARGET_EXAMPLES: &[&str] = &[
     "sim:mutant=no_dedupe",
     "tcp:127.0.0.1:7000,b=127.0.0.1:7001",
     "adb:emulator-5554,clock=move",
+    "jvm:sample,defect=no-dedupe",
 ];
 
 /// `probe=`: the probe app's instrumentation, which serves identity `a`.
@@ -95,6 +114,8 @@ pub enum TargetSpec {
     Tcp(TcpSpec),
     /// `adb[:SERIAL][,...]`: a device behind an adb server.
     Adb(AdbSpec),
+    /// `jvm:sample|APP.apk|JAR…[,...]`: the JVM device, started for the run.
+    Jvm(JvmSpec),
 }
 
 /// `sim[:OPTION,...]`: how the in-process simulated device is set up
@@ -258,17 +279,18 @@ pub struct SpecError {
 }
 
 struct Items {
-    positional: Option<String>,
+    /// The items without `=`: one at most, except for `jvm` (its code).
+    positionals: Vec<String>,
     options: Vec<(String, String)>,
 }
 
-fn split_items(text: &str, rest: &str) -> Result<Items, SpecError> {
+fn split_items(text: &str, rest: &str, many: bool) -> Result<Items, SpecError> {
     let err = |reason: String| SpecError {
         text: text.to_string(),
         reason,
     };
     let mut items = Items {
-        positional: None,
+        positionals: Vec::new(),
         options: Vec::new(),
     };
     for item in rest.split(',').filter(|s| !s.is_empty()) {
@@ -276,7 +298,9 @@ fn split_items(text: &str, rest: &str) -> Result<Items, SpecError> {
             Some((k, v)) => items
                 .options
                 .push((k.trim().to_string(), v.trim().to_string())),
-            None if items.positional.is_none() => items.positional = Some(item.trim().to_string()),
+            None if many || items.positionals.is_empty() => {
+                items.positionals.push(item.trim().to_string())
+            }
             None => return Err(err(format!("unexpected {item:?} (options are KEY=VALUE)"))),
         }
     }
@@ -465,7 +489,8 @@ impl TargetSpec {
         // `adb,server=...` (no serial) and `sim,seed=1` read like `adb:...`.
         let split_at = t.find([':', ',']).unwrap_or(t.len());
         let (scheme, rest) = (&t[..split_at], t.get(split_at + 1..).unwrap_or(""));
-        let items = split_items(text, rest)?;
+        let items = split_items(text, rest, scheme == "jvm")?;
+        let positional = items.positionals.first().cloned();
         let mut o = Options {
             text,
             opts: BTreeMap::new(),
@@ -475,10 +500,9 @@ impl TargetSpec {
         }
         let op_timeout_ms = o.number("timeout_ms")?.unwrap_or(DEFAULT_OP_TIMEOUT_MS);
         let spec = match scheme {
-            "sim" => TargetSpec::Sim(parse_sim(&mut o, items.positional, op_timeout_ms)?),
+            "sim" => TargetSpec::Sim(parse_sim(&mut o, positional, op_timeout_ms)?),
             "tcp" => {
-                let a = items
-                    .positional
+                let a = positional
                     .ok_or_else(|| o.err("tcp needs HOST:PORT".into()))?;
                 let b = o.take("b")?.map(|v| endpoint(text, &v)).transpose()?;
                 TargetSpec::Tcp(TcpSpec {
@@ -487,10 +511,15 @@ impl TargetSpec {
                     op_timeout_ms,
                 })
             }
-            "adb" => TargetSpec::Adb(parse_adb(&mut o, items.positional, op_timeout_ms)?),
+            "adb" => TargetSpec::Adb(parse_adb(&mut o, positional, op_timeout_ms)?),
+            "jvm" => TargetSpec::Jvm(jvm::parse_jvm(
+                &mut o,
+                items.positionals,
+                op_timeout_ms,
+            )?),
             other => {
                 return Err(o.err(format!(
-                    "unknown kind {other:?}; use sim[:OPTIONS], tcp:HOST:PORT[,b=HOST:PORT] or adb[:SERIAL][,server=HOST:PORT]"
+                    "unknown kind {other:?}; use sim[:OPTIONS], tcp:HOST:PORT[,b=HOST:PORT], adb[:SERIAL][,server=HOST:PORT] or jvm:sample|APP.apk|JAR[,OPTIONS]"
                 )))
             }
         };
@@ -506,6 +535,7 @@ impl TargetSpec {
             TargetSpec::Sim(s) => s.op_timeout_ms,
             TargetSpec::Tcp(s) => s.op_timeout_ms,
             TargetSpec::Adb(s) => s.op_timeout_ms,
+            TargetSpec::Jvm(s) => s.op_timeout_ms,
         }
     }
 }
@@ -573,6 +603,7 @@ impl fmt::Display for TargetSpec {
                 format!("tcp:{}", s.a)
             }
             TargetSpec::Adb(s) => adb_head(s, &mut opts),
+            TargetSpec::Jvm(s) => s.head(&mut opts),
         };
         if self.op_timeout_ms() != DEFAULT_OP_TIMEOUT_MS {
             opts.push(format!("timeout_ms={}", self.op_timeout_ms()));
@@ -750,6 +781,21 @@ mod tests {
             "clock=move",
             "install_timeout_ms=",
             "timeout_ms=",
+            "jvm:sample",
+            "APP.apk",
+            "defect=",
+            "class=",
+            "authority=",
+            "package=",
+            "permission=",
+            "manifest=FILE",
+            "meta=",
+            "provider_meta=",
+            "classpath=",
+            "jvm_prop=",
+            "build=auto|yes|no",
+            "ready_timeout_ms=",
+            "$CETP_JVM_DEVICE",
         ] {
             assert!(
                 TARGET_FORMS.contains(opt),

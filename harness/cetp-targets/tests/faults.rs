@@ -24,7 +24,7 @@ fn opts() -> OpenOptions {
             read_fd_timeout: Duration::from_secs(5),
             ..ClientConfig::default()
         },
-        trace: None,
+        ..OpenOptions::default()
     }
 }
 

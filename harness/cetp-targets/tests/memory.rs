@@ -203,7 +203,7 @@ fn memory_case() {
             read_fd_timeout: Duration::from_secs(20),
             ..ClientConfig::default()
         },
-        trace: None,
+        ..OpenOptions::default()
     };
     let resettable = reset_peak();
     for (i, case) in cases.into_iter().enumerate() {

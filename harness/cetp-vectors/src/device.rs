@@ -92,6 +92,15 @@ pub trait Device: Send + Sync {
     fn clock_moves_wall_only(&self) -> bool {
         false
     }
+    /// Whether the Provider's background work (an operation's progress)
+    /// runs in real time even where [`advance_clock`](Device::advance_clock)
+    /// moves the time the Provider reads: the JVM device moves the clocks
+    /// the Provider's code reads, not the sleeps of its threads. The
+    /// interpreter then waits for an operation in real time and moves the
+    /// clock only to let a lifetime or a window run out.
+    fn work_runs_in_real_time(&self) -> bool {
+        false
+    }
     /// Sets a wall clock this device moved back to the time it would read
     /// had it never been moved (nothing where it never was).
     fn restore_clock(&self) -> Result<(), DeviceError> {

@@ -603,6 +603,10 @@ impl Device for Journaled {
         self.inner.clock_moves_wall_only()
     }
 
+    fn work_runs_in_real_time(&self) -> bool {
+        self.inner.work_runs_in_real_time()
+    }
+
     fn restore_clock(&self) -> Result<(), DeviceError> {
         if self.replaying() {
             return Ok(());

@@ -30,6 +30,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.security.MessageDigest;
 import java.util.List;
+import java.util.Map;
 import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.robolectric.RobolectricTestRunner;
@@ -53,10 +54,24 @@ import org.robolectric.shadow.api.Shadow;
  * <ul>
  *   <li>one process: the Provider runs in the probe's process, called
  *       directly, with no Binder between them; each call's thread carries
- *       the caller's UID ({@link JvmShadows.CallingUid});
+ *       the caller's UID ({@link JvmShadows.CallingUid}). Binder's rules
+ *       that change a verdict are applied ({@link BinderRules}): who may
+ *       acquire the provider (exported, read/write permission), the
+ *       transaction limit, the caller's own copy of each descriptor. Not
+ *       applied: parcelling itself (values pass as objects), Binder's
+ *       thread pool, a buffer shared with other transactions in flight,
+ *       path permissions and URI grants;
  *   <li>{@code resolve} starts the Provider's activity under Robolectric
  *       on its main thread and plays the decision in its view tree
  *       ({@link JvmResolver}), not through a phone's UI automation;
+ *   <li>a clock the host moves: the Provider's classes read {@link DeviceClock}
+ *       (scripts/jvm-device.sh rewrote their clock reads with
+ *       {@link ClockRewriter}), so {@code advance_clock} is listed and a
+ *       lifetime runs out in seconds; a Provider that reads a clock the
+ *       rewrite cannot redirect gets no {@code advance_clock}, with why in
+ *       {@code ops_unavailable}, and its lifetimes are waited out in real
+ *       time. The framework's own clocks (Robolectric's SystemClock, the
+ *       main looper's) do not move;
  *   <li>{@code restart_provider} replaces the Provider object with a new
  *       one (its {@code shutdown()} called, a new instance attached): memory
  *       is lost, SharedPreferences stay, as after {@code am force-stop};
@@ -68,7 +83,7 @@ import org.robolectric.shadow.api.Shadow;
  */
 @RunWith(RobolectricTestRunner.class)
 @Config(sdk = 34, shadows = {ShadowPackageManagerFlags.class, JvmShadows.CallingUid.class, JvmShadows.Creator.class,
-    JvmShadows.CrossBinder.class, JvmShadows.RealPipe.class})
+    JvmShadows.CrossBinder.class, JvmShadows.RealPipe.class, JvmShadows.ProviderAccess.class})
 public class JvmDevice {
     static final String ANDROID = ManifestInstaller.ANDROID;
     /** Identity b: a second app with its own UID, package and certificate. */
@@ -121,6 +136,7 @@ public class JvmDevice {
             return;
         }
         vendor = installVendor(spm, spec);
+        BinderRules.install(app, spm, spec, vendor.provider, android.os.Process.myUid(), UID_B);
 
         ServerSocket a = listen(listenA);
         ServerSocket b = listen(listenB);
@@ -201,13 +217,34 @@ public class JvmDevice {
         @Override
         public Hello hello() throws DeviceError {
             Hello h = inner.hello();
+            // The device clock the Provider reads (DeviceClock), moved or not.
+            // advance_clock moves what the Provider's code reads, not the
+            // sleeps of its threads: the host waits for an operation in real time.
             return new Hello("cetp-jvm-device/" + BuildConfig.VERSION_NAME,
-                    new Ops.Identity(name, uid, packages, List.of(cert)), h.device, h.nowMs);
+                    new Ops.Identity(name, uid, packages, List.of(cert)), h.device, DeviceClock.currentTimeMillis(),
+                    new com.clawseed.probe.wire.JsonObject().with("advance_clock_moves", "reads"));
         }
 
         @Override
         public Abilities abilities() {
-            return Abilities.FULL;
+            String unmovable = DeviceClock.whyUnmovable();
+            if (unmovable != null) {
+                return Abilities.without(Map.of(Abilities.ADVANCE_CLOCK, unmovable));
+            }
+            return Abilities.FULL.plus(Abilities.ADVANCE_CLOCK);
+        }
+
+        @Override
+        public long advanceClock(long ms) throws DeviceError {
+            if (!abilities().can(Abilities.ADVANCE_CLOCK)) {
+                throw abilities().refusal(Abilities.ADVANCE_CLOCK);
+            }
+            if (ms < 0 || ms > DeviceClock.MAX_ADVANCE_MS) {
+                throw new DeviceError(WireError.BAD_REQUEST,
+                        "advance_clock needs `ms`, an integer from 0 to " + DeviceClock.MAX_ADVANCE_MS);
+            }
+            // Not logged: an operation's polls move it 300 ms at a time, thousands per run.
+            return DeviceClock.advance(ms);
         }
 
         @Override

@@ -3,6 +3,7 @@ package com.clawseed.probe;
 import android.app.PendingIntent;
 import android.content.ContentProvider;
 import android.content.ContentProviderClient;
+import android.content.ContentResolver;
 import android.content.Context;
 import android.content.Intent;
 import android.database.DatabaseUtils;
@@ -14,6 +15,7 @@ import android.os.Parcel;
 import android.os.ParcelFileDescriptor;
 import android.os.Process;
 import android.os.RemoteException;
+import android.os.TransactionTooLargeException;
 import java.io.File;
 import java.io.IOException;
 import java.util.Collections;
@@ -27,6 +29,7 @@ import org.robolectric.annotation.Implements;
 import org.robolectric.shadow.api.Shadow;
 import org.robolectric.shadows.ShadowBinder;
 import org.robolectric.shadows.ShadowContentProviderClient;
+import org.robolectric.shadows.ShadowContentResolver;
 import org.robolectric.shadows.ShadowParcelFileDescriptor;
 import org.robolectric.shadows.ShadowPendingIntent;
 
@@ -38,6 +41,10 @@ import org.robolectric.shadows.ShadowPendingIntent;
  * app that made the PendingIntent. Robolectric hands a Provider's exception
  * to the caller as the very object thrown; a phone carries it across Binder,
  * which keeps only some classes, and an Error kills the Provider's process.
+ * Robolectric hands any caller the provider and passes the Bundles and
+ * descriptors themselves; a phone's system server refuses a caller the
+ * provider does not admit, and Binder holds a transaction to its buffer and
+ * gives the caller its own copy of each descriptor ({@link BinderRules}).
  * Nothing else is changed.
  */
 final class JvmShadows {
@@ -84,8 +91,11 @@ final class JvmShadows {
     }
 
     /**
-     * What a Provider's {@code call()} throws reaches the caller as Binder
-     * carries it between two processes: written by the framework's own
+     * A call crosses as over Binder: a request or reply larger than
+     * {@link BinderRules#LIMIT_BYTES} fails as it fails on a phone, and the
+     * receiving side gets its own duplicate of each descriptor
+     * ({@link BinderRules#withDuplicates}). What a Provider's {@code call()}
+     * throws reaches the caller as Binder carries it between two processes: written by the framework's own
      * {@code DatabaseUtils.writeExceptionToParcel} (as the Provider's
      * transport does) and read back by {@code readExceptionFromParcel} (as
      * the caller's proxy does), so a subclass arrives as the class it
@@ -104,8 +114,16 @@ final class JvmShadows {
             if (p != null && DEAD.contains(p)) {
                 throw new DeadObjectException();
             }
+            long request = BinderRules.requestBytes(RuntimeEnvironment.getApplication().getPackageName(), authority(),
+                    method, arg, extras);
+            if (request > BinderRules.LIMIT_BYTES) {
+                // The request never reaches the Provider.
+                System.err.println("jvm-device: !!! FAILED BINDER TRANSACTION !!! (parcel size = " + request + ")");
+                throw new TransactionTooLargeException("data parcel size " + request + " bytes");
+            }
+            Bundle reply;
             try {
-                return super.call(method, arg, extras);
+                reply = super.call(method, arg, BinderRules.withDuplicates(extras));
             } catch (RuntimeException thrown) {
                 return cross(method, thrown);
             } catch (Error fatal) {
@@ -116,7 +134,38 @@ final class JvmShadows {
                     DEAD.add(p);
                 }
                 throw new DeadObjectException("the Provider's process died: " + fatal);
+            } catch (IOException e) {
+                throw new IllegalStateException("jvm-device: cannot duplicate a descriptor of the request: " + e, e);
             }
+            long size = BinderRules.replyBytes(reply);
+            if (size > BinderRules.LIMIT_BYTES) {
+                // The Provider's reply does not fit the caller's buffer: the
+                // call ran, its answer is lost; the caller's exception is
+                // chosen by the size of its own request (libbinder).
+                System.err.println("jvm-device: the Provider's reply to call(\"" + method + "\") is " + size
+                        + " bytes, more than Binder's " + BinderRules.LIMIT_BYTES
+                        + ": !!! FAILED BINDER TRANSACTION !!! (as on a phone)");
+                if (request > BinderRules.TOO_LARGE_THRESHOLD_BYTES) {
+                    throw new TransactionTooLargeException("data parcel size " + request + " bytes");
+                }
+                throw new DeadObjectException("Transaction failed on small parcel; remote process probably died,"
+                        + " but this could also be caused by running out of binder buffer space");
+            }
+            try {
+                // What the caller receives: its own copy of each descriptor.
+                return BinderRules.withDuplicates(reply);
+            } catch (IOException e) {
+                // On a phone, a descriptor that cannot be written fails the reply (BR_FAILED_REPLY).
+                System.err.println("jvm-device: a descriptor of the Provider's reply cannot be duplicated: " + e);
+                throw new DeadObjectException("Transaction failed on small parcel; remote process probably died,"
+                        + " but this could also be caused by running out of binder buffer space");
+            }
+        }
+
+        /** The vendor's authority (the only provider the JVM device's probes call across apps). */
+        private static String authority() {
+            BinderRules.Access a = BinderRules.access;
+            return a == null ? null : a.provider.authority;
         }
 
         /** A dead Provider answers nothing (the probe asks getType to tell death from an oversized reply). */
@@ -154,6 +203,59 @@ final class JvmShadows {
     }
 
     /**
+     * Acquiring a provider of another app, as the system server allows it
+     * ({@link BinderRules.Access}): a caller whose UID may not have it gets
+     * the SecurityException ActivityManagerService throws, from the
+     * {@code acquire…ContentProviderClient} (and {@code call}) it made,
+     * which the probe reports as on a phone (AndroidBackend.refusal).
+     */
+    @Implements(ContentResolver.class)
+    public static class ProviderAccess extends ShadowContentResolver {
+        private static void check(String authority) {
+            String refusal = BinderRules.refusal(authority);
+            if (refusal != null) {
+                System.err.println("jvm-device: " + refusal);
+                throw new SecurityException(refusal);
+            }
+        }
+
+        @Implementation
+        @Override
+        protected ContentProviderClient acquireContentProviderClient(String name) {
+            check(name);
+            return super.acquireContentProviderClient(name);
+        }
+
+        @Implementation
+        @Override
+        protected ContentProviderClient acquireContentProviderClient(Uri uri) {
+            check(uri.getAuthority());
+            return super.acquireContentProviderClient(uri);
+        }
+
+        @Implementation
+        @Override
+        protected ContentProviderClient acquireUnstableContentProviderClient(String name) {
+            check(name);
+            return super.acquireUnstableContentProviderClient(name);
+        }
+
+        @Implementation
+        @Override
+        protected ContentProviderClient acquireUnstableContentProviderClient(Uri uri) {
+            check(uri.getAuthority());
+            return super.acquireUnstableContentProviderClient(uri);
+        }
+
+        @Implementation
+        @Override
+        protected Bundle call(Uri uri, String method, String arg, Bundle extras) {
+            check(uri.getAuthority());
+            return super.call(uri, method, arg, extras);
+        }
+    }
+
+    /**
      * A pipe that behaves as a pipe. Robolectric's {@code createPipe} is a
      * temporary file opened twice, so a reader that starts before the
      * Provider's writer thread has finished meets the end of what was
@@ -170,6 +272,8 @@ final class JvmShadows {
         /** This end of a pipe, when the descriptor is one (null: Robolectric's own). */
         private java.io.Closeable end;
         private java.io.FileDescriptor endFd;
+        /** False for a duplicate of a file's descriptor (BinderRules.dup): it has a size. */
+        private boolean pipe;
 
         @Implementation
         protected static ParcelFileDescriptor[] createPipe() throws IOException {
@@ -190,8 +294,18 @@ final class JvmShadows {
         @Implementation
         @Override
         protected long getStatSize() {
-            // A pipe has no size (ParcelFileDescriptor's own answer for one).
-            return endFd != null ? -1 : super.getStatSize();
+            if (endFd == null) {
+                return super.getStatSize();
+            }
+            if (pipe) {
+                // A pipe has no size (ParcelFileDescriptor's own answer for one).
+                return -1;
+            }
+            try {
+                return java.nio.file.Files.size(new File("/proc/self/fd/" + getFd()).toPath());
+            } catch (IOException e) {
+                return -1;
+            }
         }
 
         @Implementation
@@ -244,7 +358,7 @@ final class JvmShadows {
                     out.close();
                     throw new IOException("could not open both ends of " + f, e);
                 }
-                return new ParcelFileDescriptor[] {wrap(in, in.getFD()), wrap(out, out.getFD())};
+                return new ParcelFileDescriptor[] {wrap(in, in.getFD(), true), wrap(out, out.getFD(), true)};
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IOException("interrupted while making a pipe", e);
@@ -255,7 +369,15 @@ final class JvmShadows {
             }
         }
 
-        private static ParcelFileDescriptor wrap(java.io.Closeable end, java.io.FileDescriptor fd) throws IOException {
+        /** Whether {@code pfd} is an end of a pipe made here. */
+        static boolean isPipe(ParcelFileDescriptor pfd) {
+            RealPipe shadow = Shadow.extract(pfd);
+            return shadow.endFd != null && shadow.pipe;
+        }
+
+        /** A ParcelFileDescriptor over {@code fd}, which closing it closes (through {@code end}). */
+        static ParcelFileDescriptor wrap(java.io.Closeable end, java.io.FileDescriptor fd, boolean pipe)
+                throws IOException {
             try {
                 // The framework's own constructor over a descriptor (hidden API).
                 java.lang.reflect.Constructor<ParcelFileDescriptor> c =
@@ -265,6 +387,7 @@ final class JvmShadows {
                 RealPipe shadow = Shadow.extract(pfd);
                 shadow.end = end;
                 shadow.endFd = fd;
+                shadow.pipe = pipe;
                 return pfd;
             } catch (ReflectiveOperationException e) {
                 end.close();

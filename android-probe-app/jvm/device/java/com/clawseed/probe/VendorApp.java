@@ -56,6 +56,13 @@ final class VendorApp {
     ProviderInfo provider = new ProviderInfo();
     ServiceInfo service = new ServiceInfo();
     List<String> serviceActions = new ArrayList<>();
+    /**
+     * The permissions the app declares ({@code <permission>}): name →
+     * android:protectionLevel ("normal" when absent). A --permission the
+     * manifest does not declare counts as declared normal, as the spec's
+     * ACCESS_TOOLS is (BinderRules.Access decides who holds what).
+     */
+    Map<String, String> declaredPermissions = new LinkedHashMap<>();
     /** Where the vendor's own classes are (jars or class directories): what is checked before serving. */
     List<File> codePaths = new ArrayList<>();
 
@@ -100,6 +107,7 @@ final class VendorApp {
         if (!permission.isEmpty()) {
             v.provider.readPermission = permission;
             v.provider.writePermission = permission;
+            v.declaredPermissions.putIfAbsent(permission, "normal");
         }
         if (!v.service.metaData.containsKey(AUTHORITY_KEY) || !authority.isEmpty()) {
             v.service.metaData.putString(AUTHORITY_KEY, v.provider.authority);
@@ -171,6 +179,10 @@ final class VendorApp {
         // Relative class names resolve against the manifest's package (the
         // Java namespace), which a Gradle build may set apart from the applicationId.
         String namespace = declared.isEmpty() ? pkg : declared;
+        for (Element e : descendants(root, "permission")) {
+            String level = e.getAttributeNS(ANDROID, "protectionLevel");
+            declaredPermissions.put(e.getAttributeNS(ANDROID, "name"), level.isEmpty() ? "normal" : level);
+        }
         List<Element> providers = descendants(root, "provider");
         Element p = null;
         for (Element e : providers) {

@@ -16,6 +16,14 @@ import java.util.Map;
 public final class Abilities {
     public static final String RESOLVE = "resolve";
     public static final String RESTART_PROVIDER = "restart_provider";
+    /**
+     * Optional, never in {@link #ALL_OPS}: a probe on a phone cannot move the
+     * clock (the host moves it over adb where it can). A device that can
+     * lists it with {@link #plus}; one that could but does not this time
+     * (the JVM device before a Provider that reads a clock it cannot move)
+     * names why with {@link #without}.
+     */
+    public static final String ADVANCE_CLOCK = "advance_clock";
 
     /** How the probe's UiAutomation connection came out when the probe started. */
     public enum UiConnection {
@@ -34,13 +42,16 @@ public final class Abilities {
     public static final List<String> ALL_OPS = Collections.unmodifiableList(List.of(
             "hello", "discover", "call", "read_fd", "close_fd", RESOLVE, RESTART_PROVIDER));
 
-    public static final Abilities FULL = new Abilities(Collections.emptyMap());
+    public static final Abilities FULL = new Abilities(Collections.emptyMap(), List.of());
 
     /** Op name to the reason it is missing; empty when the probe can do everything. */
     private final Map<String, String> unavailable;
+    /** Optional ops this device performs, listed after {@link #ALL_OPS}. */
+    private final List<String> optional;
 
-    private Abilities(Map<String, String> unavailable) {
+    private Abilities(Map<String, String> unavailable, List<String> optional) {
         this.unavailable = Collections.unmodifiableMap(new LinkedHashMap<>(unavailable));
+        this.optional = List.copyOf(optional);
     }
 
     /**
@@ -71,7 +82,7 @@ public final class Abilities {
         Map<String, String> missing = new LinkedHashMap<>();
         missing.put(RESOLVE, why);
         missing.put(RESTART_PROVIDER, why);
-        return new Abilities(missing);
+        return new Abilities(missing, List.of());
     }
 
     /**
@@ -81,11 +92,25 @@ public final class Abilities {
      */
     public static Abilities without(Map<String, String> unavailable) {
         for (String op : unavailable.keySet()) {
-            if (!ALL_OPS.contains(op) || op.equals("hello")) {
+            if (!(ALL_OPS.contains(op) || op.equals(ADVANCE_CLOCK)) || op.equals("hello")) {
                 throw new IllegalArgumentException("not an op a probe may leave out: " + op);
             }
         }
-        return new Abilities(unavailable);
+        return new Abilities(unavailable, List.of());
+    }
+
+    /** These abilities and the optional op {@code op} ({@link #ADVANCE_CLOCK}). */
+    public Abilities plus(String op) {
+        if (!op.equals(ADVANCE_CLOCK)) {
+            throw new IllegalArgumentException("not an optional op: " + op);
+        }
+        Map<String, String> missing = new LinkedHashMap<>(unavailable);
+        missing.remove(op);
+        List<String> more = new ArrayList<>(optional);
+        if (!more.contains(op)) {
+            more.add(op);
+        }
+        return new Abilities(missing, more);
     }
 
     /** The ops {@code hello} lists. */
@@ -96,6 +121,7 @@ public final class Abilities {
                 out.add(op);
             }
         }
+        out.addAll(optional);
         return out;
     }
 
@@ -105,11 +131,13 @@ public final class Abilities {
     }
 
     public boolean can(String op) {
-        return !unavailable.containsKey(op);
+        return ALL_OPS.contains(op) ? !unavailable.containsKey(op) : optional.contains(op);
     }
 
     /** The {@code unsupported} answer for an op this probe cannot perform. */
     public DeviceError refusal(String op) {
-        return DeviceError.unsupported("this probe cannot `" + op + "`: " + unavailable.get(op));
+        String why = unavailable.get(op);
+        return DeviceError.unsupported("this probe cannot `" + op + "`"
+                + (why != null ? ": " + why : ": this device does not perform it"));
     }
 }

@@ -1,5 +1,6 @@
 package com.clawseed.probe.core;
 
+import com.clawseed.probe.wire.JsonObject;
 import com.clawseed.probe.wire.Ops;
 import com.clawseed.probe.wire.WireBundle;
 import java.util.List;
@@ -16,12 +17,19 @@ public interface DeviceBackend {
         public final Ops.Identity identity;
         public final Ops.DeviceInfo device;
         public final long nowMs;
+        /** Optional members of the answer (compatible extensions); never null. */
+        public final JsonObject extra;
 
         public Hello(String probe, Ops.Identity identity, Ops.DeviceInfo device, long nowMs) {
+            this(probe, identity, device, nowMs, new JsonObject());
+        }
+
+        public Hello(String probe, Ops.Identity identity, Ops.DeviceInfo device, long nowMs, JsonObject extra) {
             this.probe = probe;
             this.identity = identity;
             this.device = device;
             this.nowMs = nowMs;
+            this.extra = extra;
         }
     }
 
@@ -88,6 +96,15 @@ public interface DeviceBackend {
 
     /** Kills the Provider's process as {@code am force-stop} does. */
     void restartProvider(String pkg) throws DeviceError, InterruptedException;
+
+    /**
+     * Lets {@code ms} of device time pass at once and returns the new device
+     * time (Unix epoch ms): only on a device whose {@link #abilities} list
+     * {@link Abilities#ADVANCE_CLOCK}. {@code ms} is unsigned, as on the wire.
+     */
+    default long advanceClock(long ms) throws DeviceError {
+        throw DeviceError.unsupported("this device cannot move its clock");
+    }
 
     /** The connection closed: release every handle. */
     void close();

@@ -125,13 +125,13 @@ public final class Dispatcher {
                 DeviceBackend.Hello h = backend.hello();
                 Abilities abilities = backend.abilities();
                 List<String> ops = new ArrayList<>(abilities.ops());
-                JsonObject extra = new JsonObject();
+                JsonObject extra = new JsonObject(h.extra);
                 if (hosted != null) {
                     // Listed only where they work: the host then knows at
                     // once whether it can test a Consumer here. `consumer_act`
                     // stays out: a phone cannot make another app act.
                     ops.addAll(HOSTING_OPS);
-                    extra = hosting.helloMembers();
+                    extra.putAll(hosting.helloMembers());
                 }
                 return Ops.helloOk(h.probe, h.identity, h.device, h.nowMs, ops, abilities.unavailable(), extra);
             }
@@ -153,6 +153,10 @@ public final class Dispatcher {
                 requireAbility(Abilities.RESTART_PROVIDER);
                 backend.restartProvider(((Ops.RestartProviderParams) params).pkg);
                 return new JsonObject();
+            case "advance_clock": {
+                requireAbility(Abilities.ADVANCE_CLOCK);
+                return Ops.advanceClockOk(backend.advanceClock(((Ops.AdvanceClockParams) params).ms));
+            }
             case "host_provider":
                 if (hosted == null) {
                     throw DeviceError.unsupported("this device does not host a scripted provider");

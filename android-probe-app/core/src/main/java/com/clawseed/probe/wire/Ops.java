@@ -16,7 +16,7 @@ public final class Ops {
 
     public static final List<String> KNOWN = Collections.unmodifiableList(Arrays.asList(
             "hello", "discover", "call", "read_fd", "close_fd", "resolve", "restart_provider",
-            "host_provider", "reply"));
+            "host_provider", "reply", "advance_clock"));
 
     public static boolean isKnown(String op) {
         return KNOWN.contains(op);
@@ -36,6 +36,8 @@ public final class Ops {
                 return ResolveParams.decode(f);
             case "restart_provider":
                 return new RestartProviderParams(f.string("package"));
+            case "advance_clock":
+                return new AdvanceClockParams(f.uint64("ms"));
             case "host_provider":
                 return HostProviderParams.decode(f);
             case "reply":
@@ -143,6 +145,16 @@ public final class Ops {
 
         public RestartProviderParams(String pkg) {
             this.pkg = pkg;
+        }
+    }
+
+    /** {@code advance_clock}: let {@code ms} of device time pass at once (answered with {@code now_ms}). */
+    public static final class AdvanceClockParams {
+        /** Unsigned, as the host sends it. */
+        public final long ms;
+
+        public AdvanceClockParams(long ms) {
+            this.ms = ms;
         }
     }
 
@@ -534,6 +546,11 @@ public final class Ops {
             ok.put("writable", writable.booleanValue());
         }
         return ok;
+    }
+
+    /** {@code advance_clock}'s answer: the device time after the move. */
+    public static JsonObject advanceClockOk(long nowMs) {
+        return new JsonObject().with("now_ms", JsonNumber.of(nowMs));
     }
 
     public static JsonObject resolveOk(boolean launched, boolean decisionApplied, int resultCode) {

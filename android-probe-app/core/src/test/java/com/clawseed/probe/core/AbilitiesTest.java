@@ -52,6 +52,12 @@ class AbilitiesTest {
         }
 
         @Override
+        public long advanceClock(long ms) {
+            backendCalls++;
+            return 1L + ms;
+        }
+
+        @Override
         public CallResult call(Ops.CallParams params) {
             backendCalls++;
             return new CallResult(null, 0);
@@ -136,5 +142,28 @@ class AbilitiesTest {
         Frame restart = answer(backend, "restart_provider", new Ops.RestartProviderParams("com.example.app"));
         assertEquals(WireError.UNSUPPORTED, ((Frame.Err) restart).error.kind);
         assertEquals(0, backend.backendCalls, "the backend was asked anyway");
+    }
+
+    @Test
+    void advanceClockIsListedOnlyWhereTheDeviceMovesItsClock() throws Exception {
+        Limited phone = new Limited(Abilities.FULL);
+        Frame refused = answer(phone, "advance_clock", new Ops.AdvanceClockParams(60_000));
+        assertEquals(WireError.UNSUPPORTED, ((Frame.Err) refused).error.kind);
+        assertEquals(0, phone.backendCalls, "the backend was asked anyway");
+
+        Limited moving = new Limited(Abilities.FULL.plus(Abilities.ADVANCE_CLOCK));
+        JsonObject hello = ((Frame.Ok) answer(moving, "hello", null)).ok;
+        assertEquals("[\"hello\",\"discover\",\"call\",\"read_fd\",\"close_fd\",\"resolve\",\"restart_provider\","
+                + "\"advance_clock\"]", text(hello.get("ops")));
+        JsonObject ok = ((Frame.Ok) answer(moving, "advance_clock", new Ops.AdvanceClockParams(60_000))).ok;
+        assertEquals("{\"now_ms\":60001}", text(ok));
+
+        // A device that could move it but not for this Provider says why, and refuses.
+        Limited stuck = new Limited(Abilities.without(java.util.Map.of(Abilities.ADVANCE_CLOCK, "reads GregorianCalendar")));
+        JsonObject why = (JsonObject) ((Frame.Ok) answer(stuck, "hello", null)).ok.get("ops_unavailable");
+        assertEquals("reads GregorianCalendar", why.get("advance_clock"));
+        WireError e = ((Frame.Err) answer(stuck, "advance_clock", new Ops.AdvanceClockParams(1))).error;
+        assertTrue(e.message.contains("reads GregorianCalendar"), e.message);
+        assertEquals(0, stuck.backendCalls);
     }
 }

@@ -27,11 +27,14 @@ final class SeededDefect {
     /** §4.5: a large result's result_fd is open for writing too (a read-write file, not a pipe's read end). */
     static final String WRITABLE_RESULT_FD = "writable-result-fd";
 
+    /** §2.2: a session is served past its expires_at (judged in seconds on a device whose clock moves). */
+    static final String SESSION_NEVER_EXPIRES = "session-never-expires";
+
     /** §4.3: the confirmation screen's Cancel carries the action out as Confirm does. */
     static final String ACTS_ON_DENY = "acts-on-deny";
 
     static final List<String> ALL = List.of(TOKEN_ANY_CALLER, NO_DEDUPE, MUTABLE_PENDING_INTENT, NO_RETRYABLE,
-            WRITABLE_RESULT_FD, ACTS_ON_DENY);
+            WRITABLE_RESULT_FD, SESSION_NEVER_EXPIRES, ACTS_ON_DENY);
 
     static boolean on(String name) {
         return name.equals(System.getProperty(PROPERTY));

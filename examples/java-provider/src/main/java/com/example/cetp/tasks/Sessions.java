@@ -131,7 +131,7 @@ final class Sessions {
             if (s == null || (s.uid != uid && !SeededDefect.on(SeededDefect.TOKEN_ANY_CALLER))) {
                 throw new Envelope.Refusal("NEGOTIATION_REQUIRED", "unknown session: negotiate again", true);
             }
-            if (System.currentTimeMillis() >= s.expiresAtMs) {
+            if (System.currentTimeMillis() >= s.expiresAtMs && !SeededDefect.on(SeededDefect.SESSION_NEVER_EXPIRES)) {
                 sessions.remove(token);
                 throw new Envelope.Refusal("NEGOTIATION_REQUIRED", "the session expired: negotiate again", true);
             }
