@@ -706,3 +706,49 @@ fn the_differential_oracle_keeps_a_denial_a_variant_cannot_reach() {
         );
     }
 }
+
+/// Backing out of the confirmation, asking again under the same request id,
+/// approving, resuming: the sequence of a fuzz finding on the Java sample,
+/// whose confirmation records Back as a refusal.
+fn dismissed_then_approved() -> Vec<Move> {
+    let tool = json!({"name": "create_alert"});
+    moves(vec![
+        vec![negotiate("s1", &[])],
+        vec![
+            execute("s1", tool.clone(), json!("escalating"), "e2"),
+            step(
+                json!({"do": "resolve", "as": "a", "handle": "${e2/resolution/handle}",
+                    "decision": "dismiss", "requirements": []}),
+                Meta::Plain,
+            ),
+            call(
+                json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s1",
+                "tool": tool, "args": {"same_as": "e2"}, "request_id": "${e2/_request/request_id}",
+                "bind": "r3", "requirements": ["CETP2-6-04"]}),
+            ),
+            step(
+                json!({"do": "resolve", "as": "a", "handle": "${r3/resolution/handle}",
+                    "decision": "approve", "requirements": []}),
+                Meta::Optional,
+            ),
+            step(
+                json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s1",
+                "tool": tool, "args": {"same_as": "e2"}, "request_id": "${e2/_request/request_id}",
+                "resume_token": "${r3/resume_token}", "bind": "r4", "expect": {},
+                "requirements": ["CETP2-4.3-05", "CETP2-6-04"]}),
+                Meta::Optional,
+            ),
+        ],
+    ])
+}
+
+/// §5 lets USER_CANCELLED report an abandoned confirmation: a Provider that
+/// takes Back as the user's refusal (`dismiss_cancels`, as the Java sample
+/// did) passes the descriptor oracle, as the reference, which asks again.
+#[test]
+fn a_dismissal_taken_as_refusal_passes_the_descriptor_oracle() {
+    for target in ["sim", "sim:variant=dismiss_cancels"] {
+        let j = judge(target, "reference.toml", &dismissed_then_approved());
+        assert_passes(&j, target);
+    }
+}

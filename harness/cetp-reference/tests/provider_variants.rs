@@ -285,6 +285,14 @@ variants! {
         let o = w.exec(A, &rid(1), "create_alert", HIGH);
         format!("{} resolution={}", brief(&o), o.bundle.contains(keys::RESOLUTION))
     };
+    dismiss_cancels => |w| {
+        w.connect(A);
+        let ask = w.exec(A, &rid(1), "create_alert", HIGH);
+        let played = w.decide(A, &ask, cetp_proto::provider::Decision::Dismiss);
+        let token = ask.resume_token().unwrap_or_default();
+        let resumed = w.resume(A, &rid(1), "create_alert", HIGH, &token);
+        format!("{} code={} effects={}", brief(&resumed), played.result_code, w.effects())
+    };
     resume_tokens_long => |w| {
         w.connect(A);
         let o = w.exec(A, &rid(1), "create_alert", HIGH);

@@ -196,9 +196,14 @@ impl ReferenceProvider {
             result_code: RESULT_CANCELED,
             launched_package: Some(self.cfg.package.clone()),
         };
-        if decision == Decision::Dismiss {
-            return not_applied;
-        }
+        // §5 lets USER_CANCELLED report a confirmation the user abandoned:
+        // a Provider may record backing out as a refusal.
+        let dismissed = decision == Decision::Dismiss;
+        let decision = match decision {
+            Decision::Dismiss if self.takes(Variant::DismissCancels) => Decision::Deny,
+            Decision::Dismiss => return not_applied,
+            d => d,
+        };
         let mut d = lock(&self.durable.state);
         let Some(p) = d.decisions.get_mut(&target.confirmation) else {
             return not_applied;
@@ -218,7 +223,12 @@ impl ReferenceProvider {
         ResolveOutcome {
             launched: true,
             decision_applied: true,
-            result_code: RESULT_OK,
+            // Backed out: the activity finishes as cancelled, whatever it recorded.
+            result_code: if dismissed {
+                RESULT_CANCELED
+            } else {
+                RESULT_OK
+            },
             launched_package: Some(self.cfg.package.clone()),
         }
     }

@@ -73,6 +73,10 @@ latitudes! {
     /// A call whose runtime risk exceeds its annotation is refused outright
     /// (PERMISSION_DENIED) instead of confirmed.
     EscalationRefused => "escalation_refused",
+    /// Backing out of the confirmation (dismiss) is taken as the user's
+    /// refusal: the resumed call is answered USER_CANCELLED, instead of
+    /// asking again.
+    DismissCancels => "dismiss_cancels",
     /// Resume tokens are 200 characters long.
     ResumeTokensLong => "resume_tokens_long",
     /// `list_tools` hides the tools a caller lacks a scope for.
