@@ -290,8 +290,18 @@ variants! {
         let ask = w.exec(A, &rid(1), "create_alert", HIGH);
         let played = w.decide(A, &ask, cetp_proto::provider::Decision::Dismiss);
         let token = ask.resume_token().unwrap_or_default();
+        // Asked again under the same request id, approved on the screen
+        // that comes up again: the abandonment stands.
+        let again = w.exec(A, &rid(1), "create_alert", HIGH);
+        let approved = w.decide(A, &again, cetp_proto::provider::Decision::Approve);
         let resumed = w.resume(A, &rid(1), "create_alert", HIGH, &token);
-        format!("{} code={} effects={}", brief(&resumed), played.result_code, w.effects())
+        format!(
+            "{} code={} approved={} effects={}",
+            brief(&resumed),
+            played.result_code,
+            approved.decision_applied,
+            w.effects()
+        )
     };
     resume_tokens_long => |w| {
         w.connect(A);

@@ -209,6 +209,18 @@ impl ReferenceProvider {
             return not_applied;
         };
         if p.decision.is_some() || p.used || now_ms > p.expires_ms {
+            // The variant's screen comes up again once the user backed out
+            // and takes a click (the UI plays it), but the abandonment
+            // stands: the resumed call is still USER_CANCELLED. A screen
+            // that took no click here would stop the judgement of a
+            // Provider that shows it again (the Java sample).
+            if self.takes(Variant::DismissCancels) && !p.used && now_ms <= p.expires_ms {
+                return ResolveOutcome {
+                    decision_applied: true,
+                    result_code: if decision == Decision::Approve { RESULT_OK } else { RESULT_CANCELED },
+                    ..not_applied
+                };
+            }
             return not_applied;
         }
         p.decision = Some(decision);

@@ -11,8 +11,7 @@ import org.json.JSONObject;
  * will happen with the call's own arguments, records the user's decision
  * against the confirmation, and finishes with RESULT_OK (approved) or
  * RESULT_CANCELED (declined or backed out), so that the Consumer can resume
- * the call with its resume_token. Backing out decides nothing: the call
- * stays unconfirmed and asks again when resumed.
+ * the call with its resume_token.
  */
 public final class ConfirmActivity extends Activity {
     static final String EXTRA_CONFIRMATION = "com.example.cetp.tasks.CONFIRMATION";
@@ -47,7 +46,7 @@ public final class ConfirmActivity extends Activity {
                 .setPositiveButton("Confirm", (d, w) -> decide(true))
                 // The seeded defect acts-on-deny (SeededDefect) approves here too.
                 .setNegativeButton("Cancel", (d, w) -> decide(SeededDefect.on(SeededDefect.ACTS_ON_DENY)))
-                .setOnCancelListener(d -> leave())
+                .setOnCancelListener(d -> decide(false))
                 .show();
     }
 
@@ -62,16 +61,6 @@ public final class ConfirmActivity extends Activity {
             default:
                 return tool.description;
         }
-    }
-
-    /** Backed out: nothing is recorded, so the resumed call asks again. */
-    private void leave() {
-        if (decided) {
-            return;
-        }
-        decided = true;
-        setResult(RESULT_CANCELED);
-        finish();
     }
 
     private void decide(boolean approved) {
