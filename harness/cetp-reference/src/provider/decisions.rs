@@ -217,7 +217,11 @@ impl ReferenceProvider {
             if self.takes(Variant::DismissCancels) && !p.used && now_ms <= p.expires_ms {
                 return ResolveOutcome {
                     decision_applied: true,
-                    result_code: if decision == Decision::Approve { RESULT_OK } else { RESULT_CANCELED },
+                    result_code: if decision == Decision::Approve {
+                        RESULT_OK
+                    } else {
+                        RESULT_CANCELED
+                    },
                     ..not_applied
                 };
             }
