@@ -220,12 +220,18 @@ impl Mirror {
             self.provider
                 .refusals(self.uid, self.inner.now_ms(), method, extras)
         };
+        // Asked for or refused, also once b approved something
+        // (`granted_b`): whether that grant covers this scope, or whether
+        // the approval was a grant at all (the Java sample confirms one
+        // call at a time), is the target's business. `granted_b` stops the
+        // shadow requiring the refusal, never admitting it: the JVM device,
+        // once it played decisions, drew three false findings in ten
+        // minutes (b's complete_tasks refused PERMISSION_DENIED after b had
+        // approved an escalated add_task).
         let lacking = extras
             .and_then(|b| b.opt_string("tool_name").ok().flatten())
             .is_some_and(|t| {
-                self.uid == IDENTITY_B.uid
-                    && self.business.shape.lacking_b.contains(&t)
-                    && !self.business.shape.granted_b.load(Ordering::Relaxed)
+                self.uid == IDENTITY_B.uid && self.business.shape.lacking_b.contains(&t)
             });
         if lacking && method == "execute_tool" {
             codes.insert(ErrorCode::AuthRequired);
@@ -1439,7 +1445,7 @@ impl Shadow {
             if matches!(s.meta, Meta::Plain | Meta::Optional) && step.get("expect").is_some() {
                 self.widen(&mut step, &live);
                 any_fault(&mut step, &live, &refusals);
-                if foreign_operation_query(&steps, i) {
+                if foreign_operation_query(&steps, i) || resume_after_clock_move(&steps, i) {
                     any_refusal(&mut step);
                 }
             }
@@ -1750,6 +1756,20 @@ fn foreign_operation_query(steps: &[GenStep], i: usize) -> bool {
 /// §4.4 says only that another caller may not read an operation; which
 /// refusal it gets is not fixed (the suite's BIND-002 accepts any): where
 /// the shadow refused, any error code is expected.
+/// Whether step `i` resumes a call with a resume token after the clock was
+/// moved (a lifetime let run out). The suite asks only that an expired
+/// token is refused (CONF-010, §4.3's validity period): which error, an
+/// INVALID_REQUEST or a new confirmation asked for (the Kotlin sample's
+/// USER_ACTION_REQUIRED), is the Provider's, so the oracle is no stricter.
+fn resume_after_clock_move(steps: &[GenStep], i: usize) -> bool {
+    let st = &steps[i].step;
+    st.get("method").and_then(Json::as_str) == Some("execute_tool")
+        && st.get("resume_token").is_some()
+        && steps[..i]
+            .iter()
+            .any(|g| g.step.get("do").and_then(Json::as_str) == Some("advance_clock"))
+}
+
 fn any_refusal(step: &mut Json) {
     let Some(e) = step.get_mut("expect").and_then(Json::as_object_mut) else {
         return;
@@ -1951,6 +1971,40 @@ fn mismatch(step: &Json, trun: &CaseRun) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resume after a clock move admits any refusal (the suite's CONF-010
+    /// asks only `refused`), never a success; one before any move keeps
+    /// the codes the members gave.
+    #[test]
+    fn a_resume_after_a_clock_move_admits_any_refusal() {
+        let plain = |j: Json| GenStep {
+            step: j,
+            meta: Meta::Plain,
+        };
+        let resume = json!({"do": "call", "method": "execute_tool", "resume_token": "${e2/resume_token}",
+            "expect": {"status": ["error"], "error_code": ["INVALID_REQUEST"]}});
+        let ask = plain(json!({"do": "call", "method": "execute_tool", "bind": "e2"}));
+        let moved = vec![
+            ask.clone(),
+            plain(json!({"do": "advance_clock", "ms": 590000})),
+            plain(resume.clone()),
+        ];
+        let unmoved = vec![ask, plain(resume.clone())];
+        assert!(resume_after_clock_move(&moved, 2));
+        assert!(!resume_after_clock_move(&unmoved, 1));
+        let mut step = resume.clone();
+        any_refusal(&mut step);
+        assert_eq!(step["expect"], json!({"status": ["error"]}));
+        // A success the members allowed stays allowed, and required codes
+        // of a step that may succeed are left alone.
+        let mut may_succeed =
+            json!({"expect": {"status": ["error", "success"], "error_code": ["INVALID_REQUEST"]}});
+        any_refusal(&mut may_succeed);
+        assert_eq!(
+            may_succeed["expect"]["error_code"],
+            json!(["INVALID_REQUEST"])
+        );
+    }
 
     fn run(stop_at: Option<usize>, len: usize) -> CaseRun {
         CaseRun {
