@@ -46,7 +46,7 @@ pub struct World {
     /// The manifest declares v2 alone: the clauses of dual-stack Providers
     /// (§4's v1 reading, §8) are not its rules, nor are they cited.
     pub v2_only: bool,
-    /// The device's clock cannot move (a phone, the JVM device, `cetp sim
+    /// The device's clock cannot move (a phone, `cetp sim
     /// --fixed-clock`): every wait a move asks for is real time, so moves
     /// ask for none longer than a second (set by the fuzzer, which probes
     /// the device).
