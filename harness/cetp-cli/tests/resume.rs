@@ -517,3 +517,52 @@ fn a_sharded_run_killed_mid_case_resumes_to_the_same_verdicts_and_effects() {
         );
     }
 }
+
+/// An interrupted run against a device the harness started (`sim`, `jvm:`)
+/// is not offered `cetp resume`, which refuses it: its Provider's state
+/// ended with the device.
+#[test]
+fn an_interrupted_run_on_the_harness_s_own_device_is_not_offered_resume() {
+    let dir = tmp("ctrl-c-sim");
+    let child = cetp()
+        .args([
+            "run",
+            "--target",
+            "sim",
+            "--profile",
+            profile().to_str().unwrap(),
+            "--color",
+            "never",
+            "--report-dir",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = dir.join("journal.ndjson");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 300 {
+        assert!(Instant::now() < deadline, "the run did not get going");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{t}");
+    assert!(
+        !t.contains(&format!("cetp resume {}", dir.display())),
+        "{t}"
+    );
+    assert!(t.contains("run it again"), "{t}");
+    let again = cetp()
+        .args(["resume", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+}

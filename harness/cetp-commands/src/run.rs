@@ -342,7 +342,14 @@ pub fn reported(
             s.replayed, s.reconciled, s.revived, s.live
         ));
     }
+    // `cetp resume` refuses a run against a device the harness started:
+    // the Provider's state ended with it. The line says so rather than
+    // suggest a command that would refuse.
+    let own_device = matches!(p.spec, TargetSpec::Sim(_) | TargetSpec::Jvm(_));
     match (&run_dir, outcome.interrupted) {
+        (Some(_), true) if own_device => say(
+            "the run stopped before its end; the device it started ended with it, so run it again (cetp resume continues runs against a device you start: --target tcp:… or adb:…)",
+        ),
         (Some(d), true) => say(&format!(
             "the run stopped before its end; continue it with: cetp resume {}",
             d.path().display()
