@@ -84,6 +84,30 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// `cetp ARGS`, sent Ctrl-C once its journal in `dir` shows the run well
+/// under way; what it wrote and how it ended.
+fn interrupted(args: &[String], dir: &Path) -> Output {
+    let child = cetp()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = dir.join("journal.ndjson");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 300 {
+        assert!(Instant::now() < deadline, "the run did not get going");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    child.wait_with_output().unwrap()
+}
+
 fn tmp(name: &str) -> Scratch {
     Scratch::new("cetp-resume-test", name, false)
 }
@@ -363,23 +387,7 @@ fn ctrl_c_stops_at_a_step_boundary_and_the_run_resumes() {
 
     let h = Hosted::new(provider());
     let dir = tmp("ctrl-c");
-    let child = cetp()
-        .args(run_args(&h, &dir, &profile()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Interrupt once the run is well under way.
-    let journal = dir.join("journal.ndjson");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 300 {
-        assert!(Instant::now() < deadline, "the run did not get going");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pid = child.id().to_string();
-    let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
-    assert!(sent.success());
-    let o = child.wait_with_output().unwrap();
+    let o = interrupted(&run_args(&h, &dir, &profile()), &dir);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(130), "{t}");
     assert!(
@@ -524,35 +532,18 @@ fn a_sharded_run_killed_mid_case_resumes_to_the_same_verdicts_and_effects() {
 #[test]
 fn an_interrupted_run_on_the_harness_s_own_device_is_not_offered_resume() {
     let dir = tmp("ctrl-c-sim");
-    let child = cetp()
-        .args([
-            "run",
-            "--target",
-            "sim",
-            "--profile",
-            profile().to_str().unwrap(),
-            "--color",
-            "never",
-            "--report-dir",
-            dir.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let journal = dir.join("journal.ndjson");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 300 {
-        assert!(Instant::now() < deadline, "the run did not get going");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let o = child.wait_with_output().unwrap();
+    let args: Vec<String> = [
+        "run",
+        "--target",
+        "sim",
+        "--profile",
+        profile().to_str().unwrap(),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .chain(["--color", "never", "--report-dir", dir.to_str().unwrap()].map(String::from))
+    .collect();
+    let o = interrupted(&args, &dir);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(130), "{t}");
     assert!(
