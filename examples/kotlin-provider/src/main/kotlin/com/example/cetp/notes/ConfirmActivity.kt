@@ -8,7 +8,7 @@ import android.os.Bundle
  * This app's own confirmation screen (§4.3, §7.2), started only through the
  * immutable PendingIntent of a USER_ACTION_REQUIRED answer. It shows what the
  * call will do, with its own args, and records the user's answer in the
- * [Ledger]: "Delete" approves, "Keep" declines (the call then ends in
+ * [Ledger]: "Continue" approves, "Cancel" declines (the call then ends in
  * USER_CANCELLED). Backing out decides nothing: the call stays unconfirmed
  * and asks again. It finishes with RESULT_OK only for an approval.
  */
@@ -28,9 +28,9 @@ class ConfirmActivity : Activity() {
         AlertDialog.Builder(this)
             .setTitle("Sample Notes")
             .setMessage(summary)
-            .setPositiveButton("Delete") { _, _ -> decide(token, true) }
+            .setPositiveButton("Continue") { _, _ -> decide(token, true) }
             // The seeded defect acts-on-deny (Defect.kt) approves here too.
-            .setNegativeButton("Keep") { _, _ -> decide(token, Defect.on(Defect.ACTS_ON_DENY)) }
+            .setNegativeButton("Cancel") { _, _ -> decide(token, Defect.on(Defect.ACTS_ON_DENY)) }
             .setOnCancelListener { leave() }
             .show()
     }

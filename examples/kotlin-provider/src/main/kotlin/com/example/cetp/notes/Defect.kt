@@ -27,8 +27,14 @@ object Defect {
     /** §5: error answers lack the retryable Boolean. */
     const val RETRYABLE_MISSING = "retryable-missing"
 
-    /** §4.3: the confirmation screen's "Keep" deletes the note as "Delete" does. */
+    /** §4.3: the confirmation screen's "Cancel" approves as "Continue" does. */
     const val ACTS_ON_DENY = "acts-on-deny"
+
+    /** §3.4: a pinned note is added without asking, though pinning makes add_note riskier than its annotation. */
+    const val PIN_UNCONFIRMED = "pin-unconfirmed"
+
+    /** §3.4, §7.1: list_trash serves every caller, not only the assistants whose certificates the manifest lists. */
+    const val TRASH_FOR_ALL = "trash-for-all"
 
     fun on(name: String): Boolean = System.getProperty(PROPERTY) == name
 }

@@ -43,8 +43,10 @@ abstract class ToolProviderBase : ContentProvider() {
     /**
      * A tool: its descriptor and its body. [effect] "read" tools run at
      * once; the others go through the ledger. A tool with [confirm] asks the
-     * user on this app's own screen first (confirmation=always), showing
-     * what [confirm] says of the call's args.
+     * user on this app's own screen first, showing what [confirm] says of
+     * the call's args. [confirmation] is the annotation (§3.4): "always"
+     * asks for every call, "provider_policy" only for the calls [confirm]
+     * answers a summary for (null: this call is safe enough to run).
      */
     class Tool(
         val name: String,
@@ -57,9 +59,14 @@ abstract class ToolProviderBase : ContentProvider() {
         val idempotent: Boolean,
         inputSchema: String,
         outputSchema: String,
-        val confirm: ((JSONObject) -> String)? = null,
+        val confirmation: String = "never",
+        val confirm: ((JSONObject) -> String?)? = null,
         val run: (JSONObject) -> JSONObject,
     ) {
+        init {
+            require((confirmation == "never") == (confirm == null)) { "$name: a confirmation needs its summary" }
+        }
+
         val input = JSONObject(inputSchema)
         val output = JSONObject(outputSchema)
         val isRead get() = effect == "read"
@@ -74,6 +81,9 @@ abstract class ToolProviderBase : ContentProvider() {
     protected abstract val providerDescription: String
     protected abstract val tools: List<Tool>
     protected abstract val scopes: List<JSONObject>
+
+    /** Whether the app [uid] runs as may use what [scope] guards (§7.1: authorization is the Provider's). */
+    protected open fun holds(uid: Int, scope: String): Boolean = true
 
     private val sessions = ConcurrentHashMap<String, Session>()
     private val random = SecureRandom()
@@ -172,7 +182,7 @@ abstract class ToolProviderBase : ContentProvider() {
             val annotations = JSONObject()
                 .put("effect", t.effect).put("risk", t.risk).put("destructive", t.destructive)
                 .put("idempotent", t.idempotent).put("open_world", false)
-                .put("confirmation", if (t.confirm != null) "always" else "never").put("execution", "sync")
+                .put("confirmation", t.confirmation).put("execution", "sync")
             out.put(
                 JSONObject().put("name", t.name).put("title", t.title).put("description", t.description)
                     .put("input_schema", t.input).put("output_schema", t.output)
@@ -185,6 +195,8 @@ abstract class ToolProviderBase : ContentProvider() {
     private fun execute(uid: Int, requestId: String, deadline: Long, e: Bundle): Bundle {
         val name = valueOf(e, "tool_name") as? String ?: throw invalid("tool_name must be a String")
         val tool = tools.firstOrNull { it.name == name } ?: throw Refusal("TOOL_NOT_FOUND", "no such tool")
+        // Before anything about the call is looked at: a caller without the scope learns nothing more (§3.4, §7.2).
+        if (!holds(uid, tool.scope)) throw Refusal("PERMISSION_DENIED", "this app may not ${tool.title.lowercase()}")
         val argsText = valueOf(e, "args") as? String ?: throw invalid("args must be a JSON object in a String")
         if (argsText.toByteArray().size > MAX_REQUEST_BYTES) throw invalid("args are larger than max_request_bytes")
         val resume = valueOf(e, "resume_token")
@@ -207,7 +219,9 @@ abstract class ToolProviderBase : ContentProvider() {
             record?.answer?.let { return replay(requestId, it) }
             if (!Defect.on(Defect.DEADLINE_IGNORED)) checkDeadline(deadline)
             val args = parseArgs(tool, argsText)
-            if (tool.confirm != null) {
+            // What the user is asked, or null when this call needs no asking (provider_policy, §3.4).
+            val summary = tool.confirm?.invoke(args)
+            if (summary != null) {
                 var c = record?.confirmation
                 if (c != null && System.currentTimeMillis() > c.expiresAtMs) {
                     // The user has to be asked again: the next call without a token starts over.
@@ -218,7 +232,7 @@ abstract class ToolProviderBase : ContentProvider() {
                 if (c == null) {
                     if (resume != null) throw invalid("this resume_token belongs to no confirmation of this request")
                     val fresh = record ?: Ledger.open(key, tool.name, digest).also { record = it }
-                    fresh.confirmation = Ledger.confirmation(uid, requestId, tool.confirm.invoke(args))
+                    fresh.confirmation = Ledger.confirmation(uid, requestId, summary)
                     return askUser(requestId, fresh.confirmation!!)
                 }
                 if (resume == null || c.approved == null) return askUser(requestId, c)
@@ -229,6 +243,9 @@ abstract class ToolProviderBase : ContentProvider() {
                     record!!.answer = Ledger.Answer(null, no)
                     throw no
                 }
+            } else if (resume != null) {
+                // A token belongs to one confirmation of one request's args bytes (§4.3): this call asked for none.
+                throw invalid("this call needs no confirmation; the resume_token belongs to another request")
             }
             val done = record ?: Ledger.open(key, tool.name, digest)
             val answer = try {
