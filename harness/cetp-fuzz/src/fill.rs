@@ -216,6 +216,7 @@ mod tests {
                 fixed_clock: true,
                 can_resolve: false,
                 quiet: true,
+                granted: Vec::new(),
             },
             seed: 0,
             next: 0,

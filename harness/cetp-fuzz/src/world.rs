@@ -57,6 +57,12 @@ pub struct World {
     /// Sequences run while another waits in real time ([`World::quiet`]):
     /// only moves that change nothing another sequence could observe.
     pub quiet: bool,
+    /// The optional capabilities the target granted when the learning
+    /// negotiate offered all of them (§2.3). A Provider that grants no
+    /// `large_results` answers a too-large result RESULT_TOO_LARGE in every
+    /// session, so no move reads a file result from it: that read could
+    /// only stop the sequence unjudged.
+    pub granted: Vec<String>,
 }
 
 impl World {
@@ -145,6 +151,16 @@ pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result
         .and_then(Json::as_u64)
         .unwrap_or(65_536)
         .clamp(1024, 16 << 20) as usize;
+    let granted = session
+        .pointer("/data/capabilities")
+        .and_then(Json::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Json::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
     let roles = profile
         .roles
         .iter()
@@ -159,6 +175,7 @@ pub fn learn(target: &Target, profile: &Profile, env: &Env, seed: u64) -> Result
         v2_only: env.manifest_kind == "v2_only",
         fixed_clock: false,
         quiet: false,
+        granted,
         can_resolve: target
             .a
             .hello()

@@ -145,7 +145,10 @@ impl Generator<'_> {
         } else {
             (big.clone(), false)
         };
-        if caps.contains(&"large_results") {
+        // A target that never grants large_results answers RESULT_TOO_LARGE
+        // (judged at the call): it has no file to read (`World::granted`).
+        let grants = self.world.granted.iter().any(|c| c == "large_results");
+        if caps.contains(&"large_results") && grants {
             // Held to the call's declared size, digest and output_schema
             // only when the call itself answered with the file.
             let read = Step::ReadFd {

@@ -373,7 +373,50 @@ impl<'w> Generator<'w> {
 
 #[cfg(test)]
 mod tests {
-    use super::WEIGHTS;
+    use super::{Generator, WEIGHTS};
+    use crate::world::{ToolInfo, World};
+
+    /// A world of one read tool the profile names for `large_result`,
+    /// whose learning negotiate granted `granted`.
+    fn large_world(granted: &[&str]) -> World {
+        World {
+            tools: vec![ToolInfo {
+                name: "label_sheet".into(),
+                effect: "read".into(),
+                execution: "sync".into(),
+                confirmation: "never".into(),
+                input_schema: serde_json::json!({"type": "object"}),
+                executable: true,
+                escalating: false,
+            }],
+            has_b: false,
+            max_request_bytes: 65_536,
+            observer: false,
+            roles: [("large_result".to_string(), "label_sheet".to_string())].into(),
+            v2_only: true,
+            fixed_clock: false,
+            can_resolve: false,
+            quiet: false,
+            granted: granted.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    /// How many steps of 400 sequences read a file result.
+    fn file_reads(world: &World) -> usize {
+        (0..400)
+            .flat_map(|seed| Generator::new(world, seed).sequence(8).steps())
+            .filter(|s| s.step["do"] == "read_fd")
+            .count()
+    }
+
+    /// A Provider that grants no large_results has no file result to read:
+    /// a read would stop the sequence unjudged (the Kotlin sample: 55 of
+    /// 124 unjudged sequences in 40 s). One that grants it is read.
+    #[test]
+    fn a_file_result_is_read_only_where_large_results_is_granted() {
+        assert_eq!(file_reads(&large_world(&[])), 0);
+        assert!(file_reads(&large_world(&["large_results"])) > 0);
+    }
 
     /// A kind missing from the table fails to compile (never constructed);
     /// one listed twice or with no weight would skew the draw unnoticed.
