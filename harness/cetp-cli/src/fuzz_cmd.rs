@@ -159,6 +159,24 @@ fn first_target(args: &FuzzArgs) -> &str {
     args.target.first().map_or("sim", String::as_str)
 }
 
+/// `--target T` and the flags a replay needs to meet the target as this
+/// run did (`--target-b`, `--adb-server`, `--profile`: without the profile
+/// a finding that uses its roles or observer is not judged), quoted for a
+/// shell and made safe for the terminal, never cut short.
+fn replay_flags(args: &FuzzArgs) -> String {
+    let mut words = vec!["--target".to_string(), first_target(args).to_string()];
+    if let Some(b) = &args.target_b {
+        words.extend(["--target-b".to_string(), b.clone()]);
+    }
+    if let Some(s) = &args.adb_server {
+        words.extend(["--adb-server".to_string(), s.clone()]);
+    }
+    if let Some(p) = &args.profile {
+        words.extend(["--profile".to_string(), p.display().to_string()]);
+    }
+    escape::terminal(&escape::shell_words(words.iter().map(String::as_str)), 4000)
+}
+
 /// `--seed`, or one from the clock.
 fn run_seed(args: &FuzzArgs) -> u64 {
     args.seed.unwrap_or_else(|| {
@@ -398,21 +416,26 @@ fn print_report(args: &FuzzArgs, seed: u64, started: Instant, report: &cetp_fuzz
     }
     for f in report.findings.iter().filter(|f| f.moves_before == 0) {
         println!(
-            "FINDING {} — {}\n  cites {}\n  replay: cetp run --target {} --lock {} --only {}",
+            "FINDING {} — {}\n  cites {}\n  replay: cetp run {} --lock {} --only {}",
             f.id,
             escape::terminal(&f.message, 300),
             f.cited.join(", "),
-            escape::terminal(first_target(args), 200),
-            args.lock
-                .as_deref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
+            replay_flags(args),
+            escape::terminal(
+                &escape::shell_words([args
+                    .lock
+                    .as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+                    .as_str()]),
+                4000
+            ),
             f.id
         );
     }
     for f in report.findings.iter().filter(|f| f.moves_before > 0) {
         println!(
-            "FINDING {} {} — {}\n  cites {}\n  shrunk from {} moves to {} ({} steps); replay: cetp replay {} --target {}",
+            "FINDING {} {} — {}\n  cites {}\n  shrunk from {} moves to {} ({} steps); replay: cetp replay {} {}",
             f.id,
             escape::terminal(&f.signature, 200),
             escape::terminal(&f.message, 300),
@@ -420,8 +443,17 @@ fn print_report(args: &FuzzArgs, seed: u64, started: Instant, report: &cetp_fuzz
             f.moves_before,
             f.moves_after,
             f.steps_after,
-            args.out.join("findings").join(format!("{}.json", f.id)).display(),
-            escape::terminal(first_target(args), 200),
+            escape::terminal(
+                &escape::shell_words([args
+                    .out
+                    .join("findings")
+                    .join(format!("{}.json", f.id))
+                    .display()
+                    .to_string()
+                    .as_str()]),
+                4000
+            ),
+            replay_flags(args),
         );
     }
     println!("judged by the {} oracle", report.oracle_kind);
@@ -470,12 +502,15 @@ fn unlearnable(args: &FuzzArgs, seed: u64, f: &cetp_fuzz::Finding) -> Result<Exi
     )
     .map_err(|e| infra(format!("cannot write {}: {e}", summary_path.display())))?;
     println!(
-        "FINDING {} — the target failed the descriptor oracle's learning case before any fuzzing: {}\n  cites {}\n  replay: cetp replay {} --target {}",
+        "FINDING {} — the target failed the descriptor oracle's learning case before any fuzzing: {}\n  cites {}\n  replay: cetp replay {} {}",
         f.id,
         escape::terminal(&f.message, 300),
         f.cited.join(", "),
-        path.display(),
-        escape::terminal(first_target(args), 200),
+        escape::terminal(
+            &escape::shell_words([path.display().to_string().as_str()]),
+            4000
+        ),
+        replay_flags(args),
     );
     println!("judged by the descriptor oracle");
     Ok(ExitCode::Fail)

@@ -463,22 +463,46 @@ fn target_b_takes_the_tcp_form_too() {
     }
 }
 
+/// The printed line, pasted into a shell, reruns the case as the run ran
+/// it: with its profile (a replay without it leaves a case that needs the
+/// profile's observer unjudged), and FAILs again.
 #[test]
 fn a_fail_prints_the_command_that_reproduces_it_and_flaky_is_counted() {
+    let profile = concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/reference.toml");
     let o = cetp(&[
         "run",
         "--target",
         "sim:mutant=no_dedupe",
+        "--profile",
+        profile,
         "--only",
         "IDEM-001",
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let t = text(&o);
-    assert!(
-        t.contains("reproduce: cetp replay IDEM-001 --target sim:mutant=no_dedupe --seed 1"),
-        "{t}"
-    );
     assert!(t.contains("1 failed, 0 flaky,"), "{t}");
+    let line = t
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce: "))
+        .unwrap_or_else(|| panic!("no reproduce line: {t}"));
+    let words = shlex::split(line).unwrap_or_else(|| panic!("not a shell line: {line}"));
+    assert_eq!(
+        words,
+        [
+            "cetp",
+            "replay",
+            "IDEM-001",
+            "--target",
+            "sim:mutant=no_dedupe",
+            "--seed",
+            "1",
+            "--profile",
+            profile
+        ]
+    );
+    let again = cetp(&words[1..].iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(text(&again).contains("FAIL  IDEM-001"), "{}", text(&again));
 }
 
 #[test]
@@ -590,7 +614,7 @@ fn report_sarif_has_one_result_per_fail_with_its_requirement_and_replay() {
         .unwrap();
     assert_eq!(
         idem1["properties"]["replay"],
-        "cetp replay IDEM-001 --target sim:mutant=no_dedupe --seed 1"
+        "cetp replay IDEM-001 --target 'sim:mutant=no_dedupe' --seed 1"
     );
     if let Some(v) = sarif_validator() {
         assert_valid_sarif(&v, &sarif, "report.sarif");

@@ -243,6 +243,11 @@ pub fn consumer(args: &ConsumerOptions) -> Result<ExitCode, Failure> {
         skip: args.skip.clone(),
         harness: format!("cetp {} (role: consumer)", env!("CARGO_PKG_VERSION")),
         started_at_ms: now_ms(),
+        rerun: args
+            .profile
+            .iter()
+            .flat_map(|p| ["--profile".to_string(), p.display().to_string()])
+            .collect(),
     };
     let quiet = matches!(at, Where::InProcess(_)).then(runner::QuietConsumerPanics::install);
     let mut place = Place {

@@ -124,6 +124,7 @@ pub fn prepare(
         provider_apks: provider_apks(&spec)?,
         max_wait: Some(args.max_wait),
         partition: args.partition,
+        rerun: rerun_flags(args),
     };
     Ok(Prepared {
         args: args.clone(),
@@ -134,6 +135,24 @@ pub fn prepare(
         profile,
         cfg,
     })
+}
+
+/// The flags besides `--target` and `--seed` that rerun one case of this
+/// run as it ran: a replay without the profile leaves a case that needs
+/// its roles or observer unjudged, and one without `--target-b` has no
+/// second identity.
+pub fn rerun_flags(args: &RunOptions) -> Vec<String> {
+    let mut flags = Vec::new();
+    if let Some(b) = &args.target_b {
+        flags.extend(["--target-b".to_string(), b.clone()]);
+    }
+    if let Some(s) = &args.adb_server {
+        flags.extend(["--adb-server".to_string(), s.clone()]);
+    }
+    if let Some(p) = &args.profile {
+        flags.extend(["--profile".to_string(), p.display().to_string()]);
+    }
+    flags
 }
 
 /// `CETP_PAUSE_AT` (crash tests only): see `cetp_conformance::journal::PausePoint`.

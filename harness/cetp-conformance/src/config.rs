@@ -42,6 +42,10 @@ pub struct RunConfig {
     pub max_wait: Option<std::time::Duration>,
     /// `--partition`: run only this part of the selection ([`crate::partition`]).
     pub partition: Option<crate::partition::Partition>,
+    /// The flags besides `--target` and `--seed` that rerun one case as
+    /// this run runs it (`--target-b B`, `--profile P`), for the reproduce
+    /// lines (`Event::RunStarted::rerun`).
+    pub rerun: Vec<String>,
 }
 
 impl RunConfig {

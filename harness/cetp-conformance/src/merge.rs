@@ -162,6 +162,8 @@ pub struct Part {
     only: Vec<String>,
     skip: Vec<String>,
     attempts: u32,
+    /// The part's flags for a rerun of one case (the merge keeps the first part's).
+    rerun: Vec<String>,
     /// `TargetIdentified`: one per device (a sharded part has several).
     identified: Vec<Event>,
     /// `DeviceLost` of a sharded part.
@@ -192,6 +194,7 @@ impl Part {
             only,
             skip,
             attempts,
+            rerun,
         }) = it.next()
         else {
             return Err(bad("the event stream does not begin with run_started"));
@@ -213,6 +216,7 @@ impl Part {
             only,
             skip,
             attempts,
+            rerun,
             identified: Vec::new(),
             lost: Vec::new(),
             pin: None,
@@ -656,6 +660,7 @@ fn open_run(parts: &[Part], d: &mut Dispatcher<'_>) {
         only: first.only.clone(),
         skip: first.skip.clone(),
         attempts: first.attempts,
+        rerun: first.rerun.clone(),
     });
     d.emit(Event::RunPartition {
         scheme: first.partition.scheme,
@@ -915,6 +920,7 @@ mod tests {
                 only: vec![],
                 skip: vec![],
                 attempts: 1,
+                rerun: Vec::new(),
             },
             Event::RunPartition {
                 scheme: Scheme::Slice,

@@ -259,6 +259,7 @@ pub(crate) fn run_started(
         only: cfg.only.clone(),
         skip: cfg.skip.clone(),
         attempts: cfg.attempts,
+        rerun: cfg.rerun.clone(),
     }
 }
 

@@ -26,6 +26,9 @@ pub struct ConsumerPlan {
     pub harness: String,
     /// Start time of the run, Unix epoch ms.
     pub started_at_ms: i64,
+    /// The flags besides `--target` and `--seed` a rerun of one scenario
+    /// needs (`--profile P`: the driver).
+    pub rerun: Vec<String>,
 }
 
 /// Where the Consumer under test runs: the dispatcher's executor.
@@ -77,6 +80,7 @@ pub fn run(
         only: plan.only.clone(),
         skip: plan.skip.clone(),
         attempts: 1,
+        rerun: plan.rerun.clone(),
     });
     let (package, authority) = place.prepare()?.unwrap_or_else(|| {
         (
@@ -238,6 +242,7 @@ mod tests {
             skip: Vec::new(),
             harness: "cetp test".into(),
             started_at_ms: 7,
+            rerun: Vec::new(),
         }
     }
 

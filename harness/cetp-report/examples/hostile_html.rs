@@ -32,6 +32,7 @@ fn main() {
             only: vec![],
             skip: vec![],
             attempts: 1,
+            rerun: Vec::new(),
         },
         Event::StepSent {
             case_id: "EXE-003".into(),

@@ -21,6 +21,19 @@ pub fn terminal(s: &str, max_chars: usize) -> String {
     out
 }
 
+/// Words of a command line as a POSIX shell reads them back: each quoted
+/// when it holds what a shell would read otherwise (a space, `$`, a
+/// quote), joined by spaces. Not yet safe for any medium: the caller
+/// escapes the line for its own (a word a shell cannot carry, with a NUL,
+/// is left as it is and the medium's escape shows the NUL).
+pub fn shell_words<'a>(words: impl IntoIterator<Item = &'a str>) -> String {
+    words
+        .into_iter()
+        .map(|w| shlex::try_quote(w).map_or_else(|_| w.to_string(), |q| q.into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// For XML 1.0 text and attribute values: markup characters become entities;
 /// characters XML 1.0 cannot carry at all (most C0 controls) become `\u{..}`.
 pub fn xml(s: &str) -> String {
@@ -90,6 +103,20 @@ pub fn markdown(s: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_line_reads_back_as_its_words() {
+        let words = [
+            "--target",
+            "jvm:/a b/x.jar,classpath=/c",
+            "--profile",
+            "it's.toml",
+            "plain",
+        ];
+        let line = shell_words(words);
+        assert_eq!(shlex::split(&line).unwrap(), words);
+        assert!(line.ends_with(" plain"), "{line}");
+    }
 
     #[test]
     fn markdown_cannot_break_out() {

@@ -59,6 +59,8 @@ pub struct HtmlReport {
     path: Option<PathBuf>,
     run_id: String,
     target: String,
+    /// The run's other flags a rerun needs (`RunStarted::rerun`).
+    rerun: Vec<String>,
     seed: u64,
     harness: String,
     traces: BTreeMap<String, Vec<String>>,
@@ -84,6 +86,7 @@ impl HtmlReport {
             path,
             run_id: String::new(),
             target: String::new(),
+            rerun: Vec::new(),
             seed: 0,
             harness: String::new(),
             traces: BTreeMap::new(),
@@ -258,13 +261,8 @@ impl HtmlReport {
             );
         }
         if c.kind == "case" {
-            let _ = writeln!(
-                o,
-                "<p>Reproduce: <code>cetp replay {} --target {} --seed {}</code></p>",
-                html(&c.id, 40),
-                html(&self.target, 200),
-                self.seed
-            );
+            let line = crate::replay_command(&c.id, &self.target, self.seed, &self.rerun);
+            let _ = writeln!(o, "<p>Reproduce: <code>{}</code></p>", html(&line, 4000));
         }
         if !c.trace.is_empty() {
             o.push_str("<details><summary>steps and wire trace</summary><pre>");
@@ -341,11 +339,13 @@ impl HtmlReport {
                 harness,
                 target,
                 seed,
+                rerun,
                 ..
             } => {
                 self.run_id = run_id.clone();
                 self.harness = harness.clone();
                 self.target = target.clone();
+                self.rerun = rerun.clone();
                 self.seed = *seed;
             }
             Event::RunPinned { pin_hash, .. } => self.pin = Some(pin_hash.clone()),

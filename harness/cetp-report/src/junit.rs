@@ -31,6 +31,8 @@ pub struct JunitReport {
     path: PathBuf,
     suite: String,
     target: String,
+    /// The run's other flags a rerun needs (`RunStarted::rerun`).
+    rerun: Vec<String>,
     seed: u64,
     started_at_ms: i64,
     duration_ms: u64,
@@ -46,6 +48,7 @@ impl JunitReport {
             path,
             suite: "cetp".into(),
             target: String::new(),
+            rerun: Vec::new(),
             seed: 0,
             started_at_ms: 0,
             duration_ms: 0,
@@ -61,12 +64,8 @@ impl JunitReport {
             body.push_str(&format!("\nrequirements: {}", r.cited.join(", ")));
         }
         if r.class == "cetp.case" {
-            body.push_str(&format!(
-                "\nreproduce: cetp replay {} --target {} --seed {}",
-                esc(&r.id, 40),
-                esc(&self.target, 200),
-                self.seed
-            ));
+            let line = crate::replay_command(&r.id, &self.target, self.seed, &self.rerun);
+            body.push_str(&format!("\nreproduce: {}", esc(&line, 4000)));
         }
         let status = match r.verdict {
             Verdict::Pass => TestCaseStatus::success(),
@@ -124,10 +123,12 @@ impl Reporter for JunitReport {
                 target,
                 seed,
                 started_at_ms,
+                rerun,
                 ..
             } => {
                 self.suite = format!("cetp {target}");
                 self.target = target.clone();
+                self.rerun = rerun.clone();
                 self.seed = *seed;
                 self.started_at_ms = *started_at_ms;
             }

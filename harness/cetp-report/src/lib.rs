@@ -50,6 +50,20 @@ pub fn standard_reporters(
     ]
 }
 
+/// The command that reruns one case as its run ran it: the run's target,
+/// seed and other flags (`RunStarted`'s `rerun`: the profile, the second
+/// identity), whole and quoted for a POSIX shell. Each reporter escapes
+/// it for its own medium.
+pub fn replay_command(case_id: &str, target: &str, seed: u64, rerun: &[String]) -> String {
+    let seed = seed.to_string();
+    let words = [
+        "cetp", "replay", case_id, "--target", target, "--seed", &seed,
+    ]
+    .into_iter()
+    .chain(rerun.iter().map(String::as_str));
+    escape::shell_words(words)
+}
+
 /// Writes a rendered report where its reporter was told to (nowhere for an
 /// in-memory one), naming the file in the error.
 pub(crate) fn write_report(path: Option<&std::path::Path>, text: &str) -> std::io::Result<()> {

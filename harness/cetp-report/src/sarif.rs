@@ -50,6 +50,8 @@ pub struct SarifReport {
     catalog: BTreeMap<String, RuleInfo>,
     harness: String,
     target: String,
+    /// The run's other flags a rerun needs (`RunStarted::rerun`).
+    rerun: Vec<String>,
     seed: u64,
     results: Vec<Json>,
     rules_used: Vec<String>,
@@ -66,6 +68,7 @@ impl SarifReport {
             catalog,
             harness: String::new(),
             target: String::new(),
+            rerun: Vec::new(),
             seed: 0,
             results: Vec::new(),
             rules_used: Vec::new(),
@@ -103,15 +106,11 @@ impl SarifReport {
                 self.rules_used.len() - 1
             }
         };
-        let replay = (kind == "case").then(|| {
-            format!(
-                "cetp replay {id} --target {} --seed {}",
-                self.target, self.seed
-            )
-        });
+        let replay = (kind == "case")
+            .then(|| crate::replay_command(id, &self.target, self.seed, &self.rerun));
         let mut text = format!("{} {id}: {}", verdict.as_str(), esc(reason, 2000));
         if let Some(r) = &replay {
-            text.push_str(&format!(" Reproduce: {}", esc(r, 400)));
+            text.push_str(&format!(" Reproduce: {}", esc(r, 4000)));
         }
         self.results.push(json!({
             "ruleId": rule,
@@ -174,10 +173,12 @@ impl Reporter for SarifReport {
                 harness,
                 target,
                 seed,
+                rerun,
                 ..
             } => {
                 self.harness = harness.clone();
                 self.target = target.clone();
+                self.rerun = rerun.clone();
                 self.seed = *seed;
             }
             Event::CaseFinished {

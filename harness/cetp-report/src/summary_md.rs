@@ -14,6 +14,8 @@ use std::path::PathBuf;
 pub struct SummaryMd {
     path: Option<PathBuf>,
     target: String,
+    /// The run's other flags a rerun needs (`RunStarted::rerun`).
+    rerun: Vec<String>,
     seed: u64,
     run_id: String,
     /// The run's pin hash (`RunPinned`).
@@ -35,6 +37,7 @@ impl SummaryMd {
         SummaryMd {
             path,
             target: String::new(),
+            rerun: Vec::new(),
             seed: 0,
             run_id: String::new(),
             pin: None,
@@ -52,11 +55,12 @@ impl SummaryMd {
             return;
         }
         let again = if replay {
+            // A code span cannot hold a backquote; the line is the shell's, not Markdown's.
             format!(
-                "`cetp replay {} --target {} --seed {}`",
-                id.replace('`', ""),
-                self.target.replace('`', ""),
-                self.seed
+                "`{}`",
+                crate::replay_command(id, &self.target, self.seed, &self.rerun)
+                    .replace(['`', '\n', '\r'], "")
+                    .replace('|', "\\|")
             )
         } else {
             String::new()
@@ -159,10 +163,12 @@ impl Reporter for SummaryMd {
                 run_id,
                 target,
                 seed,
+                rerun,
                 ..
             } => {
                 self.run_id = run_id.clone();
                 self.target = target.clone();
+                self.rerun = rerun.clone();
                 self.seed = *seed;
             }
             Event::CaseFinished {

@@ -22,6 +22,8 @@ pub struct Terminal<W: Write + Send> {
     want_progress: bool,
     /// The run's target and seed, for the command that reproduces a FAIL.
     target: String,
+    /// The run's other flags a rerun needs (`RunStarted::rerun`).
+    rerun_flags: Vec<String>,
     /// The device of the case running, in a run of several devices: its
     /// FAIL is reproduced there.
     device: Option<String>,
@@ -51,6 +53,7 @@ impl<W: Write + Send> Terminal<W> {
             progress: None,
             want_progress: false,
             target: String::new(),
+            rerun_flags: Vec::new(),
             device: None,
             seed: 0,
             rerun: Rerun::Replay,
@@ -176,22 +179,33 @@ impl<W: Write + Send> Terminal<W> {
         ))
     }
 
-    /// The command that reruns one case alone.
+    /// The command that reruns one case, whole: a line cut short, or one
+    /// without the run's profile, would not rerun it as it ran.
     fn reproduce_line(&self, case_id: &str) -> String {
-        match self.rerun {
-            Rerun::Replay => format!(
-                "\n        reproduce: cetp replay {} --target {} --seed {}",
-                esc(case_id, 40),
-                esc(self.device.as_ref().unwrap_or(&self.target), 200),
-                self.seed
+        let line = match self.rerun {
+            Rerun::Replay => crate::replay_command(
+                case_id,
+                self.device.as_ref().unwrap_or(&self.target),
+                self.seed,
+                &self.rerun_flags,
             ),
-            Rerun::Consumer => format!(
-                "\n        reproduce: cetp consumer --only {} --target {} --seed {}",
-                esc(case_id, 40),
-                esc(&self.target, 200),
-                self.seed
-            ),
-        }
+            Rerun::Consumer => {
+                let seed = self.seed.to_string();
+                let words = [
+                    "cetp",
+                    "consumer",
+                    "--only",
+                    case_id,
+                    "--target",
+                    &self.target,
+                ]
+                .into_iter()
+                .chain(["--seed", seed.as_str()])
+                .chain(self.rerun_flags.iter().map(String::as_str));
+                crate::escape::shell_words(words)
+            }
+        };
+        format!("\n        reproduce: {}", esc(&line, 4000))
     }
 
     /// A run-level check's line: shown when it did not pass (or when
@@ -450,8 +464,12 @@ impl<W: Write + Send> Reporter for Terminal<W> {
                 target,
                 seed,
                 cases,
+                rerun,
                 ..
-            } => Some(self.run_started(run_id, target, *seed, *cases)),
+            } => {
+                self.rerun_flags = rerun.clone();
+                Some(self.run_started(run_id, target, *seed, *cases))
+            }
             Event::RunPartition { .. } => partition_line(event),
             Event::TargetIdentified { .. } => target_line(event),
             Event::CaseStarted {

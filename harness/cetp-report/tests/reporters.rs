@@ -25,6 +25,7 @@ fn fixed_run() -> Vec<Event> {
             only: vec![],
             skip: vec![],
             attempts: 1,
+            rerun: Vec::new(),
         },
         Event::CaseStarted {
             case_id: "IDEM-001".into(),
@@ -280,7 +281,11 @@ fn index_html_snapshot() {
     let page = r.render();
     assert!(!page.contains("<script") && !page.contains('\u{1b}') && !page.contains('\u{202E}'));
     assert!(page.contains("default-src 'none'"));
-    assert!(page.contains("cetp replay IDEM-001 --target sim:mutant=no_dedupe --seed 7"));
+    // The line quoted for a shell ('sim:mutant=no_dedupe'), then for HTML.
+    assert!(
+        page.contains("cetp replay IDEM-001 --target &#39;sim:mutant=no_dedupe&#39; --seed 7"),
+        "{page}"
+    );
     insta::assert_snapshot!(page);
 }
 

@@ -80,6 +80,7 @@ fn run() -> Vec<Event> {
             only: vec![],
             skip: vec![],
             attempts: 1,
+            rerun: Vec::new(),
         },
         Event::TargetIdentified {
             // Built from JSON so that the test names no device type.
@@ -188,4 +189,64 @@ fn terminal_view_snapshot() {
         text.push_str(&format!("===== {mode}\n{out}"));
     }
     insta::assert_snapshot!(text);
+}
+
+/// The reproduce line of a FAIL is one a shell reads back as the run's own
+/// flags: the whole target however long (a cut one names another file),
+/// the second identity and the profile (without which a case that needs
+/// its roles or observer is not judged), each word quoted as it needs.
+#[test]
+fn a_reproduce_line_reruns_the_case_as_it_ran() {
+    let target = format!(
+        "jvm:/home/v/my app/notes.jar,classpath={}/kotlin-stdlib.jar",
+        "/m2/repository/org/jetbrains/kotlin".repeat(8)
+    );
+    let out = Shared::default();
+    let mut t = Terminal::new(out.clone(), false, false);
+    for e in [
+        Event::RunStarted {
+            run_id: "run-1".into(),
+            harness: "cetp test".into(),
+            target: target.clone(),
+            seed: 7,
+            config_hash: String::new(),
+            started_at_ms: 0,
+            cases: 1,
+            only: vec![],
+            skip: vec![],
+            attempts: 1,
+            rerun: vec![
+                "--target-b".into(),
+                "127.0.0.1:7802".into(),
+                "--profile".into(),
+                "vendor's profile.toml".into(),
+            ],
+        },
+        case("CONF-008", Verdict::Fail, "executed", None),
+    ] {
+        t.on_event(&e);
+    }
+    t.finish().expect("finish");
+    let text = String::from_utf8(out.0.lock().expect("lock").clone()).expect("UTF-8");
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce: "))
+        .unwrap_or_else(|| panic!("no reproduce line in {text}"));
+    let words = shlex::split(line).unwrap_or_else(|| panic!("not a shell line: {line}"));
+    assert_eq!(
+        words,
+        [
+            "cetp",
+            "replay",
+            "CONF-008",
+            "--target",
+            &target,
+            "--seed",
+            "7",
+            "--target-b",
+            "127.0.0.1:7802",
+            "--profile",
+            "vendor's profile.toml"
+        ]
+    );
 }

@@ -160,6 +160,12 @@ pub enum Event {
         skip: Vec<String>,
         /// Attempts per case (`--attempts`): more than one can yield FLAKY.
         attempts: u32,
+        /// The flags besides `--target` and `--seed` a rerun of one case
+        /// needs to run it as this run did (`--target-b`, `--profile`), in
+        /// order: the reproduce lines print them. Without the profile a
+        /// case that needs its roles or observer is not judged on rerun.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rerun: Vec<String>,
     },
     /// Right after `RunStarted`, for a run that is one part of a split run
     /// (`--partition`, `cetp_conformance::partition`), or a merge of all the parts
