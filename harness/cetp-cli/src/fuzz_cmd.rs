@@ -165,15 +165,11 @@ fn first_target(args: &FuzzArgs) -> &str {
 /// shell and made safe for the terminal, never cut short.
 fn replay_flags(args: &FuzzArgs) -> String {
     let mut words = vec!["--target".to_string(), first_target(args).to_string()];
-    if let Some(b) = &args.target_b {
-        words.extend(["--target-b".to_string(), b.clone()]);
-    }
-    if let Some(s) = &args.adb_server {
-        words.extend(["--adb-server".to_string(), s.clone()]);
-    }
-    if let Some(p) = &args.profile {
-        words.extend(["--profile".to_string(), p.display().to_string()]);
-    }
+    words.extend(cetp_commands::run::rerun_flags_of(
+        args.target_b.as_deref(),
+        args.adb_server.as_deref(),
+        args.profile.as_deref(),
+    ));
     escape::terminal(&escape::shell_words(words.iter().map(String::as_str)), 4000)
 }
 

@@ -1625,10 +1625,13 @@ fn the_reference_consumer_passes_through_a_real_adb_server() {
 #[test]
 fn fuzz_exits_1_on_a_finding_writes_it_as_a_case_file_and_0_when_clean() {
     let dir = tmp("fuzz-mutant");
+    let profile = concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/reference.toml");
     let o = cetp(&[
         "fuzz",
         "--target",
         "sim:mutant=negotiate_limits_below_minimum",
+        "--profile",
+        profile,
         "--cases",
         "10",
         "--seed",
@@ -1642,6 +1645,20 @@ fn fuzz_exits_1_on_a_finding_writes_it_as_a_case_file_and_0_when_clean() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains("seed 3"), "the run prints its seed: {t}");
+    // The printed replay, pasted into a shell, meets the target as the run
+    // did (its profile too) and FAILs again.
+    let line = t
+        .lines()
+        .find_map(|l| l.split_once("replay: ").map(|(_, r)| r))
+        .unwrap_or_else(|| panic!("no replay line: {t}"));
+    let words = shlex::split(line).unwrap_or_else(|| panic!("not a shell line: {line}"));
+    assert_eq!(words[..2], ["cetp", "replay"], "{line}");
+    assert!(
+        words.windows(2).any(|w| w == ["--profile", profile]),
+        "{line}"
+    );
+    let again = cetp(&words[1..].iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(again.status.code(), Some(1), "{line}: {}", text(&again));
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("fuzz.json")).unwrap()).unwrap();
     assert_eq!(

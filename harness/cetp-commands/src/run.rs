@@ -142,14 +142,28 @@ pub fn prepare(
 /// its roles or observer unjudged, and one without `--target-b` has no
 /// second identity.
 pub fn rerun_flags(args: &RunOptions) -> Vec<String> {
+    rerun_flags_of(
+        args.target_b.as_deref(),
+        args.adb_server.as_deref(),
+        args.profile.as_deref(),
+    )
+}
+
+/// [`rerun_flags`] from the flags themselves, for the commands (`cetp
+/// fuzz`) whose options are not a run's.
+pub fn rerun_flags_of(
+    target_b: Option<&str>,
+    adb_server: Option<&str>,
+    profile: Option<&Path>,
+) -> Vec<String> {
     let mut flags = Vec::new();
-    if let Some(b) = &args.target_b {
-        flags.extend(["--target-b".to_string(), b.clone()]);
+    if let Some(b) = target_b {
+        flags.extend(["--target-b".to_string(), b.to_string()]);
     }
-    if let Some(s) = &args.adb_server {
-        flags.extend(["--adb-server".to_string(), s.clone()]);
+    if let Some(s) = adb_server {
+        flags.extend(["--adb-server".to_string(), s.to_string()]);
     }
-    if let Some(p) = &args.profile {
+    if let Some(p) = profile {
         flags.extend(["--profile".to_string(), p.display().to_string()]);
     }
     flags
