@@ -1447,6 +1447,8 @@ impl Shadow {
                 any_fault(&mut step, &live, &refusals);
                 if foreign_operation_query(&steps, i) || resume_after_clock_move(&steps, i) {
                     any_refusal(&mut step);
+                } else {
+                    resumed_refusal(&mut step);
                 }
             }
             compiled.push(step.clone());
@@ -1770,6 +1772,26 @@ fn resume_after_clock_move(steps: &[GenStep], i: usize) -> bool {
             .any(|g| g.step.get("do").and_then(Json::as_str) == Some("advance_clock"))
 }
 
+/// A resumed call the members refused for anything but the user's
+/// denial: any refusal. The suite asks only `refused` of every misused
+/// token (another caller's, CONF-005; one used twice, reordered args, an
+/// expired one: CONF-004, -006, -007, -009, -010): which code says no is
+/// the Provider's choice (the Kotlin sample asks again, USER_ACTION_REQUIRED,
+/// for a token of another caller while its own confirmation is pending).
+/// A denial keeps its USER_CANCELLED (CONF-002, CONF-011: §4.3 names it),
+/// and a success the members allowed stays the only pass.
+fn resumed_refusal(step: &mut Json) {
+    let resumed = step.get("method").and_then(Json::as_str) == Some("execute_tool")
+        && step.get("resume_token").is_some();
+    let denied = step
+        .pointer("/expect/error_code")
+        .and_then(Json::as_array)
+        .is_some_and(|codes| codes.iter().any(|c| c == "USER_CANCELLED"));
+    if resumed && !denied {
+        any_refusal(step);
+    }
+}
+
 fn any_refusal(step: &mut Json) {
     let Some(e) = step.get_mut("expect").and_then(Json::as_object_mut) else {
         return;
@@ -2004,6 +2026,32 @@ mod tests {
             may_succeed["expect"]["error_code"],
             json!(["INVALID_REQUEST"])
         );
+    }
+
+    /// Every misused resume token the members refused is refused any way
+    /// the target likes (the suite's cases ask `refused`); a denial keeps
+    /// USER_CANCELLED, and a step that is no resumed call keeps its codes.
+    #[test]
+    fn a_misused_resume_token_admits_any_refusal_and_a_denial_keeps_its_code() {
+        let resumed = |codes: Json| {
+            json!({"do": "call", "method": "execute_tool", "as": "a",
+                   "resume_token": "${r11/resume_token}",
+                   "expect": {"status": ["error"], "error_code": codes}})
+        };
+        let mut foreign = resumed(json!(["INVALID_REQUEST"]));
+        resumed_refusal(&mut foreign);
+        assert_eq!(foreign["expect"], json!({"status": ["error"]}));
+        let mut denied = resumed(json!(["USER_CANCELLED"]));
+        resumed_refusal(&mut denied);
+        assert_eq!(denied["expect"]["error_code"], json!(["USER_CANCELLED"]));
+        let mut plain = json!({"do": "call", "method": "execute_tool",
+            "expect": {"status": ["error"], "error_code": ["INVALID_REQUEST"]}});
+        resumed_refusal(&mut plain);
+        assert_eq!(plain["expect"]["error_code"], json!(["INVALID_REQUEST"]));
+        let mut may_succeed = json!({"method": "execute_tool", "resume_token": "t",
+            "expect": {"status": ["success"]}});
+        resumed_refusal(&mut may_succeed);
+        assert_eq!(may_succeed["expect"], json!({"status": ["success"]}));
     }
 
     fn run(stop_at: Option<usize>, len: usize) -> CaseRun {
