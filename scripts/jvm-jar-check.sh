@@ -112,6 +112,32 @@ run_cetp() {
 
 sample_flags=(--profile examples/java-provider/profile.toml)
 
+# same_verdicts WHAT BASE_LABEL BASE_REPORT LABEL REPORT [claim]: the run of
+# REPORT gave BASE_REPORT's verdict in every case and check (and, with
+# `claim`, may claim CETP v2); prints the differences and fails otherwise.
+same_verdicts() {
+    python3 - "$@" <<'PY'
+import json, sys
+what, base_label, base_path, label, path = sys.argv[1:6]
+need_claim = sys.argv[6:] == ["claim"]
+base, run = json.load(open(base_path)), json.load(open(path))
+def verdicts(r):
+    return {c["id"]: c["verdict"] for c in r["cases"] + r["checks"]}
+b, r = verdicts(base), verdicts(run)
+diff = [f"{i}: {base_label} {b.get(i)}, {label} {r.get(i)}" for i in sorted(set(b) | set(r)) if b.get(i) != r.get(i)]
+if diff or (need_claim and not run["claim"]["cetp_v2"]):
+    print(f"jvm-jar-check: {what} differs from the {base_label} run, or may not claim CETP v2:")
+    for d in diff:
+        print("  " + d)
+    print("  claim: " + run["claim"]["statement"])
+    sys.exit(1)
+s = run["summary"]
+print(f"jvm-jar-check: {what}: the {base_label} run's verdicts in all {len(r)} cases and checks "
+      f"({s['pass']} passed, {s['fail']} failed, {s['not_applicable']} not applicable, {s['infra_error']} infra)"
+      + (f"; {run['claim']['statement']}" if need_claim else ""))
+PY
+}
+
 # ---- 1. the sample as a jar, registered from flags
 t1=$(date +%s)
 if [ -z "$baseline" ]; then
@@ -131,22 +157,8 @@ start_device --provider-jar "$work/jar/sample-tasks.jar" \
     --meta com.clawseed.tools.version=2 --meta com.clawseed.tools.versions=2 \
     --provider-meta "com.example.cetp.tasks.manager_certs=$certs"
 run_cetp sample-jar "${sample_flags[@]}"
-python3 - "$baseline" "$work/sample-jar/report.json" <<'PY' || { cat "$work/sample-jar.out"; exit 1; }
-import json, sys
-base, jar = (json.load(open(p)) for p in sys.argv[1:3])
-def verdicts(r):
-    return {c["id"]: c["verdict"] for c in r["cases"] + r["checks"]}
-b, j = verdicts(base), verdicts(jar)
-diff = [f"{i}: built-in {b.get(i)}, jar {j.get(i)}" for i in sorted(set(b) | set(j)) if b.get(i) != j.get(i)]
-if diff:
-    print("jvm-jar-check: the sample as a jar differs from the built-in sample:")
-    for d in diff:
-        print("  " + d)
-    sys.exit(1)
-s = jar["summary"]
-print(f"jvm-jar-check: the sample as a jar: the built-in sample's verdicts in all {len(j)} cases and checks "
-      f"({s['pass']} passed, {s['fail']} failed, {s['not_applicable']} not applicable, {s['infra_error']} infra)")
-PY
+same_verdicts "the sample as a jar" built-in "$baseline" jar "$work/sample-jar/report.json" ||
+    { cat "$work/sample-jar.out"; exit 1; }
 echo "jvm-jar-check: part 1 took $(( $(date +%s) - t1 )) s"
 
 # ---- 1b. the sample from its APK, as a vendor ships it (issue 41)
@@ -155,22 +167,8 @@ t1b=$(date +%s)
 start_device --provider-apk "$root/target/apk/java-provider.apk"
 grep -h "apk-to-jar:" "$work/device.log" || true
 run_cetp sample-apk "${sample_flags[@]}"
-python3 - "$baseline" "$work/sample-apk/report.json" <<'PY' || { cat "$work/sample-apk.out"; exit 1; }
-import json, sys
-base, apk = (json.load(open(p)) for p in sys.argv[1:3])
-def verdicts(r):
-    return {c["id"]: c["verdict"] for c in r["cases"] + r["checks"]}
-b, a = verdicts(base), verdicts(apk)
-diff = [f"{i}: built-in {b.get(i)}, APK {a.get(i)}" for i in sorted(set(b) | set(a)) if b.get(i) != a.get(i)]
-if diff:
-    print("jvm-jar-check: the sample from its APK differs from the built-in sample:")
-    for d in diff:
-        print("  " + d)
-    sys.exit(1)
-s = apk["summary"]
-print(f"jvm-jar-check: the sample from its APK: the built-in sample's verdicts in all {len(a)} cases and checks "
-      f"({s['pass']} passed, {s['fail']} failed, {s['not_applicable']} not applicable, {s['infra_error']} infra)")
-PY
+same_verdicts "the sample from its APK" built-in "$baseline" APK "$work/sample-apk/report.json" ||
+    { cat "$work/sample-apk.out"; exit 1; }
 echo "jvm-jar-check: part 1b took $(( $(date +%s) - t1b )) s"
 
 # ---- 2. a Kotlin Provider on its own base class
@@ -228,23 +226,8 @@ done
 # kotlin-stdlib comes from the APK's own dex, nothing on --classpath.
 start_device --provider-apk "$root/target/apk/kotlin-provider.apk"
 run_cetp kotlin-apk --profile "$kt/profile.toml"
-python3 - "$work/kotlin-profile/report.json" "$work/kotlin-apk/report.json" <<'PY' || { cat "$work/kotlin-apk.out"; exit 1; }
-import json, sys
-jar, apk = (json.load(open(p)) for p in sys.argv[1:3])
-def verdicts(r):
-    return {c["id"]: c["verdict"] for c in r["cases"] + r["checks"]}
-j, a = verdicts(jar), verdicts(apk)
-diff = [f"{i}: jar {j.get(i)}, APK {a.get(i)}" for i in sorted(set(j) | set(a)) if j.get(i) != a.get(i)]
-if diff or not apk["claim"]["cetp_v2"]:
-    print("jvm-jar-check: the Kotlin Provider from its APK differs from its jar, or may not claim CETP v2:")
-    for d in diff:
-        print("  " + d)
-    print("  claim: " + apk["claim"]["statement"])
-    sys.exit(1)
-s = apk["summary"]
-print(f"jvm-jar-check: the Kotlin Provider from its APK: its jar's verdicts in all {len(a)} cases and checks "
-      f"({s['pass']} passed, {s['not_applicable']} not applicable); {apk['claim']['statement']}")
-PY
+same_verdicts "the Kotlin Provider from its APK" jar "$work/kotlin-profile/report.json" APK "$work/kotlin-apk/report.json" claim ||
+    { cat "$work/kotlin-apk.out"; exit 1; }
 # Each seeded defect (examples/kotlin-provider/defects.tsv): the cases that
 # show it, a FAIL citing its requirement.
 while IFS=$'\t' read -r name req cases _what; do
