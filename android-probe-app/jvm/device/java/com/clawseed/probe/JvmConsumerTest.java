@@ -257,6 +257,15 @@ public class JvmConsumerTest {
     }
 
     @Test
+    public void theDeviceDoesNotOfferToReportClosesItCannotHear() {
+        // Robolectric's close listener hears the probe's own silent release
+        // as a close: listed, fd_closed would pass a Consumer that leaks.
+        assertTrue(HostedProvider.REPLY_EXTENSIONS.contains("fd_closed"));
+        assertFalse(JvmDevice.hostedExtensions().contains("fd_closed"));
+        assertTrue(JvmDevice.hostedExtensions().containsAll(List.of("fd_endless", "pending_intent")));
+    }
+
+    @Test
     public void theConsumerMeetsTheHostedProviderAsOnAPhone() throws Exception {
         JvmConsumer c = consumer();
         String authority = hosted.hostable().authority;

@@ -145,7 +145,7 @@ public final class Dispatcher {
                 DeviceBackend.Hello h = backend.hello();
                 Abilities abilities = backend.abilities();
                 List<String> ops = new ArrayList<>(abilities.ops());
-                JsonObject extra = new JsonObject(h.extra);
+                JsonObject extra = new JsonObject();
                 if (hosted != null) {
                     // Listed only where they work: the host then knows at
                     // once whether it can test a Consumer here. `consumer_act`
@@ -153,6 +153,10 @@ public final class Dispatcher {
                     ops.addAll(HOSTING_OPS);
                     extra.putAll(hosting.helloMembers());
                 }
+                // The backend's own members win: a device that cannot play
+                // one of the hosting's abilities says so (the JVM device
+                // cannot hear a Consumer close a descriptor).
+                extra.putAll(h.extra);
                 List<String> consumers = backend.consumers();
                 if (!consumers.isEmpty()) {
                     // A device that makes a Consumer act (the JVM device with
