@@ -8,7 +8,9 @@
 # …), made to act by `cetp consumer --target tcp:…` while the device hosts
 # the hostile Provider as the probe app does on a phone.
 #
-#  1. The sample as written: no FAIL, no WARN, nothing INFRA; at least 38
+#  1. The sample as written, with its profile (examples/java-consumer/
+#     profile.toml: its name and the bounds it declares, no driver: the
+#     device makes it act): no FAIL, no WARN, nothing INFRA; at least 38
 #     of the Consumer scenarios judged and passed; every other one named
 #     not judged, with the ability it needs.
 #  2. Each seeded defect (examples/java-consumer/defects.tsv, chosen with
@@ -102,7 +104,8 @@ run_consumer() {
 # ---- 1. the sample as written
 t1=$(date +%s)
 start_device "${consumer[@]}"
-run_consumer sample
+# With its profile: its declared bounds (§7.3) are judged.
+run_consumer sample --profile examples/java-consumer/profile.toml
 python3 - "$work/sample/report.json" <<'PY' || { cat "$work/sample.out"; tail -50 "$work/device.log"; exit 1; }
 import json, sys
 r = json.load(open(sys.argv[1]))

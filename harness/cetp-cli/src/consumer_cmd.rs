@@ -46,10 +46,11 @@ pub(crate) struct ConsumerArgs {
     /// Print passing scenarios too.
     #[arg(short, long)]
     verbose: bool,
-    /// A Consumer profile (TOML) naming the driver command that makes the
-    /// Consumer under test act (`[driver] command`, README "Pointing the
-    /// suite at your Consumer app"); the target then only hosts the
-    /// hostile Provider.
+    /// A Consumer profile (TOML): the Consumer's name and declared
+    /// `[bounds]`, and the driver command that makes it act (`[driver]
+    /// command`, README "Pointing the suite at your Consumer app"; the
+    /// target then only hosts the hostile Provider). Without `[driver]`
+    /// the target's own `consumer_act` makes it act.
     #[arg(long)]
     profile: Option<PathBuf>,
 }

@@ -40,7 +40,8 @@ pub struct ConsumerOptions {
     pub vectors: Option<PathBuf>,
     /// Print passing scenarios too.
     pub verbose: bool,
-    /// A Consumer profile naming the driver that makes the Consumer act.
+    /// A Consumer profile: the Consumer's name and bounds, and the driver
+    /// that makes it act where the device cannot.
     pub profile: Option<PathBuf>,
 }
 
@@ -101,14 +102,16 @@ fn actor_of(
         .name
         .clone()
         .unwrap_or_else(|| format!("the Consumer driven by {}", path.display()));
-    Ok((
-        cetp_targets::consumer::Actor::Driver {
-            command: p.driver.command,
-            timeout: std::time::Duration::from_millis(p.driver.timeout_ms),
+    // Without a driver the device makes the Consumer act (consumer_act);
+    // the profile still names it and declares its bounds.
+    let actor = match p.driver {
+        Some(d) => cetp_targets::consumer::Actor::Driver {
+            command: d.command,
+            timeout: std::time::Duration::from_millis(d.timeout_ms),
         },
-        name,
-        p.bounds,
-    ))
+        None => cetp_targets::consumer::Actor::Device(consumer.to_string()),
+    };
+    Ok((actor, name, p.bounds))
 }
 
 /// Where the Consumer is, from the one TARGET parser every command uses
