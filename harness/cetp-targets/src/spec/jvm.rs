@@ -9,6 +9,9 @@
 //!     meta=KEY=VALUE provider_meta=KEY=VALUE   (repeatable) discovery / provider meta-data
 //!     classpath=CP                   (repeatable, ':'-separated) the code's dependencies
 //! any jvm:
+//!     consumer_jar=JAR               (repeatable) a vendor's Consumer under test: its code
+//!     consumer_class=CLASS           its ConsumerAdapter (with consumer_jar=; for `cetp consumer`)
+//!     consumer_package=PKG           its package (default: the class's)
 //!     jvm_prop=KEY=VALUE             (repeatable) a system property for the Provider's code
 //!     build=auto|yes|no              build the device first: when never built / always / never [auto]
 //!     ready_timeout_ms=N             how long the device may take to say "ready" [300000]
@@ -52,6 +55,12 @@ pub struct JvmSpec {
     pub classpath: Vec<PathBuf>,
     /// `jvm_prop=KEY=VALUE` (`--jvm-prop`), in order.
     pub jvm_props: Vec<String>,
+    /// `consumer_jar=` (`--consumer-jar`): a Consumer under test's code, absolute, in order.
+    pub consumer_jars: Vec<PathBuf>,
+    /// `consumer_class=` (`--consumer-class`): its adapter.
+    pub consumer_class: Option<String>,
+    /// `consumer_package=` (`--consumer-package`).
+    pub consumer_package: Option<String>,
     /// `build=`: whether to build the device before starting it.
     pub build: JvmBuild,
     /// `ready_timeout_ms=`: how long to wait for the device's "ready".
@@ -138,6 +147,17 @@ impl JvmSpec {
         for c in &self.classpath {
             flag("--classpath", text(c));
         }
+        for j in &self.consumer_jars {
+            flag("--consumer-jar", text(j));
+        }
+        for (f, v) in [
+            ("--consumer-class", &self.consumer_class),
+            ("--consumer-package", &self.consumer_package),
+        ] {
+            if let Some(v) = v {
+                flag(f, v.clone());
+            }
+        }
         args
     }
 
@@ -185,6 +205,19 @@ impl JvmSpec {
             opts.push(format!("classpath={}", cp.join(":")));
         }
         opts.extend(self.jvm_props.iter().map(|v| format!("jvm_prop={v}")));
+        opts.extend(
+            self.consumer_jars
+                .iter()
+                .map(|p| format!("consumer_jar={}", p.display())),
+        );
+        for (k, v) in [
+            ("consumer_class", &self.consumer_class),
+            ("consumer_package", &self.consumer_package),
+        ] {
+            if let Some(v) = v {
+                opts.push(format!("{k}={v}"));
+            }
+        }
         match self.build {
             JvmBuild::Auto => {}
             JvmBuild::Always => opts.push("build=yes".into()),
@@ -231,6 +264,9 @@ pub(super) fn parse_jvm(
         provider_meta: o.take_all("provider_meta"),
         classpath: Vec::new(),
         jvm_props: o.take_all("jvm_prop"),
+        consumer_jars: Vec::new(),
+        consumer_class: o.take("consumer_class")?,
+        consumer_package: o.take("consumer_package")?,
         build: JvmBuild::Auto,
         ready_timeout_ms: o
             .number("ready_timeout_ms")?
@@ -244,6 +280,9 @@ pub(super) fn parse_jvm(
         for e in cp.split(':').filter(|e| !e.is_empty()) {
             s.classpath.push(existing(o, "classpath=", e)?);
         }
+    }
+    for j in o.take_all("consumer_jar") {
+        s.consumer_jars.push(existing(o, "consumer_jar=", &j)?);
     }
     if let Some(v) = o.take("build")? {
         s.build = match v.as_str() {
@@ -341,6 +380,23 @@ fn check_jvm(o: &Options, s: &JvmSpec) -> Result<(), SpecError> {
     {
         if kv.split_once('=').is_none_or(|(k, _)| k.is_empty()) {
             return Err(o.err(format!("{k}={kv:?} is not KEY=VALUE")));
+        }
+    }
+    // The script needs both: the adapter's class and the code it is in.
+    let consumer_named = s.consumer_class.is_some() || s.consumer_package.is_some();
+    let has_jar = !s.consumer_jars.is_empty();
+    if (consumer_named || has_jar) && (s.consumer_class.is_none() || !has_jar) {
+        return Err(o.err(
+            "a Consumer under test needs both consumer_jar=JAR (its code) and consumer_class=CLASS (its adapter)"
+                .into(),
+        ));
+    }
+    if let Some(c) = &s.consumer_class {
+        let good = c.starts_with(|ch: char| ch.is_ascii_alphabetic() || ch == '_' || ch == '$')
+            && c.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "_$.".contains(ch));
+        if !good {
+            return Err(o.err(format!("consumer_class={c:?} is not a class name")));
         }
     }
     for kv in &s.jvm_props {
@@ -533,5 +589,48 @@ mod tests {
         refused("jvm:sample,jvm_prop=1x=2", "is not KEY=VALUE");
         refused("jvm:sample,jvm_prop=cetp.jvm.listen=x", "the device's own");
         refused("jvm:sample,b=127.0.0.1:1", "unknown option \"b\" for jvm");
+    }
+
+    #[test]
+    fn a_consumer_under_test_beside_the_provider() {
+        let d = files();
+        let jar = d.join("p.jar");
+        let s = parse(&format!(
+            "jvm:sample,consumer_jar={},consumer_class=com.example.cetp.agent.AgentAdapter,consumer_package=com.x",
+            jar.display()
+        ));
+        assert_eq!(s.consumer_jars, std::slice::from_ref(&jar));
+        assert_eq!(
+            s.script_args(),
+            [
+                "--consumer-jar",
+                &jar.display().to_string(),
+                "--consumer-class",
+                "com.example.cetp.agent.AgentAdapter",
+                "--consumer-package",
+                "com.x",
+            ]
+        );
+        let jar = jar.display();
+        refused(
+            &format!("jvm:sample,consumer_jar={jar}"),
+            "needs both consumer_jar=JAR",
+        );
+        refused(
+            "jvm:sample,consumer_class=a.B",
+            "needs both consumer_jar=JAR",
+        );
+        refused(
+            &format!("jvm:sample,consumer_jar={jar},consumer_package=p"),
+            "needs both consumer_jar=JAR",
+        );
+        refused(
+            &format!("jvm:sample,consumer_jar={jar},consumer_class=a;rm"),
+            "not a class name",
+        );
+        refused(
+            "jvm:sample,consumer_jar=/no/such.jar,consumer_class=a.B",
+            "no such file",
+        );
     }
 }
