@@ -14,6 +14,8 @@
 #     device makes it act): no FAIL, no WARN, nothing INFRA; at least 38
 #     of the Consumer scenarios judged and passed; every other one named
 #     not judged, with the ability it needs.
+#  1b. The sample from an APK's code (D8, then --consumer-apk: read back
+#     into class files by the device): the same verdicts, case by case.
 #  2. Each seeded defect (examples/java-consumer/defects.tsv, chosen with
 #     --jvm-prop com.example.cetp.agent.defect=NAME): the scenarios that
 #     show it FAIL, citing the defect's requirement.
@@ -133,6 +135,31 @@ gaps = "; ".join(f"{c['id']}: {c['reason'][:160]}" for c in cases if c["verdict"
 print(f"jvm-consumer-check: the sample Consumer: {len(passed)} of {len(cases)} scenarios PASS, no FAIL, WARN or INFRA; not judged: {gaps or 'none'}")
 PY
 echo "jvm-consumer-check: the sample in $(( $(date +%s) - t1 )) s"
+
+# ---- 1b. the sample from an APK's code (--consumer-apk): its classes D8'd to
+# dex as a Gradle build would, read back by the device; case by case the
+# verdicts of run 1.
+t1b=$(date +%s)
+scripts/build-apks.sh --tools-only >/dev/null 2>&1 || { echo "jvm-consumer-check: cannot fetch D8"; exit 1; }
+mkdir -p "$work/dex"
+java -cp "$(cat android-probe-app/apk/target/r8.path)" com.android.tools.r8.D8 --release --min-api 26 \
+    --lib "$(cat "$out/framework.path")" --classpath "$out/cetp-consumer-api.jar" \
+    --output "$work/dex" "$work/java-consumer.jar"
+(cd "$work/dex" && zip -q -X "$work/java-consumer.apk" classes*.dex)
+start_device --consumer-apk "$work/java-consumer.apk" --consumer-class com.example.cetp.agent.AgentAdapter
+run_consumer sample-apk --profile examples/java-consumer/profile.toml
+python3 - "$work/sample/report.json" "$work/sample-apk/report.json" <<'PY' || { cat "$work/sample-apk.out"; exit 1; }
+import json, sys
+jar, apk = (json.load(open(p)) for p in sys.argv[1:3])
+v = lambda r: {c["id"]: c["verdict"] for c in r["cases"]}
+a, b = v(jar), v(apk)
+diff = [f"{i}: jar {a.get(i)}, APK {b.get(i)}" for i in sorted(set(a) | set(b)) if a.get(i) != b.get(i)]
+if diff:
+    print("jvm-consumer-check: the sample from its APK differs from its jar: " + "; ".join(diff))
+    sys.exit(1)
+print(f"jvm-consumer-check: the sample from its APK: the same {len(b)} verdicts as from its jar")
+PY
+echo "jvm-consumer-check: the APK in $(( $(date +%s) - t1b )) s"
 
 # ---- 2. each seeded defect FAILs the scenarios that show it, citing its requirement
 t2=$(date +%s)

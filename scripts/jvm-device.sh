@@ -54,6 +54,9 @@
 #       hello, and `cetp consumer --target tcp:HOST:PORT` certifies it. The
 #       Consumer is an app of its own (PKG, default the class's package);
 #       its clock reads are pointed at the device clock as the Provider's are.
+#       --consumer-apk APP.apk: the Consumer app's code from its APK (its dex
+#       read back into class files as --provider-apk's), with the adapter in
+#       it or in a --consumer-jar beside it.
 #   ... --no-build: use the classes the last run built
 #   scripts/jvm-device.sh --build-only
 #       builds and exits (scripts/jvm-device-check.sh builds once, then starts
@@ -77,14 +80,14 @@ defects="$root/examples/java-provider/defects.tsv"
 usage="usage: $0 --listen HOST:PORT --listen-b HOST:PORT [--defect NAME | --provider-jar JAR… [--provider-class CLASS]
     [--authority AUTH] [--package PKG] [--manifest FILE] [--meta KEY=VALUE…] [--provider-meta KEY=VALUE…]
     [--permission PERM] [--classpath CP]] [--provider-apk APK] [--jvm-prop KEY=VALUE…]
-    [--consumer-jar JAR… --consumer-class CLASS [--consumer-package PKG]] [--no-build] | --list-defects | --build-only | --self-test [--no-build]"
+    [--consumer-jar JAR… | --consumer-apk APK] [--consumer-class CLASS [--consumer-package PKG]] [--no-build] | --list-defects | --build-only | --self-test [--no-build]"
 
 names() { grep -v '^#' "$defects" | cut -f1; }
 die() { echo "jvm-device: $*" >&2; exit 2; }
 
 listen="" listen_b="" defect="" build=1 build_only=0 self_test=0
 jars=() classpath=() metas=() provider_metas=() jvm_props=() apk="" consumer_jars=()
-consumer_class="" consumer_package=""
+consumer_class="" consumer_package="" consumer_apk=""
 provider_class="" authority="" package="" manifest="" permission=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -109,6 +112,7 @@ while [ $# -gt 0 ]; do
         --consumer-jar) consumer_jars+=("${2:?$usage}"); shift 2 ;;
         --consumer-class) consumer_class="${2:?$usage}"; shift 2 ;;
         --consumer-package) consumer_package="${2:?$usage}"; shift 2 ;;
+        --consumer-apk) consumer_apk="${2:?$usage}"; shift 2 ;;
         *) echo "$usage" >&2; exit 2 ;;
     esac
 done
@@ -153,9 +157,24 @@ if [ "${#jars[@]}" -gt 0 ]; then
         [[ "$kv" == ?*=* ]] || die "not KEY=VALUE: $kv"
     done
 fi
+if [ -n "$consumer_apk" ]; then
+    # The Consumer app's code as a jar, as a Provider's APK is read above
+    # (its adapter compiled into it, or in a --consumer-jar beside it).
+    [ -f "$consumer_apk" ] || die "no such file: $consumer_apk"
+    "$root/scripts/build-apks.sh" --tools-only >&2
+    from_capk="$root/android-probe-app/jvm/target/consumer-apk/${listen//[^0-9A-Za-z]/_}"
+    tools="$root/android-probe-app/apk"
+    rm -rf "$from_capk"
+    mkdir -p "$from_capk/classes"
+    d2j="$(cat "$tools/target/dex2jar.classpath")"
+    javac --release 17 -Xlint:all -Werror -cp "$d2j" -d "$from_capk/classes" "$tools/ApkToJar.java"
+    java -cp "$d2j:$from_capk/classes" ApkToJar "$consumer_apk" "$from_capk/code.jar" \
+        "$(cat "$root/android-probe-app/jvm/target/framework.path")" >&2 || die "cannot read the code of $consumer_apk"
+    consumer_jars+=("$from_capk/code.jar")
+fi
 if [ "${#consumer_jars[@]}" -gt 0 ] || [ -n "$consumer_class$consumer_package" ]; then
     [ "${#consumer_jars[@]}" -gt 0 ] && [ -n "$consumer_class" ] ||
-        die "a Consumer under test needs both --consumer-jar (its code) and --consumer-class (its adapter)"
+        die "a Consumer under test needs its code (--consumer-jar or --consumer-apk) and --consumer-class (its adapter)"
     for f in "${consumer_jars[@]}"; do
         [ -e "$f" ] || die "no such file or directory: $f"
     done

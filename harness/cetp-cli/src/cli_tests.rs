@@ -147,6 +147,7 @@ fn every_flag_the_library_texts_name_is_a_flag_of_some_command() {
         "--consumer-jar",
         "--consumer-class",
         "--consumer-package",
+        "--consumer-apk",
     ];
     let unknown: Vec<&(String, String)> = found
         .iter()

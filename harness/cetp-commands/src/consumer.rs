@@ -151,7 +151,7 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
             peer: tcp.b,
         },
         TargetSpec::Jvm(spec) => {
-            if spec.consumer_class.is_none() {
+            if spec.consumer.is_none() {
                 return Err(usage(format!(
                     "{t:?}: the JVM device needs the Consumer under test: consumer_jar=JAR,consumer_class=CLASS (its ConsumerAdapter)"
                 )));

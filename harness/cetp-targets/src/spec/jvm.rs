@@ -10,6 +10,7 @@
 //!     classpath=CP                   (repeatable, ':'-separated) the code's dependencies
 //! any jvm:
 //!     consumer_jar=JAR               (repeatable) a vendor's Consumer under test: its code
+//!     consumer_apk=APP.apk           or its app's APK (its dex read back into class files)
 //!     consumer_class=CLASS           its ConsumerAdapter (with consumer_jar=; for `cetp consumer`)
 //!     consumer_package=PKG           its package (default: the class's)
 //!     jvm_prop=KEY=VALUE             (repeatable) a system property for the Provider's code
@@ -55,18 +56,28 @@ pub struct JvmSpec {
     pub classpath: Vec<PathBuf>,
     /// `jvm_prop=KEY=VALUE` (`--jvm-prop`), in order.
     pub jvm_props: Vec<String>,
-    /// `consumer_jar=` (`--consumer-jar`): a Consumer under test's code, absolute, in order.
-    pub consumer_jars: Vec<PathBuf>,
-    /// `consumer_class=` (`--consumer-class`): its adapter.
-    pub consumer_class: Option<String>,
-    /// `consumer_package=` (`--consumer-package`).
-    pub consumer_package: Option<String>,
+    /// `consumer_*=`: a Consumer under test beside the Provider (boxed:
+    /// most targets have none).
+    pub consumer: Option<Box<JvmConsumer>>,
     /// `build=`: whether to build the device before starting it.
     pub build: JvmBuild,
     /// `ready_timeout_ms=`: how long to wait for the device's "ready".
     pub ready_timeout_ms: u64,
     /// `timeout_ms=`: the per-op timeout.
     pub op_timeout_ms: u64,
+}
+
+/// A vendor's Consumer under test on the JVM device (`cetp consumer`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JvmConsumer {
+    /// `consumer_jar=` (`--consumer-jar`): its code, absolute, in order.
+    pub jars: Vec<PathBuf>,
+    /// `consumer_apk=` (`--consumer-apk`): its app's APK, absolute.
+    pub apk: Option<PathBuf>,
+    /// `consumer_class=` (`--consumer-class`): its adapter.
+    pub class: String,
+    /// `consumer_package=` (`--consumer-package`).
+    pub package: Option<String>,
 }
 
 /// The Provider the JVM device hosts.
@@ -147,15 +158,16 @@ impl JvmSpec {
         for c in &self.classpath {
             flag("--classpath", text(c));
         }
-        for j in &self.consumer_jars {
-            flag("--consumer-jar", text(j));
-        }
-        for (f, v) in [
-            ("--consumer-class", &self.consumer_class),
-            ("--consumer-package", &self.consumer_package),
-        ] {
-            if let Some(v) = v {
-                flag(f, v.clone());
+        if let Some(c) = &self.consumer {
+            for j in &c.jars {
+                flag("--consumer-jar", text(j));
+            }
+            if let Some(a) = &c.apk {
+                flag("--consumer-apk", text(a));
+            }
+            flag("--consumer-class", c.class.clone());
+            if let Some(p) = &c.package {
+                flag("--consumer-package", p.clone());
             }
         }
         args
@@ -205,17 +217,18 @@ impl JvmSpec {
             opts.push(format!("classpath={}", cp.join(":")));
         }
         opts.extend(self.jvm_props.iter().map(|v| format!("jvm_prop={v}")));
-        opts.extend(
-            self.consumer_jars
-                .iter()
-                .map(|p| format!("consumer_jar={}", p.display())),
-        );
-        for (k, v) in [
-            ("consumer_class", &self.consumer_class),
-            ("consumer_package", &self.consumer_package),
-        ] {
-            if let Some(v) = v {
-                opts.push(format!("{k}={v}"));
+        if let Some(c) = &self.consumer {
+            opts.extend(
+                c.jars
+                    .iter()
+                    .map(|p| format!("consumer_jar={}", p.display())),
+            );
+            if let Some(a) = &c.apk {
+                opts.push(format!("consumer_apk={}", a.display()));
+            }
+            opts.push(format!("consumer_class={}", c.class));
+            if let Some(p) = &c.package {
+                opts.push(format!("consumer_package={p}"));
             }
         }
         match self.build {
@@ -264,9 +277,7 @@ pub(super) fn parse_jvm(
         provider_meta: o.take_all("provider_meta"),
         classpath: Vec::new(),
         jvm_props: o.take_all("jvm_prop"),
-        consumer_jars: Vec::new(),
-        consumer_class: o.take("consumer_class")?,
-        consumer_package: o.take("consumer_package")?,
+        consumer: None,
         build: JvmBuild::Auto,
         ready_timeout_ms: o
             .number("ready_timeout_ms")?
@@ -281,9 +292,7 @@ pub(super) fn parse_jvm(
             s.classpath.push(existing(o, "classpath=", e)?);
         }
     }
-    for j in o.take_all("consumer_jar") {
-        s.consumer_jars.push(existing(o, "consumer_jar=", &j)?);
-    }
+    s.consumer = jvm_consumer(o)?;
     if let Some(v) = o.take("build")? {
         s.build = match v.as_str() {
             "auto" => JvmBuild::Auto,
@@ -341,6 +350,45 @@ fn jvm_code(
     Ok(JvmCode::Vendor { apk, jars })
 }
 
+/// `consumer_jar=`, `consumer_apk=`, `consumer_class=`, `consumer_package=`:
+/// none, or a Consumer under test with its code and its adapter (the
+/// script needs both), each file existing, the class a class name.
+fn jvm_consumer(o: &mut Options) -> Result<Option<Box<JvmConsumer>>, SpecError> {
+    let mut jars = Vec::new();
+    for j in o.take_all("consumer_jar") {
+        jars.push(existing(o, "consumer_jar=", &j)?);
+    }
+    let apk = match o.take("consumer_apk")? {
+        Some(a) => Some(existing(o, "consumer_apk=", &a)?),
+        None => None,
+    };
+    let class = o.take("consumer_class")?;
+    let package = o.take("consumer_package")?;
+    let has_code = !jars.is_empty() || apk.is_some();
+    if !has_code && class.is_none() && package.is_none() {
+        return Ok(None);
+    }
+    let (true, Some(class)) = (has_code, class) else {
+        return Err(o.err(
+            "a Consumer under test needs both its code (consumer_jar=JAR or consumer_apk=APP.apk) and consumer_class=CLASS (its adapter)"
+                .into(),
+        ));
+    };
+    let good = class.starts_with(|ch: char| ch.is_ascii_alphabetic() || ch == '_' || ch == '$')
+        && class
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || "_$.".contains(ch));
+    if !good {
+        return Err(o.err(format!("consumer_class={class:?} is not a class name")));
+    }
+    Ok(Some(Box::new(JvmConsumer {
+        jars,
+        apk,
+        class,
+        package,
+    })))
+}
+
 /// What the script refuses before starting (exit 2), refused here first as
 /// a usage error.
 fn check_jvm(o: &Options, s: &JvmSpec) -> Result<(), SpecError> {
@@ -380,23 +428,6 @@ fn check_jvm(o: &Options, s: &JvmSpec) -> Result<(), SpecError> {
     {
         if kv.split_once('=').is_none_or(|(k, _)| k.is_empty()) {
             return Err(o.err(format!("{k}={kv:?} is not KEY=VALUE")));
-        }
-    }
-    // The script needs both: the adapter's class and the code it is in.
-    let consumer_named = s.consumer_class.is_some() || s.consumer_package.is_some();
-    let has_jar = !s.consumer_jars.is_empty();
-    if (consumer_named || has_jar) && (s.consumer_class.is_none() || !has_jar) {
-        return Err(o.err(
-            "a Consumer under test needs both consumer_jar=JAR (its code) and consumer_class=CLASS (its adapter)"
-                .into(),
-        ));
-    }
-    if let Some(c) = &s.consumer_class {
-        let good = c.starts_with(|ch: char| ch.is_ascii_alphabetic() || ch == '_' || ch == '$')
-            && c.chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || "_$.".contains(ch));
-        if !good {
-            return Err(o.err(format!("consumer_class={c:?} is not a class name")));
         }
     }
     for kv in &s.jvm_props {
@@ -599,7 +630,10 @@ mod tests {
             "jvm:sample,consumer_jar={},consumer_class=com.example.cetp.agent.AgentAdapter,consumer_package=com.x",
             jar.display()
         ));
-        assert_eq!(s.consumer_jars, std::slice::from_ref(&jar));
+        assert_eq!(
+            s.consumer.as_ref().map(|c| c.jars.clone()),
+            Some(vec![jar.clone()])
+        );
         assert_eq!(
             s.script_args(),
             [
@@ -614,15 +648,12 @@ mod tests {
         let jar = jar.display();
         refused(
             &format!("jvm:sample,consumer_jar={jar}"),
-            "needs both consumer_jar=JAR",
+            "needs both its code",
         );
-        refused(
-            "jvm:sample,consumer_class=a.B",
-            "needs both consumer_jar=JAR",
-        );
+        refused("jvm:sample,consumer_class=a.B", "needs both its code");
         refused(
             &format!("jvm:sample,consumer_jar={jar},consumer_package=p"),
-            "needs both consumer_jar=JAR",
+            "needs both its code",
         );
         refused(
             &format!("jvm:sample,consumer_jar={jar},consumer_class=a;rm"),
@@ -631,6 +662,24 @@ mod tests {
         refused(
             "jvm:sample,consumer_jar=/no/such.jar,consumer_class=a.B",
             "no such file",
+        );
+        let apk = d.join("app.apk");
+        let s = parse(&format!(
+            "jvm:sample,consumer_apk={},consumer_class=a.B",
+            apk.display()
+        ));
+        assert_eq!(
+            s.script_args(),
+            [
+                "--consumer-apk",
+                &apk.display().to_string(),
+                "--consumer-class",
+                "a.B"
+            ]
+        );
+        refused(
+            &format!("jvm:sample,consumer_apk={}", apk.display()),
+            "needs both its code",
         );
     }
 }
