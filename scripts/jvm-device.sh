@@ -41,6 +41,22 @@
 #       (android-probe-app/apk/ApkToJar.java; verification stays on), and
 #       the manifest from the APK's binary XML (aapt2 dump xmltree,
 #       android-probe-app/apk/apk-manifest.py) unless --manifest is given.
+#   ... --consumer-jar JAR… --consumer-class CLASS [--consumer-package PKG]
+#       a vendor's Consumer under test beside the Provider: CLASS implements
+#       com.clawseed.probe.consumer.ConsumerAdapter (compile against
+#       android-probe-app/jvm/target/cetp-consumer-api.jar, which
+#       --build-only makes, and the framework jar named in
+#       android-probe-app/jvm/target/framework.path); --consumer-jar
+#       (repeatable; a jar or a class directory) holds it, the client it
+#       drives and their dependencies. The device then hosts the
+#       hostile Provider on identity a (host_provider, reply, as the probe app
+#       does on a phone), lists consumer_act and `consumers: ["default"]` in
+#       hello, and `cetp consumer --target tcp:HOST:PORT` certifies it. The
+#       Consumer is an app of its own (PKG, default the class's package);
+#       its clock reads are pointed at the device clock as the Provider's are.
+#       --consumer-apk APP.apk: the Consumer app's code from its APK (its dex
+#       read back into class files as --provider-apk's), with the adapter in
+#       it or in a --consumer-jar beside it.
 #   ... --no-build: use the classes the last run built
 #   scripts/jvm-device.sh --build-only
 #       builds and exits (scripts/jvm-device-check.sh builds once, then starts
@@ -63,13 +79,15 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 defects="$root/examples/java-provider/defects.tsv"
 usage="usage: $0 --listen HOST:PORT --listen-b HOST:PORT [--defect NAME | --provider-jar JAR… [--provider-class CLASS]
     [--authority AUTH] [--package PKG] [--manifest FILE] [--meta KEY=VALUE…] [--provider-meta KEY=VALUE…]
-    [--permission PERM] [--classpath CP]] [--provider-apk APK] [--jvm-prop KEY=VALUE…] [--no-build] | --list-defects | --build-only | --self-test [--no-build]"
+    [--permission PERM] [--classpath CP]] [--provider-apk APK] [--jvm-prop KEY=VALUE…]
+    [--consumer-jar JAR… | --consumer-apk APK] [--consumer-class CLASS [--consumer-package PKG]] [--no-build] | --list-defects | --build-only | --self-test [--no-build]"
 
 names() { grep -v '^#' "$defects" | cut -f1; }
 die() { echo "jvm-device: $*" >&2; exit 2; }
 
 listen="" listen_b="" defect="" build=1 build_only=0 self_test=0
-jars=() classpath=() metas=() provider_metas=() jvm_props=() apk=""
+jars=() classpath=() metas=() provider_metas=() jvm_props=() apk="" consumer_jars=()
+consumer_class="" consumer_package="" consumer_apk=""
 provider_class="" authority="" package="" manifest="" permission=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -91,6 +109,10 @@ while [ $# -gt 0 ]; do
         --permission) permission="${2:?$usage}"; shift 2 ;;
         --classpath) classpath+=("${2:?$usage}"); shift 2 ;;
         --jvm-prop) jvm_props+=("${2:?$usage}"); shift 2 ;;
+        --consumer-jar) consumer_jars+=("${2:?$usage}"); shift 2 ;;
+        --consumer-class) consumer_class="${2:?$usage}"; shift 2 ;;
+        --consumer-package) consumer_package="${2:?$usage}"; shift 2 ;;
+        --consumer-apk) consumer_apk="${2:?$usage}"; shift 2 ;;
         *) echo "$usage" >&2; exit 2 ;;
     esac
 done
@@ -135,6 +157,29 @@ if [ "${#jars[@]}" -gt 0 ]; then
         [[ "$kv" == ?*=* ]] || die "not KEY=VALUE: $kv"
     done
 fi
+if [ -n "$consumer_apk" ]; then
+    # The Consumer app's code as a jar, as a Provider's APK is read above
+    # (its adapter compiled into it, or in a --consumer-jar beside it).
+    [ -f "$consumer_apk" ] || die "no such file: $consumer_apk"
+    "$root/scripts/build-apks.sh" --tools-only >&2
+    from_capk="$root/android-probe-app/jvm/target/consumer-apk/${listen//[^0-9A-Za-z]/_}"
+    tools="$root/android-probe-app/apk"
+    rm -rf "$from_capk"
+    mkdir -p "$from_capk/classes"
+    d2j="$(cat "$tools/target/dex2jar.classpath")"
+    javac --release 17 -Xlint:all -Werror -cp "$d2j" -d "$from_capk/classes" "$tools/ApkToJar.java"
+    java -cp "$d2j:$from_capk/classes" ApkToJar "$consumer_apk" "$from_capk/code.jar" \
+        "$(cat "$root/android-probe-app/jvm/target/framework.path")" >&2 || die "cannot read the code of $consumer_apk"
+    consumer_jars+=("$from_capk/code.jar")
+fi
+if [ "${#consumer_jars[@]}" -gt 0 ] || [ -n "$consumer_class$consumer_package" ]; then
+    [ "${#consumer_jars[@]}" -gt 0 ] && [ -n "$consumer_class" ] ||
+        die "a Consumer under test needs its code (--consumer-jar or --consumer-apk) and --consumer-class (its adapter)"
+    for f in "${consumer_jars[@]}"; do
+        [ -e "$f" ] || die "no such file or directory: $f"
+    done
+    [[ "$consumer_class" =~ ^[A-Za-z_$][A-Za-z0-9_$.]*$ ]] || die "--consumer-class: not a class name: $consumer_class"
+fi
 for kv in "${jvm_props[@]}"; do
     [[ "$kv" =~ ^[A-Za-z_][A-Za-z0-9_.-]*=.*$ ]] || die "--jvm-prop: not KEY=VALUE: $kv"
     [[ "$kv" != cetp.jvm.* ]] || die "--jvm-prop: cetp.jvm.* properties are the device's own: $kv"
@@ -152,6 +197,10 @@ if [ "$build" -eq 1 ]; then
     find "$root/android-probe-app/jvm/device/java" -name '*.java' > "$out/device-sources"
     javac --release 17 -Xlint:all,-classfile,-processing -Werror -encoding UTF-8 \
         -cp "$(cat "$out/run.classpath")" -d "$out/device-classes" @"$out/device-sources"
+    # What a Consumer vendor compiles its adapter against: the adapter
+    # interface and its outcome, nothing of the device.
+    rm -f "$out/cetp-consumer-api.jar"
+    jar cf "$out/cetp-consumer-api.jar" -C "$out/device-classes" com/clawseed/probe/consumer
     [ "$build_only" -eq 1 ] && exit 0
 elif [ ! -d "$out/device-classes" ]; then
     echo "jvm-device: --no-build, but nothing was built yet" >&2
@@ -167,6 +216,7 @@ if [ "$self_test" -eq 1 ]; then
         --select-class com.clawseed.probe.DeviceClockTest \
         --select-class com.clawseed.probe.BinderRulesTest \
         --select-class com.clawseed.probe.JvmResolverTest \
+        --select-class com.clawseed.probe.JvmConsumerTest \
         --disable-banner --details=summary --fail-if-no-tests
 fi
 
@@ -234,6 +284,15 @@ PY
     what="${provider_class:-the Provider of $manifest}"
 fi
 [ "${#jars[@]}" -eq 0 ] && props+=("-Dcetp.jvm.provider.code=$code")
+if [ -n "$consumer_class" ]; then
+    # The Consumer's code beside the Provider's: on the classpath, its clock
+    # reads rewritten with the Provider's below (both read the device clock
+    # that advance_clock moves, as on a phone both read the system's).
+    for j in "${consumer_jars[@]}"; do code="$code:$(abs "$j")"; done
+    props+=("-Dcetp.jvm.consumer.class=$consumer_class")
+    [ -n "$consumer_package" ] && props+=("-Dcetp.jvm.consumer.package=$consumer_package")
+    what="$what and the Consumer $consumer_class"
+fi
 for kv in "${jvm_props[@]}"; do props+=("-D$kv"); done
 # The Provider's clock reads (its code and its libraries') pointed at the
 # device clock, which advance_clock moves (ClockRewriter): the JVM loads

@@ -144,6 +144,10 @@ fn every_flag_the_library_texts_name_is_a_flag_of_some_command() {
         "--build-only",
         "--no-build",
         "--listen-b",
+        "--consumer-jar",
+        "--consumer-class",
+        "--consumer-package",
+        "--consumer-apk",
     ];
     let unknown: Vec<&(String, String)> = found
         .iter()

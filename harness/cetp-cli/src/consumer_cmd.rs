@@ -18,14 +18,20 @@ TARGET forms (--target):
                                                        peer= is identity b's probe (a second Provider)
   adb[:SERIAL][,server=HOST:PORT][,consumer=NAME][,...] a phone or emulator behind an adb server
                                                        (the adb options of `cetp run --help`)
+  jvm:sample,consumer_jar=JAR,consumer_class=CLASS[,...] the JVM device (scripts/jvm-device.sh), started for the run,
+                                                       hosting the hostile Provider and making the vendor's Consumer
+                                                       (its ConsumerAdapter CLASS in JAR) act; the jvm options of
+                                                       `cetp run --help` (build=, jvm_prop=, ...) apply
 NAME is `default` (the reference Consumer) or a Consumer mutant (`cetp list mutants`).";
 
 #[derive(Args, Clone)]
 pub(crate) struct ConsumerArgs {
     /// `sim[:consumer=NAME]`, `tcp:HOST:PORT[,peer=HOST:PORT][,consumer=NAME]`
     /// (`peer`: identity b's probe, which hosts a second Provider or another
-    /// package's ContentProvider) or `adb[:SERIAL][,...]`; NAME is `default`
-    /// (the reference Consumer) or a Consumer mutant.
+    /// package's ContentProvider), `adb[:SERIAL][,...]` or
+    /// `jvm:sample,consumer_jar=JAR,consumer_class=CLASS[,...]` (the JVM
+    /// device with a vendor's Consumer); NAME is `default` (the reference
+    /// Consumer, or the JVM device's Consumer) or a Consumer mutant.
     #[arg(long, default_value = "sim")]
     target: String,
     /// Where the reports go (as for `cetp run`).
@@ -46,10 +52,11 @@ pub(crate) struct ConsumerArgs {
     /// Print passing scenarios too.
     #[arg(short, long)]
     verbose: bool,
-    /// A Consumer profile (TOML) naming the driver command that makes the
-    /// Consumer under test act (`[driver] command`, README "Pointing the
-    /// suite at your Consumer app"); the target then only hosts the
-    /// hostile Provider.
+    /// A Consumer profile (TOML): the Consumer's name and declared
+    /// `[bounds]`, and the driver command that makes it act (`[driver]
+    /// command`, README "Pointing the suite at your Consumer app"; the
+    /// target then only hosts the hostile Provider). Without `[driver]`
+    /// the target's own `consumer_act` makes it act.
     #[arg(long)]
     profile: Option<PathBuf>,
 }

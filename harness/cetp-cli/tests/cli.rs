@@ -1275,6 +1275,14 @@ fn the_reference_consumer_passes_in_process_and_over_tcp_and_mutants_fail_citing
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let o = cetp(&["consumer", "--only", "NOPE-*"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // The JVM device without a Consumer under test, or with half of one:
+    // usage errors before anything starts.
+    let o = cetp(&["consumer", "--target", "jvm:sample"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("consumer_class=CLASS"), "{}", text(&o));
+    let o = cetp(&["consumer", "--target", "jvm:sample,consumer_class=a.B"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("needs both its code"), "{}", text(&o));
     drop(sim);
     // No device there: an infrastructure error, never charged to the Consumer.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")

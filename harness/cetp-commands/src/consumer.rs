@@ -40,7 +40,8 @@ pub struct ConsumerOptions {
     pub vectors: Option<PathBuf>,
     /// Print passing scenarios too.
     pub verbose: bool,
-    /// A Consumer profile naming the driver that makes the Consumer act.
+    /// A Consumer profile: the Consumer's name and bounds, and the driver
+    /// that makes it act where the device cannot.
     pub profile: Option<PathBuf>,
 }
 
@@ -71,6 +72,9 @@ enum Where {
     Adb {
         target: String,
     },
+    /// The JVM device with a vendor's Consumer classes, started for the
+    /// run (on its first use) and ended with it.
+    Jvm(Box<cetp_targets::JvmSpec>),
 }
 
 /// Who makes the Consumer act, and the Consumer's name for the claim.
@@ -101,14 +105,16 @@ fn actor_of(
         .name
         .clone()
         .unwrap_or_else(|| format!("the Consumer driven by {}", path.display()));
-    Ok((
-        cetp_targets::consumer::Actor::Driver {
-            command: p.driver.command,
-            timeout: std::time::Duration::from_millis(p.driver.timeout_ms),
+    // Without a driver the device makes the Consumer act (consumer_act);
+    // the profile still names it and declares its bounds.
+    let actor = match p.driver {
+        Some(d) => cetp_targets::consumer::Actor::Driver {
+            command: d.command,
+            timeout: std::time::Duration::from_millis(d.timeout_ms),
         },
-        name,
-        p.bounds,
-    ))
+        None => cetp_targets::consumer::Actor::Device(consumer.to_string()),
+    };
+    Ok((actor, name, p.bounds))
 }
 
 /// Where the Consumer is, from the one TARGET parser every command uses
@@ -144,10 +150,13 @@ fn parse_target(t: &str, seed: u64) -> Result<(Where, String), Failure> {
             addr: tcp.a,
             peer: tcp.b,
         },
-        TargetSpec::Jvm(_) => {
-            return Err(usage(format!(
-                "{t:?}: cetp consumer does not start the JVM device; start it yourself (scripts/jvm-device.sh) and give --target tcp:HOST:PORT"
-            )))
+        TargetSpec::Jvm(spec) => {
+            if spec.consumer.is_none() {
+                return Err(usage(format!(
+                    "{t:?}: the JVM device needs the Consumer under test: consumer_jar=JAR,consumer_class=CLASS (its ConsumerAdapter)"
+                )));
+            }
+            Where::Jvm(Box::new(spec))
         }
         // The adb options are read again where the probe is reached.
         TargetSpec::Adb(_) => Where::Adb {
@@ -171,6 +180,11 @@ struct Place {
     /// A phone's probe is installed, started and waited for as `cetp run`
     /// does, once for the run; it ends when the run ends.
     probe: Option<cetp_targets::consumer::AdbProbe>,
+    /// The JVM device started for the run (`jvm:`); it ends when the run ends.
+    jvm: Option<cetp_targets::jvm::StartedDevice>,
+    /// Where the JVM device's output goes: the report directory's
+    /// `jvm-device.log`, or a temporary file.
+    device_log: Option<std::path::PathBuf>,
 }
 
 impl ConsumerPlace for Place {
@@ -192,6 +206,16 @@ impl ConsumerPlace for Place {
                     .hosted
                     .clone()
             }
+            Where::Jvm(spec) => {
+                let device =
+                    cetp_targets::jvm::StartedDevice::start(spec, self.device_log.as_deref())
+                        .map_err(|e| e.to_string())?;
+                let hosted = WireConsumer::connect(device.identity_a(), self.actor.clone())?
+                    .hosted
+                    .clone();
+                self.jvm = Some(device);
+                hosted
+            }
         };
         Ok(hosted.map(|h| (h.package, h.authority)))
     }
@@ -206,6 +230,13 @@ impl ConsumerPlace for Place {
             }
             Where::Adb { target } => WireConsumer::connect_adb(target, self.actor.clone())
                 .and_then(|mut dev| cetp_consumer::run_on_device(s, &mut dev, &self.bounds)),
+            Where::Jvm(_) => {
+                let Some(device) = &self.jvm else {
+                    return Err("the JVM device was not started".into());
+                };
+                WireConsumer::connect(device.identity_a(), self.actor.clone())
+                    .and_then(|mut dev| cetp_consumer::run_on_device(s, &mut dev, &self.bounds))
+            }
         }
     }
 }
@@ -255,6 +286,8 @@ pub fn consumer(args: &ConsumerOptions) -> Result<ExitCode, Failure> {
         actor,
         bounds,
         probe: None,
+        jvm: None,
+        device_log: args.report_dir.as_ref().map(|d| d.join("jvm-device.log")),
     };
     let finished = runner::run(&plan, &selected, &mut place, &mut fanout).map_err(infra)?;
     drop(quiet);

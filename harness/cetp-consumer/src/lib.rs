@@ -1612,8 +1612,9 @@ fn setup_gap(s: &Scenario, ability: &str, detail: &str) -> ScenarioResult {
     }
 }
 
-/// A Consumer profile (TOML): who the Consumer under test is, and the
-/// driver command that makes it act on a real device.
+/// A Consumer profile (TOML): who the Consumer under test is, the bounds
+/// it declares, and the driver command that makes it act on a real device
+/// (optional: a device that serves `consumer_act` makes it act itself).
 ///
 /// ```toml
 /// [consumer]
@@ -1643,8 +1644,12 @@ pub struct ConsumerProfile {
     /// Who the Consumer under test is.
     #[serde(default)]
     pub consumer: ConsumerInfo,
-    /// How to drive the Consumer (the command run per act).
-    pub driver: DriverSpec,
+    /// How to drive the Consumer (the command run per act). Without it
+    /// the device makes the Consumer act (`consumer_act`, the JVM device
+    /// with a vendor's Consumer classes) and the profile names the
+    /// Consumer and declares its bounds.
+    #[serde(default)]
+    pub driver: Option<DriverSpec>,
     /// The bounds the Consumer declares (§7.3).
     #[serde(default)]
     pub bounds: DeclaredBounds,
@@ -1678,7 +1683,7 @@ impl ConsumerProfile {
     /// Parses a Consumer profile (TOML).
     pub fn from_toml(text: &str) -> Result<ConsumerProfile, String> {
         let p: ConsumerProfile = toml::from_str(text).map_err(|e| e.to_string())?;
-        if p.driver.command.is_empty() {
+        if p.driver.as_ref().is_some_and(|d| d.command.is_empty()) {
             return Err("driver.command: empty".into());
         }
         Ok(p)
@@ -1753,7 +1758,13 @@ mod driver_tests {
         assert!(driver_outcome("no json here").is_err());
         assert!(driver_outcome("").is_err());
         let p = ConsumerProfile::from_toml("[driver]\ncommand = [\"x\", \"{do}\"]\n").unwrap();
-        assert_eq!(p.driver.timeout_ms, 120_000);
+        assert_eq!(p.driver.map(|d| d.timeout_ms), Some(120_000));
+        // No driver: the device makes the Consumer act; the bounds are read.
+        let p =
+            ConsumerProfile::from_toml("[consumer]\nname = \"c\"\n[bounds]\nmax_json_depth = 32\n")
+                .unwrap();
+        assert_eq!(p.driver, None);
+        assert_eq!(p.bounds.max_json_depth, Some(32));
         assert!(ConsumerProfile::from_toml("[driver]\ncommand = []\n").is_err());
         assert!(ConsumerProfile::from_toml("[driver]\ncomand = [\"x\"]\n").is_err());
     }

@@ -254,6 +254,23 @@ fn ready_in(log: &Path, offset: &mut u64) -> bool {
 /// was taken between choosing it and the device binding it.
 const PORT_ATTEMPTS: usize = 3;
 
+/// A JVM device started for a command that speaks to it itself (`cetp
+/// consumer`, which makes the device's Consumer under test act over its
+/// own connections); dropping it ends the device's process group.
+pub struct StartedDevice(JvmDevice);
+
+impl StartedDevice {
+    /// Starts the device as [`start`] does (building it if `build=` says so).
+    pub fn start(spec: &JvmSpec, log: Option<&Path>) -> Result<StartedDevice, TargetError> {
+        start(spec, log).map(StartedDevice)
+    }
+
+    /// Identity a's `HOST:PORT` (the identity that hosts the hostile Provider).
+    pub fn identity_a(&self) -> &str {
+        &self.0.a
+    }
+}
+
 /// Builds the device if `build=` says so, starts it on two free loopback
 /// ports with its output in `log` (or a temporary file), and waits for its
 /// ready line. Another process taking a port in between (other runs and

@@ -54,7 +54,7 @@ use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 
 mod jvm;
-pub use jvm::{JvmBuild, JvmCode, JvmSpec, DEFAULT_READY_TIMEOUT_MS};
+pub use jvm::{JvmBuild, JvmCode, JvmConsumer, JvmSpec, DEFAULT_READY_TIMEOUT_MS};
 
 /// The TARGET forms, for every command's `--help` that takes `--target`
 /// (one text, so no command's help lags the parser below; a test parses
@@ -81,6 +81,8 @@ TARGET forms (--target):
       class=CLASS authority=AUTH package=PKG permission=PERM manifest=FILE
       meta=KEY=VALUE provider_meta=KEY=VALUE classpath=CP   (repeatable)
       jvm_prop=KEY=VALUE         a system property for the Provider's code (repeatable)
+      consumer_jar=JAR consumer_apk=APK consumer_class=CLASS consumer_package=PKG
+                                 a Consumer under test (`cetp consumer`): its code and its adapter
       build=auto|yes|no          build the device first: if never built / always / never [auto]
       ready_timeout_ms=N         how long the device may take to be ready [300000]
   any form: timeout_ms=N         per-op timeout [15000]

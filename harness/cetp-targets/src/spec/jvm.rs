@@ -9,6 +9,10 @@
 //!     meta=KEY=VALUE provider_meta=KEY=VALUE   (repeatable) discovery / provider meta-data
 //!     classpath=CP                   (repeatable, ':'-separated) the code's dependencies
 //! any jvm:
+//!     consumer_jar=JAR               (repeatable) a vendor's Consumer under test: its code
+//!     consumer_apk=APP.apk           or its app's APK (its dex read back into class files)
+//!     consumer_class=CLASS           its ConsumerAdapter (with consumer_jar=; for `cetp consumer`)
+//!     consumer_package=PKG           its package (default: the class's)
 //!     jvm_prop=KEY=VALUE             (repeatable) a system property for the Provider's code
 //!     build=auto|yes|no              build the device first: when never built / always / never [auto]
 //!     ready_timeout_ms=N             how long the device may take to say "ready" [300000]
@@ -52,12 +56,28 @@ pub struct JvmSpec {
     pub classpath: Vec<PathBuf>,
     /// `jvm_prop=KEY=VALUE` (`--jvm-prop`), in order.
     pub jvm_props: Vec<String>,
+    /// `consumer_*=`: a Consumer under test beside the Provider (boxed:
+    /// most targets have none).
+    pub consumer: Option<Box<JvmConsumer>>,
     /// `build=`: whether to build the device before starting it.
     pub build: JvmBuild,
     /// `ready_timeout_ms=`: how long to wait for the device's "ready".
     pub ready_timeout_ms: u64,
     /// `timeout_ms=`: the per-op timeout.
     pub op_timeout_ms: u64,
+}
+
+/// A vendor's Consumer under test on the JVM device (`cetp consumer`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JvmConsumer {
+    /// `consumer_jar=` (`--consumer-jar`): its code, absolute, in order.
+    pub jars: Vec<PathBuf>,
+    /// `consumer_apk=` (`--consumer-apk`): its app's APK, absolute.
+    pub apk: Option<PathBuf>,
+    /// `consumer_class=` (`--consumer-class`): its adapter.
+    pub class: String,
+    /// `consumer_package=` (`--consumer-package`).
+    pub package: Option<String>,
 }
 
 /// The Provider the JVM device hosts.
@@ -138,6 +158,18 @@ impl JvmSpec {
         for c in &self.classpath {
             flag("--classpath", text(c));
         }
+        if let Some(c) = &self.consumer {
+            for j in &c.jars {
+                flag("--consumer-jar", text(j));
+            }
+            if let Some(a) = &c.apk {
+                flag("--consumer-apk", text(a));
+            }
+            flag("--consumer-class", c.class.clone());
+            if let Some(p) = &c.package {
+                flag("--consumer-package", p.clone());
+            }
+        }
         args
     }
 
@@ -185,6 +217,20 @@ impl JvmSpec {
             opts.push(format!("classpath={}", cp.join(":")));
         }
         opts.extend(self.jvm_props.iter().map(|v| format!("jvm_prop={v}")));
+        if let Some(c) = &self.consumer {
+            opts.extend(
+                c.jars
+                    .iter()
+                    .map(|p| format!("consumer_jar={}", p.display())),
+            );
+            if let Some(a) = &c.apk {
+                opts.push(format!("consumer_apk={}", a.display()));
+            }
+            opts.push(format!("consumer_class={}", c.class));
+            if let Some(p) = &c.package {
+                opts.push(format!("consumer_package={p}"));
+            }
+        }
         match self.build {
             JvmBuild::Auto => {}
             JvmBuild::Always => opts.push("build=yes".into()),
@@ -231,6 +277,7 @@ pub(super) fn parse_jvm(
         provider_meta: o.take_all("provider_meta"),
         classpath: Vec::new(),
         jvm_props: o.take_all("jvm_prop"),
+        consumer: None,
         build: JvmBuild::Auto,
         ready_timeout_ms: o
             .number("ready_timeout_ms")?
@@ -245,6 +292,7 @@ pub(super) fn parse_jvm(
             s.classpath.push(existing(o, "classpath=", e)?);
         }
     }
+    s.consumer = jvm_consumer(o)?;
     if let Some(v) = o.take("build")? {
         s.build = match v.as_str() {
             "auto" => JvmBuild::Auto,
@@ -300,6 +348,45 @@ fn jvm_code(
         }
     }
     Ok(JvmCode::Vendor { apk, jars })
+}
+
+/// `consumer_jar=`, `consumer_apk=`, `consumer_class=`, `consumer_package=`:
+/// none, or a Consumer under test with its code and its adapter (the
+/// script needs both), each file existing, the class a class name.
+fn jvm_consumer(o: &mut Options) -> Result<Option<Box<JvmConsumer>>, SpecError> {
+    let mut jars = Vec::new();
+    for j in o.take_all("consumer_jar") {
+        jars.push(existing(o, "consumer_jar=", &j)?);
+    }
+    let apk = match o.take("consumer_apk")? {
+        Some(a) => Some(existing(o, "consumer_apk=", &a)?),
+        None => None,
+    };
+    let class = o.take("consumer_class")?;
+    let package = o.take("consumer_package")?;
+    let has_code = !jars.is_empty() || apk.is_some();
+    if !has_code && class.is_none() && package.is_none() {
+        return Ok(None);
+    }
+    let (true, Some(class)) = (has_code, class) else {
+        return Err(o.err(
+            "a Consumer under test needs both its code (consumer_jar=JAR or consumer_apk=APP.apk) and consumer_class=CLASS (its adapter)"
+                .into(),
+        ));
+    };
+    let good = class.starts_with(|ch: char| ch.is_ascii_alphabetic() || ch == '_' || ch == '$')
+        && class
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || "_$.".contains(ch));
+    if !good {
+        return Err(o.err(format!("consumer_class={class:?} is not a class name")));
+    }
+    Ok(Some(Box::new(JvmConsumer {
+        jars,
+        apk,
+        class,
+        package,
+    })))
 }
 
 /// What the script refuses before starting (exit 2), refused here first as
@@ -533,5 +620,66 @@ mod tests {
         refused("jvm:sample,jvm_prop=1x=2", "is not KEY=VALUE");
         refused("jvm:sample,jvm_prop=cetp.jvm.listen=x", "the device's own");
         refused("jvm:sample,b=127.0.0.1:1", "unknown option \"b\" for jvm");
+    }
+
+    #[test]
+    fn a_consumer_under_test_beside_the_provider() {
+        let d = files();
+        let jar = d.join("p.jar");
+        let s = parse(&format!(
+            "jvm:sample,consumer_jar={},consumer_class=com.example.cetp.agent.AgentAdapter,consumer_package=com.x",
+            jar.display()
+        ));
+        assert_eq!(
+            s.consumer.as_ref().map(|c| c.jars.clone()),
+            Some(vec![jar.clone()])
+        );
+        assert_eq!(
+            s.script_args(),
+            [
+                "--consumer-jar",
+                &jar.display().to_string(),
+                "--consumer-class",
+                "com.example.cetp.agent.AgentAdapter",
+                "--consumer-package",
+                "com.x",
+            ]
+        );
+        let jar = jar.display();
+        refused(
+            &format!("jvm:sample,consumer_jar={jar}"),
+            "needs both its code",
+        );
+        refused("jvm:sample,consumer_class=a.B", "needs both its code");
+        refused(
+            &format!("jvm:sample,consumer_jar={jar},consumer_package=p"),
+            "needs both its code",
+        );
+        refused(
+            &format!("jvm:sample,consumer_jar={jar},consumer_class=a;rm"),
+            "not a class name",
+        );
+        refused(
+            "jvm:sample,consumer_jar=/no/such.jar,consumer_class=a.B",
+            "no such file",
+        );
+        let apk = d.join("app.apk");
+        let s = parse(&format!(
+            "jvm:sample,consumer_apk={},consumer_class=a.B",
+            apk.display()
+        ));
+        assert_eq!(
+            s.script_args(),
+            [
+                "--consumer-apk",
+                &apk.display().to_string(),
+                "--consumer-class",
+                "a.B"
+            ]
+        );
+        refused(
+            &format!("jvm:sample,consumer_apk={}", apk.display()),
+            "needs both its code",
+        );
     }
 }

@@ -18,6 +18,7 @@ import com.clawseed.probe.core.Abilities;
 import com.clawseed.probe.core.DeviceBackend;
 import com.clawseed.probe.core.DeviceError;
 import com.clawseed.probe.core.FdSource;
+import com.clawseed.probe.core.HostedProvider;
 import com.clawseed.probe.core.ProbeSession;
 import com.clawseed.probe.wire.Ops;
 import com.clawseed.probe.wire.WireError;
@@ -100,6 +101,8 @@ public class JvmDevice {
 
     private Context app;
     private Vendor vendor;
+    /** The vendor's Consumer under test ({@code --consumer-jar}); null when none was given. */
+    private JvmConsumer consumer;
 
     /** The vendor's Provider as installed, and the live Provider object. */
     static final class Vendor {
@@ -137,14 +140,30 @@ public class JvmDevice {
         }
         vendor = installVendor(spm, spec);
         BinderRules.install(app, spm, spec, vendor.provider, android.os.Process.myUid(), UID_B);
+        HostedProvider hosting = null;
+        try {
+            consumer = JvmConsumer.fromProperties(app, spm, JvmDevice.class.getClassLoader());
+        } catch (JvmConsumer.UsageError e) {
+            System.err.println("jvm-device: " + e.getMessage());
+            System.err.flush();
+            Runtime.getRuntime().halt(2);
+            return;
+        }
+        if (consumer != null) {
+            // The hostile Provider the harness scripts, hosted as the probe
+            // app hosts it on a phone (HostileProvider, HostedBridge,
+            // ConfirmActivity, from this app's manifest), on identity a.
+            hosting = Hosting.get(app, DeviceClock::currentTimeMillis);
+            hosting.reset();
+        }
 
         ServerSocket a = listen(listenA);
         ServerSocket b = listen(listenB);
-        serve(a, "a", android.os.Process.myUid(), List.of(app.getPackageName()), CERT_A);
-        serve(b, "b", UID_B, List.of(PACKAGE_B), CERT_B);
+        serve(a, "a", android.os.Process.myUid(), List.of(app.getPackageName()), CERT_A, hosting);
+        serve(b, "b", UID_B, List.of(PACKAGE_B), CERT_B, null);
         System.out.println("jvm-device: ready: identity a on " + a.getLocalSocketAddress() + ", identity b on "
                 + b.getLocalSocketAddress() + ", Provider " + vendor.pkg
-                + defectNote());
+                + defectNote() + (consumer == null ? "" : ", Consumer " + System.getProperty("cetp.jvm.consumer.class")));
         System.out.flush();
         // The test thread is Robolectric's main thread: run what is posted to it.
         while (true) {
@@ -167,7 +186,8 @@ public class JvmDevice {
         return s;
     }
 
-    private void serve(ServerSocket server, String name, int uid, List<String> packages, byte[] cert) {
+    private void serve(ServerSocket server, String name, int uid, List<String> packages, byte[] cert,
+            HostedProvider hosting) {
         Thread t = new Thread(() -> {
             while (true) {
                 Socket conn;
@@ -180,8 +200,8 @@ public class JvmDevice {
                     try (Socket c = conn) {
                         DeviceBackend backend = new Identity(
                                 new AndroidBackend(app, UiAccess.connect(new Instrumentation())),
-                                name, uid, packages, sha256(cert));
-                        new ProbeSession(c.getInputStream(), c.getOutputStream(), backend,
+                                name, uid, packages, sha256(cert), hosting != null ? consumer : null);
+                        new ProbeSession(c.getInputStream(), c.getOutputStream(), backend, hosting,
                                 message -> System.err.println("jvm-device " + name + ": " + message)).run();
                     } catch (Exception e) {
                         System.err.println("jvm-device " + name + ": connection ended: " + e);
@@ -205,8 +225,11 @@ public class JvmDevice {
         private final int uid;
         private final List<String> packages;
         private final String cert;
+        /** The Consumer this connection makes act (identity a's, which hosts the hostile Provider); or null. */
+        private final JvmConsumer actor;
 
-        Identity(AndroidBackend inner, String name, int uid, List<String> packages, String cert) {
+        Identity(AndroidBackend inner, String name, int uid, List<String> packages, String cert, JvmConsumer actor) {
+            this.actor = actor;
             this.inner = inner;
             this.name = name;
             this.uid = uid;
@@ -220,9 +243,14 @@ public class JvmDevice {
             // The device clock the Provider reads (DeviceClock), moved or not.
             // advance_clock moves what the Provider's code reads, not the
             // sleeps of its threads: the host waits for an operation in real time.
+            com.clawseed.probe.wire.JsonObject extra = new com.clawseed.probe.wire.JsonObject()
+                    .with("advance_clock_moves", "reads");
+            if (actor != null) {
+                extra.put("reply_extensions", hostedExtensions());
+            }
             return new Hello("cetp-jvm-device/" + BuildConfig.VERSION_NAME,
                     new Ops.Identity(name, uid, packages, List.of(cert)), h.device, DeviceClock.currentTimeMillis(),
-                    new com.clawseed.probe.wire.JsonObject().with("advance_clock_moves", "reads"));
+                    extra);
         }
 
         @Override
@@ -250,6 +278,20 @@ public class JvmDevice {
         @Override
         public List<Ops.ServiceInfo> discover() throws DeviceError {
             return inner.discover();
+        }
+
+        @Override
+        public List<String> consumers() {
+            return actor == null ? List.of() : List.of(JvmConsumer.NAME);
+        }
+
+        @Override
+        public com.clawseed.probe.wire.JsonObject consumerAct(String name, com.clawseed.probe.wire.JsonObject action,
+                long timeoutMs) throws DeviceError, InterruptedException {
+            if (actor == null) {
+                throw DeviceError.unsupported("this connection hosts no Consumer under test");
+            }
+            return actor.act(action, timeoutMs);
         }
 
         @Override
@@ -330,6 +372,25 @@ public class JvmDevice {
         public void close() {
             inner.close();
         }
+    }
+
+    /**
+     * The hosted Provider's reply extensions this device plays: the probe
+     * app's, but {@code fd_closed}. Robolectric plays a descriptor's close
+     * listener only on a close of the very object the probe opened, and
+     * the probe's own silent release of its copy counts as one there
+     * (android-probe-app/README.md), so a Consumer that never closes its
+     * result file would be heard as closing it: the harness must not judge
+     * the close here (CFILE-006 is then not judged, naming the ability).
+     */
+    static List<Object> hostedExtensions() {
+        List<Object> out = new java.util.ArrayList<>();
+        for (String e : HostedProvider.REPLY_EXTENSIONS) {
+            if (!e.equals("fd_closed")) {
+                out.add(e);
+            }
+        }
+        return out;
     }
 
     /**

@@ -369,7 +369,11 @@ final class JvmResolver {
     static List<View> windows(Activity activity) {
         List<View> out = new ArrayList<>();
         for (View v : WindowManagerGlobal.getInstance().getWindowViews()) {
-            if (belongsTo(v.getContext(), activity) && v.isShown()) {
+            // The activity's own window too: a floating one (a Dialog
+            // theme, as the probe's ConfirmActivity has) is built with a
+            // DecorContext over the application, not the activity.
+            boolean own = activity.getWindow() != null && v == activity.getWindow().peekDecorView();
+            if ((own || belongsTo(v.getContext(), activity)) && v.isShown()) {
                 out.add(0, v);
             }
         }

@@ -32,6 +32,7 @@ import org.robolectric.shadows.ShadowContentProviderClient;
 import org.robolectric.shadows.ShadowContentResolver;
 import org.robolectric.shadows.ShadowParcelFileDescriptor;
 import org.robolectric.shadows.ShadowPendingIntent;
+import org.robolectric.shadows.ShadowProcess;
 
 /**
  * Where the JVM device makes Robolectric's single process behave as the
@@ -125,6 +126,13 @@ final class JvmShadows {
             try {
                 reply = super.call(method, arg, BinderRules.withDuplicates(extras));
             } catch (RuntimeException thrown) {
+                if (p instanceof HostileProvider && diedMidCall()) {
+                    // The hosted Provider's `fail: "provider_died"`: on a phone
+                    // its process (`:hosted`) dies and the Consumer's unstable
+                    // client sees its Binder die; here it only asked to be
+                    // killed (ShadowProcess records it) and threw.
+                    throw new DeadObjectException("the hosted Provider's process died mid-call");
+                }
                 return cross(method, thrown);
             } catch (Error fatal) {
                 System.err.println("jvm-device: the Provider's call(\"" + method + "\") threw " + fatal
@@ -159,6 +167,17 @@ final class JvmShadows {
                 System.err.println("jvm-device: a descriptor of the Provider's reply cannot be duplicated: " + e);
                 throw new DeadObjectException("Transaction failed on small parcel; remote process probably died,"
                         + " but this could also be caused by running out of binder buffer space");
+            }
+        }
+
+        /** Whether the hosted Provider killed its own process (HostileProvider.die); forgets it. */
+        private static boolean diedMidCall() {
+            synchronized (ShadowProcess.class) {
+                if (!ShadowProcess.wasKilled(Process.myPid())) {
+                    return false;
+                }
+                ShadowProcess.clearKilledProcesses();
+                return true;
             }
         }
 

@@ -53,10 +53,20 @@ final class Hosting {
 
     /** The process's hosted Provider, built on first use from the manifest. */
     static synchronized HostedProvider get(Context context) throws DeviceError {
+        return get(context, System::currentTimeMillis);
+    }
+
+    /**
+     * As {@link #get(Context)}, its events' {@code now_ms} read from
+     * {@code clock} when this call builds it: the JVM device's clock that
+     * {@code advance_clock} moves, which the Consumer under test reads too
+     * (on a phone both are the system clock).
+     */
+    static synchronized HostedProvider get(Context context, java.util.function.LongSupplier clock) throws DeviceError {
         if (instance == null) {
             Context app = context.getApplicationContext() != null ? context.getApplicationContext() : context;
             HostedProvider hosted = new HostedProvider(hostable(app), exposer(app), HostedProvider.Limits.defaults(),
-                    System::currentTimeMillis);
+                    clock);
             results = new ResultFiles(new File(app.getCacheDir(), RESULT_DIR));
             // Files left by a probe process that died holding them: no one
             // will close or delete them now.

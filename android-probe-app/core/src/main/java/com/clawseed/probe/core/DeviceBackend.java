@@ -106,6 +106,28 @@ public interface DeviceBackend {
         throw DeviceError.unsupported("this device cannot move its clock");
     }
 
+    /**
+     * The names of the Consumers under test this device makes act
+     * ({@code consumer_act}, probe-wire "driving a Consumer under test"),
+     * which {@code hello} lists as {@code consumers}. Empty on a phone: the
+     * probe cannot make another app act there, and the host runs the
+     * vendor's driver instead; then {@code consumer_act} stays unknown.
+     */
+    default List<String> consumers() {
+        return List.of();
+    }
+
+    /**
+     * Makes {@code consumer} (one of {@link #consumers}) perform
+     * {@code action} (an object with a string {@code do}) and returns its
+     * outcome object ({@code outcome} and its members) as the host reads it.
+     * The device bounds the act by {@code timeoutMs} (never 0 here).
+     */
+    default JsonObject consumerAct(String consumer, JsonObject action, long timeoutMs)
+            throws DeviceError, InterruptedException {
+        throw DeviceError.unsupported("this device hosts no Consumer under test");
+    }
+
     /** The connection closed: release every handle. */
     void close();
 }

@@ -2,8 +2,11 @@ package com.clawseed.probe.core;
 
 import com.clawseed.probe.wire.Frame;
 import com.clawseed.probe.wire.FrameCodec;
+import com.clawseed.probe.wire.Fields;
+import com.clawseed.probe.wire.Json;
 import com.clawseed.probe.wire.JsonObject;
 import com.clawseed.probe.wire.Ops;
+import com.clawseed.probe.wire.WireDecodeException;
 import com.clawseed.probe.wire.WireError;
 import java.io.IOException;
 import java.io.InputStream;
@@ -37,6 +40,17 @@ public final class Dispatcher {
 
     /** The optional ops of a device that hosts a scripted Provider, in the order {@code hello} lists them. */
     public static final List<String> HOSTING_OPS = Collections.unmodifiableList(Arrays.asList("host_provider", "reply"));
+
+    /**
+     * Not in {@link Ops#KNOWN}: served only by a device that hosts a
+     * Consumer under test ({@link DeviceBackend#consumers}); a phone's probe
+     * answers it {@code unknown_op}, as before.
+     */
+    public static final String CONSUMER_ACT = "consumer_act";
+    /** An act's deadline when the host names none (the simulated device's too). */
+    static final long DEFAULT_ACT_TIMEOUT_MS = 60_000;
+    /** The longest act a host may ask for: a stuck Consumer must not hold a worker for ever. */
+    static final long MAX_ACT_TIMEOUT_MS = 600_000;
 
     private final DeviceBackend backend;
     private final ExecutorService workers;
@@ -96,6 +110,11 @@ public final class Dispatcher {
         this.hosted = hosted;
     }
 
+    /** Whether this connection performs {@code op}: a known op, or {@code consumer_act} where a Consumer is hosted. */
+    public boolean serves(String op) {
+        return Ops.isKnown(op) || (CONSUMER_ACT.equals(op) && !backend.consumers().isEmpty());
+    }
+
     /**
      * Answers {@code request}, whose parameters were decoded by
      * {@link Ops#decodeParams}. Only an I/O failure of the sink escapes.
@@ -103,7 +122,8 @@ public final class Dispatcher {
     public void handle(Frame.Request request, Object params, Sink sink) throws IOException {
         long id = request.id;
         try {
-            JsonObject ok = perform(request.op, id, params, sink);
+            JsonObject ok = CONSUMER_ACT.equals(request.op) ? consumerAct(request.params)
+                    : perform(request.op, id, params, sink);
             sink.send(new Frame.Ok(id, ok));
         } catch (DeviceError e) {
             sink.send(new Frame.Err(id, e.toWire()));
@@ -125,13 +145,25 @@ public final class Dispatcher {
                 DeviceBackend.Hello h = backend.hello();
                 Abilities abilities = backend.abilities();
                 List<String> ops = new ArrayList<>(abilities.ops());
-                JsonObject extra = new JsonObject(h.extra);
+                JsonObject extra = new JsonObject();
                 if (hosted != null) {
                     // Listed only where they work: the host then knows at
                     // once whether it can test a Consumer here. `consumer_act`
                     // stays out: a phone cannot make another app act.
                     ops.addAll(HOSTING_OPS);
                     extra.putAll(hosting.helloMembers());
+                }
+                // The backend's own members win: a device that cannot play
+                // one of the hosting's abilities says so (the JVM device
+                // cannot hear a Consumer close a descriptor).
+                extra.putAll(h.extra);
+                List<String> consumers = backend.consumers();
+                if (!consumers.isEmpty()) {
+                    // A device that makes a Consumer act (the JVM device with
+                    // a vendor's Consumer classes): `cetp consumer --target
+                    // tcp:…,consumer=NAME` then works against it unchanged.
+                    ops.add(CONSUMER_ACT);
+                    extra.put("consumers", new ArrayList<Object>(consumers));
                 }
                 return Ops.helloOk(h.probe, h.identity, h.device, h.nowMs, ops, abilities.unavailable(), extra);
             }
@@ -173,6 +205,39 @@ public final class Dispatcher {
                 }
                 throw new DeviceError(WireError.UNKNOWN_OP, "unknown op `" + op + "`");
         }
+    }
+
+    /**
+     * {@code consumer_act}: {@code consumer} (default {@code default}), an
+     * {@code action} object with a string {@code do}, {@code timeout_ms}
+     * (default 60 s, at most {@link #MAX_ACT_TIMEOUT_MS}). The action's
+     * other members are the backend's to read.
+     */
+    private JsonObject consumerAct(JsonObject params) throws DeviceError, InterruptedException {
+        List<String> consumers = backend.consumers();
+        if (consumers.isEmpty()) {
+            throw new DeviceError(WireError.UNKNOWN_OP, "unknown op `" + CONSUMER_ACT + "`");
+        }
+        Fields f = new Fields(params, "");
+        String consumer;
+        JsonObject action;
+        long timeout;
+        try {
+            String named = f.optString("consumer");
+            consumer = named == null ? "default" : named;
+            action = f.object("action");
+            Fields.string(action.get("do"), "/action/do");
+            timeout = f.opt("timeout_ms") == null ? DEFAULT_ACT_TIMEOUT_MS : f.uint64("timeout_ms");
+        } catch (WireDecodeException e) {
+            throw new DeviceError(WireError.BAD_REQUEST, e.toString());
+        }
+        if (!consumers.contains(consumer)) {
+            throw DeviceError.unsupported("this device hosts no Consumer named \"" + Json.sanitize(consumer)
+                    + "\" (it hosts " + consumers + ")");
+        }
+        // 0 or more than the cap: the cap. The host always names one.
+        long bounded = timeout == 0 || Long.compareUnsigned(timeout, MAX_ACT_TIMEOUT_MS) > 0 ? MAX_ACT_TIMEOUT_MS : timeout;
+        return backend.consumerAct(consumer, action, bounded);
     }
 
     /** An op that {@code hello} left out is refused the same way whoever asks. */

@@ -102,7 +102,7 @@ public final class ProbeSession implements Runnable {
                     continue;
                 }
                 Frame.Request request = (Frame.Request) frame;
-                if (!Ops.isKnown(request.op)) {
+                if (!dispatcher.serves(request.op)) {
                     send(new Frame.Err(request.id, new WireError(WireError.UNKNOWN_OP, "unknown op `" + request.op + "`")));
                     continue;
                 }
