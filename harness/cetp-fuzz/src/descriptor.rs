@@ -1427,9 +1427,14 @@ impl Shadow {
                     // not, and says nothing about this step. A run that
                     // stopped at this very step does.
                     if !replaced.contains(&oi) {
-                        verdict =
-                            fail_every_run_passed(stop, i, s, &live_runs, trun, &mut compiled)
-                                .or(verdict);
+                        let here =
+                            fail_every_run_passed(stop, i, s, &live_runs, trun, &mut compiled);
+                        // A step before it that already broke its compiled
+                        // expectation is the finding (a replay of the file
+                        // FAILs there first): this stop follows from it, as
+                        // a resolve with nothing to launch follows an
+                        // escalated call that answered success.
+                        verdict = verdict.or(here);
                     }
                     break;
                 }

@@ -752,3 +752,38 @@ fn a_dismissal_taken_as_refusal_passes_the_descriptor_oracle() {
         assert_passes(&j, target);
     }
 }
+
+/// An escalated call that runs at once, then the user's decision on the
+/// resolution it never returned: the finding is the call (§3.4,
+/// CETP2-3.4-12), where a replay of the file FAILs first, not the resolve
+/// that had nothing to launch because of it (the Kotlin sample's
+/// `pin-unconfirmed`, charged to the resolve before).
+#[test]
+fn an_escalated_call_run_at_once_is_the_finding_not_the_resolve_after_it() {
+    let tool = json!({"name": "create_alert"});
+    let m = moves(vec![
+        vec![negotiate("s1", &[])],
+        vec![
+            call(
+                json!({"do": "call", "as": "a", "method": "execute_tool", "session": "s1",
+                "tool": tool, "args": "escalating", "bind": "e2",
+                "expect": {"status": ["success", "accepted", "error"]},
+                "requirements": ["CETP2-4.3-01", "CETP2-4.3-05", "CETP2-3.4-12"]}),
+            ),
+            step(
+                json!({"do": "resolve", "as": "a", "handle": "${e2/resolution/handle}",
+                    "decision": "approve", "requirements": ["CETP2-4.3-02"]}),
+                Meta::Plain,
+            ),
+        ],
+    ]);
+    let j = judge("sim:mutant=no_escalation", "reference.toml", &m);
+    match &j {
+        Judgement::Finding { signature, .. } => assert!(
+            signature.starts_with("step call") && signature.contains("CETP2-3.4-12"),
+            "charged to another step: {j:?}"
+        ),
+        other => panic!("not found: {other:?}"),
+    }
+    assert_passes(&judge("sim", "reference.toml", &m), "sim");
+}
