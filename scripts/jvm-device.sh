@@ -122,19 +122,25 @@ if [ "$build_only" -eq 0 ] && [ "$self_test" -eq 0 ]; then
         [[ "$hp" =~ ^.+:[0-9]+$ ]] || { echo "jvm-device: not HOST:PORT: $hp" >&2; exit 2; }
     done
 fi
+# apk_code APK DIR: the APK's dex read back into DIR/code.jar, class files
+# with their stack map frames computed (ApkToJar), DIR made afresh.
+apk_code() {
+    local from="$1" dir="$2" d2j
+    [ -f "$from" ] || die "no such file: $from"
+    "$root/scripts/build-apks.sh" --tools-only >&2
+    rm -rf "$dir"
+    mkdir -p "$dir/classes"
+    d2j="$(cat "$root/android-probe-app/apk/target/dex2jar.classpath")"
+    javac --release 17 -Xlint:all -Werror -cp "$d2j" -d "$dir/classes" "$root/android-probe-app/apk/ApkToJar.java"
+    java -cp "$d2j:$dir/classes" ApkToJar "$from" "$dir/code.jar" \
+        "$(cat "$root/android-probe-app/jvm/target/framework.path")" >&2 || die "cannot read the code of $from"
+}
 if [ -n "$apk" ]; then
     # The APK's code as a jar, its manifest as source: then as --provider-jar.
-    [ -f "$apk" ] || die "no such file: $apk"
-    "$root/scripts/build-apks.sh" --tools-only >&2
     # One directory per listening address: devices run side by side.
     from_apk="$root/android-probe-app/jvm/target/provider-apk/${listen//[^0-9A-Za-z]/_}"
     tools="$root/android-probe-app/apk"
-    rm -rf "$from_apk"
-    mkdir -p "$from_apk/classes"
-    d2j="$(cat "$tools/target/dex2jar.classpath")"
-    javac --release 17 -Xlint:all -Werror -cp "$d2j" -d "$from_apk/classes" "$tools/ApkToJar.java"
-    java -cp "$d2j:$from_apk/classes" ApkToJar "$apk" "$from_apk/code.jar" \
-        "$(cat "$root/android-probe-app/jvm/target/framework.path")" >&2 || die "cannot read the code of $apk"
+    apk_code "$apk" "$from_apk"
     jars+=("$from_apk/code.jar")
     if [ -z "$manifest" ]; then
         python3 "$tools/apk-manifest.py" "$root/target/apk/build/tools/aapt2" "$apk" "$from_apk/AndroidManifest.xml" ||
@@ -160,16 +166,8 @@ fi
 if [ -n "$consumer_apk" ]; then
     # The Consumer app's code as a jar, as a Provider's APK is read above
     # (its adapter compiled into it, or in a --consumer-jar beside it).
-    [ -f "$consumer_apk" ] || die "no such file: $consumer_apk"
-    "$root/scripts/build-apks.sh" --tools-only >&2
     from_capk="$root/android-probe-app/jvm/target/consumer-apk/${listen//[^0-9A-Za-z]/_}"
-    tools="$root/android-probe-app/apk"
-    rm -rf "$from_capk"
-    mkdir -p "$from_capk/classes"
-    d2j="$(cat "$tools/target/dex2jar.classpath")"
-    javac --release 17 -Xlint:all -Werror -cp "$d2j" -d "$from_capk/classes" "$tools/ApkToJar.java"
-    java -cp "$d2j:$from_capk/classes" ApkToJar "$consumer_apk" "$from_capk/code.jar" \
-        "$(cat "$root/android-probe-app/jvm/target/framework.path")" >&2 || die "cannot read the code of $consumer_apk"
+    apk_code "$consumer_apk" "$from_capk"
     consumer_jars+=("$from_capk/code.jar")
 fi
 if [ "${#consumer_jars[@]}" -gt 0 ] || [ -n "$consumer_class$consumer_package" ]; then
