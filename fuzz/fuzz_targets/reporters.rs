@@ -143,6 +143,9 @@ fn run(shape: &[u8], strings: &[String]) -> Vec<Event> {
             only: vec![],
             skip: vec![],
             attempts: 1,
+            // A profile path is the user's, not the Provider's, but it is
+            // printed in every reproduce line: hostile here too.
+            rerun: vec!["--profile".into(), p.s()],
         },
         Event::TargetIdentified {
             hello: Some(HelloInfo {

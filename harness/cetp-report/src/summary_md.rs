@@ -55,12 +55,12 @@ impl SummaryMd {
             return;
         }
         let again = if replay {
-            // A code span cannot hold a backquote; the line is the shell's, not Markdown's.
-            format!(
-                "`{}`",
-                crate::replay_command(id, &self.target, self.seed, &self.rerun)
-                    .replace(['`', '\n', '\r'], "")
-                    .replace('|', "\\|")
+            // Escaped as any text (a code span cannot escape a backquote,
+            // a control character or a pipe of the table): the line reads
+            // back as the shell's once rendered.
+            md(
+                &crate::replay_command(id, &self.target, self.seed, &self.rerun),
+                4000,
             )
         } else {
             String::new()
