@@ -610,4 +610,31 @@ mod tests {
         );
         assert_eq!(mixed.exit(false), ExitCode::Infra);
     }
+
+    #[test]
+    fn a_scenario_passed_only_in_part_keeps_the_consumer_claim_and_names_what_would_judge_it() {
+        let (mut out, _) = fanout();
+        let mut d = Dispatcher::new(&mut out, None);
+        d.run_case(case("S0", &[]), |_| Executed::new(Verdict::Pass, "r"));
+        for id in ["S1", "S2"] {
+            d.run_case(case(id, &[]), |_| Executed {
+                unjudged: Some("descriptor reads".into()),
+                ..Executed::new(Verdict::Pass, "the other expectations held")
+            });
+        }
+        let stats = d.into_stats();
+        // Every scenario passed, so the run exits 0; the claim is not made.
+        assert_eq!(stats.exit(false), ExitCode::Ok);
+        let c = stats.consumer_claim("v", false);
+        assert!(!c.cetp_v2);
+        assert_eq!(
+            c.statement,
+            "Consumer half of §9: not established for v: 0 FAIL, 0 WARN, 0 not judged, 0 infra errors, 2 passed only in part (this target cannot see all they judge: S1, S2 need descriptor reads)"
+        );
+        assert_eq!(c.unjudged.len(), 1);
+        assert_eq!(c.unjudged[0].cases, ["S1", "S2"]);
+        assert_eq!(c.unjudged[0].requirements, ["REQ-S1", "REQ-S2"]);
+        // A filtered run makes no claim and names nothing.
+        assert!(stats.consumer_claim("v", true).unjudged.is_empty());
+    }
 }

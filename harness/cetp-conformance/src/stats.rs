@@ -137,13 +137,23 @@ impl RunStats {
 
     /// The Consumer half of §9: every scenario passed (a WARN, a scenario
     /// left unjudged or an infra error is not a pass), in an unfiltered run.
+    /// A scenario that passed with an expectation the target could not see
+    /// (a descriptor's reads on any device) is only partly judged: it keeps
+    /// the claim from being established, grouped by what would judge it.
     pub fn consumer_claim(&self, consumer: &str, filtered: bool) -> Claim {
         let summary = self.summary();
+        let partly: Vec<&CaseOutcome> = self
+            .cases
+            .iter()
+            .filter(|c| c.verdict == Verdict::Pass && c.unjudged.is_some())
+            .collect();
         let established = summary.fail == 0
             && summary.infra_error == 0
             && summary.not_applicable == 0
             && summary.warn == 0
+            && partly.is_empty()
             && !filtered;
+        let groups = unjudged_groups(partly.iter().copied());
         let statement = if filtered {
             "Consumer half of §9: no claim (a filtered run)".to_string()
         } else if established {
@@ -151,17 +161,29 @@ impl RunStats {
                 "Consumer half of §9: established for {consumer}: every Consumer scenario passed"
             )
         } else {
-            format!(
+            let mut s = format!(
                 "Consumer half of §9: not established for {consumer}: {} FAIL, {} WARN, {} not judged, {} infra errors",
                 summary.fail, summary.warn, summary.not_applicable, summary.infra_error
-            )
+            );
+            if !partly.is_empty() {
+                let each: Vec<String> = groups
+                    .iter()
+                    .map(|g| format!("{} need {}", g.cases.join(", "), g.needs))
+                    .collect();
+                s.push_str(&format!(
+                    ", {} passed only in part (this target cannot see all they judge: {})",
+                    partly.len(),
+                    each.join("; ")
+                ));
+            }
+            s
         };
         Claim {
             v2_declared: true,
             cetp_v2: established,
             capabilities: Vec::new(),
             v1_passed: None,
-            unjudged: Vec::new(),
+            unjudged: if filtered { Vec::new() } else { groups },
             filtered,
             statement,
             fixes: Vec::new(),
@@ -182,7 +204,7 @@ fn passed(verdict: Verdict, unjudged: &Option<String>) -> bool {
 /// Core cases the setup left unjudged, grouped by what would judge them.
 fn unjudged_groups<'a>(core: impl Iterator<Item = &'a CaseOutcome>) -> Vec<Unjudged> {
     let mut groups: BTreeMap<String, (Vec<String>, BTreeSet<String>)> = BTreeMap::new();
-    for c in core.filter(|c| c.verdict == Verdict::NotApplicable) {
+    for c in core {
         if let Some(n) = &c.unjudged {
             let g = groups.entry(n.clone()).or_default();
             g.0.push(c.id.clone());
@@ -238,7 +260,7 @@ pub fn provider_claim(
 ) -> Claim {
     let v2_declared = env.is_some_and(Env::declares_v2);
     let core = || cases.iter().filter(|c| c.needs.is_empty());
-    let unjudged = unjudged_groups(core());
+    let unjudged = unjudged_groups(core().filter(|c| c.verdict == Verdict::NotApplicable));
     let failed = core()
         .filter(|c| !passed(c.verdict, &c.unjudged) && c.unjudged.is_none())
         .count()

@@ -78,7 +78,25 @@ pub enum Judged {
     Broken(String),
     /// This target cannot judge the expectation, with why.
     NotJudged(String),
+    /// The target cannot see what the expectation looks at (a device
+    /// ability, not the Consumer's choice): the scenario may still pass on
+    /// its other expectations, but the Consumer claim is not established
+    /// on it (design: what a device cannot play is never passed).
+    Unseen {
+        /// What is not visible.
+        why: String,
+        /// The device ability that would judge it, as the claim names it.
+        needs: &'static str,
+    },
 }
+
+/// What judges a descriptor's close over the wire (`fd_closed`).
+pub const NEEDS_CLOSES: &str = "a device that reports the Consumer's descriptor closes (fd_closed)";
+/// What judges a descriptor's reads: only the in-process Consumer shows them.
+pub const NEEDS_READS: &str =
+    "a target that shows the Consumer's descriptor reads (the in-process Consumer of --target sim)";
+/// What judges a confirmation's launch.
+pub const NEEDS_RESOLVES: &str = "a device that reports the Consumer's launches (intent_launched)";
 
 fn first(mut problems: Vec<String>) -> Judged {
     if problems.is_empty() {
@@ -561,11 +579,12 @@ fn no_decoy_calls(t: &Trace<'_>, d: &DecoyCalls) -> Judged {
             .filter(|c| !named.contains(&c.act))
             .map(|c| {
                 format!(
-                    "act {}: {}{} went to the decoy Provider ({}), which has the same tools and name, instead of the one the act named",
+                    // Not named by package: on a phone or the JVM device
+                    // the decoy is the peer probe's Provider, not DECOY_PACKAGE.
+                    "act {}: {}{} went to the decoy Provider (a second Provider with the same tools and name), instead of the one the act named",
                     c.act,
                     c.method,
                     c.tool().map(|t| format!(" {t:?}")).unwrap_or_default(),
-                    super::hostile::DECOY_PACKAGE
                 )
             })
             .collect(),
@@ -600,7 +619,10 @@ fn fds_closed(t: &Trace<'_>) -> Judged {
     let Some(fds) = t.fds else {
         return match t.fd_closes {
             Some(closes) => closes_reported(closes),
-            None => Judged::NotJudged("descriptors are not visible on this target".into()),
+            None => Judged::Unseen {
+                why: "descriptors are not visible on this target".into(),
+                needs: NEEDS_CLOSES,
+            },
         };
     };
     first(
@@ -644,7 +666,10 @@ fn closes_reported(closes: &BTreeMap<String, Option<String>>) -> Judged {
 
 fn read_bounded(t: &Trace<'_>, cap: &ReadCap) -> Judged {
     let Some(fds) = t.fds else {
-        return Judged::NotJudged("descriptor reads are not visible on this target".into());
+        return Judged::Unseen {
+            why: "descriptor reads are not visible on this target".into(),
+            needs: NEEDS_READS,
+        };
     };
     let cap = cap.max_bytes.unwrap_or(u64::MAX);
     first(
@@ -663,7 +688,10 @@ fn read_bounded(t: &Trace<'_>, cap: &ReadCap) -> Judged {
 
 fn resolved_before_resume(t: &Trace<'_>) -> Judged {
     let Some(resolves) = t.resolves else {
-        return Judged::NotJudged("resolutions are not visible on this target".into());
+        return Judged::Unseen {
+            why: "resolutions are not visible on this target".into(),
+            needs: NEEDS_RESOLVES,
+        };
     };
     first(
         t.calls
@@ -814,7 +842,13 @@ mod tests {
                 other => panic!("{how:?}: {other:?}"),
             }
         }
-        assert!(matches!(with(None), Judged::NotJudged(_)));
+        assert!(matches!(
+            with(None),
+            Judged::Unseen {
+                needs: NEEDS_CLOSES,
+                ..
+            }
+        ));
     }
 
     #[test]

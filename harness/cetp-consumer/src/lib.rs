@@ -55,6 +55,11 @@ pub struct ScenarioResult {
     pub findings: Vec<Finding>,
     /// Expectations this target could not judge, with why.
     pub not_judged: Vec<String>,
+    /// Expectations the target could not see (`check: why`), with the
+    /// device ability that would judge each: a scenario that passed with
+    /// any is only partly judged, and keeps the Consumer claim from being
+    /// established.
+    pub unseen: Vec<(String, &'static str)>,
     /// What each act of the Consumer did, for the report.
     pub acts: Vec<ActRecord>,
     /// How many calls the Consumer made to the hostile Provider.
@@ -128,6 +133,7 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> Sc
             verdict: Verdict::NotApplicable,
             findings: Vec::new(),
             not_judged: vec![why],
+            unseen: Vec::new(),
             acts: trace.acts.to_vec(),
             calls: trace.calls.len(),
         };
@@ -146,6 +152,7 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> Sc
                         "not judged: the Consumer declares {} = {declared}, which admits the {} this scenario sends",
                         b.limit, b.size
                     )],
+                    unseen: Vec::new(),
                     acts: trace.acts.to_vec(),
                     calls: trace.calls.len(),
                 };
@@ -164,6 +171,7 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> Sc
     }
     let mut findings = Vec::new();
     let mut not_judged = Vec::new();
+    let mut unseen = Vec::new();
     let mut must_broken = false;
     for e in &s.expect {
         match judge(trace, e) {
@@ -180,6 +188,9 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> Sc
                 })
             }
             Judged::NotJudged(why) => not_judged.push(format!("{}: {why}", e.check.name())),
+            Judged::Unseen { why, needs } => {
+                unseen.push((format!("{}: {why}", e.check.name()), needs))
+            }
         }
     }
     if let Some(note) = bound_note {
@@ -217,6 +228,7 @@ pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> Sc
         verdict,
         findings,
         not_judged,
+        unseen,
         acts: trace.acts.to_vec(),
         calls: trace.calls.len(),
     }
@@ -276,6 +288,7 @@ fn not_judged(s: &Scenario, why: String) -> ScenarioResult {
         verdict: Verdict::NotApplicable,
         findings: Vec::new(),
         not_judged: vec![why],
+        unseen: Vec::new(),
         acts: Vec::new(),
         calls: 0,
     }
@@ -1312,6 +1325,7 @@ fn unplayable(s: &Scenario, dev: &Playable) -> ScenarioResult {
         verdict: Verdict::NotApplicable,
         findings: Vec::new(),
         not_judged: vec![format!("not judged: the scenario scripts {why}")],
+        unseen: Vec::new(),
         acts: Vec::new(),
         calls: 0,
     }
@@ -1607,6 +1621,7 @@ fn setup_gap(s: &Scenario, ability: &str, detail: &str) -> ScenarioResult {
             "not judged: the scenario needs {ability} ({})",
             judge::clip(detail, 200)
         )],
+        unseen: Vec::new(),
         acts: Vec::new(),
         calls: 0,
     }

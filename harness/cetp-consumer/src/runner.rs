@@ -120,12 +120,19 @@ fn executed(s: &Scenario, played: Result<ScenarioResult, String>, out: &mut Fano
         Ok(r) => r,
         Err(e) => return Executed::new(Verdict::InfraError, e),
     };
+    let unseen: Vec<&str> = r.unseen.iter().map(|(what, _)| what.as_str()).collect();
+    let notes: Vec<&str> = r.not_judged.iter().map(String::as_str).collect();
     let reason = if let Some(f) = r.findings.first() {
         format!("{}: {}", f.check, f.message)
     } else if r.verdict == Verdict::NotApplicable {
         r.not_judged.join("; ")
-    } else if !r.not_judged.is_empty() {
-        format!("passed; {}", r.not_judged.join("; "))
+    } else if !unseen.is_empty() {
+        format!(
+            "the other expectations held; not judged on this target: {}",
+            [unseen.as_slice(), notes.as_slice()].concat().join("; ")
+        )
+    } else if !notes.is_empty() {
+        format!("passed; {}", notes.join("; "))
     } else {
         "every expectation held".to_string()
     };
@@ -141,6 +148,14 @@ fn executed(s: &Scenario, played: Result<ScenarioResult, String>, out: &mut Fano
     }
     let mut e = Executed::new(r.verdict, reason);
     e.cited = r.cited().into_iter().map(str::to_string).collect();
+    if r.verdict == Verdict::Pass {
+        // Partly judged: the claim names what would judge the rest.
+        let mut needs: Vec<&str> = r.unseen.iter().map(|(_, n)| *n).collect();
+        needs.dedup();
+        if !needs.is_empty() {
+            e.unjudged = Some(needs.join("; "));
+        }
+    }
     e
 }
 
@@ -228,6 +243,7 @@ mod tests {
             verdict,
             findings,
             not_judged: Vec::new(),
+            unseen: Vec::new(),
             acts: Vec::new(),
             calls: 0,
         }
