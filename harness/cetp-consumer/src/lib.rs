@@ -127,35 +127,18 @@ fn resolved(act: &Json) -> Json {
 /// scenario that tests a bound judges it by the Consumer's own figure).
 pub fn judge_run(s: &Scenario, trace: &Trace<'_>, bounds: &DeclaredBounds) -> ScenarioResult {
     if let Some(why) = unoffered(s, trace) {
-        return ScenarioResult {
-            id: s.id.clone(),
-            title: s.title.clone(),
-            verdict: Verdict::NotApplicable,
-            findings: Vec::new(),
-            not_judged: vec![why],
-            unseen: Vec::new(),
-            acts: trace.acts.to_vec(),
-            calls: trace.calls.len(),
-        };
+        return not_judged_after(s, trace, why);
     }
     let mut level = s.level.as_str();
     let mut bound_note = None;
     if let Some(b) = &s.bound {
         match bounds.get(&b.limit) {
             Some(declared) if b.size <= declared => {
-                return ScenarioResult {
-                    id: s.id.clone(),
-                    title: s.title.clone(),
-                    verdict: Verdict::NotApplicable,
-                    findings: Vec::new(),
-                    not_judged: vec![format!(
-                        "not judged: the Consumer declares {} = {declared}, which admits the {} this scenario sends",
-                        b.limit, b.size
-                    )],
-                    unseen: Vec::new(),
-                    acts: trace.acts.to_vec(),
-                    calls: trace.calls.len(),
-                };
+                let why = format!(
+                    "not judged: the Consumer declares {} = {declared}, which admits the {} this scenario sends",
+                    b.limit, b.size
+                );
+                return not_judged_after(s, trace, why);
             }
             Some(_) => {}
             None => {
@@ -278,6 +261,15 @@ pub fn premise_unmet(s: &Scenario, binder_limit: bool) -> Option<String> {
     (binder && !binder_limit).then(|| {
         "not judged: the scenario's premise is Binder's transaction limit (an answer over about 1 MB never reaches a Consumer on Android), and this device does not say it enforces it, as a TCP rig that carries any size would not (needs a device whose hello says binder_transaction_limit: a phone's probe app, or cetp sim --hosting probe-app)".to_string()
     })
+}
+
+/// `s` played but not judged, for `why` (the Consumer's own choice).
+fn not_judged_after(s: &Scenario, trace: &Trace<'_>, why: String) -> ScenarioResult {
+    ScenarioResult {
+        acts: trace.acts.to_vec(),
+        calls: trace.calls.len(),
+        ..not_judged(s, why)
+    }
 }
 
 /// `s` not judged, for `why`, before anything was played.
