@@ -210,9 +210,13 @@ impl ConsumerPlace for Place {
                 let device =
                     cetp_targets::jvm::StartedDevice::start(spec, self.device_log.as_deref())
                         .map_err(|e| e.to_string())?;
-                let hosted = WireConsumer::connect(device.identity_a(), self.actor.clone())?
-                    .hosted
-                    .clone();
+                let hosted = WireConsumer::connect_with_peer(
+                    device.identity_a(),
+                    Some(device.identity_b()),
+                    self.actor.clone(),
+                )?
+                .hosted
+                .clone();
                 self.jvm = Some(device);
                 hosted
             }
@@ -234,8 +238,12 @@ impl ConsumerPlace for Place {
                 let Some(device) = &self.jvm else {
                     return Err("the JVM device was not started".into());
                 };
-                WireConsumer::connect(device.identity_a(), self.actor.clone())
-                    .and_then(|mut dev| cetp_consumer::run_on_device(s, &mut dev, &self.bounds))
+                WireConsumer::connect_with_peer(
+                    device.identity_a(),
+                    Some(device.identity_b()),
+                    self.actor.clone(),
+                )
+                .and_then(|mut dev| cetp_consumer::run_on_device(s, &mut dev, &self.bounds))
             }
         }
     }

@@ -269,6 +269,13 @@ impl StartedDevice {
     pub fn identity_a(&self) -> &str {
         &self.0.a
     }
+
+    /// Identity b's `HOST:PORT`: where the device hosts a Consumer under
+    /// test, its peer probe (identity b's probe app, a second Provider of
+    /// another package).
+    pub fn identity_b(&self) -> &str {
+        &self.0.b
+    }
 }
 
 /// Builds the device if `build=` says so, starts it on two free loopback

@@ -495,6 +495,9 @@ final class BinderRules {
             throw new IOException("cannot duplicate a descriptor (run with --add-opens java.base/sun.nio.ch=ALL-UNNAMED): "
                     + e, e);
         }
-        return JvmShadows.RealPipe.wrap(end, to, JvmShadows.RealPipe.isPipe(pfd));
+        ParcelFileDescriptor copy = JvmShadows.RealPipe.wrap(end, to, JvmShadows.RealPipe.isPipe(pfd));
+        // A result file's close listener hears this copy (the caller's), as on a phone.
+        JvmShadows.RealPipe.shareChannel(pfd, copy);
+        return copy;
     }
 }

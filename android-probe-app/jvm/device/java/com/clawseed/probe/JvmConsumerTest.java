@@ -51,7 +51,8 @@ import org.robolectric.annotation.Config;
  * running the looper and answering the hosted calls.
  */
 @RunWith(RobolectricTestRunner.class)
-@Config(sdk = 34, shadows = {ShadowPackageManagerFlags.class, JvmShadows.CrossBinder.class, JvmShadows.Creator.class})
+@Config(sdk = 34, shadows = {ShadowPackageManagerFlags.class, JvmShadows.CrossBinder.class, JvmShadows.Creator.class,
+    JvmShadows.RealPipe.class})
 public class JvmConsumerTest {
     private Context app;
     private HostedProvider hosted;
@@ -256,13 +257,51 @@ public class JvmConsumerTest {
         }
     }
 
+    /** The next {@code fd_closed} event within {@code ms}, or null. */
+    private JsonObject fdClosed(long ms) throws InterruptedException {
+        long stop = JvmResolver.now() + ms;
+        while (JvmResolver.now() < stop) {
+            JvmResolver.idleMain();
+            Frame f = frames.poll();
+            if (f instanceof Frame.Event && ((Frame.Event) f).event.equals("fd_closed")) {
+                return ((Frame.Event) f).fields;
+            }
+            Thread.sleep(5);
+        }
+        return null;
+    }
+
+    /**
+     * The device reports the Consumer's close of a result file (fd_closed),
+     * and only that: the probe's own copies are let go of (the hosted
+     * Provider's after {@link HostileProvider#READER_CLOSE_DELAY_MS}) and
+     * nothing is heard, so a Consumer that keeps its descriptor is seen
+     * never to close it. Under Robolectric's own listener the probe's
+     * release was heard as the Consumer's close, and a leaking Consumer
+     * passed.
+     */
     @Test
-    public void theDeviceDoesNotOfferToReportClosesItCannotHear() {
-        // Robolectric's close listener hears the probe's own silent release
-        // as a close: listed, fd_closed would pass a Consumer that leaks.
-        assertTrue(HostedProvider.REPLY_EXTENSIONS.contains("fd_closed"));
-        assertFalse(JvmDevice.hostedExtensions().contains("fd_closed"));
-        assertTrue(JvmDevice.hostedExtensions().containsAll(List.of("fd_endless", "pending_intent")));
+    public void theConsumersCloseOfItsResultFileIsHeardNotTheProbesRelease() throws Exception {
+        assertTrue(JvmDevice.hostedExtensions().containsAll(List.of("fd_closed", "fd_endless", "pending_intent")));
+        JvmConsumer c = consumer();
+        String authority = hosted.hostable().authority;
+        android.os.ParcelFileDescriptor[] kept = new android.os.ParcelFileDescriptor[1];
+        script.add("\"result\":{\"status\":{\"t\":\"string\",\"v\":\"success\"}},\"fd_data\":\"AQID\"");
+        Scripted.step = a -> {
+            kept[0] = callHosted(authority, "execute_tool").getParcelable("result_fd",
+                    android.os.ParcelFileDescriptor.class);
+            return Outcome.success(null);
+        };
+        Object o = act(c, "{\"do\":\"connect\",\"authority\":\"" + authority + "\"}", 10_000);
+        assertNotNull("no result_fd reached the Consumer: " + text(o), kept[0]);
+        try (java.io.FileInputStream in = new java.io.FileInputStream(kept[0].getFileDescriptor())) {
+            assertEquals(1, in.read());
+        }
+        assertEquals(null, fdClosed(HostileProvider.READER_CLOSE_DELAY_MS + 1_500));
+        kept[0].close();
+        JsonObject closed = fdClosed(10_000);
+        assertNotNull("the Consumer's close was not reported", closed);
+        assertEquals("closed", closed.get("how"));
     }
 
     @Test
@@ -305,5 +344,73 @@ public class JvmConsumerTest {
         assertEquals(1, launched.size());
         assertEquals("pi-script-1", launched.get(0).get("handle"));
         assertEquals("approve", launched.get(0).get("decision"));
+    }
+
+    /**
+     * Identity b's probe app beside a's ({@link PeerProbe}), as a phone's
+     * second probe: its hostile Provider is another package's, hosted by
+     * b's own connection, and a's foreign service names it (CSES-002), so
+     * a Consumer's call to b's authority reaches b's connection and not
+     * a's, and its confirmation reaches b's hosted Provider.
+     */
+    @Test
+    public void identityBsProbeHostsASecondProviderOfAnotherPackage() throws Exception {
+        org.robolectric.shadows.ShadowPackageManager spm = org.robolectric.Shadows.shadowOf(app.getPackageManager());
+        JvmDevice.installB(spm);
+        HostedProvider b = PeerProbe.install(app, spm, DeviceClock::currentTimeMillis);
+        BlockingQueue<Frame> bFrames = new LinkedBlockingQueue<>();
+        HostedProvider.Connection bConn = b.attach(bFrames::add);
+        try {
+            String bAuthority = b.hostable().authority;
+            assertEquals(JvmDevice.PACKAGE_B + ".hostile.clawseed.tools", bAuthority);
+            // a's foreign service names b's package; b's own names a's.
+            assertEquals(JvmDevice.PACKAGE_B, hosted.hostable().foreignPackage);
+            // (b's names the authority of a phone's probe a: the JVM's own
+            // package is Robolectric's, and no scenario hosts on a through b.)
+            assertEquals("com.clawseed.probe", b.hostable().foreignPackage);
+            bConn.host(new Ops.HostProviderParams(bAuthority, b.hostable().variants.get(0).meta));
+            assertEquals(JvmDevice.PACKAGE_B,
+                    app.getPackageManager().resolveContentProvider(bAuthority, 0).packageName);
+            JvmConsumer c = consumer();
+            Object[] answered = new Object[1];
+            Scripted.step = a -> {
+                answered[0] = callHosted(bAuthority, "negotiate");
+                return Outcome.success(null);
+            };
+            Thread act = new Thread(() -> {
+                try {
+                    c.act((JsonObject) JsonParser.parse("{\"do\":\"connect\",\"authority\":\"x\"}"), 20_000);
+                } catch (Exception e) {
+                    answered[0] = e;
+                }
+            });
+            act.start();
+            long stop = JvmResolver.now() + 20_000;
+            Frame.Event call = null;
+            while (call == null && JvmResolver.now() < stop) {
+                JvmResolver.idleMain();
+                Frame f = bFrames.poll(5, java.util.concurrent.TimeUnit.MILLISECONDS);
+                if (f instanceof Frame.Event && ((Frame.Event) f).event.equals("incoming_call")) {
+                    call = (Frame.Event) f;
+                }
+            }
+            assertNotNull("the call to b's authority did not reach b's connection", call);
+            assertEquals("negotiate", call.fields.get("method"));
+            assertTrue("a's connection heard b's call", frames.stream().noneMatch(f -> f instanceof Frame.Event
+                    && ((Frame.Event) f).event.equals("incoming_call")));
+            String line = "{\"id\":1,\"op\":\"reply\",\"call\":\"" + call.fields.get("call")
+                    + "\",\"result\":{\"status\":{\"t\":\"string\",\"v\":\"success\"}}}";
+            bConn.reply((Ops.ReplyParams) Ops.decodeParams(
+                    (Frame.Request) FrameCodec.decode(line.getBytes(StandardCharsets.UTF_8))));
+            act.join(20_000);
+            assertTrue(String.valueOf(answered[0]), answered[0] instanceof Bundle);
+            assertEquals("success", ((Bundle) answered[0]).getString("status"));
+            // A confirmation b hands out names b's package, and reaches b's hosted Provider.
+            Uri confirm = Uri.parse("cetp-confirm://" + JvmDevice.PACKAGE_B + "/x/y");
+            assertTrue(Hosting.forConfirmation(app, confirm) == b);
+            assertTrue(Hosting.forConfirmation(app, Uri.parse("cetp-confirm://" + app.getPackageName() + "/x/y")) == hosted);
+        } finally {
+            bConn.close();
+        }
     }
 }

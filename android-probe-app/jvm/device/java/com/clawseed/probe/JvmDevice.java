@@ -141,6 +141,7 @@ public class JvmDevice {
         vendor = installVendor(spm, spec);
         BinderRules.install(app, spm, spec, vendor.provider, android.os.Process.myUid(), UID_B);
         HostedProvider hosting = null;
+        HostedProvider hostingB = null;
         try {
             consumer = JvmConsumer.fromProperties(app, spm, JvmDevice.class.getClassLoader());
         } catch (JvmConsumer.UsageError e) {
@@ -155,12 +156,16 @@ public class JvmDevice {
             // ConfirmActivity, from this app's manifest), on identity a.
             hosting = Hosting.get(app, DeviceClock::currentTimeMillis);
             hosting.reset();
+            // And identity b's probe app, the peer: a second Provider of
+            // another package, and the ContentProvider a's foreign service
+            // names (CSES-014, CSES-002), hosted by b's connection.
+            hostingB = PeerProbe.install(app, spm, DeviceClock::currentTimeMillis);
         }
 
         ServerSocket a = listen(listenA);
         ServerSocket b = listen(listenB);
-        serve(a, "a", android.os.Process.myUid(), List.of(app.getPackageName()), CERT_A, hosting);
-        serve(b, "b", UID_B, List.of(PACKAGE_B), CERT_B, null);
+        serve(a, "a", android.os.Process.myUid(), List.of(app.getPackageName()), CERT_A, hosting, consumer);
+        serve(b, "b", UID_B, List.of(PACKAGE_B), CERT_B, hostingB, null);
         System.out.println("jvm-device: ready: identity a on " + a.getLocalSocketAddress() + ", identity b on "
                 + b.getLocalSocketAddress() + ", Provider " + vendor.pkg
                 + defectNote() + (consumer == null ? "" : ", Consumer " + System.getProperty("cetp.jvm.consumer.class")));
@@ -186,8 +191,13 @@ public class JvmDevice {
         return s;
     }
 
+    /**
+     * Serves one identity's connections: {@code hosting} is the hosted
+     * Provider they host (null: none), {@code actor} the Consumer under test
+     * they make act (null: none).
+     */
     private void serve(ServerSocket server, String name, int uid, List<String> packages, byte[] cert,
-            HostedProvider hosting) {
+            HostedProvider hosting, JvmConsumer actor) {
         Thread t = new Thread(() -> {
             while (true) {
                 Socket conn;
@@ -200,7 +210,7 @@ public class JvmDevice {
                     try (Socket c = conn) {
                         DeviceBackend backend = new Identity(
                                 new AndroidBackend(app, UiAccess.connect(new Instrumentation())),
-                                name, uid, packages, sha256(cert), hosting != null ? consumer : null);
+                                name, uid, packages, sha256(cert), hosting != null, actor);
                         new ProbeSession(c.getInputStream(), c.getOutputStream(), backend, hosting,
                                 message -> System.err.println("jvm-device " + name + ": " + message)).run();
                     } catch (Exception e) {
@@ -225,10 +235,14 @@ public class JvmDevice {
         private final int uid;
         private final List<String> packages;
         private final String cert;
+        /** Whether this identity's connections host its probe app's hostile Provider. */
+        private final boolean hosts;
         /** The Consumer this connection makes act (identity a's, which hosts the hostile Provider); or null. */
         private final JvmConsumer actor;
 
-        Identity(AndroidBackend inner, String name, int uid, List<String> packages, String cert, JvmConsumer actor) {
+        Identity(AndroidBackend inner, String name, int uid, List<String> packages, String cert, boolean hosts,
+                JvmConsumer actor) {
+            this.hosts = hosts;
             this.actor = actor;
             this.inner = inner;
             this.name = name;
@@ -245,7 +259,7 @@ public class JvmDevice {
             // sleeps of its threads: the host waits for an operation in real time.
             com.clawseed.probe.wire.JsonObject extra = new com.clawseed.probe.wire.JsonObject()
                     .with("advance_clock_moves", "reads");
-            if (actor != null) {
+            if (hosts) {
                 extra.put("reply_extensions", hostedExtensions());
             }
             return new Hello("cetp-jvm-device/" + BuildConfig.VERSION_NAME,
@@ -375,22 +389,14 @@ public class JvmDevice {
     }
 
     /**
-     * The hosted Provider's reply extensions this device plays: the probe
-     * app's, but {@code fd_closed}. Robolectric plays a descriptor's close
-     * listener only on a close of the very object the probe opened, and
-     * the probe's own silent release of its copy counts as one there
-     * (android-probe-app/README.md), so a Consumer that never closes its
-     * result file would be heard as closing it: the harness must not judge
-     * the close here (CFILE-006 is then not judged, naming the ability).
+     * The hosted Provider's reply extensions this device plays: all of the
+     * probe app's. {@code fd_closed} is heard as on a phone: a result
+     * file's close listener hears the copy the Consumer was handed, never
+     * the probe's own ({@link JvmShadows.RealPipe#open}); a Consumer that
+     * never closes its copy is heard as never closing it.
      */
     static List<Object> hostedExtensions() {
-        List<Object> out = new java.util.ArrayList<>();
-        for (String e : HostedProvider.REPLY_EXTENSIONS) {
-            if (!e.equals("fd_closed")) {
-                out.add(e);
-            }
-        }
-        return out;
+        return new java.util.ArrayList<>(HostedProvider.REPLY_EXTENSIONS);
     }
 
     /**
@@ -488,7 +494,7 @@ public class JvmDevice {
         return null;
     }
 
-    private void installB(ShadowPackageManager spm) {
+    static void installB(ShadowPackageManager spm) {
         PackageInfo b = new PackageInfo();
         b.packageName = PACKAGE_B;
         b.applicationInfo = new ApplicationInfo();
@@ -567,7 +573,7 @@ public class JvmDevice {
     }
 
     /** The vendor app's Context: its own package and UID, the JVM's resources and files. */
-    static final class VendorContext extends ContextWrapper {
+    static class VendorContext extends ContextWrapper {
         private final ApplicationInfo info;
 
         VendorContext(Context base, ApplicationInfo info) {

@@ -270,7 +270,19 @@ final class JvmShadows {
         @Override
         protected Bundle call(Uri uri, String method, String arg, Bundle extras) {
             check(uri.getAuthority());
-            return super.call(uri, method, arg, extras);
+            Bundle reply = super.call(uri, method, arg, extras);
+            if (getProvider(uri) instanceof HostileProvider) {
+                // A Consumer calling the hosted Provider without a client
+                // gets its own copy of each descriptor too, so that a result
+                // file's close listener hears the Consumer's close
+                // (RealPipe.open), as through CrossBinder.
+                try {
+                    return BinderRules.withDuplicates(reply);
+                } catch (IOException e) {
+                    throw new IllegalStateException("jvm-device: cannot duplicate a descriptor of the reply: " + e, e);
+                }
+            }
+            return reply;
         }
     }
 
@@ -293,6 +305,59 @@ final class JvmShadows {
         private java.io.FileDescriptor endFd;
         /** False for a duplicate of a file's descriptor (BinderRules.dup): it has a size. */
         private boolean pipe;
+        /**
+         * The status channel of a descriptor opened with a close listener,
+         * shared by every copy Binder makes of it ({@link BinderRules#dup});
+         * null for any other descriptor.
+         */
+        private CloseChannel channel;
+        /** This is the opener's own copy, whose close the listener does not hear. */
+        private boolean opener;
+        @org.robolectric.annotation.RealObject
+        private ParcelFileDescriptor self;
+        /** Its raw descriptor was taken (detachFd): closing it closes nothing. */
+        private boolean detached;
+        /** The owners of detached descriptors, never collected (see detachFd). */
+        private static final java.util.List<Object> DETACHED = new java.util.ArrayList<>();
+
+        /**
+         * {@code ParcelFileDescriptor.open(File, int, Handler, OnCloseListener)}
+         * as a phone plays it for the probe's result files (§4.5): the
+         * listener hears the first status that a copy handed across Binder
+         * writes (closed, detached), never the opener's own copy, which the
+         * probe lets go of silently. Robolectric's own version heard only
+         * the opener's object, so the probe's release of its copy sounded
+         * like the Consumer's close and a leaking Consumer passed.
+         */
+        @Implementation
+        protected static ParcelFileDescriptor open(File file, int mode, android.os.Handler handler,
+                ParcelFileDescriptor.OnCloseListener listener) throws IOException {
+            if (handler == null || listener == null) {
+                throw new IllegalArgumentException("Handler and listener must not be null");
+            }
+            ParcelFileDescriptor pfd = ParcelFileDescriptor.open(file, mode);
+            RealPipe shadow = Shadow.extract(pfd);
+            shadow.channel = new CloseChannel(handler, listener);
+            shadow.opener = true;
+            return pfd;
+        }
+
+        /** {@code copy}, Binder's copy of {@code from} for the other side, shares its status channel. */
+        static void shareChannel(ParcelFileDescriptor from, ParcelFileDescriptor copy) {
+            RealPipe source = Shadow.extract(from);
+            if (source.channel != null) {
+                RealPipe target = Shadow.extract(copy);
+                target.channel = source.channel;
+                target.opener = false;
+            }
+        }
+
+        /** The copy's status, for the opener's listener: nothing for the opener's own copy. */
+        private void tell(IOException status) {
+            if (channel != null && !opener) {
+                channel.tell(status);
+            }
+        }
 
         @Implementation
         protected static ParcelFileDescriptor[] createPipe() throws IOException {
@@ -302,6 +367,29 @@ final class JvmShadows {
         @Implementation
         protected static ParcelFileDescriptor[] createReliablePipe() throws IOException {
             return fifo();
+        }
+
+        /**
+         * Taking the raw descriptor: a copy with a status channel tells
+         * its listener "detached", as the framework's detachFd writes
+         * DETACHED. The framework's own detachFd cannot run on a JVM (it
+         * needs Android's FileDescriptor), so the descriptor is handed over
+         * here: the number, which this object no longer closes, and the
+         * Java object that owns it is kept from the garbage collector, whose
+         * cleanup would otherwise close a descriptor the caller now owns.
+         */
+        @Implementation
+        protected int detachFd() {
+            if (detached) {
+                throw new IllegalStateException("Already closed");
+            }
+            tell(new ParcelFileDescriptor.FileDescriptorDetachedException());
+            int fd = getFd();
+            detached = true;
+            synchronized (DETACHED) {
+                DETACHED.add(end != null ? end : self);
+            }
+            return fd;
         }
 
         @Implementation
@@ -345,6 +433,10 @@ final class JvmShadows {
         @Implementation
         @Override
         protected void close() throws IOException {
+            if (detached) {
+                return;
+            }
+            tell(null);
             if (end != null) {
                 end.close();
             } else {
@@ -412,6 +504,30 @@ final class JvmShadows {
                 end.close();
                 throw new IOException("cannot make a ParcelFileDescriptor of a pipe", e);
             }
+        }
+    }
+
+    /**
+     * A result file's status channel: its listener is told, on its handler,
+     * the first status a copy writes (null: closed), and only that one, as
+     * a phone's {@code ParcelFileDescriptor} comm channel reports it.
+     */
+    static final class CloseChannel {
+        private final android.os.Handler handler;
+        private final ParcelFileDescriptor.OnCloseListener listener;
+        private boolean told;
+
+        CloseChannel(android.os.Handler handler, ParcelFileDescriptor.OnCloseListener listener) {
+            this.handler = handler;
+            this.listener = listener;
+        }
+
+        synchronized void tell(IOException status) {
+            if (told) {
+                return;
+            }
+            told = true;
+            handler.post(() -> listener.onClose(status));
         }
     }
 }

@@ -2,13 +2,21 @@ package com.clawseed.probe;
 
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertTrue;
 
+import android.os.Handler;
+import android.os.HandlerThread;
 import android.os.ParcelFileDescriptor;
 import java.io.ByteArrayOutputStream;
+import java.io.File;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.file.Files;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.robolectric.RobolectricTestRunner;
@@ -78,5 +86,74 @@ public class JvmShadowsTest {
         writer.join(15_000);
         assertEquals(false, writer.isAlive());
         assertEquals(true, failed[0] instanceof IOException);
+    }
+
+    /** What a result file's close listener heard, or "nothing" within the wait. */
+    private static Object heard(LinkedBlockingQueue<Object> q, long ms) throws InterruptedException {
+        Object o = q.poll(ms, TimeUnit.MILLISECONDS);
+        return o == null ? "nothing" : o;
+    }
+
+    /**
+     * A result file's close listener (the probe's {@code fd_closed}) hears
+     * the copy Binder handed the caller, never the opener's own: under
+     * Robolectric's own shadow the probe's silent release of its copy was
+     * heard as the Consumer's close, so a Consumer that never closed its
+     * descriptor passed CFILE-006.
+     */
+    @Test(timeout = 30_000)
+    public void a_result_files_listener_hears_the_callers_copy_not_the_openers() throws Exception {
+        HandlerThread t = new HandlerThread("close-listener");
+        t.start();
+        Handler handler = new Handler(t.getLooper());
+        File f = File.createTempFile("result-", ".bin");
+        Files.write(f.toPath(), new byte[] {1, 2, 3});
+        LinkedBlockingQueue<Object> q = new LinkedBlockingQueue<>();
+        ParcelFileDescriptor own = ParcelFileDescriptor.open(f, ParcelFileDescriptor.MODE_READ_ONLY, handler,
+                e -> q.add(e == null ? "closed" : e));
+        ParcelFileDescriptor callers = BinderRules.dup(own);
+        // The probe lets go of its own copy: the listener hears nothing.
+        own.close();
+        assertEquals("nothing", heard(q, 500));
+        // The caller reads its copy, then closes it: heard once, as a close.
+        try (InputStream in = new FileInputStream(callers.getFileDescriptor())) {
+            assertEquals(1, in.read());
+        }
+        callers.close();
+        assertEquals("closed", heard(q, 10_000));
+        assertEquals("nothing", heard(q, 300));
+
+        // A caller that never closes its copy is never heard.
+        LinkedBlockingQueue<Object> q2 = new LinkedBlockingQueue<>();
+        ParcelFileDescriptor own2 = ParcelFileDescriptor.open(f, ParcelFileDescriptor.MODE_READ_ONLY, handler,
+                e -> q2.add(e == null ? "closed" : e));
+        ParcelFileDescriptor kept = BinderRules.dup(own2);
+        own2.close();
+        assertEquals("nothing", heard(q2, 500));
+        kept.close();
+        t.quitSafely();
+        assertTrue(f.delete());
+    }
+
+    /** Taking the raw descriptor of the caller's copy is heard as detached, as on a phone. */
+    @Test(timeout = 30_000)
+    public void a_callers_detached_copy_is_heard_as_detached() throws Exception {
+        HandlerThread t = new HandlerThread("close-listener");
+        t.start();
+        File f = File.createTempFile("result-", ".bin");
+        LinkedBlockingQueue<Object> q = new LinkedBlockingQueue<>();
+        ParcelFileDescriptor own = ParcelFileDescriptor.open(f, ParcelFileDescriptor.MODE_READ_ONLY,
+                new Handler(t.getLooper()), e -> q.add(e == null ? "closed" : e));
+        ParcelFileDescriptor callers = BinderRules.dup(own);
+        own.close();
+        int raw = callers.detachFd();
+        assertTrue(raw >= 0);
+        Object got = heard(q, 10_000);
+        assertTrue(String.valueOf(got), got instanceof ParcelFileDescriptor.FileDescriptorDetachedException);
+        assertEquals(com.clawseed.probe.core.FdClose.DETACHED,
+                com.clawseed.probe.core.FdClose.of((java.io.IOException) got).how);
+        assertNull(q.poll(300, TimeUnit.MILLISECONDS));
+        t.quitSafely();
+        assertTrue(f.delete());
     }
 }

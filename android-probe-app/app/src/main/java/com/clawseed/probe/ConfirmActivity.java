@@ -97,7 +97,7 @@ public final class ConfirmActivity extends Activity {
         List<String> launcher = launcherPackages();
         long uid = launcherUid(launcher);
         try {
-            if (!Hosting.get(this).launched(token, decision, uid, launcher)) {
+            if (!Hosting.forConfirmation(this, getIntent().getData()).launched(token, decision, uid, launcher)) {
                 Log.w(ProbeInstrumentation.TAG, "confirmation " + token + ": no host to tell of " + decision);
             }
         } catch (DeviceError e) {

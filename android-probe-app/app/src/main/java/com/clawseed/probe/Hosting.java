@@ -24,12 +24,16 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * The process's one hosted Provider ({@link HostedProvider}), shared by the
+ * The process's hosted Provider ({@link HostedProvider}), shared by the
  * probe's connections (which host it) and {@link HostileProvider} (which
  * Consumers call). Its authority and the meta-data of its discovery services
  * (the foreign one's too, which names the other probe app's authority) are
  * read from this app's own manifest, so that they cannot drift from what
  * Android actually declares.
+ *
+ * <p>One per package: on a phone a process is one probe app, so there is
+ * one; the JVM device runs both probe apps (identity a's and b's, each with
+ * its own Context) in one process, and each gets its own.
  */
 final class Hosting {
     private Hosting() {}
@@ -48,8 +52,9 @@ final class Hosting {
     /** The directory of result files, under the app's cache: only this app reads it. */
     static final String RESULT_DIR = "cetp-hosted-fd";
 
-    private static HostedProvider instance;
-    private static ResultFiles results;
+    /** Each package's hosted Provider and its result files, by package. */
+    private static final Map<String, HostedProvider> INSTANCES = new TreeMap<>();
+    private static final Map<String, ResultFiles> RESULTS = new TreeMap<>();
 
     /** The process's hosted Provider, built on first use from the manifest. */
     static synchronized HostedProvider get(Context context) throws DeviceError {
@@ -63,23 +68,40 @@ final class Hosting {
      * (on a phone both are the system clock).
      */
     static synchronized HostedProvider get(Context context, java.util.function.LongSupplier clock) throws DeviceError {
-        if (instance == null) {
-            Context app = context.getApplicationContext() != null ? context.getApplicationContext() : context;
-            HostedProvider hosted = new HostedProvider(hostable(app), exposer(app), HostedProvider.Limits.defaults(),
-                    clock);
-            results = new ResultFiles(new File(app.getCacheDir(), RESULT_DIR));
+        Context app = context.getApplicationContext() != null ? context.getApplicationContext() : context;
+        String pkg = app.getPackageName();
+        HostedProvider hosted = INSTANCES.get(pkg);
+        if (hosted == null) {
+            hosted = new HostedProvider(hostable(app), exposer(app), HostedProvider.Limits.defaults(), clock);
+            ResultFiles results = new ResultFiles(new File(app.getCacheDir(), RESULT_DIR));
             // Files left by a probe process that died holding them: no one
             // will close or delete them now.
             results.clearStale();
-            instance = hosted;
+            INSTANCES.put(pkg, hosted);
+            RESULTS.put(pkg, results);
         }
-        return instance;
+        return hosted;
     }
 
-    /** The result files of the process's hosted Provider ({@code fd_data}); after {@link #get}. */
+    /** The result files of the package's hosted Provider ({@code fd_data}); after {@link #get}. */
     static synchronized ResultFiles results(Context context) throws DeviceError {
         get(context);
-        return results;
+        Context app = context.getApplicationContext() != null ? context.getApplicationContext() : context;
+        return RESULTS.get(app.getPackageName());
+    }
+
+    /**
+     * The hosted Provider a confirmation's data URI names
+     * ({@code cetp-confirm://PACKAGE/…}, {@link HostedBridge#confirmation}):
+     * that package's, when this process hosts it, else {@code own}'s. On a
+     * phone the URI always names the activity's own package; the JVM device
+     * runs both probe apps' confirmations in one activity class, and b's
+     * must reach b's hosted Provider.
+     */
+    static synchronized HostedProvider forConfirmation(Context own, android.net.Uri data) throws DeviceError {
+        String named = data == null ? null : data.getAuthority();
+        HostedProvider hosted = named == null ? null : INSTANCES.get(named);
+        return hosted != null ? hosted : get(own);
     }
 
     @SuppressWarnings("deprecation")

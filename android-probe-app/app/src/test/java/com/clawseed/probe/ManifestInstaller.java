@@ -101,21 +101,35 @@ final class ManifestInstaller {
      * ({@code BuildConfig.FLAVOR}: the identity the tests run as).
      */
     static String manifestOf(String pkg) throws Exception {
+        return manifestOf(pkg, BuildConfig.FLAVOR);
+    }
+
+    /** As {@link #manifestOf(String)}, with the placeholders of product flavor {@code flavor}. */
+    static String manifestOf(String pkg, String flavor) throws Exception {
         String xml = new String(Files.readAllBytes(manifestFile().toPath()), StandardCharsets.UTF_8)
                 .replace("${applicationId}", pkg);
-        for (java.util.Map.Entry<String, String> p : placeholders(BuildConfig.FLAVOR).entrySet()) {
+        for (java.util.Map.Entry<String, String> p : placeholders(flavor).entrySet()) {
             xml = xml.replace("${" + p.getKey() + "}", p.getValue());
         }
         if (xml.contains("${")) {
-            throw new IllegalStateException("AndroidManifest.xml has a placeholder that flavor " + BuildConfig.FLAVOR
+            throw new IllegalStateException("AndroidManifest.xml has a placeholder that flavor " + flavor
                     + " does not set");
         }
         return xml;
     }
 
     static void install(Context context) throws Exception {
+        install(context, BuildConfig.FLAVOR);
+    }
+
+    /**
+     * As {@link #install(Context)}, as the probe app of product flavor
+     * {@code flavor} (the JVM device installs identity b's probe, flavor
+     * {@code b}, beside a's: {@link PeerProbe}).
+     */
+    static void install(Context context, String flavor) throws Exception {
         String pkg = context.getPackageName();
-        String xml = manifestOf(pkg);
+        String xml = manifestOf(pkg, flavor);
         DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
         f.setNamespaceAware(true);
         Document doc = f.newDocumentBuilder().parse(new java.io.ByteArrayInputStream(xml.getBytes(StandardCharsets.UTF_8)));

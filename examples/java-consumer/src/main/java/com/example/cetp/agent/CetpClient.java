@@ -17,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -164,7 +165,8 @@ public final class CetpClient {
 
     private final Context context;
     private final Limits limits;
-    private final Map<String, Session> sessions = new HashMap<>();
+    /** By authority, in the order they were connected. */
+    private final Map<String, Session> sessions = new LinkedHashMap<>();
     private Pending pending;
 
     public CetpClient(Context context, Limits limits) {
@@ -229,6 +231,20 @@ public final class CetpClient {
         return execute(p.authority, p.tool, p.args, p.requestId, p.resumeToken, false);
     }
 
+    /**
+     * The defect first-with-tool: the first connected Provider that lists
+     * {@code tool}, whichever was asked (§3.1 names a tool by provider and
+     * name together).
+     */
+    private String firstWithTool(String asked, String tool) {
+        for (Map.Entry<String, Session> e : sessions.entrySet()) {
+            if (e.getValue().tools.containsKey(tool)) {
+                return e.getKey();
+            }
+        }
+        return asked;
+    }
+
     // ------------------------------------------------------------------ sessions
 
     private Session session(String authority) throws Refusal, ErrorAnswer {
@@ -273,7 +289,7 @@ public final class CetpClient {
         if (provider == null) {
             throw new Refusal("no ContentProvider serves " + authority);
         }
-        if (!provider.packageName.equals(servicePackage)) {
+        if (!provider.packageName.equals(servicePackage) && !Defect.is("trusts-any-package")) {
             throw new Refusal("the ContentProvider of " + authority + " belongs to " + provider.packageName
                     + ", not to the service's package " + servicePackage);
         }
@@ -306,7 +322,8 @@ public final class CetpClient {
         discover(authority);
         Bundle extras = new Bundle();
         extras.putIntArray("consumer_versions", new int[] {2});
-        extras.putString("consumer_capabilities", new JSONArray(CAPABILITIES).toString());
+        extras.putString("consumer_capabilities",
+                new JSONArray(Latitude.is("no-optional-capabilities") ? List.of() : CAPABILITIES).toString());
         Bundle answer;
         try {
             answer = binderWithRetries(authority, "negotiate", extras);
@@ -388,9 +405,10 @@ public final class CetpClient {
         }
     }
 
-    private Result execute(String authority, String tool, String args, String requestId, String resumeToken,
+    private Result execute(String asked, String tool, String args, String requestId, String resumeToken,
             boolean cancel) throws InterruptedException {
         int renegotiations = 0;
+        String authority = Defect.is("first-with-tool") ? firstWithTool(asked, tool) : asked;
         try {
             Session s = session(authority);
             if (!s.tools.containsKey(tool)) {
@@ -447,9 +465,15 @@ public final class CetpClient {
                     if (Defect.is("retries-non-retryable") && KNOWN_CODES.contains(code)) {
                         retry = true;
                     }
+                    if (Latitude.is("no-automatic-retry")) {
+                        // The agent decides whether to try again (§5 allows never retrying).
+                        retry = false;
+                    }
                     if (retry && attempt < MAX_ATTEMPTS && lastRetryAfterMs <= MAX_WAIT_MS) {
                         if (!Defect.is("ignores-retry-after")) {
-                            Thread.sleep(Math.max(lastRetryAfterMs, 100) + 20);
+                            // §5: at least retry_after_ms; this client's own backoff may add to it.
+                            long backoff = Latitude.is("extra-retry-wait") ? 2_000 : 20;
+                            Thread.sleep(Math.max(lastRetryAfterMs, 100) + backoff);
                         }
                         continue;
                     }
@@ -497,7 +521,9 @@ public final class CetpClient {
             JSONObject data = successData(answer, "execute_tool", limits.maxInlineBytes);
             return result(s, tool, data, fd);
         } finally {
-            close(fd);
+            if (!(Defect.is("keeps-error-fd") && "error".equals(answer == null ? null : answer.getString("status")))) {
+                close(fd);
+            }
         }
     }
 
@@ -577,7 +603,9 @@ public final class CetpClient {
             cancelled = true;
         }
         while (true) {
-            Thread.sleep(Math.min(Math.max(wait, 100), MAX_WAIT_MS));
+            // poll_after_ms is the earliest next query (§4.4); slow-polling waits twice that.
+            long pause = Latitude.is("slow-polling") ? 2 * wait : wait;
+            Thread.sleep(Math.min(Math.max(pause, 100), MAX_WAIT_MS));
             JSONObject state = operation(authority, s, "get_operation", op);
             String st = state.optString("state", "");
             switch (st) {
