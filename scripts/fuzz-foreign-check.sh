@@ -48,53 +48,13 @@ JAVA_PROFILES="${JAVA_PROFILES:-profile.toml profile-count.toml profile-list.tom
 SIM_VARIANTS="${SIM_VARIANTS:-}"
 VARIANT_BUDGET="${VARIANT_BUDGET:-$FUZZ_BUDGET}"
 part() { [[ "$PARTS" == *" $1 "* ]]; }
-if [ -n "${CETP_BIN:-}" ]; then
-    cetp="$CETP_BIN"
-else
-    cargo build -q -p cetp-cli
-    cetp="${CARGO_TARGET_DIR:-$root/target}/debug/cetp"
-fi
+check=fuzz-foreign-check
+. scripts/lib/check.sh
+check_cetp
 # KEEP_WORK=DIR keeps every run's directory (fuzz.json, findings) there.
 work="${KEEP_WORK:-$(mktemp -d)}"
 mkdir -p "$work"
-pids=()
-stop_all() {
-    for p in "${pids[@]}"; do
-        kill "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
-    pids=()
-}
 trap 'stop_all; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# Waits for the line $3 (default "ready") in $1 from process $2 (at most 300 s).
-wait_ready() {
-    for _ in $(seq 600); do
-        grep -q "${3:-ready}" "$1" && return 0
-        if ! kill -0 "$2" 2>/dev/null; then
-            cat "$1" >&2
-            echo "fuzz-foreign-check: the device exited before it was ready" >&2
-            exit 1
-        fi
-        sleep 0.5
-    done
-    cat "$1" >&2
-    echo "fuzz-foreign-check: the device was not ready within 300 s" >&2
-    exit 1
-}
-
-# Starts the JVM device; $@ are jvm-device.sh's Provider flags.
-start_jvm() {
-    local log="$work/device.log"
-    a="127.0.0.1:$(free_port)"
-    b="127.0.0.1:$(free_port)"
-    : > "$log"
-    local flags=(--listen "$a" --listen-b "$b" --no-build "$@")
-    nice -n 10 scripts/jvm-device.sh "${flags[@]}" > "$log" 2>&1 &
-    pids+=($!)
-    wait_ready "$log" "$!"
-}
 
 # Judges one fuzz run's fuzz.json: $1 the label, $2 the directory, $3
 # "clean" (no finding, no note, judged share) or a requirement the defect
@@ -180,7 +140,7 @@ fi
 
 # 1. The Java sample, once per observer.
 if part java; then
-start_jvm
+start_jvm "$work/device.log"
 for p in $JAVA_PROFILES; do
     label="java-${p%.toml}"
     clean "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" \
@@ -191,7 +151,7 @@ fi
 
 # 2. Each seeded defect, found by the fuzzer alone.
 part java-defects && while IFS=$'\t' read -r name req _cases _what; do
-    start_jvm --defect "$name"
+    start_jvm "$work/device.log" --defect "$name"
     fuzz "defect-$name" "$DEFECT_BUDGET" --target "tcp:$a" --target-b "$b" \
         --profile examples/java-provider/profile.toml --max-findings 1
     stop_all
@@ -213,7 +173,7 @@ kotlin=(--provider-jar "$kt/target/notes.jar" --classpath "$(cat "$kt/target/std
         --manifest "$kt/src/main/AndroidManifest.xml")
 fi
 if part kotlin; then
-start_jvm "${kotlin[@]}"
+start_jvm "$work/device.log" "${kotlin[@]}"
 for p in profile.toml profile-list.toml; do
     label="kotlin-${p%.toml}"
     clean "$label" "$FUZZ_BUDGET" --target "tcp:$a" --target-b "$b" --profile "$kt/$p" --max-findings 3
@@ -221,7 +181,7 @@ done
 stop_all
 fi
 part kotlin-defects && [ "${KOTLIN_DEFECTS:-1}" = 1 ] && while IFS=$'\t' read -r name req _cases _what; do
-    start_jvm "${kotlin[@]}" --jvm-prop "com.example.cetp.notes.defect=$name"
+    start_jvm "$work/device.log" "${kotlin[@]}" --jvm-prop "com.example.cetp.notes.defect=$name"
     fuzz "kotlin-defect-$name" "$DEFECT_BUDGET" --target "tcp:$a" --target-b "$b" \
         --profile "$kt/profile.toml" --max-findings 1
     stop_all

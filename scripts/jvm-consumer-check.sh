@@ -40,24 +40,12 @@ case "${1:-}" in
     "") ;;
     *) echo "usage: $0 [--no-build]" >&2; exit 2 ;;
 esac
-if [ -n "${CETP_BIN:-}" ]; then
-    cetp="$CETP_BIN"
-else
-    cargo build -q -p cetp-cli
-    cetp="${CARGO_TARGET_DIR:-$root/target}/debug/cetp"
-fi
+check=jvm-consumer-check
+. scripts/lib/check.sh
+check_cetp
 out="$root/android-probe-app/jvm/target"
 work="$(mktemp -d)"
-device_pid=""
-stop_device() {
-    if [ -n "$device_pid" ]; then
-        kill "$device_pid" 2>/dev/null || true
-        wait "$device_pid" 2>/dev/null || true
-        device_pid=""
-    fi
-}
-trap 'stop_device; rm -rf "$work"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+trap 'stop_all; rm -rf "$work"' EXIT
 
 t0=$(date +%s)
 if [ "$build" -eq 1 ]; then
@@ -76,29 +64,10 @@ echo "jvm-consumer-check: built in $(( $(date +%s) - t0 )) s"
 
 # Starts the device with the flags given, waits for its "ready"; sets target.
 start_device() {
-    local a b log="$work/device.log"
-    a="127.0.0.1:$(free_port)"
-    b="127.0.0.1:$(free_port)"
-    : > "$log"
-    nice -n 10 scripts/jvm-device.sh --listen "$a" --listen-b "$b" --no-build "$@" > "$log" 2>&1 &
-    device_pid=$!
-    for _ in $(seq 600); do
-        if grep -q ready "$log"; then
-            # Identity b's connection is the peer probe: it hosts the second
-            # Provider and the ContentProvider another package's service names.
-            target="tcp:$a,peer=$b"
-            return 0
-        fi
-        if ! kill -0 "$device_pid" 2>/dev/null; then
-            cat "$log" >&2
-            echo "jvm-consumer-check: the JVM device exited before it was ready" >&2
-            exit 1
-        fi
-        sleep 0.5
-    done
-    cat "$log" >&2
-    echo "jvm-consumer-check: the JVM device was not ready within 300 s" >&2
-    exit 1
+    start_jvm "$work/device.log" "$@"
+    # Identity b's connection is the peer probe: it hosts the second
+    # Provider and the ContentProvider another package's service names.
+    target="tcp:$a,peer=$b"
 }
 
 # cetp consumer against the device started last; the report lands in $work/$1.
@@ -108,7 +77,7 @@ run_consumer() {
     set +e
     "$cetp" consumer --target "$target" --report-dir "$work/$name" "$@" > "$work/$name.out" 2>&1
     set -e
-    stop_device
+    stop_all
     [ -f "$work/$name/report.json" ] || { cat "$work/$name.out" "$work/device.log"; echo "jvm-consumer-check: $name: no report"; exit 1; }
 }
 

@@ -28,12 +28,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-if [ -n "${CETP_BIN:-}" ]; then
-    cetp="$CETP_BIN"
-else
-    cargo build -q -p cetp-cli
-    cetp="${CARGO_TARGET_DIR:-$root/target}/debug/cetp"
-fi
+check=jvm-device-check
+. scripts/lib/check.sh
+check_cetp
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # This checkout's device, whichever cetp runs (CETP_BIN); built once below,

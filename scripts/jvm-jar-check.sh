@@ -47,24 +47,12 @@ while [ $# -gt 0 ]; do
         *) echo "usage: $0 [--no-build] [--baseline REPORT.json]" >&2; exit 2 ;;
     esac
 done
-if [ -n "${CETP_BIN:-}" ]; then
-    cetp="$CETP_BIN"
-else
-    cargo build -q -p cetp-cli
-    cetp="${CARGO_TARGET_DIR:-$root/target}/debug/cetp"
-fi
+check=jvm-jar-check
+. scripts/lib/check.sh
+check_cetp
 out="$root/android-probe-app/jvm/target"
 work="$(mktemp -d)"
-device_pid=""
-stop_device() {
-    if [ -n "$device_pid" ]; then
-        kill "$device_pid" 2>/dev/null || true
-        wait "$device_pid" 2>/dev/null || true
-        device_pid=""
-    fi
-}
-trap 'stop_device; rm -rf "$work"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+trap 'stop_all; rm -rf "$work"' EXIT
 
 t0=$(date +%s)
 if [ "$build" -eq 1 ]; then
@@ -75,28 +63,9 @@ fw="$(cat "$out/framework.path")"
 # Starts the device with the flags given, waits for its "ready"; sets
 # target and target_b. The device's log is $work/device.log.
 start_device() {
-    local a b log="$work/device.log"
-    a="127.0.0.1:$(free_port)"
-    b="127.0.0.1:$(free_port)"
-    : > "$log"
-    nice -n 10 scripts/jvm-device.sh --listen "$a" --listen-b "$b" --no-build "$@" > "$log" 2>&1 &
-    device_pid=$!
-    for _ in $(seq 600); do
-        if grep -q ready "$log"; then
-            target="tcp:$a"
-            target_b="$b"
-            return 0
-        fi
-        if ! kill -0 "$device_pid" 2>/dev/null; then
-            cat "$log" >&2
-            echo "jvm-jar-check: the JVM device exited before it was ready" >&2
-            exit 1
-        fi
-        sleep 0.5
-    done
-    cat "$log" >&2
-    echo "jvm-jar-check: the JVM device was not ready within 300 s" >&2
-    exit 1
+    start_jvm "$work/device.log" "$@"
+    target="tcp:$a"
+    target_b="$b"
 }
 
 # cetp run against the device started last; the report lands in $work/$1.
@@ -106,7 +75,7 @@ run_cetp() {
     set +e
     "$cetp" run --target "$target" --target-b "$target_b" --report-dir "$work/$name" "$@" > "$work/$name.out" 2>&1
     set -e
-    stop_device
+    stop_all
     [ -f "$work/$name/report.json" ] || { cat "$work/$name.out" "$work/device.log"; echo "jvm-jar-check: $name: no report"; exit 1; }
 }
 
