@@ -114,6 +114,8 @@ public class BinderRulesTest {
 
     @Before
     public void install() {
+        // Robolectric draws the process's UID at random; never CALLER's.
+        org.robolectric.shadows.ShadowProcess.setUid(JvmDevice.UID_A);
         info = new ProviderInfo();
         info.authority = AUTHORITY;
         info.name = Fixture.class.getName();

@@ -87,6 +87,13 @@ import org.robolectric.shadow.api.Shadow;
     JvmShadows.CrossBinder.class, JvmShadows.RealPipe.class, JvmShadows.ProviderAccess.class})
 public class JvmDevice {
     static final String ANDROID = ManifestInstaller.ANDROID;
+    /**
+     * Identity a's UID, the device process's: fixed, because Robolectric
+     * draws a random application UID for the process, which now and then
+     * was one of the fixed UIDs below (a device start failed with
+     * "duplicate key: 10200" in BinderRules.install).
+     */
+    static final int UID_A = 10_100;
     /** Identity b: a second app with its own UID, package and certificate. */
     static final int UID_B = 10_200;
     static final String PACKAGE_B = "com.clawseed.probe.b";
@@ -123,8 +130,11 @@ public class JvmDevice {
             throw new IllegalStateException("set -Dcetp.jvm.listen and -Dcetp.jvm.listen_b (scripts/jvm-device.sh does)");
         }
         app = RuntimeEnvironment.getApplication();
+        org.robolectric.shadows.ShadowProcess.setUid(UID_A);
+        app.getApplicationInfo().uid = UID_A;
         ManifestInstaller.install(app);
         ShadowPackageManager spm = shadowOf(app.getPackageManager());
+        spm.setPackagesForUid(UID_A, app.getPackageName());
         setCert(spm, app.getPackageName(), CERT_A, app.getApplicationInfo().uid);
         installB(spm);
         VendorApp spec;
