@@ -91,12 +91,15 @@ pub enum Judged {
 }
 
 /// What judges a descriptor's close over the wire (`fd_closed`).
-pub const NEEDS_CLOSES: &str = "a device that reports the Consumer's descriptor closes (fd_closed)";
-/// What judges a descriptor's reads: only the in-process Consumer shows them.
+pub const NEEDS_CLOSES: &str = "a device that reports the Consumer's descriptor closes (fd_closed: the probe app, the JVM device, cetp sim)";
+/// What judges a descriptor's reads. No device shows them, so no command
+/// judges a vendor's Consumer on them: the claim says so rather than
+/// suggest one.
 pub const NEEDS_READS: &str =
-    "a target that shows the Consumer's descriptor reads (the in-process Consumer of --target sim)";
+    "a target that shows the Consumer's descriptor reads (no device does; only the in-process reference Consumer of --target sim is seen reading)";
 /// What judges a confirmation's launch.
-pub const NEEDS_RESOLVES: &str = "a device that reports the Consumer's launches (intent_launched)";
+pub const NEEDS_RESOLVES: &str =
+    "a device that reports the Consumer's launches (intent_launched: the probe app, the JVM device, cetp sim)";
 
 fn first(mut problems: Vec<String>) -> Judged {
     if problems.is_empty() {
